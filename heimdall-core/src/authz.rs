@@ -1,0 +1,439 @@
+//! Authorization: who may do what, decided with Cedar.
+//!
+//! The role table of DESIGN §2 is written as Cedar `permit` policies
+//! ([`DEFAULT_POLICIES`]); an organization adds its own `permit`/`forbid`
+//! policies on top. Cedar's semantics give "a `forbid` always wins" and
+//! "deny unless something permits". A decision is a pure function of
+//! (principal, action, target, environment, organization policies).
+//!
+//! Every request carries `context.environment` (the empty string when the
+//! action is not about an environment), so that a policy testing it never
+//! errors. An erroring `forbid` would otherwise be skipped, which is the
+//! wrong way to fail.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use cedar_policy::{
+    Context, Entities, Entity, EntityId, EntityTypeName, EntityUid, Policy as CedarPolicy,
+    PolicyId as CedarPolicyId, PolicySet, Request, RestrictedExpression, Schema, ValidationMode,
+    Validator,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::domain::{Policy, Role};
+use crate::ids::{OrgId, PolicyId};
+
+/// The Cedar schema every policy is validated against.
+pub const CEDAR_SCHEMA: &str = include_str!("authz/heimdall.cedarschema");
+
+macro_rules! actions {
+    ($($variant:ident = $name:literal),+ $(,)?) => {
+        /// Everything a person can ask of Heimdall, by its Cedar action name.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum Action { $($variant),+ }
+
+        impl Action {
+            pub const ALL: &'static [Action] = &[$(Action::$variant),+];
+
+            /// The Cedar action id, e.g. `secret.read` in `Heimdall::Action::"secret.read"`.
+            pub const fn name(self) -> &'static str {
+                match self { $(Action::$variant => $name),+ }
+            }
+        }
+    };
+}
+
+actions! {
+    CatalogRead = "catalog.read",
+    CatalogWrite = "catalog.write",
+    MemberRead = "member.read",
+    MemberWrite = "member.write",
+    PolicyRead = "policy.read",
+    PolicyWrite = "policy.write",
+    EventRead = "event.read",
+    ResourceRead = "resource.read",
+    ResourceWrite = "resource.write",
+    ResourceApprove = "resource.approve",
+    ResourceDelete = "resource.delete",
+    JobRead = "job.read",
+    CloudAccountRead = "cloud_account.read",
+    CloudAccountWrite = "cloud_account.write",
+    SecretRead = "secret.read",
+    SecretWrite = "secret.write",
+    SecretAccessLog = "secret.access_log",
+    AgentRead = "agent.read",
+    AgentManage = "agent.manage",
+    EnvironmentAssignAgent = "environment.assign_agent",
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The role defaults of DESIGN §2, as Cedar. Ids start with `default:`.
+pub const DEFAULT_POLICIES: &[(&str, &str)] = &[
+    (
+        "default:every-member",
+        r#"permit(principal, action in [
+            Heimdall::Action::"catalog.read",
+            Heimdall::Action::"member.read",
+            Heimdall::Action::"resource.read",
+            Heimdall::Action::"job.read",
+            Heimdall::Action::"secret.read"
+        ], resource);"#,
+    ),
+    (
+        "default:owner-and-admin",
+        r#"permit(principal, action in [
+            Heimdall::Action::"catalog.write",
+            Heimdall::Action::"member.write",
+            Heimdall::Action::"policy.read",
+            Heimdall::Action::"event.read",
+            Heimdall::Action::"resource.write",
+            Heimdall::Action::"resource.approve",
+            Heimdall::Action::"resource.delete",
+            Heimdall::Action::"cloud_account.read",
+            Heimdall::Action::"cloud_account.write",
+            Heimdall::Action::"secret.write",
+            Heimdall::Action::"secret.access_log",
+            Heimdall::Action::"agent.read"
+        ], resource) when { principal.role == "owner" || principal.role == "admin" };"#,
+    ),
+    (
+        "default:owner",
+        // Policies are owner-only: an admin who could write policies could
+        // grant themselves anything the owner keeps.
+        r#"permit(principal, action in [
+            Heimdall::Action::"policy.write",
+            Heimdall::Action::"agent.manage",
+            Heimdall::Action::"environment.assign_agent"
+        ], resource) when { principal.role == "owner" };"#,
+    ),
+];
+
+/// Kinds of thing an action can be about (Cedar entity types).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TargetKind {
+    Organization,
+    Domain,
+    System,
+    Component,
+    Environment,
+    Member,
+    Policy,
+    Resource,
+    Job,
+    Secret,
+    CloudAccount,
+    Agent,
+}
+
+impl TargetKind {
+    pub fn cedar_type(self) -> &'static str {
+        match self {
+            TargetKind::Organization => "Heimdall::Organization",
+            TargetKind::Domain => "Heimdall::Domain",
+            TargetKind::System => "Heimdall::System",
+            TargetKind::Component => "Heimdall::Component",
+            TargetKind::Environment => "Heimdall::Environment",
+            TargetKind::Member => "Heimdall::Member",
+            TargetKind::Policy => "Heimdall::Policy",
+            TargetKind::Resource => "Heimdall::Resource",
+            TargetKind::Job => "Heimdall::Job",
+            TargetKind::Secret => "Heimdall::Secret",
+            TargetKind::CloudAccount => "Heimdall::CloudAccount",
+            TargetKind::Agent => "Heimdall::Agent",
+        }
+    }
+}
+
+/// Who is asking. Members are named in policies by email:
+/// `principal == Heimdall::Member::"ana@example.com"`.
+#[derive(Clone, Debug)]
+pub struct Principal {
+    pub org: OrgId,
+    pub email: String,
+    pub role: Role,
+}
+
+/// What the action is about, with its ancestors nearest first (a component's
+/// system, then domain). The organization is always the root and is added
+/// here, so `resource in Heimdall::Domain::"<id>"` works in policies.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub kind: TargetKind,
+    pub id: String,
+    pub ancestors: Vec<(TargetKind, String)>,
+}
+
+impl Target {
+    pub fn new(kind: TargetKind, id: impl fmt::Display) -> Self {
+        Self { kind, id: id.to_string(), ancestors: Vec::new() }
+    }
+
+    /// The organization itself, for actions on a collection (list, create).
+    pub fn organization(org: OrgId) -> Self {
+        Self::new(TargetKind::Organization, org)
+    }
+
+    pub fn with_ancestor(mut self, kind: TargetKind, id: impl fmt::Display) -> Self {
+        self.ancestors.push((kind, id.to_string()));
+        self
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// No policy permits it.
+    NotPermitted,
+    /// One or more `forbid` policies match; their ids.
+    ForbiddenBy(Vec<String>),
+}
+
+impl Decision {
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Decision::Allow)
+    }
+}
+
+/// Where a policy text is wrong: 1-based line and column, and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("line {line}, column {column}: {message}")]
+pub struct PolicyError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// An organization's own policies, parsed and ready to evaluate.
+#[derive(Clone, Debug, Default)]
+pub struct OrgPolicies {
+    set: PolicySet,
+}
+
+impl OrgPolicies {
+    /// Compiles stored policies. A stored policy that no longer compiles is
+    /// an error (the caller fails closed) rather than silently skipped.
+    pub fn compile(policies: &[Policy]) -> Result<Self, (PolicyId, PolicyError)> {
+        let mut set = PolicySet::new();
+        for policy in policies {
+            let parsed = parse_policy_text(&policy.text).map_err(|e| (policy.id, e))?;
+            for (i, p) in parsed.policies().enumerate() {
+                let id = CedarPolicyId::new(format!("{}#{}", policy.id, i));
+                set.add(p.new_id(id)).map_err(|e| {
+                    (policy.id, PolicyError { line: 1, column: 1, message: e.to_string() })
+                })?;
+            }
+        }
+        Ok(Self { set })
+    }
+}
+
+struct Compiled {
+    schema: Schema,
+    defaults: Vec<CedarPolicy>,
+}
+
+fn compiled() -> &'static Compiled {
+    static COMPILED: OnceLock<Compiled> = OnceLock::new();
+    COMPILED.get_or_init(|| {
+        // Both texts are constants of this crate; the unit tests parse them,
+        // so a failure here is a build defect, not a runtime condition.
+        #[allow(clippy::expect_used)]
+        let (schema, _warnings) =
+            Schema::from_cedarschema_str(CEDAR_SCHEMA).expect("built-in Cedar schema parses");
+        let defaults = DEFAULT_POLICIES
+            .iter()
+            .map(|(id, text)| {
+                #[allow(clippy::expect_used)]
+                CedarPolicy::parse(Some(CedarPolicyId::new(*id)), text)
+                    .expect("built-in default policy parses")
+            })
+            .collect();
+        Compiled { schema, defaults }
+    })
+}
+
+/// Parses and validates policy text written by a person: Cedar syntax, no
+/// templates, at least one policy, and every entity type, action and
+/// attribute known to Heimdall's schema (strict mode), so that a misspelt
+/// action in a `forbid` is refused instead of silently never applying.
+pub fn validate_policy_text(text: &str) -> Result<usize, PolicyError> {
+    let set = parse_policy_text(text)?;
+    let count = set.policies().count();
+    let validator = Validator::new(compiled().schema.clone());
+    let result = validator.validate(&set, ValidationMode::Strict);
+    if let Some(err) = result.validation_errors().next() {
+        return Err(locate(text, err, err.to_string()));
+    }
+    Ok(count)
+}
+
+fn parse_policy_text(text: &str) -> Result<PolicySet, PolicyError> {
+    let set = PolicySet::from_str(text).map_err(|e| locate(text, &e, e.to_string()))?;
+    if set.templates().next().is_some() {
+        return Err(PolicyError {
+            line: 1,
+            column: 1,
+            message: "policy templates (?principal, ?resource) are not supported".into(),
+        });
+    }
+    if set.policies().next().is_none() {
+        return Err(PolicyError {
+            line: 1,
+            column: 1,
+            message: "no policy found: expected a `permit` or `forbid` statement".into(),
+        });
+    }
+    Ok(set)
+}
+
+fn locate(text: &str, diag: &dyn miette::Diagnostic, message: String) -> PolicyError {
+    let offset = diag.labels().and_then(|mut labels| labels.next()).map(|l| l.offset()).unwrap_or(0);
+    let (line, column) = line_column(text, offset);
+    PolicyError { line, column, message }
+}
+
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// Decides whether `principal` may do `action` on `target`.
+pub fn decide(
+    principal: &Principal,
+    action: Action,
+    target: &Target,
+    environment: Option<&str>,
+    org_policies: &OrgPolicies,
+) -> Decision {
+    let compiled = compiled();
+    let mut set = org_policies.set.clone();
+    for p in &compiled.defaults {
+        if set.add(p.clone()).is_err() {
+            // Only possible if an org policy took a `default:` id, which
+            // `OrgPolicies::compile` never produces. Fail closed.
+            return Decision::NotPermitted;
+        }
+    }
+    let Some(request_parts) = build_request(principal, action, target, environment) else {
+        return Decision::NotPermitted;
+    };
+    let (request, entities) = request_parts;
+    let response = cedar_policy::Authorizer::new().is_authorized(&request, &set, &entities);
+    match response.decision() {
+        cedar_policy::Decision::Allow => Decision::Allow,
+        cedar_policy::Decision::Deny => {
+            let forbids: Vec<String> = response
+                .diagnostics()
+                .reason()
+                .filter(|id| {
+                    set.policy(id).is_some_and(|p| p.effect() == cedar_policy::Effect::Forbid)
+                })
+                .map(|id| id.to_string())
+                .collect();
+            if forbids.is_empty() {
+                Decision::NotPermitted
+            } else {
+                Decision::ForbiddenBy(forbids)
+            }
+        }
+    }
+}
+
+fn uid(type_name: &str, id: &str) -> Option<EntityUid> {
+    let type_name = EntityTypeName::from_str(type_name).ok()?;
+    Some(EntityUid::from_type_name_and_id(type_name, EntityId::new(id)))
+}
+
+fn build_request(
+    principal: &Principal,
+    action: Action,
+    target: &Target,
+    environment: Option<&str>,
+) -> Option<(Request, Entities)> {
+    let compiled = compiled();
+    let org_uid = uid(TargetKind::Organization.cedar_type(), &principal.org.to_string())?;
+
+    let principal_uid = uid(TargetKind::Member.cedar_type(), &principal.email)?;
+    let attrs = HashMap::from([
+        ("email".to_owned(), RestrictedExpression::new_string(principal.email.clone())),
+        ("role".to_owned(), RestrictedExpression::new_string(principal.role.as_str().to_owned())),
+    ]);
+    let principal_entity =
+        Entity::new(principal_uid.clone(), attrs, HashSet::from([org_uid.clone()])).ok()?;
+
+    // The target and its ancestors, each pointing at the next; the last at the org.
+    let mut chain: Vec<EntityUid> = Vec::with_capacity(target.ancestors.len() + 1);
+    chain.push(uid(target.kind.cedar_type(), &target.id)?);
+    for (kind, id) in &target.ancestors {
+        chain.push(uid(kind.cedar_type(), id)?);
+    }
+    let mut entities = vec![principal_entity, Entity::new_no_attrs(org_uid.clone(), HashSet::new())];
+    let resource_uid = chain[0].clone();
+    if resource_uid != org_uid {
+        for (i, entity_uid) in chain.iter().enumerate() {
+            let parent = chain.get(i + 1).cloned().unwrap_or_else(|| org_uid.clone());
+            entities.push(Entity::new_no_attrs(entity_uid.clone(), HashSet::from([parent])));
+        }
+    }
+    // A member being the target (member.write on Ana) is also the principal
+    // entity type; keep one entity per uid.
+    let mut seen = HashSet::new();
+    entities.retain(|e| seen.insert(e.uid()));
+    let entities = Entities::from_entities(entities, None).ok()?;
+
+    let action_uid = uid("Heimdall::Action", action.name())?;
+    let context = Context::from_pairs([(
+        "environment".to_owned(),
+        RestrictedExpression::new_string(environment.unwrap_or_default().to_owned()),
+    )])
+    .ok()?;
+    let request =
+        Request::new(principal_uid, action_uid, resource_uid, context, Some(&compiled.schema)).ok()?;
+    Some((request, entities))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse_and_validate() {
+        let _ = compiled();
+        for (id, text) in DEFAULT_POLICIES {
+            validate_policy_text(text).unwrap_or_else(|e| panic!("{id}: {e}"));
+        }
+    }
+
+    #[test]
+    fn parse_error_has_a_position() {
+        let err = validate_policy_text("permit(principal, action, resource);\nforbid(principal action, resource);")
+            .unwrap_err();
+        assert_eq!(err.line, 2, "{err:?}");
+        assert!(err.column > 1, "{err:?}");
+    }
+
+    #[test]
+    fn unknown_action_is_refused() {
+        let err = validate_policy_text(
+            r#"forbid(principal, action == Heimdall::Action::"secret.raed", resource);"#,
+        )
+        .unwrap_err();
+        assert!(err.message.contains("secret.raed"), "{err:?}");
+    }
+
+    #[test]
+    fn line_column_counts_chars() {
+        assert_eq!(line_column("ab\ncd", 4), (2, 2));
+        assert_eq!(line_column("ab", 0), (1, 1));
+    }
+}

@@ -1,0 +1,147 @@
+//! The one list of stable error codes (DESIGN §4) and their HTTP status.
+//!
+//! Architecture Invariant: a code's string and status never change once
+//! shipped; `tests/core.rs` pins the whole table. Messages never carry a
+//! secret value, an input value, a token or a credential.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! error_codes {
+    ($($variant:ident = $status:literal),+ $(,)?) => {
+        /// A stable, machine-readable error code.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+        pub enum ErrorCode {
+            $($variant),+
+        }
+
+        impl ErrorCode {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant),+];
+
+            /// The HTTP status this code is served with. The only such table.
+            pub const fn http_status(self) -> u16 {
+                match self {
+                    $(ErrorCode::$variant => $status),+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    // From DESIGN §4.
+    ValueNotAccepted = 400,
+    SchemaViolation = 422,
+    SelfApproval = 403,
+    StaleRevision = 409,
+    Forbidden = 403,
+    Unauthenticated = 401,
+    NotFound = 404,
+    ValueMayPersist = 409,
+    VersionDeactivated = 410,
+    NoCloudAccount = 422,
+    ModuleNotAllowed = 422,
+    TerraformChecksumMismatch = 422,
+    PolicyStale = 503,
+    AuditUnavailable = 503,
+    // Heimdall's own additions, same rules.
+    BadRequest = 400,
+    InvalidInput = 422,
+    InvalidPolicy = 422,
+    AlreadyExists = 409,
+    NotEmpty = 409,
+    LastOwner = 409,
+    AlreadyBootstrapped = 409,
+    PayloadTooLarge = 413,
+    Internal = 500,
+}
+
+impl ErrorCode {
+    /// The wire spelling, e.g. `VALUE_NOT_ACCEPTED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::ValueNotAccepted => "VALUE_NOT_ACCEPTED",
+            ErrorCode::SchemaViolation => "SCHEMA_VIOLATION",
+            ErrorCode::SelfApproval => "SELF_APPROVAL",
+            ErrorCode::StaleRevision => "STALE_REVISION",
+            ErrorCode::Forbidden => "FORBIDDEN",
+            ErrorCode::Unauthenticated => "UNAUTHENTICATED",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::ValueMayPersist => "VALUE_MAY_PERSIST",
+            ErrorCode::VersionDeactivated => "VERSION_DEACTIVATED",
+            ErrorCode::NoCloudAccount => "NO_CLOUD_ACCOUNT",
+            ErrorCode::ModuleNotAllowed => "MODULE_NOT_ALLOWED",
+            ErrorCode::TerraformChecksumMismatch => "TERRAFORM_CHECKSUM_MISMATCH",
+            ErrorCode::PolicyStale => "POLICY_STALE",
+            ErrorCode::AuditUnavailable => "AUDIT_UNAVAILABLE",
+            ErrorCode::BadRequest => "BAD_REQUEST",
+            ErrorCode::InvalidInput => "INVALID_INPUT",
+            ErrorCode::InvalidPolicy => "INVALID_POLICY",
+            ErrorCode::AlreadyExists => "ALREADY_EXISTS",
+            ErrorCode::NotEmpty => "NOT_EMPTY",
+            ErrorCode::LastOwner => "LAST_OWNER",
+            ErrorCode::AlreadyBootstrapped => "ALREADY_BOOTSTRAPPED",
+            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::Internal => "INTERNAL",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|c| c.as_str() == s)
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One refused field: where (a JSON Pointer) and which rule. Never the value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldError {
+    pub path: String,
+    pub rule: String,
+}
+
+/// The error every layer speaks: a stable code, a human message, and for
+/// input refusals the fields. Serialized on the wire as
+/// `{"error": {"code", "message", "fields"?}}` (see [`crate::wire::ErrorBody`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<FieldError>>,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), fields: None }
+    }
+
+    pub fn with_fields(mut self, fields: Vec<FieldError>) -> Self {
+        self.fields = Some(fields);
+        self
+    }
+
+    pub fn http_status(&self) -> u16 {
+        self.code.http_status()
+    }
+
+    pub fn not_found(what: impl fmt::Display) -> Self {
+        Self::new(ErrorCode::NotFound, format!("{what} not found"))
+    }
+
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidInput, message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Forbidden, message)
+    }
+}

@@ -1,0 +1,24 @@
+//! Heimdall's rules, pure.
+//!
+//! Architecture Invariant: this crate does no I/O, reads no clock, no
+//! environment and no randomness. Time, ids and stored state come in as
+//! arguments; adapters (`heimdall-api`, `heimdall-agent`) own sockets,
+//! databases and processes. `tests/core.rs` fails the build if a runtime or
+//! I/O crate (tokio, sqlx, reqwest, hyper, axum, aws-*) enters the
+//! dependency closure.
+#![forbid(unsafe_code)]
+
+pub mod authz;
+pub mod clock;
+pub mod domain;
+pub mod error;
+pub mod ids;
+pub mod members;
+pub mod names;
+pub mod ports;
+pub mod redacted;
+pub mod token;
+pub mod wire;
+
+pub use error::{ApiError, ErrorCode, FieldError};
+pub use redacted::Redacted;

@@ -1,0 +1,53 @@
+//! `Redacted<T>`: a wrapper for anything secret (tokens, keys, values).
+//!
+//! Its `Debug` and `Display` print `<redacted>`, it is zeroized on drop, and
+//! the only way in is [`Redacted::expose`], which makes every use greppable.
+
+use std::fmt;
+
+use zeroize::{Zeroize, ZeroizeOnDrop};
+
+#[derive(Clone, Default, PartialEq, Eq, Zeroize, ZeroizeOnDrop)]
+pub struct Redacted<T: Zeroize>(T);
+
+impl<T: Zeroize> Redacted<T> {
+    pub fn new(value: T) -> Self {
+        Self(value)
+    }
+
+    /// The secret itself. Call sites are the audit surface: keep them few.
+    pub fn expose(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: Zeroize> From<T> for Redacted<T> {
+    fn from(value: T) -> Self {
+        Self(value)
+    }
+}
+
+impl<T: Zeroize> fmt::Debug for Redacted<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl<T: Zeroize> fmt::Display for Redacted<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_and_display_never_show_the_secret() {
+        let secret = Redacted::new(String::from("hmd_topsecret"));
+        assert_eq!(format!("{secret:?}"), "<redacted>");
+        assert_eq!(format!("{secret}"), "<redacted>");
+        assert_eq!(secret.expose(), "hmd_topsecret");
+    }
+}

@@ -1,0 +1,134 @@
+use heimdall_core::authz::{decide, validate_policy_text, Action, Decision, OrgPolicies, Principal, Target, TargetKind};
+use heimdall_core::domain::{Policy, Role};
+use heimdall_core::ids::{OrgId, PolicyId};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+fn org() -> OrgId {
+    OrgId::from_uuid(Uuid::from_u128(1))
+}
+
+fn who(role: Role) -> Principal {
+    Principal { org: org(), email: format!("{role}@example.com"), role }
+}
+
+fn policy(n: u128, text: &str) -> Policy {
+    validate_policy_text(text).unwrap_or_else(|e| panic!("test policy invalid: {e}"));
+    Policy {
+        id: PolicyId::from_uuid(Uuid::from_u128(n)),
+        org_id: org(),
+        name: format!("p{n}"),
+        description: String::new(),
+        text: text.into(),
+        created_at: OffsetDateTime::UNIX_EPOCH,
+        created_by: "owner@example.com".into(),
+    }
+}
+
+/// DESIGN §2 "Who may do what", as the lowest role that may do each action.
+fn expected_minimum_role(action: Action) -> Role {
+    use Action::*;
+    match action {
+        CatalogRead | MemberRead | ResourceRead | JobRead | SecretRead => Role::Member,
+        CatalogWrite | MemberWrite | PolicyRead | EventRead | ResourceWrite | ResourceApprove
+        | ResourceDelete | CloudAccountRead | CloudAccountWrite | SecretWrite | SecretAccessLog
+        | AgentRead => Role::Admin,
+        PolicyWrite | AgentManage | EnvironmentAssignAgent => Role::Owner,
+    }
+}
+
+fn allowed_for(role: Role, minimum: Role) -> bool {
+    // Role's Ord: Owner < Admin < Member.
+    role <= minimum
+}
+
+#[test]
+fn role_defaults_match_the_design_table_in_every_environment() {
+    let none = OrgPolicies::default();
+    let target = Target::organization(org());
+    for &action in Action::ALL {
+        for role in Role::ALL {
+            for env in [None, Some("dev"), Some("prod")] {
+                let got = decide(&who(role), action, &target, env, &none);
+                let want = allowed_for(role, expected_minimum_role(action));
+                assert_eq!(got.is_allowed(), want, "{role} {action} env={env:?}: {got:?}");
+                if !want {
+                    assert_eq!(got, Decision::NotPermitted);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn forbid_wins_even_over_the_owner() {
+    let policies = OrgPolicies::compile(&[policy(
+        10,
+        r#"forbid(principal, action == Heimdall::Action::"secret.read", resource)
+           when { context.environment == "prod" };"#,
+    )])
+    .unwrap();
+    let secret = Target::new(TargetKind::Secret, "db-password");
+    for role in Role::ALL {
+        match decide(&who(role), Action::SecretRead, &secret, Some("prod"), &policies) {
+            Decision::ForbiddenBy(ids) => assert_eq!(ids, vec![format!("{}#0", PolicyId::from_uuid(Uuid::from_u128(10)))]),
+            other => panic!("{role}: {other:?}"),
+        }
+        assert!(decide(&who(role), Action::SecretRead, &secret, Some("dev"), &policies).is_allowed());
+    }
+}
+
+#[test]
+fn forbid_wins_over_an_explicit_permit() {
+    let policies = OrgPolicies::compile(&[
+        policy(11, r#"permit(principal == Heimdall::Member::"member@example.com", action == Heimdall::Action::"resource.delete", resource);"#),
+        policy(12, r#"forbid(principal, action == Heimdall::Action::"resource.delete", resource) when { context.environment == "prod" };"#),
+    ])
+    .unwrap();
+    let res = Target::new(TargetKind::Resource, "r1");
+    assert!(decide(&who(Role::Member), Action::ResourceDelete, &res, Some("dev"), &policies).is_allowed());
+    assert!(matches!(
+        decide(&who(Role::Member), Action::ResourceDelete, &res, Some("prod"), &policies),
+        Decision::ForbiddenBy(_)
+    ));
+    // The permit names one member only.
+    let other = Principal { org: org(), email: "someone@example.com".into(), role: Role::Member };
+    assert_eq!(decide(&other, Action::ResourceDelete, &res, Some("dev"), &policies), Decision::NotPermitted);
+}
+
+#[test]
+fn policies_can_scope_by_catalog_ancestry() {
+    let payments = "11111111-1111-1111-1111-111111111111";
+    let policies = OrgPolicies::compile(&[policy(
+        13,
+        &format!(r#"forbid(principal, action == Heimdall::Action::"resource.write", resource in Heimdall::Domain::"{payments}") unless {{ principal.role == "owner" }};"#),
+    )])
+    .unwrap();
+    let in_payments = Target::new(TargetKind::Resource, "r1")
+        .with_ancestor(TargetKind::Component, "c1")
+        .with_ancestor(TargetKind::System, "s1")
+        .with_ancestor(TargetKind::Domain, payments);
+    let elsewhere = Target::new(TargetKind::Resource, "r2")
+        .with_ancestor(TargetKind::Component, "c2")
+        .with_ancestor(TargetKind::System, "s2")
+        .with_ancestor(TargetKind::Domain, "22222222-2222-2222-2222-222222222222");
+    assert!(matches!(decide(&who(Role::Admin), Action::ResourceWrite, &in_payments, None, &policies), Decision::ForbiddenBy(_)));
+    assert!(decide(&who(Role::Owner), Action::ResourceWrite, &in_payments, None, &policies).is_allowed());
+    assert!(decide(&who(Role::Admin), Action::ResourceWrite, &elsewhere, None, &policies).is_allowed());
+}
+
+#[test]
+fn invalid_policies_are_refused_with_a_position() {
+    let cases = [
+        "permit(principal, action, resource)",                  // missing ';'
+        "allow(principal, action, resource);",                  // not a keyword
+        r#"permit(principal in ?principal, action, resource);"#, // template
+        r#"permit(principal, action, resource) when { principal.team == "x" };"#, // unknown attribute
+        "",                                                     // nothing
+    ];
+    for text in cases {
+        let err = validate_policy_text(text).expect_err(text);
+        assert!(err.line >= 1 && err.column >= 1, "{text}: {err:?}");
+        assert!(!err.message.is_empty());
+    }
+}

@@ -1,0 +1,61 @@
+use heimdall_core::{ApiError, ErrorCode};
+
+/// The published table. Changing a line here is a breaking API change.
+const PINNED: &[(&str, u16)] = &[
+    ("VALUE_NOT_ACCEPTED", 400),
+    ("SCHEMA_VIOLATION", 422),
+    ("SELF_APPROVAL", 403),
+    ("STALE_REVISION", 409),
+    ("FORBIDDEN", 403),
+    ("UNAUTHENTICATED", 401),
+    ("NOT_FOUND", 404),
+    ("VALUE_MAY_PERSIST", 409),
+    ("VERSION_DEACTIVATED", 410),
+    ("NO_CLOUD_ACCOUNT", 422),
+    ("MODULE_NOT_ALLOWED", 422),
+    ("TERRAFORM_CHECKSUM_MISMATCH", 422),
+    ("POLICY_STALE", 503),
+    ("AUDIT_UNAVAILABLE", 503),
+    ("BAD_REQUEST", 400),
+    ("INVALID_INPUT", 422),
+    ("INVALID_POLICY", 422),
+    ("ALREADY_EXISTS", 409),
+    ("NOT_EMPTY", 409),
+    ("LAST_OWNER", 409),
+    ("ALREADY_BOOTSTRAPPED", 409),
+    ("PAYLOAD_TOO_LARGE", 413),
+    ("INTERNAL", 500),
+];
+
+#[test]
+fn every_code_has_its_pinned_status_and_spelling() {
+    let actual: Vec<(&str, u16)> =
+        ErrorCode::ALL.iter().map(|c| (c.as_str(), c.http_status())).collect();
+    assert_eq!(actual, PINNED);
+}
+
+#[test]
+fn codes_round_trip_through_json_and_parse() {
+    for code in ErrorCode::ALL {
+        let json = serde_json::to_string(code).unwrap();
+        assert_eq!(json, format!("\"{}\"", code.as_str()));
+        assert_eq!(serde_json::from_str::<ErrorCode>(&json).unwrap(), *code);
+        assert_eq!(ErrorCode::parse(code.as_str()), Some(*code));
+    }
+}
+
+#[test]
+fn error_body_shape() {
+    let body = heimdall_core::wire::ErrorBody {
+        error: ApiError::new(ErrorCode::SchemaViolation, "input does not match the schema")
+            .with_fields(vec![heimdall_core::FieldError { path: "/bucket".into(), rule: "pattern".into() }]),
+    };
+    let json = serde_json::to_value(&body).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"error": {"code": "SCHEMA_VIOLATION", "message": "input does not match the schema",
+            "fields": [{"path": "/bucket", "rule": "pattern"}]}})
+    );
+    let plain = serde_json::to_value(heimdall_core::wire::ErrorBody { error: ApiError::not_found("member") }).unwrap();
+    assert!(plain["error"].get("fields").is_none());
+}

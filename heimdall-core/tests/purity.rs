@@ -1,0 +1,60 @@
+//! Architecture Invariant: heimdall-core does no I/O. Checked here by
+//! walking its normal (non-dev) dependency closure with `cargo metadata`.
+
+use std::collections::{HashMap, HashSet};
+use std::process::Command;
+
+const FORBIDDEN_PREFIXES: &[&str] =
+    &["tokio", "sqlx", "reqwest", "hyper", "axum", "aws-", "aws_", "mio", "rustls", "tower"];
+
+#[test]
+fn core_dependency_closure_has_no_runtime_or_io_crates() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--manifest-path"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let names: HashMap<&str, &str> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let nodes: HashMap<&str, &serde_json::Value> = meta["resolve"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["id"].as_str().unwrap(), n))
+        .collect();
+    let root = names.iter().find(|(_, n)| **n == "heimdall-core").map(|(id, _)| *id).unwrap();
+
+    // Walk normal and build dependencies only: dev-dependencies are for tests.
+    let mut seen = HashSet::new();
+    let mut stack = vec![root];
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        for dep in nodes[id]["deps"].as_array().unwrap() {
+            let runtime = dep["dep_kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k["kind"].is_null() || k["kind"] == "build");
+            if runtime {
+                stack.push(dep["pkg"].as_str().unwrap());
+            }
+        }
+    }
+    let offenders: Vec<&str> = seen
+        .iter()
+        .map(|id| names[id])
+        .filter(|name| FORBIDDEN_PREFIXES.iter().any(|p| name.starts_with(p)))
+        .collect();
+    assert!(offenders.is_empty(), "heimdall-core must stay pure, but depends on {offenders:?}");
+    assert!(seen.len() > 5, "the walk found too little to be meaningful: {}", seen.len());
+}
