@@ -1,1 +1,169 @@
-fn main() {}
+//! `heimdall-api`: serve the API, or bootstrap its first organization.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use heimdall_api::config::{FileConfig, ServeConfig};
+use heimdall_api::{db, SystemClock};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser, Debug)]
+#[command(name = "heimdall-api", version, about = "The Heimdall API server")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve the HTTP API (runs pending migrations first).
+    Serve {
+        /// postgres://… or sqlite://PATH
+        #[arg(long, env = "HEIMDALL_DATABASE_URL", hide_env_values = true)]
+        database_url: Option<String>,
+        /// Address to listen on [default: 127.0.0.1:7480]
+        #[arg(long, env = "HEIMDALL_LISTEN")]
+        listen: Option<String>,
+        /// TOML file with database_url, listen, max_body_bytes.
+        #[arg(long, env = "HEIMDALL_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Create the first organization and its owner; prints the owner's API
+    /// token once. Refused on a database that already has an organization.
+    Bootstrap {
+        #[arg(long, env = "HEIMDALL_DATABASE_URL", hide_env_values = true)]
+        database_url: Option<String>,
+        #[arg(long, env = "HEIMDALL_CONFIG")]
+        config: Option<PathBuf>,
+        /// Organization name (lowercase letters, digits, '-', '_').
+        #[arg(long)]
+        org: String,
+        /// The owner's email.
+        #[arg(long)]
+        owner: String,
+        #[arg(long, value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
+    /// Run pending migrations and exit.
+    Migrate {
+        #[arg(long, env = "HEIMDALL_DATABASE_URL", hide_env_values = true)]
+        database_url: Option<String>,
+        #[arg(long, env = "HEIMDALL_CONFIG")]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Output {
+    Table,
+    Json,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_env("HEIMDALL_LOG").unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((code, message)) => {
+            eprintln!("error: {code}: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type RunError = (&'static str, String);
+
+fn config(database_url: Option<String>, listen: Option<String>, file: Option<PathBuf>) -> Result<ServeConfig, RunError> {
+    let file = match file {
+        Some(path) => FileConfig::load(&path).map_err(|e| ("INVALID_INPUT", e))?,
+        None => FileConfig::default(),
+    };
+    ServeConfig::resolve(database_url, listen, file).map_err(|e| ("INVALID_INPUT", e))
+}
+
+async fn open(config: &ServeConfig) -> Result<db::SqlStore, RunError> {
+    db::connect(config.database_url.expose()).await.map_err(|e| ("UNAVAILABLE", e.to_string()))
+}
+
+async fn run(cli: Cli) -> Result<(), RunError> {
+    match cli.command {
+        Command::Serve { database_url, listen, config: file } => {
+            let config = config(database_url, listen, file)?;
+            let store = open(&config).await?;
+            let listener = tokio::net::TcpListener::bind(config.listen)
+                .await
+                .map_err(|e| ("UNAVAILABLE", format!("cannot listen on {}: {e}", config.listen)))?;
+            tracing::info!(
+                listen = %config.listen,
+                database = %db::describe_url(config.database_url.expose()),
+                "heimdall-api serving"
+            );
+            heimdall_api::serve_on(listener, store, &config, shutdown_signal())
+                .await
+                .map_err(|e| ("INTERNAL", e.to_string()))?;
+            tracing::info!("heimdall-api stopped");
+            Ok(())
+        }
+        Command::Bootstrap { database_url, config: file, org, owner, output } => {
+            let config = config(database_url, None, file)?;
+            let store = open(&config).await?;
+            let done = heimdall_api::bootstrap::bootstrap(&store, &SystemClock, &org, &owner)
+                .await
+                .map_err(|e| (e.code.as_str(), e.message))?;
+            match output {
+                Output::Json => {
+                    let json = serde_json::to_string_pretty(&done).map_err(|e| ("INTERNAL", e.to_string()))?;
+                    println!("{json}");
+                }
+                Output::Table => {
+                    println!("✓ Organization created: {} ({})", done.organization.name, done.organization.id);
+                    println!("✓ Owner: {}", done.owner.email);
+                    println!();
+                    println!("Owner API token (shown once, store it now):");
+                    println!("  {}", done.token);
+                    println!();
+                    println!("Next: heimdall login --api-url http://{} --token <token>", config.listen);
+                }
+            }
+            store.close().await;
+            Ok(())
+        }
+        Command::Migrate { database_url, config: file } => {
+            let config = config(database_url, None, file)?;
+            let store = open(&config).await?;
+            store.close().await;
+            eprintln!("✓ migrations applied to {}", db::describe_url(config.database_url.expose()));
+            Ok(())
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down");
+}

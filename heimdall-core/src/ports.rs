@@ -137,6 +137,14 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
         parent: Option<CatalogId>,
     ) -> StoreResult<Vec<CatalogEntry>>;
     async fn get_catalog_entry(&self, org: OrgId, id: CatalogId) -> StoreResult<CatalogEntry>;
+    /// Entries of `kind` with this name, anywhere in the organization
+    /// (a system's name is unique only within its domain).
+    async fn find_catalog_by_name(
+        &self,
+        org: OrgId,
+        kind: CatalogKind,
+        name: &str,
+    ) -> StoreResult<Vec<CatalogEntry>>;
     async fn rename_catalog_entry(
         &self,
         org: OrgId,

@@ -19,6 +19,11 @@ impl<T: Zeroize> Redacted<T> {
     pub fn expose(&self) -> &T {
         &self.0
     }
+
+    /// Mutable access, e.g. to fill a key buffer in place.
+    pub fn expose_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
 }
 
 impl<T: Zeroize> From<T> for Redacted<T> {

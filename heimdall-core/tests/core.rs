@@ -1,6 +1,9 @@
-//! heimdall-core's integration tests: the error table, authorization, and
-//! the purity of the crate's dependency closure.
+//! heimdall-core's integration tests, one binary: the error table,
+//! authorization, and the purity of the crate's dependency closure.
 
+#[path = "core/authz.rs"]
 mod authz;
+#[path = "core/error_codes.rs"]
 mod error_codes;
+#[path = "core/purity.rs"]
 mod purity;

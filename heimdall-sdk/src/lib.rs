@@ -1,1 +1,553 @@
+//! Typed async client for the Heimdall API.
+//!
+//! One [`Client`] per API URL and token. Every route of the API has one
+//! method here; bodies are the [`heimdall_core::wire`] types, so the SDK and
+//! the server cannot drift. Errors carry the API's stable code
+//! ([`Error::code`]).
+//!
+//! ```no_run
+//! use heimdall_sdk::wire::{CatalogKind, CreateCatalogEntry};
+//! use heimdall_sdk::{Client, ErrorCode};
+//!
+//! # async fn tour() -> Result<(), heimdall_sdk::Error> {
+//! let client = Client::new("http://127.0.0.1:7480", "hmd_…")?;
+//! let me = client.whoami().await?;
+//! println!("{} ({}) in {}", me.member.email, me.member.role, me.organization.name);
+//!
+//! let payments = client
+//!     .create_catalog_entry(
+//!         CatalogKind::Domain,
+//!         &CreateCatalogEntry { name: "payments".into(), ..Default::default() },
+//!     )
+//!     .await?;
+//! println!("created {} {}", payments.kind, payments.id);
+//!
+//! match client.get_catalog_entry(CatalogKind::Domain, "billing").await {
+//!     Err(err) if err.code() == Some(ErrorCode::NotFound) => println!("no billing domain yet"),
+//!     other => println!("{other:?}"),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Architecture Invariant: the token lives in a [`Redacted`] and reaches
+//! the wire only as a sensitive `Authorization` header; no error, log or
+//! `Debug` output contains it.
+#![forbid(unsafe_code)]
 
+mod error;
+
+use std::fmt;
+use std::time::Duration;
+
+use heimdall_core::ids::{CatalogId, PolicyId, TokenId};
+use heimdall_core::Redacted;
+use reqwest::header::{HeaderValue, AUTHORIZATION};
+use reqwest::{Method, RequestBuilder, Url};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use time::OffsetDateTime;
+
+pub use error::Error;
+pub use heimdall_core::wire;
+pub use heimdall_core::{ApiError, ErrorCode, FieldError};
+
+use wire::{
+    AddMember, AddedMember, AuditEvent, CatalogEntry, CatalogKind, ChangeRole, CreateCatalogEntry,
+    CreatePolicy, CreateToken, CreatedToken, ErrorBody, Health, Member, Policy, Rename, Role, TokenInfo,
+    WhoAmI,
+};
+
+/// `Result` with the SDK's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+const USER_AGENT: &str = concat!("heimdall-sdk/", env!("CARGO_PKG_VERSION"));
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Filters for [`Client::list_events`]. All optional; the server applies
+/// its own default and maximum `limit`.
+///
+/// ```
+/// let query = heimdall_sdk::EventQuery { limit: Some(20), action: Some("member.".into()), ..Default::default() };
+/// assert_eq!(query.before, None);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventQuery {
+    /// At most this many events, newest first.
+    pub limit: Option<u32>,
+    /// Only events strictly before this instant (sent as RFC 3339).
+    pub before: Option<OffsetDateTime>,
+    /// Only events whose action starts with this prefix, e.g. `member.`.
+    pub action: Option<String>,
+}
+
+/// A client for one Heimdall API and one identity. Cheap to clone (the
+/// connection pool is shared).
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: Url,
+    token: Option<Redacted<String>>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("base_url", &self.base.as_str())
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+impl Client {
+    /// A client that sends `token` as a bearer token. `base_url` is the
+    /// server's root (`http://127.0.0.1:7480`); routes go under its `/v1`.
+    ///
+    /// ```
+    /// let client = heimdall_sdk::Client::new("http://127.0.0.1:7480", "hmd_example")?;
+    /// assert_eq!(client.base_url(), "http://127.0.0.1:7480/");
+    /// assert!(!format!("{client:?}").contains("hmd_example"));
+    ///
+    /// let err = heimdall_sdk::Client::new("not a url", "hmd_example").unwrap_err();
+    /// assert!(matches!(err, heimdall_sdk::Error::Invalid(_)));
+    /// # Ok::<(), heimdall_sdk::Error>(())
+    /// ```
+    pub fn new(base_url: &str, token: impl Into<String>) -> Result<Self> {
+        let token = Redacted::new(token.into());
+        bearer(&token)?;
+        Self::build(base_url, Some(token))
+    }
+
+    /// A client without a token: enough for [`Client::health`]; every other
+    /// route answers `UNAUTHENTICATED`.
+    pub fn unauthenticated(base_url: &str) -> Result<Self> {
+        Self::build(base_url, None)
+    }
+
+    fn build(base_url: &str, token: Option<Redacted<String>>) -> Result<Self> {
+        let base = Url::parse(base_url.trim())
+            .map_err(|err| Error::Invalid(format!("API URL is not a valid URL: {err}")))?;
+        if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
+            return Err(Error::Invalid("API URL must start with http:// or https://".to_owned()));
+        }
+        if base.query().is_some() || base.fragment().is_some() {
+            return Err(Error::Invalid("API URL must not have a query or a fragment".to_owned()));
+        }
+        let http = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(REQUEST_TIMEOUT)
+            // An API does not redirect; following one could carry the token elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|err| Error::Transport(format!("cannot set up the HTTP client: {}", chain(&err))))?;
+        Ok(Self { http, base, token })
+    }
+
+    /// The API root this client talks to.
+    pub fn base_url(&self) -> &str {
+        self.base.as_str()
+    }
+
+    /// `GET /v1/health`: is the server up? Sends no token.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), heimdall_sdk::Error> {
+    /// let health = heimdall_sdk::Client::unauthenticated("http://127.0.0.1:7480")?.health().await?;
+    /// println!("{} {}", health.status, health.version);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn health(&self) -> Result<Health> {
+        let url = self.url(&["health"])?;
+        self.send(self.http.get(url)).await
+    }
+
+    /// `GET /v1/whoami`: the member this token belongs to, and their organization.
+    pub async fn whoami(&self) -> Result<WhoAmI> {
+        self.get(&["whoami"]).await
+    }
+
+    // ---- members ---------------------------------------------------------
+
+    /// `GET /v1/members`.
+    pub async fn list_members(&self) -> Result<Vec<Member>> {
+        self.get(&["members"]).await
+    }
+
+    /// `POST /v1/members`: adds a member and returns their first API token,
+    /// which the server shows this once.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// use heimdall_sdk::wire::Role;
+    /// let added = client.add_member("ana@example.com", Role::Admin).await?;
+    /// println!("{} can now log in with the token shown once", added.member.email);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn add_member(&self, email: &str, role: Role) -> Result<AddedMember> {
+        self.with_body(Method::POST, &["members"], &AddMember { email: email.to_owned(), role }).await
+    }
+
+    /// `GET /v1/members/{id-or-email}`.
+    pub async fn get_member(&self, id_or_email: &str) -> Result<Member> {
+        self.get(&["members", id_or_email]).await
+    }
+
+    /// `PATCH /v1/members/{id-or-email}`: changes a member's role. The last
+    /// owner cannot be demoted (`LAST_OWNER`).
+    pub async fn change_role(&self, id_or_email: &str, role: Role) -> Result<Member> {
+        self.with_body(Method::PATCH, &["members", id_or_email], &ChangeRole { role }).await
+    }
+
+    /// `DELETE /v1/members/{id-or-email}`: removes a member and revokes their tokens.
+    pub async fn remove_member(&self, id_or_email: &str) -> Result<Member> {
+        self.delete(&["members", id_or_email]).await
+    }
+
+    // ---- tokens (the caller's own) ---------------------------------------
+
+    /// `GET /v1/tokens`: the caller's own tokens (metadata only).
+    pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
+        self.get(&["tokens"]).await
+    }
+
+    /// `POST /v1/tokens`: a new token for the caller, shown this once.
+    pub async fn create_token(&self, name: &str) -> Result<CreatedToken> {
+        self.with_body(Method::POST, &["tokens"], &CreateToken { name: name.to_owned() }).await
+    }
+
+    /// `DELETE /v1/tokens/{id}`.
+    pub async fn revoke_token(&self, id: TokenId) -> Result<TokenInfo> {
+        self.delete(&["tokens", &id.to_string()]).await
+    }
+
+    // ---- catalog: domains, systems, components, environments ---------------
+
+    /// `POST /v1/{kind}s`. `entry.parent_id` names the domain of a new
+    /// system or the system of a new component.
+    pub async fn create_catalog_entry(
+        &self,
+        kind: CatalogKind,
+        entry: &CreateCatalogEntry,
+    ) -> Result<CatalogEntry> {
+        self.with_body(Method::POST, &[kind.plural()], entry).await
+    }
+
+    /// `GET /v1/{kind}s`, for systems optionally `?domain=<id>`, for
+    /// components `?system=<id>`. `parent` is ignored for domains and
+    /// environments, which live directly in the organization.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client, payments: heimdall_sdk::wire::CatalogEntry) -> Result<(), heimdall_sdk::Error> {
+    /// use heimdall_sdk::wire::CatalogKind;
+    /// for system in client.list_catalog(CatalogKind::System, Some(payments.id)).await? {
+    ///     println!("{}", system.name);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn list_catalog(&self, kind: CatalogKind, parent: Option<CatalogId>) -> Result<Vec<CatalogEntry>> {
+        let mut url = self.url(&[kind.plural()])?;
+        if let (Some(parent_kind), Some(parent)) = (kind.parent_kind(), parent) {
+            url.query_pairs_mut().append_pair(parent_kind.as_str(), &parent.to_string());
+        }
+        self.send(self.authed(Method::GET, url)).await
+    }
+
+    /// `GET /v1/{kind}s/{id-or-name}`.
+    pub async fn get_catalog_entry(&self, kind: CatalogKind, id_or_name: &str) -> Result<CatalogEntry> {
+        self.get(&[kind.plural(), id_or_name]).await
+    }
+
+    /// `PATCH /v1/{kind}s/{id-or-name}`: renames an entry; its id stays.
+    pub async fn rename_catalog_entry(
+        &self,
+        kind: CatalogKind,
+        id_or_name: &str,
+        new_name: &str,
+    ) -> Result<CatalogEntry> {
+        let body = Rename { name: new_name.to_owned() };
+        self.with_body(Method::PATCH, &[kind.plural(), id_or_name], &body).await
+    }
+
+    /// `DELETE /v1/{kind}s/{id-or-name}`: refused with `NOT_EMPTY` while
+    /// anything lives in it.
+    pub async fn delete_catalog_entry(&self, kind: CatalogKind, id_or_name: &str) -> Result<CatalogEntry> {
+        self.delete(&[kind.plural(), id_or_name]).await
+    }
+
+    // ---- policies ----------------------------------------------------------
+
+    /// `POST /v1/policies`: Cedar text, validated by the server
+    /// (`INVALID_POLICY` names the error's position).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// use heimdall_sdk::wire::CreatePolicy;
+    /// let policy = client
+    ///     .create_policy(&CreatePolicy {
+    ///         name: "no-prod-deletes".into(),
+    ///         description: None,
+    ///         text: r#"forbid (principal, action == Action::"resource.delete", resource) when { context.environment == "prod" };"#.into(),
+    ///     })
+    ///     .await?;
+    /// println!("{}", policy.id);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn create_policy(&self, policy: &CreatePolicy) -> Result<Policy> {
+        self.with_body(Method::POST, &["policies"], policy).await
+    }
+
+    /// `GET /v1/policies`.
+    pub async fn list_policies(&self) -> Result<Vec<Policy>> {
+        self.get(&["policies"]).await
+    }
+
+    /// `GET /v1/policies/{id}`.
+    pub async fn get_policy(&self, id: PolicyId) -> Result<Policy> {
+        self.get(&["policies", &id.to_string()]).await
+    }
+
+    /// `DELETE /v1/policies/{id}`; takes effect on the next request.
+    pub async fn delete_policy(&self, id: PolicyId) -> Result<Policy> {
+        self.delete(&["policies", &id.to_string()]).await
+    }
+
+    // ---- events ------------------------------------------------------------
+
+    /// `GET /v1/events`: the organization's audit feed, newest first.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// let query = heimdall_sdk::EventQuery { limit: Some(10), action: Some("member.".into()), ..Default::default() };
+    /// for event in client.list_events(&query).await? {
+    ///     println!("{} {} {} {}", event.at, event.actor, event.action, event.target);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn list_events(&self, query: &EventQuery) -> Result<Vec<AuditEvent>> {
+        let mut url = self.url(&["events"])?;
+        {
+            let mut pairs = url.query_pairs_mut();
+            if let Some(limit) = query.limit {
+                pairs.append_pair("limit", &limit.to_string());
+            }
+            if let Some(before) = query.before {
+                let before = before
+                    .to_offset(time::UtcOffset::UTC)
+                    .format(&time::format_description::well_known::Rfc3339)
+                    .map_err(|err| Error::Invalid(format!("`before` cannot be written as RFC 3339: {err}")))?;
+                pairs.append_pair("before", &before);
+            }
+            if let Some(action) = &query.action {
+                pairs.append_pair("action", action);
+            }
+        }
+        if url.query() == Some("") {
+            url.set_query(None);
+        }
+        self.send(self.authed(Method::GET, url)).await
+    }
+
+    // ---- plumbing ------------------------------------------------------------
+
+    /// `base` + `/v1/` + each segment, percent-encoded (so an email's `@`
+    /// or a `/` in a name cannot change the route).
+    fn url(&self, segments: &[&str]) -> Result<Url> {
+        let mut url = self.base.clone();
+        {
+            let mut path = url
+                .path_segments_mut()
+                .map_err(|()| Error::Invalid("API URL cannot have a path".to_owned()))?;
+            path.pop_if_empty().push("v1");
+            for segment in segments {
+                // `url` drops `.` and `..` segments and an empty one would
+                // route elsewhere: refuse rather than ask the wrong question.
+                if segment.is_empty() || *segment == "." || *segment == ".." {
+                    return Err(Error::Invalid(format!(
+                        "`{segment}` cannot name anything: use an id or a name"
+                    )));
+                }
+                path.push(segment);
+            }
+        }
+        Ok(url)
+    }
+
+    fn authed(&self, method: Method, url: Url) -> RequestBuilder {
+        let request = self.http.request(method, url);
+        match self.token.as_ref().map(bearer) {
+            Some(Ok(header)) => request.header(AUTHORIZATION, header),
+            // Checked in `new`; without a token the server answers 401.
+            Some(Err(_)) | None => request,
+        }
+    }
+
+    async fn get<T: DeserializeOwned>(&self, segments: &[&str]) -> Result<T> {
+        let url = self.url(segments)?;
+        self.send(self.authed(Method::GET, url)).await
+    }
+
+    async fn delete<T: DeserializeOwned>(&self, segments: &[&str]) -> Result<T> {
+        let url = self.url(segments)?;
+        self.send(self.authed(Method::DELETE, url)).await
+    }
+
+    async fn with_body<B: Serialize, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        segments: &[&str],
+        body: &B,
+    ) -> Result<T> {
+        let url = self.url(segments)?;
+        self.send(self.authed(method, url).json(body)).await
+    }
+
+    async fn send<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<T> {
+        let request = request.build().map_err(|err| Error::Invalid(chain(&err)))?;
+        let what = describe_request(request.method(), request.url());
+        let response = self
+            .http
+            .execute(request)
+            .await
+            .map_err(|err| Error::Transport(format!("{what}: {}", transport_cause(&err))))?;
+        let status = response.status();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|err| Error::Transport(format!("{what}: {}", transport_cause(&err))))?;
+        if status.is_success() {
+            let de = &mut serde_json::Deserializer::from_slice(&body);
+            return serde_path_to_error::deserialize(de).map_err(|err| {
+                Error::Decode(format!("{what}: response {}", error::describe_decode_error(&err)))
+            });
+        }
+        Err(Error::Api(api_error(status, &body, &what)))
+    }
+}
+
+/// The server's error from a non-2xx answer. A code this SDK does not know
+/// (a newer server) keeps its message, under the status's code.
+fn api_error(status: reqwest::StatusCode, body: &[u8], what: &str) -> ApiError {
+    if let Ok(parsed) = serde_json::from_slice::<ErrorBody>(body) {
+        return parsed.error;
+    }
+    #[derive(serde::Deserialize)]
+    struct Loose {
+        error: LooseError,
+    }
+    #[derive(serde::Deserialize)]
+    struct LooseError {
+        code: String,
+        message: String,
+    }
+    let fallback = error::code_for_status(status.as_u16());
+    match serde_json::from_slice::<Loose>(body) {
+        Ok(Loose { error }) => ApiError::new(fallback, format!("{}: {}", error.code, error.message)),
+        Err(_) => ApiError::new(fallback, format!("{what}: the server answered {status} without an error body")),
+    }
+}
+
+fn bearer(token: &Redacted<String>) -> Result<HeaderValue> {
+    let mut value = HeaderValue::try_from(format!("Bearer {}", token.expose()))
+        // The error names the rule, never the token.
+        .map_err(|_| Error::Invalid("the token contains characters not allowed in an HTTP header".to_owned()))?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// `GET http://host:port/v1/members/x`: no credentials, no query.
+fn describe_request(method: &Method, url: &Url) -> String {
+    let mut shown = url.clone();
+    // Cannot fail for http(s) URLs; if it did, the URL keeps what it had.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    format!("{method} {shown}")
+}
+
+fn transport_cause(err: &reqwest::Error) -> String {
+    let kind = if err.is_timeout() {
+        "timed out"
+    } else if err.is_connect() {
+        "cannot connect"
+    } else {
+        "request failed"
+    };
+    // reqwest renders "error sending request for url (…)"; the request
+    // description already names the URL.
+    let text = err.to_string();
+    let head = text.split_once(" for url (").map_or(text.as_str(), |(head, _)| head);
+    format!("{kind}: {}", chain_from(head.to_owned(), std::error::Error::source(err)))
+}
+
+/// An error and its sources, `a: b: c`, skipping repeats.
+fn chain(err: &dyn std::error::Error) -> String {
+    chain_from(err.to_string(), err.source())
+}
+
+fn chain_from(head: String, mut source: Option<&(dyn std::error::Error + 'static)>) -> String {
+    let mut parts = vec![head];
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if parts.last().is_none_or(|last| !last.contains(&text)) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_percent_encoded_under_v1() {
+        let client = Client::new("http://127.0.0.1:7480", "hmd_x").unwrap();
+        let url = client.url(&["members", "ana+ops@example.com"]).unwrap();
+        assert_eq!(url.as_str(), "http://127.0.0.1:7480/v1/members/ana+ops@example.com");
+        let url = client.url(&["domains", "a/b c?d#e%"]).unwrap();
+        assert_eq!(url.as_str(), "http://127.0.0.1:7480/v1/domains/a%2Fb%20c%3Fd%23e%25");
+        assert!(matches!(client.url(&["domains", ".."]), Err(Error::Invalid(_))));
+        assert!(matches!(client.url(&["domains", ""]), Err(Error::Invalid(_))));
+
+        let prefixed = Client::new("https://example.com/heimdall/", "hmd_x").unwrap();
+        assert_eq!(prefixed.url(&["whoami"]).unwrap().as_str(), "https://example.com/heimdall/v1/whoami");
+    }
+
+    #[test]
+    fn bad_urls_and_tokens_are_refused_without_echoing_the_token() {
+        assert!(matches!(Client::new("ftp://x", "t"), Err(Error::Invalid(_))));
+        assert!(matches!(Client::new("http://x?a=b", "t"), Err(Error::Invalid(_))));
+        let err = Client::new("http://x", "hmd_sec\nret").unwrap_err();
+        assert!(!err.to_string().contains("hmd_sec"), "{err}");
+        let client = Client::new("http://x", "hmd_secret").unwrap();
+        assert!(!format!("{client:?}").contains("hmd_secret"));
+    }
+
+    #[test]
+    fn request_descriptions_drop_credentials_and_query() {
+        let url = Url::parse("http://user:pw@h:1/v1/events?action=x").unwrap();
+        assert_eq!(describe_request(&Method::GET, &url), "GET http://h:1/v1/events");
+    }
+
+    #[test]
+    fn error_bodies() {
+        let what = "GET http://h/v1/x";
+        let typed = br#"{"error":{"code":"NOT_FOUND","message":"domain x not found"}}"#;
+        assert_eq!(api_error(reqwest::StatusCode::NOT_FOUND, typed, what).code, ErrorCode::NotFound);
+        let unknown = br#"{"error":{"code":"SHINY_NEW","message":"m"}}"#;
+        let err = api_error(reqwest::StatusCode::CONFLICT, unknown, what);
+        assert_eq!((err.code, err.message.as_str()), (ErrorCode::Internal, "SHINY_NEW: m"));
+        let html = b"<html>bad gateway</html>";
+        let err = api_error(reqwest::StatusCode::UNAUTHORIZED, html, what);
+        assert_eq!(err.code, ErrorCode::Unauthenticated);
+        assert!(err.message.contains("401"), "{}", err.message);
+    }
+}

@@ -1,0 +1,79 @@
+//! Server configuration: flags, then environment, then a TOML file.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use heimdall_core::Redacted;
+use serde::Deserialize;
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7480";
+pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// May carry a password: redacted in `Debug`, described without
+    /// credentials in logs (see [`crate::db::describe_url`]).
+    pub database_url: Redacted<String>,
+    pub listen: SocketAddr,
+    pub max_body_bytes: usize,
+}
+
+/// The optional config file (`--config FILE`); every key is optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub database_url: Option<String>,
+    pub listen: Option<String>,
+    pub max_body_bytes: Option<usize>,
+}
+
+impl FileConfig {
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| format!("invalid config file {}: {}", path.display(), e.message()))
+    }
+}
+
+impl ServeConfig {
+    /// Merges explicit values (flags or environment, already merged by clap)
+    /// over the file, over defaults, then validates.
+    pub fn resolve(
+        database_url: Option<String>,
+        listen: Option<String>,
+        file: FileConfig,
+    ) -> Result<Self, String> {
+        let database_url = database_url
+            .or(file.database_url)
+            .ok_or("no database URL: pass --database-url, set HEIMDALL_DATABASE_URL, or set database_url in the config file")?;
+        crate::db::Backend::from_url(&database_url).map_err(|e| e.to_string())?;
+        let listen = listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+        let listen: SocketAddr =
+            listen.parse().map_err(|_| format!("--listen must be an address like {DEFAULT_LISTEN}"))?;
+        let max_body_bytes = file.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        if max_body_bytes < 1024 {
+            return Err("max_body_bytes must be at least 1024".into());
+        }
+        Ok(Self { database_url: Redacted::new(database_url), listen, max_body_bytes })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_win_over_file_and_debug_hides_the_url() {
+        let file = FileConfig {
+            database_url: Some("sqlite://file.db".into()),
+            listen: Some("127.0.0.1:9000".into()),
+            max_body_bytes: None,
+        };
+        let cfg = ServeConfig::resolve(Some("postgres://u:pw@h/db".into()), None, file).unwrap();
+        assert_eq!(cfg.database_url.expose(), "postgres://u:pw@h/db");
+        assert_eq!(cfg.listen.port(), 9000);
+        assert!(!format!("{cfg:?}").contains("pw"));
+        assert!(ServeConfig::resolve(None, None, FileConfig::default()).is_err());
+        assert!(ServeConfig::resolve(Some("mysql://x".into()), None, FileConfig::default()).is_err());
+    }
+}

@@ -1,0 +1,118 @@
+//! The SQL metadata store: one implementation of
+//! [`heimdall_core::ports::MetadataStore`] over PostgreSQL or SQLite.
+//!
+//! Both backends share the query text in [`store`]: ids are UUID text, times
+//! are microseconds since the epoch, placeholders are `$N` (which SQLite
+//! accepts too). What differs lives in one module per backend: the
+//! migrations, connection setup, and (later) the job queue's claim query.
+//!
+//! SQLite runs with a single connection: the embedded default serves one API
+//! process, and one connection makes every transaction serial, so the
+//! checks-then-writes in this store cannot race.
+
+mod postgres;
+mod sqlite;
+mod store;
+
+use std::fmt;
+
+use sqlx::any::AnyPoolOptions;
+use sqlx::AnyPool;
+
+pub use store::SqlStore;
+
+/// Which database a URL names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+impl Backend {
+    pub fn from_url(url: &str) -> Result<Self, ConnectError> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Backend::Postgres)
+        } else if url.starts_with("sqlite:") {
+            Ok(Backend::Sqlite)
+        } else {
+            Err(ConnectError::UnsupportedUrl)
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("database URL must start with postgres://, postgresql:// or sqlite://")]
+    UnsupportedUrl,
+    #[error("cannot connect to the {backend:?} database at {location}: {reason}")]
+    Connect { backend: Backend, location: String, reason: String },
+    #[error("database migration failed: {0}")]
+    Migrate(String),
+}
+
+/// Where a URL points, without user or password, for messages and logs.
+pub fn describe_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let rest = rest.split_once('?').map_or(rest, |(path, _)| path);
+    format!("{scheme}://{rest}")
+}
+
+/// Opens the store and brings its schema up to date.
+pub async fn connect(url: &str) -> Result<SqlStore, ConnectError> {
+    let backend = Backend::from_url(url)?;
+    sqlx::any::install_default_drivers();
+    let pool = match backend {
+        Backend::Postgres => postgres::pool_options(),
+        Backend::Sqlite => sqlite::pool_options(),
+    };
+    let url = match backend {
+        Backend::Sqlite => sqlite::with_create_mode(url),
+        Backend::Postgres => url.to_owned(),
+    };
+    let pool: AnyPool = pool.connect(&url).await.map_err(|e| ConnectError::Connect {
+        backend,
+        location: describe_url(&url),
+        reason: sanitize(&e),
+    })?;
+    let migrator = match backend {
+        Backend::Postgres => postgres::migrator(),
+        Backend::Sqlite => sqlite::migrator(),
+    };
+    migrator.run(&pool).await.map_err(|e| ConnectError::Migrate(e.to_string()))?;
+    Ok(SqlStore::new(pool, backend))
+}
+
+/// A driver error as text, for operators; drivers do not put passwords in
+/// their messages, but we still never include the URL.
+fn sanitize(err: &sqlx::Error) -> String {
+    err.to_string()
+}
+
+pub(crate) fn base_options() -> AnyPoolOptions {
+    AnyPoolOptions::new().acquire_timeout(std::time::Duration::from_secs(10))
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Backend::Postgres => "postgresql",
+            Backend::Sqlite => "sqlite",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_described_without_credentials() {
+        assert_eq!(
+            describe_url("postgres://admin:hunter2@db.internal:5432/heimdall?sslmode=require"),
+            "postgres://db.internal:5432/heimdall"
+        );
+        assert_eq!(describe_url("sqlite://./data/h.db"), "sqlite://./data/h.db");
+        assert!(Backend::from_url("mysql://x").is_err());
+    }
+}

@@ -1,0 +1,754 @@
+//! Query text and row mapping shared by PostgreSQL and SQLite.
+
+use async_trait::async_trait;
+use heimdall_core::domain::{
+    AuditEvent, CatalogEntry, CatalogKind, Member, Organization, Policy, Role, TokenInfo,
+};
+use heimdall_core::ids::{CatalogId, MemberId, OrgId, PolicyId, TokenId};
+use heimdall_core::ports::{EventQuery, MetadataStore, NewEvent, NewToken, StoreError, StoreResult};
+use heimdall_core::token::TokenHash;
+use sqlx::{Any, AnyPool, FromRow, Transaction};
+use time::OffsetDateTime;
+
+use super::Backend;
+
+#[derive(Clone)]
+pub struct SqlStore {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+impl std::fmt::Debug for SqlStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlStore").field("backend", &self.backend).finish_non_exhaustive()
+    }
+}
+
+impl SqlStore {
+    pub(super) fn new(pool: AnyPool, backend: Backend) -> Self {
+        Self { pool, backend }
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+// ---- representation helpers -------------------------------------------------
+
+pub(crate) fn to_micros(t: OffsetDateTime) -> i64 {
+    // i64 microseconds cover ±292,000 years.
+    i64::try_from(t.unix_timestamp_nanos() / 1_000).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn from_micros(us: i64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(us) * 1_000)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}
+
+fn parse_id<T: std::str::FromStr>(raw: &str) -> StoreResult<T> {
+    raw.parse().map_err(|_| StoreError::Backend("stored id is not a UUID".into()))
+}
+
+pub(crate) fn db_err(err: sqlx::Error) -> StoreError {
+    tracing::error!(error = %err, "database error");
+    StoreError::Backend(err.to_string())
+}
+
+fn is_unique_violation(err: &sqlx::Error) -> bool {
+    err.as_database_error().is_some_and(|e| e.is_unique_violation())
+}
+
+/// Maps a unique violation to `AlreadyExists(what)`, anything else to `Backend`.
+fn unique_as(what: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
+    move |err| if is_unique_violation(&err) { StoreError::AlreadyExists(what) } else { db_err(err) }
+}
+
+async fn insert_event(tx: &mut Transaction<'_, Any>, org: OrgId, event: NewEvent) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO audit_events (id, org_id, at, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(event.id.to_string())
+    .bind(org.to_string())
+    .bind(to_micros(event.at))
+    .bind(event.actor)
+    .bind(event.action)
+    .bind(event.target)
+    .bind(event.detail.to_string())
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+// ---- rows --------------------------------------------------------------------
+
+#[derive(FromRow)]
+struct OrgRow {
+    id: String,
+    name: String,
+    created_at: i64,
+}
+
+impl OrgRow {
+    fn into_domain(self) -> StoreResult<Organization> {
+        Ok(Organization { id: parse_id(&self.id)?, name: self.name, created_at: from_micros(self.created_at) })
+    }
+}
+
+const MEMBER_COLUMNS: &str = "id, org_id, email, role, created_at";
+
+#[derive(FromRow)]
+struct MemberRow {
+    id: String,
+    org_id: String,
+    email: String,
+    role: String,
+    created_at: i64,
+}
+
+impl MemberRow {
+    fn into_domain(self) -> StoreResult<Member> {
+        Ok(Member {
+            id: parse_id(&self.id)?,
+            org_id: parse_id(&self.org_id)?,
+            email: self.email,
+            role: self.role.parse().map_err(StoreError::Backend)?,
+            created_at: from_micros(self.created_at),
+        })
+    }
+}
+
+const TOKEN_COLUMNS: &str = "id, member_id, name, created_at, revoked_at";
+
+#[derive(FromRow)]
+struct TokenRow {
+    id: String,
+    member_id: String,
+    name: String,
+    created_at: i64,
+    revoked_at: Option<i64>,
+}
+
+impl TokenRow {
+    fn into_domain(self) -> StoreResult<TokenInfo> {
+        Ok(TokenInfo {
+            id: parse_id(&self.id)?,
+            member_id: parse_id(&self.member_id)?,
+            name: self.name,
+            created_at: from_micros(self.created_at),
+            revoked_at: self.revoked_at.map(from_micros),
+        })
+    }
+}
+
+const CATALOG_COLUMNS: &str = "id, org_id, kind, name, description, parent_id, created_at, created_by";
+
+#[derive(FromRow)]
+struct CatalogRow {
+    id: String,
+    org_id: String,
+    kind: String,
+    name: String,
+    description: String,
+    parent_id: Option<String>,
+    created_at: i64,
+    created_by: String,
+}
+
+impl CatalogRow {
+    fn into_domain(self) -> StoreResult<CatalogEntry> {
+        Ok(CatalogEntry {
+            id: parse_id(&self.id)?,
+            org_id: parse_id(&self.org_id)?,
+            kind: self.kind.parse().map_err(StoreError::Backend)?,
+            name: self.name,
+            description: self.description,
+            parent_id: self.parent_id.as_deref().map(parse_id).transpose()?,
+            created_at: from_micros(self.created_at),
+            created_by: self.created_by,
+        })
+    }
+}
+
+const POLICY_COLUMNS: &str = "id, org_id, name, description, body, created_at, created_by";
+
+#[derive(FromRow)]
+struct PolicyRow {
+    id: String,
+    org_id: String,
+    name: String,
+    description: String,
+    body: String,
+    created_at: i64,
+    created_by: String,
+}
+
+impl PolicyRow {
+    fn into_domain(self) -> StoreResult<Policy> {
+        Ok(Policy {
+            id: parse_id(&self.id)?,
+            org_id: parse_id(&self.org_id)?,
+            name: self.name,
+            description: self.description,
+            text: self.body,
+            created_at: from_micros(self.created_at),
+            created_by: self.created_by,
+        })
+    }
+}
+
+#[derive(FromRow)]
+struct EventRow {
+    id: String,
+    org_id: String,
+    at: i64,
+    actor: String,
+    action: String,
+    target: String,
+    detail: String,
+}
+
+impl EventRow {
+    fn into_domain(self) -> StoreResult<AuditEvent> {
+        Ok(AuditEvent {
+            id: parse_id(&self.id)?,
+            org_id: parse_id(&self.org_id)?,
+            at: from_micros(self.at),
+            actor: self.actor,
+            action: self.action,
+            target: self.target,
+            detail: serde_json::from_str(&self.detail).unwrap_or(serde_json::Value::Null),
+        })
+    }
+}
+
+// ---- member helpers used inside transactions ---------------------------------
+
+async fn active_member(tx: &mut Transaction<'_, Any>, org: OrgId, id: MemberId) -> StoreResult<Member> {
+    let sql = format!(
+        "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = $1 AND id = $2 AND removed_at IS NULL"
+    );
+    sqlx::query_as::<_, MemberRow>(&sql)
+        .bind(org.to_string())
+        .bind(id.to_string())
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_err)?
+        .ok_or(StoreError::NotFound("member"))?
+        .into_domain()
+}
+
+/// Counts owners, locking their rows on PostgreSQL so that two concurrent
+/// demotions serialize (SQLite is serial already).
+async fn count_owners(tx: &mut Transaction<'_, Any>, backend: Backend, org: OrgId) -> StoreResult<u64> {
+    let sql = match backend {
+        Backend::Postgres => {
+            "SELECT id FROM members WHERE org_id = $1 AND role = 'owner' AND removed_at IS NULL FOR UPDATE"
+        }
+        Backend::Sqlite => "SELECT id FROM members WHERE org_id = $1 AND role = 'owner' AND removed_at IS NULL",
+    };
+    let rows: Vec<(String,)> =
+        sqlx::query_as(sql).bind(org.to_string()).fetch_all(&mut **tx).await.map_err(db_err)?;
+    Ok(rows.len() as u64)
+}
+
+async fn insert_token(
+    tx: &mut Transaction<'_, Any>,
+    org: OrgId,
+    member: MemberId,
+    token: &NewToken,
+    at: OffsetDateTime,
+) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO api_tokens (id, org_id, member_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(token.id.to_string())
+    .bind(org.to_string())
+    .bind(member.to_string())
+    .bind(token.name.clone())
+    .bind(token.hash.as_str().to_owned())
+    .bind(to_micros(at))
+    .execute(&mut **tx)
+    .await
+    .map_err(unique_as("token"))?;
+    Ok(())
+}
+
+async fn insert_member(tx: &mut Transaction<'_, Any>, member: &Member) -> StoreResult<()> {
+    sqlx::query("INSERT INTO members (id, org_id, email, role, created_at) VALUES ($1, $2, $3, $4, $5)")
+        .bind(member.id.to_string())
+        .bind(member.org_id.to_string())
+        .bind(member.email.clone())
+        .bind(member.role.as_str())
+        .bind(to_micros(member.created_at))
+        .execute(&mut **tx)
+        .await
+        .map_err(unique_as("member"))?;
+    Ok(())
+}
+
+#[async_trait]
+impl MetadataStore for SqlStore {
+    async fn bootstrap(
+        &self,
+        org: &Organization,
+        owner: &Member,
+        token: &NewToken,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // The singleton row makes a second bootstrap fail even when two race.
+        sqlx::query("INSERT INTO installation (singleton, bootstrapped_at) VALUES (1, $1)")
+            .bind(to_micros(org.created_at))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| if is_unique_violation(&e) { StoreError::AlreadyBootstrapped } else { db_err(e) })?;
+        sqlx::query("INSERT INTO organizations (id, name, created_at) VALUES ($1, $2, $3)")
+            .bind(org.id.to_string())
+            .bind(org.name.clone())
+            .bind(to_micros(org.created_at))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        insert_member(&mut tx, owner).await?;
+        insert_token(&mut tx, org.id, owner.id, token, org.created_at).await?;
+        insert_event(&mut tx, org.id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn authenticate(&self, hash: &TokenHash) -> StoreResult<Option<(Member, Organization)>> {
+        let sql = "SELECT m.id, m.org_id, m.email, m.role, m.created_at
+                   FROM api_tokens t JOIN members m ON m.id = t.member_id
+                   WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND m.removed_at IS NULL";
+        let Some(member) = sqlx::query_as::<_, MemberRow>(sql)
+            .bind(hash.as_str().to_owned())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+        else {
+            return Ok(None);
+        };
+        let member = member.into_domain()?;
+        let org = sqlx::query_as::<_, OrgRow>("SELECT id, name, created_at FROM organizations WHERE id = $1")
+            .bind(member.org_id.to_string())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_domain()?;
+        Ok(Some((member, org)))
+    }
+
+    async fn add_member(&self, member: &Member, token: &NewToken, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        insert_member(&mut tx, member).await?;
+        insert_token(&mut tx, member.org_id, member.id, token, member.created_at).await?;
+        insert_event(&mut tx, member.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn list_members(&self, org: OrgId) -> StoreResult<Vec<Member>> {
+        let sql = format!(
+            "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = $1 AND removed_at IS NULL ORDER BY email"
+        );
+        sqlx::query_as::<_, MemberRow>(&sql)
+            .bind(org.to_string())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(MemberRow::into_domain)
+            .collect()
+    }
+
+    async fn get_member(&self, org: OrgId, id: MemberId) -> StoreResult<Member> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let member = active_member(&mut tx, org, id).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(member)
+    }
+
+    async fn find_member_by_email(&self, org: OrgId, email: &str) -> StoreResult<Option<Member>> {
+        let sql = format!(
+            "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = $1 AND email = $2 AND removed_at IS NULL"
+        );
+        sqlx::query_as::<_, MemberRow>(&sql)
+            .bind(org.to_string())
+            .bind(email.to_owned())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .map(MemberRow::into_domain)
+            .transpose()
+    }
+
+    async fn change_role(&self, org: OrgId, id: MemberId, role: Role, event: NewEvent) -> StoreResult<Member> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let owners = count_owners(&mut tx, self.backend, org).await?;
+        let mut member = active_member(&mut tx, org, id).await?;
+        if member.role == Role::Owner && role != Role::Owner && owners <= 1 {
+            return Err(StoreError::LastOwner);
+        }
+        sqlx::query("UPDATE members SET role = $1 WHERE id = $2 AND org_id = $3")
+            .bind(role.as_str())
+            .bind(id.to_string())
+            .bind(org.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)?;
+        member.role = role;
+        Ok(member)
+    }
+
+    async fn remove_member(&self, org: OrgId, id: MemberId, event: NewEvent) -> StoreResult<Member> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let owners = count_owners(&mut tx, self.backend, org).await?;
+        let member = active_member(&mut tx, org, id).await?;
+        if member.role == Role::Owner && owners <= 1 {
+            return Err(StoreError::LastOwner);
+        }
+        let at = to_micros(event.at);
+        sqlx::query("UPDATE members SET removed_at = $1 WHERE id = $2 AND org_id = $3")
+            .bind(at)
+            .bind(id.to_string())
+            .bind(org.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE member_id = $2 AND revoked_at IS NULL")
+            .bind(at)
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(member)
+    }
+
+    async fn create_token(
+        &self,
+        org: OrgId,
+        member: MemberId,
+        token: &NewToken,
+        event: NewEvent,
+    ) -> StoreResult<TokenInfo> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        active_member(&mut tx, org, member).await?;
+        let at = event.at;
+        insert_token(&mut tx, org, member, token, at).await?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(TokenInfo { id: token.id, member_id: member, name: token.name.clone(), created_at: at, revoked_at: None })
+    }
+
+    async fn list_tokens(&self, org: OrgId, member: MemberId) -> StoreResult<Vec<TokenInfo>> {
+        let sql = format!(
+            "SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE org_id = $1 AND member_id = $2 ORDER BY created_at, id"
+        );
+        sqlx::query_as::<_, TokenRow>(&sql)
+            .bind(org.to_string())
+            .bind(member.to_string())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(TokenRow::into_domain)
+            .collect()
+    }
+
+    async fn revoke_token(
+        &self,
+        org: OrgId,
+        member: MemberId,
+        id: TokenId,
+        event: NewEvent,
+    ) -> StoreResult<TokenInfo> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let at = to_micros(event.at);
+        // Revoking twice keeps the first revocation time.
+        sqlx::query(
+            "UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 AND org_id = $3 AND member_id = $4",
+        )
+        .bind(at)
+        .bind(id.to_string())
+        .bind(org.to_string())
+        .bind(member.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let sql = format!("SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE id = $1 AND org_id = $2 AND member_id = $3");
+        let token = sqlx::query_as::<_, TokenRow>(&sql)
+            .bind(id.to_string())
+            .bind(org.to_string())
+            .bind(member.to_string())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound("token"))?
+            .into_domain()?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(token)
+    }
+
+    async fn create_catalog_entry(&self, entry: &CatalogEntry, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        if let Some(parent) = entry.parent_id {
+            // The parent must exist in this organization and be of the right kind.
+            let expected = entry.kind.parent_kind().map(CatalogKind::as_str).unwrap_or_default();
+            let found: Option<(String,)> =
+                sqlx::query_as("SELECT kind FROM catalog_entries WHERE id = $1 AND org_id = $2")
+                    .bind(parent.to_string())
+                    .bind(entry.org_id.to_string())
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            if found.as_ref().map(|(k,)| k.as_str()) != Some(expected) {
+                return Err(StoreError::NotFound(match entry.kind.parent_kind() {
+                    Some(CatalogKind::Domain) => "domain",
+                    Some(CatalogKind::System) => "system",
+                    _ => "parent",
+                }));
+            }
+        }
+        sqlx::query(
+            "INSERT INTO catalog_entries (id, org_id, kind, name, description, parent_id, created_at, created_by)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(entry.id.to_string())
+        .bind(entry.org_id.to_string())
+        .bind(entry.kind.as_str())
+        .bind(entry.name.clone())
+        .bind(entry.description.clone())
+        .bind(entry.parent_id.map(|p| p.to_string()))
+        .bind(to_micros(entry.created_at))
+        .bind(entry.created_by.clone())
+        .execute(&mut *tx)
+        .await
+        .map_err(unique_as(entry.kind.as_str()))?;
+        insert_event(&mut tx, entry.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn list_catalog(
+        &self,
+        org: OrgId,
+        kind: CatalogKind,
+        parent: Option<CatalogId>,
+    ) -> StoreResult<Vec<CatalogEntry>> {
+        let rows = match parent {
+            Some(parent) => {
+                let sql = format!(
+                    "SELECT {CATALOG_COLUMNS} FROM catalog_entries WHERE org_id = $1 AND kind = $2 AND parent_id = $3 ORDER BY name, id"
+                );
+                sqlx::query_as::<_, CatalogRow>(&sql)
+                    .bind(org.to_string())
+                    .bind(kind.as_str())
+                    .bind(parent.to_string())
+                    .fetch_all(&self.pool)
+                    .await
+            }
+            None => {
+                let sql = format!(
+                    "SELECT {CATALOG_COLUMNS} FROM catalog_entries WHERE org_id = $1 AND kind = $2 ORDER BY name, id"
+                );
+                sqlx::query_as::<_, CatalogRow>(&sql)
+                    .bind(org.to_string())
+                    .bind(kind.as_str())
+                    .fetch_all(&self.pool)
+                    .await
+            }
+        };
+        rows.map_err(db_err)?.into_iter().map(CatalogRow::into_domain).collect()
+    }
+
+    async fn get_catalog_entry(&self, org: OrgId, id: CatalogId) -> StoreResult<CatalogEntry> {
+        let sql = format!("SELECT {CATALOG_COLUMNS} FROM catalog_entries WHERE org_id = $1 AND id = $2");
+        sqlx::query_as::<_, CatalogRow>(&sql)
+            .bind(org.to_string())
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound("catalog entry"))?
+            .into_domain()
+    }
+
+    async fn find_catalog_by_name(
+        &self,
+        org: OrgId,
+        kind: CatalogKind,
+        name: &str,
+    ) -> StoreResult<Vec<CatalogEntry>> {
+        let sql = format!(
+            "SELECT {CATALOG_COLUMNS} FROM catalog_entries WHERE org_id = $1 AND kind = $2 AND name = $3 ORDER BY id"
+        );
+        sqlx::query_as::<_, CatalogRow>(&sql)
+            .bind(org.to_string())
+            .bind(kind.as_str())
+            .bind(name.to_owned())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(CatalogRow::into_domain)
+            .collect()
+    }
+
+    async fn rename_catalog_entry(
+        &self,
+        org: OrgId,
+        id: CatalogId,
+        name: &str,
+        event: NewEvent,
+    ) -> StoreResult<CatalogEntry> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let sql = format!("SELECT {CATALOG_COLUMNS} FROM catalog_entries WHERE org_id = $1 AND id = $2");
+        let mut entry = sqlx::query_as::<_, CatalogRow>(&sql)
+            .bind(org.to_string())
+            .bind(id.to_string())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound("catalog entry"))?
+            .into_domain()?;
+        sqlx::query("UPDATE catalog_entries SET name = $1 WHERE org_id = $2 AND id = $3")
+            .bind(name.to_owned())
+            .bind(org.to_string())
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(unique_as(entry.kind.as_str()))?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)?;
+        entry.name = name.to_owned();
+        Ok(entry)
+    }
+
+    async fn delete_catalog_entry(&self, org: OrgId, id: CatalogId, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let kind: Option<(String,)> =
+            sqlx::query_as("SELECT kind FROM catalog_entries WHERE org_id = $1 AND id = $2")
+                .bind(org.to_string())
+                .bind(id.to_string())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        let Some((kind,)) = kind else {
+            return Err(StoreError::NotFound("catalog entry"));
+        };
+        let children: Vec<(String,)> =
+            sqlx::query_as("SELECT name FROM catalog_entries WHERE parent_id = $1 ORDER BY name LIMIT 3")
+                .bind(id.to_string())
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        if !children.is_empty() {
+            let kind: CatalogKind = kind.parse().map_err(StoreError::Backend)?;
+            let child = kind.child_kind().map_or("entry", CatalogKind::as_str);
+            let names: Vec<&str> = children.iter().map(|(n,)| n.as_str()).collect();
+            return Err(StoreError::NotEmpty(format!(
+                "this {kind} still contains a {child} ({}); delete those first",
+                names.join(", ")
+            )));
+        }
+        sqlx::query("DELETE FROM catalog_entries WHERE org_id = $1 AND id = $2")
+            .bind(org.to_string())
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn create_policy(&self, policy: &Policy, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO policies (id, org_id, name, description, body, created_at, created_by)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(policy.id.to_string())
+        .bind(policy.org_id.to_string())
+        .bind(policy.name.clone())
+        .bind(policy.description.clone())
+        .bind(policy.text.clone())
+        .bind(to_micros(policy.created_at))
+        .bind(policy.created_by.clone())
+        .execute(&mut *tx)
+        .await
+        .map_err(unique_as("policy"))?;
+        insert_event(&mut tx, policy.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn list_policies(&self, org: OrgId) -> StoreResult<Vec<Policy>> {
+        let sql = format!("SELECT {POLICY_COLUMNS} FROM policies WHERE org_id = $1 ORDER BY name, id");
+        sqlx::query_as::<_, PolicyRow>(&sql)
+            .bind(org.to_string())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(PolicyRow::into_domain)
+            .collect()
+    }
+
+    async fn get_policy(&self, org: OrgId, id: PolicyId) -> StoreResult<Policy> {
+        let sql = format!("SELECT {POLICY_COLUMNS} FROM policies WHERE org_id = $1 AND id = $2");
+        sqlx::query_as::<_, PolicyRow>(&sql)
+            .bind(org.to_string())
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound("policy"))?
+            .into_domain()
+    }
+
+    async fn delete_policy(&self, org: OrgId, id: PolicyId, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let deleted = sqlx::query("DELETE FROM policies WHERE org_id = $1 AND id = $2")
+            .bind(org.to_string())
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        if deleted.rows_affected() == 0 {
+            return Err(StoreError::NotFound("policy"));
+        }
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>> {
+        let before = query.before.map_or(i64::MAX, to_micros);
+        // `action` filters by prefix: `member.` matches `member.added`, ….
+        let prefix = query.action_prefix.clone().unwrap_or_default();
+        let limit = i64::from(query.limit.clamp(1, 1000));
+        let rows = sqlx::query_as::<_, EventRow>(
+            "SELECT id, org_id, at, actor, action, target, detail FROM audit_events
+             WHERE org_id = $1 AND at < $2 AND substr(action, 1, length($3)) = $3
+             ORDER BY at DESC, id DESC LIMIT $4",
+        )
+        .bind(org.to_string())
+        .bind(before)
+        .bind(prefix)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter().map(EventRow::into_domain).collect()
+    }
+}

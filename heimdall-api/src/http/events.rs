@@ -1,0 +1,49 @@
+//! The organization's audit feed.
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use heimdall_core::authz::{Action, Target};
+use heimdall_core::domain::AuditEvent;
+use heimdall_core::ports::EventQuery;
+use heimdall_core::ApiError;
+use serde::Deserialize;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+use super::error::HttpResult;
+use super::extract::{Caller, QueryParams};
+use super::AppState;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new().route("/v1/events", get(list))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListQuery {
+    limit: Option<u32>,
+    /// RFC 3339; only events strictly older (for paging back).
+    before: Option<String>,
+    /// Prefix of the action, e.g. `member.`.
+    action: Option<String>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> HttpResult<Json<Vec<AuditEvent>>> {
+    state.authorize(&caller, Action::EventRead, &Target::organization(caller.org.id), None).await?;
+    let before = query
+        .before
+        .map(|b| OffsetDateTime::parse(&b, &Rfc3339))
+        .transpose()
+        .map_err(|_| ApiError::invalid_input("before must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z"))?;
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::invalid_input("limit must be between 1 and 1000").into());
+    }
+    let q = EventQuery { limit, before, action_prefix: query.action };
+    Ok(Json(state.store.list_events(caller.org.id, &q).await?))
+}

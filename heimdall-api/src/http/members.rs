@@ -1,0 +1,110 @@
+//! Members: add, list, show, change role, remove.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+use heimdall_core::authz::{Action, Target, TargetKind};
+use heimdall_core::domain::Member;
+use heimdall_core::ids::MemberId;
+use heimdall_core::members::{check_removal, check_role_change};
+use heimdall_core::names::normalize_email;
+use heimdall_core::wire::{AddMember, AddedMember, ChangeRole};
+use heimdall_core::ApiError;
+use uuid::Uuid;
+
+use super::error::HttpResult;
+use super::extract::{Caller, JsonBody};
+use super::tokens::new_token;
+use super::AppState;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/members", get(list).post(add))
+        .route("/v1/members/{key}", get(show).patch(change_role).delete(remove))
+}
+
+/// A member by id or by email.
+async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Member, ApiError> {
+    if let Ok(id) = key.parse::<MemberId>() {
+        return Ok(state.store.get_member(caller.org.id, id).await?);
+    }
+    let email = normalize_email(key).map_err(|_| ApiError::not_found("member"))?;
+    state.store.find_member_by_email(caller.org.id, &email).await?.ok_or_else(|| ApiError::not_found("member"))
+}
+
+fn target(caller: &Caller, member: Option<&Member>) -> Target {
+    match member {
+        Some(m) => Target::new(TargetKind::Member, &m.email),
+        None => Target::organization(caller.org.id),
+    }
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Member>>> {
+    state.authorize(&caller, Action::MemberRead, &target(&caller, None), None).await?;
+    Ok(Json(state.store.list_members(caller.org.id).await?))
+}
+
+async fn add(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<AddMember>,
+) -> HttpResult<(StatusCode, Json<AddedMember>)> {
+    let email = normalize_email(&body.email)?;
+    state.authorize(&caller, Action::MemberWrite, &target(&caller, None), None).await?;
+    check_role_change(caller.member.role, None, body.role)?;
+    let member = Member {
+        id: MemberId::from_uuid(Uuid::new_v4()),
+        org_id: caller.org.id,
+        email: email.clone(),
+        role: body.role,
+        created_at: state.clock.now(),
+    };
+    let (token, record) = new_token("initial");
+    let event = state.event(
+        &caller,
+        "member.added",
+        format!("member:{}", member.id),
+        serde_json::json!({ "email": email, "role": body.role }),
+    );
+    state.store.add_member(&member, &record, event).await?;
+    Ok((StatusCode::CREATED, Json(AddedMember { member, token: token.expose().clone() })))
+}
+
+async fn show(State(state): State<AppState>, caller: Caller, Path(key): Path<String>) -> HttpResult<Json<Member>> {
+    state.authorize(&caller, Action::MemberRead, &target(&caller, None), None).await?;
+    Ok(Json(resolve(&state, &caller, &key).await?))
+}
+
+async fn change_role(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    JsonBody(body): JsonBody<ChangeRole>,
+) -> HttpResult<Json<Member>> {
+    state.authorize(&caller, Action::MemberWrite, &target(&caller, None), None).await?;
+    let member = resolve(&state, &caller, &key).await?;
+    state.authorize(&caller, Action::MemberWrite, &target(&caller, Some(&member)), None).await?;
+    check_role_change(caller.member.role, Some(member.role), body.role)?;
+    let event = state.event(
+        &caller,
+        "member.role_changed",
+        format!("member:{}", member.id),
+        serde_json::json!({ "email": member.email, "from": member.role, "to": body.role }),
+    );
+    Ok(Json(state.store.change_role(caller.org.id, member.id, body.role, event).await?))
+}
+
+async fn remove(State(state): State<AppState>, caller: Caller, Path(key): Path<String>) -> HttpResult<Json<Member>> {
+    state.authorize(&caller, Action::MemberWrite, &target(&caller, None), None).await?;
+    let member = resolve(&state, &caller, &key).await?;
+    state.authorize(&caller, Action::MemberWrite, &target(&caller, Some(&member)), None).await?;
+    check_removal(caller.member.role, member.role)?;
+    let event = state.event(
+        &caller,
+        "member.removed",
+        format!("member:{}", member.id),
+        serde_json::json!({ "email": member.email, "role": member.role, "tokens_revoked": true }),
+    );
+    Ok(Json(state.store.remove_member(caller.org.id, member.id, event).await?))
+}

@@ -1,0 +1,115 @@
+//! HTTP transport: axum routes over the store and core's rules.
+//!
+//! Every handler follows the same order: authenticate ([`extract::Caller`]),
+//! parse and validate input ([`extract::JsonBody`]), authorize with Cedar
+//! ([`AppState::authorize`]), then one store call that writes the change
+//! and its audit event in one transaction.
+
+mod catalog;
+mod error;
+mod events;
+pub(crate) mod extract;
+mod members;
+mod policies;
+pub(crate) mod tokens;
+
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use axum::{Json, Router};
+use heimdall_core::authz::{decide, Action, Decision, OrgPolicies, Principal, Target};
+use heimdall_core::clock::Clock;
+use heimdall_core::domain::CatalogKind;
+use heimdall_core::ids::EventId;
+use heimdall_core::ports::{MetadataStore, NewEvent};
+use heimdall_core::wire::{Health, WhoAmI};
+use heimdall_core::{ApiError, ErrorCode};
+use tower_http::trace::TraceLayer;
+use uuid::Uuid;
+
+pub use error::HttpError;
+use extract::Caller;
+
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub store: Arc<dyn MetadataStore>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl AppState {
+    pub fn new(store: Arc<dyn MetadataStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
+    }
+
+    /// Decides with the role defaults and the organization's policies as
+    /// stored right now, so a new policy applies from the next request.
+    pub async fn authorize(
+        &self,
+        caller: &Caller,
+        action: Action,
+        target: &Target,
+        environment: Option<&str>,
+    ) -> Result<(), ApiError> {
+        let stored = self.store.list_policies(caller.org.id).await?;
+        let policies = OrgPolicies::compile(&stored).map_err(|(id, err)| {
+            // Fail closed: a policy that no longer compiles denies everything.
+            tracing::error!(policy = %id, error = %err, "stored policy does not compile");
+            ApiError::new(ErrorCode::Internal, format!("stored policy {id} no longer compiles; an owner must delete it"))
+        })?;
+        let principal =
+            Principal { org: caller.org.id, email: caller.member.email.clone(), role: caller.member.role };
+        match decide(&principal, action, target, environment, &policies) {
+            Decision::Allow => Ok(()),
+            Decision::NotPermitted => Err(ApiError::forbidden(format!(
+                "your role ({}) does not permit {action}",
+                caller.member.role
+            ))),
+            Decision::ForbiddenBy(ids) => {
+                Err(ApiError::forbidden(format!("{action} is forbidden by policy {}", ids.join(", "))))
+            }
+        }
+    }
+
+    /// An audit event by `caller`, stamped now.
+    pub fn event(&self, caller: &Caller, action: &str, target: String, detail: serde_json::Value) -> NewEvent {
+        NewEvent {
+            id: EventId::from_uuid(Uuid::new_v4()),
+            at: self.clock.now(),
+            actor: caller.member.email.clone(),
+            action: action.to_owned(),
+            target,
+            detail,
+        }
+    }
+}
+
+pub fn router(state: AppState, max_body_bytes: usize) -> Router {
+    let mut app = Router::new()
+        .route("/v1/health", get(health))
+        .route("/v1/whoami", get(whoami))
+        .merge(members::routes())
+        .merge(tokens::routes())
+        .merge(policies::routes())
+        .merge(events::routes());
+    for kind in CatalogKind::ALL {
+        app = app.merge(catalog::routes(kind));
+    }
+    app.fallback(not_found)
+        .method_not_allowed_fallback(not_found)
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn health() -> Json<Health> {
+    Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into() })
+}
+
+async fn whoami(caller: Caller) -> Json<WhoAmI> {
+    Json(WhoAmI { member: caller.member, organization: caller.org })
+}
+
+async fn not_found() -> HttpError {
+    HttpError(ApiError::new(ErrorCode::NotFound, "no such route"))
+}

@@ -1,0 +1,83 @@
+//! Organization policies (Cedar), validated before they are stored.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+use heimdall_core::authz::{validate_policy_text, Action, Target};
+use heimdall_core::domain::Policy;
+use heimdall_core::ids::PolicyId;
+use heimdall_core::names::{validate_name, validate_text};
+use heimdall_core::wire::CreatePolicy;
+use heimdall_core::{ApiError, ErrorCode, FieldError};
+use uuid::Uuid;
+
+use super::error::HttpResult;
+use super::extract::{Caller, JsonBody};
+use super::AppState;
+
+/// Policy text limit: generous for hand-written Cedar, small enough that
+/// evaluating every policy on every request stays cheap.
+const MAX_POLICY_CHARS: usize = 16 * 1024;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new().route("/v1/policies", get(list).post(create)).route("/v1/policies/{id}", get(show).delete(delete))
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Policy>>> {
+    state.authorize(&caller, Action::PolicyRead, &Target::organization(caller.org.id), None).await?;
+    Ok(Json(state.store.list_policies(caller.org.id).await?))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CreatePolicy>,
+) -> HttpResult<(StatusCode, Json<Policy>)> {
+    validate_name("name", &body.name)?;
+    let description = body.description.unwrap_or_default();
+    validate_text("description", &description, 1000)?;
+    if body.text.chars().count() > MAX_POLICY_CHARS {
+        return Err(ApiError::invalid_input(format!("policy text must be at most {MAX_POLICY_CHARS} characters")).into());
+    }
+    state.authorize(&caller, Action::PolicyWrite, &Target::organization(caller.org.id), None).await?;
+    let count = validate_policy_text(&body.text).map_err(|e| {
+        ApiError::new(ErrorCode::InvalidPolicy, format!("policy does not compile: {e}"))
+            .with_fields(vec![FieldError { path: "/text".into(), rule: format!("cedar at line {}, column {}", e.line, e.column) }])
+    })?;
+    let policy = Policy {
+        id: PolicyId::from_uuid(Uuid::new_v4()),
+        org_id: caller.org.id,
+        name: body.name,
+        description,
+        text: body.text,
+        created_at: state.clock.now(),
+        created_by: caller.member.email.clone(),
+    };
+    let event = state.event(
+        &caller,
+        "policy.created",
+        format!("policy:{}", policy.id),
+        serde_json::json!({ "name": policy.name, "statements": count }),
+    );
+    state.store.create_policy(&policy, event).await?;
+    Ok((StatusCode::CREATED, Json(policy)))
+}
+
+fn parse_id(raw: &str) -> Result<PolicyId, ApiError> {
+    raw.parse().map_err(|_| ApiError::not_found("policy"))
+}
+
+async fn show(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> HttpResult<Json<Policy>> {
+    state.authorize(&caller, Action::PolicyRead, &Target::organization(caller.org.id), None).await?;
+    Ok(Json(state.store.get_policy(caller.org.id, parse_id(&id)?).await?))
+}
+
+async fn delete(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> HttpResult<StatusCode> {
+    state.authorize(&caller, Action::PolicyWrite, &Target::organization(caller.org.id), None).await?;
+    let id = parse_id(&id)?;
+    let policy = state.store.get_policy(caller.org.id, id).await?;
+    let event = state.event(&caller, "policy.deleted", format!("policy:{id}"), serde_json::json!({ "name": policy.name }));
+    state.store.delete_policy(caller.org.id, id, event).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,67 @@
+//! The caller's own API tokens.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use base64::Engine;
+use heimdall_core::domain::TokenInfo;
+use heimdall_core::ids::TokenId;
+use heimdall_core::names::validate_text;
+use heimdall_core::ports::NewToken;
+use heimdall_core::token::{TokenHash, TOKEN_PREFIX};
+use heimdall_core::wire::{CreateToken, CreatedToken};
+use heimdall_core::{ApiError, Redacted};
+use rand::RngCore;
+use uuid::Uuid;
+
+use super::error::HttpResult;
+use super::extract::{Caller, JsonBody};
+use super::AppState;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new().route("/v1/tokens", get(list).post(create)).route("/v1/tokens/{id}", delete(revoke))
+}
+
+/// 32 bytes from the OS's CSPRNG, base64url: `hmd_` + 43 characters.
+pub(crate) fn generate_token() -> Redacted<String> {
+    let mut bytes = Redacted::new([0u8; 32]);
+    rand::rngs::OsRng.fill_bytes(bytes.expose_mut());
+    Redacted::new(format!("{TOKEN_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes.expose())))
+}
+
+pub(crate) fn new_token(name: &str) -> (Redacted<String>, NewToken) {
+    let token = generate_token();
+    let record =
+        NewToken { id: TokenId::from_uuid(Uuid::new_v4()), name: name.to_owned(), hash: TokenHash::of(token.expose()) };
+    (token, record)
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<TokenInfo>>> {
+    Ok(Json(state.store.list_tokens(caller.org.id, caller.member.id).await?))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CreateToken>,
+) -> HttpResult<(StatusCode, Json<CreatedToken>)> {
+    if body.name.trim().is_empty() {
+        return Err(ApiError::invalid_input("name must not be empty").into());
+    }
+    validate_text("name", &body.name, 100)?;
+    let (token, record) = new_token(&body.name);
+    let event = state.event(&caller, "token.created", format!("token:{}", record.id), serde_json::json!({ "name": body.name }));
+    let info = state.store.create_token(caller.org.id, caller.member.id, &record, event).await?;
+    Ok((StatusCode::CREATED, Json(CreatedToken { info, token: token.expose().clone() })))
+}
+
+async fn revoke(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> HttpResult<Json<TokenInfo>> {
+    let id: TokenId = id.parse().map_err(|_| ApiError::not_found("token"))?;
+    let event = state.event(&caller, "token.revoked", format!("token:{id}"), serde_json::Value::Null);
+    Ok(Json(state.store.revoke_token(caller.org.id, caller.member.id, id, event).await?))
+}

@@ -1,0 +1,133 @@
+//! Test support (feature `testing`): a real API server on a loopback port,
+//! over SQLite in a temporary directory or a fresh PostgreSQL database.
+
+use std::net::SocketAddr;
+
+use heimdall_core::wire::Bootstrapped;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use crate::config::{FileConfig, ServeConfig};
+use crate::db::{self, SqlStore};
+use crate::SystemClock;
+
+/// `HEIMDALL_TEST_POSTGRES_URL`, else the machine's PostgreSQL.
+pub fn postgres_admin_url() -> String {
+    std::env::var("HEIMDALL_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// A database that exists for one test and is dropped after it.
+#[derive(Debug)]
+pub enum TestDatabase {
+    Sqlite { _dir: tempfile::TempDir, url: String },
+    Postgres { admin_url: String, name: String, url: String },
+}
+
+impl TestDatabase {
+    pub async fn sqlite() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("heimdall.db").display());
+        TestDatabase::Sqlite { _dir: dir, url }
+    }
+
+    /// Creates `heimdall_test_<random>` on the PostgreSQL server.
+    pub async fn postgres() -> Self {
+        use sqlx::Connection;
+        let admin_url = postgres_admin_url();
+        let name = format!("heimdall_test_{}", Uuid::new_v4().simple());
+        let mut conn = sqlx::PgConnection::connect(&admin_url)
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL must run at {}: {e}", db::describe_url(&admin_url)));
+        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create test database");
+        conn.close().await.ok();
+        let base = admin_url.rsplit_once('/').map_or(admin_url.as_str(), |(b, _)| b);
+        let url = format!("{base}/{name}");
+        TestDatabase::Postgres { admin_url, name, url }
+    }
+
+    pub fn url(&self) -> &str {
+        match self {
+            TestDatabase::Sqlite { url, .. } | TestDatabase::Postgres { url, .. } => url,
+        }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        if let TestDatabase::Postgres { admin_url, name, .. } = self {
+            let (admin_url, name) = (admin_url.clone(), name.clone());
+            // Drop runs outside any runtime guarantee: use a private one.
+            let _ = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+                rt.block_on(async {
+                    use sqlx::Connection;
+                    let mut conn = sqlx::PgConnection::connect(&admin_url).await.ok()?;
+                    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn).await.ok()?;
+                    conn.close().await.ok()
+                })
+            })
+            .join();
+        }
+    }
+}
+
+/// A running API with a bootstrapped organization `acme` owned by
+/// `owner@example.com`.
+#[derive(Debug)]
+pub struct TestApi {
+    pub url: String,
+    pub addr: SocketAddr,
+    pub owner_token: String,
+    pub bootstrapped: Bootstrapped,
+    pub store: SqlStore,
+    shutdown: Option<oneshot::Sender<()>>,
+    // Declared last: dropped after the server has been told to stop.
+    pub database: TestDatabase,
+}
+
+impl TestApi {
+    pub async fn sqlite() -> Self {
+        Self::start(TestDatabase::sqlite().await).await
+    }
+
+    pub async fn postgres() -> Self {
+        Self::start(TestDatabase::postgres().await).await
+    }
+
+    pub async fn start(database: TestDatabase) -> Self {
+        let config = ServeConfig::resolve(Some(database.url().to_owned()), Some("127.0.0.1:0".into()), FileConfig::default())
+            .expect("test config");
+        let store = db::connect(database.url()).await.expect("connect test database");
+        let bootstrapped = crate::bootstrap::bootstrap(&store, &SystemClock, "acme", "owner@example.com")
+            .await
+            .expect("bootstrap");
+        let listener = tokio::net::TcpListener::bind(config.listen).await.expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let (tx, rx) = oneshot::channel();
+        let server_store = store.clone();
+        tokio::spawn(async move {
+            let _ = crate::serve_on(listener, server_store, &config, async {
+                let _ = rx.await;
+            })
+            .await;
+        });
+        TestApi {
+            url: format!("http://{addr}"),
+            addr,
+            owner_token: bootstrapped.token.clone(),
+            bootstrapped,
+            store,
+            shutdown: Some(tx),
+            database,
+        }
+    }
+}
+
+impl Drop for TestApi {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
