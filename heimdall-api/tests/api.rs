@@ -1,1 +1,28 @@
+//! heimdall-api's integration tests, one binary. Each scenario runs on
+//! SQLite (always) and on PostgreSQL at 127.0.0.1:5432 (or
+//! HEIMDALL_TEST_POSTGRES_URL), each test in its own fresh database.
 
+#[path = "api/http.rs"]
+mod http;
+#[path = "api/store_scenario.rs"]
+mod store_scenario;
+
+/// Declares `name::sqlite` and `name::postgres` tests from one async fn
+/// taking a `TestDatabase`.
+#[macro_export]
+macro_rules! on_every_backend {
+    ($($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    super::$name(heimdall_api::testing::TestDatabase::sqlite().await).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    super::$name(heimdall_api::testing::TestDatabase::postgres().await).await;
+                }
+            }
+        )+
+    };
+}

@@ -1,0 +1,109 @@
+//! One module per noun. Each handler validates its arguments, calls the
+//! SDK, and prints through [`Out`].
+
+mod auth;
+mod catalog;
+mod events;
+mod members;
+mod policies;
+mod tokens;
+
+use std::path::PathBuf;
+
+use heimdall_core::wire::CatalogKind;
+use heimdall_sdk::Client;
+
+use crate::args::{Cli, Command, GlobalArgs, ProfileCommand};
+use crate::config::{self, Config};
+use crate::error::{CliError, Result};
+use crate::output::Out;
+
+pub use catalog::CatalogAction;
+
+/// The environment's token override (the API URL's is `--api-url`/`HEIMDALL_API_URL`).
+pub const TOKEN_ENV: &str = "HEIMDALL_TOKEN";
+
+/// What every command may need: how to print, and who to be.
+#[derive(Debug)]
+pub struct Context {
+    pub out: Out,
+    /// `--profile` / `HEIMDALL_PROFILE`.
+    pub profile: Option<String>,
+    /// `--api-url` / `HEIMDALL_API_URL`.
+    pub api_url: Option<String>,
+}
+
+impl Context {
+    pub fn new(global: GlobalArgs) -> Self {
+        let non_empty = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
+        Self {
+            out: Out::new(global.output),
+            profile: non_empty(global.profile),
+            api_url: non_empty(global.api_url),
+        }
+    }
+
+    pub fn config_dir(&self) -> Result<PathBuf> {
+        config::config_dir()
+    }
+
+    /// A client for the resolved API URL and token: `--api-url`/env over the
+    /// profile's URL, `HEIMDALL_TOKEN` over the profile's token. The config
+    /// file is read only when something is missing.
+    pub fn client(&self) -> Result<Client> {
+        let env_token = std::env::var(TOKEN_ENV).ok().filter(|t| !t.trim().is_empty());
+        if let (Some(url), Some(token)) = (&self.api_url, &env_token) {
+            return Ok(Client::new(url, token.trim())?);
+        }
+        let dir = self.config_dir()?;
+        let config = Config::load(&dir)?;
+        let (_, profile) = config.profile(self.profile.as_deref())?;
+        let url = self.api_url.as_deref().unwrap_or(&profile.api_url);
+        let token = env_token.as_deref().unwrap_or(profile.token.expose());
+        Ok(Client::new(url, token.trim())?)
+    }
+}
+
+pub async fn run(cli: Cli) -> Result<()> {
+    let ctx = Context::new(cli.global);
+    match cli.command {
+        Command::Login(args) => auth::login(&ctx, args).await,
+        Command::Logout => auth::logout(&ctx),
+        Command::Whoami => auth::whoami(&ctx).await,
+        Command::Profile(ProfileCommand::List) => auth::profile_list(&ctx),
+        Command::Member(cmd) => members::run(&ctx, cmd).await,
+        Command::Token(cmd) => tokens::run(&ctx, cmd).await,
+        Command::Domain(cmd) => catalog::run(&ctx, CatalogAction::plain(CatalogKind::Domain, cmd)).await,
+        Command::Environment(cmd) => {
+            catalog::run(&ctx, CatalogAction::plain(CatalogKind::Environment, cmd)).await
+        }
+        Command::System(cmd) => catalog::run(&ctx, CatalogAction::system(cmd)).await,
+        Command::Component(cmd) => catalog::run(&ctx, CatalogAction::component(cmd)).await,
+        Command::Policy(cmd) => policies::run(&ctx, cmd).await,
+        Command::Event(cmd) => events::run(&ctx, cmd).await,
+        Command::Dev(args) => crate::dev::run(&ctx, args).await,
+    }
+}
+
+/// Capitalized noun for `✓ Domain created: …` lines.
+pub fn title(kind: CatalogKind) -> &'static str {
+    match kind {
+        CatalogKind::Domain => "Domain",
+        CatalogKind::System => "System",
+        CatalogKind::Component => "Component",
+        CatalogKind::Environment => "Environment",
+    }
+}
+
+/// Reads a whole file, or standard input for `-`.
+pub fn read_file_or_stdin(path: &std::path::Path) -> Result<String> {
+    use std::io::Read;
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|err| CliError::local(format!("cannot read standard input: {err}")))?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path).map_err(|err| CliError::local(format!("cannot read {}: {err}", path.display())))
+}
