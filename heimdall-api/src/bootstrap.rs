@@ -23,7 +23,8 @@ pub async fn bootstrap(
     validate_name("organization name", org_name)?;
     let email = normalize_email(owner_email)?;
     let now = clock.now();
-    let org = Organization { id: OrgId::from_uuid(Uuid::new_v4()), name: org_name.to_owned(), created_at: now };
+    let org =
+        Organization { id: OrgId::from_uuid(Uuid::new_v4()), name: org_name.to_owned(), created_at: now };
     let owner = Member {
         id: MemberId::from_uuid(Uuid::new_v4()),
         org_id: org.id,

@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use heimdall_core::clock::Clock;
+use heimdall_core::ports::Store;
 use time::OffsetDateTime;
 use tokio::net::TcpListener;
 
@@ -41,9 +42,34 @@ pub async fn serve_on(
     config: &ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let state = http::AppState::new(Arc::new(store), Arc::new(SystemClock));
+    let store: Arc<dyn Store> = Arc::new(store);
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let reaper = tokio::spawn(reap_forever(store.clone(), clock.clone()));
+    let state = http::AppState::new(store, clock);
     let app = http::router(state, config.max_body_bytes);
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+    let served = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown)
-        .await
+        .await;
+    reaper.abort();
+    served
+}
+
+/// How often expired leases are looked for. Every API replica reaps; on
+/// PostgreSQL `SKIP LOCKED` keeps two reapers off the same job.
+pub const REAP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+async fn reap_forever(store: Arc<dyn Store>, clock: Arc<dyn Clock>) {
+    let mut tick = tokio::time::interval(REAP_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match store.reap(clock.now()).await {
+            Ok(decisions) => {
+                for (job, decision) in decisions {
+                    tracing::warn!(%job, ?decision, "job lease expired");
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "reaper failed"),
+        }
+    }
 }

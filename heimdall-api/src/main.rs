@@ -84,7 +84,11 @@ fn main() -> ExitCode {
 
 type RunError = (&'static str, String);
 
-fn config(database_url: Option<String>, listen: Option<String>, file: Option<PathBuf>) -> Result<ServeConfig, RunError> {
+fn config(
+    database_url: Option<String>,
+    listen: Option<String>,
+    file: Option<PathBuf>,
+) -> Result<ServeConfig, RunError> {
     let file = match file {
         Some(path) => FileConfig::load(&path).map_err(|e| ("INVALID_INPUT", e))?,
         None => FileConfig::default(),
@@ -123,7 +127,8 @@ async fn run(cli: Cli) -> Result<(), RunError> {
                 .map_err(|e| (e.code.as_str(), e.message))?;
             match output {
                 Output::Json => {
-                    let json = serde_json::to_string_pretty(&done).map_err(|e| ("INTERNAL", e.to_string()))?;
+                    let json =
+                        serde_json::to_string_pretty(&done).map_err(|e| ("INTERNAL", e.to_string()))?;
                     println!("{json}");
                 }
                 Output::Table => {

@@ -39,7 +39,10 @@ impl TestDatabase {
         let mut conn = sqlx::PgConnection::connect(&admin_url)
             .await
             .unwrap_or_else(|e| panic!("PostgreSQL must run at {}: {e}", db::describe_url(&admin_url)));
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create test database");
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .await
+            .expect("create test database");
         conn.close().await.ok();
         let base = admin_url.rsplit_once('/').map_or(admin_url.as_str(), |(b, _)| b);
         let url = format!("{base}/{name}");
@@ -63,7 +66,10 @@ impl Drop for TestDatabase {
                 rt.block_on(async {
                     use sqlx::Connection;
                     let mut conn = sqlx::PgConnection::connect(&admin_url).await.ok()?;
-                    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn).await.ok()?;
+                    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .execute(&mut conn)
+                        .await
+                        .ok()?;
                     conn.close().await.ok()
                 })
             })
@@ -96,8 +102,12 @@ impl TestApi {
     }
 
     pub async fn start(database: TestDatabase) -> Self {
-        let config = ServeConfig::resolve(Some(database.url().to_owned()), Some("127.0.0.1:0".into()), FileConfig::default())
-            .expect("test config");
+        let config = ServeConfig::resolve(
+            Some(database.url().to_owned()),
+            Some("127.0.0.1:0".into()),
+            FileConfig::default(),
+        )
+        .expect("test config");
         let store = db::connect(database.url()).await.expect("connect test database");
         let bootstrapped = crate::bootstrap::bootstrap(&store, &SystemClock, "acme", "owner@example.com")
             .await

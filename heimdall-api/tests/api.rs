@@ -4,8 +4,16 @@
 
 #[path = "api/http.rs"]
 mod http;
+#[path = "api/infra.rs"]
+mod infra;
+#[path = "api/leaks.rs"]
+mod leaks;
+#[path = "api/queue.rs"]
+mod queue;
 #[path = "api/store_scenario.rs"]
 mod store_scenario;
+#[path = "api/support.rs"]
+mod support;
 
 /// Declares `name::sqlite` and `name::postgres` tests from one async fn
 /// taking a `TestDatabase`.

@@ -21,16 +21,17 @@ pub struct Cli {
 
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// The profile to use (default: the current one, see `heimdall profile list`)
-    #[arg(long, global = true, env = "HEIMDALL_PROFILE", value_name = "NAME")]
+    /// The profile to use [env: HEIMDALL_PROFILE] (default: the current one, see `heimdall profile list`)
+    #[arg(long, global = true, value_name = "NAME")]
     pub profile: Option<String>,
 
     /// How to print results
     #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Table, value_name = "FORMAT")]
     pub output: OutputFormat,
 
-    /// The API's URL, overriding the profile's (token from HEIMDALL_TOKEN or the profile)
-    #[arg(long, global = true, env = "HEIMDALL_API_URL", value_name = "URL")]
+    /// The API's URL, overriding the profile's [env: HEIMDALL_API_URL]. The token comes from
+    /// HEIMDALL_TOKEN or the profile.
+    #[arg(long, global = true, value_name = "URL")]
     pub api_url: Option<String>,
 }
 
@@ -277,8 +278,8 @@ mod tests {
 
     #[test]
     fn global_flags_go_anywhere() {
-        let cli =
-            Cli::try_parse_from(["heimdall", "domain", "list", "--output", "json", "--profile", "p"]).unwrap();
+        let cli = Cli::try_parse_from(["heimdall", "domain", "list", "--output", "json", "--profile", "p"])
+            .unwrap();
         assert_eq!(cli.global.output, OutputFormat::Json);
         assert_eq!(cli.global.profile.as_deref(), Some("p"));
     }

@@ -154,7 +154,8 @@ pub fn write_private(dir: &Path, path: &Path, contents: &[u8]) -> Result<()> {
     let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
     let fail = |err: std::io::Error| CliError::local(format!("cannot write {}: {err}", path.display()));
     let _ = fs::remove_file(&tmp);
-    let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).map_err(fail)?;
+    let mut file =
+        fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).map_err(fail)?;
     let written = file.write_all(contents).and_then(|()| file.sync_all());
     drop(file);
     if let Err(err) = written.and_then(|()| fs::rename(&tmp, path)) {
@@ -182,7 +183,10 @@ mod tests {
         );
         config.profiles.insert(
             "prod".into(),
-            Profile { api_url: "https://heimdall.example.com".into(), token: Redacted::new("hmd_other".into()) },
+            Profile {
+                api_url: "https://heimdall.example.com".into(),
+                token: Redacted::new("hmd_other".into()),
+            },
         );
         config.current_profile = Some("dev".into());
         let path = config.save(&dir).unwrap();
@@ -194,7 +198,10 @@ mod tests {
 
         let loaded = Config::load(&dir).unwrap();
         let (name, profile) = loaded.profile(None).unwrap();
-        assert_eq!((name, profile.api_url.as_str(), profile.token.expose().as_str()), ("dev", "http://127.0.0.1:7480", "hmd_secret"));
+        assert_eq!(
+            (name, profile.api_url.as_str(), profile.token.expose().as_str()),
+            ("dev", "http://127.0.0.1:7480", "hmd_secret")
+        );
         let (_, prod) = loaded.profile(Some("prod")).unwrap();
         assert_eq!(prod.token.expose(), "hmd_other");
         assert!(!format!("{loaded:?}").contains("hmd_"), "Debug shows no token");

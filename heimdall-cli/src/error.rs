@@ -31,7 +31,8 @@ pub fn exit_code(code: ErrorCode) -> u8 {
         | ErrorCode::LastOwner
         | ErrorCode::StaleRevision
         | ErrorCode::AlreadyBootstrapped
-        | ErrorCode::ValueMayPersist => exit::CONFLICT,
+        | ErrorCode::ValueMayPersist
+        | ErrorCode::Conflict => exit::CONFLICT,
         ErrorCode::BadRequest
         | ErrorCode::InvalidInput
         | ErrorCode::InvalidPolicy
@@ -39,7 +40,7 @@ pub fn exit_code(code: ErrorCode) -> u8 {
         | ErrorCode::ValueNotAccepted
         | ErrorCode::PayloadTooLarge
         | ErrorCode::NoCloudAccount => exit::INVALID_INPUT,
-        ErrorCode::PolicyStale | ErrorCode::AuditUnavailable => exit::UNAVAILABLE,
+        ErrorCode::PolicyStale | ErrorCode::AuditUnavailable | ErrorCode::Unavailable => exit::UNAVAILABLE,
     }
 }
 
@@ -143,7 +144,9 @@ mod tests {
             ("NOT_EMPTY", 6),
             ("LAST_OWNER", 6),
             ("ALREADY_BOOTSTRAPPED", 6),
+            ("CONFLICT", 6),
             ("PAYLOAD_TOO_LARGE", 7),
+            ("UNAVAILABLE", 8),
             ("INTERNAL", 1),
         ];
         assert_eq!(expected.len(), ErrorCode::ALL.len(), "every code has a pinned exit status");

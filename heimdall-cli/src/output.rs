@@ -27,7 +27,12 @@ impl Out {
     }
 
     /// A list: a table, or a JSON array.
-    pub fn list<T: Serialize>(&self, items: &[T], headers: &[&str], row: impl Fn(&T) -> Vec<String>) -> Result<()> {
+    pub fn list<T: Serialize>(
+        &self,
+        items: &[T],
+        headers: &[&str],
+        row: impl Fn(&T) -> Vec<String>,
+    ) -> Result<()> {
         if self.is_json() {
             return json(items);
         }
@@ -129,7 +134,11 @@ pub fn print_error(err: &CliError, format: OutputFormat) {
         let mut text = format!("error: {err}");
         if let Some(fields) = err.api_error().and_then(|api| api.fields.as_ref()) {
             for field in fields {
-                text.push_str(&format!("\n  {}: {}", if field.path.is_empty() { "/" } else { &field.path }, field.rule));
+                text.push_str(&format!(
+                    "\n  {}: {}",
+                    if field.path.is_empty() { "/" } else { &field.path },
+                    field.rule
+                ));
             }
         }
         text

@@ -18,8 +18,7 @@ use std::sync::OnceLock;
 
 use cedar_policy::{
     Context, Entities, Entity, EntityId, EntityTypeName, EntityUid, Policy as CedarPolicy,
-    PolicyId as CedarPolicyId, PolicySet, Request, RestrictedExpression, Schema, ValidationMode,
-    Validator,
+    PolicyId as CedarPolicyId, PolicySet, Request, RestrictedExpression, Schema, ValidationMode, Validator,
 };
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +53,8 @@ actions! {
     PolicyRead = "policy.read",
     PolicyWrite = "policy.write",
     EventRead = "event.read",
+    SchemaRead = "schema.read",
+    SchemaWrite = "schema.write",
     ResourceRead = "resource.read",
     ResourceWrite = "resource.write",
     ResourceApprove = "resource.approve",
@@ -81,6 +82,7 @@ pub const DEFAULT_POLICIES: &[(&str, &str)] = &[
         "default:every-member",
         r#"permit(principal, action in [
             Heimdall::Action::"catalog.read",
+            Heimdall::Action::"schema.read",
             Heimdall::Action::"member.read",
             Heimdall::Action::"resource.read",
             Heimdall::Action::"job.read",
@@ -91,6 +93,7 @@ pub const DEFAULT_POLICIES: &[(&str, &str)] = &[
         "default:owner-and-admin",
         r#"permit(principal, action in [
             Heimdall::Action::"catalog.write",
+            Heimdall::Action::"schema.write",
             Heimdall::Action::"member.write",
             Heimdall::Action::"policy.read",
             Heimdall::Action::"event.read",
@@ -131,6 +134,7 @@ pub enum TargetKind {
     Secret,
     CloudAccount,
     Agent,
+    Schema,
 }
 
 impl TargetKind {
@@ -148,6 +152,7 @@ impl TargetKind {
             TargetKind::Secret => "Heimdall::Secret",
             TargetKind::CloudAccount => "Heimdall::CloudAccount",
             TargetKind::Agent => "Heimdall::Agent",
+            TargetKind::Schema => "Heimdall::Schema",
         }
     }
 }
@@ -226,9 +231,8 @@ impl OrgPolicies {
             let parsed = parse_policy_text(&policy.text).map_err(|e| (policy.id, e))?;
             for (i, p) in parsed.policies().enumerate() {
                 let id = CedarPolicyId::new(format!("{}#{}", policy.id, i));
-                set.add(p.new_id(id)).map_err(|e| {
-                    (policy.id, PolicyError { line: 1, column: 1, message: e.to_string() })
-                })?;
+                set.add(p.new_id(id))
+                    .map_err(|e| (policy.id, PolicyError { line: 1, column: 1, message: e.to_string() }))?;
             }
         }
         Ok(Self { set })
@@ -335,9 +339,7 @@ pub fn decide(
             let forbids: Vec<String> = response
                 .diagnostics()
                 .reason()
-                .filter(|id| {
-                    set.policy(id).is_some_and(|p| p.effect() == cedar_policy::Effect::Forbid)
-                })
+                .filter(|id| set.policy(id).is_some_and(|p| p.effect() == cedar_policy::Effect::Forbid))
                 .map(|id| id.to_string())
                 .collect();
             if forbids.is_empty() {
@@ -416,8 +418,9 @@ mod tests {
 
     #[test]
     fn parse_error_has_a_position() {
-        let err = validate_policy_text("permit(principal, action, resource);\nforbid(principal action, resource);")
-            .unwrap_err();
+        let err =
+            validate_policy_text("permit(principal, action, resource);\nforbid(principal action, resource);")
+                .unwrap_err();
         assert_eq!(err.line, 2, "{err:?}");
         assert!(err.column > 1, "{err:?}");
     }

@@ -55,7 +55,9 @@ error_codes! {
     NotEmpty = 409,
     LastOwner = 409,
     AlreadyBootstrapped = 409,
+    Conflict = 409,
     PayloadTooLarge = 413,
+    Unavailable = 503,
     Internal = 500,
 }
 
@@ -84,7 +86,9 @@ impl ErrorCode {
             ErrorCode::NotEmpty => "NOT_EMPTY",
             ErrorCode::LastOwner => "LAST_OWNER",
             ErrorCode::AlreadyBootstrapped => "ALREADY_BOOTSTRAPPED",
+            ErrorCode::Conflict => "CONFLICT",
             ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::Unavailable => "UNAVAILABLE",
             ErrorCode::Internal => "INTERNAL",
         }
     }

@@ -74,3 +74,24 @@ id_type!(
     /// An entry in the organization's audit feed.
     EventId
 );
+id_type!(
+    /// One version of a resource schema (each version has its own id).
+    SchemaId
+);
+id_type!(
+    /// A Resource requested from a schema.
+    ResourceId
+);
+id_type!(
+    /// A unit of work for an Agent: apply, destroy or import.
+    JobId
+);
+id_type!(
+    /// A cloud account (where Terraform runs and keeps its state).
+    CloudAccountId
+);
+id_type!(
+    /// One claim of a job by an Agent. Heartbeats and completion must carry
+    /// the current lease; a holder whose lease expired is fenced out.
+    LeaseId
+);

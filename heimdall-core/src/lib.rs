@@ -8,14 +8,19 @@
 //! dependency closure.
 #![forbid(unsafe_code)]
 
+pub mod accounts;
+pub mod approval;
 pub mod authz;
 pub mod clock;
 pub mod domain;
 pub mod error;
 pub mod ids;
+pub mod infra;
+pub mod input;
 pub mod members;
 pub mod names;
 pub mod ports;
+pub mod queue;
 pub mod redacted;
 pub mod token;
 pub mod wire;

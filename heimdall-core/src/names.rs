@@ -14,15 +14,11 @@ pub fn validate_name(field: &str, name: &str) -> Result<(), ApiError> {
         return Err(ApiError::invalid_input(format!("{field} must not be empty")));
     }
     if name.len() > MAX_NAME_LEN {
-        return Err(ApiError::invalid_input(format!(
-            "{field} must be at most {MAX_NAME_LEN} characters"
-        )));
+        return Err(ApiError::invalid_input(format!("{field} must be at most {MAX_NAME_LEN} characters")));
     }
     let mut chars = name.chars();
     let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    let rest_ok = name
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    let rest_ok = name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if !first_ok || !rest_ok {
         return Err(ApiError::invalid_input(format!(
             "{field} may contain only lowercase letters, digits, '-' and '_', and must start with a letter or digit"
@@ -41,11 +37,11 @@ pub fn normalize_email(email: &str) -> Result<String, ApiError> {
         return Err(invalid());
     }
     let (local, domain) = email.split_once('@').ok_or_else(invalid)?;
-    if local.is_empty() || domain.is_empty() || domain.contains('@') || !domain.contains('.') {
-        // `localhost` is allowed as the one dotless domain, for `heimdall dev`.
-        if !(domain == "localhost" && !local.is_empty()) {
-            return Err(invalid());
-        }
+    // `localhost` is allowed as the one dotless domain, for `heimdall dev`.
+    let domain_ok =
+        domain == "localhost" || (domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.'));
+    if local.is_empty() || domain.contains('@') || !domain_ok {
+        return Err(invalid());
     }
     Ok(email.to_ascii_lowercase())
 }

@@ -7,9 +7,7 @@
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use crate::domain::{
-    AuditEvent, CatalogEntry, CatalogKind, Member, Organization, Policy, Role, TokenInfo,
-};
+use crate::domain::{AuditEvent, CatalogEntry, CatalogKind, Member, Organization, Policy, Role, TokenInfo};
 use crate::error::{ApiError, ErrorCode};
 use crate::ids::{CatalogId, EventId, MemberId, OrgId, PolicyId, TokenId};
 use crate::token::TokenHash;
@@ -31,6 +29,16 @@ pub enum StoreError {
     /// for operators' logs; it never reaches an API response.
     #[error("storage unavailable: {0}")]
     Backend(String),
+    /// The caller acted on a revision that is no longer current.
+    #[error("{0}")]
+    StaleRevision(String),
+    /// The caller's lease on a job is gone (see [`FENCED`]).
+    #[error("{FENCED}")]
+    Fenced,
+    /// The request conflicts with the current state (e.g. retrying a
+    /// Resource that has not failed).
+    #[error("{0}")]
+    Conflict(String),
 }
 
 impl From<StoreError> for ApiError {
@@ -40,10 +48,11 @@ impl From<StoreError> for ApiError {
             StoreError::AlreadyExists(_) => ApiError::new(ErrorCode::AlreadyExists, err.to_string()),
             StoreError::NotEmpty(msg) => ApiError::new(ErrorCode::NotEmpty, msg),
             StoreError::LastOwner => ApiError::new(ErrorCode::LastOwner, err.to_string()),
-            StoreError::AlreadyBootstrapped => {
-                ApiError::new(ErrorCode::AlreadyBootstrapped, err.to_string())
-            }
+            StoreError::AlreadyBootstrapped => ApiError::new(ErrorCode::AlreadyBootstrapped, err.to_string()),
             StoreError::Backend(_) => ApiError::new(ErrorCode::Internal, "internal storage error"),
+            StoreError::StaleRevision(msg) => ApiError::new(ErrorCode::StaleRevision, msg),
+            StoreError::Fenced => ApiError::new(ErrorCode::Conflict, FENCED),
+            StoreError::Conflict(msg) => ApiError::new(ErrorCode::Conflict, msg),
         }
     }
 }
@@ -122,11 +131,21 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
     /// Removes a member and revokes all their tokens, atomically; refuses
     /// with `LastOwner` if no owner would remain.
     async fn remove_member(&self, org: OrgId, id: MemberId, event: NewEvent) -> StoreResult<Member>;
-    async fn create_token(&self, org: OrgId, member: MemberId, token: &NewToken, event: NewEvent)
-        -> StoreResult<TokenInfo>;
+    async fn create_token(
+        &self,
+        org: OrgId,
+        member: MemberId,
+        token: &NewToken,
+        event: NewEvent,
+    ) -> StoreResult<TokenInfo>;
     async fn list_tokens(&self, org: OrgId, member: MemberId) -> StoreResult<Vec<TokenInfo>>;
-    async fn revoke_token(&self, org: OrgId, member: MemberId, id: TokenId, event: NewEvent)
-        -> StoreResult<TokenInfo>;
+    async fn revoke_token(
+        &self,
+        org: OrgId,
+        member: MemberId,
+        id: TokenId,
+        event: NewEvent,
+    ) -> StoreResult<TokenInfo>;
 
     // Catalog.
     async fn create_catalog_entry(&self, entry: &CatalogEntry, event: NewEvent) -> StoreResult<()>;
@@ -164,3 +183,158 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
     // Audit feed.
     async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>>;
 }
+
+// ---- Infrastructure Manager ---------------------------------------------------
+
+use crate::ids::{CloudAccountId, JobId, LeaseId, ResourceId, SchemaId};
+use crate::infra::{
+    AccountLink, CloudAccount, Job, Resource, ResourceSchema, ResourceStatus, Revision, RevisionState,
+};
+use crate::queue::ReapDecision;
+
+/// Filters for listing Resources; `None` means any.
+#[derive(Clone, Debug, Default)]
+pub struct ResourceFilter {
+    pub component: Option<CatalogId>,
+    pub environment: Option<CatalogId>,
+    pub status: Option<ResourceStatus>,
+}
+
+/// A change to a Resource: a new revision, and the job it queues (none
+/// while it waits for approval).
+#[derive(Clone, Debug)]
+pub struct ResourceChange {
+    pub resource: ResourceId,
+    /// The revision the caller read; the change is refused with
+    /// `StaleRevision` if another change landed in between.
+    pub expected_revision: i64,
+    pub revision: Revision,
+    pub job: Option<Job>,
+    pub status: ResourceStatus,
+}
+
+/// A decision on a pending revision.
+#[derive(Clone, Debug)]
+pub struct RevisionDecision {
+    pub resource: ResourceId,
+    pub revision: i64,
+    pub state: RevisionState,
+    pub decided_by: String,
+    pub decided_at: OffsetDateTime,
+    pub reason: Option<String>,
+    /// The apply to queue on approval.
+    pub job: Option<Job>,
+    pub status: ResourceStatus,
+}
+
+/// How a run ended, as reported by the Agent holding the lease.
+#[derive(Clone, Debug)]
+pub enum JobOutcome {
+    Completed { outputs: serde_json::Value },
+    Failed { reason: String, retryable: bool },
+}
+
+/// Why a lease-holder's call was refused.
+pub const FENCED: &str = "lease is no longer held: the job was reaped or claimed by another Agent";
+
+/// Storage for schemas, cloud accounts, Resources and their revisions.
+#[async_trait]
+pub trait InfraStore: Send + Sync + std::fmt::Debug {
+    /// Stores a new schema version; the store assigns `version` (1 + the
+    /// newest of that type) and returns the stored schema.
+    async fn create_schema(&self, schema: &ResourceSchema, event: NewEvent) -> StoreResult<ResourceSchema>;
+    async fn list_schemas(&self, org: OrgId) -> StoreResult<Vec<ResourceSchema>>;
+    async fn get_schema(&self, org: OrgId, id: SchemaId) -> StoreResult<ResourceSchema>;
+
+    async fn create_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()>;
+    async fn list_accounts(&self, org: OrgId) -> StoreResult<Vec<CloudAccount>>;
+    async fn get_account(&self, org: OrgId, id: CloudAccountId) -> StoreResult<CloudAccount>;
+    async fn find_account_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<CloudAccount>>;
+    /// Links an account to a scope for an environment, replacing any
+    /// account linked there before.
+    async fn link_account(&self, org: OrgId, link: &AccountLink, event: NewEvent) -> StoreResult<()>;
+    async fn list_links(&self, org: OrgId) -> StoreResult<Vec<AccountLink>>;
+
+    /// Creates a Resource with its first revision and, unless it waits for
+    /// approval, its apply job; all or nothing.
+    async fn create_resource(
+        &self,
+        resource: &Resource,
+        revision: &Revision,
+        job: Option<&Job>,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+    async fn get_resource(&self, org: OrgId, id: ResourceId) -> StoreResult<Resource>;
+    async fn find_resources_by_name(&self, org: OrgId, name: &str) -> StoreResult<Vec<Resource>>;
+    async fn list_resources(&self, org: OrgId, filter: &ResourceFilter) -> StoreResult<Vec<Resource>>;
+    async fn list_revisions(&self, org: OrgId, resource: ResourceId) -> StoreResult<Vec<Revision>>;
+    /// A new revision: supersedes any pending one, cancels any apply of
+    /// this Resource still queued, and queues the new job if any.
+    async fn change_resource(
+        &self,
+        org: OrgId,
+        change: &ResourceChange,
+        event: NewEvent,
+    ) -> StoreResult<Resource>;
+    /// Approves or refuses a pending revision (refused with `StaleRevision`
+    /// if it is no longer pending).
+    async fn decide_revision(
+        &self,
+        org: OrgId,
+        decision: &RevisionDecision,
+        event: NewEvent,
+    ) -> StoreResult<Resource>;
+    /// Queues a job for a Resource (retry, destroy); a destroy first
+    /// cancels every apply of that Resource still queued. `status` is the
+    /// Resource's new status.
+    async fn queue_job(
+        &self,
+        org: OrgId,
+        job: &Job,
+        status: ResourceStatus,
+        event: NewEvent,
+    ) -> StoreResult<Resource>;
+    /// Marks a Resource deleted without a job (nothing was ever applied),
+    /// cancelling queued applies and superseding pending revisions.
+    async fn mark_deleted(&self, org: OrgId, resource: ResourceId, event: NewEvent) -> StoreResult<Resource>;
+
+    async fn list_jobs(&self, org: OrgId, resource: Option<ResourceId>) -> StoreResult<Vec<Job>>;
+    async fn get_job(&self, org: OrgId, id: JobId) -> StoreResult<Job>;
+    /// The job's log and whether it was truncated.
+    async fn job_log(&self, org: OrgId, id: JobId) -> StoreResult<(String, bool)>;
+}
+
+/// The job queue an Agent pulls from. Claims take a lease; only the
+/// current lease may heartbeat, log or complete (`StoreError::Fenced`).
+#[async_trait]
+pub trait JobQueue: Send + Sync + std::fmt::Debug {
+    /// Claims the oldest queued job of `org` whose Resource has no running
+    /// job, counting an attempt. Two claimers never get the same job.
+    async fn claim(
+        &self,
+        org: OrgId,
+        agent: &str,
+        lease: LeaseId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Option<Job>>;
+    /// Extends the lease; returns the new expiry.
+    async fn heartbeat(&self, job: JobId, lease: LeaseId, now: OffsetDateTime)
+        -> StoreResult<OffsetDateTime>;
+    /// Appends output, capped at 1 MiB per job with a truncation marker.
+    async fn append_log(&self, job: JobId, lease: LeaseId, chunk: &str) -> StoreResult<()>;
+    /// Ends the attempt: completes the job, requeues it (attempts left and
+    /// retryable), or fails it; the Resource follows.
+    async fn finish(
+        &self,
+        job: JobId,
+        lease: LeaseId,
+        outcome: JobOutcome,
+        now: OffsetDateTime,
+    ) -> StoreResult<Job>;
+    /// Requeues or fails every running job whose lease expired before `now`.
+    async fn reap(&self, now: OffsetDateTime) -> StoreResult<Vec<(JobId, ReapDecision)>>;
+}
+
+/// Everything the API needs from storage.
+pub trait Store: MetadataStore + InfraStore + JobQueue {}
+impl<T: MetadataStore + InfraStore + JobQueue> Store for T {}

@@ -77,10 +77,7 @@ pub struct AddedMember {
 
 impl std::fmt::Debug for AddedMember {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AddedMember")
-            .field("member", &self.member)
-            .field("token", &"<redacted>")
-            .finish()
+        f.debug_struct("AddedMember").field("member", &self.member).field("token", &"<redacted>").finish()
     }
 }
 
@@ -135,4 +132,112 @@ pub struct CreatePolicy {
     pub description: Option<String>,
     /// Cedar policy text.
     pub text: String,
+}
+
+// ---- Infrastructure Manager -------------------------------------------------
+//
+// | method | path | body → response |
+// |---|---|---|
+// | GET, POST | `/schemas?type=` | [`CreateSchema`] → `ResourceSchema` |
+// | GET | `/schemas/{id}` | → `ResourceSchema` |
+// | GET, POST | `/cloud-accounts` | [`CreateCloudAccount`] → `CloudAccount` |
+// | GET | `/cloud-accounts/{id-or-name}` | → [`CloudAccountDetail`] |
+// | POST | `/cloud-accounts/{id-or-name}/links` | [`LinkCloudAccount`] → `AccountLink` |
+// | GET, POST | `/resources?component=&environment=&status=` | [`CreateResource`] → `Resource` |
+// | GET, PATCH, DELETE | `/resources/{id-or-name}` | [`ChangeResource`] → [`ResourceDetail`] / `Resource` |
+// | POST | `/resources/{id}/approve`, `/resources/{id}/refuse` | [`Decide`] → `Resource` |
+// | POST | `/resources/{id}/retry` | → `Resource` |
+// | GET | `/jobs?resource=&component=` | → `[Job]` |
+// | GET | `/jobs/{id}`, `/jobs/{id}/log` | → `Job`, [`JobLog`] |
+
+pub use crate::infra::{
+    AccountAuth, AccountLink, CloudAccount, Job, JobOperation, JobStatus, LinkScope, ModuleRef, Provider,
+    Resource, ResourceSchema, ResourceStatus, Revision, RevisionState,
+};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSchema {
+    #[serde(rename = "type")]
+    pub type_name: String,
+    pub input_schema: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defaults: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<ModuleRef>,
+    #[serde(default)]
+    pub requires_approval: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateCloudAccount {
+    pub name: String,
+    pub provider: Provider,
+    pub region: String,
+    pub state_bucket: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_endpoint: Option<String>,
+    pub auth: AccountAuth,
+}
+
+/// Link an account: `scope` `organization` (no `scope_id`), or `domain` /
+/// `system` with `scope_id` (id or name); `environment` is an id or name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkCloudAccount {
+    pub scope: LinkScope,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope_id: Option<String>,
+    pub environment: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CloudAccountDetail {
+    pub account: CloudAccount,
+    pub links: Vec<AccountLink>,
+}
+
+/// Request a Resource. `component` and `environment` are ids or names;
+/// `schema` is a schema id, or a type name meaning its newest version.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateResource {
+    pub component: String,
+    pub schema: String,
+    pub environment: String,
+    pub name: String,
+    pub input: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+}
+
+/// Change a Resource's input (a new revision).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChangeResource {
+    pub input: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+}
+
+/// Approve or refuse: the approver names the revision they read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Decide {
+    pub revision: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResourceDetail {
+    pub resource: Resource,
+    pub revisions: Vec<Revision>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobLog {
+    pub content: String,
+    pub truncated: bool,
 }

@@ -11,8 +11,10 @@ use heimdall_core::{ApiError, ErrorCode};
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The server's typed refusal, parsed from `{"error": {...}}`. A non-2xx
-    /// answer without a parseable body gets a code derived from its status
-    /// (see [`Error::code`]).
+    /// answer without a parseable body gets a code derived from its status:
+    /// 400 `BAD_REQUEST`, 401 `UNAUTHENTICATED`, 403 `FORBIDDEN`, 404
+    /// `NOT_FOUND`, 409 `CONFLICT`, 413 `PAYLOAD_TOO_LARGE`, 422
+    /// `INVALID_INPUT`, anything else `INTERNAL`.
     #[error("{0}")]
     Api(ApiError),
     /// The request never got an answer: connection refused, DNS, TLS, timeout.
@@ -55,13 +57,15 @@ impl Error {
     }
 }
 
-/// The code a non-2xx answer gets when its body is not a Heimdall error.
+/// The code a non-2xx answer gets when its body is not a Heimdall error
+/// (a proxy's page, an older server): the closest generic code.
 pub(crate) fn code_for_status(status: u16) -> ErrorCode {
     match status {
         400 => ErrorCode::BadRequest,
         401 => ErrorCode::Unauthenticated,
         403 => ErrorCode::Forbidden,
         404 => ErrorCode::NotFound,
+        409 => ErrorCode::Conflict,
         413 => ErrorCode::PayloadTooLarge,
         422 => ErrorCode::InvalidInput,
         _ => ErrorCode::Internal,
@@ -129,6 +133,7 @@ mod tests {
         assert_eq!(code_for_status(401), ErrorCode::Unauthenticated);
         assert_eq!(code_for_status(403), ErrorCode::Forbidden);
         assert_eq!(code_for_status(404), ErrorCode::NotFound);
+        assert_eq!(code_for_status(409), ErrorCode::Conflict);
         assert_eq!(code_for_status(413), ErrorCode::PayloadTooLarge);
         assert_eq!(code_for_status(502), ErrorCode::Internal);
     }

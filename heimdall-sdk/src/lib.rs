@@ -40,7 +40,7 @@ mod error;
 use std::fmt;
 use std::time::Duration;
 
-use heimdall_core::ids::{CatalogId, PolicyId, TokenId};
+use heimdall_core::ids::{PolicyId, TokenId};
 use heimdall_core::Redacted;
 use reqwest::header::{HeaderValue, AUTHORIZATION};
 use reqwest::{Method, RequestBuilder, Url};
@@ -236,23 +236,23 @@ impl Client {
         self.with_body(Method::POST, &[kind.plural()], entry).await
     }
 
-    /// `GET /v1/{kind}s`, for systems optionally `?domain=<id>`, for
-    /// components `?system=<id>`. `parent` is ignored for domains and
-    /// environments, which live directly in the organization.
+    /// `GET /v1/{kind}s`, for systems optionally `?domain=`, for components
+    /// `?system=` (the parent's id or name). `parent` is ignored for domains
+    /// and environments, which live directly in the organization.
     ///
     /// ```no_run
-    /// # async fn demo(client: heimdall_sdk::Client, payments: heimdall_sdk::wire::CatalogEntry) -> Result<(), heimdall_sdk::Error> {
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
     /// use heimdall_sdk::wire::CatalogKind;
-    /// for system in client.list_catalog(CatalogKind::System, Some(payments.id)).await? {
-    ///     println!("{}", system.name);
+    /// for system in client.list_catalog(CatalogKind::System, Some("payments")).await? {
+    ///     println!("{} {}", system.id, system.name);
     /// }
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn list_catalog(&self, kind: CatalogKind, parent: Option<CatalogId>) -> Result<Vec<CatalogEntry>> {
+    pub async fn list_catalog(&self, kind: CatalogKind, parent: Option<&str>) -> Result<Vec<CatalogEntry>> {
         let mut url = self.url(&[kind.plural()])?;
         if let (Some(parent_kind), Some(parent)) = (kind.parent_kind(), parent) {
-            url.query_pairs_mut().append_pair(parent_kind.as_str(), &parent.to_string());
+            url.query_pairs_mut().append_pair(parent_kind.as_str(), parent);
         }
         self.send(self.authed(Method::GET, url)).await
     }
@@ -274,9 +274,10 @@ impl Client {
     }
 
     /// `DELETE /v1/{kind}s/{id-or-name}`: refused with `NOT_EMPTY` while
-    /// anything lives in it.
-    pub async fn delete_catalog_entry(&self, kind: CatalogKind, id_or_name: &str) -> Result<CatalogEntry> {
-        self.delete(&[kind.plural(), id_or_name]).await
+    /// anything lives in it. The server answers `204 No Content`.
+    pub async fn delete_catalog_entry(&self, kind: CatalogKind, id_or_name: &str) -> Result<()> {
+        let url = self.url(&[kind.plural(), id_or_name])?;
+        self.send_ignoring_body(self.authed(Method::DELETE, url)).await
     }
 
     // ---- policies ----------------------------------------------------------
@@ -312,9 +313,11 @@ impl Client {
         self.get(&["policies", &id.to_string()]).await
     }
 
-    /// `DELETE /v1/policies/{id}`; takes effect on the next request.
-    pub async fn delete_policy(&self, id: PolicyId) -> Result<Policy> {
-        self.delete(&["policies", &id.to_string()]).await
+    /// `DELETE /v1/policies/{id}`; takes effect on the next request. The
+    /// server answers `204 No Content`.
+    pub async fn delete_policy(&self, id: PolicyId) -> Result<()> {
+        let url = self.url(&["policies", &id.to_string()])?;
+        self.send_ignoring_body(self.authed(Method::DELETE, url)).await
     }
 
     // ---- events ------------------------------------------------------------
@@ -341,7 +344,9 @@ impl Client {
                 let before = before
                     .to_offset(time::UtcOffset::UTC)
                     .format(&time::format_description::well_known::Rfc3339)
-                    .map_err(|err| Error::Invalid(format!("`before` cannot be written as RFC 3339: {err}")))?;
+                    .map_err(|err| {
+                        Error::Invalid(format!("`before` cannot be written as RFC 3339: {err}"))
+                    })?;
                 pairs.append_pair("before", &before);
             }
             if let Some(action) = &query.action {
@@ -409,6 +414,19 @@ impl Client {
     }
 
     async fn send<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<T> {
+        let (what, body) = self.exchange(request).await?;
+        let de = &mut serde_json::Deserializer::from_slice(&body);
+        serde_path_to_error::deserialize(de)
+            .map_err(|err| Error::Decode(format!("{what}: response {}", error::describe_decode_error(&err))))
+    }
+
+    /// For routes that answer `204 No Content` (any 2xx body is ignored).
+    async fn send_ignoring_body(&self, request: RequestBuilder) -> Result<()> {
+        self.exchange(request).await.map(drop)
+    }
+
+    /// Sends; a 2xx answer's body, or the server's error.
+    async fn exchange(&self, request: RequestBuilder) -> Result<(String, Vec<u8>)> {
         let request = request.build().map_err(|err| Error::Invalid(chain(&err)))?;
         let what = describe_request(request.method(), request.url());
         let response = self
@@ -422,12 +440,10 @@ impl Client {
             .await
             .map_err(|err| Error::Transport(format!("{what}: {}", transport_cause(&err))))?;
         if status.is_success() {
-            let de = &mut serde_json::Deserializer::from_slice(&body);
-            return serde_path_to_error::deserialize(de).map_err(|err| {
-                Error::Decode(format!("{what}: response {}", error::describe_decode_error(&err)))
-            });
+            Ok((what, body.to_vec()))
+        } else {
+            Err(Error::Api(api_error(status, &body, &what)))
         }
-        Err(Error::Api(api_error(status, &body, &what)))
     }
 }
 
@@ -449,14 +465,18 @@ fn api_error(status: reqwest::StatusCode, body: &[u8], what: &str) -> ApiError {
     let fallback = error::code_for_status(status.as_u16());
     match serde_json::from_slice::<Loose>(body) {
         Ok(Loose { error }) => ApiError::new(fallback, format!("{}: {}", error.code, error.message)),
-        Err(_) => ApiError::new(fallback, format!("{what}: the server answered {status} without an error body")),
+        Err(_) => {
+            ApiError::new(fallback, format!("{what}: the server answered {status} without an error body"))
+        }
     }
 }
 
 fn bearer(token: &Redacted<String>) -> Result<HeaderValue> {
     let mut value = HeaderValue::try_from(format!("Bearer {}", token.expose()))
         // The error names the rule, never the token.
-        .map_err(|_| Error::Invalid("the token contains characters not allowed in an HTTP header".to_owned()))?;
+        .map_err(|_| {
+            Error::Invalid("the token contains characters not allowed in an HTTP header".to_owned())
+        })?;
     value.set_sensitive(true);
     Ok(value)
 }
@@ -472,18 +492,22 @@ fn describe_request(method: &Method, url: &Url) -> String {
 }
 
 fn transport_cause(err: &reqwest::Error) -> String {
-    let kind = if err.is_timeout() {
-        "timed out"
-    } else if err.is_connect() {
-        "cannot connect"
-    } else {
-        "request failed"
-    };
+    if err.is_timeout() {
+        return "timed out".to_owned();
+    }
+    if err.is_connect() {
+        // The innermost cause says it best: "Connection refused (os error 111)".
+        let mut cause: &dyn std::error::Error = err;
+        while let Some(next) = cause.source() {
+            cause = next;
+        }
+        return format!("cannot connect: {cause}");
+    }
     // reqwest renders "error sending request for url (…)"; the request
     // description already names the URL.
     let text = err.to_string();
     let head = text.split_once(" for url (").map_or(text.as_str(), |(head, _)| head);
-    format!("{kind}: {}", chain_from(head.to_owned(), std::error::Error::source(err)))
+    chain_from(head.to_owned(), std::error::Error::source(err))
 }
 
 /// An error and its sources, `a: b: c`, skipping repeats.
@@ -544,7 +568,9 @@ mod tests {
         assert_eq!(api_error(reqwest::StatusCode::NOT_FOUND, typed, what).code, ErrorCode::NotFound);
         let unknown = br#"{"error":{"code":"SHINY_NEW","message":"m"}}"#;
         let err = api_error(reqwest::StatusCode::CONFLICT, unknown, what);
-        assert_eq!((err.code, err.message.as_str()), (ErrorCode::Internal, "SHINY_NEW: m"));
+        assert_eq!((err.code, err.message.as_str()), (ErrorCode::Conflict, "SHINY_NEW: m"));
+        let err = api_error(reqwest::StatusCode::BAD_GATEWAY, unknown, what);
+        assert_eq!(err.code, ErrorCode::Internal);
         let html = b"<html>bad gateway</html>";
         let err = api_error(reqwest::StatusCode::UNAUTHORIZED, html, what);
         assert_eq!(err.code, ErrorCode::Unauthenticated);

@@ -10,6 +10,7 @@
 //! process, and one connection makes every transaction serial, so the
 //! checks-then-writes in this store cannot race.
 
+mod infra;
 mod postgres;
 mod sqlite;
 mod store;
@@ -20,6 +21,20 @@ use sqlx::any::AnyPoolOptions;
 use sqlx::AnyPool;
 
 pub use store::SqlStore;
+
+fn claim_sql(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Postgres => postgres::CLAIM,
+        Backend::Sqlite => sqlite::CLAIM,
+    }
+}
+
+fn expired_sql(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Postgres => postgres::EXPIRED,
+        Backend::Sqlite => sqlite::EXPIRED,
+    }
+}
 
 /// Which database a URL names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -33,3 +33,21 @@ pub(super) fn migrator() -> &'static Migrator {
     static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
     &MIGRATOR
 }
+
+/// The SQLite claim: the same choice as PostgreSQL's, in one statement.
+/// With a single connection every statement is serial, which is the
+/// equivalent of `SKIP LOCKED` for one API process.
+pub(super) const CLAIM: &str = "
+UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_id = $2, lease_expires_at = $3,
+    agent = $4, started_at = COALESCE(started_at, $5)
+WHERE id = (
+    SELECT j.id FROM jobs j
+    WHERE j.org_id = $1 AND j.status = 'queued'
+      AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.resource_id = j.resource_id AND r.status = 'running')
+    ORDER BY j.queued_at, j.id
+    LIMIT 1
+)
+RETURNING id";
+
+pub(super) const EXPIRED: &str =
+    "SELECT id FROM jobs WHERE status = 'running' AND lease_expires_at < $1 ORDER BY lease_expires_at";

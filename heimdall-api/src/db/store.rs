@@ -14,8 +14,8 @@ use super::Backend;
 
 #[derive(Clone)]
 pub struct SqlStore {
-    pool: AnyPool,
-    backend: Backend,
+    pub(super) pool: AnyPool,
+    pub(super) backend: Backend,
 }
 
 impl std::fmt::Debug for SqlStore {
@@ -50,11 +50,10 @@ pub(crate) fn to_micros(t: OffsetDateTime) -> i64 {
 }
 
 pub(crate) fn from_micros(us: i64) -> OffsetDateTime {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(us) * 1_000)
-        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(us) * 1_000).unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
 
-fn parse_id<T: std::str::FromStr>(raw: &str) -> StoreResult<T> {
+pub(crate) fn parse_id<T: std::str::FromStr>(raw: &str) -> StoreResult<T> {
     raw.parse().map_err(|_| StoreError::Backend("stored id is not a UUID".into()))
 }
 
@@ -63,16 +62,20 @@ pub(crate) fn db_err(err: sqlx::Error) -> StoreError {
     StoreError::Backend(err.to_string())
 }
 
-fn is_unique_violation(err: &sqlx::Error) -> bool {
+pub(crate) fn is_unique_violation(err: &sqlx::Error) -> bool {
     err.as_database_error().is_some_and(|e| e.is_unique_violation())
 }
 
 /// Maps a unique violation to `AlreadyExists(what)`, anything else to `Backend`.
-fn unique_as(what: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
+pub(crate) fn unique_as(what: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |err| if is_unique_violation(&err) { StoreError::AlreadyExists(what) } else { db_err(err) }
 }
 
-async fn insert_event(tx: &mut Transaction<'_, Any>, org: OrgId, event: NewEvent) -> StoreResult<()> {
+pub(crate) async fn insert_event(
+    tx: &mut Transaction<'_, Any>,
+    org: OrgId,
+    event: NewEvent,
+) -> StoreResult<()> {
     sqlx::query(
         "INSERT INTO audit_events (id, org_id, at, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
@@ -100,7 +103,11 @@ struct OrgRow {
 
 impl OrgRow {
     fn into_domain(self) -> StoreResult<Organization> {
-        Ok(Organization { id: parse_id(&self.id)?, name: self.name, created_at: from_micros(self.created_at) })
+        Ok(Organization {
+            id: parse_id(&self.id)?,
+            name: self.name,
+            created_at: from_micros(self.created_at),
+        })
     }
 }
 
@@ -234,9 +241,8 @@ impl EventRow {
 // ---- member helpers used inside transactions ---------------------------------
 
 async fn active_member(tx: &mut Transaction<'_, Any>, org: OrgId, id: MemberId) -> StoreResult<Member> {
-    let sql = format!(
-        "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = $1 AND id = $2 AND removed_at IS NULL"
-    );
+    let sql =
+        format!("SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = $1 AND id = $2 AND removed_at IS NULL");
     sqlx::query_as::<_, MemberRow>(&sql)
         .bind(org.to_string())
         .bind(id.to_string())
@@ -254,7 +260,9 @@ async fn count_owners(tx: &mut Transaction<'_, Any>, backend: Backend, org: OrgI
         Backend::Postgres => {
             "SELECT id FROM members WHERE org_id = $1 AND role = 'owner' AND removed_at IS NULL FOR UPDATE"
         }
-        Backend::Sqlite => "SELECT id FROM members WHERE org_id = $1 AND role = 'owner' AND removed_at IS NULL",
+        Backend::Sqlite => {
+            "SELECT id FROM members WHERE org_id = $1 AND role = 'owner' AND removed_at IS NULL"
+        }
     };
     let rows: Vec<(String,)> =
         sqlx::query_as(sql).bind(org.to_string()).fetch_all(&mut **tx).await.map_err(db_err)?;
@@ -390,7 +398,13 @@ impl MetadataStore for SqlStore {
             .transpose()
     }
 
-    async fn change_role(&self, org: OrgId, id: MemberId, role: Role, event: NewEvent) -> StoreResult<Member> {
+    async fn change_role(
+        &self,
+        org: OrgId,
+        id: MemberId,
+        role: Role,
+        event: NewEvent,
+    ) -> StoreResult<Member> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let owners = count_owners(&mut tx, self.backend, org).await?;
         let mut member = active_member(&mut tx, org, id).await?;
@@ -449,7 +463,13 @@ impl MetadataStore for SqlStore {
         insert_token(&mut tx, org, member, token, at).await?;
         insert_event(&mut tx, org, event).await?;
         tx.commit().await.map_err(db_err)?;
-        Ok(TokenInfo { id: token.id, member_id: member, name: token.name.clone(), created_at: at, revoked_at: None })
+        Ok(TokenInfo {
+            id: token.id,
+            member_id: member,
+            name: token.name.clone(),
+            created_at: at,
+            revoked_at: None,
+        })
     }
 
     async fn list_tokens(&self, org: OrgId, member: MemberId) -> StoreResult<Vec<TokenInfo>> {
@@ -487,7 +507,9 @@ impl MetadataStore for SqlStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        let sql = format!("SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE id = $1 AND org_id = $2 AND member_id = $3");
+        let sql = format!(
+            "SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE id = $1 AND org_id = $2 AND member_id = $3"
+        );
         let token = sqlx::query_as::<_, TokenRow>(&sql)
             .bind(id.to_string())
             .bind(org.to_string())

@@ -26,19 +26,25 @@ pub(super) fn routes(kind: CatalogKind) -> Router<AppState> {
             get(move |state: State<AppState>, caller: Caller, query: QueryParams<ListQuery>| {
                 list(kind, state, caller, query)
             })
-            .post(move |state: State<AppState>, caller: Caller, body: JsonBody<CreateCatalogEntry>| {
-                create(kind, state, caller, body)
-            }),
+            .post(
+                move |state: State<AppState>, caller: Caller, body: JsonBody<CreateCatalogEntry>| {
+                    create(kind, state, caller, body)
+                },
+            ),
         )
         .route(
             &format!("{base}/{{key}}"),
-            get(move |state: State<AppState>, caller: Caller, key: Path<String>| show(kind, state, caller, key))
-                .patch(move |state: State<AppState>, caller: Caller, key: Path<String>, body: JsonBody<Rename>| {
+            get(move |state: State<AppState>, caller: Caller, key: Path<String>| {
+                show(kind, state, caller, key)
+            })
+            .patch(
+                move |state: State<AppState>, caller: Caller, key: Path<String>, body: JsonBody<Rename>| {
                     rename(kind, state, caller, key, body)
-                })
-                .delete(move |state: State<AppState>, caller: Caller, key: Path<String>| {
-                    delete(kind, state, caller, key)
-                }),
+                },
+            )
+            .delete(move |state: State<AppState>, caller: Caller, key: Path<String>| {
+                delete(kind, state, caller, key)
+            }),
         )
 }
 
@@ -85,7 +91,11 @@ pub(crate) async fn resolve(
 
 /// The entry as a Cedar target, with its ancestors, so that policies can
 /// say `resource in Heimdall::Domain::"<id>"`.
-pub(crate) async fn target_of(state: &AppState, caller: &Caller, entry: &CatalogEntry) -> Result<Target, ApiError> {
+pub(crate) async fn target_of(
+    state: &AppState,
+    caller: &Caller,
+    entry: &CatalogEntry,
+) -> Result<Target, ApiError> {
     let mut target = Target::new(target_kind(entry.kind), entry.id);
     let mut parent = entry.parent_id;
     while let Some(id) = parent {
@@ -141,11 +151,16 @@ async fn create(
             Some(resolve(&state, &caller, parent_kind, &parent_id.to_string()).await?)
         }
         (Some(parent_kind), None) => {
-            return Err(ApiError::invalid_input(format!("a {kind} needs parent_id: the {parent_kind} it belongs to"))
-                .into())
+            return Err(ApiError::invalid_input(format!(
+                "a {kind} needs parent_id: the {parent_kind} it belongs to"
+            ))
+            .into())
         }
         (None, Some(_)) => {
-            return Err(ApiError::invalid_input(format!("a {kind} belongs to the organization; omit parent_id")).into())
+            return Err(ApiError::invalid_input(format!(
+                "a {kind} belongs to the organization; omit parent_id"
+            ))
+            .into())
         }
         (None, None) => None,
     };

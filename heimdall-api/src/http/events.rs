@@ -35,11 +35,10 @@ async fn list(
     QueryParams(query): QueryParams<ListQuery>,
 ) -> HttpResult<Json<Vec<AuditEvent>>> {
     state.authorize(&caller, Action::EventRead, &Target::organization(caller.org.id), None).await?;
-    let before = query
-        .before
-        .map(|b| OffsetDateTime::parse(&b, &Rfc3339))
-        .transpose()
-        .map_err(|_| ApiError::invalid_input("before must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z"))?;
+    let before =
+        query.before.map(|b| OffsetDateTime::parse(&b, &Rfc3339)).transpose().map_err(|_| {
+            ApiError::invalid_input("before must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z")
+        })?;
     let limit = query.limit.unwrap_or(50);
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::invalid_input("limit must be between 1 and 1000").into());

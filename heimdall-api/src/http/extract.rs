@@ -38,7 +38,8 @@ where
             .map(str::trim)
             .filter(|t| looks_like_token(t))
             .ok_or_else(unauthenticated)?;
-        let (member, org) = state.store.authenticate(&TokenHash::of(token)).await?.ok_or_else(unauthenticated)?;
+        let (member, org) =
+            state.store.authenticate(&TokenHash::of(token)).await?.ok_or_else(unauthenticated)?;
         Ok(Caller { member, org })
     }
 }
@@ -95,14 +96,16 @@ pub(crate) fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErr
         let path = err.path().to_string();
         let inner = err.into_inner();
         let message = match inner.classify() {
-            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => format!(
-                "request body is not valid JSON (line {}, column {})",
-                inner.line(),
-                inner.column()
-            ),
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                format!("request body is not valid JSON (line {}, column {})", inner.line(), inner.column())
+            }
             _ => {
                 let what = describe_serde_error(&inner.to_string());
-                if path == "." { what } else { format!("`{path}`: {what}") }
+                if path == "." {
+                    what
+                } else {
+                    format!("`{path}`: {what}")
+                }
             }
         };
         ApiError::new(ErrorCode::BadRequest, message)

@@ -30,7 +30,11 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Member,
         return Ok(state.store.get_member(caller.org.id, id).await?);
     }
     let email = normalize_email(key).map_err(|_| ApiError::not_found("member"))?;
-    state.store.find_member_by_email(caller.org.id, &email).await?.ok_or_else(|| ApiError::not_found("member"))
+    state
+        .store
+        .find_member_by_email(caller.org.id, &email)
+        .await?
+        .ok_or_else(|| ApiError::not_found("member"))
 }
 
 fn target(caller: &Caller, member: Option<&Member>) -> Target {
@@ -71,7 +75,11 @@ async fn add(
     Ok((StatusCode::CREATED, Json(AddedMember { member, token: token.expose().clone() })))
 }
 
-async fn show(State(state): State<AppState>, caller: Caller, Path(key): Path<String>) -> HttpResult<Json<Member>> {
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> HttpResult<Json<Member>> {
     state.authorize(&caller, Action::MemberRead, &target(&caller, None), None).await?;
     Ok(Json(resolve(&state, &caller, &key).await?))
 }
@@ -95,7 +103,11 @@ async fn change_role(
     Ok(Json(state.store.change_role(caller.org.id, member.id, body.role, event).await?))
 }
 
-async fn remove(State(state): State<AppState>, caller: Caller, Path(key): Path<String>) -> HttpResult<Json<Member>> {
+async fn remove(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> HttpResult<Json<Member>> {
     state.authorize(&caller, Action::MemberWrite, &target(&caller, None), None).await?;
     let member = resolve(&state, &caller, &key).await?;
     state.authorize(&caller, Action::MemberWrite, &target(&caller, Some(&member)), None).await?;

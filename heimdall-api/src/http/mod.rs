@@ -5,12 +5,16 @@
 //! ([`AppState::authorize`]), then one store call that writes the change
 //! and its audit event in one transaction.
 
-mod catalog;
+mod accounts;
+pub(crate) mod catalog;
 mod error;
 mod events;
 pub(crate) mod extract;
+mod jobs;
 mod members;
 mod policies;
+mod resources;
+mod schemas;
 pub(crate) mod tokens;
 
 use std::sync::Arc;
@@ -22,7 +26,7 @@ use heimdall_core::authz::{decide, Action, Decision, OrgPolicies, Principal, Tar
 use heimdall_core::clock::Clock;
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::EventId;
-use heimdall_core::ports::{MetadataStore, NewEvent};
+use heimdall_core::ports::{NewEvent, Store};
 use heimdall_core::wire::{Health, WhoAmI};
 use heimdall_core::{ApiError, ErrorCode};
 use tower_http::trace::TraceLayer;
@@ -33,12 +37,12 @@ use extract::Caller;
 
 #[derive(Clone, Debug)]
 pub struct AppState {
-    pub store: Arc<dyn MetadataStore>,
+    pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
 }
 
 impl AppState {
-    pub fn new(store: Arc<dyn MetadataStore>, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
         Self { store, clock }
     }
 
@@ -55,7 +59,10 @@ impl AppState {
         let policies = OrgPolicies::compile(&stored).map_err(|(id, err)| {
             // Fail closed: a policy that no longer compiles denies everything.
             tracing::error!(policy = %id, error = %err, "stored policy does not compile");
-            ApiError::new(ErrorCode::Internal, format!("stored policy {id} no longer compiles; an owner must delete it"))
+            ApiError::new(
+                ErrorCode::Internal,
+                format!("stored policy {id} no longer compiles; an owner must delete it"),
+            )
         })?;
         let principal =
             Principal { org: caller.org.id, email: caller.member.email.clone(), role: caller.member.role };
@@ -72,7 +79,13 @@ impl AppState {
     }
 
     /// An audit event by `caller`, stamped now.
-    pub fn event(&self, caller: &Caller, action: &str, target: String, detail: serde_json::Value) -> NewEvent {
+    pub fn event(
+        &self,
+        caller: &Caller,
+        action: &str,
+        target: String,
+        detail: serde_json::Value,
+    ) -> NewEvent {
         NewEvent {
             id: EventId::from_uuid(Uuid::new_v4()),
             at: self.clock.now(),
@@ -91,7 +104,11 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
         .merge(members::routes())
         .merge(tokens::routes())
         .merge(policies::routes())
-        .merge(events::routes());
+        .merge(events::routes())
+        .merge(schemas::routes())
+        .merge(accounts::routes())
+        .merge(resources::routes())
+        .merge(jobs::routes());
     for kind in CatalogKind::ALL {
         app = app.merge(catalog::routes(kind));
     }

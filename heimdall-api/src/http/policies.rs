@@ -21,7 +21,9 @@ use super::AppState;
 const MAX_POLICY_CHARS: usize = 16 * 1024;
 
 pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/v1/policies", get(list).post(create)).route("/v1/policies/{id}", get(show).delete(delete))
+    Router::new()
+        .route("/v1/policies", get(list).post(create))
+        .route("/v1/policies/{id}", get(show).delete(delete))
 }
 
 async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Policy>>> {
@@ -38,12 +40,19 @@ async fn create(
     let description = body.description.unwrap_or_default();
     validate_text("description", &description, 1000)?;
     if body.text.chars().count() > MAX_POLICY_CHARS {
-        return Err(ApiError::invalid_input(format!("policy text must be at most {MAX_POLICY_CHARS} characters")).into());
+        return Err(ApiError::invalid_input(format!(
+            "policy text must be at most {MAX_POLICY_CHARS} characters"
+        ))
+        .into());
     }
     state.authorize(&caller, Action::PolicyWrite, &Target::organization(caller.org.id), None).await?;
     let count = validate_policy_text(&body.text).map_err(|e| {
-        ApiError::new(ErrorCode::InvalidPolicy, format!("policy does not compile: {e}"))
-            .with_fields(vec![FieldError { path: "/text".into(), rule: format!("cedar at line {}, column {}", e.line, e.column) }])
+        ApiError::new(ErrorCode::InvalidPolicy, format!("policy does not compile: {e}")).with_fields(vec![
+            FieldError {
+                path: "/text".into(),
+                rule: format!("cedar at line {}, column {}", e.line, e.column),
+            },
+        ])
     })?;
     let policy = Policy {
         id: PolicyId::from_uuid(Uuid::new_v4()),
@@ -68,16 +77,29 @@ fn parse_id(raw: &str) -> Result<PolicyId, ApiError> {
     raw.parse().map_err(|_| ApiError::not_found("policy"))
 }
 
-async fn show(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> HttpResult<Json<Policy>> {
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> HttpResult<Json<Policy>> {
     state.authorize(&caller, Action::PolicyRead, &Target::organization(caller.org.id), None).await?;
     Ok(Json(state.store.get_policy(caller.org.id, parse_id(&id)?).await?))
 }
 
-async fn delete(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> HttpResult<StatusCode> {
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> HttpResult<StatusCode> {
     state.authorize(&caller, Action::PolicyWrite, &Target::organization(caller.org.id), None).await?;
     let id = parse_id(&id)?;
     let policy = state.store.get_policy(caller.org.id, id).await?;
-    let event = state.event(&caller, "policy.deleted", format!("policy:{id}"), serde_json::json!({ "name": policy.name }));
+    let event = state.event(
+        &caller,
+        "policy.deleted",
+        format!("policy:{id}"),
+        serde_json::json!({ "name": policy.name }),
+    );
     state.store.delete_policy(caller.org.id, id, event).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -27,13 +27,19 @@ pub(super) fn routes() -> Router<AppState> {
 pub(crate) fn generate_token() -> Redacted<String> {
     let mut bytes = Redacted::new([0u8; 32]);
     rand::rngs::OsRng.fill_bytes(bytes.expose_mut());
-    Redacted::new(format!("{TOKEN_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes.expose())))
+    Redacted::new(format!(
+        "{TOKEN_PREFIX}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes.expose())
+    ))
 }
 
 pub(crate) fn new_token(name: &str) -> (Redacted<String>, NewToken) {
     let token = generate_token();
-    let record =
-        NewToken { id: TokenId::from_uuid(Uuid::new_v4()), name: name.to_owned(), hash: TokenHash::of(token.expose()) };
+    let record = NewToken {
+        id: TokenId::from_uuid(Uuid::new_v4()),
+        name: name.to_owned(),
+        hash: TokenHash::of(token.expose()),
+    };
     (token, record)
 }
 
@@ -51,7 +57,12 @@ async fn create(
     }
     validate_text("name", &body.name, 100)?;
     let (token, record) = new_token(&body.name);
-    let event = state.event(&caller, "token.created", format!("token:{}", record.id), serde_json::json!({ "name": body.name }));
+    let event = state.event(
+        &caller,
+        "token.created",
+        format!("token:{}", record.id),
+        serde_json::json!({ "name": body.name }),
+    );
     let info = state.store.create_token(caller.org.id, caller.member.id, &record, event).await?;
     Ok((StatusCode::CREATED, Json(CreatedToken { info, token: token.expose().clone() })))
 }

@@ -29,7 +29,13 @@ fn token(name: &str, secret: &str) -> NewToken {
     NewToken { id: TokenId::from_uuid(Uuid::new_v4()), name: name.into(), hash: TokenHash::of(secret) }
 }
 
-fn entry(org: OrgId, kind: CatalogKind, name: &str, parent: Option<CatalogId>, at: OffsetDateTime) -> CatalogEntry {
+fn entry(
+    org: OrgId,
+    kind: CatalogKind,
+    name: &str,
+    parent: Option<CatalogId>,
+    at: OffsetDateTime,
+) -> CatalogEntry {
     CatalogEntry {
         id: CatalogId::from_uuid(Uuid::new_v4()),
         org_id: org,
@@ -57,7 +63,10 @@ async fn storage_scenario(db: TestDatabase) {
         role: Role::Owner,
         created_at: t,
     };
-    store.bootstrap(&org, &owner, &token("bootstrap", "owner-secret"), event(t, "organization.bootstrapped")).await.unwrap();
+    store
+        .bootstrap(&org, &owner, &token("bootstrap", "owner-secret"), event(t, "organization.bootstrapped"))
+        .await
+        .unwrap();
 
     // Bootstrap runs once, even for a different organization.
     let other = Organization { id: OrgId::from_uuid(Uuid::new_v4()), ..org.clone() };
@@ -78,23 +87,35 @@ async fn storage_scenario(db: TestDatabase) {
         role: Role::Member,
         created_at: t + Duration::seconds(1),
     };
-    store.add_member(&ana, &token("initial", "ana-secret"), event(t + Duration::seconds(1), "member.added")).await.unwrap();
+    store
+        .add_member(&ana, &token("initial", "ana-secret"), event(t + Duration::seconds(1), "member.added"))
+        .await
+        .unwrap();
     let dup = Member { id: MemberId::from_uuid(Uuid::new_v4()), ..ana.clone() };
-    let err = store.add_member(&dup, &token("initial", "dup-secret"), event(t, "member.added")).await.unwrap_err();
+    let err =
+        store.add_member(&dup, &token("initial", "dup-secret"), event(t, "member.added")).await.unwrap_err();
     assert!(matches!(err, StoreError::AlreadyExists("member")), "{err:?}");
-    assert!(store.authenticate(&TokenHash::of("dup-secret")).await.unwrap().is_none(), "refused add left a token");
+    assert!(
+        store.authenticate(&TokenHash::of("dup-secret")).await.unwrap().is_none(),
+        "refused add left a token"
+    );
 
     let members = store.list_members(org.id).await.unwrap();
-    assert_eq!(members.iter().map(|m| m.email.as_str()).collect::<Vec<_>>(), ["ana@example.com", "owner@example.com"]);
+    assert_eq!(
+        members.iter().map(|m| m.email.as_str()).collect::<Vec<_>>(),
+        ["ana@example.com", "owner@example.com"]
+    );
     assert_eq!(store.find_member_by_email(org.id, "ana@example.com").await.unwrap(), Some(ana.clone()));
     assert_eq!(store.get_member(org.id, ana.id).await.unwrap(), ana);
 
     // The last owner stays.
-    let err = store.change_role(org.id, owner.id, Role::Admin, event(t, "member.role_changed")).await.unwrap_err();
+    let err =
+        store.change_role(org.id, owner.id, Role::Admin, event(t, "member.role_changed")).await.unwrap_err();
     assert!(matches!(err, StoreError::LastOwner));
     let err = store.remove_member(org.id, owner.id, event(t, "member.removed")).await.unwrap_err();
     assert!(matches!(err, StoreError::LastOwner));
-    let promoted = store.change_role(org.id, ana.id, Role::Owner, event(t, "member.role_changed")).await.unwrap();
+    let promoted =
+        store.change_role(org.id, ana.id, Role::Owner, event(t, "member.role_changed")).await.unwrap();
     assert_eq!(promoted.role, Role::Owner);
     store.change_role(org.id, owner.id, Role::Admin, event(t, "member.role_changed")).await.unwrap();
     store.change_role(org.id, owner.id, Role::Owner, event(t, "member.role_changed")).await.unwrap();
@@ -103,7 +124,10 @@ async fn storage_scenario(db: TestDatabase) {
     let second = token("laptop", "ana-second");
     store.create_token(org.id, ana.id, &second, event(t, "token.created")).await.unwrap();
     assert_eq!(store.list_tokens(org.id, ana.id).await.unwrap().len(), 2);
-    let revoked = store.revoke_token(org.id, ana.id, second.id, event(t + Duration::seconds(5), "token.revoked")).await.unwrap();
+    let revoked = store
+        .revoke_token(org.id, ana.id, second.id, event(t + Duration::seconds(5), "token.revoked"))
+        .await
+        .unwrap();
     assert_eq!(revoked.revoked_at, Some(t + Duration::seconds(5)));
     assert!(store.authenticate(&TokenHash::of("ana-second")).await.unwrap().is_none());
     assert!(store.authenticate(&TokenHash::of("ana-secret")).await.unwrap().is_some());
@@ -112,7 +136,10 @@ async fn storage_scenario(db: TestDatabase) {
     assert!(matches!(err, StoreError::NotFound("token")));
 
     store.remove_member(org.id, ana.id, event(t + Duration::seconds(6), "member.removed")).await.unwrap();
-    assert!(store.authenticate(&TokenHash::of("ana-secret")).await.unwrap().is_none(), "removal revokes tokens");
+    assert!(
+        store.authenticate(&TokenHash::of("ana-secret")).await.unwrap().is_none(),
+        "removal revokes tokens"
+    );
     assert!(matches!(store.get_member(org.id, ana.id).await, Err(StoreError::NotFound("member"))));
     // The address can be invited again.
     let ana2 = Member { id: MemberId::from_uuid(Uuid::new_v4()), ..ana.clone() };
@@ -124,7 +151,10 @@ async fn storage_scenario(db: TestDatabase) {
     store.create_catalog_entry(&payments, event(t, "domain.created")).await.unwrap();
     store.create_catalog_entry(&identity, event(t, "domain.created")).await.unwrap();
     let err = store
-        .create_catalog_entry(&entry(org.id, CatalogKind::Domain, "payments", None, t), event(t, "domain.created"))
+        .create_catalog_entry(
+            &entry(org.id, CatalogKind::Domain, "payments", None, t),
+            event(t, "domain.created"),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::AlreadyExists("domain")), "{err:?}");
@@ -134,7 +164,10 @@ async fn storage_scenario(db: TestDatabase) {
     store.create_catalog_entry(&api_in_identity, event(t, "system.created")).await.unwrap();
     // A system whose parent is not a domain is refused.
     let err = store
-        .create_catalog_entry(&entry(org.id, CatalogKind::System, "x", Some(api_in_payments.id), t), event(t, "system.created"))
+        .create_catalog_entry(
+            &entry(org.id, CatalogKind::System, "x", Some(api_in_payments.id), t),
+            event(t, "system.created"),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::NotFound("domain")), "{err:?}");
@@ -149,9 +182,13 @@ async fn storage_scenario(db: TestDatabase) {
     assert_eq!(store.find_catalog_by_name(org.id, CatalogKind::System, "api").await.unwrap().len(), 2);
     assert_eq!(store.get_catalog_entry(org.id, checkout.id).await.unwrap(), checkout);
 
-    let renamed = store.rename_catalog_entry(org.id, identity.id, "iam", event(t, "domain.renamed")).await.unwrap();
+    let renamed =
+        store.rename_catalog_entry(org.id, identity.id, "iam", event(t, "domain.renamed")).await.unwrap();
     assert_eq!(renamed.name, "iam");
-    let err = store.rename_catalog_entry(org.id, identity.id, "payments", event(t, "domain.renamed")).await.unwrap_err();
+    let err = store
+        .rename_catalog_entry(org.id, identity.id, "payments", event(t, "domain.renamed"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, StoreError::AlreadyExists("domain")));
 
     let err = store.delete_catalog_entry(org.id, payments.id, event(t, "domain.deleted")).await.unwrap_err();
@@ -176,12 +213,18 @@ async fn storage_scenario(db: TestDatabase) {
     };
     store.create_policy(&policy, event(t, "policy.created")).await.unwrap();
     let dup = Policy { id: PolicyId::from_uuid(Uuid::new_v4()), ..policy.clone() };
-    assert!(matches!(store.create_policy(&dup, event(t, "policy.created")).await, Err(StoreError::AlreadyExists("policy"))));
+    assert!(matches!(
+        store.create_policy(&dup, event(t, "policy.created")).await,
+        Err(StoreError::AlreadyExists("policy"))
+    ));
     assert_eq!(store.list_policies(org.id).await.unwrap(), vec![policy.clone()]);
     assert_eq!(store.get_policy(org.id, policy.id).await.unwrap(), policy);
     store.delete_policy(org.id, policy.id, event(t, "policy.deleted")).await.unwrap();
     assert!(matches!(store.get_policy(org.id, policy.id).await, Err(StoreError::NotFound("policy"))));
-    assert!(matches!(store.delete_policy(org.id, policy.id, event(t, "policy.deleted")).await, Err(StoreError::NotFound(_))));
+    assert!(matches!(
+        store.delete_policy(org.id, policy.id, event(t, "policy.deleted")).await,
+        Err(StoreError::NotFound(_))
+    ));
 
     // The audit feed: every successful change above wrote exactly one event,
     // refused ones none; newest first; filters.
@@ -195,10 +238,16 @@ async fn storage_scenario(db: TestDatabase) {
     assert_eq!(count("policy.created"), 1);
     assert_eq!(count("policy.deleted"), 1);
     assert!(all.windows(2).all(|w| w[0].at >= w[1].at), "newest first");
-    assert_eq!(all.iter().find(|e| e.action == "member.added").unwrap().detail, serde_json::json!({ "n": 1 }));
+    assert_eq!(
+        all.iter().find(|e| e.action == "member.added").unwrap().detail,
+        serde_json::json!({ "n": 1 })
+    );
 
     let members_only = store
-        .list_events(org.id, &EventQuery { limit: 100, action_prefix: Some("member.".into()), ..Default::default() })
+        .list_events(
+            org.id,
+            &EventQuery { limit: 100, action_prefix: Some("member.".into()), ..Default::default() },
+        )
         .await
         .unwrap();
     assert_eq!(members_only.len(), 6);
@@ -206,7 +255,10 @@ async fn storage_scenario(db: TestDatabase) {
     let two = store.list_events(org.id, &EventQuery { limit: 2, ..Default::default() }).await.unwrap();
     assert_eq!(two.len(), 2);
     let older = store
-        .list_events(org.id, &EventQuery { limit: 1000, before: Some(t + Duration::seconds(1)), ..Default::default() })
+        .list_events(
+            org.id,
+            &EventQuery { limit: 1000, before: Some(t + Duration::seconds(1)), ..Default::default() },
+        )
         .await
         .unwrap();
     assert!(older.iter().all(|e| e.at < t + Duration::seconds(1)));

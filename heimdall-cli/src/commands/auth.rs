@@ -48,13 +48,11 @@ pub async fn login(ctx: &Context, args: LoginArgs) -> Result<()> {
         who: &'a heimdall_core::wire::WhoAmI,
     }
     let line = format!(
-        "Logged in to {api_url} as {} ({} of {}); profile {name:?} saved in {} and current",
-        me.member.email,
-        me.member.role,
-        me.organization.name,
-        path.display()
+        "Logged in to {api_url} as {} ({} of {})",
+        me.member.email, me.member.role, me.organization.name
     );
-    ctx.out.done(&LoggedIn { profile: &name, api_url: &api_url, who: &me }, &line, &[])
+    let saved = format!("  Profile {name:?} saved in {} and made current.", path.display());
+    ctx.out.done(&LoggedIn { profile: &name, api_url: &api_url, who: &me }, &line, &[saved])
 }
 
 fn read_token_from_stdin() -> Result<Redacted<String>> {
@@ -105,7 +103,7 @@ pub async fn whoami(ctx: &Context) -> Result<()> {
             ("ORGANIZATION", me.organization.name.clone()),
             ("ORGANIZATION ID", me.organization.id.to_string()),
             ("MEMBER SINCE", timestamp(me.member.created_at)),
-            ("API URL", client.base_url().to_owned()),
+            ("API URL", client.base_url().trim_end_matches('/').to_owned()),
         ],
     )
 }

@@ -20,8 +20,11 @@ use crate::output::Out;
 
 pub use catalog::CatalogAction;
 
-/// The environment's token override (the API URL's is `--api-url`/`HEIMDALL_API_URL`).
+/// Environment overrides. Read here rather than by clap so that a value
+/// from the environment never shows in clap's usage lines.
 pub const TOKEN_ENV: &str = "HEIMDALL_TOKEN";
+pub const API_URL_ENV: &str = "HEIMDALL_API_URL";
+pub const PROFILE_ENV: &str = "HEIMDALL_PROFILE";
 
 /// What every command may need: how to print, and who to be.
 #[derive(Debug)]
@@ -34,12 +37,14 @@ pub struct Context {
 }
 
 impl Context {
+    /// Flags win over the environment; empty values count as unset.
     pub fn new(global: GlobalArgs) -> Self {
-        let non_empty = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
+        let non_empty = |s: Option<String>| s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+        let env = |name: &str| non_empty(std::env::var(name).ok());
         Self {
             out: Out::new(global.output),
-            profile: non_empty(global.profile),
-            api_url: non_empty(global.api_url),
+            profile: non_empty(global.profile).or_else(|| env(PROFILE_ENV)),
+            api_url: non_empty(global.api_url).or_else(|| env(API_URL_ENV)),
         }
     }
 
@@ -105,5 +110,6 @@ pub fn read_file_or_stdin(path: &std::path::Path) -> Result<String> {
             .map_err(|err| CliError::local(format!("cannot read standard input: {err}")))?;
         return Ok(text);
     }
-    std::fs::read_to_string(path).map_err(|err| CliError::local(format!("cannot read {}: {err}", path.display())))
+    std::fs::read_to_string(path)
+        .map_err(|err| CliError::local(format!("cannot read {}: {err}", path.display())))
 }

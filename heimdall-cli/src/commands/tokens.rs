@@ -14,7 +14,12 @@ pub async fn run(ctx: &Context, cmd: TokenCommand) -> Result<()> {
         TokenCommand::List => {
             let tokens = client.list_tokens().await?;
             out.list(&tokens, &["ID", "NAME", "CREATED AT", "REVOKED AT"], |t: &TokenInfo| {
-                vec![t.id.to_string(), t.name.clone(), timestamp(t.created_at), optional_timestamp(t.revoked_at)]
+                vec![
+                    t.id.to_string(),
+                    t.name.clone(),
+                    timestamp(t.created_at),
+                    optional_timestamp(t.revoked_at),
+                ]
             })
         }
         TokenCommand::Create { name } => {

@@ -1,4 +1,6 @@
-use heimdall_core::authz::{decide, validate_policy_text, Action, Decision, OrgPolicies, Principal, Target, TargetKind};
+use heimdall_core::authz::{
+    decide, validate_policy_text, Action, Decision, OrgPolicies, Principal, Target, TargetKind,
+};
 use heimdall_core::domain::{Policy, Role};
 use heimdall_core::ids::{OrgId, PolicyId};
 use time::OffsetDateTime;
@@ -29,10 +31,10 @@ fn policy(n: u128, text: &str) -> Policy {
 fn expected_minimum_role(action: Action) -> Role {
     use Action::*;
     match action {
-        CatalogRead | MemberRead | ResourceRead | JobRead | SecretRead => Role::Member,
-        CatalogWrite | MemberWrite | PolicyRead | EventRead | ResourceWrite | ResourceApprove
-        | ResourceDelete | CloudAccountRead | CloudAccountWrite | SecretWrite | SecretAccessLog
-        | AgentRead => Role::Admin,
+        CatalogRead | SchemaRead | MemberRead | ResourceRead | JobRead | SecretRead => Role::Member,
+        CatalogWrite | SchemaWrite | MemberWrite | PolicyRead | EventRead | ResourceWrite
+        | ResourceApprove | ResourceDelete | CloudAccountRead | CloudAccountWrite | SecretWrite
+        | SecretAccessLog | AgentRead => Role::Admin,
         PolicyWrite | AgentManage | EnvironmentAssignAgent => Role::Owner,
     }
 }
@@ -71,7 +73,9 @@ fn forbid_wins_even_over_the_owner() {
     let secret = Target::new(TargetKind::Secret, "db-password");
     for role in Role::ALL {
         match decide(&who(role), Action::SecretRead, &secret, Some("prod"), &policies) {
-            Decision::ForbiddenBy(ids) => assert_eq!(ids, vec![format!("{}#0", PolicyId::from_uuid(Uuid::from_u128(10)))]),
+            Decision::ForbiddenBy(ids) => {
+                assert_eq!(ids, vec![format!("{}#0", PolicyId::from_uuid(Uuid::from_u128(10)))])
+            }
             other => panic!("{role}: {other:?}"),
         }
         assert!(decide(&who(role), Action::SecretRead, &secret, Some("dev"), &policies).is_allowed());
@@ -112,7 +116,10 @@ fn policies_can_scope_by_catalog_ancestry() {
         .with_ancestor(TargetKind::Component, "c2")
         .with_ancestor(TargetKind::System, "s2")
         .with_ancestor(TargetKind::Domain, "22222222-2222-2222-2222-222222222222");
-    assert!(matches!(decide(&who(Role::Admin), Action::ResourceWrite, &in_payments, None, &policies), Decision::ForbiddenBy(_)));
+    assert!(matches!(
+        decide(&who(Role::Admin), Action::ResourceWrite, &in_payments, None, &policies),
+        Decision::ForbiddenBy(_)
+    ));
     assert!(decide(&who(Role::Owner), Action::ResourceWrite, &in_payments, None, &policies).is_allowed());
     assert!(decide(&who(Role::Admin), Action::ResourceWrite, &elsewhere, None, &policies).is_allowed());
 }
@@ -120,11 +127,11 @@ fn policies_can_scope_by_catalog_ancestry() {
 #[test]
 fn invalid_policies_are_refused_with_a_position() {
     let cases = [
-        "permit(principal, action, resource)",                  // missing ';'
-        "allow(principal, action, resource);",                  // not a keyword
+        "permit(principal, action, resource)",                   // missing ';'
+        "allow(principal, action, resource);",                   // not a keyword
         r#"permit(principal in ?principal, action, resource);"#, // template
         r#"permit(principal, action, resource) when { principal.team == "x" };"#, // unknown attribute
-        "",                                                     // nothing
+        "",                                                      // nothing
     ];
     for text in cases {
         let err = validate_policy_text(text).expect_err(text);

@@ -23,14 +23,15 @@ const PINNED: &[(&str, u16)] = &[
     ("NOT_EMPTY", 409),
     ("LAST_OWNER", 409),
     ("ALREADY_BOOTSTRAPPED", 409),
+    ("CONFLICT", 409),
     ("PAYLOAD_TOO_LARGE", 413),
+    ("UNAVAILABLE", 503),
     ("INTERNAL", 500),
 ];
 
 #[test]
 fn every_code_has_its_pinned_status_and_spelling() {
-    let actual: Vec<(&str, u16)> =
-        ErrorCode::ALL.iter().map(|c| (c.as_str(), c.http_status())).collect();
+    let actual: Vec<(&str, u16)> = ErrorCode::ALL.iter().map(|c| (c.as_str(), c.http_status())).collect();
     assert_eq!(actual, PINNED);
 }
 
@@ -56,6 +57,7 @@ fn error_body_shape() {
         serde_json::json!({"error": {"code": "SCHEMA_VIOLATION", "message": "input does not match the schema",
             "fields": [{"path": "/bucket", "rule": "pattern"}]}})
     );
-    let plain = serde_json::to_value(heimdall_core::wire::ErrorBody { error: ApiError::not_found("member") }).unwrap();
+    let plain = serde_json::to_value(heimdall_core::wire::ErrorBody { error: ApiError::not_found("member") })
+        .unwrap();
     assert!(plain["error"].get("fields").is_none());
 }

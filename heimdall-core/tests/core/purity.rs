@@ -24,12 +24,8 @@ fn core_dependency_closure_has_no_runtime_or_io_crates() {
         .iter()
         .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
         .collect();
-    let nodes: HashMap<&str, &serde_json::Value> = meta["resolve"]["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| (n["id"].as_str().unwrap(), n))
-        .collect();
+    let nodes: HashMap<&str, &serde_json::Value> =
+        meta["resolve"]["nodes"].as_array().unwrap().iter().map(|n| (n["id"].as_str().unwrap(), n)).collect();
     let root = names.iter().find(|(_, n)| **n == "heimdall-core").map(|(id, _)| *id).unwrap();
 
     // Walk normal and build dependencies only: dev-dependencies are for tests.

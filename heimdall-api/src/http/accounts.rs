@@ -1,0 +1,173 @@
+//! Cloud accounts: where Terraform runs and keeps state. They hold no
+//! credential: a role to assume, or the name of a secret in the Agent.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use heimdall_core::authz::{Action, Target};
+use heimdall_core::domain::CatalogKind;
+use heimdall_core::ids::CloudAccountId;
+use heimdall_core::infra::{AccountAuth, AccountLink, CloudAccount, LinkScope};
+use heimdall_core::names::{validate_name, validate_text};
+use heimdall_core::wire::{CloudAccountDetail, CreateCloudAccount, LinkCloudAccount};
+use heimdall_core::ApiError;
+use uuid::Uuid;
+
+use super::catalog::resolve as resolve_catalog;
+use super::error::HttpResult;
+use super::extract::{Caller, JsonBody};
+use super::AppState;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/cloud-accounts", get(list).post(create))
+        .route("/v1/cloud-accounts/{key}", get(show))
+        .route("/v1/cloud-accounts/{key}/links", post(link))
+}
+
+async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<CloudAccount, ApiError> {
+    if let Ok(id) = key.parse::<CloudAccountId>() {
+        return Ok(state.store.get_account(caller.org.id, id).await?);
+    }
+    state
+        .store
+        .find_account_by_name(caller.org.id, key)
+        .await?
+        .ok_or_else(|| ApiError::not_found("cloud account"))
+}
+
+/// Region names: lowercase letters, digits and '-' (`eu-west-1`, `us-central1`).
+pub(crate) fn validate_region(region: &str) -> Result<(), ApiError> {
+    let ok = !region.is_empty()
+        && region.len() <= 32
+        && region.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_input("region may contain only lowercase letters, digits and '-'"))
+    }
+}
+
+fn validate_account(body: &CreateCloudAccount) -> Result<(), ApiError> {
+    validate_name("name", &body.name)?;
+    validate_region(&body.region)?;
+    // S3 bucket naming rules, which the other providers' buckets also meet.
+    let bucket_ok = (3..=63).contains(&body.state_bucket.len())
+        && body
+            .state_bucket
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && !body.state_bucket.starts_with(['-', '.']);
+    if !bucket_ok {
+        return Err(ApiError::invalid_input(
+            "state_bucket must be a bucket name: 3-63 lowercase letters, digits, '-' or '.'",
+        ));
+    }
+    if let Some(endpoint) = &body.state_endpoint {
+        if !(endpoint.starts_with("https://") || endpoint.starts_with("http://")) || endpoint.len() > 300 {
+            return Err(ApiError::invalid_input("state_endpoint must be an http(s) URL"));
+        }
+    }
+    match &body.auth {
+        AccountAuth::Oidc { role_arn } => {
+            validate_text("auth.role_arn", role_arn, 300)?;
+            if role_arn.trim().is_empty() {
+                return Err(ApiError::invalid_input("auth.role_arn must not be empty"));
+            }
+        }
+        AccountAuth::Static { secret } => validate_name("auth.secret (a secret's name)", secret)?,
+    }
+    Ok(())
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<CloudAccount>>> {
+    state.authorize(&caller, Action::CloudAccountRead, &Target::organization(caller.org.id), None).await?;
+    Ok(Json(state.store.list_accounts(caller.org.id).await?))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> HttpResult<Json<CloudAccountDetail>> {
+    state.authorize(&caller, Action::CloudAccountRead, &Target::organization(caller.org.id), None).await?;
+    let account = resolve(&state, &caller, &key).await?;
+    let links = state
+        .store
+        .list_links(caller.org.id)
+        .await?
+        .into_iter()
+        .filter(|l| l.account_id == account.id)
+        .collect();
+    Ok(Json(CloudAccountDetail { account, links }))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CreateCloudAccount>,
+) -> HttpResult<(StatusCode, Json<CloudAccount>)> {
+    validate_account(&body)?;
+    state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
+    let account = CloudAccount {
+        id: CloudAccountId::from_uuid(Uuid::new_v4()),
+        org_id: caller.org.id,
+        name: body.name,
+        provider: body.provider,
+        region: body.region,
+        state_bucket: body.state_bucket,
+        state_endpoint: body.state_endpoint,
+        auth: body.auth,
+        created_at: state.clock.now(),
+        created_by: caller.member.email.clone(),
+    };
+    let event = state.event(
+        &caller,
+        "cloud_account.created",
+        format!("cloud_account:{}", account.id),
+        serde_json::json!({ "name": account.name, "provider": account.provider }),
+    );
+    state.store.create_account(&account, event).await?;
+    Ok((StatusCode::CREATED, Json(account)))
+}
+
+async fn link(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    JsonBody(body): JsonBody<LinkCloudAccount>,
+) -> HttpResult<(StatusCode, Json<AccountLink>)> {
+    state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
+    let account = resolve(&state, &caller, &key).await?;
+    let environment = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
+    let scope_id = match (body.scope, body.scope_id) {
+        (LinkScope::Organization, None) => None,
+        (LinkScope::Organization, Some(_)) => {
+            return Err(ApiError::invalid_input("scope organization takes no scope_id").into());
+        }
+        (LinkScope::Domain, Some(key)) => {
+            Some(resolve_catalog(&state, &caller, CatalogKind::Domain, &key).await?.id)
+        }
+        (LinkScope::System, Some(key)) => {
+            Some(resolve_catalog(&state, &caller, CatalogKind::System, &key).await?.id)
+        }
+        (scope, None) => return Err(ApiError::invalid_input(format!("scope {scope} needs scope_id")).into()),
+    };
+    let link = AccountLink {
+        account_id: account.id,
+        scope: body.scope,
+        scope_id,
+        environment_id: environment.id,
+        created_at: state.clock.now(),
+        created_by: caller.member.email.clone(),
+    };
+    let event = state.event(
+        &caller,
+        "cloud_account.linked",
+        format!("cloud_account:{}", account.id),
+        serde_json::json!({ "scope": link.scope, "scope_id": link.scope_id, "environment": environment.name }),
+    );
+    state.store.link_account(caller.org.id, &link, event).await?;
+    Ok((StatusCode::CREATED, Json(link)))
+}

@@ -1,0 +1,122 @@
+//! Resource schemas: compiled and checked before they are stored.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+use heimdall_core::authz::{Action, Target};
+use heimdall_core::ids::SchemaId;
+use heimdall_core::infra::ResourceSchema;
+use heimdall_core::input::InputSchema;
+use heimdall_core::names::{validate_name, validate_text};
+use heimdall_core::wire::CreateSchema;
+use heimdall_core::ApiError;
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::catalog::resolve as resolve_catalog;
+use super::error::HttpResult;
+use super::extract::{Caller, JsonBody, QueryParams};
+use super::AppState;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new().route("/v1/schemas", get(list).post(create)).route("/v1/schemas/{key}", get(show))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListQuery {
+    #[serde(rename = "type")]
+    type_name: Option<String>,
+}
+
+/// A schema by id, or by type name (its newest version).
+pub(crate) async fn resolve(
+    state: &AppState,
+    caller: &Caller,
+    key: &str,
+) -> Result<ResourceSchema, ApiError> {
+    if let Ok(id) = key.parse::<SchemaId>() {
+        return Ok(state.store.get_schema(caller.org.id, id).await?);
+    }
+    state
+        .store
+        .list_schemas(caller.org.id)
+        .await?
+        .into_iter()
+        .filter(|s| s.type_name == key)
+        .max_by_key(|s| s.version)
+        .ok_or_else(|| ApiError::not_found("schema"))
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> HttpResult<Json<Vec<ResourceSchema>>> {
+    state.authorize(&caller, Action::SchemaRead, &Target::organization(caller.org.id), None).await?;
+    let mut schemas = state.store.list_schemas(caller.org.id).await?;
+    if let Some(t) = query.type_name {
+        schemas.retain(|s| s.type_name == t);
+    }
+    Ok(Json(schemas))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> HttpResult<Json<ResourceSchema>> {
+    state.authorize(&caller, Action::SchemaRead, &Target::organization(caller.org.id), None).await?;
+    Ok(Json(resolve(&state, &caller, &key).await?))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CreateSchema>,
+) -> HttpResult<(StatusCode, Json<ResourceSchema>)> {
+    validate_name("type", &body.type_name)?;
+    state.authorize(&caller, Action::SchemaWrite, &Target::organization(caller.org.id), None).await?;
+    InputSchema::compile(&body.input_schema)?;
+    let defaults = body.defaults.unwrap_or_default();
+    for (env, value) in &defaults {
+        // Defaults name environments that exist, and are objects: they are
+        // laid under an object input.
+        resolve_catalog(&state, &caller, heimdall_core::domain::CatalogKind::Environment, env)
+            .await
+            .map_err(|_| {
+                ApiError::invalid_input(format!("defaults name environment `{env}`, which does not exist"))
+            })?;
+        if !value.is_object() {
+            return Err(ApiError::invalid_input(format!("defaults for `{env}` must be a JSON object")).into());
+        }
+    }
+    if let Some(module) = &body.module {
+        validate_text("module.source", &module.source, 500)?;
+        validate_text("module.version", &module.version, 100)?;
+        if module.source.trim().is_empty() || module.version.trim().is_empty() {
+            return Err(ApiError::invalid_input("module needs both source and version").into());
+        }
+    }
+    let schema = ResourceSchema {
+        id: SchemaId::from_uuid(Uuid::new_v4()),
+        org_id: caller.org.id,
+        type_name: body.type_name,
+        version: 0,
+        input_schema: body.input_schema,
+        defaults,
+        module: body.module,
+        requires_approval: body.requires_approval,
+        created_at: state.clock.now(),
+        created_by: caller.member.email.clone(),
+    };
+    let event = state.event(
+        &caller,
+        "schema.created",
+        format!("schema:{}", schema.id),
+        serde_json::json!({ "type": schema.type_name, "requires_approval": schema.requires_approval }),
+    );
+    let stored = state.store.create_schema(&schema, event).await?;
+    Ok((StatusCode::CREATED, Json(stored)))
+}

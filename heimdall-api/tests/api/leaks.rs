@@ -1,0 +1,125 @@
+//! Refused input never leaks: a marker fed in many invalid inputs appears
+//! in no response, no log line of the real `heimdall-api` binary (at debug
+//! level), and no stored row.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::{world, Client};
+
+const MARKER: &str = "ZZ-LEAK-MARKER-91";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_input_leaves_no_trace_in_responses_logs_or_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("heimdall.db");
+    let url = format!("sqlite://{}", db_path.display());
+    let bin = env!("CARGO_BIN_EXE_heimdall-api");
+
+    let boot = tokio::process::Command::new(bin)
+        .args([
+            "bootstrap",
+            "--database-url",
+            &url,
+            "--org",
+            "acme",
+            "--owner",
+            "owner@example.com",
+            "--output",
+            "json",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(boot.status.success(), "{}", String::from_utf8_lossy(&boot.stderr));
+    let token = serde_json::from_slice::<serde_json::Value>(&boot.stdout).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    // Logs go to a file: a pipe nobody drains would fill and stall the server.
+    let log_path = dir.path().join("api.log");
+    let log_file = std::fs::File::create(&log_path).unwrap();
+    let mut server = tokio::process::Command::new(bin)
+        .args(["serve", "--database-url", &url, "--listen", &format!("127.0.0.1:{port}")])
+        .env("HEIMDALL_LOG", "debug,tower_http=trace")
+        .stdout(Stdio::from(log_file.try_clone().unwrap()))
+        .stderr(Stdio::from(log_file))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let c = Client::for_url(&format!("http://127.0.0.1:{port}"));
+    for _ in 0..100 {
+        if c.http.get(format!("{}/v1/health", c.base)).send().await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let w = world(&c, &token).await;
+
+    let resource = |input: serde_json::Value| json!({ "component": w.component, "schema": w.schema, "environment": "dev", "name": "r", "input": input });
+    let bodies = vec![
+        ("/v1/resources", resource(json!({ "bucket": MARKER }))),
+        ("/v1/resources", resource(json!({ "bucket": "abc", "tier": MARKER }))),
+        ("/v1/resources", resource(json!({ "bucket": "abc", "versioning": MARKER }))),
+        ("/v1/resources", resource(json!({ "bucket": "abc", "unexpected": MARKER }))),
+        ("/v1/resources", resource(json!({ "bucket": "abc", "tags": { "k": [MARKER] } }))),
+        ("/v1/resources", resource(json!({ "bucket": ["abc", MARKER] }))),
+        ("/v1/resources", resource(json!(MARKER))),
+        (
+            "/v1/resources",
+            json!({ "component": w.component, "schema": w.schema, "environment": "prod", "name": "r", "input": { "bucket": "abc", "note": MARKER } }),
+        ),
+        (
+            "/v1/resources",
+            json!({ "component": w.component, "schema": w.schema, "environment": "dev", "name": MARKER, "input": {} }),
+        ),
+        (
+            "/v1/resources",
+            json!({ "component": w.component, "schema": w.schema, "environment": "dev", "name": "r", "input": {}, "x": MARKER }),
+        ),
+        ("/v1/members", json!({ "email": MARKER, "role": "member" })),
+        ("/v1/members", json!({ "email": "a@example.com", "role": MARKER })),
+        ("/v1/domains", json!({ "name": MARKER })),
+        (
+            "/v1/cloud-accounts",
+            json!({ "name": "a", "provider": MARKER, "region": "eu", "state_bucket": "abc", "auth": { "kind": "oidc", "role_arn": "r" } }),
+        ),
+    ];
+    for (path, body) in bodies {
+        let reply = c.post(path, &token, body).await;
+        assert!(reply.status.is_client_error(), "{path}: {}", reply.text);
+        assert!(!reply.text.contains(MARKER), "{path} echoed the marker: {}", reply.text);
+    }
+    // A change refused on the same grounds.
+    let ok = c.post("/v1/resources", &token, resource(json!({ "bucket": "fine-bucket" }))).await.expect(201);
+    let rid = ok["id"].as_str().unwrap();
+    let reply = c
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/v1/resources/{rid}"),
+            &token,
+            Some(json!({ "input": { "bucket": MARKER } })),
+        )
+        .await;
+    assert_eq!(reply.status, 422);
+    assert!(!reply.text.contains(MARKER));
+
+    server.start_kill().unwrap();
+    let _ = server.wait().await;
+    let logs = std::fs::read_to_string(&log_path).unwrap();
+    assert!(logs.contains("request"), "expected debug logs, got: {logs:.500}");
+    assert!(!logs.contains(MARKER), "the marker reached the logs");
+
+    // Every byte the database holds, WAL included.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(!bytes.windows(MARKER.len()).any(|w| w == MARKER.as_bytes()), "the marker was stored");
+    }
+}

@@ -1,0 +1,146 @@
+//! Shared helpers: a raw JSON client and a catalog with a cloud account.
+
+use heimdall_api::testing::TestApi;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+pub struct Client {
+    pub http: reqwest::Client,
+    pub base: String,
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Reply {
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("<none>")
+    }
+
+    #[track_caller]
+    pub fn expect(self, status: u16) -> Value {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
+        self.body
+    }
+
+    #[track_caller]
+    pub fn expect_error(self, status: u16, code: &str) -> Value {
+        assert_eq!((self.status.as_u16(), self.code()), (status, code), "body: {}", self.body);
+        self.body
+    }
+}
+
+impl Client {
+    pub fn new(api: &TestApi) -> Self {
+        Self::for_url(&api.url)
+    }
+
+    pub fn for_url(url: &str) -> Self {
+        Self { http: reqwest::Client::new(), base: url.to_owned() }
+    }
+
+    pub async fn call(&self, method: Method, path: &str, token: &str, body: Option<Value>) -> Reply {
+        let mut req = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(token);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status();
+        let text = resp.text().await.expect("body");
+        let body =
+            if text.is_empty() { Value::Null } else { serde_json::from_str(&text).expect("JSON body") };
+        Reply { status, body, text }
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> Reply {
+        self.call(Method::GET, path, token, None).await
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: Value) -> Reply {
+        self.call(Method::POST, path, token, Some(body)).await
+    }
+
+    pub async fn add_member(&self, owner: &str, email: &str, role: &str) -> String {
+        let body = self.post("/v1/members", owner, json!({ "email": email, "role": role })).await.expect(201);
+        body["token"].as_str().unwrap().to_owned()
+    }
+}
+
+/// A domain/system/component, environments `dev` and `prod`, a bucket
+/// schema, and an AWS account linked to the organization for `dev` only.
+pub struct World {
+    pub component: String,
+    pub dev: String,
+    pub prod: String,
+    pub schema: String,
+    pub approval_schema: String,
+    pub account: String,
+}
+
+pub fn bucket_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["bucket"],
+        "additionalProperties": false,
+        "properties": {
+            "bucket": { "type": "string", "pattern": "^[a-z0-9-]{3,63}$" },
+            "tier": { "enum": ["standard", "glacier"] },
+            "versioning": { "type": "boolean" },
+            "tags": { "type": "object", "additionalProperties": { "type": "string" } },
+            "replicas": { "type": "array", "items": { "type": "string" }, "maxItems": 2 }
+        }
+    })
+}
+
+pub async fn world(c: &Client, owner: &str) -> World {
+    let id = |v: Value| v["id"].as_str().unwrap().to_owned();
+    let domain = id(c.post("/v1/domains", owner, json!({ "name": "payments" })).await.expect(201));
+    let system = id(c
+        .post("/v1/systems", owner, json!({ "name": "checkout", "parent_id": domain }))
+        .await
+        .expect(201));
+    let component = id(c
+        .post("/v1/components", owner, json!({ "name": "receipts", "parent_id": system }))
+        .await
+        .expect(201));
+    let dev = id(c.post("/v1/environments", owner, json!({ "name": "dev" })).await.expect(201));
+    let prod = id(c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201));
+    let schema = id(c
+        .post(
+            "/v1/schemas",
+            owner,
+            json!({ "type": "s3-bucket", "input_schema": bucket_schema(),
+                    "defaults": { "dev": { "versioning": false, "tags": { "env": "dev" } } },
+                    "module": { "source": "./modules/bucket", "version": "1.0.0" } }),
+        )
+        .await
+        .expect(201));
+    let approval_schema = id(c
+        .post(
+            "/v1/schemas",
+            owner,
+            json!({ "type": "guarded-bucket", "input_schema": bucket_schema(), "requires_approval": true }),
+        )
+        .await
+        .expect(201));
+    let account = id(c
+        .post(
+            "/v1/cloud-accounts",
+            owner,
+            json!({ "name": "aws-dev", "provider": "aws", "region": "eu-west-1", "state_bucket": "acme-tfstate",
+                    "auth": { "kind": "oidc", "role_arn": "arn:aws:iam::123456789012:role/heimdall" } }),
+        )
+        .await
+        .expect(201));
+    c.post(
+        &format!("/v1/cloud-accounts/{account}/links"),
+        owner,
+        json!({ "scope": "organization", "environment": "dev" }),
+    )
+    .await
+    .expect(201);
+    World { component, dev, prod, schema, approval_schema, account }
+}

@@ -1,0 +1,296 @@
+//! Infrastructure Manager records (DESIGN §2): resource schemas, resources
+//! and their revisions, cloud accounts, jobs.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::ids::{CatalogId, CloudAccountId, JobId, OrgId, ResourceId, SchemaId};
+
+macro_rules! string_enum {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| {
+                    let all: Vec<&str> = Self::ALL.iter().map(|v| v.as_str()).collect();
+                    format!("must be one of {}", all.join(", "))
+                })
+            }
+        }
+    };
+}
+
+/// Where the Terraform module of a schema comes from. The Agent decides
+/// whether a source is allowed; the API only records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleRef {
+    pub source: String,
+    pub version: String,
+}
+
+/// One version of a resource schema defined by the platform team.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResourceSchema {
+    pub id: SchemaId,
+    pub org_id: OrgId,
+    /// E.g. `s3-bucket`. Versions of one type share it.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    pub version: i64,
+    /// JSON Schema draft 2020-12, enforced in full.
+    pub input_schema: serde_json::Value,
+    /// Per environment name: an object laid under every request's input.
+    #[serde(default)]
+    pub defaults: BTreeMap<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<ModuleRef>,
+    pub requires_approval: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub created_by: String,
+}
+
+string_enum!(
+    /// DESIGN §2: `pending_approval` → `queued` → `applying` →
+    /// `provisioned` | `failed`; `deleting` → `deleted`. `refused` is a
+    /// create that an approver turned down (nothing was ever queued).
+    ResourceStatus {
+        PendingApproval = "pending_approval",
+        Queued = "queued",
+        Applying = "applying",
+        Provisioned = "provisioned",
+        Failed = "failed",
+        Refused = "refused",
+        Deleting = "deleting",
+        Deleted = "deleted",
+    }
+);
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Resource {
+    pub id: ResourceId,
+    pub org_id: OrgId,
+    pub name: String,
+    pub component_id: CatalogId,
+    pub environment_id: CatalogId,
+    pub schema_id: SchemaId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    pub status: ResourceStatus,
+    /// The newest revision (pending, queued or applied).
+    pub revision: i64,
+    /// Why the last job failed, when `status` is `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Terraform outputs of the last successful apply; sensitive ones are
+    /// the string `<sensitive>`.
+    #[serde(default)]
+    pub outputs: serde_json::Value,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub created_by: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+string_enum!(
+    /// Where a revision stands in the approval flow.
+    RevisionState {
+        PendingApproval = "pending_approval",
+        Approved = "approved",
+        NotRequired = "not_required",
+        Refused = "refused",
+        Superseded = "superseded",
+        Expired = "expired",
+    }
+);
+
+/// Every create or change of a Resource is a revision: number + content hash.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Revision {
+    pub resource_id: ResourceId,
+    pub number: i64,
+    /// SHA-256 of the canonical effective input and region.
+    pub hash: String,
+    /// What the requester sent.
+    pub input: serde_json::Value,
+    /// Defaults overlaid by the input: what Terraform receives.
+    pub effective_input: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    pub state: RevisionState,
+    pub requested_by: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub requested_at: OffsetDateTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<OffsetDateTime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_reason: Option<String>,
+}
+
+string_enum!(
+    /// Where Terraform runs.
+    Provider {
+        Aws = "aws",
+        Gcp = "gcp",
+        Azure = "azure",
+        Kubernetes = "kubernetes",
+        Helm = "helm",
+        Cloudflare = "cloudflare",
+    }
+);
+
+/// How the Agent obtains credentials for an account. Neither holds a
+/// credential: a role to assume, or the *name* of a secret in the Agent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum AccountAuth {
+    Oidc { role_arn: String },
+    Static { secret: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CloudAccount {
+    pub id: CloudAccountId,
+    pub org_id: OrgId,
+    pub name: String,
+    pub provider: Provider,
+    pub region: String,
+    pub state_bucket: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_endpoint: Option<String>,
+    pub auth: AccountAuth,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub created_by: String,
+}
+
+string_enum!(
+    /// What a link attaches an account to.
+    LinkScope {
+        Organization = "organization",
+        Domain = "domain",
+        System = "system",
+    }
+);
+
+/// "This account serves this scope in this environment."
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountLink {
+    pub account_id: CloudAccountId,
+    pub scope: LinkScope,
+    /// The domain or system; `None` for the organization.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope_id: Option<CatalogId>,
+    pub environment_id: CatalogId,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub created_by: String,
+}
+
+string_enum!(
+    JobOperation {
+        Apply = "apply",
+        Destroy = "destroy",
+        Import = "import",
+    }
+);
+
+string_enum!(
+    /// `queued` → `running` → `completed` | `failed`; `cancelled` when a
+    /// delete overtook a queued apply.
+    JobStatus {
+        Queued = "queued",
+        Running = "running",
+        Completed = "completed",
+        Failed = "failed",
+        Cancelled = "cancelled",
+    }
+);
+
+/// The account a job runs in, as the Agent needs it. Never a credential.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountRef {
+    pub id: CloudAccountId,
+    pub provider: Provider,
+    pub region: String,
+    pub state_bucket: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_endpoint: Option<String>,
+    pub auth: AccountAuth,
+}
+
+/// Everything an Agent needs to run a job, frozen when the job is queued.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobRequest {
+    pub resource_id: ResourceId,
+    pub resource_name: String,
+    pub revision: i64,
+    pub operation: JobOperation,
+    pub effective_input: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<ModuleRef>,
+    pub account: AccountRef,
+    /// The Resource's region, else the account's.
+    pub region: String,
+    /// `heimdall/<resource-id>.tfstate`
+    pub state_key: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: JobId,
+    pub org_id: OrgId,
+    pub resource_id: ResourceId,
+    pub operation: JobOperation,
+    pub status: JobStatus,
+    /// Claims so far (an attempt is counted when it is claimed).
+    pub attempts: i64,
+    pub max_attempts: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub request: JobRequest,
+    #[serde(with = "time::serde::rfc3339")]
+    pub queued_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub lease_expires_at: Option<OffsetDateTime>,
+    /// Which Agent holds (or last held) the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+/// The state object key of a Resource, in the account's bucket.
+pub fn state_key(resource: ResourceId) -> String {
+    format!("heimdall/{resource}.tfstate")
+}

@@ -1,0 +1,131 @@
+//! Job queue rules: attempts, leases, what the reaper does with a job whose
+//! Agent went silent, and the job log cap. The SQL that applies them lives
+//! in the API's store; the decisions live here.
+
+use time::{Duration, OffsetDateTime};
+
+use crate::infra::{JobOperation, JobStatus, ResourceStatus};
+
+/// A job is tried at most this many times (DESIGN §2).
+pub const MAX_ATTEMPTS: i64 = 3;
+
+/// How long a claim lasts without a heartbeat. Agents heartbeat every
+/// `LEASE / 3`, so two lost heartbeats do not lose the job.
+pub const LEASE: Duration = Duration::seconds(30);
+
+/// Job output kept per job (DESIGN §2).
+pub const MAX_LOG_BYTES: usize = 1024 * 1024;
+
+/// Appended once, when the cap is reached.
+pub const TRUNCATION_MARKER: &str = "\n[heimdall: job log truncated at 1 MiB; later output was dropped]\n";
+
+/// What the reaper does with a running job whose lease expired.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReapDecision {
+    /// Put it back in the queue for another attempt.
+    Requeue,
+    /// The last attempt is used: fail the job with this reason.
+    Fail(String),
+}
+
+pub fn reap_decision(attempts: i64, max_attempts: i64, lease_expired_at: OffsetDateTime) -> ReapDecision {
+    if attempts >= max_attempts {
+        ReapDecision::Fail(format!(
+            "attempt {attempts}/{max_attempts} lost its Agent (lease expired at {}); no attempts left",
+            lease_expired_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+        ))
+    } else {
+        ReapDecision::Requeue
+    }
+}
+
+/// After a failed run: retry if attempts remain.
+pub fn after_failure(attempts: i64, max_attempts: i64, retryable: bool) -> JobStatus {
+    if retryable && attempts < max_attempts {
+        JobStatus::Queued
+    } else {
+        JobStatus::Failed
+    }
+}
+
+/// The Resource status that follows a job's state.
+pub fn resource_status_for(operation: JobOperation, status: JobStatus) -> Option<ResourceStatus> {
+    use JobOperation::*;
+    use JobStatus::*;
+    match (operation, status) {
+        (Apply | Import, Queued) => Some(ResourceStatus::Queued),
+        (Apply | Import, Running) => Some(ResourceStatus::Applying),
+        (Apply | Import, Completed) => Some(ResourceStatus::Provisioned),
+        (Apply | Import, Failed) => Some(ResourceStatus::Failed),
+        (Destroy, Queued | Running) => Some(ResourceStatus::Deleting),
+        (Destroy, Completed) => Some(ResourceStatus::Deleted),
+        (Destroy, Failed) => Some(ResourceStatus::Failed),
+        (_, Cancelled) => None,
+    }
+}
+
+/// How much of `chunk` fits in a log that holds `current` bytes, and
+/// whether the truncation marker must be appended now. Cuts on a UTF-8
+/// character boundary.
+pub fn log_append(current: usize, already_truncated: bool, chunk: &str) -> (&str, bool) {
+    if already_truncated {
+        return ("", false);
+    }
+    let room = MAX_LOG_BYTES.saturating_sub(current);
+    if chunk.len() <= room {
+        return (chunk, false);
+    }
+    let mut cut = room;
+    while cut > 0 && !chunk.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    (&chunk[..cut], true)
+}
+
+/// The lease's new expiry after a claim or heartbeat at `now`.
+pub fn lease_until(now: OffsetDateTime) -> OffsetDateTime {
+    now + LEASE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reaper_requeues_until_the_last_attempt() {
+        let t = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        assert_eq!(reap_decision(1, 3, t), ReapDecision::Requeue);
+        assert_eq!(reap_decision(2, 3, t), ReapDecision::Requeue);
+        assert!(matches!(reap_decision(3, 3, t), ReapDecision::Fail(r) if r.contains("3/3")));
+    }
+
+    #[test]
+    fn failures_retry_while_attempts_remain() {
+        assert_eq!(after_failure(1, 3, true), JobStatus::Queued);
+        assert_eq!(after_failure(3, 3, true), JobStatus::Failed);
+        assert_eq!(after_failure(1, 3, false), JobStatus::Failed);
+    }
+
+    #[test]
+    fn log_cap_cuts_on_a_char_boundary_once() {
+        let (taken, truncate) = log_append(MAX_LOG_BYTES - 1, false, "é");
+        assert_eq!((taken, truncate), ("", true));
+        let (taken, truncate) = log_append(MAX_LOG_BYTES - 3, false, "abcdef");
+        assert_eq!((taken, truncate), ("abc", true));
+        assert_eq!(log_append(0, false, "abc"), ("abc", false));
+        assert_eq!(log_append(10, true, "abc"), ("", false));
+    }
+
+    #[test]
+    fn resource_follows_jobs() {
+        assert_eq!(
+            resource_status_for(JobOperation::Apply, JobStatus::Completed),
+            Some(ResourceStatus::Provisioned)
+        );
+        assert_eq!(
+            resource_status_for(JobOperation::Destroy, JobStatus::Completed),
+            Some(ResourceStatus::Deleted)
+        );
+        assert_eq!(resource_status_for(JobOperation::Apply, JobStatus::Cancelled), None);
+    }
+}

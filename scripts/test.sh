@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The test command. Needs PostgreSQL at 127.0.0.1:5432 (or
+# HEIMDALL_TEST_POSTGRES_URL); installs anything else it needs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/heimdall-target}"
+
+bash scripts/setup.sh
+
+# PostgreSQL: started by the machine; start it if it is down.
+if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
+    if command -v pg_ctlcluster >/dev/null 2>&1; then
+        echo "PostgreSQL is not answering on 127.0.0.1:5432; starting it"
+        pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true
+    fi
+    for _ in $(seq 1 30); do
+        pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null && break
+        sleep 1
+    done
+fi
+pg_isready -h 127.0.0.1 -p 5432 || {
+    echo "error: PostgreSQL must run at 127.0.0.1:5432 (user postgres, trust auth)" >&2
+    exit 1
+}
+
+
+# Builds every binary first: the end-to-end tests drive them.
+cargo build --workspace --bins --locked
+cargo test --workspace --all-features --locked "$@"
