@@ -1,1 +1,47 @@
+//! End to end: the README's two commands are trusted to set up; here the
+//! built binaries are driven exactly as the README's tour says.
 
+use heimdall_e2e::{free_port, readme_tour, Dev};
+
+#[test]
+fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let config = tmp.path().join("config");
+    let port = free_port();
+
+    let dev = Dev::start(&data, &config, port);
+    assert!(dev.banner.contains(&format!("http://127.0.0.1:{port}")), "{}", dev.banner);
+
+    let tour = readme_tour();
+    assert!(tour.len() >= 10, "the README tour is too short to mean anything: {tour:?}");
+    for line in &tour {
+        let out = dev.sh(line);
+        assert!(
+            out.status.success(),
+            "README tour line failed: {line}\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    // The README's error example, verbatim: code on stderr, exit 5.
+    let missing = dev.sh("heimdall domain show billing");
+    assert_eq!(missing.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("error: NOT_FOUND:"));
+
+    let status = dev.stop();
+    assert!(status.success(), "heimdall dev exited with {status}");
+
+    // Restarted on the same data: nothing bootstrapped twice, data kept.
+    let dev = Dev::start(&data, &config, port);
+    let out = dev.sh("heimdall domain list --output json");
+    assert!(out.status.success());
+    let domains: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(domains.as_array().unwrap().len(), 1);
+    assert_eq!(domains[0]["name"], "payments");
+    let out = dev.sh("heimdall event list --action organization. --output json");
+    let events: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(events.as_array().unwrap().len(), 1, "bootstrapped exactly once");
+    assert!(dev.stop().success());
+}

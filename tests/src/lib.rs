@@ -1,1 +1,130 @@
+//! Helpers for the end-to-end tests: find the built binaries, start
+//! `heimdall dev`, run CLI commands the way a person would.
+#![forbid(unsafe_code)]
 
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The directory holding `heimdall` and `heimdall-api`: the target dir of
+/// this test binary (`…/debug/deps/e2e-…` → `…/debug`).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir").to_path_buf();
+    for bin in ["heimdall", "heimdall-api"] {
+        assert!(
+            dir.join(bin).exists(),
+            "{} is missing: build the binaries first (`cargo build --workspace --bins`, as scripts/test.sh does)",
+            dir.join(bin).display()
+        );
+    }
+    dir
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").to_path_buf()
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// A `heimdall dev` in the foreground of a child process, with its own
+/// data and config directories.
+#[derive(Debug)]
+pub struct Dev {
+    pub child: Child,
+    pub config_dir: PathBuf,
+    pub banner: String,
+    pub bin_dir: PathBuf,
+}
+
+impl Dev {
+    pub fn start(data: &Path, config_dir: &Path, port: u16) -> Dev {
+        let bin_dir = bin_dir();
+        let mut child = Command::new(bin_dir.join("heimdall"))
+            .args(["dev", "--data"])
+            .arg(data)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("HEIMDALL_CONFIG_DIR", config_dir)
+            .env_remove("HEIMDALL_API_URL")
+            .env_remove("HEIMDALL_TOKEN")
+            .env_remove("HEIMDALL_PROFILE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start heimdall dev");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut banner = String::new();
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                banner.push_str(&line);
+                banner.push('\n');
+                if line.starts_with("Press Ctrl-C") {
+                    let _ = tx.send(banner.clone());
+                }
+            }
+        });
+        let banner = rx.recv_timeout(Duration::from_secs(90)).unwrap_or_else(|_| {
+            let _ = child.kill();
+            panic!("heimdall dev did not print its banner within 90 s")
+        });
+        Dev { child, config_dir: config_dir.to_path_buf(), banner, bin_dir }
+    }
+
+    /// Runs one shell line with the binaries first on `PATH` and this dev
+    /// profile's config, from the repository root.
+    pub fn sh(&self, line: &str) -> Output {
+        let path = format!("{}:{}", self.bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+        Command::new("sh")
+            .args(["-c", line])
+            .current_dir(repo_root())
+            .env("PATH", path)
+            .env("HEIMDALL_CONFIG_DIR", &self.config_dir)
+            .env_remove("HEIMDALL_API_URL")
+            .env_remove("HEIMDALL_TOKEN")
+            .env_remove("HEIMDALL_PROFILE")
+            .output()
+            .expect("run sh")
+    }
+
+    /// Sends SIGINT (what Ctrl-C sends) and waits for a clean exit.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-INT", &pid]).status().expect("kill");
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("heimdall dev did not stop within 30 s of SIGINT");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+/// The shell lines of the README's tour block.
+pub fn readme_tour() -> Vec<String> {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
+    let start = readme.find("<!-- tour:start").expect("README has a tour:start marker");
+    let end = readme.find("<!-- tour:end -->").expect("README has a tour:end marker");
+    readme[start..end]
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("heimdall "))
+        .map(str::to_owned)
+        .collect()
+}
