@@ -9,8 +9,10 @@ pub mod bootstrap;
 pub mod config;
 pub mod db;
 pub mod http;
+pub mod pki;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -35,9 +37,22 @@ impl Clock for SystemClock {
     }
 }
 
-/// Serves the API on `listener` until `shutdown` resolves.
+/// The mTLS listener Agents dial, and what it needs.
+#[derive(Debug)]
+pub struct AgentListener {
+    pub listener: TcpListener,
+    pub ca: Arc<pki::Ca>,
+    /// The URL Agents are told to dial (`https://host:port`).
+    pub public_url: String,
+    /// DNS names / IPs for the listener's server certificate.
+    pub tls_names: Vec<String>,
+}
+
+/// Serves the API on `listener` (and the Agent channel on `agents`, if
+/// given) until `shutdown` resolves.
 pub async fn serve_on(
     listener: TcpListener,
+    agents: Option<AgentListener>,
     store: db::SqlStore,
     config: &ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -45,12 +60,23 @@ pub async fn serve_on(
     let store: Arc<dyn Store> = Arc::new(store);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let reaper = tokio::spawn(reap_forever(store.clone(), clock.clone()));
-    let state = http::AppState::new(store, clock);
+    let mut state = http::AppState::new(store, clock);
+    let mut agent_task = None;
+    if let Some(agents) = agents {
+        let tls = agents.ca.mtls_server_config(&agents.tls_names).map_err(std::io::Error::other)?;
+        state.ca = Some(agents.ca.clone());
+        state.agent_api_url = Some(agents.public_url.clone());
+        let channel = http::agent_channel::router(state.clone());
+        agent_task = Some(tokio::spawn(tls::serve_mtls(agents.listener, Arc::new(tls), channel)));
+    }
     let app = http::router(state, config.max_body_bytes);
     let served = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown)
         .await;
     reaper.abort();
+    if let Some(task) = agent_task {
+        task.abort();
+    }
     served
 }
 

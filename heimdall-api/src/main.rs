@@ -28,6 +28,18 @@ enum Command {
         /// TOML file with database_url, listen, max_body_bytes.
         #[arg(long, env = "HEIMDALL_CONFIG")]
         config: Option<PathBuf>,
+        /// Also serve the Agent channel (mTLS) on this address.
+        #[arg(long, env = "HEIMDALL_AGENT_LISTEN", requires = "ca_dir")]
+        agent_listen: Option<String>,
+        /// Directory with the installation CA (ca.pem, ca.key); created if empty.
+        #[arg(long, env = "HEIMDALL_CA_DIR")]
+        ca_dir: Option<PathBuf>,
+        /// The URL Agents dial [default: https://<agent-listen>].
+        #[arg(long, env = "HEIMDALL_AGENT_PUBLIC_URL")]
+        agent_public_url: Option<String>,
+        /// Extra DNS name or IP for the Agent listener's certificate (repeatable).
+        #[arg(long = "agent-tls-name")]
+        agent_tls_names: Vec<String>,
     },
     /// Create the first organization and its owner; prints the owner's API
     /// token once. Refused on a database that already has an organization.
@@ -102,18 +114,49 @@ async fn open(config: &ServeConfig) -> Result<db::SqlStore, RunError> {
 
 async fn run(cli: Cli) -> Result<(), RunError> {
     match cli.command {
-        Command::Serve { database_url, listen, config: file } => {
+        Command::Serve {
+            database_url,
+            listen,
+            config: file,
+            agent_listen,
+            ca_dir,
+            agent_public_url,
+            agent_tls_names,
+        } => {
             let config = config(database_url, listen, file)?;
             let store = open(&config).await?;
             let listener = tokio::net::TcpListener::bind(config.listen)
                 .await
                 .map_err(|e| ("UNAVAILABLE", format!("cannot listen on {}: {e}", config.listen)))?;
+            let agents = match (agent_listen, ca_dir) {
+                (Some(addr), Some(dir)) => {
+                    let addr: std::net::SocketAddr = addr.parse().map_err(|_| {
+                        ("INVALID_INPUT", "--agent-listen must be an address like 127.0.0.1:7481".to_owned())
+                    })?;
+                    let ca = heimdall_api::pki::Ca::load_or_create(&dir)
+                        .map_err(|e| ("INVALID_INPUT", e.to_string()))?;
+                    let agent_listener = tokio::net::TcpListener::bind(addr)
+                        .await
+                        .map_err(|e| ("UNAVAILABLE", format!("cannot listen on {addr}: {e}")))?;
+                    let mut tls_names = vec!["localhost".to_owned(), addr.ip().to_string()];
+                    tls_names.extend(agent_tls_names);
+                    let public_url = agent_public_url.unwrap_or_else(|| format!("https://{addr}"));
+                    tracing::info!(listen = %addr, url = %public_url, "agent channel (mTLS) serving");
+                    Some(heimdall_api::AgentListener {
+                        listener: agent_listener,
+                        ca: std::sync::Arc::new(ca),
+                        public_url,
+                        tls_names,
+                    })
+                }
+                _ => None,
+            };
             tracing::info!(
                 listen = %config.listen,
                 database = %db::describe_url(config.database_url.expose()),
                 "heimdall-api serving"
             );
-            heimdall_api::serve_on(listener, store, &config, shutdown_signal())
+            heimdall_api::serve_on(listener, agents, store, &config, shutdown_signal())
                 .await
                 .map_err(|e| ("INTERNAL", e.to_string()))?;
             tracing::info!("heimdall-api stopped");

@@ -87,6 +87,10 @@ pub struct TestApi {
     pub owner_token: String,
     pub bootstrapped: Bootstrapped,
     pub store: SqlStore,
+    /// The mTLS Agent channel (`https://127.0.0.1:PORT`) and its CA.
+    pub agent_url: String,
+    pub ca_dir: std::path::PathBuf,
+    _ca_tmp: tempfile::TempDir,
     shutdown: Option<oneshot::Sender<()>>,
     // Declared last: dropped after the server has been told to stop.
     pub database: TestDatabase,
@@ -114,10 +118,20 @@ impl TestApi {
             .expect("bootstrap");
         let listener = tokio::net::TcpListener::bind(config.listen).await.expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
+        let ca_tmp = tempfile::tempdir().expect("temp dir");
+        let ca = crate::pki::Ca::load_or_create(ca_tmp.path()).expect("test CA");
+        let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let agent_url = format!("https://127.0.0.1:{}", agent_listener.local_addr().expect("addr").port());
+        let agents = crate::AgentListener {
+            listener: agent_listener,
+            ca: std::sync::Arc::new(ca),
+            public_url: agent_url.clone(),
+            tls_names: vec!["localhost".into(), "127.0.0.1".into()],
+        };
         let (tx, rx) = oneshot::channel();
         let server_store = store.clone();
         tokio::spawn(async move {
-            let _ = crate::serve_on(listener, server_store, &config, async {
+            let _ = crate::serve_on(listener, Some(agents), server_store, &config, async {
                 let _ = rx.await;
             })
             .await;
@@ -128,6 +142,9 @@ impl TestApi {
             owner_token: bootstrapped.token.clone(),
             bootstrapped,
             store,
+            agent_url,
+            ca_dir: ca_tmp.path().to_path_buf(),
+            _ca_tmp: ca_tmp,
             shutdown: Some(tx),
             database,
         }

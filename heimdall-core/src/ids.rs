@@ -95,3 +95,11 @@ id_type!(
     /// the current lease; a holder whose lease expired is fenced out.
     LeaseId
 );
+id_type!(
+    /// An enrolled Agent (named by its client certificate).
+    AgentId
+);
+id_type!(
+    /// A one-time Agent registration token (its id, never the token).
+    RegistrationId
+);

@@ -288,6 +288,29 @@ pub struct Job {
     /// Which Agent holds (or last held) the job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The Terraform state lock the current (or last) attempt holds, as it
+    /// reported with its heartbeat: the next attempt may take over exactly
+    /// this lock and no other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_lock_id: Option<String>,
+}
+
+/// An Agent: runs in the customer's network, dials out to the API.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Agent {
+    pub id: crate::ids::AgentId,
+    pub org_id: OrgId,
+    pub name: String,
+    /// SHA-256 of the DER certificate the API issued at enrollment; only
+    /// that certificate authenticates the Agent.
+    pub cert_sha256: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub created_by: String,
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub last_seen_at: Option<OffsetDateTime>,
 }
 
 /// The state object key of a Resource, in the account's bucket.

@@ -318,8 +318,14 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
         now: OffsetDateTime,
     ) -> StoreResult<Option<Job>>;
     /// Extends the lease; returns the new expiry.
-    async fn heartbeat(&self, job: JobId, lease: LeaseId, now: OffsetDateTime)
-        -> StoreResult<OffsetDateTime>;
+    /// Also records the state lock the attempt holds, if it knows it.
+    async fn heartbeat(
+        &self,
+        job: JobId,
+        lease: LeaseId,
+        state_lock_id: Option<&str>,
+        now: OffsetDateTime,
+    ) -> StoreResult<OffsetDateTime>;
     /// Appends output, capped at 1 MiB per job with a truncation marker.
     async fn append_log(&self, job: JobId, lease: LeaseId, chunk: &str) -> StoreResult<()>;
     /// Ends the attempt: completes the job, requeues it (attempts left and
@@ -336,5 +342,42 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
 }
 
 /// Everything the API needs from storage.
-pub trait Store: MetadataStore + InfraStore + JobQueue {}
-impl<T: MetadataStore + InfraStore + JobQueue> Store for T {}
+pub trait Store: MetadataStore + InfraStore + JobQueue + AgentStore {}
+impl<T: MetadataStore + InfraStore + JobQueue + AgentStore> Store for T {}
+
+// ---- Agents -------------------------------------------------------------------
+
+use crate::ids::{AgentId, RegistrationId};
+use crate::infra::Agent;
+
+/// A one-time registration token as stored: its hash, never the token.
+#[derive(Clone, Debug)]
+pub struct NewRegistration {
+    pub id: RegistrationId,
+    pub org_id: OrgId,
+    pub name: String,
+    pub hash: TokenHash,
+    pub created_by: String,
+    pub created_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
+}
+
+/// Enrolled Agents and their one-time registration tokens.
+#[async_trait]
+pub trait AgentStore: Send + Sync + std::fmt::Debug {
+    async fn create_registration(&self, registration: &NewRegistration, event: NewEvent) -> StoreResult<()>;
+    /// Uses a registration token (once, before it expires) and stores the
+    /// Agent it enrolls, atomically. `NotFound` for an unknown, used or
+    /// expired token.
+    async fn enroll_agent(
+        &self,
+        hash: &TokenHash,
+        agent: &Agent,
+        now: OffsetDateTime,
+        event: NewEvent,
+    ) -> StoreResult<Agent>;
+    async fn list_agents(&self, org: OrgId) -> StoreResult<Vec<Agent>>;
+    async fn get_agent(&self, id: AgentId) -> StoreResult<Agent>;
+    async fn revoke_agent(&self, org: OrgId, id: AgentId, event: NewEvent) -> StoreResult<Agent>;
+    async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()>;
+}

@@ -241,3 +241,120 @@ pub struct JobLog {
     pub content: String,
     pub truncated: bool,
 }
+
+// ---- Agents -------------------------------------------------------------------
+//
+// People (bearer token): `POST /v1/agents/registrations` ([`CreateRegistration`]
+// → [`Registration`]), `GET /v1/agents`, `DELETE /v1/agents/{id-or-name}`.
+// Enrollment (registration token in the body): `POST /v1/agents/enroll`.
+// Agents, on the mTLS listener only: `POST /v1/agent/claim`,
+// `POST /v1/agent/jobs/{id}/heartbeat|log|finish`.
+
+pub use crate::infra::Agent;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRegistration {
+    pub name: String,
+}
+
+/// A one-time registration token, shown once.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Registration {
+    pub name: String,
+    pub token: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: time::OffsetDateTime,
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration").field("name", &self.name).field("token", &"<redacted>").finish()
+    }
+}
+
+/// The Agent's certificate signing request; its private key never leaves it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Enroll {
+    pub token: String,
+    pub csr_pem: String,
+}
+
+impl std::fmt::Debug for Enroll {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Enroll").field("token", &"<redacted>").finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Enrolled {
+    pub agent: Agent,
+    pub certificate_pem: String,
+    pub ca_pem: String,
+    /// Where the Agent dials: the API's mTLS listener.
+    pub agent_api_url: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    /// How long to hold the request open when nothing is queued (≤ 30 s).
+    pub wait_seconds: u32,
+}
+
+/// A claimed job: the request, the lease that every later call must carry,
+/// and the state lock a dead earlier attempt left behind, if it reported one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClaimedJob {
+    pub job: Job,
+    pub lease: crate::ids::LeaseId,
+    #[serde(with = "time::serde::rfc3339")]
+    pub lease_expires_at: time::OffsetDateTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_lock_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Heartbeat {
+    pub lease: crate::ids::LeaseId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_lock_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseExtended {
+    #[serde(with = "time::serde::rfc3339")]
+    pub lease_expires_at: time::OffsetDateTime,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogChunk {
+    pub lease: crate::ids::LeaseId,
+    pub chunk: String,
+}
+
+/// How an attempt ended. `code` is a stable error code for refusals the
+/// Agent made itself (`MODULE_NOT_ALLOWED`, `TERRAFORM_CHECKSUM_MISMATCH`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "lowercase", deny_unknown_fields)]
+pub enum FinishOutcome {
+    Completed {
+        outputs: serde_json::Value,
+    },
+    Failed {
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<crate::error::ErrorCode>,
+        retryable: bool,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FinishJob {
+    pub lease: crate::ids::LeaseId,
+    pub outcome: FinishOutcome,
+}

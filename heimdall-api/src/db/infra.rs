@@ -208,7 +208,7 @@ impl RevisionRow {
     }
 }
 
-const JOB_COLUMNS: &str = "id, org_id, resource_id, operation, status, attempts, max_attempts, reason, request, queued_at, started_at, finished_at, lease_expires_at, agent";
+const JOB_COLUMNS: &str = "id, org_id, resource_id, operation, status, attempts, max_attempts, reason, request, queued_at, started_at, finished_at, lease_expires_at, agent, state_lock_id";
 
 #[derive(FromRow)]
 struct JobRow {
@@ -226,6 +226,7 @@ struct JobRow {
     finished_at: Option<i64>,
     lease_expires_at: Option<i64>,
     agent: Option<String>,
+    state_lock_id: Option<String>,
 }
 
 impl JobRow {
@@ -246,6 +247,7 @@ impl JobRow {
             finished_at: self.finished_at.map(from_micros),
             lease_expires_at: self.lease_expires_at.map(from_micros),
             agent: self.agent,
+            state_lock_id: self.state_lock_id,
         })
     }
 }
@@ -862,17 +864,19 @@ impl JobQueue for SqlStore {
         &self,
         job: JobId,
         lease: LeaseId,
+        state_lock_id: Option<&str>,
         now: OffsetDateTime,
     ) -> StoreResult<OffsetDateTime> {
         let until = queue::lease_until(now);
         let updated = sqlx::query(
-            "UPDATE jobs SET lease_expires_at = $1
+            "UPDATE jobs SET lease_expires_at = $1, state_lock_id = COALESCE($5, state_lock_id)
              WHERE id = $2 AND lease_id = $3 AND status = 'running' AND lease_expires_at >= $4",
         )
         .bind(to_micros(until))
         .bind(job.to_string())
         .bind(lease.to_string())
         .bind(to_micros(now))
+        .bind(state_lock_id.map(str::to_owned))
         .execute(&self.pool)
         .await
         .map_err(db_err)?;

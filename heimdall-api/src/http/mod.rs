@@ -6,6 +6,8 @@
 //! and its audit event in one transaction.
 
 mod accounts;
+pub mod agent_channel;
+mod agents;
 pub(crate) mod catalog;
 mod error;
 mod events;
@@ -39,11 +41,24 @@ use extract::Caller;
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
+    /// Woken whenever this process queues a job, so waiting claims return
+    /// at once instead of on their next re-check.
+    pub jobs_queued: Arc<tokio::sync::Notify>,
+    /// The installation CA, when the Agent listener is configured.
+    pub ca: Option<Arc<crate::pki::Ca>>,
+    /// Where Agents dial (told to them at enrollment).
+    pub agent_api_url: Option<String>,
 }
 
 impl AppState {
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
+        Self {
+            store,
+            clock,
+            jobs_queued: Arc::new(tokio::sync::Notify::new()),
+            ca: None,
+            agent_api_url: None,
+        }
     }
 
     /// Decides with the role defaults and the organization's policies as
@@ -108,6 +123,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
         .merge(schemas::routes())
         .merge(accounts::routes())
         .merge(resources::routes())
+        .merge(agents::routes())
         .merge(jobs::routes());
     for kind in CatalogKind::ALL {
         app = app.merge(catalog::routes(kind));

@@ -190,6 +190,7 @@ async fn build_job(
         finished_at: None,
         lease_expires_at: None,
         agent: None,
+        state_lock_id: None,
     })
 }
 
@@ -305,6 +306,9 @@ async fn create(
         serde_json::json!({ "name": resource.name, "revision": 1, "hash": revision.hash, "status": resource.status }),
     );
     state.store.create_resource(&resource, &revision, job.as_ref(), event).await?;
+    if job.is_some() {
+        state.jobs_queued.notify_waiters();
+    }
     Ok((StatusCode::CREATED, Json(resource)))
 }
 
@@ -366,7 +370,9 @@ async fn change(
     );
     let change =
         ResourceChange { resource: resource.id, expected_revision: resource.revision, revision, job, status };
-    Ok(Json(state.store.change_resource(caller.org.id, &change, event).await?))
+    let changed = state.store.change_resource(caller.org.id, &change, event).await?;
+    state.jobs_queued.notify_waiters();
+    Ok(Json(changed))
 }
 
 /// The revision waiting for a decision, if any.
@@ -435,7 +441,9 @@ async fn decide(
         job,
         status,
     };
-    Ok(Json(state.store.decide_revision(caller.org.id, &decision, event).await?))
+    let decided = state.store.decide_revision(caller.org.id, &decision, event).await?;
+    state.jobs_queued.notify_waiters();
+    Ok(Json(decided))
 }
 
 /// A refused change leaves the Resource as its last finished job left it;
@@ -515,7 +523,9 @@ async fn retry(
         format!("resource:{}", resource.id),
         serde_json::json!({ "operation": operation, "revision": revision.number }),
     );
-    Ok((StatusCode::ACCEPTED, Json(state.store.queue_job(caller.org.id, &job, status, event).await?)))
+    let queued = state.store.queue_job(caller.org.id, &job, status, event).await?;
+    state.jobs_queued.notify_waiters();
+    Ok((StatusCode::ACCEPTED, Json(queued)))
 }
 
 async fn delete(
@@ -561,8 +571,7 @@ async fn delete(
         now,
     )
     .await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(state.store.queue_job(caller.org.id, &job, ResourceStatus::Deleting, event).await?),
-    ))
+    let queued = state.store.queue_job(caller.org.id, &job, ResourceStatus::Deleting, event).await?;
+    state.jobs_queued.notify_waiters();
+    Ok((StatusCode::ACCEPTED, Json(queued)))
 }

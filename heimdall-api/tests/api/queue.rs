@@ -97,20 +97,23 @@ async fn stale_lease_holders_are_fenced_out(db: TestDatabase) {
     let claimed = api.store.claim(org, "agent-a", first, now).await.unwrap().unwrap();
 
     // Heartbeats extend the lease; a wrong lease is refused.
-    let until = api.store.heartbeat(claimed.id, first, now + Duration::seconds(10)).await.unwrap();
+    let until =
+        api.store.heartbeat(claimed.id, first, Some("lock-a"), now + Duration::seconds(10)).await.unwrap();
     assert_eq!(until, now + Duration::seconds(10) + LEASE);
-    assert!(matches!(api.store.heartbeat(claimed.id, lease(), now).await, Err(StoreError::Fenced)));
+    assert!(matches!(api.store.heartbeat(claimed.id, lease(), None, now).await, Err(StoreError::Fenced)));
 
     // agent-a goes silent; its lease expires and the reaper requeues.
     let later = until + Duration::seconds(1);
     assert!(
-        matches!(api.store.heartbeat(claimed.id, first, later).await, Err(StoreError::Fenced)),
+        matches!(api.store.heartbeat(claimed.id, first, None, later).await, Err(StoreError::Fenced)),
         "an expired lease cannot be revived"
     );
     api.store.reap(later).await.unwrap();
     let second = lease();
     let again = api.store.claim(org, "agent-b", second, later).await.unwrap().unwrap();
     assert_eq!((again.id, again.attempts, again.agent.as_deref()), (claimed.id, 2, Some("agent-b")));
+    // The new holder learns which lock the dead attempt held.
+    assert_eq!(again.state_lock_id.as_deref(), Some("lock-a"));
 
     // agent-a wakes up: it can neither log nor complete.
     assert!(matches!(api.store.append_log(claimed.id, first, "late output").await, Err(StoreError::Fenced)));

@@ -1,0 +1,130 @@
+//! The Agent's side of the channel: HTTPS with its client certificate to
+//! the API's mTLS listener, trusting only the installation CA. The Agent
+//! only dials out.
+
+use std::time::Duration;
+
+use heimdall_core::ids::{JobId, LeaseId};
+use heimdall_core::wire::{
+    Claim, ClaimedJob, ErrorBody, FinishJob, FinishOutcome, Heartbeat, LeaseExtended, LogChunk,
+};
+use heimdall_core::{ApiError, ErrorCode};
+use reqwest::StatusCode;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::config::AgentConfig;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    #[error("{0}")]
+    Api(ApiError),
+    #[error("cannot reach the API: {0}")]
+    Transport(String),
+    #[error("{0}")]
+    Setup(String),
+}
+
+impl ChannelError {
+    /// The API refused because our lease is gone: stop working on the job.
+    pub fn is_fenced(&self) -> bool {
+        matches!(self, ChannelError::Api(e) if e.code == ErrorCode::Conflict)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Channel {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Channel {
+    pub fn new(config: &AgentConfig) -> Result<Self, ChannelError> {
+        let read = |p: &std::path::Path| {
+            std::fs::read(p).map_err(|e| ChannelError::Setup(format!("cannot read {}: {e}", p.display())))
+        };
+        let mut identity_pem = read(&config.cert)?;
+        identity_pem.extend_from_slice(b"\n");
+        identity_pem.extend_from_slice(&read(&config.key)?);
+        let identity = reqwest::Identity::from_pem(&identity_pem)
+            .map_err(|e| ChannelError::Setup(format!("agent certificate or key is not valid: {e}")));
+        zeroize::Zeroize::zeroize(&mut identity_pem);
+        let ca = reqwest::Certificate::from_pem(&read(&config.ca)?)
+            .map_err(|e| ChannelError::Setup(format!("CA certificate is not valid: {e}")))?;
+        let http = reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(ca)
+            .identity(identity?)
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(90))
+            .build()
+            .map_err(|e| ChannelError::Setup(e.to_string()))?;
+        Ok(Self { http, base: config.api_url.trim_end_matches('/').to_owned() })
+    }
+
+    async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<Option<T>, ChannelError> {
+        let resp = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| ChannelError::Transport(e.without_url().to_string()))?;
+        let status = resp.status();
+        if status == StatusCode::NO_CONTENT {
+            return Ok(None);
+        }
+        let bytes = resp.bytes().await.map_err(|e| ChannelError::Transport(e.to_string()))?;
+        if status.is_success() {
+            return serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| ChannelError::Transport(format!("unexpected response: {e}")));
+        }
+        let err = serde_json::from_slice::<ErrorBody>(&bytes)
+            .map(|b| b.error)
+            .unwrap_or_else(|_| ApiError::new(ErrorCode::Internal, format!("HTTP {status}")));
+        Err(ChannelError::Api(err))
+    }
+
+    /// Long-polls for a job; `None` when nothing came within `wait`.
+    pub async fn claim(&self, wait: Duration) -> Result<Option<ClaimedJob>, ChannelError> {
+        let body = Claim { wait_seconds: u32::try_from(wait.as_secs()).unwrap_or(30) };
+        self.post("/v1/agent/claim", &body).await
+    }
+
+    pub async fn heartbeat(
+        &self,
+        job: JobId,
+        lease: LeaseId,
+        state_lock_id: Option<String>,
+    ) -> Result<LeaseExtended, ChannelError> {
+        self.post(&format!("/v1/agent/jobs/{job}/heartbeat"), &Heartbeat { lease, state_lock_id })
+            .await?
+            .ok_or_else(|| ChannelError::Transport("empty heartbeat response".into()))
+    }
+
+    pub async fn log(&self, job: JobId, lease: LeaseId, chunk: String) -> Result<(), ChannelError> {
+        self.post::<_, serde_json::Value>(&format!("/v1/agent/jobs/{job}/log"), &LogChunk { lease, chunk })
+            .await
+            .map(|_| ())
+    }
+
+    pub async fn finish(
+        &self,
+        job: JobId,
+        lease: LeaseId,
+        outcome: FinishOutcome,
+    ) -> Result<(), ChannelError> {
+        self.post::<_, serde_json::Value>(
+            &format!("/v1/agent/jobs/{job}/finish"),
+            &FinishJob { lease, outcome },
+        )
+        .await
+        .map(|_| ())
+    }
+}

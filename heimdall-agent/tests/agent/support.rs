@@ -1,0 +1,200 @@
+//! A world for Agent tests: API, moto bucket, catalog, schema, account,
+//! and helpers to enroll and run Agents.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use heimdall_api::testing::TestApi;
+use serde_json::{json, Value};
+use tokio::process::{Child, Command};
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+pub fn terraform() -> PathBuf {
+    let tf = repo().join(".venv/bin/terraform");
+    assert!(
+        tf.exists(),
+        "{} is missing: run `bash scripts/install-test-tools.sh` (scripts/test.sh does)",
+        tf.display()
+    );
+    tf
+}
+
+pub fn module_dir() -> PathBuf {
+    repo().join("tests/fixtures/modules/bucket")
+}
+
+fn moto(args: &[&str]) -> String {
+    let out = std::process::Command::new("bash")
+        .arg(repo().join("scripts/moto.sh"))
+        .args(args)
+        .output()
+        .expect("moto.sh");
+    assert!(out.status.success(), "moto.sh {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// The S3 object keys under `prefix` in `bucket`, read through the S3 protocol.
+pub fn s3_keys(bucket: &str, prefix: &str) -> Vec<String> {
+    moto(&["ls", bucket, prefix])
+        .lines()
+        .map(|l| l.split_whitespace().last().unwrap_or("").to_owned())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+pub fn s3_get(bucket: &str, key: &str) -> String {
+    moto(&["cat", bucket, key])
+}
+
+pub struct World {
+    pub api: TestApi,
+    pub http: reqwest::Client,
+    pub moto_url: String,
+    pub bucket: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl World {
+    pub async fn new() -> Self {
+        let api = TestApi::postgres().await;
+        let moto_url = moto(&["start"]);
+        let bucket = format!("state-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        moto(&["bucket", &bucket]);
+        let world =
+            World { api, http: reqwest::Client::new(), moto_url, bucket, dir: tempfile::tempdir().unwrap() };
+        let owner = world.api.owner_token.clone();
+        let id = |v: &Value| v["id"].as_str().unwrap().to_owned();
+        let d = id(&world.post(&owner, "/v1/domains", json!({ "name": "payments" })).await);
+        let s = id(&world.post(&owner, "/v1/systems", json!({ "name": "checkout", "parent_id": d })).await);
+        world.post(&owner, "/v1/components", json!({ "name": "receipts", "parent_id": s })).await;
+        world.post(&owner, "/v1/environments", json!({ "name": "dev" })).await;
+        let module = module_dir().display().to_string();
+        world
+            .post(&owner, "/v1/schemas", json!({ "type": "bucket", "input_schema": { "type": "object" }, "module": { "source": module, "version": "1.0.0" } }))
+            .await;
+        world
+            .post(&owner, "/v1/schemas", json!({ "type": "elsewhere", "input_schema": { "type": "object" }, "module": { "source": "git::https://example.com/evil.git", "version": "1.0.0" } }))
+            .await;
+        world
+            .post(
+                &owner,
+                "/v1/cloud-accounts",
+                json!({ "name": "aws", "provider": "aws", "region": "us-east-1", "state_bucket": world.bucket,
+                        "auth": { "kind": "oidc", "role_arn": "arn:aws:iam::123456789012:role/heimdall" } }),
+            )
+            .await;
+        world
+            .post(
+                &owner,
+                "/v1/cloud-accounts/aws/links",
+                json!({ "scope": "organization", "environment": "dev" }),
+            )
+            .await;
+        world
+    }
+
+    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req =
+            self.http.request(method, format!("{}{path}", self.api.url)).bearer_auth(&self.api.owner_token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        (status, if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap() })
+    }
+
+    pub async fn post(&self, token: &str, path: &str, body: Value) -> Value {
+        let resp = self
+            .http
+            .post(format!("{}{path}", self.api.url))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status();
+        let body: Value = resp.json().await.unwrap();
+        assert!(status.is_success(), "{path}: {status} {body}");
+        body
+    }
+
+    /// Registers and enrolls an Agent with the real binary; returns its config path.
+    pub async fn enroll(&self, name: &str) -> PathBuf {
+        let reg = self.post(&self.api.owner_token, "/v1/agents/registrations", json!({ "name": name })).await;
+        let data = self.dir.path().join(name);
+        let allow = format!("{}/tests/fixtures/modules/*", repo().display());
+        let out = Command::new(env!("CARGO_BIN_EXE_heimdall-agent"))
+            .args(["enroll", "--api", &self.api.url, "--data"])
+            .arg(&data)
+            .arg("--terraform")
+            .arg(terraform())
+            .args(["--allow-module", &allow, "--s3-endpoint", &self.moto_url])
+            .env("HEIMDALL_REGISTRATION_TOKEN", reg["token"].as_str().unwrap())
+            .output()
+            .await
+            .unwrap();
+        assert!(out.status.success(), "enroll: {}", String::from_utf8_lossy(&out.stderr));
+        data.join("agent.toml")
+    }
+
+    pub fn run_agent(&self, config: &Path) -> Child {
+        let log = std::fs::File::create(config.with_extension("log")).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_heimdall-agent"))
+            .args(["run", "--config"])
+            .arg(config)
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .env("AWS_DEFAULT_REGION", "us-east-1")
+            .env("HEIMDALL_LOG", "info")
+            .stdout(Stdio::from(log.try_clone().unwrap()))
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap()
+    }
+
+    pub async fn create(&self, name: &str, schema: &str, input: Value) -> String {
+        let body = json!({ "component": "receipts", "schema": schema, "environment": "dev", "name": name, "input": input });
+        self.post(&self.api.owner_token, "/v1/resources", body).await["id"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn jobs(&self, resource: &str) -> Vec<Value> {
+        let (_, jobs) = self.call(reqwest::Method::GET, &format!("/v1/jobs?resource={resource}"), None).await;
+        jobs.as_array().unwrap().clone()
+    }
+
+    pub async fn resource(&self, id: &str) -> Value {
+        self.call(reqwest::Method::GET, &format!("/v1/resources/{id}"), None).await.1["resource"].clone()
+    }
+
+    /// Waits until the Resource reaches one of `statuses`.
+    pub async fn wait_for(&self, id: &str, statuses: &[&str], within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let r = self.resource(id).await;
+            if statuses.contains(&r["status"].as_str().unwrap_or("")) {
+                return r;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "resource stuck in {}: jobs {:?}",
+                r["status"],
+                self.jobs(id).await
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    pub async fn job_log(&self, job: &str) -> String {
+        self.call(reqwest::Method::GET, &format!("/v1/jobs/{job}/log"), None).await.1["content"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    }
+}

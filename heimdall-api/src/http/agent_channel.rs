@@ -1,0 +1,165 @@
+//! The Agent channel, served only on the mTLS listener. The Agent is who
+//! its verified client certificate says it is (never a header), and only
+//! while that exact certificate is the one issued to it and it is not
+//! revoked.
+
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Extension, Json, Router};
+use heimdall_core::ids::{AgentId, JobId, LeaseId};
+use heimdall_core::infra::Agent;
+use heimdall_core::ports::{JobOutcome, StoreError};
+use heimdall_core::queue::MAX_LOG_BYTES;
+use heimdall_core::wire::{Claim, ClaimedJob, FinishJob, FinishOutcome, Heartbeat, LeaseExtended, LogChunk};
+use heimdall_core::{ApiError, ErrorCode};
+use uuid::Uuid;
+
+use super::error::{HttpError, HttpResult};
+use super::extract::JsonBody;
+use super::AppState;
+
+/// Set by the TLS accept loop from the verified peer certificate.
+#[derive(Clone, Debug)]
+pub struct PeerAgent {
+    pub id: AgentId,
+    pub cert_sha256: String,
+}
+
+/// Longest a claim is held open.
+pub const MAX_WAIT: Duration = Duration::from_secs(30);
+
+/// While a claim waits, the queue is re-checked at least this often (jobs
+/// queued through another API replica do not wake this one).
+const RECHECK: Duration = Duration::from_millis(1000);
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/v1/agent/claim", post(claim))
+        .route("/v1/agent/jobs/{id}/heartbeat", post(heartbeat))
+        .route("/v1/agent/jobs/{id}/log", post(log))
+        .route("/v1/agent/jobs/{id}/finish", post(finish))
+        .fallback(|| async { HttpError(ApiError::new(ErrorCode::NotFound, "no such route")) })
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_LOG_BYTES + 64 * 1024))
+        .with_state(state)
+}
+
+async fn agent(state: &AppState, peer: &PeerAgent) -> Result<Agent, ApiError> {
+    let refused =
+        || ApiError::new(ErrorCode::Unauthenticated, "this Agent certificate is revoked or unknown");
+    let agent = state.store.get_agent(peer.id).await.map_err(|e| match e {
+        StoreError::NotFound(_) => refused(),
+        other => other.into(),
+    })?;
+    if agent.revoked_at.is_some() || agent.cert_sha256 != peer.cert_sha256 {
+        return Err(refused());
+    }
+    Ok(agent)
+}
+
+fn fenced(e: StoreError) -> ApiError {
+    match e {
+        StoreError::Fenced => ApiError::new(ErrorCode::Conflict, heimdall_core::ports::FENCED),
+        other => other.into(),
+    }
+}
+
+async fn claim(
+    State(state): State<AppState>,
+    Extension(peer): Extension<PeerAgent>,
+    JsonBody(body): JsonBody<Claim>,
+) -> HttpResult<Response> {
+    let first = agent(&state, &peer).await?;
+    state.store.touch_agent(first.id, state.clock.now()).await?;
+    let wait = Duration::from_secs(u64::from(body.wait_seconds)).min(MAX_WAIT);
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        // Revocation takes effect even for a claim already waiting.
+        let agent = agent(&state, &peer).await?;
+        // Register for the wake-up before looking, so a job queued between
+        // the look and the wait is not missed.
+        let notified = state.jobs_queued.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let lease = LeaseId::from_uuid(Uuid::new_v4());
+        let now = state.clock.now();
+        if let Some(job) = state.store.claim(agent.org_id, &agent.name, lease, now).await? {
+            let stale_lock_id = if job.attempts > 1 { job.state_lock_id.clone() } else { None };
+            let lease_expires_at = job.lease_expires_at.unwrap_or(now);
+            tracing::info!(job = %job.id, agent = %agent.name, attempt = job.attempts, "job claimed");
+            return Ok(Json(ClaimedJob { job, lease, lease_expires_at, stale_lock_id }).into_response());
+        }
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if remaining.is_zero() {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        tokio::select! {
+            () = &mut notified => {}
+            () = tokio::time::sleep(remaining.min(RECHECK)) => {}
+        }
+    }
+}
+
+async fn owned_job(state: &AppState, agent: &Agent, id: &str) -> Result<JobId, ApiError> {
+    let id: JobId = id.parse().map_err(|_| ApiError::not_found("job"))?;
+    state.store.get_job(agent.org_id, id).await?;
+    Ok(id)
+}
+
+async fn heartbeat(
+    State(state): State<AppState>,
+    Extension(peer): Extension<PeerAgent>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Heartbeat>,
+) -> HttpResult<Json<LeaseExtended>> {
+    let agent = agent(&state, &peer).await?;
+    let job = owned_job(&state, &agent, &id).await?;
+    let until = state
+        .store
+        .heartbeat(job, body.lease, body.state_lock_id.as_deref(), state.clock.now())
+        .await
+        .map_err(fenced)?;
+    Ok(Json(LeaseExtended { lease_expires_at: until }))
+}
+
+async fn log(
+    State(state): State<AppState>,
+    Extension(peer): Extension<PeerAgent>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<LogChunk>,
+) -> HttpResult<StatusCode> {
+    let agent = agent(&state, &peer).await?;
+    let job = owned_job(&state, &agent, &id).await?;
+    state.store.append_log(job, body.lease, &body.chunk).await.map_err(fenced)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn finish(
+    State(state): State<AppState>,
+    Extension(peer): Extension<PeerAgent>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<FinishJob>,
+) -> HttpResult<Json<heimdall_core::infra::Job>> {
+    let agent = agent(&state, &peer).await?;
+    let job = owned_job(&state, &agent, &id).await?;
+    let outcome = match body.outcome {
+        FinishOutcome::Completed { outputs } => JobOutcome::Completed { outputs },
+        FinishOutcome::Failed { reason, code, retryable } => {
+            let reason: String = reason.chars().take(4000).collect();
+            let reason = match code {
+                Some(code) => format!("{code}: {reason}"),
+                None => reason,
+            };
+            JobOutcome::Failed { reason, retryable }
+        }
+    };
+    let job = state.store.finish(job, body.lease, outcome, state.clock.now()).await.map_err(fenced)?;
+    if job.status == heimdall_core::infra::JobStatus::Queued {
+        state.jobs_queued.notify_waiters();
+    }
+    tracing::info!(job = %job.id, agent = %agent.name, status = %job.status, "job attempt finished");
+    Ok(Json(job))
+}

@@ -1,0 +1,159 @@
+//! Agents as people manage them: registration tokens, list, revoke; and
+//! enrollment, where an Agent trades a registration token and a CSR for a
+//! certificate.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use heimdall_core::authz::{Action, Target, TargetKind};
+use heimdall_core::ids::{AgentId, RegistrationId};
+use heimdall_core::infra::Agent;
+use heimdall_core::names::validate_name;
+use heimdall_core::ports::{NewEvent, NewRegistration};
+use heimdall_core::token::TokenHash;
+use heimdall_core::wire::{CreateRegistration, Enroll, Enrolled, Registration};
+use heimdall_core::{ApiError, ErrorCode};
+use time::Duration;
+use uuid::Uuid;
+
+use super::error::HttpResult;
+use super::extract::{Caller, JsonBody};
+use super::tokens::generate_token;
+use super::AppState;
+
+/// A registration token is good for one enrollment within this time.
+pub const REGISTRATION_TTL: Duration = Duration::hours(1);
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/agents", get(list))
+        .route("/v1/agents/registrations", post(create_registration))
+        .route("/v1/agents/enroll", post(enroll))
+        .route("/v1/agents/{key}", delete(revoke))
+}
+
+async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, ApiError> {
+    let agents = state.store.list_agents(caller.org.id).await?;
+    let by_id = key.parse::<AgentId>().ok();
+    let mut found: Vec<Agent> = agents
+        .into_iter()
+        .filter(|a| Some(a.id) == by_id || (a.name == key && a.revoked_at.is_none()))
+        .collect();
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(ApiError::not_found("agent")),
+        _ => Err(ApiError::invalid_input("several Agents have that name; use the id")),
+    }
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Agent>>> {
+    state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
+    Ok(Json(state.store.list_agents(caller.org.id).await?))
+}
+
+async fn create_registration(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CreateRegistration>,
+) -> HttpResult<(StatusCode, Json<Registration>)> {
+    validate_name("name", &body.name)?;
+    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
+    let token = generate_token();
+    let now = state.clock.now();
+    let registration = NewRegistration {
+        id: RegistrationId::from_uuid(Uuid::new_v4()),
+        org_id: caller.org.id,
+        name: body.name.clone(),
+        hash: TokenHash::of(token.expose()),
+        created_by: caller.member.email.clone(),
+        created_at: now,
+        expires_at: now + REGISTRATION_TTL,
+    };
+    let event = state.event(
+        &caller,
+        "agent.registration_created",
+        format!("registration:{}", registration.id),
+        serde_json::json!({ "name": body.name }),
+    );
+    state.store.create_registration(&registration, event).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(Registration {
+            name: body.name,
+            token: token.expose().clone(),
+            expires_at: registration.expires_at,
+        }),
+    ))
+}
+
+async fn enroll(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<Enroll>,
+) -> HttpResult<(StatusCode, Json<Enrolled>)> {
+    let (Some(ca), Some(agent_api_url)) = (state.ca.clone(), state.agent_api_url.clone()) else {
+        return Err(ApiError::new(
+            ErrorCode::Unavailable,
+            "this API has no Agent listener configured (--agent-listen)",
+        )
+        .into());
+    };
+    let id = AgentId::from_uuid(Uuid::new_v4());
+    let unknown =
+        || ApiError::new(ErrorCode::Unauthenticated, "registration token is unknown, used or expired");
+    if !heimdall_core::token::looks_like_token(&body.token) {
+        return Err(unknown().into());
+    }
+    // Sign first (no side effect), then use the token and store the Agent
+    // in one transaction: a bad CSR does not burn the token. The identity
+    // is the certificate's URI SAN; the name is only for people.
+    let (certificate_pem, cert_sha256) = ca
+        .issue_agent_cert(&body.csr_pem, id, &format!("heimdall-agent-{id}"))
+        .map_err(|e| ApiError::invalid_input(e.to_string()))?;
+    let now = state.clock.now();
+    let agent = Agent {
+        id,
+        org_id: heimdall_core::ids::OrgId::from_uuid(Uuid::nil()),
+        name: String::new(),
+        cert_sha256,
+        created_at: now,
+        created_by: "registration".into(),
+        revoked_at: None,
+        last_seen_at: None,
+    };
+    let event = NewEvent {
+        id: heimdall_core::ids::EventId::from_uuid(Uuid::new_v4()),
+        at: now,
+        actor: format!("agent:{id}"),
+        action: "agent.enrolled".into(),
+        target: String::new(),
+        detail: serde_json::Value::Null,
+    };
+    let agent = state.store.enroll_agent(&TokenHash::of(&body.token), &agent, now, event).await.map_err(
+        |e| match e {
+            heimdall_core::ports::StoreError::NotFound(_) => unknown(),
+            other => other.into(),
+        },
+    )?;
+    Ok((
+        StatusCode::CREATED,
+        Json(Enrolled { agent, certificate_pem, ca_pem: ca.cert_pem().to_owned(), agent_api_url }),
+    ))
+}
+
+async fn revoke(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> HttpResult<Json<Agent>> {
+    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
+    let agent = resolve(&state, &caller, &key).await?;
+    state.authorize(&caller, Action::AgentManage, &Target::new(TargetKind::Agent, agent.id), None).await?;
+    let event = state.event(
+        &caller,
+        "agent.revoked",
+        format!("agent:{}", agent.id),
+        serde_json::json!({ "name": agent.name }),
+    );
+    Ok(Json(state.store.revoke_agent(caller.org.id, agent.id, event).await?))
+}

@@ -1,0 +1,237 @@
+//! The installation's certificate authority: it signs Agent certificates
+//! (from a CSR: the Agent's private key never leaves it) and the API's own
+//! server certificate for the mTLS listener.
+//!
+//! The CA key is a file (`--ca-dir`, default next to nothing: it must be
+//! given), never a database row: every replica is given the same files, as
+//! with any TLS key, and the database holds no private key.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use heimdall_core::ids::AgentId;
+use rcgen::{
+    BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::WebPkiClientVerifier;
+use sha2::{Digest, Sha256};
+use time::{Duration, OffsetDateTime};
+
+/// Agent certificates are valid this long; re-enrolling issues a new one.
+pub const AGENT_CERT_VALIDITY: Duration = Duration::days(365);
+
+const AGENT_URI_PREFIX: &str = "urn:heimdall:agent:";
+
+#[derive(Debug, thiserror::Error)]
+pub enum PkiError {
+    #[error("certificate authority files in {dir}: {reason}")]
+    Files { dir: String, reason: String },
+    #[error("the certificate signing request is not valid: {0}")]
+    BadCsr(String),
+    #[error("certificate generation failed: {0}")]
+    Generate(String),
+    #[error("TLS configuration failed: {0}")]
+    Tls(String),
+}
+
+pub struct Ca {
+    cert_pem: String,
+    cert_der: CertificateDer<'static>,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl std::fmt::Debug for Ca {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ca").field("cert_sha256", &sha256_hex(&self.cert_der)).finish_non_exhaustive()
+    }
+}
+
+pub fn sha256_hex(der: &[u8]) -> String {
+    hex::encode(Sha256::digest(der))
+}
+
+fn generate_err(e: rcgen::Error) -> PkiError {
+    PkiError::Generate(e.to_string())
+}
+
+impl Ca {
+    /// Loads `ca.pem` and `ca.key` from `dir`, creating both (key mode
+    /// 0600) if neither exists.
+    pub fn load_or_create(dir: &Path) -> Result<Self, PkiError> {
+        let files = |reason: String| PkiError::Files { dir: dir.display().to_string(), reason };
+        let (cert_path, key_path) = (dir.join("ca.pem"), dir.join("ca.key"));
+        match (cert_path.exists(), key_path.exists()) {
+            (true, true) => {
+                let cert_pem = std::fs::read_to_string(&cert_path).map_err(|e| files(e.to_string()))?;
+                let key_pem = std::fs::read_to_string(&key_path).map_err(|e| files(e.to_string()))?;
+                Self::from_pem(&cert_pem, &key_pem).map_err(|e| files(e.to_string()))
+            }
+            (false, false) => {
+                let ca = Self::generate()?;
+                std::fs::create_dir_all(dir).map_err(|e| files(e.to_string()))?;
+                write_private(&key_path, ca.issuer.key().serialize_pem().as_bytes())
+                    .map_err(|e| files(e.to_string()))?;
+                std::fs::write(&cert_path, &ca.cert_pem).map_err(|e| files(e.to_string()))?;
+                tracing::warn!(dir = %dir.display(), "created a new certificate authority; give every API replica these files");
+                Ok(ca)
+            }
+            _ => {
+                Err(files("exactly one of ca.pem and ca.key exists; restore the other or remove both".into()))
+            }
+        }
+    }
+
+    pub fn generate() -> Result<Self, PkiError> {
+        let key = KeyPair::generate().map_err(generate_err)?;
+        let mut params = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, "Heimdall installation CA");
+        params.distinguished_name = dn;
+        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        params.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        let now = OffsetDateTime::now_utc();
+        params.not_before = now - Duration::hours(1);
+        params.not_after = now + Duration::days(3650);
+        let cert = params.self_signed(&key).map_err(generate_err)?;
+        let cert_pem = cert.pem();
+        Self::from_pem(&cert_pem, &key.serialize_pem())
+    }
+
+    pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<Self, PkiError> {
+        let key = KeyPair::from_pem(key_pem).map_err(generate_err)?;
+        let issuer = Issuer::from_ca_cert_pem(cert_pem, key).map_err(generate_err)?;
+        let cert_der = rustls_pemfile::certs(&mut cert_pem.as_bytes())
+            .next()
+            .ok_or_else(|| PkiError::Generate("no certificate in ca.pem".into()))?
+            .map_err(|e| PkiError::Generate(e.to_string()))?;
+        Ok(Self { cert_pem: cert_pem.to_owned(), cert_der, issuer })
+    }
+
+    pub fn cert_pem(&self) -> &str {
+        &self.cert_pem
+    }
+
+    /// Signs an Agent certificate for the CSR's public key. Nothing else in
+    /// the CSR is trusted: names, usages and validity are ours.
+    pub fn issue_agent_cert(
+        &self,
+        csr_pem: &str,
+        agent: AgentId,
+        name: &str,
+    ) -> Result<(String, String), PkiError> {
+        let csr = CertificateSigningRequestParams::from_pem(csr_pem)
+            .map_err(|e| PkiError::BadCsr(e.to_string()))?;
+        let mut params = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, name);
+        params.distinguished_name = dn;
+        params.subject_alt_names =
+            vec![SanType::URI(format!("{AGENT_URI_PREFIX}{agent}").try_into().map_err(generate_err)?)];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let now = OffsetDateTime::now_utc();
+        params.not_before = now - Duration::minutes(5);
+        params.not_after = now + AGENT_CERT_VALIDITY;
+        params.use_authority_key_identifier_extension = true;
+        let cert = params.signed_by(&csr.public_key, &self.issuer).map_err(generate_err)?;
+        Ok((cert.pem(), sha256_hex(cert.der())))
+    }
+
+    /// A fresh server certificate for the mTLS listener, for `names`
+    /// (DNS names or IP addresses).
+    fn server_cert(
+        &self,
+        names: &[String],
+    ) -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), PkiError> {
+        let key = KeyPair::generate().map_err(generate_err)?;
+        let mut params = CertificateParams::new(names.to_vec()).map_err(generate_err)?;
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, "Heimdall API (agents)");
+        params.distinguished_name = dn;
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let now = OffsetDateTime::now_utc();
+        params.not_before = now - Duration::minutes(5);
+        params.not_after = now + Duration::days(30);
+        params.use_authority_key_identifier_extension = true;
+        let cert = params.signed_by(&key, &self.issuer).map_err(generate_err)?;
+        let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        Ok((cert.der().clone(), key_der))
+    }
+
+    /// The mTLS listener's TLS config: a client certificate issued by this
+    /// CA is required (rustls `WebPkiClientVerifier`).
+    pub fn mtls_server_config(&self, names: &[String]) -> Result<rustls::ServerConfig, PkiError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(self.cert_der.clone()).map_err(|e| PkiError::Tls(e.to_string()))?;
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .map_err(|e| PkiError::Tls(e.to_string()))?;
+        let (cert, key) = self.server_cert(names)?;
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| PkiError::Tls(e.to_string()))?
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(vec![cert, self.cert_der.clone()], key)
+            .map_err(|e| PkiError::Tls(e.to_string()))?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(config)
+    }
+}
+
+/// The Agent a verified client certificate names, and the certificate's
+/// SHA-256 (checked against the one issued at enrollment).
+pub fn agent_identity(cert: &CertificateDer<'_>) -> Option<(AgentId, String)> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    let san = parsed.subject_alternative_name().ok()??;
+    let id = san.value.general_names.iter().find_map(|name| match name {
+        x509_parser::extensions::GeneralName::URI(uri) => uri.strip_prefix(AGENT_URI_PREFIX)?.parse().ok(),
+        _ => None,
+    })?;
+    Some((id, sha256_hex(cert.as_ref())))
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    file.write_all(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issues_agent_certs_from_csrs_and_reads_the_identity_back() {
+        let ca = Ca::generate().unwrap();
+        let agent_key = KeyPair::generate().unwrap();
+        // A CSR that asks for more than it gets: CA rights and another name.
+        let mut asked = CertificateParams::new(vec!["evil.example.com".to_owned()]).unwrap();
+        asked.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let csr = asked.serialize_request(&agent_key).unwrap().pem().unwrap();
+        let id = AgentId::from_uuid(uuid::Uuid::new_v4());
+        let (pem, sha) = ca.issue_agent_cert(&csr, id, "agent-1").unwrap();
+        let der = rustls_pemfile::certs(&mut pem.as_bytes()).next().unwrap().unwrap();
+        assert_eq!(agent_identity(&der), Some((id, sha)));
+        let (_, parsed) = x509_parser::parse_x509_certificate(der.as_ref()).unwrap();
+        assert!(!parsed.is_ca());
+        assert!(!format!("{:?}", parsed.subject_alternative_name()).contains("evil"));
+        assert!(ca.issue_agent_cert("not a csr", id, "x").is_err());
+    }
+
+    #[test]
+    fn ca_files_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Ca::load_or_create(dir.path()).unwrap();
+        let b = Ca::load_or_create(dir.path()).unwrap();
+        assert_eq!(a.cert_pem(), b.cert_pem());
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(dir.path().join("ca.key")).unwrap().permissions().mode() & 0o777, 0o600);
+        std::fs::remove_file(dir.path().join("ca.pem")).unwrap();
+        assert!(Ca::load_or_create(dir.path()).is_err());
+    }
+}
