@@ -268,6 +268,7 @@ pub async fn run(
         .current_dir(dir)
         .env("TF_IN_AUTOMATION", "1")
         .env("TF_INPUT", "0")
+        .env("CHECKPOINT_DISABLE", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -319,6 +320,7 @@ async fn probe_lock(terraform: &Path, dir: &Path) -> Option<String> {
         ])
         .current_dir(dir)
         .env("TF_IN_AUTOMATION", "1")
+        .env("CHECKPOINT_DISABLE", "1")
         .stdin(Stdio::null())
         .output()
         .await
@@ -333,19 +335,41 @@ pub fn lock_id_in(stderr: &str) -> Option<String> {
     stderr[at..].lines().find_map(|l| l.trim().strip_prefix("ID:").map(|id| id.trim().to_owned()))
 }
 
-/// The last meaningful error line(s) of a failed command, for the reason.
+/// Terraform's errors, one per `Error:` block: its title and its last
+/// unindented line (the message), e.g. "Resource precondition failed:
+/// the bucket name is taken". Box-drawing characters are dropped.
 pub fn error_summary(stderr: &str) -> String {
-    let errors: Vec<&str> = stderr
+    let lines: Vec<&str> = stderr
         .lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with("Error:") || l.starts_with("│ Error:"))
+        .map(|l| l.strip_prefix("│ ").or_else(|| l.strip_prefix(['│', '╷', '╵'])).unwrap_or(l).trim_end())
         .collect();
+    let mut errors = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let Some(title) = lines[i].trim().strip_prefix("Error: ") else {
+            i += 1;
+            continue;
+        };
+        let mut detail = None;
+        i += 1;
+        while i < lines.len() && !lines[i].trim().starts_with("Error: ") {
+            let line = lines[i];
+            if !line.trim().is_empty() && !line.starts_with(char::is_whitespace) {
+                detail = Some(line.trim());
+            }
+            i += 1;
+        }
+        errors.push(match detail {
+            Some(d) => format!("{title}: {d}"),
+            None => title.to_owned(),
+        });
+    }
     let summary = if errors.is_empty() {
         stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("terraform failed").trim().to_owned()
     } else {
         errors.join("; ")
     };
-    summary.trim_start_matches("│ ").chars().take(1000).collect()
+    summary.chars().take(1000).collect()
 }
 
 /// Runs the whole job in `dir`. `stale_lock` is a lock a dead earlier
@@ -453,6 +477,16 @@ output "nested" { value = { a = { b = 1 } } }
             "Error: Error acquiring the state lock\n\nLock Info:\n  ID:        3f1c-aa\n  Path:      b/k\n";
         assert_eq!(lock_id_in(err).as_deref(), Some("3f1c-aa"));
         assert_eq!(lock_id_in("nothing"), None);
+    }
+
+    #[test]
+    fn error_summary_keeps_title_and_message() {
+        let stderr = "\n│ Error: Resource precondition failed\n│ \n│   on main.tf line 54:\n│   54:   condition = !var.fail\n│ \n│ heimdall fixture: failing on purpose.\n╵\n";
+        assert_eq!(
+            error_summary(stderr),
+            "Resource precondition failed: heimdall fixture: failing on purpose."
+        );
+        assert_eq!(error_summary("boom\n"), "boom");
     }
 
     #[test]

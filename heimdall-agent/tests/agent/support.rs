@@ -41,7 +41,7 @@ fn moto(args: &[&str]) -> String {
 pub fn s3_keys(bucket: &str, prefix: &str) -> Vec<String> {
     moto(&["ls", bucket, prefix])
         .lines()
-        .map(|l| l.split_whitespace().last().unwrap_or("").to_owned())
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_owned())
         .filter(|l| !l.is_empty())
         .collect()
 }
@@ -151,6 +151,9 @@ impl World {
             .env("AWS_ACCESS_KEY_ID", "testing")
             .env("AWS_SECRET_ACCESS_KEY", "testing")
             .env("AWS_DEFAULT_REGION", "us-east-1")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("CHECKPOINT_DISABLE", "1")
+            .env("TF_CLI_CONFIG_FILE", repo().join(".venv/terraformrc"))
             .env("HEIMDALL_LOG", "info")
             .stdout(Stdio::from(log.try_clone().unwrap()))
             .stderr(Stdio::from(log))
