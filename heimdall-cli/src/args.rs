@@ -3,10 +3,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use heimdall_core::ids::{PolicyId, TokenId};
-use heimdall_core::wire::Role;
+use heimdall_core::ids::{JobId, PolicyId, TokenId};
+use heimdall_core::wire::{LinkScope, Provider, ResourceStatus, Role};
 
 /// Heimdall: infrastructure and secrets, self-hosted.
 #[derive(Debug, Parser)]
@@ -79,6 +80,18 @@ pub enum Command {
     /// The organization's audit feed
     #[command(subcommand)]
     Event(EventCommand),
+    /// Resource schemas: what engineers may request, and its input rules
+    #[command(subcommand)]
+    Schema(SchemaCommand),
+    /// Cloud accounts: where Terraform runs and keeps its state
+    #[command(subcommand)]
+    CloudAccount(CloudAccountCommand),
+    /// Resources requested from schemas, their revisions and approvals
+    #[command(subcommand)]
+    Resource(ResourceCommand),
+    /// Jobs that Agents run for Resources, and their logs
+    #[command(subcommand)]
+    Job(JobCommand),
     /// Quickstart: run a local API on SQLite and log in to it
     Dev(DevArgs),
 }
@@ -256,6 +269,330 @@ pub enum EventCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum SchemaCommand {
+    /// Create a schema, or a new version of an existing type
+    Create {
+        /// The type name, e.g. s3-bucket (versions of one type share it)
+        #[arg(long = "type", value_name = "TYPE")]
+        type_name: String,
+        /// The input's JSON Schema (draft 2020-12) file, or `-` for standard input
+        #[arg(long, value_name = "FILE")]
+        input_schema: PathBuf,
+        /// Per-environment defaults laid under every input, a JSON file
+        /// `{"<environment>": {…}}`, or `-` for standard input
+        #[arg(long, value_name = "FILE")]
+        defaults: Option<PathBuf>,
+        /// Where the Terraform module comes from (the Agent decides whether it is allowed)
+        #[arg(long, value_name = "SOURCE", requires = "module_version")]
+        module_source: Option<String>,
+        /// The module's version
+        #[arg(long, value_name = "VERSION", requires = "module_source")]
+        module_version: Option<String>,
+        /// Creates and changes wait for another person's approval
+        #[arg(long)]
+        requires_approval: bool,
+    },
+    /// List schemas (every version)
+    List {
+        /// Only this type's versions
+        #[arg(long = "type", value_name = "TYPE")]
+        type_name: Option<String>,
+    },
+    /// Show a schema and its input schema (by id, or a type for its newest version)
+    Show { schema: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CloudAccountCommand {
+    /// Register an account: a role to assume (oidc) or a secret's name in the Agent (static)
+    Create {
+        name: String,
+        #[arg(long, value_enum)]
+        provider: ProviderArg,
+        /// Default region of the account's Resources
+        #[arg(long)]
+        region: String,
+        /// Bucket holding Terraform state (one object per Resource)
+        #[arg(long, value_name = "BUCKET")]
+        state_bucket: String,
+        /// S3-compatible endpoint for the state bucket
+        #[arg(long, value_name = "URL")]
+        state_endpoint: Option<String>,
+        /// How the Agent gets credentials
+        #[arg(long, value_enum)]
+        auth: AuthArg,
+        /// With --auth oidc: the role to assume
+        #[arg(long, value_name = "ARN")]
+        role_arn: Option<String>,
+        /// With --auth static: the name of the secret, in the Agent, that holds the credentials
+        #[arg(long, value_name = "NAME")]
+        secret: Option<String>,
+    },
+    /// Link an account to the organization, a domain or a system, for one environment
+    Link {
+        /// The account (id or name)
+        account: String,
+        /// `organization`, `domain:<id-or-name>` or `system:<id-or-name>`
+        #[arg(long, value_parser = parse_scope)]
+        scope: ScopeArg,
+        /// The environment (id or name)
+        #[arg(long)]
+        environment: String,
+    },
+    /// List accounts
+    List,
+    /// Show an account and its links (by id or name)
+    Show { account: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProviderArg {
+    Aws,
+    Gcp,
+    Azure,
+    Kubernetes,
+    Helm,
+    Cloudflare,
+}
+
+impl From<ProviderArg> for Provider {
+    fn from(provider: ProviderArg) -> Self {
+        match provider {
+            ProviderArg::Aws => Provider::Aws,
+            ProviderArg::Gcp => Provider::Gcp,
+            ProviderArg::Azure => Provider::Azure,
+            ProviderArg::Kubernetes => Provider::Kubernetes,
+            ProviderArg::Helm => Provider::Helm,
+            ProviderArg::Cloudflare => Provider::Cloudflare,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AuthArg {
+    /// Assume --role-arn with an identity token the API signs
+    Oidc,
+    /// Read credentials from the secret --secret in the Agent
+    Static,
+}
+
+/// `--scope`: where a link attaches an account.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopeArg {
+    pub scope: LinkScope,
+    /// The domain or system (id or name); `None` for the organization.
+    pub target: Option<String>,
+}
+
+fn parse_scope(text: &str) -> Result<ScopeArg, String> {
+    const EXPECTED: &str = "expected `organization`, `domain:<id-or-name>` or `system:<id-or-name>`";
+    let (kind, target) = match text.split_once(':') {
+        Some((kind, target)) => (kind, Some(target.trim())),
+        None => (text, None),
+    };
+    let scope = match kind.trim() {
+        "organization" => LinkScope::Organization,
+        "domain" => LinkScope::Domain,
+        "system" => LinkScope::System,
+        _ => return Err(EXPECTED.to_owned()),
+    };
+    match (scope, target) {
+        (LinkScope::Organization, None) => Ok(ScopeArg { scope, target: None }),
+        (LinkScope::Organization, Some(_)) => Err(format!("organization takes no id; {EXPECTED}")),
+        (_, Some(target)) if !target.is_empty() => Ok(ScopeArg { scope, target: Some(target.to_owned()) }),
+        (_, _) => Err(format!("{scope} needs an id or a name, e.g. `{scope}:payments`; {EXPECTED}")),
+    }
+}
+
+/// `--wait` and `--timeout`, for commands that queue a job.
+#[derive(Clone, Copy, Debug, Args)]
+pub struct WaitArgs {
+    /// Wait until the Resource settles (provisioned, failed, deleted, pending approval, …);
+    /// exits 1 if it failed
+    #[arg(long)]
+    pub wait: bool,
+    /// Give up waiting after this long, e.g. 30s, 10m, 1h30m
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration, requires = "wait")]
+    pub timeout: Duration,
+}
+
+/// `30s`, `10m`, `1h30m`, `500ms`, or plain seconds (`90`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    const EXPECTED: &str = "expected a duration such as 30s, 10m or 1h30m";
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(EXPECTED.to_owned());
+    }
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        if digits == 0 {
+            return Err(EXPECTED.to_owned());
+        }
+        let amount: u64 = rest[..digits].parse().map_err(|_| EXPECTED.to_owned())?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(1),
+            "s" | "sec" | "secs" => Duration::from_secs(1),
+            "m" | "min" | "mins" => Duration::from_secs(60),
+            "h" | "hr" | "hrs" => Duration::from_secs(3600),
+            _ => return Err(EXPECTED.to_owned()),
+        };
+        rest = &rest[unit_len..];
+        let part = u32::try_from(amount).ok().and_then(|n| unit.checked_mul(n)).ok_or("duration too long")?;
+        total = total.checked_add(part).ok_or("duration too long")?;
+    }
+    if total.is_zero() {
+        return Err("the duration must be more than zero".to_owned());
+    }
+    Ok(total)
+}
+
+/// The input of a create or change: inline JSON or a file.
+#[derive(Clone, Debug, Args)]
+pub struct InputArgs {
+    /// The input, a JSON object, e.g. '{"bucket":"checkout-recibos"}'
+    #[arg(long, value_name = "JSON", required_unless_present = "input_file", conflicts_with = "input_file")]
+    pub input: Option<String>,
+    /// Read the input from a JSON file, or `-` for standard input
+    #[arg(long, value_name = "FILE")]
+    pub input_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ResourceCommand {
+    /// Request a Resource from a schema
+    Create {
+        /// The component it belongs to (id or name)
+        #[arg(long)]
+        component: String,
+        /// The schema (id, or a type for its newest version)
+        #[arg(long)]
+        schema: String,
+        /// The environment (id or name)
+        #[arg(long)]
+        environment: String,
+        /// The Resource's name
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        input: InputArgs,
+        /// Run in this region rather than the account's
+        #[arg(long)]
+        region: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// List Resources (deleted ones stay listed)
+    List {
+        /// Only this component's (id or name)
+        #[arg(long)]
+        component: Option<String>,
+        /// Only this environment's (id or name)
+        #[arg(long)]
+        environment: Option<String>,
+        #[arg(long, value_enum)]
+        status: Option<StatusArg>,
+    },
+    /// Show a Resource, its outputs and its revisions (by id or name)
+    Show { resource: String },
+    /// Change a Resource's input: a new revision
+    Update {
+        resource: String,
+        #[command(flatten)]
+        input: InputArgs,
+        /// Run in this region from now on
+        #[arg(long)]
+        region: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Approve the pending revision (never your own request)
+    Approve {
+        resource: String,
+        /// The revision you read; approving any other is refused (STALE_REVISION)
+        #[arg(long, value_name = "N")]
+        revision: i64,
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Refuse the pending revision (never your own request)
+    Refuse {
+        resource: String,
+        /// The revision you read
+        #[arg(long, value_name = "N")]
+        revision: i64,
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+    },
+    /// Queue a failed Resource's last operation again
+    Retry {
+        resource: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Destroy a Resource (it stays listed as deleted); cancels any apply still queued
+    Delete {
+        resource: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
+/// `--status` of `resource list`: the names of [`ResourceStatus`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum StatusArg {
+    PendingApproval,
+    Queued,
+    Applying,
+    Provisioned,
+    Failed,
+    Refused,
+    Deleting,
+    Deleted,
+}
+
+impl From<StatusArg> for ResourceStatus {
+    fn from(status: StatusArg) -> Self {
+        match status {
+            StatusArg::PendingApproval => ResourceStatus::PendingApproval,
+            StatusArg::Queued => ResourceStatus::Queued,
+            StatusArg::Applying => ResourceStatus::Applying,
+            StatusArg::Provisioned => ResourceStatus::Provisioned,
+            StatusArg::Failed => ResourceStatus::Failed,
+            StatusArg::Refused => ResourceStatus::Refused,
+            StatusArg::Deleting => ResourceStatus::Deleting,
+            StatusArg::Deleted => ResourceStatus::Deleted,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// List jobs, oldest first
+    List {
+        /// Only jobs of this component's Resources (id or name)
+        #[arg(long)]
+        component: Option<String>,
+        /// Only this Resource's jobs (id or name)
+        #[arg(long)]
+        resource: Option<String>,
+    },
+    /// Show one job
+    Show { job: JobId },
+    /// Print a job's Terraform output
+    Log { job: JobId },
+}
+
 #[derive(Debug, Args)]
 pub struct DevArgs {
     /// Where the database, the owner's token and the API log live
@@ -274,6 +611,67 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn value_enums_match_the_wire_names() {
+        for status in StatusArg::value_variants() {
+            let name = status.to_possible_value().expect("visible");
+            assert_eq!(name.get_name(), ResourceStatus::from(*status).as_str());
+        }
+        assert_eq!(StatusArg::value_variants().len(), ResourceStatus::ALL.len());
+        for provider in ProviderArg::value_variants() {
+            let name = provider.to_possible_value().expect("visible");
+            assert_eq!(name.get_name(), Provider::from(*provider).as_str());
+        }
+        assert_eq!(ProviderArg::value_variants().len(), Provider::ALL.len());
+    }
+
+    #[test]
+    fn scopes() {
+        let org = parse_scope("organization").unwrap();
+        assert_eq!(org, ScopeArg { scope: LinkScope::Organization, target: None });
+        let domain = parse_scope("domain:payments").unwrap();
+        assert_eq!(domain, ScopeArg { scope: LinkScope::Domain, target: Some("payments".into()) });
+        let system = parse_scope("system:0b7c3a0e-8f4e-4d0a-9c43-2d7f1c1e9a55").unwrap();
+        assert_eq!(system.scope, LinkScope::System);
+        for bad in ["", "org", "domain", "domain:", "organization:x", "team:a"] {
+            assert!(parse_scope(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        let d = |s: &str| parse_duration(s).unwrap();
+        assert_eq!(d("30s"), Duration::from_secs(30));
+        assert_eq!(d("10m"), Duration::from_secs(600));
+        assert_eq!(d("1h30m"), Duration::from_secs(5400));
+        assert_eq!(d("500ms"), Duration::from_millis(500));
+        assert_eq!(d("90"), Duration::from_secs(90));
+        assert_eq!(d(" 2min "), Duration::from_secs(120));
+        for bad in ["", "m", "10x", "ten minutes", "-5s", "0s", "1.5m", "99999999999h"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn resource_create_needs_one_input() {
+        let base =
+            ["heimdall", "resource", "create", "--component", "c", "--schema", "s", "--environment", "e"];
+        let with =
+            |extra: &[&str]| Cli::try_parse_from(base.iter().chain(["--name", "n"].iter()).chain(extra));
+        assert!(with(&[]).is_err());
+        assert!(with(&["--input", "{}", "--input-file", "x.json"]).is_err());
+        assert!(with(&["--timeout", "1m", "--input", "{}"]).is_err(), "--timeout needs --wait");
+        let cli = with(&["--input-file", "-", "--wait", "--timeout", "30s"]).unwrap();
+        match cli.command {
+            Command::Resource(ResourceCommand::Create { input, wait, .. }) => {
+                assert_eq!(input.input_file, Some(PathBuf::from("-")));
+                assert!(wait.wait);
+                assert_eq!(wait.timeout, Duration::from_secs(30));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

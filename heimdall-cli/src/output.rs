@@ -65,6 +65,16 @@ impl Out {
         write_stdout(text.as_bytes())
     }
 
+    /// A table after a record (e.g. a Resource's revisions), preceded by a
+    /// blank line; table mode only (the JSON record already holds the rows).
+    pub fn section(&self, headers: &[&str], rows: Vec<Vec<String>>) -> Result<()> {
+        if self.is_json() {
+            return Ok(());
+        }
+        write_stdout(b"\n")?;
+        table(headers, rows.into_iter())
+    }
+
     /// Free text on stdout in table mode only (e.g. a policy's text after
     /// its fields).
     pub fn text(&self, text: &str) -> Result<()> {
@@ -110,6 +120,16 @@ pub fn cell(value: &str) -> String {
         return "-".to_owned();
     }
     value.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+}
+
+/// At most `max` characters: longer text is cut and ends with `…`.
+pub fn truncate(value: &str, max: usize) -> String {
+    if value.chars().count() <= max {
+        return value.to_owned();
+    }
+    let mut cut: String = value.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 /// RFC 3339, UTC, to the second: `2025-01-31T12:00:00Z`.
@@ -161,6 +181,14 @@ mod tests {
     fn timestamps_are_utc_to_the_second() {
         let at = time::macros::datetime!(2025-01-31 13:04:05.678 +01:00);
         assert_eq!(timestamp(at), "2025-01-31T12:04:05Z");
+    }
+
+    #[test]
+    fn truncation_counts_characters() {
+        assert_eq!(truncate("short", 60), "short");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("ñññññ", 5), "ñññññ");
+        assert_eq!(truncate("ñññññ", 3), "ññ…");
     }
 
     #[test]

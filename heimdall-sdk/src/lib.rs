@@ -40,7 +40,7 @@ mod error;
 use std::fmt;
 use std::time::Duration;
 
-use heimdall_core::ids::{PolicyId, TokenId};
+use heimdall_core::ids::{JobId, PolicyId, TokenId};
 use heimdall_core::Redacted;
 use reqwest::header::{HeaderValue, AUTHORIZATION};
 use reqwest::{Method, RequestBuilder, Url};
@@ -53,8 +53,10 @@ pub use heimdall_core::wire;
 pub use heimdall_core::{ApiError, ErrorCode, FieldError};
 
 use wire::{
-    AddMember, AddedMember, AuditEvent, CatalogEntry, CatalogKind, ChangeRole, CreateCatalogEntry,
-    CreatePolicy, CreateToken, CreatedToken, ErrorBody, Health, Member, Policy, Rename, Role, TokenInfo,
+    AccountLink, AddMember, AddedMember, AuditEvent, CatalogEntry, CatalogKind, ChangeResource, ChangeRole,
+    CloudAccount, CloudAccountDetail, CreateCatalogEntry, CreateCloudAccount, CreatePolicy, CreateResource,
+    CreateSchema, CreateToken, CreatedToken, Decide, ErrorBody, Health, Job, JobLog, LinkCloudAccount,
+    Member, Policy, Rename, Resource, ResourceDetail, ResourceSchema, ResourceStatus, Role, TokenInfo,
     WhoAmI,
 };
 
@@ -80,6 +82,34 @@ pub struct EventQuery {
     pub before: Option<OffsetDateTime>,
     /// Only events whose action starts with this prefix, e.g. `member.`.
     pub action: Option<String>,
+}
+
+/// Filters for [`Client::list_resources`]. All optional; `component` and
+/// `environment` are ids or names.
+///
+/// ```
+/// use heimdall_sdk::wire::ResourceStatus;
+/// let query = heimdall_sdk::ResourceQuery { environment: Some("prod".into()), status: Some(ResourceStatus::Failed), ..Default::default() };
+/// assert_eq!(query.component, None);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResourceQuery {
+    /// Only Resources of this component (id or name).
+    pub component: Option<String>,
+    /// Only Resources for this environment (id or name).
+    pub environment: Option<String>,
+    /// Only Resources in this status (`deleted` ones stay listed as history).
+    pub status: Option<ResourceStatus>,
+}
+
+/// Filters for [`Client::list_jobs`]. All optional.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobQuery {
+    /// Only jobs of this Resource (id, or name when only one Resource has it).
+    pub resource: Option<String>,
+    /// Only jobs of Resources of this component (id or name). With
+    /// `resource`, the Resource must belong to it (else `NOT_FOUND`).
+    pub component: Option<String>,
 }
 
 /// A client for one Heimdall API and one identity. Cheap to clone (the
@@ -359,6 +389,222 @@ impl Client {
         self.send(self.authed(Method::GET, url)).await
     }
 
+    // ---- resource schemas ----------------------------------------------------
+
+    /// `POST /v1/schemas`: a new version of a resource schema. The server
+    /// compiles `input_schema` (JSON Schema draft 2020-12) and refuses an
+    /// invalid one with `INVALID_INPUT`, saying where it is wrong. The first
+    /// schema of a type is version 1; each create of the same type adds one.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// use heimdall_sdk::wire::CreateSchema;
+    /// let schema = client
+    ///     .create_schema(&CreateSchema {
+    ///         type_name: "s3-bucket".into(),
+    ///         input_schema: serde_json::json!({
+    ///             "type": "object",
+    ///             "required": ["bucket"],
+    ///             "properties": { "bucket": { "type": "string", "pattern": "^[a-z0-9-]{3,63}$" } },
+    ///             "additionalProperties": false
+    ///         }),
+    ///         defaults: None,
+    ///         module: None,
+    ///         requires_approval: false,
+    ///     })
+    ///     .await?;
+    /// println!("{} v{} ({})", schema.type_name, schema.version, schema.id);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn create_schema(&self, schema: &CreateSchema) -> Result<ResourceSchema> {
+        self.with_body(Method::POST, &["schemas"], schema).await
+    }
+
+    /// `GET /v1/schemas`, every version of every type, or `?type=` only the
+    /// versions of one type.
+    pub async fn list_schemas(&self, type_name: Option<&str>) -> Result<Vec<ResourceSchema>> {
+        let url = self.url_with_query(&["schemas"], &[("type", type_name)])?;
+        self.send(self.authed(Method::GET, url)).await
+    }
+
+    /// `GET /v1/schemas/{id-or-type}`: one version by id, or a type's newest
+    /// version by its name.
+    pub async fn get_schema(&self, id_or_type: &str) -> Result<ResourceSchema> {
+        self.get(&["schemas", id_or_type]).await
+    }
+
+    // ---- cloud accounts ------------------------------------------------------
+
+    /// `POST /v1/cloud-accounts` (owner, admin). An account holds no
+    /// credential: a role to assume (`oidc`) or the name of a secret in the
+    /// Agent (`static`).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// use heimdall_sdk::wire::{AccountAuth, CreateCloudAccount, LinkCloudAccount, LinkScope, Provider};
+    /// let account = client
+    ///     .create_cloud_account(&CreateCloudAccount {
+    ///         name: "aws-dev".into(),
+    ///         provider: Provider::Aws,
+    ///         region: "eu-west-1".into(),
+    ///         state_bucket: "acme-tf-state".into(),
+    ///         state_endpoint: None,
+    ///         auth: AccountAuth::Oidc { role_arn: "arn:aws:iam::123456789012:role/heimdall".into() },
+    ///     })
+    ///     .await?;
+    /// let link = LinkCloudAccount { scope: LinkScope::Organization, scope_id: None, environment: "dev".into() };
+    /// client.link_cloud_account(&account.name, &link).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn create_cloud_account(&self, account: &CreateCloudAccount) -> Result<CloudAccount> {
+        self.with_body(Method::POST, &["cloud-accounts"], account).await
+    }
+
+    /// `GET /v1/cloud-accounts` (owner, admin: a member gets `FORBIDDEN`).
+    pub async fn list_cloud_accounts(&self) -> Result<Vec<CloudAccount>> {
+        self.get(&["cloud-accounts"]).await
+    }
+
+    /// `GET /v1/cloud-accounts/{id-or-name}`: the account and its links.
+    pub async fn get_cloud_account(&self, id_or_name: &str) -> Result<CloudAccountDetail> {
+        self.get(&["cloud-accounts", id_or_name]).await
+    }
+
+    /// `POST /v1/cloud-accounts/{id-or-name}/links`: "this account serves
+    /// this scope in this environment". A Resource's account resolves
+    /// System → Domain → organization.
+    pub async fn link_cloud_account(&self, id_or_name: &str, link: &LinkCloudAccount) -> Result<AccountLink> {
+        self.with_body(Method::POST, &["cloud-accounts", id_or_name, "links"], link).await
+    }
+
+    // ---- resources -------------------------------------------------------------
+
+    /// `POST /v1/resources`: requests a Resource (revision 1). Without
+    /// approval an `apply` job is queued and the Resource is `queued`; under
+    /// a schema that requires approval it is `pending_approval`.
+    ///
+    /// Refusals happen before anything is stored: `SCHEMA_VIOLATION` (its
+    /// [`ApiError::fields`] name each field and rule, never the value),
+    /// `NO_CLOUD_ACCOUNT`, `NOT_FOUND` for an unknown component, schema or
+    /// environment.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// use heimdall_sdk::wire::CreateResource;
+    /// use heimdall_sdk::ErrorCode;
+    /// let request = CreateResource {
+    ///     component: "api".into(),
+    ///     schema: "s3-bucket".into(),
+    ///     environment: "dev".into(),
+    ///     name: "recibos".into(),
+    ///     input: serde_json::json!({ "bucket": "checkout-recibos" }),
+    ///     region: None,
+    /// };
+    /// match client.create_resource(&request).await {
+    ///     Ok(resource) => println!("{} is {}", resource.id, resource.status),
+    ///     Err(err) if err.code() == Some(ErrorCode::SchemaViolation) => {
+    ///         for field in err.api().and_then(|e| e.fields.as_ref()).into_iter().flatten() {
+    ///             println!("{}: {}", field.path, field.rule);
+    ///         }
+    ///     }
+    ///     Err(err) => return Err(err),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn create_resource(&self, resource: &CreateResource) -> Result<Resource> {
+        self.with_body(Method::POST, &["resources"], resource).await
+    }
+
+    /// `GET /v1/resources?component=&environment=&status=`, deleted ones included.
+    pub async fn list_resources(&self, query: &ResourceQuery) -> Result<Vec<Resource>> {
+        let status = query.status.map(ResourceStatus::as_str);
+        let url = self.url_with_query(
+            &["resources"],
+            &[
+                ("component", query.component.as_deref()),
+                ("environment", query.environment.as_deref()),
+                ("status", status),
+            ],
+        )?;
+        self.send(self.authed(Method::GET, url)).await
+    }
+
+    /// `GET /v1/resources/{id-or-name}`: the Resource and every revision.
+    /// A name must be unambiguous among Resources not deleted.
+    pub async fn get_resource(&self, id_or_name: &str) -> Result<ResourceDetail> {
+        self.get(&["resources", id_or_name]).await
+    }
+
+    /// `PATCH /v1/resources/{id-or-name}`: a change is a new revision, queued
+    /// or waiting for approval as the schema says. A change while another
+    /// revision is pending supersedes it.
+    pub async fn change_resource(&self, id_or_name: &str, change: &ChangeResource) -> Result<Resource> {
+        self.with_body(Method::PATCH, &["resources", id_or_name], change).await
+    }
+
+    /// `DELETE /v1/resources/{id-or-name}`: cancels any apply still queued.
+    /// A Resource that never ran is `deleted` at once (`200`); otherwise a
+    /// `destroy` job is queued and it is `deleting` (`202`). Either way it
+    /// stays listed.
+    pub async fn delete_resource(&self, id_or_name: &str) -> Result<Resource> {
+        self.delete(&["resources", id_or_name]).await
+    }
+
+    /// `POST /v1/resources/{id-or-name}/approve`: `decision.revision` is the
+    /// revision the approver read; any other is `STALE_REVISION`. The
+    /// requester can never decide on their own request (`SELF_APPROVAL`).
+    pub async fn approve_resource(&self, id_or_name: &str, decision: &Decide) -> Result<Resource> {
+        self.with_body(Method::POST, &["resources", id_or_name, "approve"], decision).await
+    }
+
+    /// `POST /v1/resources/{id-or-name}/refuse`: same rules as
+    /// [`Client::approve_resource`]; nothing is queued.
+    pub async fn refuse_resource(&self, id_or_name: &str, decision: &Decide) -> Result<Resource> {
+        self.with_body(Method::POST, &["resources", id_or_name, "refuse"], decision).await
+    }
+
+    /// `POST /v1/resources/{id-or-name}/retry`: queues the last operation of
+    /// a `failed` Resource again (`202`); anything else is `CONFLICT`.
+    pub async fn retry_resource(&self, id_or_name: &str) -> Result<Resource> {
+        let url = self.url(&["resources", id_or_name, "retry"])?;
+        self.send(self.authed(Method::POST, url)).await
+    }
+
+    // ---- jobs ----------------------------------------------------------------
+
+    /// `GET /v1/jobs?resource=&component=`, oldest first.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// let query = heimdall_sdk::JobQuery { resource: Some("recibos".into()), ..Default::default() };
+    /// for job in client.list_jobs(&query).await? {
+    ///     println!("{} {} {} {}/{}", job.id, job.operation, job.status, job.attempts, job.max_attempts);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn list_jobs(&self, query: &JobQuery) -> Result<Vec<Job>> {
+        let url = self.url_with_query(
+            &["jobs"],
+            &[("resource", query.resource.as_deref()), ("component", query.component.as_deref())],
+        )?;
+        self.send(self.authed(Method::GET, url)).await
+    }
+
+    /// `GET /v1/jobs/{id}`.
+    pub async fn get_job(&self, id: JobId) -> Result<Job> {
+        self.get(&["jobs", &id.to_string()]).await
+    }
+
+    /// `GET /v1/jobs/{id}/log`: the Terraform output kept for the job (up
+    /// to 1 MiB; `truncated` says whether later output was dropped).
+    pub async fn get_job_log(&self, id: JobId) -> Result<JobLog> {
+        self.get(&["jobs", &id.to_string(), "log"]).await
+    }
+
     // ---- plumbing ------------------------------------------------------------
 
     /// `base` + `/v1/` + each segment, percent-encoded (so an email's `@`
@@ -379,6 +625,21 @@ impl Client {
                     )));
                 }
                 path.push(segment);
+            }
+        }
+        Ok(url)
+    }
+
+    /// [`Client::url`] plus the query pairs that have a value; no `?` when
+    /// none has.
+    fn url_with_query(&self, segments: &[&str], pairs: &[(&str, Option<&str>)]) -> Result<Url> {
+        let mut url = self.url(segments)?;
+        if pairs.iter().any(|(_, value)| value.is_some()) {
+            let mut query = url.query_pairs_mut();
+            for (name, value) in pairs {
+                if let Some(value) = value {
+                    query.append_pair(name, value);
+                }
             }
         }
         Ok(url)
@@ -543,6 +804,24 @@ mod tests {
 
         let prefixed = Client::new("https://example.com/heimdall/", "hmd_x").unwrap();
         assert_eq!(prefixed.url(&["whoami"]).unwrap().as_str(), "https://example.com/heimdall/v1/whoami");
+    }
+
+    #[test]
+    fn queries_carry_only_the_filters_given() {
+        let client = Client::new("http://127.0.0.1:7480", "hmd_x").unwrap();
+        let url = client.url_with_query(&["resources"], &[("component", None), ("status", None)]).unwrap();
+        assert_eq!(url.as_str(), "http://127.0.0.1:7480/v1/resources");
+        let url = client
+            .url_with_query(
+                &["jobs"],
+                &[("resource", Some("recibos")), ("component", Some("a b&c=d")), ("x", None)],
+            )
+            .unwrap();
+        assert_eq!(url.as_str(), "http://127.0.0.1:7480/v1/jobs?resource=recibos&component=a+b%26c%3Dd");
+        let url = client.url_with_query(&["schemas"], &[("type", Some("s3-bucket"))]).unwrap();
+        assert_eq!(url.as_str(), "http://127.0.0.1:7480/v1/schemas?type=s3-bucket");
+        let url = client.url(&["cloud-accounts", "aws dev", "links"]).unwrap();
+        assert_eq!(url.as_str(), "http://127.0.0.1:7480/v1/cloud-accounts/aws%20dev/links");
     }
 
     #[test]

@@ -1,12 +1,17 @@
 //! One module per noun. Each handler validates its arguments, calls the
 //! SDK, and prints through [`Out`].
 
+mod accounts;
 mod auth;
 mod catalog;
 mod events;
+mod jobs;
 mod members;
 mod policies;
+mod resources;
+mod schemas;
 mod tokens;
+mod wait;
 
 use std::path::PathBuf;
 
@@ -86,6 +91,10 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Component(cmd) => catalog::run(&ctx, CatalogAction::component(cmd)).await,
         Command::Policy(cmd) => policies::run(&ctx, cmd).await,
         Command::Event(cmd) => events::run(&ctx, cmd).await,
+        Command::Schema(cmd) => schemas::run(&ctx, cmd).await,
+        Command::CloudAccount(cmd) => accounts::run(&ctx, cmd).await,
+        Command::Resource(cmd) => resources::run(&ctx, cmd).await,
+        Command::Job(cmd) => jobs::run(&ctx, cmd).await,
         Command::Dev(args) => crate::dev::run(&ctx, args).await,
     }
 }
@@ -112,4 +121,34 @@ pub fn read_file_or_stdin(path: &std::path::Path) -> Result<String> {
     }
     std::fs::read_to_string(path)
         .map_err(|err| CliError::local(format!("cannot read {}: {err}", path.display())))
+}
+
+/// A JSON document from a file (or standard input for `-`), for `flag`.
+/// A missing, unreadable or invalid file is a usage error naming the flag
+/// and the file, and saying where the JSON breaks, never what it holds.
+pub fn read_json_file(flag: &str, path: &std::path::Path) -> Result<serde_json::Value> {
+    let shown =
+        if path.as_os_str() == "-" { "standard input".to_owned() } else { path.display().to_string() };
+    let text = read_file_or_stdin(path).map_err(|err| CliError::usage(format!("{flag}: {err}")))?;
+    parse_json(&text).map_err(|why| CliError::usage(format!("{flag}: {shown} {why}")))
+}
+
+/// Parses JSON; the error says how and where (line, column) it breaks,
+/// never the text around it. (Parsing into a `Value` fails only on syntax,
+/// whose messages are fixed phrases such as "expected `,` or `}`".)
+pub fn parse_json(text: &str) -> std::result::Result<serde_json::Value, String> {
+    serde_json::from_str(text).map_err(|err| format!("is not valid JSON: {err}"))
+}
+
+/// Refuses `-` for two flags of one command: standard input is read once.
+pub fn stdin_once(flags: &[(&str, Option<&std::path::Path>)]) -> Result<()> {
+    let from_stdin: Vec<&str> =
+        flags.iter().filter(|(_, p)| p.is_some_and(|p| p.as_os_str() == "-")).map(|(f, _)| *f).collect();
+    if from_stdin.len() > 1 {
+        return Err(CliError::usage(format!(
+            "only one of {} can read standard input (`-`)",
+            from_stdin.join(" and ")
+        )));
+    }
+    Ok(())
 }

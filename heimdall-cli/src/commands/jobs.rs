@@ -1,0 +1,88 @@
+//! `job list|show|log`.
+
+use heimdall_core::wire::Job;
+use heimdall_sdk::JobQuery;
+
+use super::Context;
+use crate::args::JobCommand;
+use crate::error::Result;
+use crate::output::{self, cell, optional_timestamp, timestamp, truncate};
+
+/// DESIGN §3: this header, exactly.
+const LIST_HEADERS: &[&str] = &["JOB ID", "OPERATION", "STATUS", "ATTEMPTS", "REASON", "QUEUED AT"];
+
+/// A long reason (a Terraform error) is cut in the table; `job show` and
+/// JSON have it whole.
+const REASON_WIDTH: usize = 60;
+
+pub async fn run(ctx: &Context, cmd: JobCommand) -> Result<()> {
+    let out = &ctx.out;
+    match cmd {
+        JobCommand::List { component, resource } => {
+            let jobs = ctx.client()?.list_jobs(&JobQuery { resource, component }).await?;
+            out.list(&jobs, LIST_HEADERS, |j: &Job| {
+                vec![
+                    j.id.to_string(),
+                    j.operation.to_string(),
+                    j.status.to_string(),
+                    attempts(j),
+                    truncate(&cell(j.reason.as_deref().unwrap_or_default()), REASON_WIDTH),
+                    timestamp(j.queued_at),
+                ]
+            })
+        }
+        JobCommand::Show { job } => {
+            let j = ctx.client()?.get_job(job).await?;
+            let request = &j.request;
+            out.record(
+                &j,
+                &[
+                    ("JOB ID", j.id.to_string()),
+                    ("OPERATION", j.operation.to_string()),
+                    ("STATUS", j.status.to_string()),
+                    ("ATTEMPTS", attempts(&j)),
+                    ("REASON", j.reason.clone().unwrap_or_default()),
+                    ("RESOURCE", format!("{} ({})", request.resource_name, j.resource_id)),
+                    ("REVISION", request.revision.to_string()),
+                    ("ACCOUNT", format!("{} {}", request.account.provider, request.account.id)),
+                    ("REGION", request.region.clone()),
+                    ("STATE", format!("{}/{}", request.account.state_bucket, request.state_key)),
+                    (
+                        "MODULE",
+                        request
+                            .module
+                            .as_ref()
+                            .map(|m| format!("{}@{}", m.source, m.version))
+                            .unwrap_or_default(),
+                    ),
+                    ("AGENT", j.agent.clone().unwrap_or_default()),
+                    ("QUEUED AT", timestamp(j.queued_at)),
+                    ("STARTED AT", optional_timestamp(j.started_at)),
+                    ("FINISHED AT", optional_timestamp(j.finished_at)),
+                    ("LEASE EXPIRES AT", optional_timestamp(j.lease_expires_at)),
+                ],
+            )
+        }
+        JobCommand::Log { job } => {
+            let log = ctx.client()?.get_job_log(job).await?;
+            if out.is_json() {
+                return output::json(&log);
+            }
+            // Raw, as Terraform wrote it; notes go to stderr so that
+            // `heimdall job log J > plan.txt` holds only the log.
+            out.text(&log.content)?;
+            if log.content.is_empty() {
+                eprintln!("note: job {job} has no output yet");
+            }
+            if log.truncated {
+                eprintln!("note: the log was truncated at 1 MiB; later output was dropped");
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `1/3`: attempts so far (counted when an Agent claims the job) of the most.
+fn attempts(j: &Job) -> String {
+    format!("{}/{}", j.attempts, j.max_attempts)
+}

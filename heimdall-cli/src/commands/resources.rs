@@ -1,0 +1,225 @@
+//! `resource create|list|show|update|approve|refuse|retry|delete`.
+
+use std::collections::HashMap;
+
+use heimdall_core::ids::CatalogId;
+use heimdall_core::wire::{
+    CatalogKind, ChangeResource, CreateResource, Decide, Resource, ResourceStatus, Revision,
+};
+use heimdall_sdk::{Client, ResourceQuery};
+
+use super::{parse_json, read_json_file, wait, Context};
+use crate::args::{InputArgs, ResourceCommand, WaitArgs};
+use crate::error::{CliError, Result};
+use crate::output::{self, timestamp, Out};
+
+const LIST_HEADERS: &[&str] = &["ID", "NAME", "STATUS", "REVISION", "ENVIRONMENT", "COMPONENT", "UPDATED AT"];
+const REVISION_HEADERS: &[&str] =
+    &["REVISION", "STATE", "HASH", "REQUESTED BY", "REQUESTED AT", "DECIDED BY"];
+
+pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
+    let out = &ctx.out;
+    match cmd {
+        ResourceCommand::Create { component, schema, environment, name, input, region, wait } => {
+            // The input first: a typo should not cost a round trip.
+            let input = read_input(&input)?;
+            let client = ctx.client()?;
+            let request = CreateResource { component, schema, environment, name, input, region };
+            let r = client.create_resource(&request).await?;
+            let line = format!("Resource created: {} ({})", r.name, r.id);
+            done_then_wait(&client, out, wait, r, line).await
+        }
+        ResourceCommand::List { component, environment, status } => {
+            let client = ctx.client()?;
+            let query = ResourceQuery { component, environment, status: status.map(Into::into) };
+            let resources = client.list_resources(&query).await?;
+            let names = if out.is_json() {
+                HashMap::new()
+            } else {
+                catalog_names(&client, &[CatalogKind::Environment, CatalogKind::Component]).await
+            };
+            out.list(&resources, LIST_HEADERS, |r: &Resource| {
+                vec![
+                    r.id.to_string(),
+                    r.name.clone(),
+                    r.status.to_string(),
+                    r.revision.to_string(),
+                    name_of(&names, r.environment_id),
+                    name_of(&names, r.component_id),
+                    timestamp(r.updated_at),
+                ]
+            })
+        }
+        ResourceCommand::Show { resource } => {
+            let client = ctx.client()?;
+            let detail = client.get_resource(&resource).await?;
+            if out.is_json() {
+                return output::json(&detail);
+            }
+            let r = &detail.resource;
+            // Readable names cost a request each: best effort, ids otherwise.
+            let label = |name: Option<String>, id: String| match name {
+                Some(name) => format!("{name} ({id})"),
+                None => id,
+            };
+            let component =
+                client.get_catalog_entry(CatalogKind::Component, &r.component_id.to_string()).await;
+            let environment =
+                client.get_catalog_entry(CatalogKind::Environment, &r.environment_id.to_string()).await;
+            let schema = client.get_schema(&r.schema_id.to_string()).await;
+            out.record(
+                &detail,
+                &[
+                    ("ID", r.id.to_string()),
+                    ("NAME", r.name.clone()),
+                    ("STATUS", r.status.to_string()),
+                    ("REASON", r.reason.clone().unwrap_or_default()),
+                    ("REVISION", r.revision.to_string()),
+                    ("COMPONENT", label(component.ok().map(|c| c.name), r.component_id.to_string())),
+                    ("ENVIRONMENT", label(environment.ok().map(|e| e.name), r.environment_id.to_string())),
+                    (
+                        "SCHEMA",
+                        label(
+                            schema.ok().map(|s| format!("{} version {}", s.type_name, s.version)),
+                            r.schema_id.to_string(),
+                        ),
+                    ),
+                    ("REGION", r.region.clone().unwrap_or_default()),
+                    ("CREATED BY", r.created_by.clone()),
+                    ("CREATED AT", timestamp(r.created_at)),
+                    ("UPDATED AT", timestamp(r.updated_at)),
+                ],
+            )?;
+            let outputs = output_rows(&r.outputs);
+            if !outputs.is_empty() {
+                out.section(&["OUTPUT", "VALUE"], outputs)?;
+            }
+            out.section(REVISION_HEADERS, detail.revisions.iter().map(revision_row).collect())
+        }
+        ResourceCommand::Update { resource, input, region, wait } => {
+            let input = read_input(&input)?;
+            let client = ctx.client()?;
+            let r = client.change_resource(&resource, &ChangeResource { input, region }).await?;
+            let line = format!("Resource changed: {}, revision {} ({})", r.name, r.revision, r.status);
+            done_then_wait(&client, out, wait, r, line).await
+        }
+        ResourceCommand::Approve { resource, revision, reason, wait } => {
+            let client = ctx.client()?;
+            let r = client.approve_resource(&resource, &Decide { revision, reason }).await?;
+            let line = format!("Resource approved: {}, revision {revision} ({})", r.name, r.status);
+            done_then_wait(&client, out, wait, r, line).await
+        }
+        ResourceCommand::Refuse { resource, revision, reason } => {
+            let client = ctx.client()?;
+            let r = client.refuse_resource(&resource, &Decide { revision, reason }).await?;
+            out.done(&r, &format!("Resource refused: {}, revision {revision} ({})", r.name, r.status), &[])
+        }
+        ResourceCommand::Retry { resource, wait } => {
+            let client = ctx.client()?;
+            let r = client.retry_resource(&resource).await?;
+            let line = format!("Resource retried: {}, revision {} ({})", r.name, r.revision, r.status);
+            done_then_wait(&client, out, wait, r, line).await
+        }
+        ResourceCommand::Delete { resource, wait } => {
+            let client = ctx.client()?;
+            let r = client.delete_resource(&resource).await?;
+            let line = match r.status {
+                ResourceStatus::Deleted => format!("Resource deleted: {} ({})", r.name, r.id),
+                status => format!("Resource deletion queued: {} ({}) ({status})", r.name, r.id),
+            };
+            done_then_wait(&client, out, wait, r, line).await
+        }
+    }
+}
+
+/// Prints what the API answered, then waits if asked. With `--wait` in
+/// JSON mode only the final Resource is printed.
+async fn done_then_wait(client: &Client, out: &Out, wait: WaitArgs, r: Resource, line: String) -> Result<()> {
+    if !(wait.wait && out.is_json()) {
+        let mut extra = Vec::new();
+        if r.status == ResourceStatus::PendingApproval && !wait.wait {
+            extra.push(format!(
+                "  Revision {} waits for approval by someone else: heimdall resource approve {} --revision {}",
+                r.revision, r.id, r.revision
+            ));
+        }
+        out.done(&r, &line, &extra)?;
+    }
+    if !wait.wait {
+        return Ok(());
+    }
+    let settled = wait::until_settled(client, out, r, wait.timeout).await?;
+    wait::report(out, &settled)
+}
+
+/// `--input JSON` or `--input-file FILE`; clap makes sure there is exactly one.
+fn read_input(args: &InputArgs) -> Result<serde_json::Value> {
+    match (&args.input, &args.input_file) {
+        (Some(text), _) => parse_json(text).map_err(|why| CliError::usage(format!("--input {why}"))),
+        (None, Some(path)) => read_json_file("--input-file", path),
+        (None, None) => Err(CliError::usage("give the input with --input JSON or --input-file FILE")),
+    }
+}
+
+/// Names of catalog entries, for readable columns. Best effort: on any
+/// error the table shows ids.
+async fn catalog_names(client: &Client, kinds: &[CatalogKind]) -> HashMap<CatalogId, String> {
+    let mut names = HashMap::new();
+    for kind in kinds {
+        if let Ok(entries) = client.list_catalog(*kind, None).await {
+            names.extend(entries.into_iter().map(|e| (e.id, e.name)));
+        }
+    }
+    names
+}
+
+fn name_of(names: &HashMap<CatalogId, String>, id: CatalogId) -> String {
+    names.get(&id).cloned().unwrap_or_else(|| id.to_string())
+}
+
+/// One row per output; strings as they are, anything else as JSON.
+fn output_rows(outputs: &serde_json::Value) -> Vec<Vec<String>> {
+    let show = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match outputs {
+        serde_json::Value::Object(map) => map.iter().map(|(k, v)| vec![k.clone(), show(v)]).collect(),
+        serde_json::Value::Null => Vec::new(),
+        other => vec![vec![String::new(), show(other)]],
+    }
+}
+
+fn revision_row(rev: &Revision) -> Vec<String> {
+    vec![
+        rev.number.to_string(),
+        rev.state.to_string(),
+        rev.hash.chars().take(12).collect(),
+        rev.requested_by.clone(),
+        timestamp(rev.requested_at),
+        rev.decided_by.clone().unwrap_or_default(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn outputs_are_rows() {
+        let rows = output_rows(&json!({ "arn": "arn:x", "key": "<sensitive>", "n": 3 }));
+        assert_eq!(rows, [vec!["arn", "arn:x"], vec!["key", "<sensitive>"], vec!["n", "3"]]);
+        assert!(output_rows(&json!({})).is_empty());
+        assert!(output_rows(&serde_json::Value::Null).is_empty());
+    }
+
+    #[test]
+    fn bad_inline_input_is_a_usage_error_without_the_text() {
+        let args = InputArgs { input: Some(r#"{"bucket": "s3cr3t-name""#.into()), input_file: None };
+        let err = read_input(&args).unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::exit::USAGE);
+        assert!(!err.to_string().contains("s3cr3t"), "{err}");
+        assert!(err.to_string().starts_with("--input is not valid JSON"), "{err}");
+    }
+}

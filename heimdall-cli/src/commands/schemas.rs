@@ -1,0 +1,121 @@
+//! `schema create|list|show`.
+
+use std::collections::BTreeMap;
+
+use heimdall_core::wire::{CreateSchema, ModuleRef, ResourceSchema};
+
+use super::{read_json_file, stdin_once, Context};
+use crate::args::SchemaCommand;
+use crate::error::{CliError, Result};
+use crate::output::timestamp;
+
+pub async fn run(ctx: &Context, cmd: SchemaCommand) -> Result<()> {
+    let out = &ctx.out;
+    match cmd {
+        SchemaCommand::Create {
+            type_name,
+            input_schema,
+            defaults,
+            module_source,
+            module_version,
+            requires_approval,
+        } => {
+            // Files first: a typo in a path should not cost a round trip.
+            stdin_once(&[("--input-schema", Some(&input_schema)), ("--defaults", defaults.as_deref())])?;
+            let input_schema_json = read_json_file("--input-schema", &input_schema)?;
+            if !input_schema_json.is_object() {
+                return Err(CliError::usage(format!(
+                    "--input-schema: {} must hold a JSON object (a JSON Schema)",
+                    input_schema.display()
+                )));
+            }
+            let defaults = defaults.map(|path| read_defaults(&path)).transpose()?;
+            // clap makes the two module flags go together.
+            let module = match (module_source, module_version) {
+                (Some(source), Some(version)) => Some(ModuleRef { source, version }),
+                _ => None,
+            };
+            let request = CreateSchema {
+                type_name,
+                input_schema: input_schema_json,
+                defaults,
+                module,
+                requires_approval,
+            };
+            let schema = ctx.client()?.create_schema(&request).await?;
+            out.done(
+                &schema,
+                &format!("Schema created: {} version {} ({})", schema.type_name, schema.version, schema.id),
+                &[],
+            )
+        }
+        SchemaCommand::List { type_name } => {
+            let schemas = ctx.client()?.list_schemas(type_name.as_deref()).await?;
+            out.list(
+                &schemas,
+                &["ID", "TYPE", "VERSION", "APPROVAL", "MODULE", "CREATED BY", "CREATED AT"],
+                |s: &ResourceSchema| {
+                    vec![
+                        s.id.to_string(),
+                        s.type_name.clone(),
+                        s.version.to_string(),
+                        approval(s).to_owned(),
+                        module_label(s),
+                        s.created_by.clone(),
+                        timestamp(s.created_at),
+                    ]
+                },
+            )
+        }
+        SchemaCommand::Show { schema } => {
+            let s = ctx.client()?.get_schema(&schema).await?;
+            let environments: Vec<&str> = s.defaults.keys().map(String::as_str).collect();
+            out.record(
+                &s,
+                &[
+                    ("ID", s.id.to_string()),
+                    ("TYPE", s.type_name.clone()),
+                    ("VERSION", s.version.to_string()),
+                    ("APPROVAL", approval(&s).to_owned()),
+                    ("MODULE", module_label(&s)),
+                    ("DEFAULTS FOR", environments.join(", ")),
+                    ("CREATED BY", s.created_by.clone()),
+                    ("CREATED AT", timestamp(s.created_at)),
+                ],
+            )?;
+            let mut text = format!("\nInput schema:\n{}\n", pretty(&s.input_schema));
+            for (environment, defaults) in &s.defaults {
+                text.push_str(&format!("\nDefaults for {environment}:\n{}\n", pretty(defaults)));
+            }
+            out.text(&text)
+        }
+    }
+}
+
+/// `--defaults`: `{"<environment>": {…}}`.
+fn read_defaults(path: &std::path::Path) -> Result<BTreeMap<String, serde_json::Value>> {
+    let value = read_json_file("--defaults", path)?;
+    match value {
+        serde_json::Value::Object(map) => Ok(map.into_iter().collect()),
+        _ => Err(CliError::usage(format!(
+            "--defaults: {} must hold a JSON object {{\"<environment>\": {{…}}}}",
+            path.display()
+        ))),
+    }
+}
+
+fn approval(s: &ResourceSchema) -> &'static str {
+    if s.requires_approval {
+        "required"
+    } else {
+        "none"
+    }
+}
+
+fn module_label(s: &ResourceSchema) -> String {
+    s.module.as_ref().map(|m| format!("{}@{}", m.source, m.version)).unwrap_or_default()
+}
+
+fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}

@@ -1,0 +1,200 @@
+//! `--wait`: poll a Resource until it settles, with a spinner on a
+//! terminal, then say how it ended.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use heimdall_core::wire::{Resource, ResourceStatus};
+use heimdall_sdk::Client;
+
+use crate::error::{CliError, Result};
+use crate::output::{self, Out};
+
+/// First pause between polls; each pause is 1.5 times the last, up to [`MAX_POLL`].
+const FIRST_POLL: Duration = Duration::from_millis(500);
+const MAX_POLL: Duration = Duration::from_secs(2);
+/// How often the spinner moves.
+const FRAME: Duration = Duration::from_millis(100);
+const FRAMES: &[char] = &['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// Work is still going on: an Agent has (or will have) a job for it.
+/// Everything else, `pending_approval` included, is where a wait ends.
+pub fn in_progress(status: ResourceStatus) -> bool {
+    matches!(status, ResourceStatus::Queued | ResourceStatus::Applying | ResourceStatus::Deleting)
+}
+
+/// Polls `GET /v1/resources/{id}` until the Resource is no longer in
+/// progress, or `timeout` passes (an error, exit 1). A request that gets no
+/// answer (the API restarting) is retried until then; an answer that is an
+/// error ends the wait.
+pub async fn until_settled(
+    client: &Client,
+    out: &Out,
+    start: Resource,
+    timeout: Duration,
+) -> Result<Resource> {
+    if !in_progress(start.status) {
+        return Ok(start);
+    }
+    let began = Instant::now();
+    let deadline = began + timeout;
+    let id = start.id.to_string();
+    let mut progress = Progress::new(!out.is_json() && std::io::stderr().is_terminal());
+    let mut last = start;
+    let mut note = String::new();
+    let mut pause = FIRST_POLL;
+    let line = |last: &Resource, note: &str| {
+        format!("{}: {}{note} ({}s)", last.name, progress_label(last.status), began.elapsed().as_secs())
+    };
+    loop {
+        progress.show(&line(&last, &note));
+        let now = Instant::now();
+        if now >= deadline {
+            progress.clear();
+            return Err(CliError::local(format!(
+                "timed out after {} waiting for Resource {}: it is still {}; its job goes on \
+                 (see `heimdall job list --resource {}`)",
+                human(timeout),
+                last.name,
+                last.status,
+                last.id
+            )));
+        }
+        let until = (now + pause).min(deadline);
+        while Instant::now() < until {
+            tokio::time::sleep(FRAME.min(until.saturating_duration_since(Instant::now()))).await;
+            progress.show(&line(&last, &note));
+        }
+        pause = (pause * 3 / 2).min(MAX_POLL);
+        // A slow answer must not carry the wait past its deadline.
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(answer) = tokio::time::timeout(left, client.get_resource(&id)).await else {
+            continue;
+        };
+        match answer {
+            Ok(detail) => {
+                note.clear();
+                last = detail.resource;
+                if !in_progress(last.status) {
+                    progress.clear();
+                    return Ok(last);
+                }
+            }
+            Err(heimdall_sdk::Error::Transport(_)) => note = ", API unreachable, retrying".to_owned(),
+            Err(err) => {
+                progress.clear();
+                return Err(err.into());
+            }
+        }
+    }
+}
+
+/// What the spinner says about a status still in progress.
+fn progress_label(status: ResourceStatus) -> String {
+    match status {
+        ResourceStatus::Queued => "queued, waiting for an Agent".to_owned(),
+        status => status.to_string(),
+    }
+}
+
+/// Says how a wait ended: `✓ Resource N is provisioned …`, or the final
+/// Resource in JSON mode. A `failed` Resource is an error, `FAILED: <reason>`
+/// (exit 1), after the JSON in JSON mode.
+pub fn report(out: &Out, r: &Resource) -> Result<()> {
+    if r.status == ResourceStatus::Failed {
+        if out.is_json() {
+            output::json(r)?;
+        }
+        let reason = r.reason.as_deref().filter(|s| !s.trim().is_empty()).unwrap_or("no reason was recorded");
+        return Err(CliError::local(format!("FAILED: {reason}")));
+    }
+    let line = match r.status {
+        ResourceStatus::Provisioned => {
+            format!("Resource {} is provisioned (revision {})", r.name, r.revision)
+        }
+        ResourceStatus::PendingApproval => format!(
+            "Resource {} is pending_approval: revision {} waits for another person's approval",
+            r.name, r.revision
+        ),
+        status => format!("Resource {} is {status}", r.name),
+    };
+    out.done(r, &line, &[])
+}
+
+/// `10m`, `1h30m`, `45s`, `500ms`.
+fn human(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs == 0 {
+        return format!("{}ms", d.as_millis());
+    }
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mut text = String::new();
+    for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
+        if n > 0 {
+            text.push_str(&format!("{n}{unit}"));
+        }
+    }
+    text
+}
+
+/// One spinner line on stderr, redrawn in place; nothing when disabled.
+struct Progress {
+    enabled: bool,
+    frame: usize,
+    drawn: bool,
+}
+
+impl Progress {
+    fn new(enabled: bool) -> Self {
+        Self { enabled, frame: 0, drawn: false }
+    }
+
+    fn show(&mut self, message: &str) {
+        if !self.enabled {
+            return;
+        }
+        let frame = FRAMES[self.frame % FRAMES.len()];
+        self.frame += 1;
+        let mut stderr = std::io::stderr().lock();
+        // Progress is decoration: a failed write is not worth an error.
+        let _ = write!(stderr, "\r\x1b[2K{frame} {}", output::cell(message));
+        let _ = stderr.flush();
+        self.drawn = true;
+    }
+
+    fn clear(&mut self) {
+        if self.enabled && self.drawn {
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(stderr, "\r\x1b[2K");
+            let _ = stderr.flush();
+            self.drawn = false;
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_end_anywhere_but_queued_applying_deleting() {
+        let waiting: Vec<&str> =
+            ResourceStatus::ALL.iter().filter(|s| in_progress(**s)).map(|s| s.as_str()).collect();
+        assert_eq!(waiting, ["queued", "applying", "deleting"]);
+        assert!(!in_progress(ResourceStatus::PendingApproval));
+    }
+
+    #[test]
+    fn durations_read_like_the_flag() {
+        assert_eq!(human(Duration::from_secs(600)), "10m");
+        assert_eq!(human(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(human(Duration::from_secs(61)), "1m1s");
+        assert_eq!(human(Duration::from_millis(500)), "500ms");
+    }
+}
