@@ -21,7 +21,8 @@ async fn ensure(
     if let Some(entry) = existing.into_iter().find(|e| e.name == name) {
         return Ok(entry);
     }
-    let request = CreateCatalogEntry { name: name.to_owned(), parent_id: parent.map(|p| p.id), ..Default::default() };
+    let request =
+        CreateCatalogEntry { name: name.to_owned(), parent_id: parent.map(|p| p.id), ..Default::default() };
     match client.create_catalog_entry(kind, &request).await {
         // Someone created it between our list and our create: fine.
         Err(err) if err.code() == Some(ErrorCode::AlreadyExists) => client
@@ -37,7 +38,8 @@ async fn ensure(
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::var("HEIMDALL_API_URL").unwrap_or_else(|_| "http://127.0.0.1:7480".into());
-    let token = std::env::var("HEIMDALL_TOKEN").map_err(|_| "set HEIMDALL_TOKEN (see `heimdall token create`)")?;
+    let token =
+        std::env::var("HEIMDALL_TOKEN").map_err(|_| "set HEIMDALL_TOKEN (see `heimdall token create`)")?;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [domain, system, component] = args.as_slice() else {
         return Err("usage: catalog_tour DOMAIN SYSTEM COMPONENT".into());

@@ -138,3 +138,22 @@ async fn an_agent_killed_mid_apply_loses_nothing() {
     assert!(w.job_log(job["id"].as_str().unwrap()).await.contains("Taking over the state lock"));
     assert!(!s3_keys(&w.bucket, "heimdall/").iter().any(|k| k.ends_with(".tflock")), "the lock was released");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_the_running_job_finish_then_exits() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let mut agent = w.run_agent(&config);
+    let id = w.create("graceful", "bucket", json!({ "bucket": "graceful-bucket", "sleep_seconds": 4 })).await;
+    w.wait_for(&id, &["applying"], RUN).await;
+    let pid = agent.id().unwrap().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let status = tokio::time::timeout(Duration::from_secs(60), agent.wait()).await.expect("exits").unwrap();
+    assert!(status.success(), "{status}");
+    // It finished the job before leaving, and took no other.
+    let r = w.resource(&id).await;
+    assert_eq!(r["status"], "provisioned", "{r}");
+    let later = w.create("after", "bucket", json!({ "bucket": "after-bucket" })).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(w.resource(&later).await["status"], "queued");
+}

@@ -386,21 +386,33 @@ async fn settle_resource_status(
     reason: Option<&str>,
     at: OffsetDateTime,
 ) -> StoreResult<()> {
-    let next: Option<(String,)> = sqlx::query_as(
-        "SELECT operation FROM jobs WHERE resource_id = $1 AND status = 'queued' ORDER BY queued_at, id LIMIT 1",
+    // What the Resource is waiting on, most pressing first: a running job,
+    // then a queued one, then a change pending approval.
+    let next: Option<(String, String)> = sqlx::query_as(
+        "SELECT operation, status FROM jobs WHERE resource_id = $1 AND status IN ('running', 'queued')
+         ORDER BY CASE status WHEN 'running' THEN 0 ELSE 1 END, queued_at, id LIMIT 1",
     )
     .bind(resource.to_string())
     .fetch_optional(&mut **tx)
     .await
     .map_err(db_err)?;
-    match next {
-        Some((op,)) => {
-            let op: JobOperation = parse_enum(&op)?;
-            let queued = queue::resource_status_for(op, JobStatus::Queued).unwrap_or(status);
-            set_resource_status(tx, resource, queued, None, at).await
-        }
-        None => set_resource_status(tx, resource, status, reason, at).await,
+    if let Some((op, job_status)) = next {
+        let op: JobOperation = parse_enum(&op)?;
+        let job_status: JobStatus = parse_enum(&job_status)?;
+        let waiting = queue::resource_status_for(op, job_status).unwrap_or(status);
+        return set_resource_status(tx, resource, waiting, None, at).await;
     }
+    let pending: Option<(i64,)> = sqlx::query_as(
+        "SELECT number FROM resource_revisions WHERE resource_id = $1 AND state = 'pending_approval' LIMIT 1",
+    )
+    .bind(resource.to_string())
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    if pending.is_some() && status != ResourceStatus::Deleted {
+        return set_resource_status(tx, resource, ResourceStatus::PendingApproval, reason, at).await;
+    }
+    set_resource_status(tx, resource, status, reason, at).await
 }
 
 /// A job held under `lease` that is still running and not expired at `now`.
@@ -689,13 +701,17 @@ impl InfraStore for SqlStore {
         }
         let at = change.revision.requested_at;
         supersede_pending(&mut tx, change.resource, RevisionState::Superseded).await?;
-        cancel_queued_applies(
-            &mut tx,
-            change.resource,
-            at,
-            &format!("superseded by revision {}", change.revision.number),
-        )
-        .await?;
+        // A change that waits for approval leaves an approved apply queued:
+        // it is still what was approved, until the change is.
+        if change.job.is_some() {
+            cancel_queued_applies(
+                &mut tx,
+                change.resource,
+                at,
+                &format!("superseded by revision {}", change.revision.number),
+            )
+            .await?;
+        }
         insert_revision(&mut tx, &change.revision).await?;
         sqlx::query("UPDATE resources SET revision = $1, region = $2, status = $3, reason = NULL, updated_at = $4 WHERE id = $5")
             .bind(change.revision.number)
@@ -742,9 +758,16 @@ impl InfraStore for SqlStore {
                 d.revision
             )));
         }
-        set_resource_status(&mut tx, d.resource, d.status, None, d.decided_at).await?;
-        if let Some(job) = &d.job {
-            insert_job(&mut tx, job).await?;
+        match &d.job {
+            Some(job) => {
+                // The newest approved revision wins over an older one still queued.
+                let why = format!("superseded by revision {}", d.revision);
+                cancel_queued_applies(&mut tx, d.resource, d.decided_at, &why).await?;
+                insert_job(&mut tx, job).await?;
+                set_resource_status(&mut tx, d.resource, d.status, None, d.decided_at).await?;
+            }
+            // Refused: the Resource goes back to what its jobs say.
+            None => settle_resource_status(&mut tx, d.resource, d.status, None, d.decided_at).await?,
         }
         insert_event(&mut tx, org, event).await?;
         let resource = fetch_resource(&mut tx, org, d.resource).await?;

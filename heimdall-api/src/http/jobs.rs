@@ -38,18 +38,7 @@ async fn list(
 ) -> HttpResult<Json<Vec<Job>>> {
     state.authorize(&caller, Action::JobRead, &Target::organization(caller.org.id), None).await?;
     let resource = match q.resource {
-        Some(key) => Some(match key.parse::<ResourceId>() {
-            Ok(id) => state.store.get_resource(caller.org.id, id).await?,
-            Err(_) => {
-                let mut found = state.store.find_resources_by_name(caller.org.id, &key).await?;
-                if found.len() != 1 {
-                    return Err(
-                        ApiError::not_found("resource (by name; use the id if several share it)").into()
-                    );
-                }
-                found.remove(0)
-            }
-        }),
+        Some(key) => Some(super::resources::resolve(&state, &caller, &key).await?),
         None => None,
     };
     let mut jobs = state.store.list_jobs(caller.org.id, resource.as_ref().map(|r| r.id)).await?;

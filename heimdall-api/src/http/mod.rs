@@ -15,7 +15,7 @@ pub(crate) mod extract;
 mod jobs;
 mod members;
 mod policies;
-mod resources;
+pub(crate) mod resources;
 mod schemas;
 pub(crate) mod tokens;
 

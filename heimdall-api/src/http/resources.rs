@@ -97,7 +97,8 @@ impl Placement {
     }
 }
 
-async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Resource, ApiError> {
+/// A Resource by id, or by name among those not deleted.
+pub(crate) async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Resource, ApiError> {
     if let Ok(id) = key.parse::<ResourceId>() {
         return Ok(state.store.get_resource(caller.org.id, id).await?);
     }

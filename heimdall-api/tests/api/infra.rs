@@ -543,3 +543,75 @@ async fn bad_input_on_infra_endpoints(db: TestDatabase) {
     assert_eq!(c.get("/v1/schemas/s3-bucket", owner).await.expect(200)["version"], 2);
     assert_eq!(c.get(&format!("/v1/schemas/{}", w.schema), owner).await.expect(200)["version"], 1);
 }
+
+crate::on_every_backend!(approval_edge_cases);
+
+async fn approval_edge_cases(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let w = world(&c, owner).await;
+    let admin = c.add_member(owner, "admin@example.com", "admin").await;
+    let org = api.bootstrapped.organization.id;
+    let create = |name: &str| json!({ "component": w.component, "schema": w.approval_schema, "environment": "dev", "name": name, "input": { "bucket": format!("{name}-1") } });
+
+    // A refused change does not strand the approved revision still queued.
+    let books = id(&c.post("/v1/resources", &admin, create("books")).await.expect(201));
+    c.post(&format!("/v1/resources/{books}/approve"), owner, json!({ "revision": 1 })).await.expect(200);
+    c.call(
+        Method::PATCH,
+        &format!("/v1/resources/{books}"),
+        &admin,
+        Some(json!({ "input": { "bucket": "books-2" } })),
+    )
+    .await
+    .expect(200);
+    let refused =
+        c.post(&format!("/v1/resources/{books}/refuse"), owner, json!({ "revision": 2 })).await.expect(200);
+    assert_eq!(refused["status"], "queued", "revision 1's apply is still queued: {refused}");
+    let jobs = c.get(&format!("/v1/jobs?resource={books}"), owner).await.expect(200);
+    assert_eq!(
+        (jobs[0]["status"].as_str(), jobs[0]["request"]["revision"].as_i64()),
+        (Some("queued"), Some(1))
+    );
+
+    // A change pending approval keeps showing as pending when an earlier apply finishes.
+    let ledger = id(&c.post("/v1/resources", &admin, create("ledger")).await.expect(201));
+    c.post(&format!("/v1/resources/{ledger}/approve"), owner, json!({ "revision": 1 })).await.expect(200);
+    let now = OffsetDateTime::now_utc();
+    let mut claimed = Vec::new();
+    loop {
+        let lease = LeaseId::from_uuid(Uuid::new_v4());
+        match api.store.claim(org, "agent", lease, now).await.unwrap() {
+            Some(job) => claimed.push((job, lease)),
+            None => break,
+        }
+    }
+    let (job, lease) =
+        claimed.into_iter().find(|(j, _)| j.resource_id.to_string() == ledger).expect("ledger's apply");
+    c.call(
+        Method::PATCH,
+        &format!("/v1/resources/{ledger}"),
+        owner,
+        Some(json!({ "input": { "bucket": "ledger-2" } })),
+    )
+    .await
+    .expect(200);
+    api.store.finish(job.id, lease, JobOutcome::Completed { outputs: json!({}) }, now).await.unwrap();
+    let r = c.get(&format!("/v1/resources/{ledger}"), owner).await.expect(200);
+    assert_eq!(
+        (r["resource"]["revision"].as_i64(), r["resource"]["status"].as_str()),
+        (Some(2), Some("pending_approval")),
+        "{r}"
+    );
+    let listed = c.get("/v1/resources?status=pending_approval", owner).await.expect(200);
+    assert!(listed.as_array().unwrap().iter().any(|x| x["id"] == ledger));
+
+    // Jobs by name skip deleted Resources that shared the name.
+    let body = |bucket: &str| json!({ "component": w.component, "schema": w.schema, "environment": "dev", "name": "scratch", "input": { "bucket": bucket } });
+    let first = id(&c.post("/v1/resources", owner, body("scratch-1")).await.expect(201));
+    c.call(Method::DELETE, &format!("/v1/resources/{first}"), owner, None).await.expect(200);
+    let second = id(&c.post("/v1/resources", owner, body("scratch-2")).await.expect(201));
+    let jobs = c.get("/v1/jobs?resource=scratch", owner).await.expect(200);
+    assert_eq!(jobs[0]["resource_id"], second);
+}
