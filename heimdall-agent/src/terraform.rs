@@ -253,14 +253,25 @@ pub fn redact_outputs(json: &[u8]) -> Result<serde_json::Value, String> {
     Ok(serde_json::Value::Object(out))
 }
 
-/// Runs one terraform command in `dir`, sending each output line to `log`.
-/// Returns (success, captured stdout, captured stderr tail).
+/// What to do with a command's standard output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stdout {
+    /// Send each line to the job log.
+    Log,
+    /// Terraform's machine-readable UI (`-json`): log each message's
+    /// human text, keep the `outputs` message, and turn error diagnostics
+    /// into `Error:` lines for the failure reason.
+    JsonUi,
+}
+
+/// Runs one terraform command in `dir`, sending its output to `log`.
+/// Returns (success, the `outputs` message if any, stderr tail + errors).
 pub async fn run(
     terraform: &Path,
     dir: &Path,
     args: &[&str],
     log: &mpsc::UnboundedSender<String>,
-    capture_stdout: bool,
+    mode: Stdout,
 ) -> Result<(bool, Vec<u8>, String), String> {
     let _ = log.send(format!("$ terraform {}\n", args.join(" ")));
     let mut child = Command::new(terraform)
@@ -292,19 +303,38 @@ pub async fn run(
         tail
     });
     let mut captured = Vec::new();
-    if capture_stdout {
-        use tokio::io::AsyncReadExt;
-        let mut stdout = stdout;
-        stdout.read_to_end(&mut captured).await.map_err(|e| e.to_string())?;
-    } else {
-        let mut lines = BufReader::new(stdout).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
+    let mut errors = String::new();
+    let mut lines = BufReader::new(stdout).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if mode == Stdout::Log {
             let _ = log.send(format!("{line}\n"));
+            continue;
+        }
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else {
+            let _ = log.send(format!("{line}\n"));
+            continue;
+        };
+        if let Some(text) = message["@message"].as_str() {
+            let _ = log.send(format!("{text}\n"));
+        }
+        match message["type"].as_str() {
+            Some("outputs") => captured = message["outputs"].to_string().into_bytes(),
+            Some("diagnostic") if message["diagnostic"]["severity"] == "error" => {
+                let d = &message["diagnostic"];
+                let detail = d["detail"].as_str().unwrap_or_default();
+                let _ = log.send(format!("{detail}\n"));
+                errors.push_str(&format!(
+                    "Error: {}\n\n{}\n",
+                    d["summary"].as_str().unwrap_or("error"),
+                    detail
+                ));
+            }
+            _ => {}
         }
     }
     let status = child.wait().await.map_err(|e| e.to_string())?;
     let tail = err_task.await.unwrap_or_default();
-    Ok((status.success(), captured, tail))
+    Ok((status.success(), captured, format!("{tail}{errors}")))
 }
 
 /// Asks for the state lock without waiting; the refusal names the holder.
@@ -391,35 +421,35 @@ pub async fn execute(
             Err(RunFailure::failed(format!("terraform {what} failed: {}", error_summary(tail))))
         }
     };
-    let (ok, _, tail) =
-        run(tf, dir, &["init", "-input=false", "-no-color"], log, false).await.map_err(RunFailure::failed)?;
+    let (ok, _, tail) = run(tf, dir, &["init", "-input=false", "-no-color"], log, Stdout::Log)
+        .await
+        .map_err(RunFailure::failed)?;
     step(ok, &tail, "init")?;
     let outputs = module_outputs(dir).map_err(RunFailure::failed)?;
     write_outputs(dir, &outputs).map_err(RunFailure::failed)?;
     if let Some(lock) = stale_lock {
         let _ = log.send(format!("Taking over the state lock {lock} left by the previous attempt\n"));
-        let (ok, _, tail) = run(tf, dir, &["force-unlock", "-force", "-no-color", lock], log, false)
+        let (ok, _, tail) = run(tf, dir, &["force-unlock", "-force", "-no-color", lock], log, Stdout::Log)
             .await
             .map_err(RunFailure::failed)?;
         if !ok {
             let _ = log.send(format!("force-unlock did not apply ({}); continuing\n", error_summary(&tail)));
         }
     }
-    let mut plan_args =
-        vec!["plan", "-input=false", "-no-color", "-lock-timeout=10s", "-out=heimdall.tfplan"];
+    // One `apply -json`: it plans (the plan is in the log), applies, and
+    // reports the outputs — the same two Terraform runs as a bare
+    // `init && apply`, so Heimdall adds next to nothing to a job.
+    let mut apply_args = vec!["apply", "-input=false", "-auto-approve", "-lock-timeout=10s", "-json"];
     if request.operation == JobOperation::Destroy {
-        plan_args.push("-destroy");
+        apply_args.push("-destroy");
     }
-    let (ok, _, tail) = run(tf, dir, &plan_args, log, false).await.map_err(RunFailure::failed)?;
-    step(ok, &tail, "plan")?;
-    let apply =
-        run(tf, dir, &["apply", "-input=false", "-no-color", "-auto-approve", "heimdall.tfplan"], log, false);
+    let apply = run(tf, dir, &apply_args, log, Stdout::JsonUi);
     tokio::pin!(apply);
     // An apply that is still running after a moment holds the state lock
     // for a while: learn its ID (a probe is refused with the lock's info)
     // so the heartbeat can report it, and a later attempt can take over
     // exactly that lock if this Agent dies.
-    let (ok, _, tail) = tokio::select! {
+    let (ok, outputs_json, tail) = tokio::select! {
         r = &mut apply => r,
         () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {
             if let Some(id) = probe_lock(tf, dir).await {
@@ -430,13 +460,10 @@ pub async fn execute(
     }
     .map_err(RunFailure::failed)?;
     step(ok, &tail, "apply")?;
-    if request.operation == JobOperation::Destroy {
+    if request.operation == JobOperation::Destroy || outputs_json.is_empty() {
         return Ok(serde_json::json!({}));
     }
-    let (ok, json, tail) =
-        run(tf, dir, &["output", "-json", "-no-color"], log, true).await.map_err(RunFailure::failed)?;
-    step(ok, &tail, "output")?;
-    redact_outputs(&json).map_err(RunFailure::failed)
+    redact_outputs(&outputs_json).map_err(RunFailure::failed)
 }
 
 #[cfg(test)]

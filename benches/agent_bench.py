@@ -1,0 +1,169 @@
+"""Infrastructure Manager benchmark; see benches/agent.sh."""
+
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = sys.argv[1]
+ROUNDS = int(sys.argv[2])
+TF = os.path.join(REPO, ".venv/bin/terraform")
+MODULE = os.path.join(REPO, "tests/fixtures/modules/bucket")
+PG_ADMIN = os.environ.get("HEIMDALL_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+ENV = dict(os.environ, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1",
+           AWS_EC2_METADATA_DISABLED="true", CHECKPOINT_DISABLE="1",
+           TF_CLI_CONFIG_FILE=os.path.join(REPO, ".venv/terraformrc"), HEIMDALL_LOG="warn")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def moto(*args):
+    return subprocess.check_output(["bash", os.path.join(REPO, "scripts/moto.sh"), *args], text=True).strip()
+
+
+def http(method, url, token=None, body=None):
+    req = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode())
+    req.add_header("content-type", "application/json")
+    if token:
+        req.add_header("authorization", "Bearer " + token)
+    with urllib.request.urlopen(req) as resp:
+        text = resp.read()
+        return json.loads(text) if text else None
+
+
+def parse_time(s):
+    # RFC 3339 with up to nanoseconds → seconds since the epoch.
+    from datetime import datetime
+    head, _, frac = s.rstrip("Z").partition(".")
+    base = datetime.fromisoformat(head + "+00:00").timestamp()
+    return base + (float("0." + frac) if frac else 0.0)
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="heimdall-bench-")
+    db = "heimdall_bench_" + uuid.uuid4().hex[:12]
+    subprocess.check_call(["psql", PG_ADMIN, "-qc", f"CREATE DATABASE {db}"])
+    db_url = PG_ADMIN.rsplit("/", 1)[0] + "/" + db
+    procs = []
+    try:
+        moto_url = moto("start")
+        bucket = "bench-" + uuid.uuid4().hex[:10]
+        moto("bucket", bucket)
+        boot = json.loads(subprocess.check_output(
+            [f"{BIN}/heimdall-api", "bootstrap", "--database-url", db_url, "--org", "bench", "--owner", "b@example.com",
+             "--output", "json"], env=ENV))
+        token = boot["token"]
+        port, agent_port = free_port(), free_port()
+        api = f"http://127.0.0.1:{port}"
+        procs.append(subprocess.Popen(
+            [f"{BIN}/heimdall-api", "serve", "--database-url", db_url, "--listen", f"127.0.0.1:{port}",
+             "--agent-listen", f"127.0.0.1:{agent_port}", "--ca-dir", os.path.join(work, "ca")], env=ENV))
+        for _ in range(100):
+            try:
+                http("GET", api + "/v1/health")
+                break
+            except OSError:
+                time.sleep(0.05)
+        d = http("POST", api + "/v1/domains", token, {"name": "d"})
+        s = http("POST", api + "/v1/systems", token, {"name": "s", "parent_id": d["id"]})
+        http("POST", api + "/v1/components", token, {"name": "c", "parent_id": s["id"]})
+        http("POST", api + "/v1/environments", token, {"name": "dev"})
+        http("POST", api + "/v1/schemas", token, {"type": "bucket", "input_schema": {"type": "object"},
+                                                   "module": {"source": MODULE, "version": "1"}})
+        http("POST", api + "/v1/cloud-accounts", token, {
+            "name": "aws", "provider": "aws", "region": "us-east-1", "state_bucket": bucket,
+            "auth": {"kind": "oidc", "role_arn": "arn:aws:iam::1:role/x"}})
+        http("POST", api + "/v1/cloud-accounts/aws/links", token, {"scope": "organization", "environment": "dev"})
+        reg = http("POST", api + "/v1/agents/registrations", token, {"name": "bench"})
+        agent_dir = os.path.join(work, "agent")
+        subprocess.check_call(
+            [f"{BIN}/heimdall-agent", "enroll", "--api", api, "--token", reg["token"], "--data", agent_dir,
+             "--terraform", TF, "--allow-module", MODULE, "--s3-endpoint", moto_url, "--concurrency", "1"],
+            env=ENV, stdout=subprocess.DEVNULL)
+        procs.append(subprocess.Popen([f"{BIN}/heimdall-agent", "run", "--config", f"{agent_dir}/agent.toml"], env=ENV))
+        time.sleep(1.0)
+
+        starts, heimdall_e2e = [], []
+        for i in range(ROUNDS):
+            time.sleep(0.3)  # the Agent is idle, waiting in its long poll
+            t0 = time.monotonic()
+            r = http("POST", api + "/v1/resources", token, {
+                "component": "c", "schema": "bucket", "environment": "dev", "name": f"r{i}",
+                "input": {"bucket": f"bench-{i}"}})
+            while True:
+                res = http("GET", f"{api}/v1/resources/{r['id']}", token)["resource"]
+                if res["status"] in ("provisioned", "failed"):
+                    break
+                time.sleep(0.01)
+            heimdall_e2e.append(time.monotonic() - t0)
+            assert res["status"] == "provisioned", res
+            job = http("GET", f"{api}/v1/jobs?resource={r['id']}", token)[0]
+            starts.append(parse_time(job["started_at"]) - parse_time(job["queued_at"]))
+
+        bare = []
+        for i in range(ROUNDS):
+            d = os.path.join(work, f"bare{i}")
+            os.makedirs(d)
+            with open(os.path.join(d, "main.tf"), "w") as f:
+                f.write(f'''terraform {{
+  backend "s3" {{
+    bucket = "{bucket}"
+    key = "bare/{i}.tfstate"
+    region = "us-east-1"
+    use_lockfile = true
+    endpoints = {{ s3 = "{moto_url}" }}
+    use_path_style = true
+    skip_credentials_validation = true
+    skip_requesting_account_id = true
+    skip_metadata_api_check = true
+    skip_region_validation = true
+  }}
+}}
+module "resource" {{
+  source = "{MODULE}"
+  bucket = "bare-{i}"
+}}
+output "secret" {{
+  value = module.resource.secret
+  sensitive = true
+}}
+''')
+            t0 = time.monotonic()
+            subprocess.check_call([TF, "init", "-input=false", "-no-color"], cwd=d, env=ENV, stdout=subprocess.DEVNULL)
+            subprocess.check_call([TF, "apply", "-input=false", "-no-color", "-auto-approve"], cwd=d, env=ENV,
+                                  stdout=subprocess.DEVNULL)
+            bare.append(time.monotonic() - t0)
+
+        ms = lambda xs: statistics.median(xs) * 1000
+        print(f"rounds: {ROUNDS}")
+        print(f"create → job start on an idle Agent: median {ms(starts):.1f} ms, "
+              f"p90 {sorted(starts)[int(0.9 * (len(starts) - 1))] * 1000:.1f} ms (target < 100 ms)")
+        print(f"Heimdall end to end (create → provisioned): median {ms(heimdall_e2e):.0f} ms")
+        print(f"bare terraform init && apply:               median {ms(bare):.0f} ms")
+        print(f"ratio Heimdall / bare: {statistics.median(heimdall_e2e) / statistics.median(bare):.2f} (target ≤ 1.15)")
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        subprocess.call(["psql", PG_ADMIN, "-qc", f"DROP DATABASE IF EXISTS {db} WITH (FORCE)"])
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
