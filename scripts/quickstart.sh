@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The quickstart: builds Heimdall and runs `heimdall dev` (the API on SQLite
-# under ./.heimdall-dev). Extra arguments go to `heimdall dev`.
+# under ./.heimdall-dev, and an Agent). Extra arguments go to `heimdall dev`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/heimdall-target}"
 
 bash scripts/setup.sh >/dev/null
-cargo build --locked -p heimdall-cli -p heimdall-api
+cargo build --locked -p heimdall-cli -p heimdall-api -p heimdall-agent
 bin="${CARGO_TARGET_DIR}/debug"
 echo "Binaries are in ${bin}; for the tour in another terminal: export PATH=\"${bin}:\$PATH\""
 exec "${bin}/heimdall" dev "$@"

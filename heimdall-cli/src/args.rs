@@ -92,7 +92,10 @@ pub enum Command {
     /// Jobs that Agents run for Resources, and their logs
     #[command(subcommand)]
     Job(JobCommand),
-    /// Quickstart: run a local API on SQLite and log in to it
+    /// Agents: enroll one with a one-time token, list them, revoke one
+    #[command(subcommand)]
+    Agent(AgentCommand),
+    /// Quickstart: run a local API on SQLite and an Agent, and log in to it
     Dev(DevArgs),
 }
 
@@ -593,14 +596,48 @@ pub enum JobCommand {
     Log { job: JobId },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// One-time registration tokens, each enrolling one Agent
+    #[command(subcommand)]
+    Token(AgentTokenCommand),
+    /// List Agents (revoked ones too)
+    List,
+    /// Revoke an Agent: the API refuses its certificate from its next request on
+    Revoke {
+        /// The Agent (id, or the name of an Agent not revoked)
+        agent: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentTokenCommand {
+    /// Create a registration token (owner); printed once, with the command that enrolls the Agent
+    Create {
+        /// The Agent's name
+        #[arg(long)]
+        name: String,
+    },
+}
+
 #[derive(Debug, Args)]
+#[command(after_help = "The Agent is enrolled once, the first time: its Terraform (pinned by SHA-256) and \
+its allowed modules are then in DIR/agent/agent.toml; remove DIR/agent to enroll it again.")]
 pub struct DevArgs {
-    /// Where the database, the owner's token and the API log live
+    /// Where the database, the owner's token, the Agent, Terraform state and the logs live
     #[arg(long, value_name = "DIR", default_value = "./.heimdall-dev")]
     pub data: PathBuf,
-    /// Address for the API to listen on
+    /// Address for the API to listen on; Agents dial the port after it
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7480")]
     pub listen: SocketAddr,
+    /// The terraform executable for the Agent [env: HEIMDALL_TERRAFORM] (default:
+    /// ./.venv/bin/terraform, else terraform on PATH; none: the API runs without an Agent)
+    #[arg(long, value_name = "PATH")]
+    pub terraform: Option<PathBuf>,
+    /// A module source the Agent may run, as a glob; repeatable [default: <current directory>/**,
+    /// every local module under the directory `heimdall dev` runs in]
+    #[arg(long = "allow-module", value_name = "GLOB")]
+    pub allow_modules: Vec<String>,
 }
 
 #[cfg(test)]

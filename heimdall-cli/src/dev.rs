@@ -1,13 +1,34 @@
 //! `heimdall dev`: the quickstart. Runs `heimdall-api` on SQLite under a
 //! data directory, bootstraps an organization once, makes a `dev` profile
-//! current, and stays in the foreground until Ctrl-C or SIGTERM.
+//! current, runs an Agent enrolled with that organization, and stays in the
+//! foreground until Ctrl-C, SIGTERM or SIGHUP.
 //!
 //! Files under the data directory: `heimdall.db` (the API's database),
 //! `owner.token` (the owner's token, mode 0600, written once by the
-//! bootstrap; its presence means "already bootstrapped") and `api.log`
-//! (the API's output).
+//! bootstrap; its presence means "already bootstrapped"), `api.log` (the
+//! API's output), `ca/` (the installation CA, made by the API), `agent/`
+//! (the Agent's key, certificate and `agent.toml`, written once by
+//! `heimdall-agent enroll`; `agent/agent.toml` means "already enrolled"),
+//! `state/` (Terraform state, one file per Resource: the dev Agent uses
+//! Terraform's local backend, so no bucket is needed) and `agent.log`.
+//!
+//! The Agent channel (mTLS) listens on the port after `--listen`'s. The
+//! Agent's Terraform is `--terraform`, else `$HEIMDALL_TERRAFORM`, else
+//! `./.venv/bin/terraform` (what `scripts/install-test-tools.sh` installs
+//! in the Heimdall repository), else `terraform` on `PATH`; with none, or
+//! without the `heimdall-agent` binary, the API runs alone and the banner
+//! says that jobs stay queued and what to install. The Agent runs modules
+//! whose source matches `--allow-module` (default `<current dir>/**`: any
+//! local module under the directory `heimdall dev` runs in).
+//!
+//! The children run in their own process groups, so a Ctrl-C in the
+//! terminal reaches only `heimdall dev`, which stops them in order: the
+//! Agent first (SIGTERM: it finishes the jobs it is running, for up to
+//! 30 s), then the API.
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -18,11 +39,13 @@ use std::time::Duration;
 use heimdall_core::wire::Bootstrapped;
 use heimdall_core::{ErrorCode, Redacted};
 use heimdall_sdk::Client;
+use serde::Deserialize;
 use std::io::Write;
+use time::OffsetDateTime;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::args::DevArgs;
 use crate::commands::Context;
@@ -31,25 +54,101 @@ use crate::error::{CliError, Result};
 
 pub const DEV_PROFILE: &str = "dev";
 const API_BINARY: &str = "heimdall-api";
+const AGENT_BINARY: &str = "heimdall-agent";
 const TOKEN_FILE: &str = "owner.token";
 const LOG_FILE: &str = "api.log";
+const AGENT_LOG_FILE: &str = "agent.log";
+const AGENT_DIR: &str = "agent";
+const AGENT_CONFIG: &str = "agent.toml";
+const STATE_DIR: &str = "state";
+const CA_DIR: &str = "ca";
+/// The dev Agent's name in the organization.
+const AGENT_NAME: &str = "dev";
+const TERRAFORM_ENV: &str = "HEIMDALL_TERRAFORM";
+const REGISTRATION_TOKEN_ENV: &str = "HEIMDALL_REGISTRATION_TOKEN";
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the Agent has to reach the API before the banner says so.
+const AGENT_READY_TIMEOUT: Duration = Duration::from_secs(15);
 const GRACEFUL_STOP: Duration = Duration::from_secs(5);
+/// The Agent finishes the jobs it is running before it exits.
+const AGENT_STOP: Duration = Duration::from_secs(30);
 const TAIL_LINES: usize = 20;
+const INSTALL_TERRAFORM: &str = "run `bash scripts/install-test-tools.sh` in the Heimdall repository \
+    (it installs terraform in ./.venv), or put any terraform on PATH (or pass --terraform PATH), \
+    then restart `heimdall dev`";
 
 pub async fn run(ctx: &Context, args: DevArgs) -> Result<()> {
-    let api_binary = locate_api_binary()?;
+    // Listening from the start: a Ctrl-C during start-up stops the children
+    // too (they are in their own process groups, out of the terminal's reach).
+    let mut signals = Signals::listen()?;
+    let Running { mut api, mut agent, data } = tokio::select! {
+        running = start(ctx, &args) => running?,
+        stop = signals.recv() => {
+            // Dropping `start` killed whatever it had started.
+            return Err(CliError::local(format!("{stop} while starting; nothing is left running")));
+        }
+    };
+    wait_for_stop(&mut signals, &mut api, &mut agent).await?;
+    if let AgentState::Running { service, .. } = agent {
+        eprintln!("Stopping the Agent (it finishes the jobs it is running first)…");
+        match service.terminate(AGENT_STOP, &mut signals).await {
+            Ended::Exited => {}
+            Ended::Killed(why) => eprintln!(
+                "warning: the Agent was killed ({why}); any job it was running is retried once its \
+                 lease expires"
+            ),
+        }
+    }
+    eprintln!("Stopping the API…");
+    if let Ended::Killed(why) = api.terminate(GRACEFUL_STOP, &mut signals).await {
+        eprintln!("warning: the API was killed ({why})");
+    }
+    eprintln!("✓ Stopped. Data kept in {}.", data.display());
+    Ok(())
+}
+
+/// What `start` leaves running.
+struct Running {
+    api: Service,
+    agent: AgentState,
+    data: PathBuf,
+}
+
+async fn start(ctx: &Context, args: &DevArgs) -> Result<Running> {
+    let api_binary = locate_binary(API_BINARY).ok_or_else(|| {
+        CliError::local(format!(
+            "cannot find the `{API_BINARY}` binary next to `heimdall` or on PATH; \
+             build it with `cargo build -p heimdall-api` (it lands next to `heimdall`)"
+        ))
+    })?;
     let config_dir = ctx.config_dir()?;
+    let cwd = std::env::current_dir()
+        .map_err(|err| CliError::local(format!("cannot tell the current directory: {err}")))?;
     let data = prepare_data_dir(&args.data)?;
     let database_url = format!("sqlite://{}", data.join("heimdall.db").display());
-    ensure_port_free(args.listen)?;
+    let agent_listen = agent_listen_addr(args.listen)?;
+    ensure_port_free(args.listen, "--listen")?;
+    ensure_port_free(agent_listen, "the Agent channel, on the port after --listen's")?;
+    // Before anything runs: a wrong --terraform is a usage error.
+    let plan = plan_agent(args, &data, &cwd)?;
 
     let token = ensure_bootstrapped(&api_binary, &data, &database_url).await?;
 
     let log_path = data.join(LOG_FILE);
-    let mut api = Api::spawn(&api_binary, &database_url, args.listen, &log_path).await?;
+    let agent_url = format!("https://{}", client_addr(agent_listen));
+    let mut command = Command::new(&api_binary);
+    command
+        .args(["serve", "--database-url", &database_url, "--listen", &args.listen.to_string()])
+        .args(["--agent-listen", &agent_listen.to_string(), "--agent-public-url", &agent_url])
+        .arg("--ca-dir")
+        .arg(data.join(CA_DIR));
+    if agent_listen.ip().is_unspecified() {
+        // The URL Agents dial names loopback: the certificate must too.
+        command.args(["--agent-tls-name", &client_addr(agent_listen).ip().to_string()]);
+    }
+    let mut api = Service::spawn(API_BINARY, command, &log_path)?;
     let api_url = format!("http://{}", client_addr(args.listen));
-    api.wait_until_healthy(&api_url).await?;
+    wait_until_healthy(&mut api, &api_url).await?;
 
     let client = Client::new(&api_url, token.expose().as_str())?;
     let me = match client.whoami().await {
@@ -70,20 +169,25 @@ pub async fn run(ctx: &Context, args: DevArgs) -> Result<()> {
     config.current_profile = Some(DEV_PROFILE.to_owned());
     let config_path = config.save(&config_dir)?;
 
+    let agent = start_agent(plan, &client, &api_url, &agent_url, &data, &cwd).await;
+
     if ctx.out.is_json() {
         crate::output::json(&serde_json::json!({
             "api_url": api_url,
+            "agent_api_url": agent_url,
             "data_dir": data,
             "log_file": log_path,
             "profile": DEV_PROFILE,
             "config_file": config_path,
             "organization": me.organization,
             "member": me.member,
+            "agent": agent.describe(&data),
         }))?;
     } else {
         let text = format!(
             "✓ Heimdall API running at {api_url} (SQLite in {data})\n\
              ✓ Profile \"{DEV_PROFILE}\" is current: {email}, {role} of organization {org}\n\
+             {agent_status}\
              \n\
              Try, in another terminal:\n\
              \x20 heimdall whoami\n\
@@ -93,23 +197,71 @@ pub async fn run(ctx: &Context, args: DevArgs) -> Result<()> {
              \x20 heimdall environment create prod\n\
              \x20 heimdall member add ana@example.com --role admin\n\
              \x20 heimdall event list\n\
+             {infra}\
              \n\
              API log: {log}\n\
+             {agent_log}\
              Press Ctrl-C to stop (the data stays; run `heimdall dev` again to carry on).\n",
             data = data.display(),
             email = me.member.email,
             role = me.member.role,
             org = me.organization.name,
+            agent_status = agent.banner(&data),
+            infra = if agent.is_running() { infra_tour(&cwd, &data) } else { String::new() },
             log = log_path.display(),
+            agent_log = if agent.is_running() || data.join(AGENT_LOG_FILE).exists() {
+                format!("Agent log: {}\n", data.join(AGENT_LOG_FILE).display())
+            } else {
+                String::new()
+            },
         );
         write_stdout(&text)?;
     }
+    Ok(Running { api, agent, data })
+}
 
-    let stop = api.wait_for_stop().await?;
-    eprintln!("Stopping the API…");
-    api.stop(stop).await;
-    eprintln!("✓ Stopped. Data kept in {}.", data.display());
-    Ok(())
+/// The Resource half of the banner's "Try": the Agent needs a cloud account
+/// linked for the environment even though, in dev, it keeps state on disk.
+/// Uses the repository's example schema and offline module when `heimdall
+/// dev` runs in the Heimdall repository.
+fn infra_tour(cwd: &Path, data: &Path) -> String {
+    let schema = cwd.join("examples/schemas/bucket.json");
+    let module = cwd.join("tests/fixtures/modules/bucket");
+    let (schema_line, resource_line) = if schema.is_file() && module.join("main.tf").is_file() {
+        (
+            format!(
+                "heimdall schema create --type bucket --input-schema {} --module-source {} \
+                 --module-version 1.0.0",
+                schema.display(),
+                module.display()
+            ),
+            "heimdall resource create --component api --schema bucket --environment dev --name receipts \
+             --input '{\"bucket\":\"acme-receipts\"}' --wait"
+                .to_owned(),
+        )
+    } else {
+        (
+            format!(
+                "heimdall schema create --type <type> --input-schema <schema.json> --module-source {}/<module dir> \
+                 --module-version 1.0.0",
+                cwd.display()
+            ),
+            "heimdall resource create --component api --schema <type> --environment dev --name <name> \
+             --input '<json>' --wait"
+                .to_owned(),
+        )
+    };
+    format!(
+        "\n\
+         Then a Resource, applied by the Agent (state in {state}; in dev the account's bucket and\n\
+         secret are never read, but every Resource needs an account linked for its environment):\n\
+         \x20 heimdall environment create dev\n\
+         \x20 heimdall cloud-account create local --provider aws --region us-east-1 --state-bucket local-state --auth static --secret none\n\
+         \x20 heimdall cloud-account link local --scope organization --environment dev\n\
+         \x20 {schema_line}\n\
+         \x20 {resource_line}\n",
+        state = data.join(STATE_DIR).display(),
+    )
 }
 
 fn write_stdout(text: &str) -> Result<()> {
@@ -119,25 +271,454 @@ fn write_stdout(text: &str) -> Result<()> {
     Ok(())
 }
 
-/// `heimdall-api` next to this executable (as `cargo build` lays them
-/// out), else on `PATH`.
-fn locate_api_binary() -> Result<PathBuf> {
-    let name = format!("{API_BINARY}{}", std::env::consts::EXE_SUFFIX);
+// ---- the Agent -----------------------------------------------------------------
+
+/// What to do about the Agent, decided before anything starts.
+#[derive(Debug, PartialEq, Eq)]
+enum AgentPlan {
+    /// `agent/agent.toml` exists: run it as it is.
+    Enrolled { binary: PathBuf },
+    /// First time: enroll with this Terraform and these module globs, then run.
+    Enroll { binary: PathBuf, terraform: PathBuf, modules: Vec<String> },
+    /// No Agent this time.
+    Off(Off),
+}
+
+/// Why there is no Agent, and what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Off {
+    why: String,
+    fix: String,
+}
+
+fn plan_agent(args: &DevArgs, data: &Path, cwd: &Path) -> Result<AgentPlan> {
+    let agent_dir = data.join(AGENT_DIR);
+    let config_path = agent_dir.join(AGENT_CONFIG);
+    let env_terraform = std::env::var_os(TERRAFORM_ENV).filter(|v| !v.is_empty());
+    let Some(binary) = locate_binary(AGENT_BINARY) else {
+        return Ok(AgentPlan::Off(Off {
+            why: format!("cannot find the `{AGENT_BINARY}` binary next to `heimdall` or on PATH"),
+            fix: "build it with `cargo build -p heimdall-agent` (it lands next to `heimdall`), \
+                  then restart `heimdall dev`"
+                .to_owned(),
+        }));
+    };
+    if config_path.exists() {
+        if args.terraform.is_some() || !args.allow_modules.is_empty() {
+            eprintln!(
+                "warning: --terraform and --allow-module count only when the Agent is enrolled, and it \
+                 already is: edit {} (the terraform pin is its sha256), or remove {} to enroll it again",
+                config_path.display(),
+                agent_dir.display()
+            );
+        }
+        return Ok(AgentPlan::Enrolled { binary });
+    }
+    if agent_dir.join("agent.key").exists() {
+        return Ok(AgentPlan::Off(Off {
+            why: format!(
+                "{} holds an enrollment that did not finish (no {AGENT_CONFIG})",
+                agent_dir.display()
+            ),
+            fix: format!(
+                "remove {} and restart `heimdall dev` to enroll the Agent again",
+                agent_dir.display()
+            ),
+        }));
+    }
+    let path_env = std::env::var_os("PATH");
+    let Some(terraform) = find_terraform(args.terraform.as_deref(), env_terraform, cwd, path_env)? else {
+        return Ok(AgentPlan::Off(Off {
+            why: "no terraform found (looked for --terraform, $HEIMDALL_TERRAFORM, ./.venv/bin/terraform, \
+                  then terraform on PATH)"
+                .to_owned(),
+            fix: INSTALL_TERRAFORM.to_owned(),
+        }));
+    };
+    let modules = if args.allow_modules.is_empty() {
+        vec![default_module_glob(cwd)]
+    } else {
+        args.allow_modules.clone()
+    };
+    Ok(AgentPlan::Enroll { binary, terraform, modules })
+}
+
+/// Where the Agent's Terraform comes from: the flag, else the environment
+/// variable, else `./.venv/bin/terraform`, else `terraform` on `PATH`.
+/// A path that was asked for by name and is not there is an error; finding
+/// none by looking is not.
+fn find_terraform(
+    flag: Option<&Path>,
+    env: Option<OsString>,
+    cwd: &Path,
+    path_env: Option<OsString>,
+) -> Result<Option<PathBuf>> {
+    let named =
+        flag.map(|p| (p.to_path_buf(), "--terraform")).or(env.map(|p| (PathBuf::from(p), TERRAFORM_ENV)));
+    if let Some((named, from)) = named {
+        let found = if named.components().count() > 1 {
+            Some(cwd.join(&named)).filter(|p| is_executable(p))
+        } else {
+            on_path(&named.to_string_lossy(), path_env, cwd)
+        };
+        return found
+            .map(Some)
+            .ok_or_else(|| CliError::usage(format!("{from} {}: not an executable file", named.display())));
+    }
+    let venv = cwd.join(".venv/bin/terraform");
+    if is_executable(&venv) {
+        return Ok(Some(venv));
+    }
+    Ok(on_path("terraform", path_env, cwd))
+}
+
+/// Every local module under `dir`: `<dir>/**`, with glob characters in
+/// `dir` taken literally.
+fn default_module_glob(dir: &Path) -> String {
+    let dir = dir.to_string_lossy();
+    let mut glob = String::new();
+    for c in dir.trim_end_matches('/').chars() {
+        match c {
+            '*' | '?' | '[' | ']' | '{' | '}' => {
+                glob.push('[');
+                glob.push(c);
+                glob.push(']');
+            }
+            '\\' => glob.push_str("\\\\"),
+            c => glob.push(c),
+        }
+    }
+    glob.push_str("/**");
+    glob
+}
+
+/// What `agent.toml` says, as far as `heimdall dev` cares. Read leniently:
+/// the Agent owns the format and checks it.
+#[derive(Debug, Default, Deserialize)]
+struct AgentToml {
+    #[serde(default)]
+    api_url: Option<String>,
+    #[serde(default)]
+    terraform: Option<TerraformToml>,
+    #[serde(default)]
+    modules: Option<ModulesToml>,
+}
+
+#[derive(Debug, Deserialize)]
+struct TerraformToml {
+    path: PathBuf,
+    #[serde(default)]
+    version: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ModulesToml {
+    #[serde(default)]
+    allowed_sources: Vec<String>,
+}
+
+impl AgentToml {
+    fn read(path: &Path) -> Self {
+        std::fs::read_to_string(path).ok().and_then(|text| toml::from_str(&text).ok()).unwrap_or_default()
+    }
+}
+
+/// The Agent as it is after start-up.
+enum AgentState {
+    Running { service: Box<Service>, config: PathBuf, enrolled_now: bool },
+    Off(Off),
+}
+
+impl AgentState {
+    fn is_running(&self) -> bool {
+        matches!(self, AgentState::Running { .. })
+    }
+
+    fn banner(&self, data: &Path) -> String {
+        match self {
+            AgentState::Running { config, enrolled_now, .. } => {
+                let toml = AgentToml::read(config);
+                let terraform = match &toml.terraform {
+                    Some(t) => {
+                        format!("Terraform {} ({})", t.version.as_deref().unwrap_or("?"), t.path.display())
+                    }
+                    None => "Terraform".to_owned(),
+                };
+                let modules = toml.modules.map(|m| m.allowed_sources).unwrap_or_default();
+                let modules = if modules.is_empty() { "none".to_owned() } else { modules.join(", ") };
+                format!(
+                    "✓ Agent \"{AGENT_NAME}\" {state}: {terraform}; modules allowed: {modules}\n\
+                     \x20 (state in {state_dir}; settings in {config})\n",
+                    state = if *enrolled_now { "enrolled and running" } else { "running" },
+                    state_dir = data.join(STATE_DIR).display(),
+                    config = config.display(),
+                )
+            }
+            AgentState::Off(off) => format!(
+                "! No Agent: {why}.\n\
+                 \x20 Resources can be requested, but their jobs stay queued until an Agent runs.\n\
+                 \x20 To run one: {fix}.\n",
+                why = off.why,
+                fix = off.fix,
+            ),
+        }
+    }
+
+    fn describe(&self, data: &Path) -> serde_json::Value {
+        match self {
+            AgentState::Running { config, enrolled_now, .. } => serde_json::json!({
+                "running": true,
+                "name": AGENT_NAME,
+                "enrolled_now": enrolled_now,
+                "config_file": config,
+                "log_file": data.join(AGENT_LOG_FILE),
+                "state_dir": data.join(STATE_DIR),
+            }),
+            AgentState::Off(off) => serde_json::json!({
+                "running": false,
+                "reason": off.why,
+                "fix": off.fix,
+            }),
+        }
+    }
+}
+
+/// Enrolls the Agent if it never was, runs it, and waits until it reaches
+/// the API. Nothing here stops the API from running: any trouble becomes
+/// [`AgentState::Off`] (printed in the banner) or a warning.
+async fn start_agent(
+    plan: AgentPlan,
+    client: &Client,
+    api_url: &str,
+    agent_url: &str,
+    data: &Path,
+    cwd: &Path,
+) -> AgentState {
+    let agent_dir = data.join(AGENT_DIR);
+    let config = agent_dir.join(AGENT_CONFIG);
+    let log_path = data.join(AGENT_LOG_FILE);
+    let (binary, enrolled_now) = match plan {
+        AgentPlan::Off(off) => return AgentState::Off(off),
+        AgentPlan::Enrolled { binary } => {
+            sync_agent_url(&config, agent_url);
+            (binary, false)
+        }
+        AgentPlan::Enroll { binary, terraform, modules } => {
+            let enrolled =
+                enroll(&binary, client, api_url, &agent_dir, &terraform, &modules, data, cwd).await;
+            if let Err(off) = enrolled {
+                return AgentState::Off(off);
+            }
+            (binary, true)
+        }
+    };
+    let terraform = AgentToml::read(&config).terraform.map(|t| t.path);
+    let mut command = Command::new(&binary);
+    command.args(["run", "--config"]).arg(&config);
+    terraform_env(&mut command, terraform.as_deref(), cwd);
+    let since = OffsetDateTime::now_utc() - time::Duration::milliseconds(1);
+    let mut service = match Service::spawn(AGENT_BINARY, command, &log_path) {
+        Ok(service) => service,
+        Err(err) => return AgentState::Off(Off { why: err.to_string(), fix: log_fix(&log_path) }),
+    };
+    match wait_until_connected(client, &mut service, &agent_dir, since).await {
+        Ok(true) => {}
+        Ok(false) => eprintln!(
+            "warning: the Agent has not reached the API within {}s; it keeps trying (log: {})",
+            AGENT_READY_TIMEOUT.as_secs(),
+            log_path.display()
+        ),
+        // Dropping the service kills what is left of it.
+        Err(off) => return AgentState::Off(off),
+    }
+    AgentState::Running { service: Box::new(service), config, enrolled_now }
+}
+
+fn log_fix(log_path: &Path) -> String {
+    format!("see {}, then restart `heimdall dev`", log_path.display())
+}
+
+/// `heimdall-agent enroll` with a registration token made here (passed in
+/// the environment, never on the command line), state on local disk.
+#[allow(clippy::too_many_arguments)]
+async fn enroll(
+    binary: &Path,
+    client: &Client,
+    api_url: &str,
+    agent_dir: &Path,
+    terraform: &Path,
+    modules: &[String],
+    data: &Path,
+    cwd: &Path,
+) -> std::result::Result<(), Off> {
+    let log_path = data.join(AGENT_LOG_FILE);
+    let retry = format!("remove {} if it exists, then restart `heimdall dev`", agent_dir.display());
+    let state_dir = data.join(STATE_DIR);
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&state_dir).map_err(|err| Off {
+        why: format!("cannot create {}: {err}", state_dir.display()),
+        fix: retry.clone(),
+    })?;
+    let registration = client.create_agent_registration(AGENT_NAME).await.map_err(|err| Off {
+        why: format!("cannot make its registration token: {err}"),
+        fix: log_fix(&data.join(LOG_FILE)),
+    })?;
+    let token = Redacted::new(registration.token.clone());
+    drop(registration);
+    let mut command = Command::new(binary);
+    command
+        .args(["enroll", "--api", api_url, "--data"])
+        .arg(agent_dir)
+        .arg("--terraform")
+        .arg(terraform)
+        .arg("--local-state")
+        .arg(&state_dir);
+    for glob in modules {
+        command.args(["--allow-module", glob]);
+    }
+    terraform_env(&mut command, Some(terraform), cwd);
+    let output = command
+        .env(REGISTRATION_TOKEN_ENV, token.expose())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|err| Off { why: format!("cannot run {}: {err}", binary.display()), fix: retry.clone() })?;
+    drop(token);
+    // Its output names the Agent and its files, never the token.
+    let lines: Vec<String> = [&output.stdout, &output.stderr]
+        .iter()
+        .flat_map(|bytes| String::from_utf8_lossy(bytes).lines().map(str::to_owned).collect::<Vec<_>>())
+        .collect();
+    if let Ok(mut log) = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(&log_path) {
+        for line in &lines {
+            let _ = writeln!(log, "{line}");
+        }
+    }
+    if !output.status.success() {
+        return Err(Off {
+            why: format!(
+                "`{AGENT_BINARY} enroll` failed ({}){}",
+                output.status,
+                tail_block(lines.into_iter(), Some(&log_path))
+            ),
+            fix: retry,
+        });
+    }
+    Ok(())
+}
+
+/// Terraform's environment for the Agent: no update checks, and the CLI
+/// configuration of the virtualenv the terraform comes from (the Heimdall
+/// repository's `.venv/terraformrc` keeps provider installs offline), if any.
+fn terraform_env(command: &mut Command, terraform: Option<&Path>, cwd: &Path) {
+    command.env("CHECKPOINT_DISABLE", "1");
+    let beside = terraform
+        .and_then(|t| t.parent()?.parent().map(Path::to_path_buf))
+        .filter(|venv| venv.file_name().is_some_and(|n| n == ".venv"))
+        .map(|venv| venv.join("terraformrc"));
+    let rc = beside.into_iter().chain([cwd.join(".venv/terraformrc")]).find(|rc| rc.is_file());
+    if let Some(rc) = rc {
+        command.env("TF_CLI_CONFIG_FILE", rc);
+    }
+}
+
+/// The Agent dials the URL written in its `agent.toml` at enrollment; a
+/// later `heimdall dev --listen` elsewhere moves the Agent channel, so the
+/// URL follows it.
+fn sync_agent_url(config: &Path, agent_url: &str) {
+    let Ok(text) = std::fs::read_to_string(config) else { return };
+    let Some(old) = AgentToml::read(config).api_url else { return };
+    if old == agent_url {
+        return;
+    }
+    let old_line = format!("api_url = {}", toml::Value::String(old.clone()));
+    let new_line = format!("api_url = {}", toml::Value::String(agent_url.to_owned()));
+    let updated = (text.matches(&old_line).count() == 1)
+        .then(|| text.replacen(&old_line, &new_line, 1))
+        .map(|text| write_replacing(config, text.as_bytes()));
+    match updated {
+        Some(Ok(())) => {
+            eprintln!("note: the Agent channel moved from {old} to {agent_url}; updated {}", config.display())
+        }
+        Some(Err(err)) => eprintln!("warning: cannot update {}: {err}", config.display()),
+        None => eprintln!(
+            "warning: {} says api_url = {old}, but the Agent channel is {agent_url}; edit it",
+            config.display()
+        ),
+    }
+}
+
+/// Writes a file whole: a temporary file beside it, then a rename.
+fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+    let tmp = path.with_extension("toml.tmp");
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode).open(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Until the dev Agent's first claim reaches the API (its `last_seen_at`
+/// moves past `since`): `Ok(true)`; `Ok(false)` if that takes longer than
+/// [`AGENT_READY_TIMEOUT`]. An Agent that exits, or was revoked, is `Err`.
+async fn wait_until_connected(
+    client: &Client,
+    agent: &mut Service,
+    agent_dir: &Path,
+    since: OffsetDateTime,
+) -> std::result::Result<bool, Off> {
+    let deadline = tokio::time::Instant::now() + AGENT_READY_TIMEOUT;
+    loop {
+        if let Ok(Some(status)) = agent.child.try_wait() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            return Err(Off {
+                why: agent.exited(status, "at start").to_string(),
+                fix: log_fix(&agent.log_path),
+            });
+        }
+        if let Ok(agents) = client.list_agents().await {
+            let mine: Vec<_> = agents.iter().filter(|a| a.name == AGENT_NAME).collect();
+            if mine.iter().any(|a| a.revoked_at.is_none() && a.last_seen_at.is_some_and(|at| at >= since)) {
+                return Ok(true);
+            }
+            if !mine.is_empty() && mine.iter().all(|a| a.revoked_at.is_some()) {
+                return Err(Off {
+                    why: format!("the Agent \"{AGENT_NAME}\" was revoked"),
+                    fix: format!(
+                        "remove {} and restart `heimdall dev` to enroll a new one",
+                        agent_dir.display()
+                    ),
+                });
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+// ---- processes -------------------------------------------------------------------
+
+/// `name` next to this executable (as `cargo build` lays them out), else
+/// on `PATH`.
+fn locate_binary(name: &str) -> Option<PathBuf> {
+    let name = format!("{name}{}", std::env::consts::EXE_SUFFIX);
     let sibling = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|dir| dir.join(&name)));
     if let Some(sibling) = sibling.filter(|p| is_executable(p)) {
-        return Ok(sibling);
+        return Some(sibling);
     }
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .map(|dir| dir.join(&name))
-        .find(|p| is_executable(p));
-    on_path.ok_or_else(|| {
-        CliError::local(format!(
-            "cannot find the `{API_BINARY}` binary next to `heimdall` or on PATH; \
-             build it with `cargo build -p heimdall-api` (it lands next to `heimdall`)"
-        ))
-    })
+    let cwd = std::env::current_dir().unwrap_or_default();
+    on_path(&name, std::env::var_os("PATH"), &cwd)
+}
+
+/// The first executable `name` in the directories of `path_env`, made
+/// absolute against `cwd`.
+fn on_path(name: &str, path_env: Option<OsString>, cwd: &Path) -> Option<PathBuf> {
+    let dirs: Vec<PathBuf> = path_env.map(|path| std::env::split_paths(&path).collect()).unwrap_or_default();
+    dirs.into_iter().map(|dir| cwd.join(dir).join(name)).find(|p| is_executable(p))
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -152,17 +733,27 @@ fn prepare_data_dir(dir: &Path) -> Result<PathBuf> {
     dir.canonicalize().map_err(|err| CliError::local(format!("cannot resolve {}: {err}", dir.display())))
 }
 
-fn ensure_port_free(addr: SocketAddr) -> Result<()> {
+fn ensure_port_free(addr: SocketAddr, what: &str) -> Result<()> {
     match std::net::TcpListener::bind(addr) {
         Ok(listener) => {
             drop(listener);
             Ok(())
         }
         Err(err) if err.kind() == std::io::ErrorKind::AddrInUse => Err(CliError::local(format!(
-            "{addr} is already in use (another `heimdall dev`?); stop it, or pick another address \
-             with --listen 127.0.0.1:PORT"
+            "{addr} ({what}) is already in use (another `heimdall dev`?); stop it, or pick another \
+             address with --listen 127.0.0.1:PORT"
         ))),
-        Err(err) => Err(CliError::local(format!("cannot listen on {addr}: {err}"))),
+        Err(err) => Err(CliError::local(format!("cannot listen on {addr} ({what}): {err}"))),
+    }
+}
+
+/// The Agent channel: the port after the API's.
+fn agent_listen_addr(listen: SocketAddr) -> Result<SocketAddr> {
+    match listen.port() {
+        0 => Err(CliError::usage("--listen needs a port (the Agent channel takes the one after it)")),
+        port => port.checked_add(1).map(|next| SocketAddr::new(listen.ip(), next)).ok_or_else(|| {
+            CliError::usage("--listen's port must leave room for the Agent channel on the port after it")
+        }),
     }
 }
 
@@ -242,43 +833,121 @@ async fn ensure_bootstrapped(api_binary: &Path, data: &Path, database_url: &str)
 }
 
 /// Why the foreground wait ended.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Stop {
     Interrupt,
     Terminate,
+    Hangup,
 }
 
-/// The running `heimdall-api serve` child and the tail of its output.
-struct Api {
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Stop::Interrupt => "interrupted",
+            Stop::Terminate => "terminated",
+            Stop::Hangup => "hung up",
+        })
+    }
+}
+
+/// SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed): each stops
+/// `heimdall dev` in order.
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+    hangup: Signal,
+}
+
+impl Signals {
+    fn listen() -> Result<Self> {
+        let listen = |kind: SignalKind, name: &str| {
+            signal(kind).map_err(|err| CliError::local(format!("cannot listen for {name}: {err}")))
+        };
+        Ok(Self {
+            interrupt: listen(SignalKind::interrupt(), "Ctrl-C")?,
+            terminate: listen(SignalKind::terminate(), "SIGTERM")?,
+            hangup: listen(SignalKind::hangup(), "SIGHUP")?,
+        })
+    }
+
+    async fn recv(&mut self) -> Stop {
+        tokio::select! {
+            _ = self.interrupt.recv() => Stop::Interrupt,
+            _ = self.terminate.recv() => Stop::Terminate,
+            _ = self.hangup.recv() => Stop::Hangup,
+        }
+    }
+}
+
+/// Until a signal, or the API dying on its own (an error). The Agent dying
+/// on its own is a warning: the API carries on without it.
+async fn wait_for_stop(signals: &mut Signals, api: &mut Service, agent: &mut AgentState) -> Result<Stop> {
+    loop {
+        let agent_exit = async {
+            match agent {
+                AgentState::Running { service, .. } => service.child.wait().await,
+                AgentState::Off(_) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            stop = signals.recv() => return Ok(stop),
+            status = api.child.wait() => {
+                let status = status.map_err(|err| CliError::local(err.to_string()))?;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                return Err(api.exited(status, "unexpectedly"));
+            }
+            status = agent_exit => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if let AgentState::Running { service, .. } = agent {
+                    let why = match status {
+                        Ok(status) => service.exited(status, "unexpectedly").to_string(),
+                        Err(err) => format!("{AGENT_BINARY}: {err}"),
+                    };
+                    eprintln!("warning: {why}\nJobs stay queued until `heimdall dev` restarts.");
+                    *agent = AgentState::Off(Off { why, fix: log_fix(&service.log_path) });
+                }
+            }
+        }
+    }
+}
+
+/// How a child ended when asked to stop.
+#[derive(Debug)]
+enum Ended {
+    Exited,
+    Killed(String),
+}
+
+/// A child process (the API or the Agent), its output copied to a log
+/// file, and the tail of that output kept for error messages.
+struct Service {
+    name: &'static str,
     child: Child,
     tail: Arc<Mutex<VecDeque<String>>>,
     log_path: PathBuf,
 }
 
-impl Api {
-    async fn spawn(
-        api_binary: &Path,
-        database_url: &str,
-        listen: SocketAddr,
-        log_path: &Path,
-    ) -> Result<Self> {
+impl Service {
+    /// Starts `command` in its own process group (a terminal's Ctrl-C
+    /// reaches only `heimdall dev`, which stops the children in order),
+    /// appending its output to `log_path`.
+    fn spawn(name: &'static str, mut command: Command, log_path: &Path) -> Result<Self> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .mode(0o600)
             .open(log_path)
             .map_err(|err| CliError::local(format!("cannot open {}: {err}", log_path.display())))?;
-        let listen = listen.to_string();
-        let mut child = Command::new(api_binary)
-            .args(["serve", "--database-url", database_url, "--listen", &listen])
-            // Plain text in api.log, not terminal colours.
+        let mut child = command
+            // Plain text in the log, not terminal colours.
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
-            .map_err(|err| CliError::local(format!("cannot start {}: {err}", api_binary.display())))?;
+            .map_err(|err| CliError::local(format!("cannot start {name}: {err}")))?;
         let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
         let log = Arc::new(Mutex::new(log));
         if let Some(stdout) = child.stdout.take() {
@@ -287,7 +956,7 @@ impl Api {
         if let Some(stderr) = child.stderr.take() {
             tokio::spawn(pump(stderr, log, Arc::clone(&tail)));
         }
-        Ok(Self { child, tail, log_path: log_path.to_owned() })
+        Ok(Self { name, child, tail, log_path: log_path.to_owned() })
     }
 
     fn tail(&self) -> String {
@@ -296,60 +965,61 @@ impl Api {
     }
 
     fn exited(&self, status: ExitStatus, when: &str) -> CliError {
-        CliError::local(format!("{API_BINARY} exited {when} ({status}){}", self.tail()))
+        CliError::local(format!("{} exited {when} ({status}){}", self.name, self.tail()))
     }
 
-    async fn wait_until_healthy(&mut self, api_url: &str) -> Result<()> {
-        let probe = Client::unauthenticated(api_url)?;
-        let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
-        loop {
-            if let Some(status) = self.child.try_wait().map_err(|err| CliError::local(err.to_string()))? {
-                // Let the pumps catch the last lines.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                return Err(self.exited(status, "before it was ready"));
-            }
-            if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), probe.health()).await {
-                return Ok(());
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(CliError::local(format!(
-                    "{API_BINARY} did not answer {api_url}/v1/health within {}s{}",
-                    READY_TIMEOUT.as_secs(),
-                    self.tail()
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+    /// SIGTERM, then up to `grace` for it to exit; then (or at a second
+    /// signal) SIGKILL.
+    async fn terminate(mut self, grace: Duration, signals: &mut Signals) -> Ended {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return Ended::Exited;
         }
-    }
-
-    /// Until Ctrl-C, SIGTERM, or the API dying on its own (an error).
-    async fn wait_for_stop(&mut self) -> Result<Stop> {
-        let mut terminate = signal(SignalKind::terminate())
-            .map_err(|err| CliError::local(format!("cannot listen for SIGTERM: {err}")))?;
-        tokio::select! {
-            result = tokio::signal::ctrl_c() => {
-                result.map_err(|err| CliError::local(format!("cannot listen for Ctrl-C: {err}")))?;
-                Ok(Stop::Interrupt)
+        let Some(pid) = self.child.id() else { return Ended::Exited };
+        // `kill` the command: this crate has no unsafe code, so no libc::kill.
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await
+            .is_ok_and(|status| status.success());
+        let why = if sent {
+            tokio::select! {
+                exited = tokio::time::timeout(grace, self.child.wait()) => match exited {
+                    Ok(_) => return Ended::Exited,
+                    Err(_) => format!("still running {}s after SIGTERM", grace.as_secs()),
+                },
+                stop = signals.recv() => format!("{stop} again"),
             }
-            _ = terminate.recv() => Ok(Stop::Terminate),
-            status = self.child.wait() => {
-                let status = status.map_err(|err| CliError::local(err.to_string()))?;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                Err(self.exited(status, "unexpectedly"))
-            }
-        }
-    }
-
-    /// Ctrl-C in a terminal reaches the whole process group, so the API
-    /// is already shutting down: give it a moment. Otherwise, or if it
-    /// lingers, kill it.
-    async fn stop(mut self, stop: Stop) {
-        if matches!(stop, Stop::Interrupt)
-            && tokio::time::timeout(GRACEFUL_STOP, self.child.wait()).await.is_ok()
-        {
-            return;
-        }
+        } else {
+            "SIGTERM could not be sent".to_owned()
+        };
         let _ = self.child.kill().await;
+        Ended::Killed(why)
+    }
+}
+
+async fn wait_until_healthy(api: &mut Service, api_url: &str) -> Result<()> {
+    let probe = Client::unauthenticated(api_url)?;
+    let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
+    loop {
+        if let Some(status) = api.child.try_wait().map_err(|err| CliError::local(err.to_string()))? {
+            // Let the pumps catch the last lines.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            return Err(api.exited(status, "before it was ready"));
+        }
+        if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), probe.health()).await {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(CliError::local(format!(
+                "{API_BINARY} did not answer {api_url}/v1/health within {}s{}",
+                READY_TIMEOUT.as_secs(),
+                api.tail()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -403,7 +1073,7 @@ mod tests {
     fn a_taken_port_is_named() {
         let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = taken.local_addr().unwrap();
-        let err = ensure_port_free(addr).unwrap_err().to_string();
+        let err = ensure_port_free(addr, "--listen").unwrap_err().to_string();
         assert!(err.contains(&addr.to_string()) && err.contains("already in use"), "{err}");
         drop(taken);
     }
@@ -416,9 +1086,118 @@ mod tests {
     }
 
     #[test]
+    fn the_agent_channel_takes_the_next_port() {
+        let next = |addr: &str| agent_listen_addr(addr.parse().unwrap()).map(|a| a.to_string());
+        assert_eq!(next("127.0.0.1:7480").unwrap(), "127.0.0.1:7481");
+        assert_eq!(next("[::]:9000").unwrap(), "[::]:9001");
+        assert!(next("127.0.0.1:65535").is_err());
+        assert!(next("127.0.0.1:0").is_err());
+    }
+
+    #[test]
     fn tails_are_bounded() {
         let text = tail_block((0..50).map(|i| format!("line {i}")), None);
         assert!(text.contains("line 49") && !text.contains("line 29\n"), "{text}");
         assert_eq!(tail_block(std::iter::empty(), None), "; it printed nothing");
+    }
+
+    fn executable(path: &Path) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn terraform_is_looked_for_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cwd, bin) = (tmp.path().join("repo"), tmp.path().join("bin"));
+        std::fs::create_dir_all(&cwd).unwrap();
+        let path = || Some(OsString::from(bin.as_os_str()));
+        let find = |flag: Option<&str>, env: Option<&str>| {
+            find_terraform(flag.map(Path::new), env.map(OsString::from), &cwd, path())
+        };
+
+        // Nothing anywhere: none, and no error.
+        assert_eq!(find(None, None).unwrap(), None);
+        // PATH.
+        executable(&bin.join("terraform"));
+        assert_eq!(find(None, None).unwrap(), Some(bin.join("terraform")));
+        // ./.venv/bin/terraform before PATH.
+        executable(&cwd.join(".venv/bin/terraform"));
+        assert_eq!(find(None, None).unwrap(), Some(cwd.join(".venv/bin/terraform")));
+        // The environment before that, the flag before everything; relative to the current directory.
+        executable(&cwd.join("tools/tf"));
+        executable(&tmp.path().join("other/tf"));
+        let other = tmp.path().join("other/tf");
+        assert_eq!(find(None, Some("tools/tf")).unwrap(), Some(cwd.join("tools/tf")));
+        assert_eq!(find(Some(other.to_str().unwrap()), Some("tools/tf")).unwrap(), Some(other));
+        // A bare name is looked up on PATH.
+        assert_eq!(find(Some("terraform"), None).unwrap(), Some(bin.join("terraform")));
+        // Named but not there: a usage error naming where it came from.
+        let err = find(None, Some("./nope")).unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::exit::USAGE);
+        assert!(err.to_string().contains(TERRAFORM_ENV), "{err}");
+        let err = find(Some("tf-1.9"), None).unwrap_err();
+        assert!(err.to_string().starts_with("--terraform tf-1.9:"), "{err}");
+    }
+
+    #[test]
+    fn the_default_allowlist_is_everything_under_the_directory() {
+        assert_eq!(default_module_glob(Path::new("/home/ana/infra")), "/home/ana/infra/**");
+        assert_eq!(default_module_glob(Path::new("/")), "/**");
+        assert_eq!(default_module_glob(Path::new("/srv/a*b/[x]{y}")), "/srv/a[*]b/[[]x[]][{]y[}]/**");
+    }
+
+    #[test]
+    fn terraform_gets_the_cli_configuration_of_its_virtualenv() {
+        let tmp = tempfile::tempdir().unwrap();
+        let venv = tmp.path().join("repo/.venv");
+        executable(&venv.join("bin/terraform"));
+        std::fs::write(venv.join("terraformrc"), "disable_checkpoint = true\n").unwrap();
+        let env_of = |terraform: Option<&Path>, cwd: &Path| {
+            let mut command = Command::new("true");
+            terraform_env(&mut command, terraform, cwd);
+            let envs: Vec<(String, Option<String>)> = command
+                .as_std()
+                .get_envs()
+                .map(|(k, v)| (k.to_string_lossy().into_owned(), v.map(|v| v.to_string_lossy().into_owned())))
+                .collect();
+            envs
+        };
+        let rc = venv.join("terraformrc").to_string_lossy().into_owned();
+        let elsewhere = tmp.path().join("elsewhere");
+        let envs = env_of(Some(&venv.join("bin/terraform")), &elsewhere);
+        assert!(envs.contains(&("TF_CLI_CONFIG_FILE".into(), Some(rc.clone()))), "{envs:?}");
+        assert!(envs.contains(&("CHECKPOINT_DISABLE".into(), Some("1".into()))), "{envs:?}");
+        let envs = env_of(Some(Path::new("/usr/bin/terraform")), &tmp.path().join("repo"));
+        assert!(envs.contains(&("TF_CLI_CONFIG_FILE".into(), Some(rc))), "./.venv/terraformrc: {envs:?}");
+        let envs = env_of(Some(Path::new("/usr/bin/terraform")), &elsewhere);
+        assert!(!envs.iter().any(|(k, _)| k == "TF_CLI_CONFIG_FILE"), "{envs:?}");
+    }
+
+    #[test]
+    fn a_moved_agent_channel_is_written_to_agent_toml() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = tmp.path().join("agent.toml");
+        let text = "# header\napi_url = \"https://127.0.0.1:7481\"\ncert = \"/x/agent.pem\"\n";
+        std::fs::write(&config, text).unwrap();
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+        sync_agent_url(&config, "https://127.0.0.1:9001");
+        let written = std::fs::read_to_string(&config).unwrap();
+        assert_eq!(written, text.replace("7481", "9001"));
+        assert_eq!(std::fs::metadata(&config).unwrap().permissions().mode() & 0o777, 0o644);
+        sync_agent_url(&config, "https://127.0.0.1:9001");
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), written);
+    }
+
+    #[test]
+    fn without_an_agent_the_banner_says_what_to_do() {
+        let off = AgentState::Off(Off { why: "no terraform found".into(), fix: INSTALL_TERRAFORM.into() });
+        let banner = off.banner(Path::new("/data"));
+        assert!(banner.starts_with("! No Agent: no terraform found.\n"), "{banner}");
+        assert!(banner.contains("jobs stay queued"), "{banner}");
+        assert!(banner.contains("bash scripts/install-test-tools.sh"), "{banner}");
+        assert!(banner.contains("restart `heimdall dev`"), "{banner}");
+        assert_eq!(off.describe(Path::new("/data"))["running"], false);
     }
 }

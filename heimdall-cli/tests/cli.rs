@@ -343,36 +343,59 @@ async fn login_profiles_and_logout() {
     snapshot("login", &t.0, &[(&config_dir.display().to_string(), "[CONFIG_DIR]")]);
 }
 
-/// `heimdall dev` needs the `heimdall-api` binary next to `heimdall`:
-/// `cargo test --workspace` builds it (it is heimdall-api's own binary);
-/// `cargo test -p heimdall-cli` alone does not, and this test says so.
+/// `heimdall dev` needs `heimdall-api` and `heimdall-agent` next to
+/// `heimdall` (scripts/test.sh builds every binary first), and for its
+/// Agent a Terraform: the repository's `.venv/bin/terraform`, which
+/// `bash scripts/install-test-tools.sh` installs. It runs from the
+/// repository's root, so that the default module allowlist (`<cwd>/**`)
+/// covers the fixture module.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
-    let api_binary = Path::new(BIN).with_file_name("heimdall-api");
-    if !api_binary.exists() {
-        eprintln!(
-            "SKIPPED: {} is not built; run `cargo build -p heimdall-api` (or the workspace's tests) first",
-            api_binary.display()
+    for binary in ["heimdall-api", "heimdall-agent"] {
+        let path = Path::new(BIN).with_file_name(binary);
+        assert!(
+            path.exists(),
+            "{} is not built: run `cargo build --workspace --bins` first (scripts/test.sh does)",
+            path.display()
         );
-        return;
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root");
+    // Physical paths, as the current directory of `heimdall dev` is.
+    let repo = repo.canonicalize().expect("repo root");
+    let with_terraform = repo.join(".venv/bin/terraform").exists();
+    if !with_terraform {
+        eprintln!(
+            "NOTE: {} is missing (bash scripts/install-test-tools.sh): the Agent and Resource checks are skipped",
+            repo.join(".venv/bin/terraform").display()
+        );
     }
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
     let h = Heimdall { url: None, token: None, config_dir: tmp.path().join("config") };
-    let port = {
+    // Two free ports in a row: the API's and the Agent channel's.
+    let port = loop {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
+        let port = l.local_addr().expect("addr").port();
+        if port < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            break port;
+        }
     };
     let listen = format!("127.0.0.1:{port}");
+    let agent_listen = format!("127.0.0.1:{}", port + 1);
     let data_arg = data.to_str().expect("utf-8 path");
     let dev_args = ["dev", "--data", data_arg, "--listen", listen.as_str()];
+    let module = repo.join("tests/fixtures/modules/bucket");
+    let schema = repo.join("examples/schemas/bucket.json");
+    let mut resource_id = String::new();
 
     for round in 0..2 {
-        let mut child = h.command(&dev_args).spawn().expect("start heimdall dev");
+        let mut dev = h.command(&dev_args);
+        dev.current_dir(&repo).env_remove("HEIMDALL_TERRAFORM").env_remove("TF_CLI_CONFIG_FILE");
+        let mut child = dev.spawn().expect("start heimdall dev");
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
         let mut banner = String::new();
-        let ready = tokio::time::timeout(Duration::from_secs(60), async {
+        let ready = tokio::time::timeout(Duration::from_secs(90), async {
             while let Some(line) = lines.next_line().await.expect("read") {
                 banner.push_str(&line);
                 banner.push('\n');
@@ -397,6 +420,31 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
         assert!(who.stdout.contains("\"email\": \"dev@localhost\""), "{}", who.stdout);
         let token_file = data.join("owner.token");
         assert_eq!(std::fs::metadata(&token_file).expect("token file").permissions().mode() & 0o777, 0o600);
+
+        if with_terraform {
+            // Enrolled the first time only, and connected both times.
+            let expected = if round == 0 {
+                "✓ Agent \"dev\" enrolled and running"
+            } else {
+                "✓ Agent \"dev\" running"
+            };
+            assert!(banner.contains(expected), "{banner}");
+            assert!(data.join("agent/agent.toml").exists());
+            let agents = json_of(&h, &["agent", "list"]).await;
+            let agents = agents.as_array().expect("a list");
+            assert_eq!(agents.len(), 1, "{agents:?}");
+            assert_eq!(agents[0]["name"], "dev");
+            assert!(agents[0].get("revoked_at").is_none(), "active: {agents:?}");
+            assert!(agents[0]["last_seen_at"].is_string(), "it has claimed: {agents:?}");
+            let table = h.run(&["agent", "list"]).await;
+            assert_eq!(cells(&table.stdout)[1][1..3], ["dev", "active"], "{}", table.stdout);
+        } else {
+            assert!(
+                banner.contains("✓ Agent \"dev\"") || banner.contains("bash scripts/install-test-tools.sh"),
+                "{banner}"
+            );
+        }
+
         if round == 0 {
             let created = h.run(&["domain", "create", "payments"]).await;
             assert_eq!(created.code, 0, "{created:?}");
@@ -404,33 +452,128 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
             let busy = h.run(&dev_args).await;
             assert_eq!(busy.code, 1, "{busy:?}");
             assert!(busy.stderr.contains("already in use"), "{}", busy.stderr);
+            if with_terraform {
+                // The banner's Resource example, with the repository's schema and offline module.
+                assert!(banner.contains(&format!("--module-source {}", module.display())), "{banner}");
+                let world: [&[&str]; 6] = [
+                    &["system", "create", "checkout", "--domain", "payments"],
+                    &["component", "create", "api", "--system", "checkout"],
+                    &["environment", "create", "dev"],
+                    &[
+                        "cloud-account",
+                        "create",
+                        "local",
+                        "--provider",
+                        "aws",
+                        "--region",
+                        "us-east-1",
+                        "--state-bucket",
+                        "local-state",
+                        "--auth",
+                        "static",
+                        "--secret",
+                        "none",
+                    ],
+                    &["cloud-account", "link", "local", "--scope", "organization", "--environment", "dev"],
+                    &[
+                        "schema",
+                        "create",
+                        "--type",
+                        "bucket",
+                        "--input-schema",
+                        schema.to_str().expect("utf-8"),
+                        "--module-source",
+                        module.to_str().expect("utf-8"),
+                        "--module-version",
+                        "1.0.0",
+                    ],
+                ];
+                for args in world {
+                    let run = h.run(args).await;
+                    assert_eq!(run.code, 0, "{args:?}: {run:?}");
+                }
+                let create = [
+                    "resource",
+                    "create",
+                    "--component",
+                    "api",
+                    "--schema",
+                    "bucket",
+                    "--environment",
+                    "dev",
+                    "--name",
+                    "receipts",
+                    "--input",
+                    r#"{"bucket":"acme-receipts","tags":{"team":"payments"}}"#,
+                    "--wait",
+                    "--timeout",
+                    "50s",
+                ];
+                let run = h.run(&create).await;
+                let agent_log = std::fs::read_to_string(data.join("agent.log")).unwrap_or_default();
+                assert_eq!(run.code, 0, "{run:?}\nagent.log:\n{agent_log}");
+                assert!(run.stdout.ends_with("✓ Resource receipts is provisioned (revision 1)\n"), "{run:?}");
+                let shown = json_of(&h, &["resource", "show", "receipts"]).await;
+                let resource = &shown["resource"];
+                assert_eq!(resource["status"], "provisioned", "{shown}");
+                let outputs = &resource["outputs"];
+                assert_eq!(outputs["bucket"], "acme-receipts", "{shown}");
+                assert_eq!(outputs["arn"], "arn:aws:s3:::acme-receipts", "{shown}");
+                assert_eq!(outputs["tags"], json!({ "team": "payments" }), "{shown}");
+                assert_eq!(outputs["secret"], "<sensitive>", "{shown}");
+                resource_id = resource["id"].as_str().expect("id").to_owned();
+                let state = data.join("state").join(format!("{resource_id}.tfstate"));
+                let state: serde_json::Value = serde_json::from_str(
+                    &std::fs::read_to_string(&state).expect("state file under DATA/state"),
+                )
+                .expect("state is JSON");
+                assert_eq!(state["outputs"]["bucket"]["value"], "acme-receipts", "{state}");
+            }
         } else {
             // Second round: no new bootstrap, same data.
             let listed = h.run(&["domain", "list", "--output", "json"]).await;
             assert!(listed.stdout.contains("\"payments\""), "{}", listed.stdout);
+            if with_terraform {
+                // The restarted Agent runs the destroy: the state is left with no resources.
+                let run = h.run(&["resource", "delete", "receipts", "--wait", "--timeout", "50s"]).await;
+                assert_eq!(run.code, 0, "{run:?}");
+                assert!(run.stdout.ends_with("✓ Resource receipts is deleted\n"), "{run:?}");
+                let state = data.join("state").join(format!("{resource_id}.tfstate"));
+                let state: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&state).expect("state file"))
+                        .expect("JSON");
+                assert_eq!(state["resources"], json!([]), "{state}");
+            }
         }
 
         let signal = if round == 0 { "-TERM" } else { "-INT" };
         let pid = child.id().expect("pid").to_string();
         let status = std::process::Command::new("kill").args([signal, &pid]).status().expect("kill");
         assert!(status.success());
-        let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        let out = tokio::time::timeout(Duration::from_secs(45), child.wait_with_output())
             .await
-            .expect("heimdall dev stops within 20s")
+            .expect("heimdall dev stops within 45s")
             .expect("output");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{stderr}");
         assert!(stderr.contains("Stopped"), "{stderr}");
-        // The API child is gone: its port is free again.
-        let mut free = false;
-        for _ in 0..50 {
-            if std::net::TcpListener::bind(listen.as_str()).is_ok() {
-                free = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        if with_terraform {
+            assert!(stderr.contains("Stopping the Agent"), "{stderr}");
+            let log = std::fs::read_to_string(data.join("agent.log")).expect("agent.log");
+            assert!(log.trim_end().ends_with("agent stopped"), "the Agent stopped on its own:\n{log}");
         }
-        assert!(free, "the API still listens on {listen} after heimdall dev stopped");
+        // The children are gone: their ports are free again.
+        for addr in [&listen, &agent_listen] {
+            let mut free = false;
+            for _ in 0..50 {
+                if std::net::TcpListener::bind(addr.as_str()).is_ok() {
+                    free = true;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            assert!(free, "something still listens on {addr} after heimdall dev stopped");
+        }
     }
 }
 
@@ -993,4 +1136,96 @@ async fn wait_follows_the_job_to_its_end() {
         ),
         "{run:?}"
     );
+}
+
+// ---- Agents --------------------------------------------------------------------
+
+use heimdall_core::ids::{AgentId, EventId, OrgId};
+use heimdall_core::infra::Agent;
+use heimdall_core::ports::{AgentStore, NewEvent};
+use heimdall_core::token::TokenHash;
+
+/// What the API's enroll route does with a registration token, straight
+/// through the store (the route itself wants a certificate request; the
+/// Agent's own tests, and `heimdall dev` below, enroll for real).
+async fn enroll(api: &TestApi, token: &str) -> Result<Agent, heimdall_core::ports::StoreError> {
+    let now = OffsetDateTime::now_utc();
+    let id = AgentId::from_uuid(Uuid::new_v4());
+    let agent = Agent {
+        id,
+        org_id: OrgId::from_uuid(Uuid::nil()),
+        name: String::new(),
+        cert_sha256: "ab".repeat(32),
+        created_at: now,
+        created_by: "registration".into(),
+        revoked_at: None,
+        last_seen_at: None,
+    };
+    let event = NewEvent {
+        id: EventId::from_uuid(Uuid::new_v4()),
+        at: now,
+        actor: format!("agent:{id}"),
+        action: "agent.enrolled".into(),
+        target: String::new(),
+        detail: serde_json::Value::Null,
+    };
+    api.store.enroll_agent(&TokenHash::of(token), &agent, now, event).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_enroll_with_a_one_time_token_and_are_revoked() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    let mut t = Transcript::default();
+
+    t.run(&h, &["agent", "list"]).await;
+    // The token, once, and the command that uses it.
+    let created = t.run(&h, &["agent", "token", "create", "--name", "edge-1"]).await;
+    assert_eq!(created.code, 0, "{created:?}");
+    let token =
+        created.stdout.lines().find_map(|l| l.strip_prefix("Token: ")).expect("a Token: line").to_owned();
+    let command = format!(
+        "  heimdall-agent enroll --api {} --token {token} --data <dir> --allow-module '<glob>'\n",
+        api.url
+    );
+    assert!(created.stdout.contains(&command), "{}", created.stdout);
+    assert!(created.stderr.contains("shown once") && created.stderr.contains("expires at"), "{created:?}");
+    let edge_1 = enroll(&api, &token).await.expect("the printed token enrolls an Agent");
+    assert_eq!(edge_1.name, "edge-1");
+    assert!(enroll(&api, &token).await.is_err(), "a registration token enrolls one Agent only");
+
+    let created = t.run(&h, &["agent", "token", "create", "--name", "edge-2", "--output", "json"]).await;
+    let registration: serde_json::Value = serde_json::from_str(&created.stdout).expect("JSON");
+    assert_eq!(registration["name"], "edge-2");
+    assert!(registration["expires_at"].is_string(), "{registration}");
+    assert_eq!(created.stderr, "", "JSON mode: no warning on stderr");
+    let edge_2 = enroll(&api, registration["token"].as_str().expect("token")).await.expect("enroll");
+    api.store.touch_agent(edge_1.id, OffsetDateTime::now_utc()).await.expect("touch");
+
+    let listed = t.run(&h, &["agent", "list"]).await;
+    assert_eq!(cells(&listed.stdout)[1][1..3], ["edge-1", "active"], "{}", listed.stdout);
+    assert_eq!(cells(&listed.stdout)[2][1..4], ["edge-2", "active", "-"], "never seen: {}", listed.stdout);
+    t.run(&h, &["agent", "revoke", "edge-2"]).await;
+    let listed = t.run(&h, &["agent", "list"]).await;
+    assert_eq!(cells(&listed.stdout)[2][1..3], ["edge-2", "revoked"], "{}", listed.stdout);
+    // A revoked Agent's name no longer names it; its id does, and revoking again changes nothing.
+    assert_eq!(t.run(&h, &["agent", "revoke", "edge-2"]).await.code, 5);
+    let again = t.run(&h, &["agent", "revoke", &edge_2.id.to_string(), "--output", "json"]).await;
+    assert_eq!(again.code, 0, "{again:?}");
+    t.run(&h, &["agent", "list", "--output", "json"]).await;
+
+    // An admin reads Agents; only the owner enrolls and revokes; a member sees none.
+    let ana = json_of(&h, &["member", "add", "ana@example.com", "--role", "admin"]).await;
+    let ana = Heimdall::with_env(&api, ana["token"].as_str().expect("token"), tmp.path());
+    let bob = json_of(&h, &["member", "add", "bob@example.com", "--role", "member"]).await;
+    let bob = Heimdall::with_env(&api, bob["token"].as_str().expect("token"), tmp.path());
+    assert_eq!(ana.run(&["agent", "list"]).await.code, 0);
+    assert_eq!(t.run(&ana, &["agent", "token", "create", "--name", "edge-3"]).await.code, 4);
+    assert_eq!(t.run(&ana, &["agent", "revoke", "edge-1"]).await.code, 4);
+    assert_eq!(t.run(&bob, &["agent", "list"]).await.code, 4);
+    // Names follow the catalog's rules.
+    assert_eq!(t.run(&h, &["agent", "token", "create", "--name", "Edge 3"]).await.code, 7);
+
+    snapshot("agents", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
 }

@@ -53,11 +53,11 @@ pub use heimdall_core::wire;
 pub use heimdall_core::{ApiError, ErrorCode, FieldError};
 
 use wire::{
-    AccountLink, AddMember, AddedMember, AuditEvent, CatalogEntry, CatalogKind, ChangeResource, ChangeRole,
-    CloudAccount, CloudAccountDetail, CreateCatalogEntry, CreateCloudAccount, CreatePolicy, CreateResource,
-    CreateSchema, CreateToken, CreatedToken, Decide, ErrorBody, Health, Job, JobLog, LinkCloudAccount,
-    Member, Policy, Rename, Resource, ResourceDetail, ResourceSchema, ResourceStatus, Role, TokenInfo,
-    WhoAmI,
+    AccountLink, AddMember, AddedMember, Agent, AuditEvent, CatalogEntry, CatalogKind, ChangeResource,
+    ChangeRole, CloudAccount, CloudAccountDetail, CreateCatalogEntry, CreateCloudAccount, CreatePolicy,
+    CreateRegistration, CreateResource, CreateSchema, CreateToken, CreatedToken, Decide, ErrorBody, Health,
+    Job, JobLog, LinkCloudAccount, Member, Policy, Registration, Rename, Resource, ResourceDetail,
+    ResourceSchema, ResourceStatus, Role, TokenInfo, WhoAmI,
 };
 
 /// `Result` with the SDK's [`Error`].
@@ -603,6 +603,50 @@ impl Client {
     /// to 1 MiB; `truncated` says whether later output was dropped).
     pub async fn get_job_log(&self, id: JobId) -> Result<JobLog> {
         self.get(&["jobs", &id.to_string(), "log"]).await
+    }
+
+    // ---- agents ----------------------------------------------------------------
+
+    /// `POST /v1/agents/registrations` (owner): a one-time registration
+    /// token for a new Agent called `name`, shown this once. It enrolls one
+    /// Agent (`heimdall-agent enroll --token …`) before
+    /// [`Registration::expires_at`]; the Agent makes its key itself and
+    /// sends only a certificate request.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// let registration = client.create_agent_registration("edge-1").await?;
+    /// println!("enroll {} before {}", registration.name, registration.expires_at);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn create_agent_registration(&self, name: &str) -> Result<Registration> {
+        let body = CreateRegistration { name: name.to_owned() };
+        self.with_body(Method::POST, &["agents", "registrations"], &body).await
+    }
+
+    /// `GET /v1/agents` (owner, admin): every enrolled Agent, revoked ones
+    /// included (`revoked_at` set), by name.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// for agent in client.list_agents().await? {
+    ///     let status = if agent.revoked_at.is_some() { "revoked" } else { "active" };
+    ///     println!("{} {} {status} last seen {:?}", agent.id, agent.name, agent.last_seen_at);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn list_agents(&self) -> Result<Vec<Agent>> {
+        self.get(&["agents"]).await
+    }
+
+    /// `DELETE /v1/agents/{id-or-name}` (owner): revokes an Agent; its
+    /// certificate is refused from the next request on, even a claim already
+    /// waiting. A name names an Agent not yet revoked; revoking by id again
+    /// changes nothing.
+    pub async fn revoke_agent(&self, id_or_name: &str) -> Result<Agent> {
+        self.delete(&["agents", id_or_name]).await
     }
 
     // ---- plumbing ------------------------------------------------------------

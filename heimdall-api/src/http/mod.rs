@@ -18,6 +18,7 @@ mod policies;
 pub(crate) mod resources;
 mod schemas;
 pub(crate) mod tokens;
+mod values;
 
 use std::sync::Arc;
 
@@ -130,6 +131,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
     }
     app.fallback(not_found)
         .method_not_allowed_fallback(not_found)
+        .layer(axum::middleware::from_fn(move |req, next| values::refuse_values(max_body_bytes, req, next)))
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(TraceLayer::new_for_http())
         .with_state(state)

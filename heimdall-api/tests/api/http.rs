@@ -13,6 +13,7 @@ crate::on_every_backend!(
     policies_apply_from_the_next_request,
     catalog_lifecycle,
     member_removal_revokes_and_is_audited,
+    values_are_refused_everywhere,
 );
 
 struct Client {
@@ -408,4 +409,63 @@ async fn member_removal_revokes_and_is_audited(db: TestDatabase) {
     // No token ever appears in the feed.
     let all = c.get("/v1/events?limit=1000", owner).await.expect(200).to_string();
     assert!(!all.contains("hmd_"), "{all}");
+}
+
+async fn values_are_refused_everywhere(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let marker = "hunter2-MARKER";
+    let events_before = c.get("/v1/events?limit=1000", owner).await.expect(200).as_array().unwrap().len();
+    let shapes = [
+        ("/v1/domains", json!({ "name": "payments", "value": marker })),
+        ("/v1/domains", json!({ "name": "payments", "Value": marker })),
+        ("/v1/domains", json!({ "name": "payments", "SECRET_VALUE": marker })),
+        ("/v1/domains", json!({ "name": "payments", "description": "x", "extra": { "data": marker } })),
+        ("/v1/environments", json!({ "name": "prod", "tags": [{ "plainText": marker }] })),
+        (
+            "/v1/members",
+            json!({ "email": "a@example.com", "role": "member", "password": { "value": marker } }),
+        ),
+        (
+            "/v1/policies",
+            json!({ "name": "p", "text": "permit(principal, action, resource);", "payload": marker }),
+        ),
+        (
+            "/v1/schemas",
+            json!({ "type": "x", "input_schema": {}, "defaults": { "dev": { "secret-value": marker } } }),
+        ),
+        ("/v1/tokens", json!({ "name": "t", "default_value": marker })),
+    ];
+    for (path, body) in shapes {
+        let reply = c.raw(Method::POST, path, Some(owner), Some(serde_json::to_vec(&body).unwrap())).await;
+        let err = reply.expect_error(400, "VALUE_NOT_ACCEPTED");
+        assert!(!err.to_string().contains(marker), "{path}: the refusal echoed the value: {err}");
+    }
+    // PATCH bodies too.
+    let reply = c
+        .call(
+            Method::PATCH,
+            "/v1/members/owner@example.com",
+            owner,
+            Some(json!({ "role": "owner", "value": marker })),
+        )
+        .await;
+    reply.expect_error(400, "VALUE_NOT_ACCEPTED");
+    // Nothing was stored, no event was written.
+    assert!(c.get("/v1/domains", owner).await.expect(200).as_array().unwrap().is_empty());
+    assert!(c.get("/v1/environments", owner).await.expect(200).as_array().unwrap().is_empty());
+    assert!(c.get("/v1/policies", owner).await.expect(200).as_array().unwrap().is_empty());
+    assert_eq!(c.get("/v1/members", owner).await.expect(200).as_array().unwrap().len(), 1);
+    let events_after = c.get("/v1/events?limit=1000", owner).await.expect(200).as_array().unwrap().len();
+    assert_eq!(events_before, events_after);
+    // A secret's *name* in a cloud account is fine.
+    c.post(
+        "/v1/cloud-accounts",
+        owner,
+        json!({ "name": "gcp", "provider": "gcp", "region": "europe-west1", "state_bucket": "acme-state",
+                "auth": { "kind": "static", "secret": "gcp-sa-key" } }),
+    )
+    .await
+    .expect(201);
 }

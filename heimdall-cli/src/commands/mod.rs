@@ -2,6 +2,7 @@
 //! SDK, and prints through [`Out`].
 
 mod accounts;
+mod agents;
 mod auth;
 mod catalog;
 mod events;
@@ -95,6 +96,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::CloudAccount(cmd) => accounts::run(&ctx, cmd).await,
         Command::Resource(cmd) => resources::run(&ctx, cmd).await,
         Command::Job(cmd) => jobs::run(&ctx, cmd).await,
+        Command::Agent(cmd) => agents::run(&ctx, cmd).await,
         Command::Dev(args) => crate::dev::run(&ctx, args).await,
     }
 }

@@ -112,7 +112,11 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
         ResourceCommand::Refuse { resource, revision, reason } => {
             let client = ctx.client()?;
             let r = client.refuse_resource(&resource, &Decide { revision, reason }).await?;
-            out.done(&r, &format!("Resource refused: {}, revision {revision} ({})", r.name, r.status), &[])
+            // Refusing a change leaves the Resource where its jobs are (e.g.
+            // an earlier approved apply still queued): say both.
+            let line =
+                format!("Resource refused: {}, revision {revision}; the Resource is {}", r.name, r.status);
+            out.done(&r, &line, &[])
         }
         ResourceCommand::Retry { resource, wait } => {
             let client = ctx.client()?;

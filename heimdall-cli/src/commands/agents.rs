@@ -1,0 +1,95 @@
+//! `agent token create|list|revoke`: the Agents that run jobs, and the
+//! one-time tokens that enroll them.
+
+use heimdall_core::wire::Agent;
+
+use super::Context;
+use crate::args::{AgentCommand, AgentTokenCommand};
+use crate::error::Result;
+use crate::output::{self, optional_timestamp, timestamp};
+
+pub async fn run(ctx: &Context, cmd: AgentCommand) -> Result<()> {
+    let client = ctx.client()?;
+    let out = &ctx.out;
+    match cmd {
+        AgentCommand::Token(AgentTokenCommand::Create { name }) => {
+            let registration = client.create_agent_registration(&name).await?;
+            let expires_at = timestamp(registration.expires_at);
+            let api_url = client.base_url().trim_end_matches('/');
+            out.done(
+                &registration,
+                &format!("Agent registration created: {} (expires at {expires_at})", registration.name),
+                &[
+                    format!("Token: {}", registration.token),
+                    String::new(),
+                    "On the Agent's machine, enroll it with:".to_owned(),
+                    format!("  {}", enroll_command(api_url, &registration.token)),
+                    "where <dir> will hold its key and agent.toml, and each --allow-module (repeatable) is a"
+                        .to_owned(),
+                    "glob of module sources it may run, e.g. 'git::https://github.com/acme/terraform-*'."
+                        .to_owned(),
+                    "It runs `terraform` from its PATH unless you add --terraform PATH.".to_owned(),
+                ],
+            )?;
+            output::warn(
+                out,
+                &format!(
+                    "this token is shown once and enrolls one Agent until it expires at {expires_at}; \
+                     use it now or store it safely"
+                ),
+            );
+            Ok(())
+        }
+        AgentCommand::List => {
+            let agents = client.list_agents().await?;
+            out.list(&agents, &["ID", "NAME", "STATUS", "LAST SEEN", "ENROLLED AT"], |a: &Agent| {
+                vec![
+                    a.id.to_string(),
+                    a.name.clone(),
+                    status(a).to_owned(),
+                    optional_timestamp(a.last_seen_at),
+                    timestamp(a.created_at),
+                ]
+            })
+        }
+        AgentCommand::Revoke { agent } => {
+            let agent = client.revoke_agent(&agent).await?;
+            out.done(
+                &agent,
+                &format!(
+                    "Agent revoked: {} ({}); its certificate is refused from now on",
+                    agent.name, agent.id
+                ),
+                &[],
+            )
+        }
+    }
+}
+
+fn status(agent: &Agent) -> &'static str {
+    if agent.revoked_at.is_some() {
+        "revoked"
+    } else {
+        "active"
+    }
+}
+
+/// The next command, for the person who runs the Agent; `<dir>` and
+/// `<glob>` are theirs to choose.
+fn enroll_command(api_url: &str, token: &str) -> String {
+    format!("heimdall-agent enroll --api {api_url} --token {token} --data <dir> --allow-module '<glob>'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_enroll_command_names_the_api_and_the_token() {
+        assert_eq!(
+            enroll_command("https://heimdall.example.com", "hmd_abc"),
+            "heimdall-agent enroll --api https://heimdall.example.com --token hmd_abc --data <dir> \
+             --allow-module '<glob>'"
+        );
+    }
+}
