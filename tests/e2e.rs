@@ -25,6 +25,19 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
         );
     }
 
+    // The tour's Resource really was applied by the dev Agent.
+    let out = dev.sh("heimdall resource show recibos --output json");
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["resource"]["status"], "provisioned", "{shown}");
+    assert_eq!(shown["resource"]["outputs"]["secret"], "<sensitive>");
+    assert!(data.join("state").read_dir().unwrap().next().is_some(), "dev state lives under the data dir");
+
+    // The README's schema refusal, verbatim.
+    let bad = dev.sh(r#"heimdall resource create --component receipts --schema bucket --environment dev --name bad --input '{"bucket":"NO","colour":"x"}'"#);
+    assert_eq!(bad.status.code(), Some(7));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("SCHEMA_VIOLATION") && stderr.contains("/bucket (pattern)") && stderr.contains("/colour (additionalProperties)"), "{stderr}");
+
     // The README's error example, verbatim: code on stderr, exit 5.
     let missing = dev.sh("heimdall domain show billing");
     assert_eq!(missing.status.code(), Some(5));
