@@ -36,7 +36,12 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
     let bad = dev.sh(r#"heimdall resource create --component receipts --schema bucket --environment dev --name bad --input '{"bucket":"NO","colour":"x"}'"#);
     assert_eq!(bad.status.code(), Some(7));
     let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert!(stderr.contains("SCHEMA_VIOLATION") && stderr.contains("/bucket (pattern)") && stderr.contains("/colour (additionalProperties)"), "{stderr}");
+    assert!(
+        stderr.contains("SCHEMA_VIOLATION")
+            && stderr.contains("/bucket (pattern)")
+            && stderr.contains("/colour (additionalProperties)"),
+        "{stderr}"
+    );
 
     // The README's error example, verbatim: code on stderr, exit 5.
     let missing = dev.sh("heimdall domain show billing");
