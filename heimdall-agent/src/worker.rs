@@ -15,8 +15,11 @@ use crate::channel::Channel;
 use crate::config::AgentConfig;
 use crate::terraform;
 
-/// How long a claim waits at the API when nothing is queued.
-const CLAIM_WAIT: Duration = Duration::from_secs(25);
+/// How long a claim waits at the API when nothing is queued. A claim in
+/// flight is always awaited, even on shutdown (dropping it could lose a
+/// job the API already handed out), so this also bounds how long an idle
+/// Agent takes to stop.
+const CLAIM_WAIT: Duration = Duration::from_secs(10);
 
 /// Runs `config.concurrency` workers until `stop` turns true, then waits
 /// for the jobs in hand.
@@ -40,11 +43,7 @@ async fn worker(n: usize, config: Arc<AgentConfig>, channel: Channel, mut stop: 
         if *stop.borrow() {
             return;
         }
-        let claimed = tokio::select! {
-            claimed = channel.claim(CLAIM_WAIT) => claimed,
-            _ = stop.wait_for(|s| *s) => return,
-        };
-        match claimed {
+        match channel.claim(CLAIM_WAIT).await {
             Ok(Some(job)) => {
                 backoff = Duration::from_millis(500);
                 run_job(&config, &channel, job).await;

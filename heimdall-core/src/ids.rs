@@ -103,3 +103,7 @@ id_type!(
     /// A one-time Agent registration token (its id, never the token).
     RegistrationId
 );
+id_type!(
+    /// A secret (its metadata; the value lives only in Agents).
+    SecretId
+);

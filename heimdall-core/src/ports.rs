@@ -342,8 +342,8 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
 }
 
 /// Everything the API needs from storage.
-pub trait Store: MetadataStore + InfraStore + JobQueue + AgentStore {}
-impl<T: MetadataStore + InfraStore + JobQueue + AgentStore> Store for T {}
+pub trait Store: MetadataStore + InfraStore + JobQueue + AgentStore + SecretStore {}
+impl<T: MetadataStore + InfraStore + JobQueue + AgentStore + SecretStore> Store for T {}
 
 // ---- Agents -------------------------------------------------------------------
 
@@ -380,4 +380,22 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
     async fn get_agent(&self, id: AgentId) -> StoreResult<Agent>;
     async fn revoke_agent(&self, org: OrgId, id: AgentId, event: NewEvent) -> StoreResult<Agent>;
     async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()>;
+}
+
+// ---- Secret Manager (metadata) -------------------------------------------------
+
+use crate::ids::SecretId;
+use crate::secrets::{Assignment, Secret, SecretVersion};
+
+#[async_trait]
+pub trait SecretStore: Send + Sync + std::fmt::Debug {
+    async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
+    async fn list_secrets(&self, org: OrgId) -> StoreResult<Vec<Secret>>;
+    async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret>;
+    async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>>;
+    /// Replaces the secret's metadata (type, description, tags, components).
+    async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
+    async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>>;
+    async fn assign_agent(&self, org: OrgId, assignment: &Assignment, event: NewEvent) -> StoreResult<()>;
+    async fn list_assignments(&self, org: OrgId, environment: CatalogId) -> StoreResult<Vec<Assignment>>;
 }

@@ -358,3 +358,56 @@ pub struct FinishJob {
     pub lease: crate::ids::LeaseId,
     pub outcome: FinishOutcome,
 }
+
+// ---- Secret Manager (metadata only: the API never receives a value) ----------
+//
+// `POST/GET /v1/secrets`, `GET/PATCH /v1/secrets/{name}`;
+// `POST/GET /v1/environments/{env}/agents` (assign an Agent to hold an
+// environment's values; owner only).
+
+pub use crate::secrets::{Assignment, Secret, SecretVersion};
+
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSecret {
+    pub name: String,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub secret_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<std::collections::BTreeMap<String, String>>,
+    /// Component ids or names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub components: Option<Vec<String>>,
+    /// Only the creator reaches a personal secret.
+    #[serde(default)]
+    pub personal: bool,
+}
+
+/// Fields left out are unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateSecret {
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub secret_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub components: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretDetail {
+    pub secret: Secret,
+    pub versions: Vec<SecretVersion>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AssignAgent {
+    /// Agent id or name.
+    pub agent: String,
+}

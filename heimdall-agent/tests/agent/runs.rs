@@ -152,7 +152,8 @@ async fn sigterm_lets_the_running_job_finish_then_exits() {
     assert!(status.success(), "{status}");
     // It finished the job before leaving, and took no other.
     let r = w.resource(&id).await;
-    assert_eq!(r["status"], "provisioned", "{r}");
+    let log = std::fs::read_to_string(config.with_extension("log")).unwrap_or_default();
+    assert_eq!(r["status"], "provisioned", "{r}\nagent log:\n{log}");
     let later = w.create("after", "bucket", json!({ "bucket": "after-bucket" })).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(w.resource(&later).await["status"], "queued");

@@ -71,22 +71,24 @@ impl AgentStore for SqlStore {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         // Marking the token used in the same statement that checks it makes
         // a token good for exactly one enrollment, even under a race.
-        let used: Option<(String, String)> = sqlx::query_as(
+        let used: Option<(String, String, String)> = sqlx::query_as(
             "UPDATE agent_registrations SET used_at = $1
              WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1
-             RETURNING org_id, name",
+             RETURNING org_id, name, created_by",
         )
         .bind(to_micros(now))
         .bind(hash.as_str().to_owned())
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_err)?;
-        let Some((org_id, name)) = used else {
+        let Some((org_id, name, created_by)) = used else {
             return Err(StoreError::NotFound("registration token (unknown, used or expired)"));
         };
         let mut agent = agent.clone();
         agent.org_id = parse_id(&org_id)?;
         agent.name = name;
+        // The Agent was let in by whoever made its registration token.
+        agent.created_by = created_by;
         sqlx::query(&format!(
             "INSERT INTO agents ({AGENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL)"
         ))

@@ -13,6 +13,7 @@
 mod agents;
 mod infra;
 mod postgres;
+mod secrets;
 mod sqlite;
 mod store;
 

@@ -685,6 +685,23 @@ impl MetadataStore for SqlStore {
                 names.join(", ")
             )));
         }
+        // Anything else that points at the entry keeps it too.
+        let (uses,): (i64,) = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM resources WHERE component_id = $1 OR environment_id = $1)
+                  + (SELECT COUNT(*) FROM cloud_account_links WHERE scope_id = $1 OR environment_id = $1)
+                  + (SELECT COUNT(*) FROM secret_components WHERE component_id = $1)
+                  + (SELECT COUNT(*) FROM secret_versions WHERE environment_id = $1)
+                  + (SELECT COUNT(*) FROM environment_agents WHERE environment_id = $1)",
+        )
+        .bind(id.to_string())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if uses > 0 {
+            return Err(StoreError::NotEmpty(format!(
+                "this {kind} is still used by {uses} resource(s), account link(s), secret(s) or Agent assignment(s)"
+            )));
+        }
         sqlx::query("DELETE FROM catalog_entries WHERE org_id = $1 AND id = $2")
             .bind(org.to_string())
             .bind(id.to_string())

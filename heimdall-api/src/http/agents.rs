@@ -117,7 +117,7 @@ async fn enroll(
         name: String::new(),
         cert_sha256,
         created_at: now,
-        created_by: "registration".into(),
+        created_by: String::new(), // set from the registration by the store
         revoked_at: None,
         last_seen_at: None,
     };

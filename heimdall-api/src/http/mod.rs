@@ -17,6 +17,7 @@ mod members;
 mod policies;
 pub(crate) mod resources;
 mod schemas;
+mod secrets;
 pub(crate) mod tokens;
 mod values;
 
@@ -125,6 +126,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
         .merge(accounts::routes())
         .merge(resources::routes())
         .merge(agents::routes())
+        .merge(secrets::routes())
         .merge(jobs::routes());
     for kind in CatalogKind::ALL {
         app = app.merge(catalog::routes(kind));

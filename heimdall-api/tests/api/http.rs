@@ -469,3 +469,103 @@ async fn values_are_refused_everywhere(db: TestDatabase) {
     .await
     .expect(201);
 }
+
+crate::on_every_backend!(secret_metadata);
+
+async fn secret_metadata(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let member = c.add_member(owner, "member@example.com", "member").await;
+    let ana = c.add_member(owner, "ana@example.com", "member").await;
+    let d = c.post("/v1/domains", owner, json!({ "name": "payments" })).await.expect(201);
+    let s =
+        c.post("/v1/systems", owner, json!({ "name": "checkout", "parent_id": d["id"] })).await.expect(201);
+    c.post("/v1/components", owner, json!({ "name": "api", "parent_id": s["id"] })).await.expect(201);
+    c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201);
+
+    let created = c
+        .post(
+            "/v1/secrets",
+            owner,
+            json!({ "name": "db-password", "type": "password", "description": "primary DB",
+                    "tags": { "team": "payments" }, "components": ["api"] }),
+        )
+        .await
+        .expect(201);
+    assert_eq!(created["components"].as_array().unwrap().len(), 1);
+    c.post("/v1/secrets", owner, json!({ "name": "db-password" })).await.expect_error(409, "ALREADY_EXISTS");
+    c.post("/v1/secrets", &member, json!({ "name": "x" })).await.expect_error(403, "FORBIDDEN");
+    c.post("/v1/secrets", owner, json!({ "name": "y", "tags": { "Bad Key": "v" } }))
+        .await
+        .expect_error(422, "INVALID_INPUT");
+    // A value smuggled into a tag is refused before anything is stored.
+    c.post("/v1/secrets", owner, json!({ "name": "z", "tags": { "value": "hunter2" } }))
+        .await
+        .expect_error(400, "VALUE_NOT_ACCEPTED");
+
+    // Every member reads metadata; there are no versions yet.
+    let shown = c.get("/v1/secrets/db-password", &member).await.expect(200);
+    assert_eq!(shown["secret"]["tags"]["team"], "payments");
+    assert!(shown["versions"].as_array().unwrap().is_empty());
+    let updated = c
+        .call(
+            Method::PATCH,
+            "/v1/secrets/db-password",
+            owner,
+            Some(json!({ "description": "primary", "components": [] })),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        (updated["description"].as_str(), updated["components"].as_array().map(Vec::len)),
+        (Some("primary"), Some(0))
+    );
+    c.call(Method::PATCH, "/v1/secrets/db-password", &member, Some(json!({ "description": "x" })))
+        .await
+        .expect_error(403, "FORBIDDEN");
+
+    // A personal secret exists only for its owner, even for the org owner.
+    c.post("/v1/secrets", &ana, json!({ "name": "ana-ssh", "personal": true })).await.expect(201);
+    c.get("/v1/secrets/ana-ssh", &ana).await.expect(200);
+    c.get("/v1/secrets/ana-ssh", owner).await.expect_error(404, "NOT_FOUND");
+    let listed = c.get("/v1/secrets", owner).await.expect(200);
+    assert!(listed.as_array().unwrap().iter().all(|s| s["name"] != "ana-ssh"));
+    c.call(Method::PATCH, "/v1/secrets/ana-ssh", owner, Some(json!({ "description": "mine" })))
+        .await
+        .expect_error(404, "NOT_FOUND");
+
+    // A component a secret links to cannot be deleted from under it.
+    let again = c
+        .call(Method::PATCH, "/v1/secrets/db-password", owner, Some(json!({ "components": ["api"] })))
+        .await
+        .expect(200);
+    assert_eq!(again["components"].as_array().unwrap().len(), 1);
+    c.call(Method::DELETE, "/v1/components/api", owner, None).await.expect_error(409, "NOT_EMPTY");
+
+    // Assigning Agents to environments is the owner's decision.
+    let reg = c.post("/v1/agents/registrations", owner, json!({ "name": "vault-1" })).await.expect(201);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let csr = rcgen::CertificateParams::default().serialize_request(&key).unwrap().pem().unwrap();
+    let enrolled = reqwest::Client::new()
+        .post(format!("{}/v1/agents/enroll", api.url))
+        .json(&json!({ "token": reg["token"], "csr_pem": csr }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(enrolled.status(), 201);
+    let admin = c.add_member(owner, "admin@example.com", "admin").await;
+    c.post("/v1/environments/prod/agents", &admin, json!({ "agent": "vault-1" }))
+        .await
+        .expect_error(403, "FORBIDDEN");
+    c.post("/v1/environments/prod/agents", owner, json!({ "agent": "nope" }))
+        .await
+        .expect_error(404, "NOT_FOUND");
+    c.post("/v1/environments/prod/agents", owner, json!({ "agent": "vault-1" })).await.expect(201);
+    c.post("/v1/environments/prod/agents", owner, json!({ "agent": "vault-1" }))
+        .await
+        .expect_error(409, "ALREADY_EXISTS");
+    let held = c.get("/v1/environments/prod/agents", &admin).await.expect(200);
+    assert_eq!(held.as_array().unwrap().len(), 1);
+    c.call(Method::DELETE, "/v1/environments/prod", owner, None).await.expect_error(409, "NOT_EMPTY");
+}
