@@ -71,9 +71,9 @@ pub enum Command {
     /// Components, each in a system
     #[command(subcommand)]
     Component(ComponentCommand),
-    /// Environments (dev, prod, …) of the organization
+    /// Environments (dev, prod, …) of the organization, and the Agents that hold their secrets
     #[command(subcommand)]
-    Environment(PlainCatalogCommand),
+    Environment(EnvironmentCommand),
     /// Cedar policies of the organization
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -95,6 +95,9 @@ pub enum Command {
     /// Agents: enroll one with a one-time token, list them, revoke one
     #[command(subcommand)]
     Agent(AgentCommand),
+    /// Secrets: names, types, tags and versions (values live only in Agents)
+    #[command(subcommand)]
+    Secret(SecretCommand),
     /// Quickstart: run a local API on SQLite and an Agent, and log in to it
     Dev(DevArgs),
 }
@@ -184,6 +187,25 @@ pub enum PlainCatalogCommand {
     Rename { entry: String, new_name: String },
     /// Delete one (refused while anything lives in it)
     Delete { entry: String },
+}
+
+/// Environments: the catalog commands, plus which Agents hold their values.
+#[derive(Debug, Subcommand)]
+pub enum EnvironmentCommand {
+    #[command(flatten)]
+    Catalog(PlainCatalogCommand),
+    /// Make an Agent hold this environment's secret values (owner)
+    AssignAgent {
+        /// The environment (id or name)
+        environment: String,
+        /// The Agent (id or name)
+        agent: String,
+    },
+    /// List the Agents that hold this environment's secret values
+    Agents {
+        /// The environment (id or name)
+        environment: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -620,6 +642,52 @@ pub enum AgentTokenCommand {
     },
 }
 
+/// Secret metadata. No flag here takes a value: the API never receives one.
+#[derive(Debug, Subcommand)]
+pub enum SecretCommand {
+    /// Create a secret (its metadata; the value goes to an Agent, never to the API)
+    Create {
+        name: String,
+        /// A free classification, e.g. password, api-key, certificate
+        #[arg(long = "type", value_name = "TYPE")]
+        secret_type: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+        /// A tag, KEY=VALUE (metadata, never the secret's value); repeatable
+        #[arg(long = "tag", value_name = "KEY=VALUE")]
+        tags: Vec<String>,
+        /// A component that uses the secret (id or name); repeatable
+        #[arg(long = "component", value_name = "COMPONENT")]
+        components: Vec<String>,
+        /// Only you will reach it: not other members, not the organization's owners
+        #[arg(long)]
+        personal: bool,
+    },
+    /// List secrets
+    List,
+    /// Show a secret and its versions in every environment (by id or name)
+    Show { secret: String },
+    /// Change a secret's type, description, tags or components
+    Update {
+        secret: String,
+        /// The new type
+        #[arg(long = "type", value_name = "TYPE")]
+        secret_type: Option<String>,
+        /// The new description
+        #[arg(long)]
+        description: Option<String>,
+        /// The tags become exactly these, KEY=VALUE; repeatable
+        #[arg(long = "tag", value_name = "KEY=VALUE")]
+        tags: Vec<String>,
+        /// Remove every tag
+        #[arg(long, conflicts_with = "tags")]
+        clear_tags: bool,
+        /// The linked components become exactly these (id or name); repeatable
+        #[arg(long = "component", value_name = "COMPONENT")]
+        components: Vec<String>,
+    },
+}
+
 #[derive(Debug, Args)]
 #[command(after_help = "The Agent is enrolled once, the first time: its Terraform (pinned by SHA-256) and \
 its allowed modules are then in DIR/agent/agent.toml; remove DIR/agent to enroll it again.")]
@@ -708,6 +776,60 @@ mod tests {
                 assert_eq!(wait.timeout, Duration::from_secs(30));
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn environments_keep_the_catalog_commands_and_add_agents() {
+        let cli = Cli::try_parse_from(["heimdall", "environment", "create", "prod"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Environment(EnvironmentCommand::Catalog(PlainCatalogCommand::Create { .. }))
+        ));
+        let cli = Cli::try_parse_from(["heimdall", "environment", "assign-agent", "prod", "edge-1"]).unwrap();
+        match cli.command {
+            Command::Environment(EnvironmentCommand::AssignAgent { environment, agent }) => {
+                assert_eq!((environment.as_str(), agent.as_str()), ("prod", "edge-1"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(Cli::try_parse_from(["heimdall", "domain", "assign-agent", "x", "y"]).is_err());
+    }
+
+    #[test]
+    fn secret_flags() {
+        let cli = Cli::try_parse_from([
+            "heimdall",
+            "secret",
+            "create",
+            "db",
+            "--tag",
+            "a=1",
+            "--tag",
+            "b=2",
+            "--component",
+            "api",
+            "--personal",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Secret(SecretCommand::Create { tags, components, personal, .. }) => {
+                assert_eq!(tags, ["a=1", "b=2"]);
+                assert_eq!(components, ["api"]);
+                assert!(personal);
+            }
+            other => panic!("{other:?}"),
+        }
+        let update =
+            |extra: &[&str]| Cli::try_parse_from(["heimdall", "secret", "update", "db"].iter().chain(extra));
+        assert!(update(&["--clear-tags"]).is_ok());
+        assert!(update(&["--clear-tags", "--tag", "a=1"]).is_err());
+        // No flag takes a value: the API never receives one.
+        for flag in ["--value", "--from-file", "--data"] {
+            assert!(
+                Cli::try_parse_from(["heimdall", "secret", "create", "db", flag, "x"]).is_err(),
+                "{flag}"
+            );
         }
     }
 

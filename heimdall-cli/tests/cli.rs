@@ -1229,3 +1229,135 @@ async fn agents_enroll_with_a_one_time_token_and_are_revoked() {
 
     snapshot("agents", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
 }
+
+// ---- Secrets (metadata) -----------------------------------------------------------
+
+/// Enrolls an Agent called `name` as the owner would (a registration token
+/// from the CLI, then the store, like the enroll route).
+async fn enrolled_agent(api: &TestApi, h: &Heimdall, name: &str) -> Agent {
+    let registration = json_of(h, &["agent", "token", "create", "--name", name]).await;
+    enroll(api, registration["token"].as_str().expect("token")).await.expect("enroll")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_metadata_and_the_agents_that_hold_an_environment() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    let mut t = Transcript::default();
+
+    for args in [
+        &["domain", "create", "payments"][..],
+        &["system", "create", "checkout", "--domain", "payments"],
+        &["component", "create", "api", "--system", "checkout"],
+        &["component", "create", "worker", "--system", "checkout"],
+        &["environment", "create", "prod"],
+    ] {
+        let run = h.run(args).await;
+        assert_eq!(run.code, 0, "{args:?}: {run:?}");
+    }
+    let edge_1 = enrolled_agent(&api, &h, "edge-1").await;
+
+    let create = [
+        "secret",
+        "create",
+        "db-password",
+        "--type",
+        "password",
+        "--description",
+        "The primary database",
+        "--tag",
+        "team=payments",
+        "--tag",
+        "tier=critical",
+        "--component",
+        "api",
+    ];
+    let created = t.run(&h, &create).await;
+    assert_eq!(created.code, 0, "{created:?}");
+    assert!(created.stdout.starts_with("✓ Secret created: db-password ("), "{}", created.stdout);
+    let stripe = t.run(&h, &["secret", "create", "stripe-key", "--output", "json"]).await;
+    let stripe: serde_json::Value = serde_json::from_str(&stripe.stdout).expect("JSON");
+    assert_eq!(stripe["name"], "stripe-key");
+    let listed = t.run(&h, &["secret", "list"]).await;
+    assert_eq!(
+        cells(&listed.stdout)[1][..4],
+        ["db-password", "password", "team=payments,tier=critical", "api"],
+        "{}",
+        listed.stdout
+    );
+    let shown = t.run(&h, &["secret", "show", "db-password"]).await;
+    assert!(shown.stdout.ends_with("\nno versions yet\n"), "{}", shown.stdout);
+    let update = [
+        "secret",
+        "update",
+        "db-password",
+        "--description",
+        "Moved to the new cluster",
+        "--tag",
+        "team=billing",
+        "--component",
+        "api",
+        "--component",
+        "worker",
+    ];
+    assert_eq!(t.run(&h, &update).await.code, 0);
+    let update = ["secret", "update", "db-password", "--type", "database-password", "--clear-tags"];
+    assert_eq!(t.run(&h, &update).await.code, 0);
+    t.run(&h, &["secret", "show", "db-password"]).await;
+    let detail = t.run(&h, &["secret", "show", "db-password", "--output", "json"]).await;
+    let detail: serde_json::Value = serde_json::from_str(&detail.stdout).expect("JSON");
+    assert_eq!(detail["secret"]["type"], "database-password");
+    assert_eq!(detail["secret"]["tags"], json!({}));
+    assert_eq!(detail["secret"]["components"].as_array().map(Vec::len), Some(2));
+    assert_eq!(detail["versions"], json!([]));
+    t.run(&h, &["secret", "list", "--output", "json"]).await;
+
+    // The owner decides which Agents hold an environment's values.
+    t.run(&h, &["environment", "agents", "prod"]).await;
+    let assigned = t.run(&h, &["environment", "assign-agent", "prod", "edge-1"]).await;
+    assert_eq!(assigned.code, 0, "{assigned:?}");
+    assert!(assigned.stdout.contains(&edge_1.id.to_string()), "{}", assigned.stdout);
+    let agents = t.run(&h, &["environment", "agents", "prod"]).await;
+    assert_eq!(cells(&agents.stdout)[1][..2], [edge_1.id.to_string().as_str(), "owner@example.com"]);
+    t.run(&h, &["environment", "agents", "prod", "--output", "json"]).await;
+    assert_eq!(t.run(&h, &["environment", "assign-agent", "prod", "edge-1"]).await.code, 6);
+    assert_eq!(t.run(&h, &["environment", "assign-agent", "prod", "edge-9"]).await.code, 5);
+
+    // Who may: members read secrets but do not create or change them;
+    // only the owner assigns Agents.
+    let ana = json_of(&h, &["member", "add", "ana@example.com", "--role", "admin"]).await;
+    let ana = Heimdall::with_env(&api, ana["token"].as_str().expect("token"), tmp.path());
+    let bob = json_of(&h, &["member", "add", "bob@example.com", "--role", "member"]).await;
+    let bob = Heimdall::with_env(&api, bob["token"].as_str().expect("token"), tmp.path());
+    assert_eq!(t.run(&bob, &["secret", "list"]).await.code, 0);
+    assert_eq!(t.run(&bob, &["secret", "create", "mine"]).await.code, 4);
+    assert_eq!(t.run(&bob, &["secret", "update", "db-password", "--type", "x"]).await.code, 4);
+    assert_eq!(t.run(&ana, &["secret", "update", "stripe-key", "--tag", "team=billing"]).await.code, 0);
+    assert_eq!(t.run(&ana, &["environment", "assign-agent", "prod", "edge-1"]).await.code, 4);
+    assert_eq!(t.run(&bob, &["environment", "assign-agent", "prod", "edge-1"]).await.code, 4);
+
+    // A personal secret: only its creator sees it.
+    assert_eq!(t.run(&bob, &["secret", "create", "bob-notes", "--personal"]).await.code, 0);
+    let personal = t.run(&bob, &["secret", "show", "bob-notes"]).await;
+    assert!(personal.stdout.contains("yes, only bob@example.com"), "{}", personal.stdout);
+    assert_eq!(t.run(&h, &["secret", "show", "bob-notes"]).await.code, 5);
+    let listed = h.run(&["secret", "list"]).await;
+    assert!(!listed.stdout.contains("bob-notes"), "{}", listed.stdout);
+
+    // Refusals: a name taken, a tag that is not KEY=VALUE (not echoed), an
+    // update with nothing to change, a value where the API takes none.
+    assert_eq!(t.run(&h, &["secret", "create", "db-password"]).await.code, 6);
+    let bad_tag = t.run(&h, &["secret", "create", "x", "--tag", "team=a", "--tag", "hunter2-s3cr3t"]).await;
+    assert_eq!(bad_tag.code, 2, "{bad_tag:?}");
+    assert_eq!(t.run(&h, &["secret", "update", "db-password"]).await.code, 2);
+    let smuggled = t.run(&h, &["secret", "create", "leak", "--tag", "value=hunter2-s3cr3t"]).await;
+    assert_eq!(smuggled.code, 7, "{smuggled:?}");
+    assert!(smuggled.stderr.contains("VALUE_NOT_ACCEPTED"), "{smuggled:?}");
+    assert_eq!(t.run(&h, &["secret", "show", "leak"]).await.code, 5, "nothing was stored");
+    let printed: Vec<&str> = t.0.lines().filter(|l| !l.starts_with("$ heimdall")).collect();
+    assert!(!printed.iter().any(|l| l.contains("hunter2")), "a refused value was echoed:\n{}", t.0);
+    assert!(!t.0.contains(&api.owner_token), "a token leaked into output");
+
+    snapshot("secrets", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
+}

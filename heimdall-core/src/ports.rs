@@ -17,7 +17,7 @@ use crate::token::TokenHash;
 pub enum StoreError {
     #[error("{0} not found")]
     NotFound(&'static str),
-    #[error("a {0} with that name already exists here")]
+    #[error("that {0} already exists")]
     AlreadyExists(&'static str),
     #[error("{0}")]
     NotEmpty(String),

@@ -53,11 +53,12 @@ pub use heimdall_core::wire;
 pub use heimdall_core::{ApiError, ErrorCode, FieldError};
 
 use wire::{
-    AccountLink, AddMember, AddedMember, Agent, AuditEvent, CatalogEntry, CatalogKind, ChangeResource,
-    ChangeRole, CloudAccount, CloudAccountDetail, CreateCatalogEntry, CreateCloudAccount, CreatePolicy,
-    CreateRegistration, CreateResource, CreateSchema, CreateToken, CreatedToken, Decide, ErrorBody, Health,
-    Job, JobLog, LinkCloudAccount, Member, Policy, Registration, Rename, Resource, ResourceDetail,
-    ResourceSchema, ResourceStatus, Role, TokenInfo, WhoAmI,
+    AccountLink, AddMember, AddedMember, Agent, AssignAgent, Assignment, AuditEvent, CatalogEntry,
+    CatalogKind, ChangeResource, ChangeRole, CloudAccount, CloudAccountDetail, CreateCatalogEntry,
+    CreateCloudAccount, CreatePolicy, CreateRegistration, CreateResource, CreateSchema, CreateSecret,
+    CreateToken, CreatedToken, Decide, ErrorBody, Health, Job, JobLog, LinkCloudAccount, Member, Policy,
+    Registration, Rename, Resource, ResourceDetail, ResourceSchema, ResourceStatus, Role, Secret,
+    SecretDetail, TokenInfo, UpdateSecret, WhoAmI,
 };
 
 /// `Result` with the SDK's [`Error`].
@@ -647,6 +648,90 @@ impl Client {
     /// changes nothing.
     pub async fn revoke_agent(&self, id_or_name: &str) -> Result<Agent> {
         self.delete(&["agents", id_or_name]).await
+    }
+
+    // ---- secrets (metadata only) -----------------------------------------------
+    //
+    // The API never receives a secret's value: these routes carry its name,
+    // type, description, tags and links, and the server refuses any body
+    // with a value-like key (`VALUE_NOT_ACCEPTED`), tags included. Values
+    // go only to the Agent that holds the environment.
+
+    /// `POST /v1/secrets` (owner, admin): a new secret, without a value.
+    /// `secret.components` are component ids or names; a `personal` secret
+    /// is reachable only by its creator. A name already taken is
+    /// `ALREADY_EXISTS`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// use heimdall_sdk::wire::CreateSecret;
+    /// let secret = client
+    ///     .create_secret(&CreateSecret {
+    ///         name: "db-password".into(),
+    ///         secret_type: Some("password".into()),
+    ///         tags: Some([("team".to_owned(), "payments".to_owned())].into()),
+    ///         components: Some(vec!["api".into()]),
+    ///         ..Default::default()
+    ///     })
+    ///     .await?;
+    /// println!("{} {}", secret.id, secret.name);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn create_secret(&self, secret: &CreateSecret) -> Result<Secret> {
+        self.with_body(Method::POST, &["secrets"], secret).await
+    }
+
+    /// `GET /v1/secrets`: the secrets the caller may see (every member sees
+    /// the organization's; personal ones only their owner).
+    pub async fn list_secrets(&self) -> Result<Vec<Secret>> {
+        self.get(&["secrets"]).await
+    }
+
+    /// `GET /v1/secrets/{id-or-name}`: the secret and its versions in every
+    /// environment (who created each, and whether it is deactivated).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// let detail = client.get_secret("db-password").await?;
+    /// for v in &detail.versions {
+    ///     println!("{} v{} by {} deactivated={}", v.environment_id, v.version, v.created_by, v.deactivated_at.is_some());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn get_secret(&self, id_or_name: &str) -> Result<SecretDetail> {
+        self.get(&["secrets", id_or_name]).await
+    }
+
+    /// `PATCH /v1/secrets/{id-or-name}` (owner, admin): fields left `None`
+    /// are unchanged; `tags` and `components`, when given, replace the
+    /// whole set (`Some(empty)` clears it).
+    pub async fn update_secret(&self, id_or_name: &str, change: &UpdateSecret) -> Result<Secret> {
+        self.with_body(Method::PATCH, &["secrets", id_or_name], change).await
+    }
+
+    // ---- environments: which Agents hold their values --------------------------
+
+    /// `POST /v1/environments/{id-or-name}/agents` (owner): the Agent
+    /// (`agent`, id or name) holds `environment`'s secret values from now on.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// let assignment = client.assign_agent("prod", "edge-1").await?;
+    /// println!("{} holds {}", assignment.agent_id, assignment.environment_id);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn assign_agent(&self, environment: &str, agent: &str) -> Result<Assignment> {
+        let body = AssignAgent { agent: agent.to_owned() };
+        self.with_body(Method::POST, &["environments", environment, "agents"], &body).await
+    }
+
+    /// `GET /v1/environments/{id-or-name}/agents`: the Agents that hold
+    /// `environment`'s values, who assigned each and when.
+    pub async fn list_assignments(&self, environment: &str) -> Result<Vec<Assignment>> {
+        self.get(&["environments", environment, "agents"]).await
     }
 
     // ---- plumbing ------------------------------------------------------------

@@ -11,6 +11,7 @@ mod members;
 mod policies;
 mod resources;
 mod schemas;
+mod secrets;
 mod tokens;
 mod wait;
 
@@ -19,7 +20,7 @@ use std::path::PathBuf;
 use heimdall_core::wire::CatalogKind;
 use heimdall_sdk::Client;
 
-use crate::args::{Cli, Command, GlobalArgs, ProfileCommand};
+use crate::args::{Cli, Command, EnvironmentCommand, GlobalArgs, ProfileCommand};
 use crate::config::{self, Config};
 use crate::error::{CliError, Result};
 use crate::output::Out;
@@ -85,8 +86,14 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Member(cmd) => members::run(&ctx, cmd).await,
         Command::Token(cmd) => tokens::run(&ctx, cmd).await,
         Command::Domain(cmd) => catalog::run(&ctx, CatalogAction::plain(CatalogKind::Domain, cmd)).await,
-        Command::Environment(cmd) => {
+        Command::Environment(EnvironmentCommand::Catalog(cmd)) => {
             catalog::run(&ctx, CatalogAction::plain(CatalogKind::Environment, cmd)).await
+        }
+        Command::Environment(EnvironmentCommand::AssignAgent { environment, agent }) => {
+            secrets::assign_agent(&ctx, &environment, &agent).await
+        }
+        Command::Environment(EnvironmentCommand::Agents { environment }) => {
+            secrets::list_assignments(&ctx, &environment).await
         }
         Command::System(cmd) => catalog::run(&ctx, CatalogAction::system(cmd)).await,
         Command::Component(cmd) => catalog::run(&ctx, CatalogAction::component(cmd)).await,
@@ -97,6 +104,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Resource(cmd) => resources::run(&ctx, cmd).await,
         Command::Job(cmd) => jobs::run(&ctx, cmd).await,
         Command::Agent(cmd) => agents::run(&ctx, cmd).await,
+        Command::Secret(cmd) => secrets::run(&ctx, cmd).await,
         Command::Dev(args) => crate::dev::run(&ctx, args).await,
     }
 }

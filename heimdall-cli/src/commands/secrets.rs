@@ -1,0 +1,252 @@
+//! `secret create|list|show|update` and `environment assign-agent|agents`:
+//! the Secret Manager's metadata. Nothing here takes or prints a secret's
+//! value: the API never receives one (`secret set` goes to an Agent).
+
+use std::collections::{BTreeMap, HashMap};
+
+use heimdall_core::ids::CatalogId;
+use heimdall_core::wire::{Assignment, CatalogKind, CreateSecret, Secret, SecretVersion, UpdateSecret};
+use heimdall_sdk::Client;
+
+use super::Context;
+use crate::args::SecretCommand;
+use crate::error::{CliError, Result};
+use crate::output::timestamp;
+
+pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
+    let out = &ctx.out;
+    match cmd {
+        SecretCommand::Create { name, secret_type, description, tags, components, personal } => {
+            let request = CreateSecret {
+                name,
+                secret_type,
+                description,
+                tags: if tags.is_empty() { None } else { Some(parse_tags(&tags)?) },
+                components: if components.is_empty() { None } else { Some(components) },
+                personal,
+            };
+            let secret = ctx.client()?.create_secret(&request).await?;
+            out.done(&secret, &format!("Secret created: {} ({})", secret.name, secret.id), &[])
+        }
+        SecretCommand::List => {
+            let client = ctx.client()?;
+            let secrets = client.list_secrets().await?;
+            let components =
+                if out.is_json() { HashMap::new() } else { names(&client, CatalogKind::Component).await };
+            out.list(&secrets, &["NAME", "TYPE", "TAGS", "COMPONENTS", "UPDATED AT"], |s: &Secret| {
+                vec![
+                    s.name.clone(),
+                    s.secret_type.clone(),
+                    tags_label(&s.tags),
+                    components_label(&components, &s.components),
+                    timestamp(s.updated_at),
+                ]
+            })
+        }
+        SecretCommand::Show { secret } => {
+            let client = ctx.client()?;
+            let detail = client.get_secret(&secret).await?;
+            let (components, environments) = if out.is_json() {
+                (HashMap::new(), HashMap::new())
+            } else {
+                (names(&client, CatalogKind::Component).await, names(&client, CatalogKind::Environment).await)
+            };
+            let s = &detail.secret;
+            out.record(
+                &detail,
+                &[
+                    ("ID", s.id.to_string()),
+                    ("NAME", s.name.clone()),
+                    ("TYPE", s.secret_type.clone()),
+                    ("DESCRIPTION", s.description.clone()),
+                    ("TAGS", tags_label(&s.tags)),
+                    ("COMPONENTS", components_label(&components, &s.components)),
+                    ("PERSONAL", personal_label(s.personal_owner.as_deref())),
+                    ("CREATED BY", s.created_by.clone()),
+                    ("CREATED AT", timestamp(s.created_at)),
+                    ("UPDATED AT", timestamp(s.updated_at)),
+                ],
+            )?;
+            if detail.versions.is_empty() {
+                return out.text("\nno versions yet\n");
+            }
+            let rows = detail.versions.iter().map(|v| version_row(&environments, v)).collect();
+            out.section(&["ENVIRONMENT", "VERSION", "CREATED BY", "CREATED AT", "STATUS"], rows)
+        }
+        SecretCommand::Update { secret, secret_type, description, tags, clear_tags, components } => {
+            let tags = match (clear_tags, tags.is_empty()) {
+                (true, _) => Some(BTreeMap::new()),
+                (false, true) => None,
+                (false, false) => Some(parse_tags(&tags)?),
+            };
+            let change = UpdateSecret {
+                secret_type,
+                description,
+                tags,
+                components: if components.is_empty() { None } else { Some(components) },
+            };
+            if change == UpdateSecret::default() {
+                return Err(CliError::usage(
+                    "nothing to change: give --type, --description, --tag, --clear-tags or --component",
+                ));
+            }
+            let updated = ctx.client()?.update_secret(&secret, &change).await?;
+            out.done(&updated, &format!("Secret updated: {} ({})", updated.name, updated.id), &[])
+        }
+    }
+}
+
+/// `environment assign-agent ENV AGENT` (owner).
+pub async fn assign_agent(ctx: &Context, environment: &str, agent: &str) -> Result<()> {
+    let assignment = ctx.client()?.assign_agent(environment, agent).await?;
+    ctx.out.done(
+        &assignment,
+        &format!(
+            "Agent assigned: {agent} ({}) holds the secret values of {environment}",
+            assignment.agent_id
+        ),
+        &[],
+    )
+}
+
+/// `environment agents ENV`.
+pub async fn list_assignments(ctx: &Context, environment: &str) -> Result<()> {
+    let assignments = ctx.client()?.list_assignments(environment).await?;
+    ctx.out.list(&assignments, &["AGENT ID", "ASSIGNED BY", "ASSIGNED AT"], |a: &Assignment| {
+        vec![a.agent_id.to_string(), a.assigned_by.clone(), timestamp(a.assigned_at)]
+    })
+}
+
+/// `--tag KEY=VALUE`s as a map. A tag without `=`, with an empty key, or a
+/// key given twice is a usage error. The error may name a key, never what
+/// follows its `=`; and a tag without `=` is not shown at all (the whole of
+/// it may be something private typed in the wrong place).
+pub fn parse_tags(tags: &[String]) -> Result<BTreeMap<String, String>> {
+    let mut map = BTreeMap::new();
+    for (i, tag) in tags.iter().enumerate() {
+        let position = i + 1;
+        let Some((key, value)) = tag.split_once('=') else {
+            return Err(CliError::usage(format!(
+                "--tag takes KEY=VALUE, and --tag #{position} has no `=` (not shown here)"
+            )));
+        };
+        if key.trim().is_empty() {
+            return Err(CliError::usage(format!(
+                "--tag takes KEY=VALUE, and --tag #{position} has no key before its `=`"
+            )));
+        }
+        if map.insert(key.to_owned(), value.to_owned()).is_some() {
+            return Err(CliError::usage(format!("--tag {key} is given twice")));
+        }
+    }
+    Ok(map)
+}
+
+/// `k=v,k=v`, by key.
+fn tags_label(tags: &BTreeMap<String, String>) -> String {
+    tags.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+/// `api,worker`: names (ids when unknown), sorted (the API keeps no order).
+fn components_label(names: &HashMap<CatalogId, String>, components: &[CatalogId]) -> String {
+    let mut labels: Vec<String> = components.iter().map(|id| name_or_id(names, *id)).collect();
+    labels.sort();
+    labels.join(",")
+}
+
+fn personal_label(owner: Option<&str>) -> String {
+    match owner {
+        Some(owner) => format!("yes, only {owner}"),
+        None => "no".to_owned(),
+    }
+}
+
+fn version_row(environments: &HashMap<CatalogId, String>, v: &SecretVersion) -> Vec<String> {
+    let status = if v.deactivated_at.is_some() { "deactivated" } else { "active" };
+    vec![
+        name_or_id(environments, v.environment_id),
+        v.version.to_string(),
+        v.created_by.clone(),
+        timestamp(v.created_at),
+        status.to_owned(),
+    ]
+}
+
+fn name_or_id(names: &HashMap<CatalogId, String>, id: CatalogId) -> String {
+    names.get(&id).cloned().unwrap_or_else(|| id.to_string())
+}
+
+/// Names of catalog entries, for readable columns. Best effort: on any
+/// error the columns show ids.
+async fn names(client: &Client, kind: CatalogKind) -> HashMap<CatalogId, String> {
+    client
+        .list_catalog(kind, None)
+        .await
+        .map(|entries| entries.into_iter().map(|e| (e.id, e.name)).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::exit;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn tags_are_key_equals_value() {
+        let tags = parse_tags(&strings(&["team=payments", "tier=", "url=a=b"])).unwrap();
+        assert_eq!(
+            tags,
+            BTreeMap::from([
+                ("team".to_owned(), "payments".to_owned()),
+                ("tier".to_owned(), String::new()),
+                ("url".to_owned(), "a=b".to_owned()),
+            ])
+        );
+        assert_eq!(tags_label(&tags), "team=payments,tier=,url=a=b");
+        assert!(parse_tags(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn bad_tags_are_usage_errors_that_do_not_echo_values() {
+        for (tags, leaked) in [
+            (&["team=payments", "hunter2-s3cr3t"][..], "hunter2"),
+            (&["=hunter2-s3cr3t"][..], "hunter2"),
+            (&["team=hunter2-a", "team=hunter2-b"][..], "hunter2"),
+        ] {
+            let err = parse_tags(&strings(tags)).unwrap_err();
+            assert_eq!(err.exit_code(), exit::USAGE, "{tags:?}");
+            assert!(!err.to_string().contains(leaked), "{tags:?}: {err}");
+        }
+        let err = parse_tags(&strings(&["a=1", "b"])).unwrap_err();
+        assert!(err.to_string().contains("#2"), "{err}");
+    }
+
+    #[test]
+    fn personal_and_status_labels() {
+        assert_eq!(personal_label(None), "no");
+        assert_eq!(personal_label(Some("ana@example.com")), "yes, only ana@example.com");
+
+        let prod = CatalogId::from_uuid(uuid::Uuid::new_v4());
+        let at = time::macros::datetime!(2025-01-31 12:00:00 UTC);
+        let mut version = SecretVersion {
+            secret_id: heimdall_core::ids::SecretId::from_uuid(uuid::Uuid::new_v4()),
+            environment_id: prod,
+            version: 3,
+            created_at: at,
+            created_by: "ana@example.com".into(),
+            deactivated_at: None,
+        };
+        let names = HashMap::from([(prod, "prod".to_owned())]);
+        assert_eq!(
+            version_row(&names, &version),
+            ["prod", "3", "ana@example.com", "2025-01-31T12:00:00Z", "active"]
+        );
+        version.deactivated_at = Some(at);
+        assert_eq!(version_row(&HashMap::new(), &version)[4], "deactivated");
+        assert_eq!(version_row(&HashMap::new(), &version)[0], prod.to_string(), "unknown names show ids");
+    }
+}
