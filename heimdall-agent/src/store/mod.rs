@@ -1,0 +1,493 @@
+//! The Agent's value store: secret values sealed under the Agent's keys
+//! (see [`crate::crypto`]), and the access records of every read.
+//!
+//! [`ValueStore`] is what the Agent's read, write and sync paths will call.
+//! [`SqlValueStore`] implements it over SQLite ([`sqlite::open`]) or
+//! PostgreSQL ([`postgres::open`]): the query text is shared (sqlx's `Any`
+//! driver, `$N` placeholders that SQLite accepts too, ids as UUID text);
+//! each backend module holds its migrations and connection setup.
+//!
+//! Rows hold only ciphertext, nonce and key id, never a plaintext. The
+//! keyring table holds data keys sealed under the master key; opening the
+//! store opens every one of them, so a wrong master key is refused before
+//! anything else happens ([`StoreError::WrongMasterKey`]).
+//!
+//! Access records carry a per-Agent sequence number taken from a counter
+//! row in the same transaction as the record's insert: a failed insert rolls
+//! the counter back with it, so the sequence has no gaps by construction.
+
+pub mod postgres;
+pub mod sqlite;
+
+use std::collections::HashMap;
+use std::fmt;
+
+use async_trait::async_trait;
+use heimdall_core::ids::{AgentId, CatalogId, OrgId};
+use sqlx::any::AnyRow;
+use sqlx::{AnyPool, Row};
+use zeroize::Zeroizing;
+
+pub use crate::crypto::ValueAddress;
+use crate::crypto::{CryptoError, DataKey, MasterKey, SealedDataKey, SealedValue};
+
+/// The longest value the store accepts.
+pub const MAX_VALUE_LEN: usize = 1024 * 1024;
+/// The longest secret name the store accepts (bytes).
+pub const MAX_NAME_LEN: usize = 255;
+
+/// What can go wrong. Driver errors arrive as text (`Unavailable`): no
+/// sqlx type is part of this crate's interface, and no variant carries a
+/// value or key bytes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The master key does not open the store's keyring: the Agent must not start.
+    #[error("the master key does not open this store (key id {key_id})")]
+    WrongMasterKey { key_id: String },
+    /// A value is already stored (or was deactivated) at this address; versions are never overwritten.
+    #[error("version {version} of secret {secret} is already stored in environment {environment}")]
+    AlreadyExists { secret: String, environment: CatalogId, version: u32 },
+    /// This version was deactivated: its value was replaced by a tombstone.
+    #[error("version {version} of secret {secret} was deactivated in environment {environment}")]
+    Deactivated { secret: String, environment: CatalogId, version: u32 },
+    /// The row's ciphertext does not open at its address: altered or moved.
+    #[error(
+        "the stored value of version {version} of secret {secret} does not decrypt (key id {key_id}): it \
+         was altered or moved"
+    )]
+    Undecryptable { secret: String, version: u32, key_id: String },
+    #[error("invalid request to the store: {0}")]
+    Invalid(String),
+    /// The database refused or could not be reached.
+    #[error("the Agent's store is unavailable: {0}")]
+    Unavailable(String),
+    /// The store could not be opened (connection, migrations, keyring).
+    #[error("cannot open the Agent's store: {0}")]
+    Open(String),
+}
+
+/// One line of the sync report: what the store holds, never a value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InventoryEntry {
+    pub org: OrgId,
+    pub secret: String,
+    pub environment: CatalogId,
+    pub version: u32,
+    pub deactivated: bool,
+}
+
+/// One read of one value, written before the value is served.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessRecord {
+    /// The reader's email (from their client certificate).
+    pub accessor: String,
+    /// Microseconds since the Unix epoch.
+    pub at_micros: i64,
+    pub secret: String,
+    pub environment: CatalogId,
+    pub version: u32,
+    /// Where the request came from (address as text).
+    pub source: String,
+    /// This Agent.
+    pub served_by: AgentId,
+}
+
+/// An access record with its sequence number (1, 2, 3… per Agent, no gaps).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedAccess {
+    pub seq: u64,
+    pub record: AccessRecord,
+}
+
+/// The Agent's encrypted store. Open it with a backend's `open` function.
+#[async_trait]
+pub trait ValueStore: Send + Sync + fmt::Debug {
+    /// Seals and stores a value; refuses (`AlreadyExists`) if the address
+    /// already holds a value or a tombstone.
+    async fn put_value(&self, at: &ValueAddress, plaintext: &[u8]) -> Result<(), StoreError>;
+
+    /// The value, `None` if never stored here, `Deactivated` for a tombstone.
+    async fn get_value(&self, at: &ValueAddress) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError>;
+
+    /// The highest version held for (secret, environment), deactivated or
+    /// not: a deactivated latest version is *not* skipped (no fallback to an
+    /// older version).
+    async fn latest_version(
+        &self,
+        org: OrgId,
+        secret: &str,
+        environment: CatalogId,
+    ) -> Result<Option<u32>, StoreError>;
+
+    /// Replaces the version's ciphertext with a tombstone (inserting one if
+    /// this Agent never held the version, so a late write cannot revive it).
+    async fn deactivate(&self, at: &ValueAddress) -> Result<(), StoreError>;
+
+    /// Deletes every version of the secret in every environment; returns
+    /// how many rows went.
+    async fn delete_secret(&self, org: OrgId, secret: &str) -> Result<u64, StoreError>;
+
+    /// What the store holds, for the sync report: addresses and whether each
+    /// is deactivated, never a value.
+    async fn inventory(&self) -> Result<Vec<InventoryEntry>, StoreError>;
+
+    /// Durably records a read and returns its sequence number. The number is
+    /// taken from a counter row in the same transaction as the insert.
+    async fn append_access_record(&self, record: &AccessRecord) -> Result<u64, StoreError>;
+
+    /// Records with a sequence number above `after`, in order, at most `limit`.
+    async fn access_records_after(&self, after: u64, limit: u32) -> Result<Vec<RecordedAccess>, StoreError>;
+}
+
+/// Which database a [`SqlValueStore`] runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The data keys, opened. Values are sealed under `current`; older keys
+/// stay to open what they sealed.
+struct Keyring {
+    keys: HashMap<String, DataKey>,
+    current: String,
+}
+
+impl fmt::Debug for Keyring {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Keyring").field("keys", &self.keys.len()).field("current", &self.current).finish()
+    }
+}
+
+/// [`ValueStore`] over SQLite or PostgreSQL.
+#[derive(Debug)]
+pub struct SqlValueStore {
+    pool: AnyPool,
+    backend: Backend,
+    keyring: Keyring,
+}
+
+fn db(err: sqlx::Error) -> StoreError {
+    StoreError::Unavailable(err.to_string())
+}
+
+fn validate(at: &ValueAddress) -> Result<(), StoreError> {
+    validate_name(&at.secret)?;
+    if at.version == 0 {
+        return Err(StoreError::Invalid("versions start at 1".into()));
+    }
+    Ok(())
+}
+
+fn validate_name(secret: &str) -> Result<(), StoreError> {
+    if secret.is_empty() || secret.len() > MAX_NAME_LEN {
+        return Err(StoreError::Invalid(format!("a secret name is 1 to {MAX_NAME_LEN} bytes")));
+    }
+    Ok(())
+}
+
+fn to_u32(v: i64, what: &str) -> Result<u32, StoreError> {
+    u32::try_from(v).map_err(|_| StoreError::Unavailable(format!("the store holds an invalid {what}")))
+}
+
+fn parse_id<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, StoreError> {
+    text.parse().map_err(|_| StoreError::Unavailable(format!("the store holds an invalid {what}")))
+}
+
+impl SqlValueStore {
+    /// Runs the migrations and opens the keyring with `master`, creating
+    /// the first data key on a new store.
+    pub(crate) async fn open_pool(
+        pool: AnyPool,
+        backend: Backend,
+        migrator: &sqlx::migrate::Migrator,
+        master: &MasterKey,
+    ) -> Result<Self, StoreError> {
+        migrator.run(&pool).await.map_err(|e| StoreError::Open(format!("migrations failed: {e}")))?;
+        let mut sealed = load_keyring(&pool).await?;
+        if sealed.is_empty() {
+            let first = DataKey::generate();
+            let s = master.seal_data_key(&first).map_err(|e| StoreError::Open(e.to_string()))?;
+            // Two Agents opening a new database at once: one insert wins,
+            // both then open the winner's key.
+            sqlx::query(
+                "INSERT INTO data_keys (generation, key_id, sealed_key, check_value) VALUES (1, $1, $2, $3) \
+                 ON CONFLICT (generation) DO NOTHING",
+            )
+            .bind(s.key_id)
+            .bind(s.sealed_key)
+            .bind(s.check_value)
+            .execute(&pool)
+            .await
+            .map_err(|e| StoreError::Open(e.to_string()))?;
+            sealed = load_keyring(&pool).await?;
+        }
+        let mut keys = HashMap::new();
+        let mut current = String::new();
+        for s in &sealed {
+            let key = master.open_data_key(s).map_err(|e| match e {
+                CryptoError::WrongMasterKey { key_id } => StoreError::WrongMasterKey { key_id },
+                other => StoreError::Open(other.to_string()),
+            })?;
+            current = s.key_id.clone();
+            keys.insert(s.key_id.clone(), key);
+        }
+        if keys.is_empty() {
+            return Err(StoreError::Open("the keyring is empty".into()));
+        }
+        Ok(Self { pool, backend, keyring: Keyring { keys, current } })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The id of the data key new values are sealed under.
+    pub fn current_key_id(&self) -> &str {
+        &self.keyring.current
+    }
+
+    /// Closes the connections (the store cannot be used afterwards).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    fn current_key(&self) -> &DataKey {
+        &self.keyring.keys[&self.keyring.current]
+    }
+}
+
+async fn load_keyring(pool: &AnyPool) -> Result<Vec<SealedDataKey>, StoreError> {
+    let rows = sqlx::query("SELECT key_id, sealed_key, check_value FROM data_keys ORDER BY generation")
+        .fetch_all(pool)
+        .await
+        .map_err(|e| StoreError::Open(e.to_string()))?;
+    rows.iter()
+        .map(|r| {
+            Ok(SealedDataKey {
+                key_id: r.try_get("key_id").map_err(db)?,
+                sealed_key: r.try_get("sealed_key").map_err(db)?,
+                check_value: r.try_get("check_value").map_err(db)?,
+            })
+        })
+        .collect()
+}
+
+fn access_record(row: &AnyRow) -> Result<RecordedAccess, StoreError> {
+    let seq: i64 = row.try_get("seq").map_err(db)?;
+    let environment: String = row.try_get("environment_id").map_err(db)?;
+    let served_by: String = row.try_get("served_by").map_err(db)?;
+    Ok(RecordedAccess {
+        seq: u64::try_from(seq).map_err(|_| StoreError::Unavailable("invalid sequence number".into()))?,
+        record: AccessRecord {
+            accessor: row.try_get("accessor").map_err(db)?,
+            at_micros: row.try_get("accessed_at").map_err(db)?,
+            secret: row.try_get("secret").map_err(db)?,
+            environment: parse_id(&environment, "environment id")?,
+            version: to_u32(row.try_get("version").map_err(db)?, "version")?,
+            source: row.try_get("source").map_err(db)?,
+            served_by: parse_id(&served_by, "agent id")?,
+        },
+    })
+}
+
+#[async_trait]
+impl ValueStore for SqlValueStore {
+    async fn put_value(&self, at: &ValueAddress, plaintext: &[u8]) -> Result<(), StoreError> {
+        validate(at)?;
+        if plaintext.len() > MAX_VALUE_LEN {
+            return Err(StoreError::Invalid(format!("a value is at most {MAX_VALUE_LEN} bytes")));
+        }
+        let sealed =
+            self.current_key().seal_value(at, plaintext).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let done = sqlx::query(
+            "INSERT INTO secret_values (org_id, secret, environment_id, version, key_id, nonce, ciphertext, deactivated) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 0) \
+             ON CONFLICT (org_id, secret, environment_id, version) DO NOTHING",
+        )
+        .bind(at.org.to_string())
+        .bind(&at.secret)
+        .bind(at.environment.to_string())
+        .bind(i64::from(at.version))
+        .bind(sealed.key_id)
+        .bind(sealed.nonce)
+        .bind(sealed.ciphertext)
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::AlreadyExists {
+                secret: at.secret.clone(),
+                environment: at.environment,
+                version: at.version,
+            });
+        }
+        Ok(())
+    }
+
+    async fn get_value(&self, at: &ValueAddress) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError> {
+        validate(at)?;
+        let row = sqlx::query(
+            "SELECT key_id, nonce, ciphertext, deactivated FROM secret_values \
+             WHERE org_id = $1 AND secret = $2 AND environment_id = $3 AND version = $4",
+        )
+        .bind(at.org.to_string())
+        .bind(&at.secret)
+        .bind(at.environment.to_string())
+        .bind(i64::from(at.version))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db)?;
+        let Some(row) = row else { return Ok(None) };
+        let deactivated: i64 = row.try_get("deactivated").map_err(db)?;
+        if deactivated != 0 {
+            return Err(StoreError::Deactivated {
+                secret: at.secret.clone(),
+                environment: at.environment,
+                version: at.version,
+            });
+        }
+        let key_id: Option<String> = row.try_get("key_id").map_err(db)?;
+        let nonce: Option<Vec<u8>> = row.try_get("nonce").map_err(db)?;
+        let ciphertext: Option<Vec<u8>> = row.try_get("ciphertext").map_err(db)?;
+        let undecryptable = |key_id: String| StoreError::Undecryptable {
+            secret: at.secret.clone(),
+            version: at.version,
+            key_id,
+        };
+        let (Some(key_id), Some(nonce), Some(ciphertext)) = (key_id, nonce, ciphertext) else {
+            return Err(undecryptable(String::new()));
+        };
+        let Some(key) = self.keyring.keys.get(&key_id) else { return Err(undecryptable(key_id)) };
+        let sealed = SealedValue { key_id, nonce, ciphertext };
+        key.open_value(at, &sealed).map(Some).map_err(|_| undecryptable(sealed.key_id))
+    }
+
+    async fn latest_version(
+        &self,
+        org: OrgId,
+        secret: &str,
+        environment: CatalogId,
+    ) -> Result<Option<u32>, StoreError> {
+        validate_name(secret)?;
+        let row = sqlx::query(
+            "SELECT MAX(version) AS latest FROM secret_values \
+             WHERE org_id = $1 AND secret = $2 AND environment_id = $3",
+        )
+        .bind(org.to_string())
+        .bind(secret)
+        .bind(environment.to_string())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db)?;
+        let latest: Option<i64> = row.try_get("latest").map_err(db)?;
+        latest.map(|v| to_u32(v, "version")).transpose()
+    }
+
+    async fn deactivate(&self, at: &ValueAddress) -> Result<(), StoreError> {
+        validate(at)?;
+        sqlx::query(
+            "INSERT INTO secret_values (org_id, secret, environment_id, version, key_id, nonce, ciphertext, deactivated) \
+             VALUES ($1, $2, $3, $4, NULL, NULL, NULL, 1) \
+             ON CONFLICT (org_id, secret, environment_id, version) \
+             DO UPDATE SET key_id = NULL, nonce = NULL, ciphertext = NULL, deactivated = 1",
+        )
+        .bind(at.org.to_string())
+        .bind(&at.secret)
+        .bind(at.environment.to_string())
+        .bind(i64::from(at.version))
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(())
+    }
+
+    async fn delete_secret(&self, org: OrgId, secret: &str) -> Result<u64, StoreError> {
+        validate_name(secret)?;
+        let done = sqlx::query("DELETE FROM secret_values WHERE org_id = $1 AND secret = $2")
+            .bind(org.to_string())
+            .bind(secret)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(done.rows_affected())
+    }
+
+    async fn inventory(&self) -> Result<Vec<InventoryEntry>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT org_id, secret, environment_id, version, deactivated FROM secret_values \
+             ORDER BY org_id, secret, environment_id, version",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|r| {
+                let org: String = r.try_get("org_id").map_err(db)?;
+                let environment: String = r.try_get("environment_id").map_err(db)?;
+                let deactivated: i64 = r.try_get("deactivated").map_err(db)?;
+                Ok(InventoryEntry {
+                    org: parse_id(&org, "organization id")?,
+                    secret: r.try_get("secret").map_err(db)?,
+                    environment: parse_id(&environment, "environment id")?,
+                    version: to_u32(r.try_get("version").map_err(db)?, "version")?,
+                    deactivated: deactivated != 0,
+                })
+            })
+            .collect()
+    }
+
+    async fn append_access_record(&self, record: &AccessRecord) -> Result<u64, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        // The counter row is the sequence: its update and the insert commit
+        // together or not at all. On PostgreSQL the row lock also orders
+        // concurrent appenders; SQLite has one connection.
+        let seq: i64 =
+            sqlx::query("UPDATE access_counter SET last_seq = last_seq + 1 WHERE id = 1 RETURNING last_seq")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db)?
+                .try_get("last_seq")
+                .map_err(db)?;
+        sqlx::query(
+            "INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(seq)
+        .bind(&record.accessor)
+        .bind(record.at_micros)
+        .bind(&record.secret)
+        .bind(record.environment.to_string())
+        .bind(i64::from(record.version))
+        .bind(&record.source)
+        .bind(record.served_by.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        u64::try_from(seq).map_err(|_| StoreError::Unavailable("invalid sequence number".into()))
+    }
+
+    async fn access_records_after(&self, after: u64, limit: u32) -> Result<Vec<RecordedAccess>, StoreError> {
+        let after =
+            i64::try_from(after).map_err(|_| StoreError::Invalid("sequence number too large".into()))?;
+        let rows = sqlx::query(
+            "SELECT seq, accessor, accessed_at, secret, environment_id, version, source, served_by \
+             FROM access_records WHERE seq > $1 ORDER BY seq LIMIT $2",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        rows.iter().map(access_record).collect()
+    }
+}
+
+/// Where a URL points, without user or password, for messages.
+pub(crate) fn describe_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let rest = rest.split_once('?').map_or(rest, |(path, _)| path);
+    format!("{scheme}://{rest}")
+}

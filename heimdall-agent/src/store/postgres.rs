@@ -1,0 +1,30 @@
+//! PostgreSQL: a pool, default durability (`synchronous_commit` stays on:
+//! an access record is durable before the read it records is served).
+
+use sqlx::any::AnyPoolOptions;
+use sqlx::migrate::Migrator;
+
+use super::{describe_url, Backend, SqlValueStore, StoreError};
+use crate::crypto::MasterKey;
+
+fn migrator() -> &'static Migrator {
+    static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
+    &MIGRATOR
+}
+
+/// Opens the store in the PostgreSQL database at `url` (`postgres://…`),
+/// bringing its schema up to date. A master key that does not open it is
+/// [`StoreError::WrongMasterKey`].
+pub async fn open(url: &str, master: &MasterKey) -> Result<SqlValueStore, StoreError> {
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(StoreError::Open("the database URL must start with postgres:// or postgresql://".into()));
+    }
+    sqlx::any::install_default_drivers();
+    let pool = AnyPoolOptions::new()
+        .max_connections(8)
+        .acquire_timeout(std::time::Duration::from_secs(10))
+        .connect(url)
+        .await
+        .map_err(|e| StoreError::Open(format!("cannot connect to {}: {e}", describe_url(url))))?;
+    SqlValueStore::open_pool(pool, Backend::Postgres, migrator(), master).await
+}

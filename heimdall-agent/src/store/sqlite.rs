@@ -1,0 +1,46 @@
+//! SQLite: one file, WAL, `synchronous = FULL` (an access record is on disk
+//! before the read it records is served), `secure_delete` (deleted rows are
+//! overwritten, not left in free pages), one connection.
+
+use std::path::Path;
+
+use sqlx::any::AnyPoolOptions;
+use sqlx::migrate::Migrator;
+use sqlx::Executor;
+
+use super::{Backend, SqlValueStore, StoreError};
+use crate::crypto::MasterKey;
+
+fn migrator() -> &'static Migrator {
+    static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
+    &MIGRATOR
+}
+
+/// Opens (creating if needed) the store in the SQLite file at `path`.
+/// A master key that does not open it is [`StoreError::WrongMasterKey`].
+pub async fn open(path: &Path, master: &MasterKey) -> Result<SqlValueStore, StoreError> {
+    let Some(path_text) = path.to_str() else {
+        return Err(StoreError::Open(format!("{} is not a UTF-8 path", path.display())));
+    };
+    sqlx::any::install_default_drivers();
+    let url = format!("sqlite://{path_text}?mode=rwc");
+    // One connection: every transaction is serial, which is what the
+    // counter row needs on a file that one Agent owns.
+    let pool = AnyPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(std::time::Duration::from_secs(10))
+        .after_connect(|conn, _meta| {
+            Box::pin(async move {
+                conn.execute(
+                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA secure_delete = ON; \
+                     PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;",
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .connect(&url)
+        .await
+        .map_err(|e| StoreError::Open(format!("cannot open {}: {e}", path.display())))?;
+    SqlValueStore::open_pool(pool, Backend::Sqlite, migrator(), master).await
+}
