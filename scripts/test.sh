@@ -26,6 +26,9 @@ pg_isready -h 127.0.0.1 -p 5432 || {
 }
 
 
+# The Agent tests start moto (scripts/moto.sh start); leave nothing running.
+trap 'bash scripts/moto.sh stop >/dev/null 2>&1 || true' EXIT
+
 # Builds every binary first: the end-to-end tests drive them.
 cargo build --workspace --bins --locked
 cargo test --workspace --all-features --locked "$@"
