@@ -2,6 +2,8 @@
 //! SQLite (always) and on PostgreSQL at 127.0.0.1:5432 (or
 //! HEIMDALL_TEST_POSTGRES_URL), each test in its own fresh database.
 
+#[path = "api/access.rs"]
+mod access;
 #[path = "api/agents.rs"]
 mod agents;
 #[path = "api/http.rs"]

@@ -686,6 +686,13 @@ pub enum SecretCommand {
         #[arg(long = "component", value_name = "COMPONENT")]
         components: Vec<String>,
     },
+    /// Who read a secret, when, which version, through which Agent (owner, admin)
+    AccessLog {
+        secret: String,
+        /// Only reads in this environment (id or name)
+        #[arg(long)]
+        environment: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -1361,3 +1361,68 @@ async fn secrets_metadata_and_the_agents_that_hold_an_environment() {
 
     snapshot("secrets", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
 }
+
+// ---- Secrets: the access log ---------------------------------------------------------
+
+use heimdall_core::ports::AccessStore;
+use heimdall_core::wire::AccessRecord;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secret_access_log_in_a_table_and_in_json() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    let mut t = Transcript::default();
+    for args in [&["environment", "create", "prod"][..], &["secret", "create", "db-password"]] {
+        let run = h.run(args).await;
+        assert_eq!(run.code, 0, "{args:?}: {run:?}");
+    }
+    let edge_1 = enrolled_agent(&api, &h, "edge-1").await;
+    let empty = t.run(&h, &["secret", "access-log", "db-password"]).await;
+    assert_eq!(empty.code, 0, "{empty:?}");
+    assert_eq!(empty.stdout, "ACCESSED_AT  ACCESSOR  ENVIRONMENT  VERSION  SERVED_BY  FROM  READS\n");
+
+    // What an Agent's sync stores, straight through the store.
+    let at =
+        |s: &str| OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).expect("time");
+    let record = |seq: i64, accessor: &str, when: &str, version: i64, from: &str| AccessRecord {
+        seq,
+        accessor: accessor.into(),
+        at: at(when),
+        secret: "db-password".into(),
+        environment: "prod".into(),
+        version,
+        from: from.into(),
+    };
+    let records = [
+        record(1, "ana@example.com", "2026-03-01T10:00:00.100Z", 2, "10.0.0.7"),
+        record(2, "ana@example.com", "2026-03-01T10:00:00.900Z", 2, "10.0.0.7"),
+        record(3, "bob@example.com", "2026-03-01T10:00:05Z", 1, "10.0.0.8"),
+    ];
+    let outcome = api
+        .store
+        .record_access(edge_1.org_id, &edge_1, &records, OffsetDateTime::now_utc())
+        .await
+        .expect("record access");
+    assert_eq!((outcome.stored, outcome.duplicates), (3, 0));
+
+    let table = t.run(&h, &["secret", "access-log", "db-password"]).await;
+    assert_eq!(table.code, 0, "{table:?}");
+    let rows = cells(&table.stdout);
+    assert_eq!(rows[0], ["ACCESSED_AT", "ACCESSOR", "ENVIRONMENT", "VERSION", "SERVED_BY", "FROM", "READS"]);
+    assert_eq!(rows[1][1..], ["bob@example.com", "prod", "1", "edge-1", "10.0.0.8", "1"]);
+    assert_eq!(rows[2][1..], ["ana@example.com", "prod", "2", "edge-1", "10.0.0.7", "2"]);
+    let filtered = t.run(&h, &["secret", "access-log", "db-password", "--environment", "prod"]).await;
+    assert_eq!(filtered.stdout, table.stdout);
+    let json = t.run(&h, &["secret", "access-log", "db-password", "--output", "json"]).await;
+    let json: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
+    assert_eq!(json[1]["reads"], 2);
+    assert_eq!(json[1]["accessed_at"], "2026-03-01T10:00:00Z");
+
+    // A member may not read the trail.
+    let bob = json_of(&h, &["member", "add", "bob@example.com", "--role", "member"]).await;
+    let bob = Heimdall::with_env(&api, bob["token"].as_str().expect("token"), tmp.path());
+    assert_eq!(t.run(&bob, &["secret", "access-log", "db-password"]).await.code, 4);
+
+    snapshot("secret_access_log", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
+}

@@ -342,8 +342,8 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
 }
 
 /// Everything the API needs from storage.
-pub trait Store: MetadataStore + InfraStore + JobQueue + AgentStore + SecretStore {}
-impl<T: MetadataStore + InfraStore + JobQueue + AgentStore + SecretStore> Store for T {}
+pub trait Store: MetadataStore + InfraStore + JobQueue + AgentStore + SecretStore + AccessStore {}
+impl<T: MetadataStore + InfraStore + JobQueue + AgentStore + SecretStore + AccessStore> Store for T {}
 
 // ---- Agents -------------------------------------------------------------------
 
@@ -398,4 +398,50 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
     async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>>;
     async fn assign_agent(&self, org: OrgId, assignment: &Assignment, event: NewEvent) -> StoreResult<()>;
     async fn list_assignments(&self, org: OrgId, environment: CatalogId) -> StoreResult<Vec<Assignment>>;
+}
+
+// ---- Secret Manager (access records from Agents) --------------------------------
+
+use crate::wire::{AccessLogEntry, AccessRecord};
+
+/// The audit action raised for a gap in an Agent's sequence: reads the
+/// Agent served and did not report.
+pub const READ_NOT_REPORTED: &str = "secret.read_not_reported";
+
+/// What one sync's records did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncOutcome {
+    /// Records stored now.
+    pub stored: usize,
+    /// Records already stored by an earlier sync (or twice in this one).
+    pub duplicates: usize,
+    /// Sequence ranges (inclusive) skipped by this sync: each raised a
+    /// `secret.read_not_reported` audit event.
+    pub gaps: Vec<(i64, i64)>,
+    /// The highest sequence number stored for this Agent.
+    pub received_through: i64,
+}
+
+/// Access records reported by Agents, and the access log built from them.
+#[async_trait]
+pub trait AccessStore: Send + Sync + std::fmt::Debug {
+    /// Stores `records` for `agent`, idempotently on (agent, seq). A record
+    /// whose `seq` is beyond the highest stored + 1 opens a gap: one
+    /// `secret.read_not_reported` event per gap, in the same transaction.
+    async fn record_access(
+        &self,
+        org: OrgId,
+        agent: &Agent,
+        records: &[AccessRecord],
+        now: OffsetDateTime,
+    ) -> StoreResult<SyncOutcome>;
+
+    /// A secret's reads aggregated per (accessor, environment, version,
+    /// Agent, address, second), newest first.
+    async fn access_log(
+        &self,
+        org: OrgId,
+        secret_name: &str,
+        environment: Option<&str>,
+    ) -> StoreResult<Vec<AccessLogEntry>>;
 }

@@ -16,6 +16,8 @@
 //! | GET, POST | `/policies` | [`CreatePolicy`] → `Policy` |
 //! | GET, DELETE | `/policies/{id}` | → `Policy` |
 //! | GET | `/events?limit=&before=&action=` | → `[AuditEvent]` |
+//! | GET | `/secrets/{id-or-name}/access-log?environment=` | → `[AccessLogEntry]` (owner, admin; personal: its owner) |
+//! | POST | `/agent/sync` (Agent channel, mTLS) | [`SyncRequest`] → [`SyncResponse`] |
 
 use serde::{Deserialize, Serialize};
 
@@ -410,4 +412,97 @@ pub struct SecretDetail {
 pub struct AssignAgent {
     /// Agent id or name.
     pub agent: String,
+}
+
+// ---- Agent sync and the access log -------------------------------------------
+//
+// `POST /v1/agent/sync` (Agent channel, mTLS only): [`SyncRequest`] →
+// [`SyncResponse`]. `GET /v1/secrets/{name}/access-log?environment=`
+// (owner, admin; a personal secret: only its owner) → `[AccessLogEntry]`.
+//
+// Nothing here has a place for a secret's value: the sync reports *that* a
+// value was read or is held, never what it is.
+
+/// One read an Agent served, as it recorded it before serving. `seq` is the
+/// Agent's own gap-free sequence number (from 1).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessRecord {
+    pub seq: i64,
+    /// Who read (an email, or a program token's name).
+    pub accessor: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: time::OffsetDateTime,
+    /// The secret's name.
+    pub secret: String,
+    /// The environment's name.
+    pub environment: String,
+    pub version: i64,
+    /// The reader's source address.
+    pub from: String,
+}
+
+/// One version an Agent's store holds (or holds as a tombstone).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InventoryItem {
+    pub secret: String,
+    pub environment: String,
+    pub version: i64,
+    pub deactivated: bool,
+}
+
+/// What an Agent sends on each sync: its new access records and what its
+/// store holds. Unknown fields are refused, so a value has nowhere to go.
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyncRequest {
+    #[serde(default)]
+    pub records: Vec<AccessRecord>,
+    #[serde(default)]
+    pub inventory: Vec<InventoryItem>,
+}
+
+/// A member as an Agent needs to know them: to decide reads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncMember {
+    pub email: String,
+    pub role: Role,
+}
+
+/// A version every Agent must replace with a tombstone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeactivatedVersion {
+    pub secret: String,
+    pub environment: String,
+    pub version: i64,
+}
+
+/// What the API answers a sync with: who may do what, which Agents hold
+/// which environment, which versions are deactivated, and the highest
+/// sequence number it has stored for this Agent (records up to it may be
+/// pruned).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncResponse {
+    pub members: Vec<SyncMember>,
+    pub policies: Vec<Policy>,
+    pub assignments: Vec<crate::secrets::Assignment>,
+    pub deactivated: Vec<DeactivatedVersion>,
+    pub received_through: i64,
+}
+
+/// One line of a secret's access log: the reads of one accessor, of one
+/// version, served by one Agent to one address within one second.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessLogEntry {
+    /// The second the reads happened in.
+    #[serde(with = "time::serde::rfc3339")]
+    pub accessed_at: time::OffsetDateTime,
+    pub accessor: String,
+    pub environment: String,
+    pub version: i64,
+    /// The Agent's name.
+    pub served_by: String,
+    pub from: String,
+    pub reads: u64,
 }

@@ -53,12 +53,12 @@ pub use heimdall_core::wire;
 pub use heimdall_core::{ApiError, ErrorCode, FieldError};
 
 use wire::{
-    AccountLink, AddMember, AddedMember, Agent, AssignAgent, Assignment, AuditEvent, CatalogEntry,
-    CatalogKind, ChangeResource, ChangeRole, CloudAccount, CloudAccountDetail, CreateCatalogEntry,
-    CreateCloudAccount, CreatePolicy, CreateRegistration, CreateResource, CreateSchema, CreateSecret,
-    CreateToken, CreatedToken, Decide, ErrorBody, Health, Job, JobLog, LinkCloudAccount, Member, Policy,
-    Registration, Rename, Resource, ResourceDetail, ResourceSchema, ResourceStatus, Role, Secret,
-    SecretDetail, TokenInfo, UpdateSecret, WhoAmI,
+    AccessLogEntry, AccountLink, AddMember, AddedMember, Agent, AssignAgent, Assignment, AuditEvent,
+    CatalogEntry, CatalogKind, ChangeResource, ChangeRole, CloudAccount, CloudAccountDetail,
+    CreateCatalogEntry, CreateCloudAccount, CreatePolicy, CreateRegistration, CreateResource, CreateSchema,
+    CreateSecret, CreateToken, CreatedToken, Decide, ErrorBody, Health, Job, JobLog, LinkCloudAccount,
+    Member, Policy, Registration, Rename, Resource, ResourceDetail, ResourceSchema, ResourceStatus, Role,
+    Secret, SecretDetail, TokenInfo, UpdateSecret, WhoAmI,
 };
 
 /// `Result` with the SDK's [`Error`].
@@ -709,6 +709,29 @@ impl Client {
     /// whole set (`Some(empty)` clears it).
     pub async fn update_secret(&self, id_or_name: &str, change: &UpdateSecret) -> Result<Secret> {
         self.with_body(Method::PATCH, &["secrets", id_or_name], change).await
+    }
+
+    /// `GET /v1/secrets/{id-or-name}/access-log?environment=` (owner,
+    /// admin; a personal secret: only its owner): the reads Agents have
+    /// reported, one entry per accessor, version, Agent, address and
+    /// second, newest first.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// for entry in client.access_log("db-password", Some("prod")).await? {
+    ///     println!("{} {} v{} ×{}", entry.accessed_at, entry.accessor, entry.version, entry.reads);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn access_log(
+        &self,
+        id_or_name: &str,
+        environment: Option<&str>,
+    ) -> Result<Vec<AccessLogEntry>> {
+        let url =
+            self.url_with_query(&["secrets", id_or_name, "access-log"], &[("environment", environment)])?;
+        self.send(self.authed(Method::GET, url)).await
     }
 
     // ---- environments: which Agents hold their values --------------------------

@@ -10,6 +10,7 @@
 //! process, and one connection makes every transaction serial, so the
 //! checks-then-writes in this store cannot race.
 
+mod access;
 mod agents;
 mod infra;
 mod postgres;

@@ -10,11 +10,16 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Json, Router};
+use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::{AgentId, JobId, LeaseId};
 use heimdall_core::infra::Agent;
+use heimdall_core::names::validate_text;
 use heimdall_core::ports::{JobOutcome, StoreError};
 use heimdall_core::queue::MAX_LOG_BYTES;
-use heimdall_core::wire::{Claim, ClaimedJob, FinishJob, FinishOutcome, Heartbeat, LeaseExtended, LogChunk};
+use heimdall_core::wire::{
+    Claim, ClaimedJob, DeactivatedVersion, FinishJob, FinishOutcome, Heartbeat, LeaseExtended, LogChunk,
+    SyncMember, SyncRequest, SyncResponse,
+};
 use heimdall_core::{ApiError, ErrorCode};
 use uuid::Uuid;
 
@@ -39,6 +44,7 @@ const RECHECK: Duration = Duration::from_millis(1000);
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/agent/claim", post(claim))
+        .route("/v1/agent/sync", post(sync))
         .route("/v1/agent/jobs/{id}/heartbeat", post(heartbeat))
         .route("/v1/agent/jobs/{id}/log", post(log))
         .route("/v1/agent/jobs/{id}/finish", post(finish))
@@ -162,4 +168,83 @@ async fn finish(
     }
     tracing::info!(job = %job.id, agent = %agent.name, status = %job.status, "job attempt finished");
     Ok(Json(job))
+}
+
+/// Most records one sync may carry; an Agent with more sends them over
+/// several syncs.
+pub const MAX_SYNC_RECORDS: usize = 10_000;
+
+/// The Agent reports the reads it served and what its store holds, and
+/// receives who may read what. No value travels here: [`SyncRequest`]
+/// has no field for one and refuses unknown fields.
+async fn sync(
+    State(state): State<AppState>,
+    Extension(peer): Extension<PeerAgent>,
+    JsonBody(body): JsonBody<SyncRequest>,
+) -> HttpResult<Json<SyncResponse>> {
+    let agent = agent(&state, &peer).await?;
+    if body.records.len() > MAX_SYNC_RECORDS {
+        return Err(ApiError::invalid_input(format!("at most {MAX_SYNC_RECORDS} records per sync")).into());
+    }
+    for record in &body.records {
+        if record.seq < 1 {
+            return Err(ApiError::invalid_input("records[].seq starts at 1").into());
+        }
+        if record.version < 1 {
+            return Err(ApiError::invalid_input("records[].version starts at 1").into());
+        }
+        validate_text("records[].accessor", &record.accessor, 320)?;
+        validate_text("records[].secret", &record.secret, 200)?;
+        validate_text("records[].environment", &record.environment, 200)?;
+        validate_text("records[].from", &record.from, 100)?;
+    }
+    let org = agent.org_id;
+    let now = state.clock.now();
+    state.store.touch_agent(agent.id, now).await?;
+    let outcome = state.store.record_access(org, &agent, &body.records, now).await?;
+    if !outcome.gaps.is_empty() {
+        tracing::warn!(agent = %agent.name, gaps = outcome.gaps.len(), "Agent sequence gap: reads not reported");
+    }
+
+    let members = state
+        .store
+        .list_members(org)
+        .await?
+        .into_iter()
+        .map(|m| SyncMember { email: m.email, role: m.role })
+        .collect();
+    let policies = state.store.list_policies(org).await?;
+    let environments = state.store.list_catalog(org, CatalogKind::Environment, None).await?;
+    let mut assignments = Vec::new();
+    for env in &environments {
+        assignments.extend(state.store.list_assignments(org, env.id).await?);
+    }
+    let mut deactivated = Vec::new();
+    for secret in state.store.list_secrets(org).await? {
+        for version in state.store.list_versions(org, secret.id).await? {
+            if version.deactivated_at.is_none() {
+                continue;
+            }
+            if let Some(env) = environments.iter().find(|e| e.id == version.environment_id) {
+                deactivated.push(DeactivatedVersion {
+                    secret: secret.name.clone(),
+                    environment: env.name.clone(),
+                    version: version.version,
+                });
+            }
+        }
+    }
+    tracing::info!(
+        agent = %agent.name,
+        stored = outcome.stored,
+        duplicates = outcome.duplicates,
+        "Agent synced"
+    );
+    Ok(Json(SyncResponse {
+        members,
+        policies,
+        assignments,
+        deactivated,
+        received_through: outcome.received_through,
+    }))
 }

@@ -10,19 +10,20 @@ use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::{AgentId, CatalogId, SecretId};
 use heimdall_core::names::{validate_name, validate_text};
 use heimdall_core::secrets::{validate_secret_type, validate_tags, Assignment, Secret};
-use heimdall_core::wire::{AssignAgent, CreateSecret, SecretDetail, UpdateSecret};
+use heimdall_core::wire::{AccessLogEntry, AssignAgent, CreateSecret, SecretDetail, UpdateSecret};
 use heimdall_core::ApiError;
 use uuid::Uuid;
 
 use super::catalog::resolve as resolve_catalog;
 use super::error::HttpResult;
-use super::extract::{Caller, JsonBody};
+use super::extract::{Caller, JsonBody, QueryParams};
 use super::AppState;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/secrets", get(list).post(create))
         .route("/v1/secrets/{key}", get(show).patch(update))
+        .route("/v1/secrets/{key}/access-log", get(access_log))
         .route("/v1/environments/{key}/agents", get(assignments).post(assign))
 }
 
@@ -151,6 +152,33 @@ async fn update(
     );
     state.store.update_secret(&secret, event).await?;
     Ok(Json(secret))
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AccessLogQuery {
+    environment: Option<String>,
+}
+
+/// The reads Agents reported for this secret (owner, admin; a personal
+/// secret: only its owner, for whom everyone else gets 404).
+async fn access_log(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    QueryParams(query): QueryParams<AccessLogQuery>,
+) -> HttpResult<Json<Vec<AccessLogEntry>>> {
+    let secret = resolve(&state, &caller, &key).await?;
+    let environment = match query.environment.as_deref() {
+        Some(env) => Some(resolve_catalog(&state, &caller, CatalogKind::Environment, env).await?.name),
+        None => None,
+    };
+    if secret.personal_owner.is_none() {
+        let target = target(Some(&secret), &caller);
+        state.authorize(&caller, Action::SecretAccessLog, &target, environment.as_deref()).await?;
+    }
+    let entries = state.store.access_log(caller.org.id, &secret.name, environment.as_deref()).await?;
+    Ok(Json(entries))
 }
 
 async fn assignments(

@@ -10,13 +10,13 @@ use crate::support::Client;
 
 crate::on_every_backend!(enrollment_and_the_mtls_channel);
 
-fn csr() -> (KeyPair, String) {
+pub(crate) fn csr() -> (KeyPair, String) {
     let key = KeyPair::generate().unwrap();
     let csr = CertificateParams::default().serialize_request(&key).unwrap().pem().unwrap();
     (key, csr)
 }
 
-fn agent_client(ca_pem: &str, identity: Option<(&str, &KeyPair)>) -> reqwest::Client {
+pub(crate) fn agent_client(ca_pem: &str, identity: Option<(&str, &KeyPair)>) -> reqwest::Client {
     let mut builder = reqwest::Client::builder()
         .use_rustls_tls()
         .tls_built_in_root_certs(false)

@@ -1,11 +1,13 @@
-//! `secret create|list|show|update` and `environment assign-agent|agents`:
+//! `secret create|list|show|update|access-log` and `environment assign-agent|agents`:
 //! the Secret Manager's metadata. Nothing here takes or prints a secret's
 //! value: the API never receives one (`secret set` goes to an Agent).
 
 use std::collections::{BTreeMap, HashMap};
 
 use heimdall_core::ids::CatalogId;
-use heimdall_core::wire::{Assignment, CatalogKind, CreateSecret, Secret, SecretVersion, UpdateSecret};
+use heimdall_core::wire::{
+    AccessLogEntry, Assignment, CatalogKind, CreateSecret, Secret, SecretVersion, UpdateSecret,
+};
 use heimdall_sdk::Client;
 
 use super::Context;
@@ -92,6 +94,24 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
             }
             let updated = ctx.client()?.update_secret(&secret, &change).await?;
             out.done(&updated, &format!("Secret updated: {} ({})", updated.name, updated.id), &[])
+        }
+        SecretCommand::AccessLog { secret, environment } => {
+            let entries = ctx.client()?.access_log(&secret, environment.as_deref()).await?;
+            out.list(
+                &entries,
+                &["ACCESSED_AT", "ACCESSOR", "ENVIRONMENT", "VERSION", "SERVED_BY", "FROM", "READS"],
+                |e: &AccessLogEntry| {
+                    vec![
+                        timestamp(e.accessed_at),
+                        e.accessor.clone(),
+                        e.environment.clone(),
+                        e.version.to_string(),
+                        e.served_by.clone(),
+                        e.from.clone(),
+                        e.reads.to_string(),
+                    ]
+                },
+            )
         }
     }
 }

@@ -1,0 +1,159 @@
+//! Agent sync and the access log: records stored once (a retried sync does
+//! not double-count), aggregated per accessor/version/Agent/address/second,
+//! a gap in an Agent's sequence raises "read and not reported", only
+//! owners and admins read the log, and a revoked Agent cannot sync.
+
+use heimdall_api::testing::{TestApi, TestDatabase};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::agents::{agent_client, csr};
+use crate::support::Client;
+
+crate::on_every_backend!(sync_stores_records_once_and_the_access_log_aggregates_them);
+
+fn record(seq: i64, accessor: &str, at: &str, version: i64, from: &str) -> Value {
+    json!({
+        "seq": seq,
+        "accessor": accessor,
+        "at": at,
+        "secret": "db-password",
+        "environment": "prod",
+        "version": version,
+        "from": from,
+    })
+}
+
+async fn sync(agent: &reqwest::Client, api: &TestApi, body: &Value) -> (u16, Value) {
+    let resp = agent.post(format!("{}/v1/agent/sync", api.agent_url)).json(body).send().await.expect("sync");
+    let status = resp.status().as_u16();
+    let text = resp.text().await.expect("body");
+    (status, if text.is_empty() { Value::Null } else { serde_json::from_str(&text).expect("JSON") })
+}
+
+async fn sync_stores_records_once_and_the_access_log_aggregates_them(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let admin = c.add_member(owner, "admin@example.com", "admin").await;
+    let member = c.add_member(owner, "member@example.com", "member").await;
+    c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201);
+    c.post("/v1/environments", owner, json!({ "name": "dev" })).await.expect(201);
+    c.post("/v1/secrets", owner, json!({ "name": "db-password" })).await.expect(201);
+
+    // Enroll edge-1 through the real route and talk to it over mTLS.
+    let reg = c.post("/v1/agents/registrations", owner, json!({ "name": "edge-1" })).await.expect(201);
+    let (key, request) = csr();
+    let enrolled = reqwest::Client::new()
+        .post(format!("{}/v1/agents/enroll", api.url))
+        .json(&json!({ "token": reg["token"], "csr_pem": request }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(enrolled.status().as_u16(), 201);
+    let enrolled: Value = enrolled.json().await.unwrap();
+    let edge = agent_client(
+        enrolled["ca_pem"].as_str().unwrap(),
+        Some((enrolled["certificate_pem"].as_str().unwrap(), &key)),
+    );
+    c.post("/v1/environments/prod/agents", owner, json!({ "agent": "edge-1" })).await.expect(201);
+
+    // Records 1..3: two reads by ana of v2 from one address within one second, one by bob later.
+    let first = json!({
+        "records": [
+            record(1, "ana@example.com", "2026-03-01T10:00:00.100Z", 2, "10.0.0.7"),
+            record(2, "ana@example.com", "2026-03-01T10:00:00.900Z", 2, "10.0.0.7"),
+            record(3, "bob@example.com", "2026-03-01T10:00:05Z", 1, "10.0.0.8"),
+        ],
+        "inventory": [
+            { "secret": "db-password", "environment": "prod", "version": 2, "deactivated": false },
+        ],
+    });
+    let (status, answer) = sync(&edge, &api, &first).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["received_through"], 3);
+    let emails: Vec<&str> =
+        answer["members"].as_array().unwrap().iter().map(|m| m["email"].as_str().unwrap()).collect();
+    assert!(emails.contains(&"owner@example.com") && emails.contains(&"member@example.com"), "{answer}");
+    assert_eq!(answer["assignments"].as_array().map(Vec::len), Some(1), "{answer}");
+    assert_eq!(answer["deactivated"], json!([]));
+    assert!(answer["policies"].is_array());
+
+    let expected = json!([
+        {
+            "accessed_at": "2026-03-01T10:00:05Z",
+            "accessor": "bob@example.com",
+            "environment": "prod",
+            "version": 1,
+            "served_by": "edge-1",
+            "from": "10.0.0.8",
+            "reads": 1,
+        },
+        {
+            "accessed_at": "2026-03-01T10:00:00Z",
+            "accessor": "ana@example.com",
+            "environment": "prod",
+            "version": 2,
+            "served_by": "edge-1",
+            "from": "10.0.0.7",
+            "reads": 2,
+        },
+    ]);
+    assert_eq!(c.get("/v1/secrets/db-password/access-log", owner).await.expect(200), expected);
+    assert_eq!(
+        c.get("/v1/secrets/db-password/access-log?environment=prod", &admin).await.expect(200),
+        expected
+    );
+    assert_eq!(
+        c.get("/v1/secrets/db-password/access-log?environment=dev", owner).await.expect(200),
+        json!([])
+    );
+
+    // The same sync retried: nothing counted twice.
+    let (status, answer) = sync(&edge, &api, &first).await;
+    assert_eq!((status, &answer["received_through"]), (200, &json!(3)), "{answer}");
+    assert_eq!(c.get("/v1/secrets/db-password/access-log", owner).await.expect(200), expected);
+    let gaps = c.get("/v1/events?action=secret.read_not_reported", owner).await.expect(200);
+    assert_eq!(gaps, json!([]), "no gap yet");
+
+    // 4 and 5 never arrive: read and not reported.
+    let later = json!({ "records": [record(6, "ana@example.com", "2026-03-01T10:01:00Z", 2, "10.0.0.7")] });
+    let (status, answer) = sync(&edge, &api, &later).await;
+    assert_eq!((status, &answer["received_through"]), (200, &json!(6)), "{answer}");
+    let gaps = c.get("/v1/events?action=secret.read_not_reported", owner).await.expect(200);
+    let gaps = gaps.as_array().unwrap();
+    assert_eq!(gaps.len(), 1, "{gaps:?}");
+    assert_eq!(gaps[0]["detail"], json!({ "agent": "edge-1", "from_seq": 4, "to_seq": 5 }));
+    // Retried, the late sync raises nothing new.
+    assert_eq!(sync(&edge, &api, &later).await.0, 200);
+    let again = c.get("/v1/events?action=secret.read_not_reported", owner).await.expect(200);
+    assert_eq!(again.as_array().map(Vec::len), Some(1));
+    let log = c.get("/v1/secrets/db-password/access-log", owner).await.expect(200);
+    assert_eq!(log.as_array().map(Vec::len), Some(3));
+
+    // A value has no place on the sync channel.
+    let smuggled = json!({ "records": [], "inventory": [], "value": "hunter2" });
+    let (status, answer) = sync(&edge, &api, &smuggled).await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(!answer.to_string().contains("hunter2"));
+    let smuggled = json!({ "records": [{
+        "seq": 7, "accessor": "a", "at": "2026-03-01T10:02:00Z", "secret": "db-password",
+        "environment": "prod", "version": 2, "from": "10.0.0.7", "value": "hunter2",
+    }] });
+    assert_eq!(sync(&edge, &api, &smuggled).await.0, 400);
+
+    // Who reads the log: owner and admin; a member is refused.
+    c.get("/v1/secrets/db-password/access-log", &member).await.expect_error(403, "FORBIDDEN");
+    c.get("/v1/secrets/nope/access-log", owner).await.expect_error(404, "NOT_FOUND");
+    // A personal secret's log: only its owner; anyone else, even the org owner, 404.
+    c.post("/v1/secrets", &member, json!({ "name": "mine", "personal": true })).await.expect(201);
+    assert_eq!(c.get("/v1/secrets/mine/access-log", &member).await.expect(200), json!([]));
+    c.get("/v1/secrets/mine/access-log", owner).await.expect_error(404, "NOT_FOUND");
+
+    // Not on the people's listener; refused once revoked.
+    let people = c.call(Method::POST, "/v1/agent/sync", owner, Some(json!({ "records": [] }))).await;
+    assert_eq!(people.status.as_u16(), 404);
+    c.call(Method::DELETE, "/v1/agents/edge-1", owner, None).await.expect(200);
+    let (status, answer) = sync(&edge, &api, &json!({ "records": [] })).await;
+    assert_eq!((status, answer["error"]["code"].as_str()), (401, Some("UNAUTHENTICATED")), "{answer}");
+}
