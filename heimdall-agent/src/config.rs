@@ -23,6 +23,25 @@ pub struct AgentConfig {
     pub modules: Modules,
     #[serde(default)]
     pub state: StateConfig,
+    /// Where this Agent keeps secret values (encrypted); absent: it holds none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<ValuesConfig>,
+}
+
+/// The value store: SQLite (`path`) or PostgreSQL (`url`), and where the
+/// 32-byte master key comes from (exactly one of `master_key_env` and
+/// `master_key_file`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValuesConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqlite_path: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_key_env: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_key_file: Option<PathBuf>,
 }
 
 fn default_concurrency() -> usize {
@@ -74,6 +93,14 @@ impl AgentConfig {
             return Err(
                 "terraform.sha256 must be 64 hex characters (sha256sum of the terraform executable)".into()
             );
+        }
+        if let Some(v) = &config.values {
+            if v.sqlite_path.is_some() == v.postgres_url.is_some() {
+                return Err("[values] needs exactly one of sqlite_path and postgres_url".into());
+            }
+            if v.master_key_env.is_some() == v.master_key_file.is_some() {
+                return Err("[values] needs exactly one of master_key_env and master_key_file".into());
+            }
         }
         Ok(config)
     }

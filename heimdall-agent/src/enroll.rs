@@ -83,6 +83,7 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
         terraform: TerraformPin { path: options.terraform.clone(), version, sha256 },
         modules: Modules { allowed_sources: options.allowed_modules },
         state: options.state,
+        values: None,
     };
     let text = toml::to_string_pretty(&config).map_err(|e| e.to_string())?;
     let config_path = data.join("agent.toml");

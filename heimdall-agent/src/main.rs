@@ -120,6 +120,12 @@ async fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Run { config } => {
             let config = config::AgentConfig::load(&config)?;
+            // The value store opens first: with a wrong master key the Agent
+            // must not start at all.
+            let values = match &config.values {
+                Some(v) => Some(open_values(v).await?),
+                None => None,
+            };
             let channel = channel::Channel::new(&config).map_err(|e| e.to_string())?;
             std::fs::create_dir_all(&config.work_dir)
                 .map_err(|e| format!("cannot create {}: {e}", config.work_dir.display()))?;
@@ -130,10 +136,38 @@ async fn run(cli: Cli) -> Result<(), String> {
             });
             tracing::info!(api = %config.api_url, concurrency = config.concurrency, "agent running");
             worker::run(config, channel, stop_rx).await;
+            if let Some(values) = values {
+                values.close().await;
+            }
             tracing::info!("agent stopped");
             Ok(())
         }
     }
+}
+
+async fn open_values(v: &config::ValuesConfig) -> Result<heimdall_agent::store::SqlValueStore, String> {
+    use heimdall_agent::crypto::MasterKey;
+    let master = match (&v.master_key_env, &v.master_key_file) {
+        (Some(var), _) => MasterKey::from_env(var),
+        (_, Some(path)) => MasterKey::from_file(path),
+        (None, None) => unreachable_config(),
+    }
+    .map_err(|e| format!("the value store's master key: {e}"))?;
+    let store = match (&v.sqlite_path, &v.postgres_url) {
+        (Some(path), _) => heimdall_agent::store::sqlite::open(path, &master).await,
+        (_, Some(url)) => heimdall_agent::store::postgres::open(url, &master).await,
+        (None, None) => return Err("[values] names no store".into()),
+    };
+    let store = store.map_err(|e| format!("the value store cannot be opened: {e}"))?;
+    tracing::info!("value store open");
+    Ok(store)
+}
+
+/// `AgentConfig::load` refuses a `[values]` section without a key source.
+fn unreachable_config() -> Result<heimdall_agent::crypto::MasterKey, heimdall_agent::crypto::KeyError> {
+    Err(heimdall_agent::crypto::KeyError::Missing {
+        origin: "[values] master_key_env or master_key_file".into(),
+    })
 }
 
 /// `terraform` → the first match on PATH (so the pin names a real file).

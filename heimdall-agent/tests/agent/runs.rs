@@ -158,3 +158,40 @@ async fn sigterm_lets_the_running_job_finish_then_exits() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(w.resource(&later).await["status"], "queued");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_master_key_keeps_the_agent_from_starting() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let store = config.with_file_name("values.db");
+    let with_key = |key: &str| {
+        let key_file = config.with_file_name(format!("{}.key", &key[..4]));
+        std::fs::write(&key_file, key).unwrap();
+        let text = std::fs::read_to_string(&config).unwrap();
+        let base = text.split("\n[values]").next().unwrap().to_owned();
+        std::fs::write(
+            &config,
+            format!(
+                "{base}\n[values]\nsqlite_path = {:?}\nmaster_key_file = {:?}\n",
+                store.display().to_string(),
+                key_file.display().to_string()
+            ),
+        )
+        .unwrap();
+    };
+    // First start creates the store under key A.
+    with_key(&"a1".repeat(32));
+    let mut agent = w.run_agent(&config);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(agent.try_wait().unwrap().is_none(), "the Agent runs with its key");
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+    // Key B does not open it: the Agent refuses to start, saying why, and never shows a key.
+    with_key(&"b2".repeat(32));
+    let mut agent = w.run_agent(&config);
+    let status = tokio::time::timeout(Duration::from_secs(20), agent.wait()).await.expect("exits").unwrap();
+    assert!(!status.success());
+    let log = std::fs::read_to_string(config.with_extension("log")).unwrap();
+    assert!(log.contains("does not open this store"), "{log}");
+    assert!(!log.contains(&"b2".repeat(8)) && !log.contains(&"a1".repeat(8)), "{log}");
+}
