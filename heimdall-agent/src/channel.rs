@@ -97,6 +97,17 @@ impl Channel {
         self.post("/v1/agent/claim", &body).await
     }
 
+    /// Reports access records and the store's inventory; receives roles,
+    /// policies, assignments and deactivations. Never carries a value.
+    pub async fn sync(
+        &self,
+        request: &heimdall_core::wire::SyncRequest,
+    ) -> Result<heimdall_core::wire::SyncResponse, ChannelError> {
+        self.post("/v1/agent/sync", request)
+            .await?
+            .ok_or_else(|| ChannelError::Transport("empty sync response".into()))
+    }
+
     pub async fn heartbeat(
         &self,
         job: JobId,

@@ -42,6 +42,13 @@ pub struct ValuesConfig {
     pub master_key_env: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub master_key_file: Option<PathBuf>,
+    /// How often access records and the inventory go to the API.
+    #[serde(default = "default_sync_seconds")]
+    pub sync_seconds: u64,
+}
+
+fn default_sync_seconds() -> u64 {
+    60
 }
 
 fn default_concurrency() -> usize {
@@ -97,6 +104,9 @@ impl AgentConfig {
         if let Some(v) = &config.values {
             if v.sqlite_path.is_some() == v.postgres_url.is_some() {
                 return Err("[values] needs exactly one of sqlite_path and postgres_url".into());
+            }
+            if v.sync_seconds == 0 {
+                return Err("[values] sync_seconds must be at least 1".into());
             }
             if v.master_key_env.is_some() == v.master_key_file.is_some() {
                 return Err("[values] needs exactly one of master_key_env and master_key_file".into());

@@ -4,6 +4,7 @@
 mod channel;
 mod config;
 mod enroll;
+mod sync;
 mod terraform;
 mod worker;
 
@@ -123,7 +124,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             // The value store opens first: with a wrong master key the Agent
             // must not start at all.
             let values = match &config.values {
-                Some(v) => Some(open_values(v).await?),
+                Some(v) => Some(std::sync::Arc::new(open_values(v).await?)),
                 None => None,
             };
             let channel = channel::Channel::new(&config).map_err(|e| e.to_string())?;
@@ -135,7 +136,19 @@ async fn run(cli: Cli) -> Result<(), String> {
                 let _ = stop_tx.send(true);
             });
             tracing::info!(api = %config.api_url, concurrency = config.concurrency, "agent running");
+            let syncing = match (&values, &config.values) {
+                (Some(store), Some(v)) => Some(tokio::spawn(sync::run(
+                    store.clone(),
+                    channel.clone(),
+                    std::time::Duration::from_secs(v.sync_seconds),
+                    stop_rx.clone(),
+                ))),
+                _ => None,
+            };
             worker::run(config, channel, stop_rx).await;
+            if let Some(task) = syncing {
+                let _ = task.await;
+            }
             if let Some(values) = values {
                 values.close().await;
             }

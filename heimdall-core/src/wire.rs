@@ -435,7 +435,8 @@ pub struct AccessRecord {
     pub at: time::OffsetDateTime,
     /// The secret's name.
     pub secret: String,
-    /// The environment's name.
+    /// The environment's id (as the Agent's store keys it) or name; the
+    /// API records the name.
     pub environment: String,
     pub version: i64,
     /// The reader's source address.

@@ -195,3 +195,77 @@ async fn a_wrong_master_key_keeps_the_agent_from_starting() {
     assert!(log.contains("does not open this store"), "{log}");
     assert!(!log.contains(&"b2".repeat(8)) && !log.contains(&"a1".repeat(8)), "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorded_reads_reach_the_access_log_on_sync() {
+    use heimdall_agent::store::{AccessRecord, ValueStore};
+
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    w.post(&w.api.owner_token, "/v1/secrets", json!({ "name": "db-password" })).await;
+    let (_, agents) = w.call(Method::GET, "/v1/agents", None).await;
+    let agent_id: heimdall_core::ids::AgentId = agents[0]["id"].as_str().unwrap().parse().unwrap();
+    let (_, dev) = w.call(Method::GET, "/v1/environments/dev", None).await;
+    let dev_id: heimdall_core::ids::CatalogId = dev["id"].as_str().unwrap().parse().unwrap();
+
+    let key = [7u8; 32];
+    let key_file = config.with_file_name("master.key");
+    std::fs::write(&key_file, key).unwrap();
+    let store_path = config.with_file_name("values.db");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{text}\n[values]\nsqlite_path = {:?}\nmaster_key_file = {:?}\nsync_seconds = 1\n",
+            store_path.display().to_string(),
+            key_file.display().to_string()
+        ),
+    )
+    .unwrap();
+
+    // Two reads recorded (as the read path does, before serving), in one second.
+    let master = heimdall_agent::crypto::MasterKey::from_bytes(&key, "test").unwrap();
+    let store = heimdall_agent::store::sqlite::open(&store_path, &master).await.unwrap();
+    let at_micros = time::OffsetDateTime::now_utc().unix_timestamp() * 1_000_000;
+    for _ in 0..2 {
+        let record = AccessRecord {
+            accessor: "ana@example.com".into(),
+            at_micros,
+            secret: "db-password".into(),
+            environment: dev_id,
+            version: 1,
+            source: "10.0.0.7".into(),
+            served_by: agent_id,
+        };
+        store.append_access_record(&record).await.unwrap();
+    }
+    store.close().await;
+
+    let _agent = w.run_agent(&config);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let log = loop {
+        let (_, log) = w.call(Method::GET, "/v1/secrets/db-password/access-log", None).await;
+        if log.as_array().is_some_and(|l| !l.is_empty()) {
+            break log;
+        }
+        assert!(std::time::Instant::now() < deadline, "no access records arrived: {log}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let row = &log[0];
+    assert_eq!(log.as_array().unwrap().len(), 1, "{log}");
+    assert_eq!(
+        (
+            row["accessor"].as_str(),
+            row["environment"].as_str(),
+            row["served_by"].as_str(),
+            row["from"].as_str(),
+            row["reads"].as_u64()
+        ),
+        (Some("ana@example.com"), Some("dev"), Some("agent-1"), Some("10.0.0.7"), Some(2)),
+        "{row}"
+    );
+    // Later syncs do not count them again.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_, again) = w.call(Method::GET, "/v1/secrets/db-password/access-log", None).await;
+    assert_eq!(again[0]["reads"], 2);
+}

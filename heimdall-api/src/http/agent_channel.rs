@@ -201,7 +201,15 @@ async fn sync(
     let org = agent.org_id;
     let now = state.clock.now();
     state.store.touch_agent(agent.id, now).await?;
-    let outcome = state.store.record_access(org, &agent, &body.records, now).await?;
+    // Agents key environments by id; the log speaks names.
+    let environments = state.store.list_catalog(org, CatalogKind::Environment, None).await?;
+    let mut records = body.records;
+    for record in &mut records {
+        if let Some(env) = environments.iter().find(|e| e.id.to_string() == record.environment) {
+            record.environment = env.name.clone();
+        }
+    }
+    let outcome = state.store.record_access(org, &agent, &records, now).await?;
     if !outcome.gaps.is_empty() {
         tracing::warn!(agent = %agent.name, gaps = outcome.gaps.len(), "Agent sequence gap: reads not reported");
     }
@@ -214,7 +222,6 @@ async fn sync(
         .map(|m| SyncMember { email: m.email, role: m.role })
         .collect();
     let policies = state.store.list_policies(org).await?;
-    let environments = state.store.list_catalog(org, CatalogKind::Environment, None).await?;
     let mut assignments = Vec::new();
     for env in &environments {
         assignments.extend(state.store.list_assignments(org, env.id).await?);
