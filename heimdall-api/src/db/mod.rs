@@ -91,7 +91,8 @@ pub async fn connect(url: &str) -> Result<SqlStore, ConnectError> {
     let pool: AnyPool = pool.connect(&url).await.map_err(|e| ConnectError::Connect {
         backend,
         location: describe_url(&url),
-        reason: sanitize(&e),
+        // Driver messages name the host and user, never the password.
+        reason: e.to_string(),
     })?;
     let migrator = match backend {
         Backend::Postgres => postgres::migrator(),
@@ -99,12 +100,6 @@ pub async fn connect(url: &str) -> Result<SqlStore, ConnectError> {
     };
     migrator.run(&pool).await.map_err(|e| ConnectError::Migrate(e.to_string()))?;
     Ok(SqlStore::new(pool, backend))
-}
-
-/// A driver error as text, for operators; drivers do not put passwords in
-/// their messages, but we still never include the URL.
-fn sanitize(err: &sqlx::Error) -> String {
-    err.to_string()
 }
 
 pub(crate) fn base_options() -> AnyPoolOptions {

@@ -253,7 +253,6 @@ async fn create(
 
     let effective = validated_input(&schema, &placement.environment.name, &body.input)?;
     let now = state.clock.now();
-    let revision_state = approval::initial_state(schema.requires_approval);
     let resource = Resource {
         id: ResourceId::from_uuid(Uuid::new_v4()),
         org_id: caller.org.id,
@@ -274,20 +273,8 @@ async fn create(
         created_by: caller.member.email.clone(),
         updated_at: now,
     };
-    let revision = Revision {
-        resource_id: resource.id,
-        number: 1,
-        hash: revision_hash(&effective, body.region.as_deref()),
-        input: body.input,
-        effective_input: effective,
-        region: body.region,
-        state: revision_state,
-        requested_by: caller.member.email.clone(),
-        requested_at: now,
-        decided_by: None,
-        decided_at: None,
-        decision_reason: None,
-    };
+    let revision =
+        requested_revision(&resource, 1, body.input, effective, body.region, &schema, &caller, now);
     // The account must resolve even when the request waits for approval:
     // refuse now rather than after someone approved it.
     let job = build_job(
@@ -313,6 +300,34 @@ async fn create(
     Ok((StatusCode::CREATED, Json(resource)))
 }
 
+/// A new revision as requested, before anyone decided on it.
+#[allow(clippy::too_many_arguments)] // one call site per kind of request; a struct would only rename them
+fn requested_revision(
+    resource: &Resource,
+    number: i64,
+    input: serde_json::Value,
+    effective_input: serde_json::Value,
+    region: Option<String>,
+    schema: &ResourceSchema,
+    caller: &Caller,
+    now: OffsetDateTime,
+) -> Revision {
+    Revision {
+        resource_id: resource.id,
+        number,
+        hash: revision_hash(&effective_input, region.as_deref()),
+        input,
+        effective_input,
+        region,
+        state: approval::initial_state(schema.requires_approval),
+        requested_by: caller.member.email.clone(),
+        requested_at: now,
+        decided_by: None,
+        decided_at: None,
+        decision_reason: None,
+    }
+}
+
 fn refuse_if_gone(resource: &Resource) -> Result<(), ApiError> {
     if matches!(resource.status, ResourceStatus::Deleting | ResourceStatus::Deleted) {
         return Err(ApiError::new(ErrorCode::Conflict, format!("the Resource is {}", resource.status)));
@@ -335,20 +350,16 @@ async fn change(
     let effective = validated_input(&schema, &placement.environment.name, &body.input)?;
     let now = state.clock.now();
     let region = body.region.or_else(|| resource.region.clone());
-    let revision = Revision {
-        resource_id: resource.id,
-        number: resource.revision + 1,
-        hash: revision_hash(&effective, region.as_deref()),
-        input: body.input,
-        effective_input: effective,
+    let revision = requested_revision(
+        &resource,
+        resource.revision + 1,
+        body.input,
+        effective,
         region,
-        state: approval::initial_state(schema.requires_approval),
-        requested_by: caller.member.email.clone(),
-        requested_at: now,
-        decided_by: None,
-        decided_at: None,
-        decision_reason: None,
-    };
+        &schema,
+        &caller,
+        now,
+    );
     let job = build_job(
         &state,
         &caller,
