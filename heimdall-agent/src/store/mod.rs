@@ -131,9 +131,17 @@ pub trait ValueStore: Send + Sync + fmt::Debug {
     /// is deactivated, never a value.
     async fn inventory(&self) -> Result<Vec<InventoryEntry>, StoreError>;
 
-    /// Durably records a read and returns its sequence number. The number is
-    /// taken from a counter row in the same transaction as the insert.
-    async fn append_access_record(&self, record: &AccessRecord) -> Result<u64, StoreError>;
+    /// Durably records reads in one transaction (a group commit) and
+    /// returns the sequence number of the first; the others follow it one
+    /// by one. The numbers are taken from a counter row in the same
+    /// transaction as the inserts: all are written, or none and no number
+    /// is used. An empty batch is `Invalid`.
+    async fn append_access_records(&self, records: &[AccessRecord]) -> Result<u64, StoreError>;
+
+    /// Durably records one read and returns its sequence number.
+    async fn append_access_record(&self, record: &AccessRecord) -> Result<u64, StoreError> {
+        self.append_access_records(std::slice::from_ref(record)).await
+    }
 
     /// Records with a sequence number above `after`, in order, at most `limit`.
     async fn access_records_after(&self, after: u64, limit: u32) -> Result<Vec<RecordedAccess>, StoreError>;
@@ -437,35 +445,44 @@ impl ValueStore for SqlValueStore {
             .collect()
     }
 
-    async fn append_access_record(&self, record: &AccessRecord) -> Result<u64, StoreError> {
+    async fn append_access_records(&self, records: &[AccessRecord]) -> Result<u64, StoreError> {
+        let count =
+            i64::try_from(records.len()).map_err(|_| StoreError::Invalid("batch too large".into()))?;
+        if count == 0 {
+            return Err(StoreError::Invalid("an empty batch of access records".into()));
+        }
         let mut tx = self.pool.begin().await.map_err(db)?;
-        // The counter row is the sequence: its update and the insert commit
-        // together or not at all. On PostgreSQL the row lock also orders
-        // concurrent appenders; SQLite has one connection.
-        let seq: i64 =
-            sqlx::query("UPDATE access_counter SET last_seq = last_seq + 1 WHERE id = 1 RETURNING last_seq")
+        // The counter row is the sequence: its update and the inserts
+        // commit together or not at all. On PostgreSQL the row lock also
+        // orders concurrent appenders; SQLite has one connection.
+        let last: i64 =
+            sqlx::query("UPDATE access_counter SET last_seq = last_seq + $1 WHERE id = 1 RETURNING last_seq")
+                .bind(count)
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(db)?
                 .try_get("last_seq")
                 .map_err(db)?;
-        sqlx::query(
-            "INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(seq)
-        .bind(&record.accessor)
-        .bind(record.at_micros)
-        .bind(&record.secret)
-        .bind(record.environment.to_string())
-        .bind(i64::from(record.version))
-        .bind(&record.source)
-        .bind(record.served_by.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+        let first = last - count + 1;
+        for (seq, record) in (first..).zip(records) {
+            sqlx::query(
+                "INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(seq)
+            .bind(&record.accessor)
+            .bind(record.at_micros)
+            .bind(&record.secret)
+            .bind(record.environment.to_string())
+            .bind(i64::from(record.version))
+            .bind(&record.source)
+            .bind(record.served_by.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        }
         tx.commit().await.map_err(db)?;
-        u64::try_from(seq).map_err(|_| StoreError::Unavailable("invalid sequence number".into()))
+        u64::try_from(first).map_err(|_| StoreError::Unavailable("invalid sequence number".into()))
     }
 
     async fn access_records_after(&self, after: u64, limit: u32) -> Result<Vec<RecordedAccess>, StoreError> {

@@ -95,6 +95,15 @@ impl Place {
         }
     }
 
+    /// Undoes [`Self::fail_inserts_for`].
+    async fn allow_inserts(&self, raw: &AnyPool) {
+        let drop = match self {
+            Place::Sqlite { .. } => "DROP TRIGGER refuse_record",
+            Place::Postgres { .. } => "DROP TRIGGER refuse_record ON access_records",
+        };
+        sqlx::query(drop).execute(raw).await.unwrap();
+    }
+
     /// Everything the store holds at rest, as bytes: the SQLite file and
     /// its WAL; on PostgreSQL every row of every table as text (bytea
     /// renders as hex, so the caller looks for the hex form too).
@@ -314,12 +323,26 @@ async fn scenario(place: Place, backend: Backend) {
     assert_eq!(place.counter(&raw).await, 2, "the counter advanced for a record that was not written");
     assert_eq!(store.append_access_record(&record("ana@example.com", 2)).await.unwrap(), 3);
     assert_eq!(store.append_access_record(&record("cy@example.com", 1)).await.unwrap(), 4);
+    // A group commit with one refused record writes none of them.
+    let batch = [record("ana@example.com", 3), record("refused@example.com", 3)];
+    assert!(matches!(store.append_access_records(&batch).await, Err(StoreError::Unavailable(_))));
+    assert_eq!(place.counter(&raw).await, 4, "a refused batch used sequence numbers");
+    assert!(matches!(store.append_access_records(&[]).await, Err(StoreError::Invalid(_))));
     let all = store.access_records_after(0, 100).await.unwrap();
     assert_eq!(all.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    place.allow_inserts(&raw).await;
+    let batch = [record("dee@example.com", 1), record("eve@example.com", 1), record("fay@example.com", 1)];
+    assert_eq!(store.append_access_records(&batch).await.unwrap(), 5);
+    let all = store.access_records_after(4, 100).await.unwrap();
+    assert_eq!(
+        all.iter().map(|r| (r.seq, r.record.accessor.as_str())).collect::<Vec<_>>(),
+        [(5, "dee@example.com"), (6, "eve@example.com"), (7, "fay@example.com")]
+    );
+    let all = store.access_records_after(0, 100).await.unwrap();
     assert_eq!(all[2].record, record("ana@example.com", 2));
     let page = store.access_records_after(1, 2).await.unwrap();
     assert_eq!(page.iter().map(|r| r.seq).collect::<Vec<_>>(), [2, 3]);
-    assert!(store.access_records_after(4, 10).await.unwrap().is_empty());
+    assert!(store.access_records_after(7, 10).await.unwrap().is_empty());
 
     // Delete a secret: every version in every environment goes.
     assert_eq!(store.delete_secret(org, "db-password").await.unwrap(), 3);
