@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use heimdall_core::ids::AgentId;
+use heimdall_core::ids::{AgentId, MemberId};
 use rcgen::{
     BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName, DnType,
     ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
@@ -22,7 +22,14 @@ use time::{Duration, OffsetDateTime};
 /// Agent certificates are valid this long; re-enrolling issues a new one.
 pub const AGENT_CERT_VALIDITY: Duration = Duration::days(365);
 
+/// People's client certificates are short-lived: removing a member stops
+/// new ones at once, and Agents drop old ones on their next sync.
+pub const MEMBER_CERT_VALIDITY: Duration = Duration::days(30);
+/// The Agent's local API certificate; the Agent renews it well before.
+pub const AGENT_SERVER_CERT_VALIDITY: Duration = Duration::days(90);
+
 const AGENT_URI_PREFIX: &str = "urn:heimdall:agent:";
+const MEMBER_URI_PREFIX: &str = "urn:heimdall:member:";
 
 #[derive(Debug, thiserror::Error)]
 pub enum PkiError {
@@ -34,6 +41,14 @@ pub enum PkiError {
     Generate(String),
     #[error("TLS configuration failed: {0}")]
     Tls(String),
+}
+
+/// A certificate the CA just signed.
+#[derive(Clone, Debug)]
+pub struct IssuedCert {
+    pub pem: String,
+    pub sha256: String,
+    pub not_after: OffsetDateTime,
 }
 
 pub struct Ca {
@@ -138,6 +153,69 @@ impl Ca {
         params.use_authority_key_identifier_extension = true;
         let cert = params.signed_by(&csr.public_key, &self.issuer).map_err(generate_err)?;
         Ok((cert.pem(), sha256_hex(cert.der())))
+    }
+
+    /// Signs a person's client certificate for the CSR's public key: the
+    /// member's id in a URI SAN, client authentication only.
+    pub fn issue_member_cert(
+        &self,
+        csr_pem: &str,
+        member: MemberId,
+        email: &str,
+        now: OffsetDateTime,
+    ) -> Result<IssuedCert, PkiError> {
+        let csr = CertificateSigningRequestParams::from_pem(csr_pem)
+            .map_err(|e| PkiError::BadCsr(e.to_string()))?;
+        let mut params = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, email);
+        params.distinguished_name = dn;
+        params.subject_alt_names =
+            vec![SanType::URI(format!("{MEMBER_URI_PREFIX}{member}").try_into().map_err(generate_err)?)];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.not_before = now - Duration::minutes(5);
+        params.not_after = now + MEMBER_CERT_VALIDITY;
+        params.use_authority_key_identifier_extension = true;
+        let cert = params.signed_by(&csr.public_key, &self.issuer).map_err(generate_err)?;
+        Ok(IssuedCert { pem: cert.pem(), sha256: sha256_hex(cert.der()), not_after: params.not_after })
+    }
+
+    /// Signs the server certificate of an Agent's local API for the CSR's
+    /// public key, for `names` (DNS names or IP addresses), server
+    /// authentication only, with the Agent's id in a URI SAN.
+    pub fn issue_agent_server_cert(
+        &self,
+        csr_pem: &str,
+        agent: AgentId,
+        names: &[String],
+        now: OffsetDateTime,
+    ) -> Result<IssuedCert, PkiError> {
+        let csr = CertificateSigningRequestParams::from_pem(csr_pem)
+            .map_err(|e| PkiError::BadCsr(e.to_string()))?;
+        let mut params =
+            CertificateParams::new(names.to_vec()).map_err(|e| PkiError::BadCsr(e.to_string()))?;
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, "Heimdall Agent (local API)");
+        params.distinguished_name = dn;
+        params
+            .subject_alt_names
+            .push(SanType::URI(format!("{AGENT_URI_PREFIX}{agent}").try_into().map_err(generate_err)?));
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.not_before = now - Duration::minutes(5);
+        params.not_after = now + AGENT_SERVER_CERT_VALIDITY;
+        params.use_authority_key_identifier_extension = true;
+        let cert = params.signed_by(&csr.public_key, &self.issuer).map_err(generate_err)?;
+        Ok(IssuedCert { pem: cert.pem(), sha256: sha256_hex(cert.der()), not_after: params.not_after })
+    }
+
+    /// Signs a write grant's signing input (ECDSA P-256, SHA-256, ASN.1 DER
+    /// signature) with the CA key; Agents verify with the CA certificate
+    /// they already trust.
+    pub fn sign_grant(&self, message: &[u8]) -> Result<Vec<u8>, PkiError> {
+        use rcgen::SigningKey;
+        self.issuer.key().sign(message).map_err(generate_err)
     }
 
     /// A fresh server certificate for the mTLS listener, for `names`

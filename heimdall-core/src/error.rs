@@ -59,6 +59,8 @@ error_codes! {
     PayloadTooLarge = 413,
     Unavailable = 503,
     Internal = 500,
+    GrantInvalid = 403,
+    NoAgent = 409,
 }
 
 impl ErrorCode {
@@ -90,6 +92,8 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             ErrorCode::Unavailable => "UNAVAILABLE",
             ErrorCode::Internal => "INTERNAL",
+            ErrorCode::GrantInvalid => "GRANT_INVALID",
+            ErrorCode::NoAgent => "NO_AGENT",
         }
     }
 

@@ -311,6 +311,9 @@ pub struct Agent {
     pub revoked_at: Option<OffsetDateTime>,
     #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
     pub last_seen_at: Option<OffsetDateTime>,
+    /// Where people reach the Agent's local API, as it last reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_url: Option<String>,
 }
 
 /// The state object key of a Resource, in the account's bucket.

@@ -14,6 +14,7 @@ pub mod authz;
 pub mod clock;
 pub mod domain;
 pub mod error;
+pub mod grant;
 pub mod ids;
 pub mod infra;
 pub mod input;

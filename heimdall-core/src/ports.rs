@@ -380,12 +380,14 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
     async fn get_agent(&self, id: AgentId) -> StoreResult<Agent>;
     async fn revoke_agent(&self, org: OrgId, id: AgentId, event: NewEvent) -> StoreResult<Agent>;
     async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()>;
+    /// Records where people reach the Agent's local API (from its sync).
+    async fn set_agent_local_url(&self, id: AgentId, url: Option<&str>) -> StoreResult<()>;
 }
 
 // ---- Secret Manager (metadata) -------------------------------------------------
 
 use crate::ids::SecretId;
-use crate::secrets::{Assignment, Secret, SecretVersion};
+use crate::secrets::{Assignment, MemberCertificate, Secret, SecretVersion};
 
 #[async_trait]
 pub trait SecretStore: Send + Sync + std::fmt::Debug {
@@ -396,6 +398,37 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
     /// Replaces the secret's metadata (type, description, tags, components).
     async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
     async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>>;
+    /// Numbers the next version of `secret` in `environment` (1 for the
+    /// first) and stores who asked, with `event`, in one transaction.
+    async fn create_version(
+        &self,
+        org: OrgId,
+        secret: SecretId,
+        environment: CatalogId,
+        created_by: &str,
+        event: NewEvent,
+    ) -> StoreResult<SecretVersion>;
+    /// Marks a version deactivated (idempotent: the first time is kept).
+    /// `NotFound` if the version does not exist.
+    async fn deactivate_version(
+        &self,
+        org: OrgId,
+        secret: SecretId,
+        environment: CatalogId,
+        version: i64,
+        event: NewEvent,
+    ) -> StoreResult<SecretVersion>;
+    /// Every deactivated version in the organization: (secret name,
+    /// environment id, version).
+    async fn deactivated_versions(&self, org: OrgId) -> StoreResult<Vec<(String, CatalogId, i64)>>;
+    /// Stores a person's client certificate (its SHA-256 and expiry).
+    async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()>;
+    /// Unexpired, unrevoked certificates of members not removed, at `now`.
+    async fn active_member_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<MemberCertificate>>;
     async fn assign_agent(&self, org: OrgId, assignment: &Assignment, event: NewEvent) -> StoreResult<()>;
     async fn list_assignments(&self, org: OrgId, environment: CatalogId) -> StoreResult<Vec<Assignment>>;
 }

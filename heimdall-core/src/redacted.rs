@@ -44,6 +44,20 @@ impl<T: Zeroize> fmt::Display for Redacted<T> {
     }
 }
 
+/// On the wire a `Redacted<T>` is just `T`: redaction is for logs and
+/// `Debug`, not for the party the value is meant for.
+impl<T: Zeroize + serde::Serialize> serde::Serialize for Redacted<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de, T: Zeroize + serde::Deserialize<'de>> serde::Deserialize<'de> for Redacted<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(Self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

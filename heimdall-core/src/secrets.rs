@@ -60,6 +60,19 @@ pub struct Assignment {
     pub assigned_by: String,
 }
 
+/// A client certificate the installation CA issued to a person, by the
+/// SHA-256 of its DER. Agents serve reads only to these.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberCertificate {
+    pub sha256: String,
+    pub org_id: OrgId,
+    pub member_id: crate::ids::MemberId,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub not_after: OffsetDateTime,
+}
+
 pub const MAX_TAGS: usize = 32;
 
 /// Tags: up to 32, keys are names, values short printable text. A tag is

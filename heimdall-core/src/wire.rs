@@ -462,13 +462,39 @@ pub struct SyncRequest {
     pub records: Vec<AccessRecord>,
     #[serde(default)]
     pub inventory: Vec<InventoryItem>,
+    /// Where people reach this Agent's local API, e.g. `https://agent-1.internal:7482`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_url: Option<String>,
 }
 
-/// A member as an Agent needs to know them: to decide reads.
+/// A member as an Agent needs to know them: to decide reads. A read is
+/// served only to a client certificate whose SHA-256 is listed here.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyncMember {
+    pub id: crate::ids::MemberId,
     pub email: String,
     pub role: Role,
+    /// SHA-256 (hex) of each unexpired, unrevoked client certificate.
+    #[serde(default)]
+    pub certificates: Vec<String>,
+}
+
+/// A secret as an Agent needs to know it: its id (for policies) and, for a
+/// personal secret, its only reader.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncSecret {
+    pub id: crate::ids::SecretId,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub personal_owner: Option<String>,
+}
+
+/// An environment's id and name (the store keys by id; people and
+/// policies speak names).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncEnvironment {
+    pub id: crate::ids::CatalogId,
+    pub name: String,
 }
 
 /// A version every Agent must replace with a tombstone.
@@ -485,7 +511,13 @@ pub struct DeactivatedVersion {
 /// pruned).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyncResponse {
+    pub org_id: crate::ids::OrgId,
+    /// The API's clock when it answered.
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: time::OffsetDateTime,
     pub members: Vec<SyncMember>,
+    pub secrets: Vec<SyncSecret>,
+    pub environments: Vec<SyncEnvironment>,
     pub policies: Vec<Policy>,
     pub assignments: Vec<crate::secrets::Assignment>,
     pub deactivated: Vec<DeactivatedVersion>,
@@ -506,4 +538,135 @@ pub struct AccessLogEntry {
     pub served_by: String,
     pub from: String,
     pub reads: u64,
+}
+
+// ---- Writing and reading values -----------------------------------------------
+//
+// People-facing API (token): `POST /v1/secrets/{name}/versions`
+// ([`CreateVersion`] → [`CreatedVersion`]: a number and one signed grant per
+// Agent that holds the environment), `POST /v1/secrets/{name}/deactivate`
+// ([`DeactivateVersion`]), `GET /v1/secrets/{name}/holders?environment=`
+// (→ `[AgentLocation]`), `POST /v1/me/certificate` ([`CertificateRequest`]
+// → [`IssuedCertificate`]). Agent channel (mTLS):
+// `POST /v1/agent/server-certificate` ([`ServerCertificateRequest`] →
+// [`IssuedCertificate`]).
+//
+// The Agent's local API (HTTPS, a person's client certificate):
+// `PUT /v1/secrets/{name}/value` ([`WriteValue`]) and
+// `GET /v1/secrets/{name}/value?environment=E[&version=N]` (→ [`ValueAnswer`]).
+// These two are the only wire types with a place for a value, and the API
+// serves neither.
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateVersion {
+    /// Environment id or name.
+    pub environment: String,
+}
+
+/// An Agent that holds an environment, and where people reach it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentLocation {
+    pub agent_id: crate::ids::AgentId,
+    pub agent: String,
+    /// The local API's URL as the Agent last reported it; `None` until it has synced.
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+/// Where to send the value of a new version, with the grant to send along.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionHolder {
+    #[serde(flatten)]
+    pub location: AgentLocation,
+    pub grant: crate::Redacted<String>,
+}
+
+impl std::fmt::Debug for VersionHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VersionHolder").field("location", &self.location).field("grant", &self.grant).finish()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatedVersion {
+    pub secret: String,
+    pub environment: String,
+    pub environment_id: crate::ids::CatalogId,
+    pub version: i64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub grant_expires_at: time::OffsetDateTime,
+    pub holders: Vec<VersionHolder>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeactivateVersion {
+    pub environment: String,
+    pub version: i64,
+}
+
+/// A certificate signing request (PEM). Only its public key is used.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CertificateRequest {
+    pub csr: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerCertificateRequest {
+    pub csr: String,
+    /// DNS names or IP addresses the Agent's local API answers on.
+    pub names: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuedCertificate {
+    /// The certificate (PEM).
+    pub certificate: String,
+    /// The installation CA (PEM), to trust Agents' local APIs.
+    pub ca: String,
+    pub sha256: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub not_after: time::OffsetDateTime,
+}
+
+/// A value and the grant to store it (Agent local API only).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteValue {
+    /// Environment id or name.
+    pub environment: String,
+    pub version: i64,
+    pub grant: crate::Redacted<String>,
+    pub value: crate::Redacted<String>,
+}
+
+impl std::fmt::Debug for WriteValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteValue")
+            .field("environment", &self.environment)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A value, as the Agent serves it after recording the read.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValueAnswer {
+    pub name: String,
+    pub environment: String,
+    pub version: i64,
+    pub value: crate::Redacted<String>,
+}
+
+impl std::fmt::Debug for ValueAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ValueAnswer")
+            .field("name", &self.name)
+            .field("environment", &self.environment)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
 }

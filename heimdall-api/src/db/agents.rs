@@ -10,7 +10,8 @@ use time::OffsetDateTime;
 
 use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, unique_as, SqlStore};
 
-const AGENT_COLUMNS: &str = "id, org_id, name, cert_sha256, created_at, created_by, revoked_at, last_seen_at";
+const AGENT_COLUMNS: &str =
+    "id, org_id, name, cert_sha256, created_at, created_by, revoked_at, last_seen_at, local_url";
 
 #[derive(FromRow)]
 struct AgentRow {
@@ -22,6 +23,7 @@ struct AgentRow {
     created_by: String,
     revoked_at: Option<i64>,
     last_seen_at: Option<i64>,
+    local_url: Option<String>,
 }
 
 impl AgentRow {
@@ -35,6 +37,7 @@ impl AgentRow {
             created_by: self.created_by,
             revoked_at: self.revoked_at.map(from_micros),
             last_seen_at: self.last_seen_at.map(from_micros),
+            local_url: self.local_url,
         })
     }
 }
@@ -157,6 +160,16 @@ impl AgentStore for SqlStore {
             .into_domain()?;
         tx.commit().await.map_err(db_err)?;
         Ok(agent)
+    }
+
+    async fn set_agent_local_url(&self, id: AgentId, url: Option<&str>) -> StoreResult<()> {
+        sqlx::query("UPDATE agents SET local_url = $1 WHERE id = $2")
+            .bind(url)
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
     }
 
     async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()> {

@@ -5,10 +5,52 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use heimdall_core::ids::{CatalogId, OrgId, SecretId};
 use heimdall_core::ports::{NewEvent, SecretStore, StoreError, StoreResult};
-use heimdall_core::secrets::{Assignment, Secret, SecretVersion};
+use heimdall_core::secrets::{Assignment, MemberCertificate, Secret, SecretVersion};
 use sqlx::{Any, FromRow, Transaction};
+use time::OffsetDateTime;
 
-use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, unique_as, SqlStore};
+use super::store::{
+    db_err, from_micros, insert_event, is_unique_violation, parse_id, to_micros, unique_as, SqlStore,
+};
+
+const VERSION_COLUMNS: &str =
+    "v.secret_id, v.environment_id, v.version, v.created_at, v.created_by, v.deactivated_at";
+
+type VersionRow = (String, String, i64, i64, String, Option<i64>);
+
+fn version_from_row(row: VersionRow) -> StoreResult<SecretVersion> {
+    let (secret_id, env, version, created_at, created_by, deactivated_at) = row;
+    Ok(SecretVersion {
+        secret_id: parse_id(&secret_id)?,
+        environment_id: parse_id(&env)?,
+        version,
+        created_at: from_micros(created_at),
+        created_by,
+        deactivated_at: deactivated_at.map(from_micros),
+    })
+}
+
+async fn fetch_version(
+    tx: &mut Transaction<'_, Any>,
+    org: OrgId,
+    secret: SecretId,
+    environment: CatalogId,
+    version: i64,
+) -> StoreResult<Option<SecretVersion>> {
+    let sql = format!(
+        "SELECT {VERSION_COLUMNS} FROM secret_versions v JOIN secrets s ON s.id = v.secret_id \
+         WHERE s.org_id = $1 AND v.secret_id = $2 AND v.environment_id = $3 AND v.version = $4"
+    );
+    let row: Option<VersionRow> = sqlx::query_as(&sql)
+        .bind(org.to_string())
+        .bind(secret.to_string())
+        .bind(environment.to_string())
+        .bind(version)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    row.map(version_from_row).transpose()
+}
 
 const SECRET_COLUMNS: &str =
     "id, org_id, name, secret_type, description, tags, personal_owner, created_at, created_by, updated_at";
@@ -174,25 +216,158 @@ impl SecretStore for SqlStore {
     }
 
     async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>> {
-        let rows: Vec<(String, String, i64, i64, String, Option<i64>)> = sqlx::query_as(
-            "SELECT v.secret_id, v.environment_id, v.version, v.created_at, v.created_by, v.deactivated_at
-             FROM secret_versions v JOIN secrets s ON s.id = v.secret_id
-             WHERE s.org_id = $1 AND v.secret_id = $2 ORDER BY v.environment_id, v.version",
+        let sql = format!(
+            "SELECT {VERSION_COLUMNS} FROM secret_versions v JOIN secrets s ON s.id = v.secret_id \
+             WHERE s.org_id = $1 AND v.secret_id = $2 ORDER BY v.environment_id, v.version"
+        );
+        let rows: Vec<VersionRow> = sqlx::query_as(&sql)
+            .bind(org.to_string())
+            .bind(secret.to_string())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.into_iter().map(version_from_row).collect()
+    }
+
+    async fn create_version(
+        &self,
+        org: OrgId,
+        secret: SecretId,
+        environment: CatalogId,
+        created_by: &str,
+        event: NewEvent,
+    ) -> StoreResult<SecretVersion> {
+        // Two writers can read the same MAX at once (PostgreSQL, read
+        // committed); the primary key refuses the second insert and it
+        // takes the next number.
+        for _ in 0..5 {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let (next,): (i64,) = sqlx::query_as(
+                "SELECT COALESCE(MAX(v.version), 0) + 1 FROM secret_versions v JOIN secrets s ON s.id = v.secret_id \
+                 WHERE s.org_id = $1 AND v.secret_id = $2 AND v.environment_id = $3",
+            )
+            .bind(org.to_string())
+            .bind(secret.to_string())
+            .bind(environment.to_string())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let inserted = sqlx::query(
+                "INSERT INTO secret_versions (secret_id, environment_id, version, created_at, created_by) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(secret.to_string())
+            .bind(environment.to_string())
+            .bind(next)
+            .bind(to_micros(event.at))
+            .bind(created_by)
+            .execute(&mut *tx)
+            .await;
+            match inserted {
+                Err(e) if is_unique_violation(&e) => continue,
+                Err(e) => return Err(db_err(e)),
+                Ok(_) => {}
+            }
+            let at = event.at;
+            insert_event(&mut tx, org, event).await?;
+            tx.commit().await.map_err(db_err)?;
+            return Ok(SecretVersion {
+                secret_id: secret,
+                environment_id: environment,
+                version: next,
+                created_at: from_micros(to_micros(at)),
+                created_by: created_by.to_owned(),
+                deactivated_at: None,
+            });
+        }
+        Err(StoreError::Conflict("too many concurrent writers of this secret; try again".into()))
+    }
+
+    async fn deactivate_version(
+        &self,
+        org: OrgId,
+        secret: SecretId,
+        environment: CatalogId,
+        version: i64,
+        event: NewEvent,
+    ) -> StoreResult<SecretVersion> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let Some(found) = fetch_version(&mut tx, org, secret, environment, version).await? else {
+            return Err(StoreError::NotFound("version"));
+        };
+        if found.deactivated_at.is_some() {
+            return Ok(found);
+        }
+        sqlx::query(
+            "UPDATE secret_versions SET deactivated_at = $1 \
+             WHERE secret_id = $2 AND environment_id = $3 AND version = $4 AND deactivated_at IS NULL",
+        )
+        .bind(to_micros(event.at))
+        .bind(secret.to_string())
+        .bind(environment.to_string())
+        .bind(version)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        let updated = fetch_version(&mut tx, org, secret, environment, version).await?;
+        tx.commit().await.map_err(db_err)?;
+        updated.ok_or(StoreError::NotFound("version"))
+    }
+
+    async fn deactivated_versions(&self, org: OrgId) -> StoreResult<Vec<(String, CatalogId, i64)>> {
+        let rows: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT s.name, v.environment_id, v.version FROM secret_versions v JOIN secrets s ON s.id = v.secret_id \
+             WHERE s.org_id = $1 AND v.deactivated_at IS NOT NULL ORDER BY s.name, v.environment_id, v.version",
         )
         .bind(org.to_string())
-        .bind(secret.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter().map(|(name, env, version)| Ok((name, parse_id(&env)?, version))).collect()
+    }
+
+    async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO member_certificates (sha256, org_id, member_id, created_at, not_after) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(&cert.sha256)
+        .bind(cert.org_id.to_string())
+        .bind(cert.member_id.to_string())
+        .bind(to_micros(cert.created_at))
+        .bind(to_micros(cert.not_after))
+        .execute(&mut *tx)
+        .await
+        .map_err(unique_as("certificate"))?;
+        insert_event(&mut tx, cert.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn active_member_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<MemberCertificate>> {
+        let rows: Vec<(String, String, i64, i64)> = sqlx::query_as(
+            "SELECT c.sha256, c.member_id, c.created_at, c.not_after FROM member_certificates c \
+             JOIN members m ON m.id = c.member_id \
+             WHERE c.org_id = $1 AND c.revoked_at IS NULL AND c.not_after > $2 AND m.removed_at IS NULL \
+             ORDER BY c.created_at",
+        )
+        .bind(org.to_string())
+        .bind(to_micros(now))
         .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;
         rows.into_iter()
-            .map(|(secret_id, env, version, created_at, created_by, deactivated_at)| {
-                Ok(SecretVersion {
-                    secret_id: parse_id(&secret_id)?,
-                    environment_id: parse_id(&env)?,
-                    version,
+            .map(|(sha256, member, created_at, not_after)| {
+                Ok(MemberCertificate {
+                    sha256,
+                    org_id: org,
+                    member_id: parse_id(&member)?,
                     created_at: from_micros(created_at),
-                    created_by,
-                    deactivated_at: deactivated_at.map(from_micros),
+                    not_after: from_micros(not_after),
                 })
             })
             .collect()

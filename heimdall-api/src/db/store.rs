@@ -439,12 +439,16 @@ impl MetadataStore for SqlStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE member_id = $2 AND revoked_at IS NULL")
+        for table in ["api_tokens", "member_certificates"] {
+            sqlx::query(&format!(
+                "UPDATE {table} SET revoked_at = $1 WHERE member_id = $2 AND revoked_at IS NULL"
+            ))
             .bind(at)
             .bind(id.to_string())
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+        }
         insert_event(&mut tx, org, event).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(member)

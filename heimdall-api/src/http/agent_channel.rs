@@ -17,8 +17,9 @@ use heimdall_core::names::validate_text;
 use heimdall_core::ports::{JobOutcome, StoreError};
 use heimdall_core::queue::MAX_LOG_BYTES;
 use heimdall_core::wire::{
-    Claim, ClaimedJob, DeactivatedVersion, FinishJob, FinishOutcome, Heartbeat, LeaseExtended, LogChunk,
-    SyncMember, SyncRequest, SyncResponse,
+    Claim, ClaimedJob, DeactivatedVersion, FinishJob, FinishOutcome, Heartbeat, IssuedCertificate,
+    LeaseExtended, LogChunk, ServerCertificateRequest, SyncEnvironment, SyncMember, SyncRequest,
+    SyncResponse, SyncSecret,
 };
 use heimdall_core::{ApiError, ErrorCode};
 use uuid::Uuid;
@@ -45,6 +46,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/agent/claim", post(claim))
         .route("/v1/agent/sync", post(sync))
+        .route("/v1/agent/server-certificate", post(server_certificate))
         .route("/v1/agent/jobs/{id}/heartbeat", post(heartbeat))
         .route("/v1/agent/jobs/{id}/log", post(log))
         .route("/v1/agent/jobs/{id}/finish", post(finish))
@@ -198,6 +200,12 @@ async fn sync(
         validate_text("records[].environment", &record.environment, 200)?;
         validate_text("records[].from", &record.from, 100)?;
     }
+    if let Some(url) = &body.local_url {
+        validate_text("local_url", url, 300)?;
+        if !url.starts_with("https://") {
+            return Err(ApiError::invalid_input("local_url must be an https:// URL").into());
+        }
+    }
     let org = agent.org_id;
     let now = state.clock.now();
     state.store.touch_agent(agent.id, now).await?;
@@ -214,33 +222,51 @@ async fn sync(
         tracing::warn!(agent = %agent.name, gaps = outcome.gaps.len(), "Agent sequence gap: reads not reported");
     }
 
+    if let Some(url) = &body.local_url {
+        if url != agent.local_url.as_deref().unwrap_or_default() {
+            state.store.set_agent_local_url(agent.id, Some(url)).await?;
+        }
+    }
+
+    let certificates = state.store.active_member_certificates(org, now).await?;
     let members = state
         .store
         .list_members(org)
         .await?
         .into_iter()
-        .map(|m| SyncMember { email: m.email, role: m.role })
+        .map(|m| SyncMember {
+            certificates: certificates
+                .iter()
+                .filter(|c| c.member_id == m.id)
+                .map(|c| c.sha256.clone())
+                .collect(),
+            id: m.id,
+            email: m.email,
+            role: m.role,
+        })
         .collect();
     let policies = state.store.list_policies(org).await?;
     let mut assignments = Vec::new();
     for env in &environments {
         assignments.extend(state.store.list_assignments(org, env.id).await?);
     }
-    let mut deactivated = Vec::new();
-    for secret in state.store.list_secrets(org).await? {
-        for version in state.store.list_versions(org, secret.id).await? {
-            if version.deactivated_at.is_none() {
-                continue;
-            }
-            if let Some(env) = environments.iter().find(|e| e.id == version.environment_id) {
-                deactivated.push(DeactivatedVersion {
-                    secret: secret.name.clone(),
-                    environment: env.name.clone(),
-                    version: version.version,
-                });
-            }
-        }
-    }
+    let secrets = state
+        .store
+        .list_secrets(org)
+        .await?
+        .into_iter()
+        .map(|s| SyncSecret { id: s.id, name: s.name, personal_owner: s.personal_owner })
+        .collect();
+    let deactivated = state
+        .store
+        .deactivated_versions(org)
+        .await?
+        .into_iter()
+        .filter_map(|(secret, env_id, version)| {
+            let env = environments.iter().find(|e| e.id == env_id)?;
+            Some(DeactivatedVersion { secret, environment: env.name.clone(), version })
+        })
+        .collect();
     tracing::info!(
         agent = %agent.name,
         stored = outcome.stored,
@@ -248,10 +274,61 @@ async fn sync(
         "Agent synced"
     );
     Ok(Json(SyncResponse {
+        org_id: org,
+        at: now,
         members,
+        secrets,
+        environments: environments
+            .iter()
+            .map(|e| SyncEnvironment { id: e.id, name: e.name.clone() })
+            .collect(),
         policies,
         assignments,
         deactivated,
         received_through: outcome.received_through,
+    }))
+}
+
+/// Most names one local API certificate may carry.
+const MAX_SERVER_NAMES: usize = 16;
+
+/// Signs the certificate the Agent's local API presents to people. Only
+/// the CSR's public key and the names asked for are used; the Agent's id
+/// goes in a URI SAN.
+async fn server_certificate(
+    State(state): State<AppState>,
+    Extension(peer): Extension<PeerAgent>,
+    JsonBody(body): JsonBody<ServerCertificateRequest>,
+) -> HttpResult<Json<IssuedCertificate>> {
+    let agent = agent(&state, &peer).await?;
+    let Some(ca) = state.ca.clone() else {
+        return Err(ApiError::new(ErrorCode::Unavailable, "this API has no certificate authority").into());
+    };
+    if body.names.is_empty() || body.names.len() > MAX_SERVER_NAMES {
+        return Err(ApiError::invalid_input(format!(
+            "names: 1 to {MAX_SERVER_NAMES} DNS names or IP addresses"
+        ))
+        .into());
+    }
+    for name in &body.names {
+        validate_text("names[]", name, 253)?;
+        let ok = name.parse::<std::net::IpAddr>().is_ok()
+            || name.split('.').all(|l| {
+                !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            });
+        if !ok {
+            return Err(ApiError::invalid_input("names[] must be DNS names or IP addresses").into());
+        }
+    }
+    let now = state.clock.now();
+    let issued = ca
+        .issue_agent_server_cert(&body.csr, agent.id, &body.names, now)
+        .map_err(|e| ApiError::invalid_input(e.to_string()))?;
+    tracing::info!(agent = %agent.name, names = ?body.names, "issued the Agent's local API certificate");
+    Ok(Json(IssuedCertificate {
+        certificate: issued.pem,
+        ca: ca.cert_pem().to_owned(),
+        sha256: issued.sha256,
+        not_after: issued.not_after,
     }))
 }

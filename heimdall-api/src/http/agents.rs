@@ -120,6 +120,7 @@ async fn enroll(
         created_by: String::new(), // set from the registration by the store
         revoked_at: None,
         last_seen_at: None,
+        local_url: None,
     };
     let event = NewEvent {
         id: heimdall_core::ids::EventId::from_uuid(Uuid::new_v4()),

@@ -9,6 +9,7 @@ mod accounts;
 pub mod agent_channel;
 mod agents;
 pub(crate) mod catalog;
+mod certificates;
 mod error;
 mod events;
 pub(crate) mod extract;
@@ -120,6 +121,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
         .route("/v1/whoami", get(whoami))
         .merge(members::routes())
         .merge(tokens::routes())
+        .merge(certificates::routes())
         .merge(policies::routes())
         .merge(events::routes())
         .merge(schemas::routes())

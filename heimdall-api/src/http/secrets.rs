@@ -3,15 +3,20 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use heimdall_core::authz::{Action, Target, TargetKind};
 use heimdall_core::domain::CatalogKind;
+use heimdall_core::grant::{self, WriteGrantClaims};
 use heimdall_core::ids::{AgentId, CatalogId, SecretId};
 use heimdall_core::names::{validate_name, validate_text};
+use heimdall_core::secrets::SecretVersion;
 use heimdall_core::secrets::{validate_secret_type, validate_tags, Assignment, Secret};
-use heimdall_core::wire::{AccessLogEntry, AssignAgent, CreateSecret, SecretDetail, UpdateSecret};
-use heimdall_core::ApiError;
+use heimdall_core::wire::{
+    AccessLogEntry, AgentLocation, AssignAgent, CreateSecret, CreateVersion, CreatedVersion,
+    DeactivateVersion, SecretDetail, UpdateSecret, VersionHolder,
+};
+use heimdall_core::{ApiError, ErrorCode, Redacted};
 use uuid::Uuid;
 
 use super::catalog::resolve as resolve_catalog;
@@ -24,6 +29,9 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/secrets", get(list).post(create))
         .route("/v1/secrets/{key}", get(show).patch(update))
         .route("/v1/secrets/{key}/access-log", get(access_log))
+        .route("/v1/secrets/{key}/versions", post(create_version))
+        .route("/v1/secrets/{key}/deactivate", post(deactivate_version))
+        .route("/v1/secrets/{key}/holders", get(holders))
         .route("/v1/environments/{key}/agents", get(assignments).post(assign))
 }
 
@@ -220,4 +228,152 @@ async fn assign(
     );
     state.store.assign_agent(caller.org.id, &assignment, event).await?;
     Ok((StatusCode::CREATED, Json(assignment)))
+}
+
+/// Who may write or deactivate versions: owner and admin by default (a
+/// policy may narrow it per environment); a personal secret: only its
+/// owner, whatever their role.
+async fn authorize_write(
+    state: &AppState,
+    caller: &Caller,
+    secret: &Secret,
+    env: &str,
+) -> Result<(), ApiError> {
+    if secret.personal_owner.is_some() {
+        // `resolve` already answered 404 to anyone but the owner.
+        return Ok(());
+    }
+    state.authorize(caller, Action::SecretWrite, &target(Some(secret), caller), Some(env)).await
+}
+
+/// The Agents that hold `environment`, and where people reach them.
+async fn locations(
+    state: &AppState,
+    caller: &Caller,
+    environment: CatalogId,
+) -> Result<Vec<AgentLocation>, ApiError> {
+    let assigned = state.store.list_assignments(caller.org.id, environment).await?;
+    let agents = state.store.list_agents(caller.org.id).await?;
+    Ok(assigned
+        .iter()
+        .filter_map(|a| agents.iter().find(|g| g.id == a.agent_id && g.revoked_at.is_none()))
+        .map(|g| AgentLocation { agent_id: g.id, agent: g.name.clone(), url: g.local_url.clone() })
+        .collect())
+}
+
+/// Numbers the next version of a secret in an environment and answers with
+/// one signed grant per Agent that holds the environment. The value goes
+/// from the CLI to those Agents; it never comes here.
+async fn create_version(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    JsonBody(body): JsonBody<CreateVersion>,
+) -> HttpResult<(StatusCode, Json<CreatedVersion>)> {
+    let secret = resolve(&state, &caller, &key).await?;
+    let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
+    authorize_write(&state, &caller, &secret, &env.name).await?;
+    let Some(ca) = state.ca.clone() else {
+        return Err(ApiError::new(
+            ErrorCode::Unavailable,
+            "this API has no certificate authority (--ca-dir) to sign write grants",
+        )
+        .into());
+    };
+    // Checked before anything is stored: a version no Agent can hold
+    // would be a number with no value behind it.
+    let holders = locations(&state, &caller, env.id).await?;
+    if holders.is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::NoAgent,
+            format!(
+                "no Agent holds environment {}; an owner assigns one with `heimdall environment assign-agent`",
+                env.name
+            ),
+        )
+        .into());
+    }
+    let event = state.event(
+        &caller,
+        "secret.version_created",
+        format!("secret:{}", secret.id),
+        serde_json::json!({ "name": secret.name, "environment": env.name }),
+    );
+    let now = event.at;
+    let version =
+        state.store.create_version(caller.org.id, secret.id, env.id, &caller.member.email, event).await?;
+    let mut signed = Vec::with_capacity(holders.len());
+    for location in holders {
+        let claims = WriteGrantClaims::new(
+            Uuid::new_v4(),
+            caller.org.id,
+            (secret.id, &secret.name),
+            (env.id, &env.name),
+            version.version,
+            location.agent_id,
+            &caller.member.email,
+            now,
+        );
+        let token = grant::encode(&claims, |m| ca.sign_grant(m))
+            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+        signed.push(VersionHolder { location, grant: Redacted::new(token) });
+    }
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedVersion {
+            secret: secret.name,
+            environment: env.name,
+            environment_id: env.id,
+            version: version.version,
+            grant_expires_at: now + grant::GRANT_TTL,
+            holders: signed,
+        }),
+    ))
+}
+
+/// Deactivates a version (a leak): every Agent replaces its value with a
+/// tombstone on its next sync and answers 410 for it.
+async fn deactivate_version(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    JsonBody(body): JsonBody<DeactivateVersion>,
+) -> HttpResult<Json<SecretVersion>> {
+    let secret = resolve(&state, &caller, &key).await?;
+    let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
+    authorize_write(&state, &caller, &secret, &env.name).await?;
+    if body.version < 1 {
+        return Err(ApiError::invalid_input("version starts at 1").into());
+    }
+    let event = state.event(
+        &caller,
+        "secret.version_deactivated",
+        format!("secret:{}", secret.id),
+        serde_json::json!({ "name": secret.name, "environment": env.name, "version": body.version }),
+    );
+    let version =
+        state.store.deactivate_version(caller.org.id, secret.id, env.id, body.version, event).await?;
+    Ok(Json(version))
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HoldersQuery {
+    environment: String,
+}
+
+/// Where to read a secret in an environment: the Agents that hold it.
+async fn holders(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    QueryParams(query): QueryParams<HoldersQuery>,
+) -> HttpResult<Json<Vec<AgentLocation>>> {
+    let secret = resolve(&state, &caller, &key).await?;
+    let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &query.environment).await?;
+    if secret.personal_owner.is_none() {
+        let target = target(Some(&secret), &caller);
+        state.authorize(&caller, Action::SecretRead, &target, Some(&env.name)).await?;
+    }
+    Ok(Json(locations(&state, &caller, env.id).await?))
 }

@@ -27,6 +27,8 @@ const PINNED: &[(&str, u16)] = &[
     ("PAYLOAD_TOO_LARGE", 413),
     ("UNAVAILABLE", 503),
     ("INTERNAL", 500),
+    ("GRANT_INVALID", 403),
+    ("NO_AGENT", 409),
 ];
 
 #[test]

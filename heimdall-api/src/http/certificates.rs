@@ -1,0 +1,63 @@
+//! People's client certificates, for Agents' local APIs. The key is made
+//! on the person's machine; only a CSR comes here, and only its public key
+//! is used. The API keeps the certificate's SHA-256, which Agents receive
+//! by sync and require: a certificate the API did not record opens nothing.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
+use heimdall_core::secrets::MemberCertificate;
+use heimdall_core::wire::{CertificateRequest, IssuedCertificate};
+use heimdall_core::{ApiError, ErrorCode};
+
+use super::error::HttpResult;
+use super::extract::{Caller, JsonBody};
+use super::AppState;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new().route("/v1/me/certificate", post(issue))
+}
+
+/// Any member may get a certificate for themselves; what it opens is
+/// decided per read by the Agent, with the policies it synced.
+async fn issue(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CertificateRequest>,
+) -> HttpResult<(StatusCode, Json<IssuedCertificate>)> {
+    let Some(ca) = state.ca.clone() else {
+        return Err(ApiError::new(
+            ErrorCode::Unavailable,
+            "this API has no certificate authority (--ca-dir) to issue client certificates",
+        )
+        .into());
+    };
+    let now = state.clock.now();
+    let issued = ca
+        .issue_member_cert(&body.csr, caller.member.id, &caller.member.email, now)
+        .map_err(|e| ApiError::invalid_input(e.to_string()))?;
+    let record = MemberCertificate {
+        sha256: issued.sha256.clone(),
+        org_id: caller.org.id,
+        member_id: caller.member.id,
+        created_at: now,
+        not_after: issued.not_after,
+    };
+    let event = state.event(
+        &caller,
+        "member.certificate_issued",
+        format!("member:{}", caller.member.id),
+        serde_json::json!({ "sha256": issued.sha256, "not_after": issued.not_after.unix_timestamp() }),
+    );
+    state.store.add_member_certificate(&record, event).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(IssuedCertificate {
+            certificate: issued.pem,
+            ca: ca.cert_pem().to_owned(),
+            sha256: issued.sha256,
+            not_after: issued.not_after,
+        }),
+    ))
+}

@@ -1,0 +1,259 @@
+//! Write grants: the API's signed permission to store one version of one
+//! secret in one environment on one Agent (DESIGN §2 "Write").
+//!
+//! The API never sees the value. It numbers the version, then signs a
+//! short-lived grant naming exactly (organization, secret, environment,
+//! version, Agent); the CLI hands value and grant to the Agent, which
+//! checks the signature against the installation CA it already trusts and
+//! the claims against the request before storing. A grant is single-use in
+//! effect: the store refuses a second value at the same address.
+//!
+//! Token: `hg1.<base64url(claims JSON)>.<base64url(signature)>`. The
+//! signature covers [`GRANT_CONTEXT`] followed by the claims bytes exactly as
+//! sent, so nothing is re-serialized before verifying. Signing and
+//! verifying are the adapters' (they hold keys); this module is the format
+//! and the rules, pure.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use crate::error::{ApiError, ErrorCode};
+use crate::ids::{AgentId, CatalogId, OrgId, SecretId};
+
+/// How long a grant is good for: long enough to type nothing (the value
+/// comes from stdin or a file), short enough that a leaked grant is stale.
+pub const GRANT_TTL: Duration = Duration::minutes(5);
+
+/// Domain separation: these bytes start every signed message, so a grant
+/// signature can never stand for anything else the CA key signs.
+pub const GRANT_CONTEXT: &[u8] = b"heimdall/write-grant/v1\n";
+
+const PREFIX: &str = "hg1.";
+/// Longest token accepted, before any decoding.
+const MAX_TOKEN_LEN: usize = 4096;
+
+/// What a grant permits: one value at one address, on one Agent, until
+/// `expires_at` (Unix seconds).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteGrantClaims {
+    pub grant_id: Uuid,
+    pub org: OrgId,
+    pub secret_id: SecretId,
+    pub secret: String,
+    pub environment_id: CatalogId,
+    pub environment: String,
+    pub version: i64,
+    pub agent: AgentId,
+    /// Who asked for the version (an email).
+    pub issued_by: String,
+    pub issued_at: i64,
+    pub expires_at: i64,
+}
+
+/// Why a grant is refused. Messages name the rule, never token bytes.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GrantError {
+    #[error("the write grant is malformed")]
+    Malformed,
+    #[error("the write grant's signature does not verify against the installation CA")]
+    BadSignature,
+    #[error("the write grant expired; ask for a new version")]
+    Expired,
+    #[error("the write grant is not valid yet (check this machine's clock)")]
+    NotYetValid,
+    #[error("the write grant is for another {0}")]
+    Mismatch(&'static str),
+}
+
+impl From<GrantError> for ApiError {
+    fn from(e: GrantError) -> Self {
+        ApiError::new(ErrorCode::GrantInvalid, e.to_string())
+    }
+}
+
+impl WriteGrantClaims {
+    /// Claims for `version`, valid from `now` for [`GRANT_TTL`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        grant_id: Uuid,
+        org: OrgId,
+        secret: (SecretId, &str),
+        environment: (CatalogId, &str),
+        version: i64,
+        agent: AgentId,
+        issued_by: &str,
+        now: OffsetDateTime,
+    ) -> Self {
+        Self {
+            grant_id,
+            org,
+            secret_id: secret.0,
+            secret: secret.1.to_owned(),
+            environment_id: environment.0,
+            environment: environment.1.to_owned(),
+            version,
+            agent,
+            issued_by: issued_by.to_owned(),
+            issued_at: now.unix_timestamp(),
+            expires_at: (now + GRANT_TTL).unix_timestamp(),
+        }
+    }
+
+    /// The claims must name exactly what is being written, where, and be
+    /// current at `now` (one minute of clock skew is tolerated at the start).
+    pub fn check(&self, expected: &GrantTarget<'_>, now: OffsetDateTime) -> Result<(), GrantError> {
+        if self.org != expected.org {
+            return Err(GrantError::Mismatch("organization"));
+        }
+        if self.agent != expected.agent {
+            return Err(GrantError::Mismatch("Agent"));
+        }
+        if self.secret != expected.secret {
+            return Err(GrantError::Mismatch("secret"));
+        }
+        if self.environment_id != expected.environment_id {
+            return Err(GrantError::Mismatch("environment"));
+        }
+        if self.version != expected.version {
+            return Err(GrantError::Mismatch("version"));
+        }
+        let now = now.unix_timestamp();
+        if now >= self.expires_at {
+            return Err(GrantError::Expired);
+        }
+        if now + 60 < self.issued_at || self.expires_at - self.issued_at > GRANT_TTL.whole_seconds() {
+            return Err(GrantError::NotYetValid);
+        }
+        Ok(())
+    }
+}
+
+/// What the Agent is asked to store, to hold a grant's claims against.
+#[derive(Clone, Debug)]
+pub struct GrantTarget<'a> {
+    pub org: OrgId,
+    pub agent: AgentId,
+    pub secret: &'a str,
+    pub environment_id: CatalogId,
+    pub version: i64,
+}
+
+/// A grant split into what was signed and the signature, claims decoded.
+#[derive(Clone, Debug)]
+pub struct ParsedGrant {
+    pub claims: WriteGrantClaims,
+    /// [`GRANT_CONTEXT`] then the claims bytes: the exact signed message.
+    pub signed_message: Vec<u8>,
+    pub signature: Vec<u8>,
+}
+
+/// The message a signer signs for `claims_json`.
+pub fn signing_input(claims_json: &[u8]) -> Vec<u8> {
+    let mut message = Vec::with_capacity(GRANT_CONTEXT.len() + claims_json.len());
+    message.extend_from_slice(GRANT_CONTEXT);
+    message.extend_from_slice(claims_json);
+    message
+}
+
+/// Serializes and signs `claims` with `sign` (which receives the full
+/// signing input) into a token.
+pub fn encode<E>(
+    claims: &WriteGrantClaims,
+    sign: impl FnOnce(&[u8]) -> Result<Vec<u8>, E>,
+) -> Result<String, E> {
+    // Serializing a struct of strings, ids and integers cannot fail.
+    let json = serde_json::to_vec(claims).unwrap_or_default();
+    let signature = sign(&signing_input(&json))?;
+    Ok(format!("{PREFIX}{}.{}", URL_SAFE_NO_PAD.encode(&json), URL_SAFE_NO_PAD.encode(signature)))
+}
+
+/// Splits and decodes a token. The signature is *not* checked here.
+pub fn parse(token: &str) -> Result<ParsedGrant, GrantError> {
+    if token.len() > MAX_TOKEN_LEN {
+        return Err(GrantError::Malformed);
+    }
+    let rest = token.strip_prefix(PREFIX).ok_or(GrantError::Malformed)?;
+    let (claims_b64, signature_b64) = rest.split_once('.').ok_or(GrantError::Malformed)?;
+    let json = URL_SAFE_NO_PAD.decode(claims_b64).map_err(|_| GrantError::Malformed)?;
+    let signature = URL_SAFE_NO_PAD.decode(signature_b64).map_err(|_| GrantError::Malformed)?;
+    let claims: WriteGrantClaims = serde_json::from_slice(&json).map_err(|_| GrantError::Malformed)?;
+    Ok(ParsedGrant { claims, signed_message: signing_input(&json), signature })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(now: OffsetDateTime) -> WriteGrantClaims {
+        WriteGrantClaims::new(
+            Uuid::from_u128(1),
+            OrgId::from_uuid(Uuid::from_u128(2)),
+            (SecretId::from_uuid(Uuid::from_u128(3)), "db-password"),
+            (CatalogId::from_uuid(Uuid::from_u128(4)), "dev"),
+            7,
+            AgentId::from_uuid(Uuid::from_u128(5)),
+            "ana@example.com",
+            now,
+        )
+    }
+
+    fn target(c: &WriteGrantClaims) -> GrantTarget<'_> {
+        GrantTarget {
+            org: c.org,
+            agent: c.agent,
+            secret: &c.secret,
+            environment_id: c.environment_id,
+            version: c.version,
+        }
+    }
+
+    #[test]
+    fn round_trips_and_signs_the_exact_bytes_sent() {
+        let now = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        let c = claims(now);
+        let mut seen = Vec::new();
+        let token = encode(&c, |m: &[u8]| -> Result<_, ()> {
+            seen = m.to_vec();
+            Ok(b"sig".to_vec())
+        })
+        .unwrap();
+        let parsed = parse(&token).unwrap();
+        assert_eq!(parsed.claims, c);
+        assert_eq!(parsed.signed_message, seen);
+        assert!(parsed.signed_message.starts_with(GRANT_CONTEXT));
+        assert_eq!(parsed.signature, b"sig");
+        for bad in ["", "hg1.", "hg0.e30.c2ln", "hg1.!!!.c2ln", "hg1.e30.c2ln", &"x".repeat(5000)] {
+            assert_eq!(parse(bad).unwrap_err(), GrantError::Malformed, "{bad:.20}");
+        }
+    }
+
+    #[test]
+    fn binds_every_part_of_the_address_and_expires() {
+        let now = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        let c = claims(now);
+        assert_eq!(c.check(&target(&c), now), Ok(()));
+        assert_eq!(c.check(&target(&c), now + Duration::minutes(4)), Ok(()));
+        assert_eq!(c.check(&target(&c), now + GRANT_TTL), Err(GrantError::Expired));
+        assert_eq!(c.check(&target(&c), now - Duration::minutes(5)), Err(GrantError::NotYetValid));
+        let mut t = target(&c);
+        t.version = 8;
+        assert_eq!(c.check(&t, now), Err(GrantError::Mismatch("version")));
+        let mut t = target(&c);
+        t.secret = "other";
+        assert_eq!(c.check(&t, now), Err(GrantError::Mismatch("secret")));
+        let mut t = target(&c);
+        t.environment_id = CatalogId::from_uuid(Uuid::from_u128(9));
+        assert_eq!(c.check(&t, now), Err(GrantError::Mismatch("environment")));
+        let mut t = target(&c);
+        t.agent = AgentId::from_uuid(Uuid::from_u128(9));
+        assert_eq!(c.check(&t, now), Err(GrantError::Mismatch("Agent")));
+        // A grant that claims a longer life than the API ever gives.
+        let mut long = c.clone();
+        long.expires_at += 3600;
+        assert_eq!(long.check(&target(&long), now), Err(GrantError::NotYetValid));
+    }
+}
