@@ -35,6 +35,7 @@
 //! `Debug` output contains it.
 #![forbid(unsafe_code)]
 
+mod agent;
 mod error;
 
 use std::fmt;
@@ -48,6 +49,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use time::OffsetDateTime;
 
+pub use agent::{AgentClient, Identity};
 pub use error::Error;
 pub use heimdall_core::wire;
 pub use heimdall_core::{ApiError, ErrorCode, FieldError};
@@ -59,6 +61,10 @@ use wire::{
     CreateSecret, CreateToken, CreatedToken, Decide, ErrorBody, Health, Job, JobLog, LinkCloudAccount,
     Member, Policy, Registration, Rename, Resource, ResourceDetail, ResourceSchema, ResourceStatus, Role,
     Secret, SecretDetail, TokenInfo, UpdateSecret, WhoAmI,
+};
+use wire::{
+    AgentLocation, CertificateRequest, CreateVersion, CreatedVersion, DeactivateVersion, IssuedCertificate,
+    SecretVersion,
 };
 
 /// `Result` with the SDK's [`Error`].
@@ -154,6 +160,14 @@ impl Client {
     /// route answers `UNAUTHENTICATED`.
     pub fn unauthenticated(base_url: &str) -> Result<Self> {
         Self::build(base_url, None)
+    }
+
+    /// A client over a prepared `http` (the Agent client's, with a client
+    /// certificate), without a token.
+    fn with_http(http: reqwest::Client, base_url: &str) -> Result<Self> {
+        let mut client = Self::build(base_url, None)?;
+        client.http = http;
+        Ok(client)
     }
 
     fn build(base_url: &str, token: Option<Redacted<String>>) -> Result<Self> {
@@ -755,6 +769,45 @@ impl Client {
     /// `environment`'s values, who assigned each and when.
     pub async fn list_assignments(&self, environment: &str) -> Result<Vec<Assignment>> {
         self.get(&["environments", environment, "agents"]).await
+    }
+
+    // ---- values: versions, grants, holders, certificates -----------------------
+
+    /// `POST /v1/secrets/{id-or-name}/versions` (owner, admin; a personal
+    /// secret: its owner): numbers the next version in `environment` and
+    /// returns one signed write grant per Agent that holds it. Send the
+    /// value with [`AgentClient::put_value`]; it never goes to the API.
+    pub async fn create_version(&self, secret: &str, environment: &str) -> Result<CreatedVersion> {
+        let body = CreateVersion { environment: environment.to_owned() };
+        self.with_body(Method::POST, &["secrets", secret, "versions"], &body).await
+    }
+
+    /// `POST /v1/secrets/{id-or-name}/deactivate`: a leaked version. Every
+    /// Agent replaces it with a tombstone on its next sync and answers
+    /// `VERSION_DEACTIVATED` for it.
+    pub async fn deactivate_version(
+        &self,
+        secret: &str,
+        environment: &str,
+        version: i64,
+    ) -> Result<SecretVersion> {
+        let body = DeactivateVersion { environment: environment.to_owned(), version };
+        self.with_body(Method::POST, &["secrets", secret, "deactivate"], &body).await
+    }
+
+    /// `GET /v1/secrets/{id-or-name}/holders?environment=`: the Agents to
+    /// read `secret` from in `environment`, with their local API URLs.
+    pub async fn secret_holders(&self, secret: &str, environment: &str) -> Result<Vec<AgentLocation>> {
+        let url =
+            self.url_with_query(&["secrets", secret, "holders"], &[("environment", Some(environment))])?;
+        self.send(self.authed(Method::GET, url)).await
+    }
+
+    /// `POST /v1/me/certificate`: a client certificate for the CSR's public
+    /// key (make the key locally; only the CSR is sent).
+    pub async fn issue_certificate(&self, csr_pem: &str) -> Result<IssuedCertificate> {
+        let body = CertificateRequest { csr: csr_pem.to_owned() };
+        self.with_body(Method::POST, &["me", "certificate"], &body).await
     }
 
     // ---- plumbing ------------------------------------------------------------
