@@ -24,7 +24,10 @@ pub fn exit_code(code: ErrorCode) -> u8 {
     match code {
         ErrorCode::Internal | ErrorCode::TerraformChecksumMismatch => exit::GENERAL,
         ErrorCode::Unauthenticated => exit::UNAUTHENTICATED,
-        ErrorCode::Forbidden | ErrorCode::SelfApproval | ErrorCode::ModuleNotAllowed => exit::FORBIDDEN,
+        ErrorCode::Forbidden
+        | ErrorCode::SelfApproval
+        | ErrorCode::ModuleNotAllowed
+        | ErrorCode::GrantInvalid => exit::FORBIDDEN,
         ErrorCode::NotFound | ErrorCode::VersionDeactivated => exit::NOT_FOUND,
         ErrorCode::AlreadyExists
         | ErrorCode::NotEmpty
@@ -32,6 +35,7 @@ pub fn exit_code(code: ErrorCode) -> u8 {
         | ErrorCode::StaleRevision
         | ErrorCode::AlreadyBootstrapped
         | ErrorCode::ValueMayPersist
+        | ErrorCode::NoAgent
         | ErrorCode::Conflict => exit::CONFLICT,
         ErrorCode::BadRequest
         | ErrorCode::InvalidInput
@@ -148,6 +152,8 @@ mod tests {
             ("PAYLOAD_TOO_LARGE", 7),
             ("UNAVAILABLE", 8),
             ("INTERNAL", 1),
+            ("GRANT_INVALID", 4),
+            ("NO_AGENT", 6),
         ];
         assert_eq!(expected.len(), ErrorCode::ALL.len(), "every code has a pinned exit status");
         for (name, status) in expected {
