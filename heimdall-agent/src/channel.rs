@@ -108,6 +108,16 @@ impl Channel {
             .ok_or_else(|| ChannelError::Transport("empty sync response".into()))
     }
 
+    /// Asks the CA for the local API's certificate (a CSR for a key made here).
+    pub async fn server_certificate(
+        &self,
+        request: &heimdall_core::wire::ServerCertificateRequest,
+    ) -> Result<heimdall_core::wire::IssuedCertificate, ChannelError> {
+        self.post("/v1/agent/server-certificate", request)
+            .await?
+            .ok_or_else(|| ChannelError::Transport("empty certificate response".into()))
+    }
+
     pub async fn heartbeat(
         &self,
         job: JobId,

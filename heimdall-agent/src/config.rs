@@ -26,11 +26,49 @@ pub struct AgentConfig {
     /// Where this Agent keeps secret values (encrypted); absent: it holds none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub values: Option<ValuesConfig>,
+    /// Where people write and read values (HTTPS, client certificates);
+    /// needs `[values]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_api: Option<LocalApiConfig>,
 }
 
-/// The value store: SQLite (`path`) or PostgreSQL (`url`), and where the
-/// 32-byte master key comes from (exactly one of `master_key_env` and
-/// `master_key_file`).
+/// The Agent's local API. Its certificate comes from the installation CA
+/// (asked for over the channel, kept next to the Agent's own key and
+/// renewed when it has less than a third of its life left).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalApiConfig {
+    /// Address to listen on, e.g. `127.0.0.1:7482` or `0.0.0.0:7482`.
+    pub listen: String,
+    /// DNS names and IP addresses the certificate names (default: `localhost`, `127.0.0.1`).
+    #[serde(default = "default_local_names")]
+    pub names: Vec<String>,
+    /// The URL people use, reported to the API (default: `https://<first name>:<port>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+fn default_local_names() -> Vec<String> {
+    vec!["localhost".into(), "127.0.0.1".into()]
+}
+
+impl LocalApiConfig {
+    /// The URL people reach this local API at.
+    pub fn public_url(&self) -> String {
+        if let Some(url) = &self.url {
+            return url.trim_end_matches('/').to_owned();
+        }
+        let port = self.listen.rsplit_once(':').map_or("7482", |(_, p)| p);
+        let host = self.names.first().map_or("localhost", String::as_str);
+        format!("https://{host}:{port}")
+    }
+}
+
+/// The value store: exactly one of SQLite (`sqlite_path`), PostgreSQL
+/// (`postgres_url`) and DynamoDB (`dynamodb_table`); and exactly one key
+/// source: a 32-byte master key (`master_key_env` or `master_key_file`) or
+/// a KMS key (`master_key_kms`). `aws_region` and `aws_endpoint_url` apply
+/// to DynamoDB and KMS.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ValuesConfig {
@@ -38,10 +76,22 @@ pub struct ValuesConfig {
     pub sqlite_path: Option<PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub postgres_url: Option<String>,
+    /// A DynamoDB table (created if missing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamodb_table: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub master_key_env: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub master_key_file: Option<PathBuf>,
+    /// A KMS key (id, ARN or `alias/…`) that seals the data keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_key_kms: Option<String>,
+    /// The AWS region for DynamoDB and KMS (default: the SDK's, e.g. `AWS_REGION`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aws_region: Option<String>,
+    /// An endpoint for DynamoDB and KMS (a VPC endpoint; moto in tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aws_endpoint_url: Option<String>,
     /// How often access records and the inventory go to the API.
     #[serde(default = "default_sync_seconds")]
     pub sync_seconds: u64,
@@ -101,17 +151,123 @@ impl AgentConfig {
                 "terraform.sha256 must be 64 hex characters (sha256sum of the terraform executable)".into()
             );
         }
-        if let Some(v) = &config.values {
-            if v.sqlite_path.is_some() == v.postgres_url.is_some() {
-                return Err("[values] needs exactly one of sqlite_path and postgres_url".into());
+        if config.local_api.is_some() && config.values.is_none() {
+            return Err("[local_api] needs a [values] store to serve".into());
+        }
+        if let Some(v) = &config.local_api {
+            if v.names.is_empty() {
+                return Err("[local_api] names must list at least one DNS name or IP address".into());
             }
-            if v.sync_seconds == 0 {
-                return Err("[values] sync_seconds must be at least 1".into());
-            }
-            if v.master_key_env.is_some() == v.master_key_file.is_some() {
-                return Err("[values] needs exactly one of master_key_env and master_key_file".into());
+            if v.listen.parse::<std::net::SocketAddr>().is_err() {
+                return Err("[local_api] listen must be an address and port, e.g. 127.0.0.1:7482".into());
             }
         }
+        if let Some(v) = &config.values {
+            v.validate()?;
+        }
         Ok(config)
+    }
+}
+
+impl ValuesConfig {
+    /// Exactly one store and exactly one key source; AWS settings only
+    /// where something uses AWS.
+    pub fn validate(&self) -> Result<(), String> {
+        let stores = [self.sqlite_path.is_some(), self.postgres_url.is_some(), self.dynamodb_table.is_some()];
+        if stores.iter().filter(|s| **s).count() != 1 {
+            return Err("[values] needs exactly one of sqlite_path, postgres_url and dynamodb_table".into());
+        }
+        if self.sync_seconds == 0 {
+            return Err("[values] sync_seconds must be at least 1".into());
+        }
+        let sources =
+            [self.master_key_env.is_some(), self.master_key_file.is_some(), self.master_key_kms.is_some()];
+        if sources.iter().filter(|s| **s).count() != 1 {
+            return Err(
+                "[values] needs exactly one of master_key_env, master_key_file and master_key_kms".into()
+            );
+        }
+        if let Some(table) = &self.dynamodb_table {
+            heimdall_agent::store::dynamodb::validate_table_name(table)
+                .map_err(|_| "[values] dynamodb_table: a DynamoDB table name is 3 to 255 characters of A-Z, a-z, 0-9, '_', '-' and '.'".to_owned())?;
+        }
+        if self.master_key_kms.as_deref().is_some_and(|k| k.trim().is_empty()) {
+            return Err("[values] master_key_kms is empty".into());
+        }
+        let uses_aws = self.dynamodb_table.is_some() || self.master_key_kms.is_some();
+        if !uses_aws && (self.aws_region.is_some() || self.aws_endpoint_url.is_some()) {
+            return Err(
+                "[values] aws_region and aws_endpoint_url apply only with dynamodb_table or master_key_kms"
+                    .into(),
+            );
+        }
+        if self.aws_region.as_deref().is_some_and(|r| r.trim().is_empty()) {
+            return Err("[values] aws_region is empty".into());
+        }
+        if let Some(url) = &self.aws_endpoint_url {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err("[values] aws_endpoint_url must start with https:// or http://".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The AWS overrides for DynamoDB and KMS.
+    pub fn aws(&self) -> heimdall_agent::aws::AwsSettings {
+        heimdall_agent::aws::AwsSettings {
+            region: self.aws_region.clone(),
+            endpoint_url: self.aws_endpoint_url.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(toml_text: &str) -> Result<ValuesConfig, String> {
+        let v: ValuesConfig = toml::from_str(toml_text).map_err(|e| e.message().to_owned())?;
+        v.validate().map(|()| v)
+    }
+
+    #[test]
+    fn values_take_exactly_one_store_and_one_key_source() {
+        for ok in [
+            "sqlite_path = '/s.db'\nmaster_key_env = 'K'",
+            "postgres_url = 'postgres://h/db'\nmaster_key_file = '/k'",
+            "dynamodb_table = 'heimdall-values'\nmaster_key_env = 'K'\naws_region = 'eu-west-1'",
+            "sqlite_path = '/s.db'\nmaster_key_kms = 'alias/heimdall'",
+            "dynamodb_table = 'heimdall.values_1'\nmaster_key_kms = 'arn:aws:kms:us-east-1:1:key/x'\n\
+             aws_endpoint_url = 'http://127.0.0.1:5000'",
+        ] {
+            values(ok).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
+        }
+        let v = values("dynamodb_table = 'tbl'\nmaster_key_kms = 'k'\naws_region = 'r'").unwrap();
+        assert_eq!(
+            v.aws(),
+            heimdall_agent::aws::AwsSettings { region: Some("r".into()), endpoint_url: None }
+        );
+
+        for (bad, says) in [
+            ("master_key_env = 'K'", "exactly one of sqlite_path, postgres_url and dynamodb_table"),
+            (
+                "sqlite_path = '/s.db'\ndynamodb_table = 'tbl'\nmaster_key_env = 'K'",
+                "exactly one of sqlite_path, postgres_url and dynamodb_table",
+            ),
+            ("dynamodb_table = 'tbl'", "exactly one of master_key_env, master_key_file and master_key_kms"),
+            (
+                "sqlite_path = '/s.db'\nmaster_key_env = 'K'\nmaster_key_kms = 'k'",
+                "exactly one of master_key_env, master_key_file and master_key_kms",
+            ),
+            ("dynamodb_table = 'no spaces'\nmaster_key_env = 'K'", "dynamodb_table"),
+            ("dynamodb_table = 'ab'\nmaster_key_env = 'K'", "3 to 255"),
+            ("sqlite_path = '/s.db'\nmaster_key_env = 'K'\naws_region = 'r'", "apply only with"),
+            ("sqlite_path = '/s.db'\nmaster_key_kms = ' '", "master_key_kms is empty"),
+            ("dynamodb_table = 'tbl'\nmaster_key_env = 'K'\naws_endpoint_url = 'localhost:1'", "https://"),
+            ("dynamodb_table = 'tbl'\nmaster_key_env = 'K'\naws_profile = 'p'", "unknown field"),
+        ] {
+            let err = values(bad).unwrap_err();
+            assert!(err.contains(says), "{bad:?}: {err}");
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! The Agent's encryption: envelope AES-256-GCM under a 32-byte master key.
 //!
 //! - The **master key** comes from an environment variable or a file and
-//!   never touches the store. It only seals *data keys*.
+//!   never touches the store. It only seals *data keys*. Instead of a local
+//!   master key, a key in AWS KMS can seal them ([`crate::kms::KmsKey`]):
+//!   both are a [`KeySealer`], which is all the store's keyring needs.
 //! - A **data key** is 32 random bytes with a key id (a UUID). The store
 //!   keeps it sealed under the master key (AAD `heimdall/datakey/v1` + key
 //!   id) next to a **check value** (a constant sealed under the data key),
@@ -51,6 +53,10 @@ pub enum KeyError {
     WrongLength { origin: String, found: usize },
     #[error("{origin}: the master key is neither 64 hex characters nor base64 (nor 32 raw bytes in a file)")]
     NotDecodable { origin: String },
+    /// The KMS key cannot be used (unknown, disabled, not symmetric, no
+    /// permission, KMS unreachable).
+    #[error("the KMS key {key} cannot be used: {reason}")]
+    Kms { key: String, reason: String },
 }
 
 /// A seal or open that failed. The messages name ids, never bytes.
@@ -65,6 +71,40 @@ pub enum CryptoError {
     Undecryptable { key_id: String },
     #[error("encryption failed")]
     Seal,
+    /// The KMS key refused to open the sealed data key (another key, no
+    /// permission, disabled, or a keyring not sealed by KMS).
+    #[error("the KMS key {kms_key} does not open this store (key id {key_id}): {reason}")]
+    WrongKmsKey { key_id: String, kms_key: String, reason: String },
+    /// KMS could not be asked (network, throttling, service error).
+    #[error("AWS KMS is unavailable: {0}")]
+    KmsUnavailable(String),
+}
+
+/// What seals the store's data keys and opens them again: a local
+/// [`MasterKey`] or a KMS key ([`crate::kms::KmsKey`]). The keyring of
+/// every backend goes through this trait only.
+#[async_trait::async_trait]
+pub trait KeySealer: Send + Sync + fmt::Debug {
+    /// A fresh data key, and the form of it the keyring stores (sealed key
+    /// and check value; never the key itself).
+    async fn new_data_key(&self) -> Result<(DataKey, SealedDataKey), CryptoError>;
+
+    /// Opens a keyring entry. One this key does not open is
+    /// [`CryptoError::WrongMasterKey`] (or `WrongKmsKey`).
+    async fn unseal_data_key(&self, sealed: &SealedDataKey) -> Result<DataKey, CryptoError>;
+}
+
+#[async_trait::async_trait]
+impl KeySealer for MasterKey {
+    async fn new_data_key(&self) -> Result<(DataKey, SealedDataKey), CryptoError> {
+        let key = DataKey::generate();
+        let sealed = self.seal_data_key(&key)?;
+        Ok((key, sealed))
+    }
+
+    async fn unseal_data_key(&self, sealed: &SealedDataKey) -> Result<DataKey, CryptoError> {
+        self.open_data_key(sealed)
+    }
 }
 
 /// The master key: 32 bytes, zeroized on drop, printed as `<redacted>`.
@@ -145,8 +185,7 @@ impl MasterKey {
     /// Seals `data_key` for storage.
     pub fn seal_data_key(&self, data_key: &DataKey) -> Result<SealedDataKey, CryptoError> {
         let sealed_key = seal(&self.cipher(), &data_key.key, &data_key_aad(&data_key.id))?;
-        let check_value = seal(&data_key.cipher(), CHECK_PLAINTEXT, &check_aad(&data_key.id))?;
-        Ok(SealedDataKey { key_id: data_key.id.clone(), sealed_key, check_value })
+        Ok(SealedDataKey { key_id: data_key.id.clone(), sealed_key, check_value: data_key.check_value()? })
     }
 
     /// Opens a data key read from the store; a wrong master key (or a
@@ -155,13 +194,8 @@ impl MasterKey {
         let wrong = || CryptoError::WrongMasterKey { key_id: sealed.key_id.clone() };
         let key =
             open(&self.cipher(), &sealed.sealed_key, &data_key_aad(&sealed.key_id)).ok_or_else(wrong)?;
-        if key.len() != KEY_LEN {
-            return Err(wrong());
-        }
-        let data_key = DataKey { id: sealed.key_id.clone(), key };
-        let check =
-            open(&data_key.cipher(), &sealed.check_value, &check_aad(&sealed.key_id)).ok_or_else(wrong)?;
-        if check.as_slice() != CHECK_PLAINTEXT {
+        let data_key = DataKey::from_parts(sealed.key_id.clone(), key).ok_or_else(wrong)?;
+        if !data_key.matches_check_value(&sealed.check_value) {
             return Err(wrong());
         }
         Ok(data_key)
@@ -172,7 +206,8 @@ impl MasterKey {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SealedDataKey {
     pub key_id: String,
-    /// nonce ‖ AES-256-GCM(master key, data key).
+    /// nonce ‖ AES-256-GCM(master key, data key); with a KMS key, the
+    /// `CiphertextBlob` KMS returned for the data key.
     pub sealed_key: Vec<u8>,
     /// nonce ‖ AES-256-GCM(data key, a constant).
     pub check_value: Vec<u8>,
@@ -217,8 +252,27 @@ impl DataKey {
         Self { id: uuid::Uuid::new_v4().to_string(), key }
     }
 
+    /// A data key from its id and 32 bytes (e.g. the plaintext KMS returned);
+    /// `None` if the bytes are not 32.
+    pub fn from_parts(id: String, key: Zeroizing<Vec<u8>>) -> Option<Self> {
+        (key.len() == KEY_LEN).then_some(Self { id, key })
+    }
+
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// A constant sealed under this key (bound to its id): stored next to
+    /// the sealed key, it tells at open whether the key that came back is
+    /// the one that was sealed.
+    pub fn check_value(&self) -> Result<Vec<u8>, CryptoError> {
+        seal(&self.cipher(), CHECK_PLAINTEXT, &check_aad(&self.id))
+    }
+
+    /// Whether `check_value` was made by [`Self::check_value`] with this key.
+    pub fn matches_check_value(&self, check_value: &[u8]) -> bool {
+        open(&self.cipher(), check_value, &check_aad(&self.id))
+            .is_some_and(|c| c.as_slice() == CHECK_PLAINTEXT)
     }
 
     fn cipher(&self) -> Aes256Gcm {

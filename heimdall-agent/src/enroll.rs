@@ -32,6 +32,15 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
     f.write_all(bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// Writes `bytes` to `path` whole or not at all (a temporary file, then a
+/// rename), replacing what was there.
+pub(crate) fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    write_file(&tmp, bytes, mode)?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("cannot replace {}: {e}", path.display()))
+}
+
 pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, PathBuf), String> {
     let data = &options.data;
     std::fs::create_dir_all(data).map_err(|e| format!("cannot create {}: {e}", data.display()))?;
@@ -84,6 +93,7 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
         modules: Modules { allowed_sources: options.allowed_modules },
         state: options.state,
         values: None,
+        local_api: None,
     };
     let text = toml::to_string_pretty(&config).map_err(|e| e.to_string())?;
     let config_path = data.join("agent.toml");

@@ -1,8 +1,14 @@
 //! The Agent's library half: what the `heimdall-agent` binary and the
-//! Agent's tests share. For now, the encrypted value store; the read and
-//! write paths (the Agent's local API) and sync come next and will use it
-//! from the binary.
+//! Agent's tests share: the encrypted value store, the local API where
+//! people write and read values, the decisions it makes with what sync
+//! brought, and the group commit of access records.
 #![forbid(unsafe_code)]
 
+pub mod access;
+pub mod aws;
 pub mod crypto;
+pub mod grant;
+pub mod kms;
+pub mod local_api;
+pub mod recorder;
 pub mod store;

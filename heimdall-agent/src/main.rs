@@ -124,7 +124,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             // The value store opens first: with a wrong master key the Agent
             // must not start at all.
             let values = match &config.values {
-                Some(v) => Some(std::sync::Arc::new(open_values(v).await?)),
+                Some(v) => Some(open_values(v).await?),
                 None => None,
             };
             let channel = channel::Channel::new(&config).map_err(|e| e.to_string())?;
@@ -136,16 +136,31 @@ async fn run(cli: Cli) -> Result<(), String> {
                 let _ = stop_tx.send(true);
             });
             tracing::info!(api = %config.api_url, concurrency = config.concurrency, "agent running");
+            let policy: heimdall_agent::access::SharedPolicy = Default::default();
+            let serving = match (&values, &config.local_api) {
+                (Some(store), Some(local)) => Some(
+                    start_local_api(&config, local, &channel, store.clone(), policy.clone(), stop_rx.clone())
+                        .await?,
+                ),
+                _ => None,
+            };
             let syncing = match (&values, &config.values) {
                 (Some(store), Some(v)) => Some(tokio::spawn(sync::run(
-                    store.clone(),
-                    channel.clone(),
+                    sync::Syncer {
+                        store: store.clone(),
+                        channel: channel.clone(),
+                        policy: policy.clone(),
+                        local_url: config.local_api.as_ref().map(config::LocalApiConfig::public_url),
+                    },
                     std::time::Duration::from_secs(v.sync_seconds),
                     stop_rx.clone(),
                 ))),
                 _ => None,
             };
             worker::run(config, channel, stop_rx).await;
+            if let Some(task) = serving {
+                let _ = task.await;
+            }
             if let Some(task) = syncing {
                 let _ = task.await;
             }
@@ -158,29 +173,146 @@ async fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-async fn open_values(v: &config::ValuesConfig) -> Result<heimdall_agent::store::SqlValueStore, String> {
-    use heimdall_agent::crypto::MasterKey;
-    let master = match (&v.master_key_env, &v.master_key_file) {
-        (Some(var), _) => MasterKey::from_env(var),
-        (_, Some(path)) => MasterKey::from_file(path),
-        (None, None) => unreachable_config(),
+/// Opens the configured store with the configured key source
+/// (`AgentConfig::load` checked there is exactly one of each).
+async fn open_values(
+    v: &config::ValuesConfig,
+) -> Result<std::sync::Arc<dyn heimdall_agent::store::ValueStore>, String> {
+    use heimdall_agent::crypto::{KeyError, KeySealer, MasterKey};
+    use heimdall_agent::store::{dynamodb, postgres, sqlite};
+    let boxed = |k: MasterKey| Box::new(k) as Box<dyn KeySealer>;
+    let keys = match (&v.master_key_env, &v.master_key_file, &v.master_key_kms) {
+        (Some(var), _, _) => MasterKey::from_env(var).map(boxed),
+        (_, Some(path), _) => MasterKey::from_file(path).map(boxed),
+        (_, _, Some(kms)) => {
+            heimdall_agent::kms::KmsKey::connect(kms, &v.aws()).await.map(|k| Box::new(k) as _)
+        }
+        (None, None, None) => Err(KeyError::Missing { origin: "[values] master key".into() }),
     }
     .map_err(|e| format!("the value store's master key: {e}"))?;
-    let store = match (&v.sqlite_path, &v.postgres_url) {
-        (Some(path), _) => heimdall_agent::store::sqlite::open(path, &master).await,
-        (_, Some(url)) => heimdall_agent::store::postgres::open(url, &master).await,
-        (None, None) => return Err("[values] names no store".into()),
-    };
-    let store = store.map_err(|e| format!("the value store cannot be opened: {e}"))?;
+    let opened: Result<std::sync::Arc<dyn heimdall_agent::store::ValueStore>, _> =
+        match (&v.sqlite_path, &v.postgres_url, &v.dynamodb_table) {
+            (Some(path), _, _) => {
+                sqlite::open(path, keys.as_ref()).await.map(|s| std::sync::Arc::new(s) as _)
+            }
+            (_, Some(url), _) => {
+                postgres::open(url, keys.as_ref()).await.map(|s| std::sync::Arc::new(s) as _)
+            }
+            (_, _, Some(table)) => {
+                let cfg = dynamodb::DynamoConfig { table: table.clone(), aws: v.aws() };
+                dynamodb::open(&cfg, keys.as_ref()).await.map(|s| std::sync::Arc::new(s) as _)
+            }
+            (None, None, None) => return Err("[values] names no store".into()),
+        };
+    let store = opened.map_err(|e| format!("the value store cannot be opened: {e}"))?;
     tracing::info!("value store open");
     Ok(store)
 }
 
-/// `AgentConfig::load` refuses a `[values]` section without a key source.
-fn unreachable_config() -> Result<heimdall_agent::crypto::MasterKey, heimdall_agent::crypto::KeyError> {
-    Err(heimdall_agent::crypto::KeyError::Missing {
-        origin: "[values] master_key_env or master_key_file".into(),
-    })
+/// Starts the local API: its certificate first (cached next to the
+/// Agent's key, renewed over the channel when a third of its life is left),
+/// then the listener. Fails the start if the address is taken.
+async fn start_local_api(
+    config: &config::AgentConfig,
+    local: &config::LocalApiConfig,
+    channel: &channel::Channel,
+    store: std::sync::Arc<dyn heimdall_agent::store::ValueStore>,
+    policy: heimdall_agent::access::SharedPolicy,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<tokio::task::JoinHandle<()>, String> {
+    use heimdall_agent::local_api;
+    let ca_pem = std::fs::read_to_string(&config.ca)
+        .map_err(|e| format!("cannot read {}: {e}", config.ca.display()))?;
+    let (cert_pem, key_pem) = local_api_certificate(config, local, channel).await?;
+    let tls = local_api::tls_config(&cert_pem, &key_pem, &ca_pem)?;
+    drop(zeroize::Zeroizing::new(key_pem));
+    let agent = agent_id(&config.cert)?;
+    let state = local_api::LocalApi {
+        agent,
+        store: store.clone(),
+        recorder: heimdall_agent::recorder::Recorder::start(store),
+        policy,
+        grants: heimdall_agent::grant::GrantVerifier::from_ca_pem(&ca_pem)?,
+    };
+    let listener = tokio::net::TcpListener::bind(&local.listen)
+        .await
+        .map_err(|e| format!("the local API cannot listen on {}: {e}", local.listen))?;
+    tracing::info!(listen = %local.listen, url = %local.public_url(), "local API serving");
+    Ok(tokio::spawn(local_api::serve(listener, std::sync::Arc::new(tls), local_api::router(state), stop)))
+}
+
+/// This Agent's id, from the URI SAN of its own certificate.
+fn agent_id(cert: &std::path::Path) -> Result<heimdall_core::ids::AgentId, String> {
+    let pem = std::fs::read(cert).map_err(|e| format!("cannot read {}: {e}", cert.display()))?;
+    let der = rustls_pemfile::certs(&mut pem.as_slice())
+        .next()
+        .ok_or("no certificate in the Agent's certificate file")?
+        .map_err(|e| e.to_string())?;
+    let (_, parsed) = x509_parser::parse_x509_certificate(der.as_ref()).map_err(|e| e.to_string())?;
+    let san = parsed.subject_alternative_name().ok().flatten().ok_or("the Agent certificate has no SAN")?;
+    san.value
+        .general_names
+        .iter()
+        .find_map(|n| match n {
+            x509_parser::extensions::GeneralName::URI(uri) => {
+                uri.strip_prefix("urn:heimdall:agent:")?.parse().ok()
+            }
+            _ => None,
+        })
+        .ok_or_else(|| "the Agent certificate names no Agent".to_owned())
+}
+
+/// The local API's certificate and key (PEM): the cached pair if it still
+/// has more than a third of its life, else a new one from the CA.
+async fn local_api_certificate(
+    config: &config::AgentConfig,
+    local: &config::LocalApiConfig,
+    channel: &channel::Channel,
+) -> Result<(String, String), String> {
+    let dir = config.key.parent().unwrap_or(std::path::Path::new("."));
+    let (cert_path, key_path) = (dir.join("local-api.pem"), dir.join("local-api.key"));
+    let cached = match (std::fs::read_to_string(&cert_path), std::fs::read_to_string(&key_path)) {
+        (Ok(cert), Ok(key)) => Some((cert, key)),
+        _ => None,
+    };
+    let fresh_enough = cached.as_ref().is_some_and(|(cert, _)| {
+        rustls_pemfile::certs(&mut cert.as_bytes()).next().and_then(Result::ok).is_some_and(|der| {
+            x509_parser::parse_x509_certificate(der.as_ref()).is_ok_and(|(_, c)| {
+                let validity = c.validity();
+                let life = validity.not_after.timestamp() - validity.not_before.timestamp();
+                let left = validity.not_after.timestamp() - time::OffsetDateTime::now_utc().unix_timestamp();
+                left > life / 3
+            })
+        })
+    });
+    if fresh_enough {
+        if let Some(pair) = cached {
+            return Ok(pair);
+        }
+    }
+    let key = rcgen::KeyPair::generate().map_err(|e| e.to_string())?;
+    let csr = rcgen::CertificateParams::new(Vec::<String>::new())
+        .and_then(|p| p.serialize_request(&key))
+        .and_then(|r| r.pem())
+        .map_err(|e| e.to_string())?;
+    let request = heimdall_core::wire::ServerCertificateRequest { csr, names: local.names.clone() };
+    match channel.server_certificate(&request).await {
+        Ok(issued) => {
+            let key_pem = zeroize::Zeroizing::new(key.serialize_pem());
+            enroll::replace_file(&key_path, key_pem.as_bytes(), 0o600)?;
+            enroll::replace_file(&cert_path, issued.certificate.as_bytes(), 0o644)?;
+            tracing::info!(sha256 = %issued.sha256, "local API certificate issued");
+            Ok((issued.certificate, key_pem.to_string()))
+        }
+        // The API is down but the old certificate still works: use it.
+        Err(e) => match cached {
+            Some(pair) => {
+                tracing::warn!(error = %e, "could not renew the local API certificate; using the current one");
+                Ok(pair)
+            }
+            None => Err(format!("the local API needs a certificate from the API: {e}")),
+        },
+    }
 }
 
 /// `terraform` → the first match on PATH (so the pin names a real file).

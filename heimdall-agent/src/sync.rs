@@ -1,12 +1,17 @@
 //! Sync: every `sync_seconds`, the Agent sends the access records the API
 //! has not acknowledged and what its store holds (never a value), and
-//! receives who may read what. Records were written durably before each
-//! read was served; sync only reports them.
+//! receives who may read what, which it applies: the policy snapshot the
+//! local API decides with, and tombstones for deactivated versions.
+//! Records were written durably before each read was served; sync only
+//! reports them.
 
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
-use heimdall_agent::store::{SqlValueStore, ValueStore};
-use heimdall_core::wire::{AccessRecord, InventoryItem, SyncRequest};
+use heimdall_agent::access::{PolicySnapshot, SharedPolicy};
+use heimdall_agent::store::{ValueAddress, ValueStore};
+use heimdall_core::wire::{AccessRecord, InventoryItem, SyncRequest, SyncResponse};
 use time::OffsetDateTime;
 use tokio::sync::watch;
 
@@ -15,17 +20,22 @@ use crate::channel::Channel;
 /// Records per sync request; a backlog goes over several requests.
 const BATCH: u32 = 1000;
 
-pub async fn run(
-    store: std::sync::Arc<SqlValueStore>,
-    channel: Channel,
-    every: Duration,
-    mut stop: watch::Receiver<bool>,
-) {
+/// What the sync loop works with.
+#[derive(Clone, Debug)]
+pub struct Syncer {
+    pub store: Arc<dyn ValueStore>,
+    pub channel: Channel,
+    pub policy: SharedPolicy,
+    /// The local API's URL, reported to the API.
+    pub local_url: Option<String>,
+}
+
+pub async fn run(syncer: Syncer, every: Duration, mut stop: watch::Receiver<bool>) {
     // The API tells us how far it has stored; start from the beginning (a
     // repeat is harmless: records are idempotent per sequence number).
     let mut acknowledged: u64 = 0;
     loop {
-        match sync_once(&store, &channel, acknowledged).await {
+        match syncer.sync_once(acknowledged).await {
             Ok(through) => acknowledged = through,
             Err(e) => tracing::warn!(error = %e, "sync failed; will retry"),
         }
@@ -35,48 +45,86 @@ pub async fn run(
         };
         if stopping {
             // One last report so nothing recorded waits for the next start.
-            let _ = sync_once(&store, &channel, acknowledged).await;
+            let _ = syncer.sync_once(acknowledged).await;
             return;
         }
     }
 }
 
-async fn sync_once(store: &SqlValueStore, channel: &Channel, mut acknowledged: u64) -> Result<u64, String> {
-    let inventory: Vec<InventoryItem> = store
-        .inventory()
-        .await
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .map(|i| InventoryItem {
-            secret: i.secret,
-            environment: i.environment.to_string(),
-            version: i64::from(i.version),
-            deactivated: i.deactivated,
-        })
-        .collect();
-    loop {
-        let batch = store.access_records_after(acknowledged, BATCH).await.map_err(|e| e.to_string())?;
-        let full = batch.len() == BATCH as usize;
-        let records = batch
-            .into_iter()
-            .map(|r| AccessRecord {
-                seq: i64::try_from(r.seq).unwrap_or(i64::MAX),
-                accessor: r.record.accessor,
-                at: OffsetDateTime::from_unix_timestamp_nanos(i128::from(r.record.at_micros) * 1000)
-                    .unwrap_or(OffsetDateTime::UNIX_EPOCH),
-                secret: r.record.secret,
-                environment: r.record.environment.to_string(),
-                version: i64::from(r.record.version),
-                from: r.record.source,
+impl Syncer {
+    async fn sync_once(&self, mut acknowledged: u64) -> Result<u64, String> {
+        let held = self.store.inventory().await.map_err(|e| e.to_string())?;
+        let inventory: Vec<InventoryItem> = held
+            .iter()
+            .map(|i| InventoryItem {
+                secret: i.secret.clone(),
+                environment: i.environment.to_string(),
+                version: i64::from(i.version),
+                deactivated: i.deactivated,
             })
             .collect();
-        let response = channel
-            .sync(&SyncRequest { records, inventory: inventory.clone() })
-            .await
-            .map_err(|e| e.to_string())?;
-        acknowledged = acknowledged.max(u64::try_from(response.received_through).unwrap_or(0));
-        if !full {
-            return Ok(acknowledged);
+        loop {
+            let batch =
+                self.store.access_records_after(acknowledged, BATCH).await.map_err(|e| e.to_string())?;
+            let full = batch.len() == BATCH as usize;
+            let records = batch
+                .into_iter()
+                .map(|r| AccessRecord {
+                    seq: i64::try_from(r.seq).unwrap_or(i64::MAX),
+                    accessor: r.record.accessor,
+                    at: OffsetDateTime::from_unix_timestamp_nanos(i128::from(r.record.at_micros) * 1000)
+                        .unwrap_or(OffsetDateTime::UNIX_EPOCH),
+                    secret: r.record.secret,
+                    environment: r.record.environment.to_string(),
+                    version: i64::from(r.record.version),
+                    from: r.record.source,
+                })
+                .collect();
+            let request =
+                SyncRequest { records, inventory: inventory.clone(), local_url: self.local_url.clone() };
+            let response = self.channel.sync(&request).await.map_err(|e| e.to_string())?;
+            acknowledged = acknowledged.max(u64::try_from(response.received_through).unwrap_or(0));
+            if !full {
+                self.apply(&response, &held).await;
+                return Ok(acknowledged);
+            }
+        }
+    }
+
+    /// Takes the new policy snapshot and writes tombstones for versions
+    /// deactivated since (or never held: a late write cannot revive them).
+    async fn apply(&self, response: &SyncResponse, held: &[heimdall_agent::store::InventoryEntry]) {
+        match PolicySnapshot::new(response, OffsetDateTime::now_utc()) {
+            Ok(snapshot) => {
+                if let Ok(mut current) = self.policy.write() {
+                    *current = Some(Arc::new(snapshot));
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the API's policies do not compile here; keeping the previous ones")
+            }
+        }
+        let tombstoned: HashSet<(String, String, u32)> = held
+            .iter()
+            .filter(|e| e.deactivated)
+            .map(|e| (e.secret.clone(), e.environment.to_string(), e.version))
+            .collect();
+        for d in &response.deactivated {
+            let Some(env) = response.environments.iter().find(|e| e.name == d.environment) else { continue };
+            let Ok(version) = u32::try_from(d.version) else { continue };
+            if tombstoned.contains(&(d.secret.clone(), env.id.to_string(), version)) {
+                continue;
+            }
+            let at =
+                ValueAddress { org: response.org_id, secret: d.secret.clone(), environment: env.id, version };
+            match self.store.deactivate(&at).await {
+                Ok(()) => {
+                    tracing::warn!(secret = %d.secret, environment = %d.environment, version, "version deactivated: value replaced by a tombstone")
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, secret = %d.secret, "could not write a tombstone; will retry next sync")
+                }
+            }
         }
     }
 }

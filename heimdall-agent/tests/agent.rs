@@ -12,3 +12,6 @@ mod runs;
 
 #[path = "agent/store.rs"]
 mod store;
+
+#[path = "agent/values.rs"]
+mod values;

@@ -6,16 +6,19 @@
 //! PostgreSQL ([`postgres::open`]): the query text is shared (sqlx's `Any`
 //! driver, `$N` placeholders that SQLite accepts too, ids as UUID text);
 //! each backend module holds its migrations and connection setup.
+//! [`dynamodb::DynamoValueStore`] implements it over one DynamoDB table.
 //!
 //! Rows hold only ciphertext, nonce and key id, never a plaintext. The
-//! keyring table holds data keys sealed under the master key; opening the
-//! store opens every one of them, so a wrong master key is refused before
-//! anything else happens ([`StoreError::WrongMasterKey`]).
+//! keyring holds data keys sealed by a [`KeySealer`] (the local master key
+//! or a KMS key); opening the store opens every one of them, so a wrong
+//! key is refused before anything else happens
+//! ([`StoreError::WrongMasterKey`], [`StoreError::WrongKmsKey`]).
 //!
 //! Access records carry a per-Agent sequence number taken from a counter
 //! row in the same transaction as the record's insert: a failed insert rolls
 //! the counter back with it, so the sequence has no gaps by construction.
 
+pub mod dynamodb;
 pub mod postgres;
 pub mod sqlite;
 
@@ -29,7 +32,7 @@ use sqlx::{AnyPool, Row};
 use zeroize::Zeroizing;
 
 pub use crate::crypto::ValueAddress;
-use crate::crypto::{CryptoError, DataKey, MasterKey, SealedDataKey, SealedValue};
+use crate::crypto::{CryptoError, DataKey, KeySealer, SealedDataKey, SealedValue};
 
 /// The longest value the store accepts.
 pub const MAX_VALUE_LEN: usize = 1024 * 1024;
@@ -44,6 +47,9 @@ pub enum StoreError {
     /// The master key does not open the store's keyring: the Agent must not start.
     #[error("the master key does not open this store (key id {key_id})")]
     WrongMasterKey { key_id: String },
+    /// The KMS key does not open the store's keyring: the Agent must not start.
+    #[error("the KMS key {kms_key} does not open this store (key id {key_id}): {reason}")]
+    WrongKmsKey { key_id: String, kms_key: String, reason: String },
     /// A value is already stored (or was deactivated) at this address; versions are never overwritten.
     #[error("version {version} of secret {secret} is already stored in environment {environment}")]
     AlreadyExists { secret: String, environment: CatalogId, version: u32 },
@@ -145,6 +151,17 @@ pub trait ValueStore: Send + Sync + fmt::Debug {
 
     /// Records with a sequence number above `after`, in order, at most `limit`.
     async fn access_records_after(&self, after: u64, limit: u32) -> Result<Vec<RecordedAccess>, StoreError>;
+
+    /// The most records one [`Self::append_access_records`] call takes; a
+    /// larger batch is `Invalid` (a group committer splits its batches at
+    /// this size). Unlimited on SQL; 99 on DynamoDB (100 items per
+    /// transaction, one of them the counter).
+    fn max_access_batch(&self) -> usize {
+        usize::MAX
+    }
+
+    /// Releases connections; the store cannot be used afterwards.
+    async fn close(&self) {}
 }
 
 /// Which database a [`SqlValueStore`] runs on.
@@ -156,9 +173,58 @@ pub enum Backend {
 
 /// The data keys, opened. Values are sealed under `current`; older keys
 /// stay to open what they sealed.
-struct Keyring {
+pub(crate) struct Keyring {
     keys: HashMap<String, DataKey>,
     current: String,
+}
+
+impl Keyring {
+    /// Opens every sealed data key (in generation order; the last one is
+    /// current). A key `sealer` does not open refuses the whole store.
+    pub(crate) async fn open(sealed: &[SealedDataKey], sealer: &dyn KeySealer) -> Result<Self, StoreError> {
+        let mut keys = HashMap::new();
+        let mut current = String::new();
+        for s in sealed {
+            let key = sealer.unseal_data_key(s).await.map_err(keyring_error)?;
+            current = s.key_id.clone();
+            keys.insert(s.key_id.clone(), key);
+        }
+        if keys.is_empty() {
+            return Err(StoreError::Open("the keyring is empty".into()));
+        }
+        Ok(Self { keys, current })
+    }
+
+    pub(crate) fn current_id(&self) -> &str {
+        &self.current
+    }
+
+    pub(crate) fn current(&self) -> &DataKey {
+        &self.keys[&self.current]
+    }
+
+    pub(crate) fn get(&self, key_id: &str) -> Option<&DataKey> {
+        self.keys.get(key_id)
+    }
+}
+
+/// A keyring that did not open: the wrong key, or a sealer that failed.
+fn keyring_error(e: CryptoError) -> StoreError {
+    match e {
+        CryptoError::WrongMasterKey { key_id } => StoreError::WrongMasterKey { key_id },
+        CryptoError::WrongKmsKey { key_id, kms_key, reason } => {
+            StoreError::WrongKmsKey { key_id, kms_key, reason }
+        }
+        other => StoreError::Open(other.to_string()),
+    }
+}
+
+/// A fresh first data key for a new store, sealed by `sealer`.
+pub(crate) async fn first_data_key(sealer: &dyn KeySealer) -> Result<SealedDataKey, StoreError> {
+    let (_key, sealed) = sealer.new_data_key().await.map_err(keyring_error)?;
+    // The key is dropped (zeroized) here: the store opens the keyring it
+    // reads back, whoever's first key won.
+    Ok(sealed)
 }
 
 impl fmt::Debug for Keyring {
@@ -179,7 +245,7 @@ fn db(err: sqlx::Error) -> StoreError {
     StoreError::Unavailable(err.to_string())
 }
 
-fn validate(at: &ValueAddress) -> Result<(), StoreError> {
+pub(crate) fn validate(at: &ValueAddress) -> Result<(), StoreError> {
     validate_name(&at.secret)?;
     if at.version == 0 {
         return Err(StoreError::Invalid("versions start at 1".into()));
@@ -187,7 +253,7 @@ fn validate(at: &ValueAddress) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn validate_name(secret: &str) -> Result<(), StoreError> {
+pub(crate) fn validate_name(secret: &str) -> Result<(), StoreError> {
     if secret.is_empty() || secret.len() > MAX_NAME_LEN {
         return Err(StoreError::Invalid(format!("a secret name is 1 to {MAX_NAME_LEN} bytes")));
     }
@@ -198,24 +264,23 @@ fn to_u32(v: i64, what: &str) -> Result<u32, StoreError> {
     u32::try_from(v).map_err(|_| StoreError::Unavailable(format!("the store holds an invalid {what}")))
 }
 
-fn parse_id<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, StoreError> {
+pub(crate) fn parse_id<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, StoreError> {
     text.parse().map_err(|_| StoreError::Unavailable(format!("the store holds an invalid {what}")))
 }
 
 impl SqlValueStore {
-    /// Runs the migrations and opens the keyring with `master`, creating
+    /// Runs the migrations and opens the keyring with `sealer`, creating
     /// the first data key on a new store.
     pub(crate) async fn open_pool(
         pool: AnyPool,
         backend: Backend,
         migrator: &sqlx::migrate::Migrator,
-        master: &MasterKey,
+        sealer: &dyn KeySealer,
     ) -> Result<Self, StoreError> {
         migrator.run(&pool).await.map_err(|e| StoreError::Open(format!("migrations failed: {e}")))?;
         let mut sealed = load_keyring(&pool).await?;
         if sealed.is_empty() {
-            let first = DataKey::generate();
-            let s = master.seal_data_key(&first).map_err(|e| StoreError::Open(e.to_string()))?;
+            let s = first_data_key(sealer).await?;
             // Two Agents opening a new database at once: one insert wins,
             // both then open the winner's key.
             sqlx::query(
@@ -230,20 +295,8 @@ impl SqlValueStore {
             .map_err(|e| StoreError::Open(e.to_string()))?;
             sealed = load_keyring(&pool).await?;
         }
-        let mut keys = HashMap::new();
-        let mut current = String::new();
-        for s in &sealed {
-            let key = master.open_data_key(s).map_err(|e| match e {
-                CryptoError::WrongMasterKey { key_id } => StoreError::WrongMasterKey { key_id },
-                other => StoreError::Open(other.to_string()),
-            })?;
-            current = s.key_id.clone();
-            keys.insert(s.key_id.clone(), key);
-        }
-        if keys.is_empty() {
-            return Err(StoreError::Open("the keyring is empty".into()));
-        }
-        Ok(Self { pool, backend, keyring: Keyring { keys, current } })
+        let keyring = Keyring::open(&sealed, sealer).await?;
+        Ok(Self { pool, backend, keyring })
     }
 
     pub fn backend(&self) -> Backend {
@@ -252,7 +305,7 @@ impl SqlValueStore {
 
     /// The id of the data key new values are sealed under.
     pub fn current_key_id(&self) -> &str {
-        &self.keyring.current
+        self.keyring.current_id()
     }
 
     /// Closes the connections (the store cannot be used afterwards).
@@ -261,7 +314,7 @@ impl SqlValueStore {
     }
 
     fn current_key(&self) -> &DataKey {
-        &self.keyring.keys[&self.keyring.current]
+        self.keyring.current()
     }
 }
 
@@ -366,7 +419,7 @@ impl ValueStore for SqlValueStore {
         let (Some(key_id), Some(nonce), Some(ciphertext)) = (key_id, nonce, ciphertext) else {
             return Err(undecryptable(String::new()));
         };
-        let Some(key) = self.keyring.keys.get(&key_id) else { return Err(undecryptable(key_id)) };
+        let Some(key) = self.keyring.get(&key_id) else { return Err(undecryptable(key_id)) };
         let sealed = SealedValue { key_id, nonce, ciphertext };
         key.open_value(at, &sealed).map(Some).map_err(|_| undecryptable(sealed.key_id))
     }
@@ -498,6 +551,10 @@ impl ValueStore for SqlValueStore {
         .await
         .map_err(db)?;
         rows.iter().map(access_record).collect()
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
     }
 }
 

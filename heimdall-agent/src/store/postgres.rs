@@ -5,7 +5,7 @@ use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::Migrator;
 
 use super::{describe_url, Backend, SqlValueStore, StoreError};
-use crate::crypto::MasterKey;
+use crate::crypto::KeySealer;
 
 fn migrator() -> &'static Migrator {
     static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
@@ -13,9 +13,9 @@ fn migrator() -> &'static Migrator {
 }
 
 /// Opens the store in the PostgreSQL database at `url` (`postgres://…`),
-/// bringing its schema up to date. A master key that does not open it is
-/// [`StoreError::WrongMasterKey`].
-pub async fn open(url: &str, master: &MasterKey) -> Result<SqlValueStore, StoreError> {
+/// bringing its schema up to date. A key that does not open it is
+/// [`StoreError::WrongMasterKey`] (or `WrongKmsKey`).
+pub async fn open(url: &str, keys: &dyn KeySealer) -> Result<SqlValueStore, StoreError> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         return Err(StoreError::Open("the database URL must start with postgres:// or postgresql://".into()));
     }
@@ -26,5 +26,5 @@ pub async fn open(url: &str, master: &MasterKey) -> Result<SqlValueStore, StoreE
         .connect(url)
         .await
         .map_err(|e| StoreError::Open(format!("cannot connect to {}: {e}", describe_url(url))))?;
-    SqlValueStore::open_pool(pool, Backend::Postgres, migrator(), master).await
+    SqlValueStore::open_pool(pool, Backend::Postgres, migrator(), keys).await
 }

@@ -9,7 +9,7 @@ use sqlx::migrate::Migrator;
 use sqlx::Executor;
 
 use super::{Backend, SqlValueStore, StoreError};
-use crate::crypto::MasterKey;
+use crate::crypto::KeySealer;
 
 fn migrator() -> &'static Migrator {
     static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
@@ -17,8 +17,8 @@ fn migrator() -> &'static Migrator {
 }
 
 /// Opens (creating if needed) the store in the SQLite file at `path`.
-/// A master key that does not open it is [`StoreError::WrongMasterKey`].
-pub async fn open(path: &Path, master: &MasterKey) -> Result<SqlValueStore, StoreError> {
+/// A key that does not open it is [`StoreError::WrongMasterKey`] (or `WrongKmsKey`).
+pub async fn open(path: &Path, keys: &dyn KeySealer) -> Result<SqlValueStore, StoreError> {
     let Some(path_text) = path.to_str() else {
         return Err(StoreError::Open(format!("{} is not a UTF-8 path", path.display())));
     };
@@ -42,5 +42,5 @@ pub async fn open(path: &Path, master: &MasterKey) -> Result<SqlValueStore, Stor
         .connect(&url)
         .await
         .map_err(|e| StoreError::Open(format!("cannot open {}: {e}", path.display())))?;
-    SqlValueStore::open_pool(pool, Backend::Sqlite, migrator(), master).await
+    SqlValueStore::open_pool(pool, Backend::Sqlite, migrator(), keys).await
 }

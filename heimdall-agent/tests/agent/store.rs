@@ -1,10 +1,17 @@
-//! The Agent's value store: one scripted scenario, run on SQLite and on
+//! The Agent's value store: one scripted scenario, run on SQLite, on
 //! PostgreSQL (a fresh database `heimdall_agent_test_<random>` on the
-//! machine's server, dropped afterwards).
+//! machine's server, dropped afterwards) and on DynamoDB (a fresh table in
+//! moto, deleted afterwards); and the master key in KMS (moto).
 
-use heimdall_agent::crypto::MasterKey;
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use heimdall_agent::aws::AwsSettings;
+use heimdall_agent::crypto::{KeySealer, MasterKey};
+use heimdall_agent::kms::KmsKey;
+use heimdall_agent::store::dynamodb::{DynamoValueStore, MAX_ACCESS_BATCH};
 use heimdall_agent::store::{
-    self, AccessRecord, Backend, InventoryEntry, SqlValueStore, StoreError, ValueAddress, ValueStore,
+    self, AccessRecord, Backend, InventoryEntry, StoreError, ValueAddress, ValueStore,
 };
 use heimdall_core::ids::{AgentId, CatalogId, OrgId};
 use sqlx::any::AnyPoolOptions;
@@ -15,7 +22,68 @@ use uuid::Uuid;
 enum Place {
     Sqlite { dir: tempfile::TempDir },
     Postgres { admin_url: String, name: String, url: String },
+    Dynamo { moto_url: String, table: String },
 }
+
+/// A connection "from outside" the store: SQL, or the DynamoDB API.
+enum Raw {
+    Sql(AnyPool),
+    Dynamo(aws_sdk_dynamodb::Client),
+}
+
+impl Raw {
+    fn sql(&self) -> &AnyPool {
+        match self {
+            Raw::Sql(pool) => pool,
+            Raw::Dynamo(_) => unreachable!("not an SQL place"),
+        }
+    }
+
+    fn dynamo(&self) -> &aws_sdk_dynamodb::Client {
+        match self {
+            Raw::Dynamo(client) => client,
+            Raw::Sql(_) => unreachable!("not a DynamoDB place"),
+        }
+    }
+
+    async fn close(self) {
+        if let Raw::Sql(pool) = self {
+            pool.close().await;
+        }
+    }
+}
+
+/// The SDK configuration for moto at `url`: this crate's HTTPS client and
+/// overrides, with static test credentials (moto takes any).
+async fn aws_config(url: &str) -> aws_config::SdkConfig {
+    let settings = AwsSettings { region: Some("us-east-1".into()), endpoint_url: Some(url.to_owned()) };
+    heimdall_agent::aws::loader(&settings)
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "testing",
+            "testing",
+            None,
+            None,
+            "heimdall-tests",
+        ))
+        .load()
+        .await
+}
+
+type Item = HashMap<String, AttributeValue>;
+
+fn ddb_key(pk: &str, sk: &str) -> Item {
+    HashMap::from([
+        ("pk".to_owned(), AttributeValue::S(pk.into())),
+        ("sk".to_owned(), AttributeValue::S(sk.into())),
+    ])
+}
+
+/// The table layout of `store::dynamodb` (its module docs), as an outsider reads it.
+fn ddb_value_key(at: &ValueAddress) -> Item {
+    ddb_key(&format!("value#{}#{}", at.org, at.secret), &format!("{}#{:010}", at.environment, at.version))
+}
+
+const PLANTED: &str = "planted-by-the-test";
 
 impl Place {
     fn sqlite() -> Self {
@@ -38,77 +106,315 @@ impl Place {
         Place::Postgres { admin_url, name, url }
     }
 
+    /// A fresh table name in moto (the store creates the table).
+    fn dynamo() -> Self {
+        let moto_url = crate::support::moto_start();
+        Place::Dynamo { moto_url, table: format!("heimdall-test-{}", Uuid::new_v4().simple()) }
+    }
+
     fn sqlite_path(&self) -> std::path::PathBuf {
         match self {
             Place::Sqlite { dir } => dir.path().join("agent-store.db"),
-            Place::Postgres { .. } => unreachable!(),
+            _ => unreachable!(),
         }
     }
 
-    async fn open(&self, master: &MasterKey) -> Result<SqlValueStore, StoreError> {
+    /// Opens the store here; returns it with the id of its current data key.
+    async fn open(&self, keys: &dyn KeySealer) -> Result<(Box<dyn ValueStore>, String), StoreError> {
         match self {
-            Place::Sqlite { .. } => store::sqlite::open(&self.sqlite_path(), master).await,
-            Place::Postgres { url, .. } => store::postgres::open(url, master).await,
+            Place::Sqlite { .. } => {
+                let s = store::sqlite::open(&self.sqlite_path(), keys).await?;
+                assert_eq!(s.backend(), Backend::Sqlite);
+                let id = s.current_key_id().to_owned();
+                Ok((Box::new(s), id))
+            }
+            Place::Postgres { url, .. } => {
+                let s = store::postgres::open(url, keys).await?;
+                assert_eq!(s.backend(), Backend::Postgres);
+                let id = s.current_key_id().to_owned();
+                Ok((Box::new(s), id))
+            }
+            Place::Dynamo { moto_url, table } => {
+                let s = DynamoValueStore::open_with(&aws_config(moto_url).await, table, keys).await?;
+                assert_eq!(s.table(), table);
+                let id = s.current_key_id().to_owned();
+                Ok((Box::new(s), id))
+            }
         }
     }
 
     /// A separate connection, as an operator (or attacker) with database access would have.
-    async fn raw(&self) -> AnyPool {
+    async fn raw(&self) -> Raw {
         sqlx::any::install_default_drivers();
         let url = match self {
             Place::Sqlite { .. } => format!("sqlite://{}", self.sqlite_path().display()),
             Place::Postgres { url, .. } => url.clone(),
+            Place::Dynamo { moto_url, .. } => {
+                return Raw::Dynamo(aws_sdk_dynamodb::Client::new(&aws_config(moto_url).await))
+            }
         };
-        AnyPoolOptions::new().max_connections(1).connect(&url).await.unwrap()
+        Raw::Sql(AnyPoolOptions::new().max_connections(1).connect(&url).await.unwrap())
+    }
+
+    fn table(&self) -> &str {
+        match self {
+            Place::Dynamo { table, .. } => table,
+            _ => unreachable!(),
+        }
+    }
+
+    async fn get_item(&self, raw: &Raw, key: Item) -> Option<Item> {
+        raw.dynamo()
+            .get_item()
+            .table_name(self.table())
+            .set_key(Some(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap()
+            .item
+    }
+
+    /// Every item of the table, page by page.
+    async fn scan(&self, raw: &Raw) -> Vec<Item> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let out = raw
+                .dynamo()
+                .scan()
+                .table_name(self.table())
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .unwrap();
+            items.extend(out.items.unwrap_or_default());
+            match out.last_evaluated_key {
+                Some(next) => start = Some(next),
+                None => return items,
+            }
+        }
     }
 
     /// Makes the next access-record insert for `accessor` fail inside the
-    /// transaction, after the counter row was already updated.
-    async fn fail_inserts_for(&self, raw: &AnyPool, accessor: &str) {
+    /// transaction, after the counter row was already updated. DynamoDB has
+    /// no triggers: there an item is planted at `seq`, the number the
+    /// refused record will take, so the transaction's `attribute_not_exists`
+    /// condition on that record fails (whoever the accessor).
+    async fn fail_inserts_for(&self, raw: &Raw, accessor: &str, seq: u64) {
+        let raw_sql = match self {
+            Place::Dynamo { .. } => {
+                let mut item = ddb_key("access", &format!("{seq:020}"));
+                item.insert("seq".into(), AttributeValue::N(seq.to_string()));
+                item.insert("accessor".into(), AttributeValue::S(PLANTED.into()));
+                raw.dynamo().put_item().table_name(self.table()).set_item(Some(item)).send().await.unwrap();
+                return;
+            }
+            _ => raw.sql(),
+        };
         match self {
+            Place::Dynamo { .. } => unreachable!(),
             Place::Sqlite { .. } => {
                 sqlx::query(&format!(
                     "CREATE TRIGGER refuse_record BEFORE INSERT ON access_records \
                      WHEN NEW.accessor = '{accessor}' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
                 ))
-                .execute(raw)
+                .execute(raw_sql)
                 .await
                 .unwrap();
             }
             Place::Postgres { .. } => {
                 sqlx::query(&format!(
-                    "CREATE FUNCTION refuse_record() RETURNS trigger LANGUAGE plpgsql AS $$ \
+                    "CREATE OR REPLACE FUNCTION refuse_record() RETURNS trigger LANGUAGE plpgsql AS $$ \
                      BEGIN IF NEW.accessor = '{accessor}' THEN RAISE EXCEPTION 'refused by the test'; END IF; \
                      RETURN NEW; END $$"
                 ))
-                .execute(raw)
+                .execute(raw_sql)
                 .await
                 .unwrap();
                 sqlx::query(
                     "CREATE TRIGGER refuse_record BEFORE INSERT ON access_records \
                      FOR EACH ROW EXECUTE FUNCTION refuse_record()",
                 )
-                .execute(raw)
+                .execute(raw_sql)
                 .await
                 .unwrap();
             }
         }
     }
 
-    /// Undoes [`Self::fail_inserts_for`].
-    async fn allow_inserts(&self, raw: &AnyPool) {
+    /// Undoes [`Self::fail_inserts_for`]. On DynamoDB, first checks that the
+    /// refused commit wrote nothing over the planted items.
+    async fn allow_inserts(&self, raw: &Raw) {
         let drop = match self {
             Place::Sqlite { .. } => "DROP TRIGGER refuse_record",
             Place::Postgres { .. } => "DROP TRIGGER refuse_record ON access_records",
+            Place::Dynamo { .. } => {
+                let planted: Vec<Item> = self
+                    .scan(raw)
+                    .await
+                    .into_iter()
+                    .filter(|i| i.get("pk") == Some(&AttributeValue::S("access".into())))
+                    .filter(|i| i.get("accessor") == Some(&AttributeValue::S(PLANTED.into())))
+                    .collect();
+                assert_eq!(planted.len(), 1, "the planted item was overwritten or lost");
+                for item in planted {
+                    assert_eq!(item.len(), 4, "the refused commit wrote over the planted item: {item:?}");
+                    let key = ddb_key(item["pk"].as_s().unwrap(), item["sk"].as_s().unwrap());
+                    raw.dynamo()
+                        .delete_item()
+                        .table_name(self.table())
+                        .set_key(Some(key))
+                        .send()
+                        .await
+                        .unwrap();
+                }
+                return;
+            }
         };
-        sqlx::query(drop).execute(raw).await.unwrap();
+        sqlx::query(drop).execute(raw.sql()).await.unwrap();
+    }
+
+    /// Whether the version's item is a tombstone: no key id, nonce or ciphertext.
+    async fn is_tombstone(&self, raw: &Raw, at: &ValueAddress) -> bool {
+        if let Place::Dynamo { .. } = self {
+            let item = self.get_item(raw, ddb_value_key(at)).await.expect("the tombstone's item");
+            return item.get("deactivated") == Some(&AttributeValue::Bool(true))
+                && !["key_id", "nonce", "ciphertext"].iter().any(|a| item.contains_key(*a));
+        }
+        sqlx::query(
+            "SELECT COUNT(*) AS n FROM secret_values WHERE org_id = $1 AND secret = $2 AND environment_id = $3 \
+             AND version = $4 AND key_id IS NULL AND ciphertext IS NULL AND nonce IS NULL AND deactivated = 1",
+        )
+        .bind(at.org.to_string())
+        .bind(&at.secret)
+        .bind(at.environment.to_string())
+        .bind(i64::from(at.version))
+        .fetch_one(raw.sql())
+        .await
+        .unwrap()
+        .get::<i64, _>("n")
+            == 1
+    }
+
+    /// Renames the row at `from` to the secret `to`, ciphertext untouched.
+    async fn move_value(&self, raw: &Raw, from: &ValueAddress, to: &str) {
+        if let Place::Dynamo { .. } = self {
+            let mut item = self.get_item(raw, ddb_value_key(from)).await.unwrap();
+            let moved = ValueAddress { secret: to.to_owned(), ..from.clone() };
+            item.extend(ddb_value_key(&moved));
+            item.insert("secret".into(), AttributeValue::S(to.into()));
+            let client = raw.dynamo();
+            client
+                .delete_item()
+                .table_name(self.table())
+                .set_key(Some(ddb_value_key(from)))
+                .send()
+                .await
+                .unwrap();
+            client.put_item().table_name(self.table()).set_item(Some(item)).send().await.unwrap();
+            return;
+        }
+        sqlx::query(
+            "UPDATE secret_values SET secret = $1 WHERE org_id = $2 AND secret = $3 AND environment_id = $4 \
+             AND version = $5",
+        )
+        .bind(to)
+        .bind(from.org.to_string())
+        .bind(&from.secret)
+        .bind(from.environment.to_string())
+        .bind(i64::from(from.version))
+        .execute(raw.sql())
+        .await
+        .unwrap();
+    }
+
+    /// Copies the nonce and ciphertext of `from` over those of `to`.
+    async fn copy_ciphertext(&self, raw: &Raw, from: &ValueAddress, to: &ValueAddress) {
+        if let Place::Dynamo { .. } = self {
+            let source = self.get_item(raw, ddb_value_key(from)).await.unwrap();
+            raw.dynamo()
+                .update_item()
+                .table_name(self.table())
+                .set_key(Some(ddb_value_key(to)))
+                .update_expression("SET nonce = :nonce, ciphertext = :ciphertext")
+                .expression_attribute_values(":nonce", source["nonce"].clone())
+                .expression_attribute_values(":ciphertext", source["ciphertext"].clone())
+                .send()
+                .await
+                .unwrap();
+            return;
+        }
+        sqlx::query(
+            "UPDATE secret_values SET \
+             nonce = (SELECT nonce FROM secret_values WHERE secret = $1 AND version = $2 AND environment_id = $3), \
+             ciphertext = (SELECT ciphertext FROM secret_values WHERE secret = $1 AND version = $2 AND environment_id = $3) \
+             WHERE secret = $4 AND version = $5 AND environment_id = $6",
+        )
+        .bind(&from.secret)
+        .bind(i64::from(from.version))
+        .bind(from.environment.to_string())
+        .bind(&to.secret)
+        .bind(i64::from(to.version))
+        .bind(to.environment.to_string())
+        .execute(raw.sql())
+        .await
+        .unwrap();
+    }
+
+    /// The keyring as stored: (key id, sealed key, check value) per entry.
+    async fn keyring(&self, raw: &Raw) -> Vec<(String, Vec<u8>, Vec<u8>)> {
+        if let Place::Dynamo { .. } = self {
+            return self
+                .scan(raw)
+                .await
+                .into_iter()
+                .filter(|i| i.get("pk") == Some(&AttributeValue::S("keyring".into())))
+                .map(|i| {
+                    (
+                        i["key_id"].as_s().unwrap().clone(),
+                        i["sealed_key"].as_b().unwrap().as_ref().to_vec(),
+                        i["check_value"].as_b().unwrap().as_ref().to_vec(),
+                    )
+                })
+                .collect();
+        }
+        sqlx::query("SELECT key_id, sealed_key, check_value FROM data_keys ORDER BY generation")
+            .fetch_all(raw.sql())
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get("key_id"), r.get("sealed_key"), r.get("check_value")))
+            .collect()
     }
 
     /// Everything the store holds at rest, as bytes: the SQLite file and
     /// its WAL; on PostgreSQL every row of every table as text (bytea
-    /// renders as hex, so the caller looks for the hex form too).
-    async fn at_rest(&self, raw: &AnyPool) -> Vec<u8> {
+    /// renders as hex, so the caller looks for the hex form too); on
+    /// DynamoDB every attribute of every item of a full scan (binary as is).
+    async fn at_rest(&self, raw: &Raw) -> Vec<u8> {
+        let raw = match self {
+            Place::Dynamo { .. } => {
+                let mut bytes = Vec::new();
+                for item in self.scan(raw).await {
+                    for (name, value) in item {
+                        bytes.extend(name.as_bytes());
+                        bytes.push(b'=');
+                        match value {
+                            AttributeValue::S(v) | AttributeValue::N(v) => bytes.extend(v.as_bytes()),
+                            AttributeValue::B(v) => bytes.extend(v.as_ref()),
+                            other => bytes.extend(format!("{other:?}").as_bytes()),
+                        }
+                        bytes.push(b'\n');
+                    }
+                }
+                return bytes;
+            }
+            _ => raw.sql(),
+        };
         match self {
+            Place::Dynamo { .. } => unreachable!(),
             Place::Sqlite { dir } => {
                 let mut bytes = Vec::new();
                 let mut seen = 0;
@@ -148,9 +454,13 @@ impl Place {
         }
     }
 
-    async fn counter(&self, raw: &AnyPool) -> i64 {
+    async fn counter(&self, raw: &Raw) -> i64 {
+        if let Place::Dynamo { .. } = self {
+            let item = self.get_item(raw, ddb_key("counter", "access")).await.expect("the counter item");
+            return item["last_seq"].as_n().unwrap().parse().unwrap();
+        }
         sqlx::query("SELECT last_seq FROM access_counter WHERE id = 1")
-            .fetch_one(raw)
+            .fetch_one(raw.sql())
             .await
             .unwrap()
             .get::<i64, _>("last_seq")
@@ -159,6 +469,17 @@ impl Place {
 
 impl Drop for Place {
     fn drop(&mut self) {
+        if let Place::Dynamo { moto_url, table } = self {
+            let (moto_url, table) = (moto_url.clone(), table.clone());
+            let _ = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                rt.block_on(async {
+                    let client = aws_sdk_dynamodb::Client::new(&aws_config(&moto_url).await);
+                    let _ = client.delete_table().table_name(table).send().await;
+                });
+            })
+            .join();
+        }
         if let Place::Postgres { admin_url, name, .. } = self {
             let (admin_url, name) = (admin_url.clone(), name.clone());
             // Drop runs outside any runtime guarantee: use a private one.
@@ -185,7 +506,7 @@ fn key(byte: u8) -> MasterKey {
     MasterKey::from_bytes(&[byte; 32], "test").unwrap()
 }
 
-async fn scenario(place: Place, backend: Backend) {
+async fn scenario(place: Place) {
     let org = OrgId::from_uuid(Uuid::new_v4());
     let dev = CatalogId::from_uuid(Uuid::new_v4());
     let prod = CatalogId::from_uuid(Uuid::new_v4());
@@ -199,10 +520,7 @@ async fn scenario(place: Place, backend: Backend) {
     let marker = format!("PLAINTEXT-MARKER-{}", Uuid::new_v4().simple());
     let v = |n: u32| format!("{marker}-v{n}");
 
-    let opened = place.open(&key(1)).await.unwrap();
-    assert_eq!(opened.backend(), backend);
-    let key_id = opened.current_key_id().to_owned();
-    let store: Box<dyn ValueStore> = Box::new(opened);
+    let (store, key_id) = place.open(&key(1)).await.unwrap();
 
     // Put and get; an address never written is None.
     store.put_value(&at("db-password", dev, 1), v(1).as_bytes()).await.unwrap();
@@ -247,15 +565,10 @@ async fn scenario(place: Place, backend: Backend) {
     assert_eq!(store.latest_version(org, "db-password", dev).await.unwrap(), Some(2));
     let err = store.put_value(&at("db-password", dev, 2), v(2).as_bytes()).await.unwrap_err();
     assert!(matches!(err, StoreError::AlreadyExists { .. }), "{err:?}");
-    let tombstone = sqlx::query(
-        "SELECT COUNT(*) AS n FROM secret_values WHERE secret = 'db-password' AND version = 2 \
-         AND ciphertext IS NULL AND nonce IS NULL AND deactivated = 1",
-    )
-    .fetch_one(&raw)
-    .await
-    .unwrap()
-    .get::<i64, _>("n");
-    assert_eq!(tombstone, 1, "the ciphertext was replaced by a tombstone");
+    assert!(
+        place.is_tombstone(&raw, &at("db-password", dev, 2)).await,
+        "the ciphertext was replaced by a tombstone"
+    );
     // Deactivating a version this Agent never held leaves a tombstone too.
     store.deactivate(&at("api-key", prod, 7)).await.unwrap();
     assert!(matches!(store.get_value(&at("api-key", prod, 7)).await, Err(StoreError::Deactivated { .. })));
@@ -281,24 +594,12 @@ async fn scenario(place: Place, backend: Backend) {
     assert_eq!(inventory.len(), 5);
 
     // A ciphertext moved to another row does not decrypt: rename the row.
-    sqlx::query("UPDATE secret_values SET secret = 'moved' WHERE secret = 'api-key' AND version = 1")
-        .execute(&raw)
-        .await
-        .unwrap();
+    place.move_value(&raw, &at("api-key", dev, 1), "moved").await;
     let err = store.get_value(&at("moved", dev, 1)).await.unwrap_err();
     assert!(matches!(err, StoreError::Undecryptable { .. }), "{err:?}");
     assert!(!err.to_string().contains(&marker));
     // … nor does one copied over another version's row.
-    sqlx::query(
-        "UPDATE secret_values SET nonce = (SELECT nonce FROM secret_values WHERE secret = 'db-password' AND version = 1 AND environment_id = $1), \
-         ciphertext = (SELECT ciphertext FROM secret_values WHERE secret = 'db-password' AND version = 1 AND environment_id = $1) \
-         WHERE secret = 'db-password' AND environment_id = $2",
-    )
-    .bind(dev.to_string())
-    .bind(prod.to_string())
-    .execute(&raw)
-    .await
-    .unwrap();
+    place.copy_ciphertext(&raw, &at("db-password", dev, 1), &at("db-password", prod, 1)).await;
     assert!(matches!(
         store.get_value(&at("db-password", prod, 1)).await,
         Err(StoreError::Undecryptable { .. })
@@ -317,20 +618,22 @@ async fn scenario(place: Place, backend: Backend) {
     };
     assert_eq!(store.append_access_record(&record("ana@example.com", 1)).await.unwrap(), 1);
     assert_eq!(store.append_access_record(&record("bo@example.com", 1)).await.unwrap(), 2);
-    place.fail_inserts_for(&raw, "refused@example.com").await;
+    place.fail_inserts_for(&raw, "refused@example.com", 3).await;
     let err = store.append_access_record(&record("refused@example.com", 1)).await.unwrap_err();
     assert!(matches!(err, StoreError::Unavailable(_)), "{err:?}");
     assert_eq!(place.counter(&raw).await, 2, "the counter advanced for a record that was not written");
+    place.allow_inserts(&raw).await;
     assert_eq!(store.append_access_record(&record("ana@example.com", 2)).await.unwrap(), 3);
     assert_eq!(store.append_access_record(&record("cy@example.com", 1)).await.unwrap(), 4);
-    // A group commit with one refused record writes none of them.
+    // A group commit with one refused record (the second, seq 6) writes none of them.
+    place.fail_inserts_for(&raw, "refused@example.com", 6).await;
     let batch = [record("ana@example.com", 3), record("refused@example.com", 3)];
     assert!(matches!(store.append_access_records(&batch).await, Err(StoreError::Unavailable(_))));
     assert_eq!(place.counter(&raw).await, 4, "a refused batch used sequence numbers");
     assert!(matches!(store.append_access_records(&[]).await, Err(StoreError::Invalid(_))));
+    place.allow_inserts(&raw).await;
     let all = store.access_records_after(0, 100).await.unwrap();
     assert_eq!(all.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
-    place.allow_inserts(&raw).await;
     let batch = [record("dee@example.com", 1), record("eve@example.com", 1), record("fay@example.com", 1)];
     assert_eq!(store.append_access_records(&batch).await.unwrap(), 5);
     let all = store.access_records_after(4, 100).await.unwrap();
@@ -361,8 +664,8 @@ async fn scenario(place: Place, backend: Backend) {
     assert_eq!(err, StoreError::WrongMasterKey { key_id: key_id.clone() });
     assert_eq!(err.to_string(), format!("the master key does not open this store (key id {key_id})"));
     // The right key still opens it, and reads what the first handle wrote.
-    let again = place.open(&key(1)).await.unwrap();
-    assert_eq!(again.current_key_id(), key_id);
+    let (again, again_key_id) = place.open(&key(1)).await.unwrap();
+    assert_eq!(again_key_id, key_id);
     assert_eq!(again.get_value(&at("api-key", prod, 7)).await.unwrap_err().to_string(), {
         StoreError::Deactivated { secret: "api-key".into(), environment: prod, version: 7 }.to_string()
     });
@@ -373,18 +676,23 @@ async fn scenario(place: Place, backend: Backend) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripted_scenario_on_sqlite() {
-    scenario(Place::sqlite(), Backend::Sqlite).await;
+    scenario(Place::sqlite()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripted_scenario_on_postgres() {
-    scenario(Place::postgres().await, Backend::Postgres).await;
+    scenario(Place::postgres().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripted_scenario_on_dynamodb() {
+    scenario(Place::dynamo()).await;
 }
 
 #[tokio::test]
 async fn invalid_addresses_are_refused_before_the_database() {
     let place = Place::sqlite();
-    let store = place.open(&key(3)).await.unwrap();
+    let (store, _) = place.open(&key(3)).await.unwrap();
     let org = OrgId::from_uuid(Uuid::new_v4());
     let environment = CatalogId::from_uuid(Uuid::new_v4());
     let bad = [
@@ -399,4 +707,286 @@ async fn invalid_addresses_are_refused_before_the_database() {
     let big = vec![0u8; store::MAX_VALUE_LEN + 1];
     assert!(matches!(store.put_value(&at, &big).await, Err(StoreError::Invalid(_))));
     assert!(store.inventory().await.unwrap().is_empty());
+}
+
+fn a_record(n: u32) -> AccessRecord {
+    AccessRecord {
+        accessor: format!("reader-{n}@example.com"),
+        at_micros: 1_700_000_000_000_000 + i64::from(n),
+        secret: "db-password".into(),
+        environment: CatalogId::from_uuid(Uuid::from_u128(7)),
+        version: 1,
+        source: "127.0.0.1:50000".into(),
+        served_by: AgentId::from_uuid(Uuid::from_u128(8)),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamodb_group_commits_stay_gapless_under_concurrency_and_within_one_transaction() {
+    let place = Place::dynamo();
+    // Two Agents opening a new table at once: one creates it, one first key
+    // wins, both use it.
+    let (key_a, key_b) = (key(4), key(4));
+    let (a, b) = tokio::join!(place.open(&key_a), place.open(&key_b));
+    let ((a, a_key), (b, b_key)) = (a.unwrap(), b.unwrap());
+    assert_eq!(a_key, b_key, "both handles opened the same first data key");
+    assert_eq!(a.max_access_batch(), MAX_ACCESS_BATCH);
+    assert_eq!(MAX_ACCESS_BATCH, 99);
+
+    // A batch that would need more than one transaction is refused whole.
+    let too_many: Vec<_> = (0..100).map(a_record).collect();
+    let err = a.append_access_records(&too_many).await.unwrap_err();
+    assert!(matches!(err, StoreError::Invalid(ref m) if m.contains("at most 99")), "{err:?}");
+    let raw = place.raw().await;
+    assert_eq!(place.counter(&raw).await, 0);
+    // 99 records go in one transaction.
+    assert_eq!(a.append_access_records(&too_many[..99]).await.unwrap(), 1);
+    assert_eq!(place.counter(&raw).await, 99);
+
+    // Two handles appending at once: every commit gets its own run of numbers.
+    async fn append(store: &dyn ValueStore, size: u32) -> Vec<(u64, u64)> {
+        let batch: Vec<_> = (0..size).map(a_record).collect();
+        let mut firsts = Vec::new();
+        for _ in 0..6 {
+            firsts.push((store.append_access_records(&batch).await.unwrap(), u64::from(size)));
+        }
+        firsts
+    }
+    let (from_a, from_b) = tokio::join!(append(a.as_ref(), 3), append(b.as_ref(), 2));
+    let mut runs: Vec<(u64, u64)> = from_a.into_iter().chain(from_b).collect();
+    runs.sort();
+    let mut next = 100;
+    for (first, len) in runs {
+        assert_eq!(first, next, "a gap or an overlap in the sequence");
+        next += len;
+    }
+    assert_eq!(place.counter(&raw).await, i64::try_from(next - 1).unwrap());
+    let all = b.access_records_after(0, 1000).await.unwrap();
+    assert_eq!(all.iter().map(|r| r.seq).collect::<Vec<_>>(), (1..next).collect::<Vec<_>>());
+    // Pages: `limit` is honoured across DynamoDB's own pages.
+    let page = a.access_records_after(97, 5).await.unwrap();
+    assert_eq!(page.iter().map(|r| r.seq).collect::<Vec<_>>(), [98, 99, 100, 101, 102]);
+    assert!(a.access_records_after(5, 0).await.unwrap().is_empty());
+
+    // The store's Debug names the table and key ids, never key bytes.
+    let shown = format!("{a:?}");
+    assert!(shown.contains(place.table()) && shown.contains(&a_key), "{shown}");
+    assert!(!shown.to_lowercase().contains("0404"), "{shown}");
+    raw.close().await;
+}
+
+#[tokio::test]
+async fn dynamodb_refuses_a_table_with_another_key_schema() {
+    let place = Place::dynamo();
+    let raw = place.raw().await;
+    use aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    };
+    raw.dynamo()
+        .create_table()
+        .table_name(place.table())
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name("id")
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .unwrap(),
+        )
+        .key_schema(KeySchemaElement::builder().attribute_name("id").key_type(KeyType::Hash).build().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let err = place.open(&key(5)).await.unwrap_err();
+    assert!(matches!(err, StoreError::Open(ref m) if m.contains("another key schema")), "{err:?}");
+}
+
+/// A symmetric KMS key in moto; its id and ARN.
+async fn kms_key(kms: &aws_sdk_kms::Client) -> (String, String) {
+    let meta = kms.create_key().description("heimdall test").send().await.unwrap().key_metadata.unwrap();
+    (meta.key_id().to_owned(), meta.arn().unwrap().to_owned())
+}
+
+async fn kms_scenario(place: Place, kms: &aws_sdk_kms::Client) {
+    let (a_id, a_arn) = kms_key(kms).await;
+    let (b_id, b_arn) = kms_key(kms).await;
+    // Key A by alias: the store resolves it to the key's ARN.
+    let alias = format!("alias/heimdall-test-{}", Uuid::new_v4().simple());
+    kms.create_alias().alias_name(&alias).target_key_id(&a_id).send().await.unwrap();
+    let key_a = KmsKey::with_client(kms.clone(), &alias).await.unwrap();
+    assert_eq!(key_a.arn(), a_arn);
+    assert_eq!(format!("{key_a:?}"), format!("KmsKey {{ arn: {a_arn:?} }}"));
+
+    let marker = format!("PLAINTEXT-MARKER-{}", Uuid::new_v4().simple());
+    let at = ValueAddress {
+        org: OrgId::from_uuid(Uuid::new_v4()),
+        secret: "db-password".into(),
+        environment: CatalogId::from_uuid(Uuid::new_v4()),
+        version: 1,
+    };
+    let (store, key_id) = place.open(&key_a).await.unwrap();
+    store.put_value(&at, marker.as_bytes()).await.unwrap();
+    assert_eq!(store.get_value(&at).await.unwrap().unwrap().as_slice(), marker.as_bytes());
+    store.close().await;
+
+    // The keyring holds the KMS ciphertext blob of the data key, bound to
+    // the encryption context, and a check value; never the data key.
+    let raw = place.raw().await;
+    let keyring = place.keyring(&raw).await;
+    assert_eq!(keyring.len(), 1, "one data key");
+    let (stored_id, blob, check_value) = &keyring[0];
+    assert_eq!(stored_id, &key_id);
+    assert!(!check_value.is_empty());
+    let opened = kms
+        .decrypt()
+        .ciphertext_blob(aws_sdk_kms::primitives::Blob::new(blob.clone()))
+        .set_encryption_context(Some(KmsKey::encryption_context(&key_id)))
+        .send()
+        .await
+        .expect("the keyring entry is a KMS ciphertext blob of key A");
+    assert_eq!(opened.key_id(), Some(a_arn.as_str()));
+    let data_key = opened.plaintext().unwrap().as_ref().to_vec();
+    assert_eq!(data_key.len(), 32);
+    assert_eq!(
+        KmsKey::encryption_context(&key_id),
+        HashMap::from([
+            ("heimdall".to_owned(), "datakey/v1".to_owned()),
+            ("key_id".to_owned(), key_id.clone())
+        ])
+    );
+    // Without the encryption context KMS does not open it.
+    assert!(kms
+        .decrypt()
+        .ciphertext_blob(aws_sdk_kms::primitives::Blob::new(blob.clone()))
+        .send()
+        .await
+        .is_err());
+    let rest = place.at_rest(&raw).await;
+    let seen = contains(&rest, blob) || contains(&rest, hex::encode(blob).as_bytes());
+    assert!(seen, "the at-rest dump must see the keyring (as is, or as hex on PostgreSQL)");
+    assert!(!contains(&rest, &data_key), "the plaintext data key is at rest");
+    assert!(!contains(&rest, hex::encode(&data_key).as_bytes()), "the plaintext data key (hex) is at rest");
+    assert!(!contains(&rest, marker.as_bytes()), "a plaintext value is at rest");
+    raw.close().await;
+
+    // Another KMS key does not open it: refused, naming ids only.
+    let key_b = KmsKey::with_client(kms.clone(), &b_id).await.unwrap();
+    let err = place.open(&key_b).await.unwrap_err();
+    let StoreError::WrongKmsKey { key_id: refused_id, kms_key, reason } = &err else { panic!("{err:?}") };
+    assert_eq!((refused_id, kms_key), (&key_id, &b_arn), "{reason}");
+    let message = err.to_string();
+    assert!(message.starts_with(&format!("the KMS key {b_arn} does not open this store (key id {key_id})")));
+    // Nor does a local master key.
+    assert_eq!(place.open(&key(1)).await.unwrap_err(), StoreError::WrongMasterKey { key_id: key_id.clone() });
+    // Key A, by id this time, opens it again and reads what was written.
+    let (again, again_id) =
+        place.open(&KmsKey::with_client(kms.clone(), &a_id).await.unwrap()).await.unwrap();
+    assert_eq!(again_id, key_id);
+    assert_eq!(again.get_value(&at).await.unwrap().unwrap().as_slice(), marker.as_bytes());
+    again.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kms_master_key_seals_the_keyring_on_sqlite_postgres_and_dynamodb() {
+    let moto_url = crate::support::moto_start();
+    let kms = aws_sdk_kms::Client::new(&aws_config(&moto_url).await);
+    kms_scenario(Place::sqlite(), &kms).await;
+    kms_scenario(Place::postgres().await, &kms).await;
+    kms_scenario(Place::dynamo(), &kms).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kms_key_refuses_a_store_sealed_by_a_local_master_key_and_bad_keys_are_refused_early() {
+    let moto_url = crate::support::moto_start();
+    let kms = aws_sdk_kms::Client::new(&aws_config(&moto_url).await);
+    let place = Place::sqlite();
+    let (store, key_id) = place.open(&key(1)).await.unwrap();
+    store.close().await;
+    let (a_id, a_arn) = kms_key(&kms).await;
+    let err = place.open(&KmsKey::with_client(kms.clone(), &a_id).await.unwrap()).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::WrongKmsKey { key_id: k, kms_key, .. } if *k == key_id && *kms_key == a_arn),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("local master key"), "{err}");
+
+    // Unknown, disabled, or not for encryption: refused before any store is touched.
+    let err = KmsKey::with_client(kms.clone(), &Uuid::new_v4().to_string()).await.unwrap_err();
+    assert!(err.to_string().contains("cannot be used"), "{err}");
+    let (c_id, _) = kms_key(&kms).await;
+    kms.disable_key().key_id(&c_id).send().await.unwrap();
+    let err = KmsKey::with_client(kms.clone(), &c_id).await.unwrap_err();
+    assert!(err.to_string().contains("not enabled"), "{err}");
+    let signing = kms
+        .create_key()
+        .key_usage(aws_sdk_kms::types::KeyUsageType::SignVerify)
+        .key_spec(aws_sdk_kms::types::KeySpec::EccNistP256)
+        .send()
+        .await
+        .unwrap();
+    let err = KmsKey::with_client(kms.clone(), signing.key_metadata().unwrap().key_id()).await.unwrap_err();
+    assert!(err.to_string().contains("symmetric"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_opens_a_dynamodb_store_under_a_kms_key_and_refuses_another_key() {
+    use std::time::Duration;
+
+    let w = crate::support::World::new().await;
+    let config = w.enroll("agent-1").await;
+    let aws = aws_config(&w.moto_url).await;
+    let kms = aws_sdk_kms::Client::new(&aws);
+    let (a_id, _) = kms_key(&kms).await;
+    let (b_id, b_arn) = kms_key(&kms).await;
+    let table = format!("heimdall-e2e-{}", Uuid::new_v4().simple());
+    let base = std::fs::read_to_string(&config).unwrap();
+    let with_kms_key = |key: &str| {
+        std::fs::write(
+            &config,
+            format!(
+                "{base}\n[values]\ndynamodb_table = {table:?}\nmaster_key_kms = {key:?}\n\
+                 aws_region = \"us-east-1\"\naws_endpoint_url = {:?}\n",
+                w.moto_url
+            ),
+        )
+        .unwrap();
+    };
+
+    // First start: the Agent creates the table and seals its first data key with key A.
+    with_kms_key(&a_id);
+    let mut agent = w.run_agent(&config);
+    let ddb = aws_sdk_dynamodb::Client::new(&aws);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let keyring = ddb
+            .get_item()
+            .table_name(&table)
+            .set_key(Some(ddb_key("keyring", &format!("{:010}", 1))))
+            .consistent_read(true)
+            .send()
+            .await
+            .ok()
+            .and_then(|out| out.item);
+        if keyring.is_some() {
+            break;
+        }
+        let log = std::fs::read_to_string(config.with_extension("log")).unwrap_or_default();
+        assert!(agent.try_wait().unwrap().is_none(), "the Agent stopped:\n{log}");
+        assert!(std::time::Instant::now() < deadline, "no keyring in {table}:\n{log}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(agent.try_wait().unwrap().is_none(), "the Agent runs with key A");
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+
+    // Key B does not open it: the Agent refuses to start and says why.
+    with_kms_key(&b_id);
+    let mut agent = w.run_agent(&config);
+    let status = tokio::time::timeout(Duration::from_secs(30), agent.wait()).await.expect("exits").unwrap();
+    assert!(!status.success());
+    let log = std::fs::read_to_string(config.with_extension("log")).unwrap();
+    assert!(log.contains(&format!("the KMS key {b_arn} does not open this store")), "{log}");
+
+    let _ = ddb.delete_table().table_name(&table).send().await;
 }

@@ -37,6 +37,11 @@ fn moto(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
+/// Starts moto (or reuses the running one); its URL.
+pub fn moto_start() -> String {
+    moto(&["start"])
+}
+
 /// The S3 object keys under `prefix` in `bucket`, read through the S3 protocol.
 pub fn s3_keys(bucket: &str, prefix: &str) -> Vec<String> {
     moto(&["ls", bucket, prefix])

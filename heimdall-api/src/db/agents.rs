@@ -93,7 +93,7 @@ impl AgentStore for SqlStore {
         // The Agent was let in by whoever made its registration token.
         agent.created_by = created_by;
         sqlx::query(&format!(
-            "INSERT INTO agents ({AGENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL)"
+            "INSERT INTO agents ({AGENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL, NULL)"
         ))
         .bind(agent.id.to_string())
         .bind(agent.org_id.to_string())

@@ -1,0 +1,504 @@
+"""Audited secret reads, Heimdall Agent vs OpenBao; see benches/secrets.sh.
+
+Both targets serve HTTPS on 127.0.0.1 with an ECDSA P-256 certificate, are
+read over HTTP/1.1 keep-alive by the same load generator (the `read_load`
+bench of heimdall-agent) at the same concurrency for the same time, and
+must answer every read 200 with the secret's value in the body. Every read
+must also leave its trail: for OpenBao a `response` entry in its file audit
+device, for Heimdall an access record in the Agent's store.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV = os.path.join(REPO, ".venv")
+BAO = os.path.join(VENV, "bin", "bao")
+PG_ADMIN = os.environ.get("HEIMDALL_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+SECRET = "bench-db-password"
+
+
+def log(msg):
+    print(f"secrets-bench: {msg}", file=sys.stderr, flush=True)
+
+
+def fail(msg):
+    log(f"FAILED: {msg}")
+    sys.exit(1)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Processes:
+    """What this run started: each in its own process group, stopped (SIGTERM,
+    then SIGKILL after 10 s) in reverse order, by id."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, name, argv, log_path, **kw):
+        out = open(log_path, "ab")
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, **kw)
+        out.close()
+        self.procs.append((name, proc))
+        return proc
+
+    def stop(self, proc):
+        if proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def stop_all(self):
+        for _, proc in reversed(self.procs):
+            self.stop(proc)
+        self.procs.clear()
+
+    def check_alive(self):
+        for name, proc in self.procs:
+            if proc.poll() is not None:
+                fail(f"{name} exited early with {proc.returncode}")
+
+
+# ---- TLS -------------------------------------------------------------------------
+
+
+def make_tls(directory):
+    """A CA and a server certificate for 127.0.0.1 / localhost, ECDSA P-256
+    (what Heimdall's installation CA issues), with the cryptography package
+    of the test tools' virtualenv."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    import ipaddress
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "secrets-bench CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+          .not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                       content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                       key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                        x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    paths = {name: os.path.join(directory, f"{name}.pem") for name in ("ca", "server", "server-key")}
+    with open(paths["ca"], "wb") as f:
+        f.write(ca.public_bytes(serialization.Encoding.PEM))
+    with open(paths["server"], "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(os.open(paths["server-key"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+    return paths
+
+
+def https(method, url, ca, token=None, body=None, headers=None, cert=None):
+    ctx = ssl.create_default_context(cafile=ca)
+    if cert:
+        ctx.load_cert_chain(*cert)
+    req = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode())
+    req.add_header("content-type", "application/json")
+    if token:
+        req.add_header("x-vault-token", token)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
+            text = resp.read()
+            return json.loads(text) if text else None
+    except urllib.error.HTTPError as e:
+        e.msg = f"{e.msg}: {e.read()[:500].decode(errors='replace')} ({method} {url.split('?')[0]})"
+        raise
+
+
+def run_load(load, target, url, opts, ca, value, headers=(), cert=None):
+    argv = [load, "--target", target, "--url", url, "--ca", ca, "--expect-substring", value,
+            "--concurrency", str(opts.concurrency), "--duration-secs", str(opts.duration),
+            "--warmup-secs", str(opts.warmup)]
+    for h in headers:
+        argv += ["--header", h]
+    if cert:
+        argv += ["--cert", cert[0], "--key", cert[1]]
+    log(f"{target}: {opts.concurrency} readers for {opts.warmup} s warm-up + {opts.duration} s")
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, text=True)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    result = json.loads(lines[-1]) if lines else None
+    if proc.returncode != 0 or result is None or result["errors"] != 0:
+        fail(f"{target}: the load generator reported errors (exit {proc.returncode}): {result}")
+    return result
+
+
+# ---- OpenBao -----------------------------------------------------------------------
+
+
+def bench_openbao(work, procs, tls, load, opts, value):
+    """A real (not dev-mode) OpenBao server: integrated (raft) storage,
+    initialized with one unseal key, TLS on the listener, KV v2 at
+    `secret/`, a `file` audit device, and a token whose only policy reads
+    the one secret (so every read pays token lookup and ACL, as a person's
+    would)."""
+    d = os.path.join(work, "openbao")
+    os.makedirs(os.path.join(d, "raft"))
+    port, cluster_port = free_port(), free_port()
+    addr = f"https://127.0.0.1:{port}"
+    config = os.path.join(d, "config.hcl")
+    audit_log = os.path.join(d, "audit.log")
+    with open(config, "w") as f:
+        f.write(f'''storage "raft" {{
+  path    = "{d}/raft"
+  node_id = "bench"
+}}
+listener "tcp" {{
+  address         = "127.0.0.1:{port}"
+  cluster_address = "127.0.0.1:{cluster_port}"
+  tls_cert_file   = "{tls["server"]}"
+  tls_key_file    = "{tls["server-key"]}"
+  tls_min_version = "tls12"
+}}
+api_addr      = "{addr}"
+cluster_addr  = "https://127.0.0.1:{cluster_port}"
+disable_mlock = true
+ui            = false
+log_level     = "warn"
+# OpenBao 2.4+ creates audit devices only from its configuration (the API
+# refuses `sys/audit`): on becoming active, before it serves anything.
+audit "file" "file" {{
+  options {{
+    file_path = "{audit_log}"
+  }}
+}}
+''')
+    env = dict(os.environ, BAO_ADDR=addr, BAO_CACERT=tls["ca"])
+    procs.start("bao server", [BAO, "server", f"-config={config}"], os.path.join(d, "server.log"), env=env)
+    ca = tls["ca"]
+    for _ in range(200):
+        procs.check_alive()
+        try:
+            https("GET", addr + "/v1/sys/seal-status", ca)
+            break
+        except (OSError, urllib.error.URLError):
+            time.sleep(0.05)
+    else:
+        fail("bao server did not answer in 10 s; see " + os.path.join(d, "server.log"))
+    init = https("PUT", addr + "/v1/sys/init", ca, body={"secret_shares": 1, "secret_threshold": 1})
+    https("PUT", addr + "/v1/sys/unseal", ca, body={"key": init["keys_base64"][0]})
+    root = init["root_token"]
+    deadline = time.monotonic() + 30
+    while True:  # raft elects itself leader shortly after unseal
+        try:
+            https("GET", addr + "/v1/sys/health", ca)
+            break
+        except urllib.error.HTTPError:
+            if time.monotonic() > deadline:
+                fail("OpenBao did not become active in 30 s")
+            time.sleep(0.1)
+    https("POST", addr + "/v1/sys/mounts/secret", ca, root, {"type": "kv", "options": {"version": "2"}})
+    devices = https("GET", addr + "/v1/sys/audit", ca, root)
+    if devices.get("file/", {}).get("type") != "file":
+        fail(f"OpenBao has no file audit device: {devices}")
+    https("PUT", addr + "/v1/sys/policies/acl/bench-read", ca, root,
+          {"policy": f'path "secret/data/{SECRET}" {{ capabilities = ["read"] }}'})
+    token = https("POST", addr + "/v1/auth/token/create", ca, root,
+                  {"policies": ["bench-read"], "no_default_policy": True, "ttl": "1h"})["auth"]["client_token"]
+    deadline = time.monotonic() + 30
+    while True:  # a new KV v2 mount refuses writes until it has set itself up
+        try:
+            https("POST", f"{addr}/v1/secret/data/{SECRET}", ca, root, {"data": {"value": value}})
+            break
+        except urllib.error.HTTPError as e:
+            if time.monotonic() > deadline:
+                fail(f"cannot write the secret to OpenBao: {e}")
+            time.sleep(0.1)
+    read = https("GET", f"{addr}/v1/secret/data/{SECRET}", ca, token)
+    assert read["data"]["data"]["value"] == value
+    before = count_audit_reads(audit_log)
+
+    result = run_load(load, "openbao", f"{addr}/v1/secret/data/{SECRET}", opts, ca, value,
+                      headers=[f"X-Vault-Token: {token}"])
+    procs.check_alive()
+    audited = count_audit_reads(audit_log) - before
+    log(f"openbao: {audited} read responses in its audit log for {result['ok_total']} successful reads")
+    if audited < result["ok_total"]:
+        fail(f"OpenBao's audit log has {audited} read responses, fewer than {result['ok_total']} reads")
+    result["trail"] = audited
+    result["trail_what"] = "audit log responses (written, not fsynced)"
+    return result
+
+
+def count_audit_reads(path):
+    """Response entries for reads of the secret in OpenBao's audit log (the
+    file device writes a request and a response line per request)."""
+    if not os.path.exists(path):
+        return 0
+    needle_path = f'"path":"secret/data/{SECRET}"'.encode()
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            if b'"type":"response"' in line[:80] and needle_path in line and b'"operation":"read"' in line:
+                n += 1
+    return n
+
+
+# ---- Heimdall ----------------------------------------------------------------------
+#
+# >>> HEIMDALL SETUP: written against the contract of the Agent's local read
+# >>> API (HTTPS from the installation CA, a person's client certificate from
+# >>> `heimdall login`, GET /v1/secrets/{name}/value?environment=E) and the
+# >>> README's CLI, while those were being built. Check it against the real
+# >>> commands (`heimdall secret --help` lists `set` and `get`) before
+# >>> trusting a Heimdall figure.
+
+
+def heimdall_setup(work, procs, bin_dir, opts, value):
+    """Starts the API (SQLite) and an enrolled Agent that holds `dev`'s
+    values in SQLite or, with --postgres, in a fresh PostgreSQL database;
+    logs in (client certificate), creates the secret and writes its value.
+    Returns the read URL, the TLS files and a function counting the
+    Agent's access records."""
+    d = os.path.join(work, "heimdall")
+    os.makedirs(d)
+    env = dict(os.environ, HEIMDALL_CONFIG_DIR=os.path.join(d, "cli"), HEIMDALL_LOG="warn",
+               HEIMDALL_PROFILE="bench")
+    env.pop("HEIMDALL_API_URL", None)
+    env.pop("HEIMDALL_TOKEN", None)
+    api_bin, agent_bin, cli = (os.path.join(bin_dir, b) for b in ("heimdall-api", "heimdall-agent", "heimdall"))
+    db_url = "sqlite://" + os.path.join(d, "api.db")
+    boot = json.loads(subprocess.check_output(
+        [api_bin, "bootstrap", "--database-url", db_url, "--org", "bench", "--owner", "bench@example.com",
+         "--output", "json"], env=env))
+    port, agent_port = free_port(), free_port()
+    api = f"http://127.0.0.1:{port}"
+    procs.start("heimdall-api", [api_bin, "serve", "--database-url", db_url, "--listen", f"127.0.0.1:{port}",
+                                 "--agent-listen", f"127.0.0.1:{agent_port}", "--ca-dir", os.path.join(d, "ca")],
+                os.path.join(d, "api.log"), env=env)
+    wait_http(procs, api + "/v1/health")
+
+    def heimdall(*args, stdin=None):
+        out = subprocess.run([cli, *args], env=env, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        if out.returncode != 0:
+            fail(f"heimdall {' '.join(args[:3])} … exited {out.returncode}: {out.stderr.strip()}")
+        return out.stdout
+
+    heimdall("login", "--api-url", api, "--token", boot["token"])
+    heimdall("environment", "create", "dev")
+    reg = json.loads(heimdall("agent", "token", "create", "--name", "bench", "--output", "json"))
+    agent_dir = os.path.join(d, "agent")
+    subprocess.run([agent_bin, "enroll", "--api", api, "--token", reg["token"], "--data", agent_dir,
+                    "--terraform", os.path.join(VENV, "bin", "terraform")],
+                   env=env, check=True, stdout=subprocess.DEVNULL)
+    key_file = os.path.join(d, "master.key")
+    with open(os.open(key_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write(secrets.token_hex(32))
+    if opts.postgres:
+        db = "heimdall_secrets_bench_" + secrets.token_hex(6)
+        subprocess.check_call(["psql", PG_ADMIN, "-qc", f"CREATE DATABASE {db}"])
+        opts.cleanup.append(lambda: subprocess.call(["psql", PG_ADMIN, "-qc", f"DROP DATABASE IF EXISTS {db} WITH (FORCE)"],
+                                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        store_url = PG_ADMIN.rsplit("/", 1)[0] + "/" + db
+        store_line = f"postgres_url = {json.dumps(store_url)}"
+    else:
+        store_path = os.path.join(agent_dir, "values.db")
+        store_line = f"sqlite_path = {json.dumps(store_path)}"
+    with open(os.path.join(agent_dir, "agent.toml"), "a") as f:
+        f.write(f"\n[values]\n{store_line}\nmaster_key_file = {json.dumps(key_file)}\nsync_seconds = 1\n")
+    procs.start("heimdall-agent", [agent_bin, "run", "--config", os.path.join(agent_dir, "agent.toml")],
+                os.path.join(d, "agent.log"), env=env)
+    heimdall("environment", "assign-agent", "dev", "bench")
+    heimdall("secret", "create", SECRET)
+    deadline = time.monotonic() + 30
+    while True:  # the Agent learns its assignment and reports its URL on its next sync
+        out = subprocess.run([cli, "secret", "set", SECRET, "--environment", "dev"], env=env, input=value,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if out.returncode == 0:
+            break
+        if time.monotonic() > deadline:
+            fail(f"heimdall secret set exited {out.returncode}: {out.stderr.strip()}")
+        procs.check_alive()
+        time.sleep(0.2)
+    got = heimdall("secret", "get", SECRET, "--environment", "dev")
+    if got.rstrip("\n") != value:
+        fail("heimdall secret get did not print the value just set")
+
+    # Where the CLI reads from, and with what: the same certificate and CA.
+    holders = http_json("GET", f"{api}/v1/secrets/{SECRET}/holders?environment=dev", boot["token"])
+    local_url = holders[0]["url"]
+    tls = find_client_tls(os.path.join(d, "cli"))
+    url = f"{local_url.rstrip('/')}/v1/secrets/{SECRET}/value?environment=dev"
+
+    def count_records():
+        if opts.postgres:
+            out = subprocess.check_output(["psql", store_url, "-Atc", "SELECT count(*) FROM access_records"], text=True)
+            return int(out.strip())
+        import sqlite3
+        conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT count(*) FROM access_records").fetchone()[0]
+        finally:
+            conn.close()
+
+    return url, tls, count_records
+
+
+def find_client_tls(cli_dir):
+    """The person's certificate, key and the installation CA that
+    `heimdall login` stored under the CLI's config directory."""
+    found = {}
+    for root, _, files in os.walk(cli_dir):
+        for name in files:
+            path = os.path.join(root, name)
+            if not name.endswith(".pem"):
+                continue
+            text = open(path).read()
+            if "PRIVATE KEY" in text:
+                found["key"] = path
+            elif "ca" in name.lower():
+                found["ca"] = path
+            elif "CERTIFICATE" in text:
+                found["cert"] = path
+    if set(found) != {"ca", "cert", "key"}:
+        fail(f"cannot find the client certificate, key and CA under {cli_dir}: {sorted(found)}")
+    return found
+
+
+# <<< HEIMDALL SETUP
+
+
+def http_json(method, url, token=None, body=None):
+    req = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode())
+    req.add_header("content-type", "application/json")
+    if token:
+        req.add_header("authorization", "Bearer " + token)
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        text = resp.read()
+        return json.loads(text) if text else None
+
+
+def wait_http(procs, url):
+    for _ in range(200):
+        procs.check_alive()
+        try:
+            urllib.request.urlopen(url, timeout=5).read()
+            return
+        except OSError:
+            time.sleep(0.05)
+    fail(f"{url} did not answer in 10 s")
+
+
+def bench_heimdall(work, procs, bin_dir, load, opts, value):
+    url, tls, count_records = heimdall_setup(work, procs, bin_dir, opts, value)
+    before = count_records()
+    result = run_load(load, "heimdall", url, opts, tls["ca"], value, cert=(tls["cert"], tls["key"]))
+    procs.check_alive()
+    recorded = count_records() - before
+    log(f"heimdall: {recorded} access records stored for {result['ok_total']} successful reads")
+    if recorded < result["ok_total"]:
+        fail(f"the Agent stored {recorded} access records, fewer than {result['ok_total']} reads")
+    result["trail"] = recorded
+    result["trail_what"] = "access records (fsynced before serving)"
+    return result
+
+
+# ---- Report ------------------------------------------------------------------------
+
+
+def report(results, opts):
+    print(f"concurrency {opts.concurrency}, {opts.duration} s measured after {opts.warmup} s warm-up, "
+          f"one client (read_load), HTTPS on 127.0.0.1, HTTP/1.1 keep-alive")
+    print(f"{'TARGET':<10} {'READS/S':>10} {'P50 MS':>8} {'P99 MS':>8} {'READS':>8} {'ERRORS':>6}  TRAIL")
+    for name in ("heimdall", "openbao"):
+        r = results.get(name)
+        if r:
+            print(f"{name:<10} {r['reads_per_sec']:>10.1f} {r['p50_ms']:>8.3f} {r['p99_ms']:>8.3f} "
+                  f"{r['reads']:>8} {r['errors']:>6}  {r['trail']} {r['trail_what']}")
+    if "heimdall" in results and "openbao" in results:
+        h, b = results["heimdall"], results["openbao"]
+        rps = h["reads_per_sec"] / b["reads_per_sec"]
+        p99 = h["p99_ms"] / b["p99_ms"] if b["p99_ms"] else float("inf")
+        print(f"Heimdall/OpenBao reads per second: {rps:.2f}x (target >= 3)")
+        print(f"Heimdall/OpenBao p99 latency:      {p99:.2f} (target < 1)")
+    for r in results.values():
+        print(json.dumps({k: v for k, v in r.items() if k != "trail_what"}))
+
+
+def main():
+    p = argparse.ArgumentParser(prog="benches/secrets.sh", description=__doc__.splitlines()[0])
+    p.add_argument("--bin", required=True, help="directory of the release binaries")
+    p.add_argument("--load", required=True, help="the read_load bench executable")
+    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--duration", type=float, default=10.0, help="seconds measured, per target")
+    p.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
+    p.add_argument("--postgres", action="store_true", help="the Agent keeps values in PostgreSQL (default SQLite)")
+    p.add_argument("--only", choices=("openbao", "heimdall"), help="run one target")
+    p.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, audit trail)")
+    opts = p.parse_args()
+    opts.cleanup = []
+
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+
+    work = tempfile.mkdtemp(prefix="heimdall-secrets-bench-")
+    procs = Processes()
+    value = "s3cr3t-" + secrets.token_hex(16)
+    results = {}
+    try:
+        tls = make_tls(work)
+        if opts.only in (None, "openbao"):
+            results["openbao"] = bench_openbao(work, procs, tls, opts.load, opts, value)
+            procs.stop_all()
+        if opts.only in (None, "heimdall"):
+            results["heimdall"] = bench_heimdall(work, procs, opts.bin, opts.load, opts, value)
+            procs.stop_all()
+        report(results, opts)
+    finally:
+        procs.stop_all()
+        for f in opts.cleanup:
+            f()
+        if opts.keep:
+            log(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

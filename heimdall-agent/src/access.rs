@@ -1,0 +1,244 @@
+//! Who may read what, as the Agent knows it from its last sync: members
+//! and their certificate pins, secrets, environments and the
+//! organization's Cedar policies. Decisions are pure (time is an argument),
+//! so the 24-hour staleness rule is tested without waiting.
+
+use std::collections::HashMap;
+
+use heimdall_core::authz::{self, Action, OrgPolicies, Principal, Target, TargetKind};
+use heimdall_core::ids::{CatalogId, OrgId};
+use heimdall_core::wire::{SyncMember, SyncResponse, SyncSecret};
+use heimdall_core::{ApiError, ErrorCode};
+use time::{Duration, OffsetDateTime};
+
+/// With the API unreachable, the Agent keeps deciding with what it last
+/// received for this long, then refuses (`POLICY_STALE`).
+pub const MAX_POLICY_AGE: Duration = Duration::hours(24);
+
+/// A person, as identified by their client certificate's SHA-256.
+#[derive(Clone, Debug)]
+pub struct Reader {
+    pub email: String,
+    pub principal: Principal,
+}
+
+/// What one read is about, once allowed.
+#[derive(Clone, Debug)]
+pub struct AllowedRead {
+    pub org: OrgId,
+    pub reader: String,
+    pub secret: String,
+    pub environment_id: CatalogId,
+    pub environment: String,
+}
+
+/// The last sync's answer, indexed for deciding.
+#[derive(Debug)]
+pub struct PolicySnapshot {
+    org: OrgId,
+    /// Certificate SHA-256 → member.
+    by_certificate: HashMap<String, SyncMember>,
+    secrets: HashMap<String, SyncSecret>,
+    environments: Vec<(CatalogId, String)>,
+    policies: OrgPolicies,
+    /// This Agent's clock when the answer arrived.
+    received_at: OffsetDateTime,
+}
+
+impl PolicySnapshot {
+    /// Indexes a sync answer. Policies that no longer compile fail the
+    /// whole snapshot (the previous one stays, and ages).
+    pub fn new(response: &SyncResponse, received_at: OffsetDateTime) -> Result<Self, String> {
+        let policies = OrgPolicies::compile(&response.policies)
+            .map_err(|(id, e)| format!("policy {id} from the API does not compile: {e}"))?;
+        let mut by_certificate = HashMap::new();
+        for member in &response.members {
+            for sha in &member.certificates {
+                by_certificate.insert(sha.clone(), member.clone());
+            }
+        }
+        Ok(Self {
+            org: response.org_id,
+            by_certificate,
+            secrets: response.secrets.iter().map(|s| (s.name.clone(), s.clone())).collect(),
+            environments: response.environments.iter().map(|e| (e.id, e.name.clone())).collect(),
+            policies,
+            received_at,
+        })
+    }
+
+    pub fn org(&self) -> OrgId {
+        self.org
+    }
+
+    pub fn received_at(&self) -> OffsetDateTime {
+        self.received_at
+    }
+
+    /// The environment by id or name.
+    pub fn environment(&self, key: &str) -> Option<(CatalogId, &str)> {
+        self.environments
+            .iter()
+            .find(|(id, name)| name == key || id.to_string() == key)
+            .map(|(id, name)| (*id, name.as_str()))
+    }
+
+    /// The member a certificate belongs to; `UNAUTHENTICATED` for a
+    /// certificate the API did not list (unknown, revoked, expired, or its
+    /// member removed).
+    pub fn reader(&self, cert_sha256: &str) -> Result<Reader, ApiError> {
+        let member = self.by_certificate.get(cert_sha256).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::Unauthenticated,
+                "this client certificate is not (or no longer) valid here; run `heimdall login` again",
+            )
+        })?;
+        Ok(Reader {
+            email: member.email.clone(),
+            principal: Principal { org: self.org, email: member.email.clone(), role: member.role },
+        })
+    }
+
+    /// Decides a read of `secret` in `environment` by the holder of
+    /// `cert_sha256` at `now`.
+    pub fn decide_read(
+        &self,
+        cert_sha256: &str,
+        secret: &str,
+        environment: &str,
+        now: OffsetDateTime,
+    ) -> Result<AllowedRead, ApiError> {
+        if now - self.received_at > MAX_POLICY_AGE {
+            return Err(ApiError::new(
+                ErrorCode::PolicyStale,
+                format!(
+                    "this Agent has not synced with the API for more than {} hours; reads resume after the next sync",
+                    MAX_POLICY_AGE.whole_hours()
+                ),
+            ));
+        }
+        let reader = self.reader(cert_sha256)?;
+        let not_found = || ApiError::not_found("secret");
+        let found = self.secrets.get(secret).ok_or_else(not_found)?;
+        // A personal secret exists only for its owner, bound to her
+        // certificate (checked above), whatever anyone's role.
+        if let Some(owner) = &found.personal_owner {
+            if owner != &reader.email {
+                return Err(not_found());
+            }
+        }
+        let (environment_id, env_name) =
+            self.environment(environment).ok_or_else(|| ApiError::not_found("environment"))?;
+        if found.personal_owner.is_none() {
+            let target = Target::new(TargetKind::Secret, found.id);
+            let decision =
+                authz::decide(&reader.principal, Action::SecretRead, &target, Some(env_name), &self.policies);
+            if !decision.is_allowed() {
+                return Err(ApiError::new(
+                    ErrorCode::Forbidden,
+                    format!("a policy does not allow you to read {secret} in {env_name}"),
+                ));
+            }
+        }
+        Ok(AllowedRead {
+            org: self.org,
+            reader: reader.email,
+            secret: found.name.clone(),
+            environment_id,
+            environment: env_name.to_owned(),
+        })
+    }
+}
+
+/// The latest snapshot, shared by the sync loop (writer) and the local API
+/// (readers). `None` until the first sync: nothing is decided blind.
+pub type SharedPolicy = std::sync::Arc<std::sync::RwLock<Option<std::sync::Arc<PolicySnapshot>>>>;
+
+#[cfg(test)]
+mod tests {
+    use heimdall_core::domain::{Policy, Role};
+    use heimdall_core::ids::{MemberId, PolicyId, SecretId};
+    use heimdall_core::wire::SyncEnvironment;
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn response(policies: Vec<Policy>) -> SyncResponse {
+        let member = |n: u128, email: &str, role| SyncMember {
+            id: MemberId::from_uuid(Uuid::from_u128(n)),
+            email: email.into(),
+            role,
+            certificates: vec![format!("cert-{n}")],
+        };
+        SyncResponse {
+            org_id: OrgId::from_uuid(Uuid::from_u128(1)),
+            at: OffsetDateTime::UNIX_EPOCH,
+            members: vec![
+                member(10, "ana@example.com", Role::Owner),
+                member(11, "bo@example.com", Role::Member),
+            ],
+            secrets: vec![
+                SyncSecret {
+                    id: SecretId::from_uuid(Uuid::from_u128(20)),
+                    name: "db-password".into(),
+                    personal_owner: None,
+                },
+                SyncSecret {
+                    id: SecretId::from_uuid(Uuid::from_u128(21)),
+                    name: "bo-notes".into(),
+                    personal_owner: Some("bo@example.com".into()),
+                },
+            ],
+            environments: vec![
+                SyncEnvironment { id: CatalogId::from_uuid(Uuid::from_u128(30)), name: "dev".into() },
+                SyncEnvironment { id: CatalogId::from_uuid(Uuid::from_u128(31)), name: "prod".into() },
+            ],
+            policies,
+            assignments: vec![],
+            deactivated: vec![],
+            received_through: 0,
+        }
+    }
+
+    #[test]
+    fn decides_with_synced_roles_policies_and_pins_and_goes_stale_after_a_day() {
+        let t0 = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        let forbid_prod = Policy {
+            id: PolicyId::from_uuid(Uuid::from_u128(40)),
+            org_id: OrgId::from_uuid(Uuid::from_u128(1)),
+            name: "no-prod-secrets-for-members".into(),
+            description: String::new(),
+            text: r#"forbid (principal, action == Heimdall::Action::"secret.read", resource)
+                     when { context.environment == "prod" } unless { principal.role == "owner" };"#
+                .into(),
+            created_at: t0,
+            created_by: "ana@example.com".into(),
+        };
+        let snap = PolicySnapshot::new(&response(vec![forbid_prod]), t0).unwrap();
+        let ok = snap.decide_read("cert-11", "db-password", "dev", t0).unwrap();
+        assert_eq!((ok.reader.as_str(), ok.environment.as_str()), ("bo@example.com", "dev"));
+        assert_eq!(
+            snap.decide_read("cert-11", "db-password", "prod", t0).unwrap_err().code,
+            ErrorCode::Forbidden
+        );
+        assert!(snap.decide_read("cert-10", "db-password", "prod", t0).is_ok());
+        // Unknown certificate, unknown secret, unknown environment.
+        assert_eq!(
+            snap.decide_read("cert-99", "db-password", "dev", t0).unwrap_err().code,
+            ErrorCode::Unauthenticated
+        );
+        assert_eq!(snap.decide_read("cert-11", "nope", "dev", t0).unwrap_err().code, ErrorCode::NotFound);
+        assert_eq!(
+            snap.decide_read("cert-11", "db-password", "qa", t0).unwrap_err().code,
+            ErrorCode::NotFound
+        );
+        // A personal secret: its owner only, not even the org owner.
+        assert!(snap.decide_read("cert-11", "bo-notes", "prod", t0).is_ok());
+        assert_eq!(snap.decide_read("cert-10", "bo-notes", "dev", t0).unwrap_err().code, ErrorCode::NotFound);
+        // 24 hours without a sync: still deciding; a second more: refused.
+        assert!(snap.decide_read("cert-11", "db-password", "dev", t0 + MAX_POLICY_AGE).is_ok());
+        let stale =
+            snap.decide_read("cert-11", "db-password", "dev", t0 + MAX_POLICY_AGE + Duration::seconds(1));
+        assert_eq!(stale.unwrap_err().code, ErrorCode::PolicyStale);
+    }
+}

@@ -1,0 +1,335 @@
+//! The Agent's local HTTPS API: where people write and read values.
+//!
+//! - TLS with a server certificate from the installation CA, and a client
+//!   certificate from the same CA required at the handshake (rustls
+//!   `WebPkiClientVerifier`). The person is the SHA-256 of that exact
+//!   certificate, looked up in the members the last sync listed: a
+//!   certificate the API did not issue and record opens nothing.
+//! - Write: a value with the API's signed grant for exactly this
+//!   (organization, secret, environment, version, Agent), issued to this
+//!   person. Versions are never overwritten.
+//! - Read: decided with the synced policies; the value is decrypted, then
+//!   the access record is committed (group commit, [`Recorder`]), and only
+//!   then is the value sent. A record that cannot be written means
+//!   `503 AUDIT_UNAVAILABLE` and no value.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Extension, Json, Router};
+use heimdall_core::grant::GrantTarget;
+use heimdall_core::ids::AgentId;
+use heimdall_core::wire::{ErrorBody, ValueAnswer, WriteValue};
+use heimdall_core::{ApiError, ErrorCode, Redacted};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::service::TowerToHyperService;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt;
+
+use crate::access::{PolicySnapshot, SharedPolicy};
+use crate::grant::GrantVerifier;
+use crate::recorder::Recorder;
+use crate::store::{AccessRecord, StoreError, ValueAddress, ValueStore, MAX_VALUE_LEN};
+
+/// Everything a request needs.
+#[derive(Clone, Debug)]
+pub struct LocalApi {
+    pub agent: AgentId,
+    pub store: Arc<dyn ValueStore>,
+    pub recorder: Recorder,
+    pub policy: SharedPolicy,
+    pub grants: GrantVerifier,
+}
+
+/// The verified client certificate of a connection, and where it came from.
+#[derive(Clone, Debug)]
+pub struct Peer {
+    pub cert_sha256: String,
+    pub addr: SocketAddr,
+}
+
+/// An [`ApiError`] as a response: `{"error": {...}}` with its status.
+#[derive(Debug)]
+pub struct Refusal(pub ApiError);
+
+impl From<ApiError> for Refusal {
+    fn from(e: ApiError) -> Self {
+        Self(e)
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.0.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, Json(ErrorBody { error: self.0 })).into_response()
+    }
+}
+
+fn store_refusal(e: StoreError) -> Refusal {
+    let code = match &e {
+        StoreError::AlreadyExists { .. } => ErrorCode::AlreadyExists,
+        StoreError::Deactivated { .. } => ErrorCode::VersionDeactivated,
+        StoreError::Invalid(_) => ErrorCode::InvalidInput,
+        StoreError::Unavailable(_) | StoreError::Open(_) => ErrorCode::Unavailable,
+        StoreError::Undecryptable { .. } | StoreError::WrongMasterKey { .. } => ErrorCode::Internal,
+        #[allow(unreachable_patterns)]
+        _ => ErrorCode::Internal,
+    };
+    if code == ErrorCode::Unavailable || code == ErrorCode::Internal {
+        tracing::error!(error = %e, "value store refused");
+    }
+    // Store errors name addresses and key ids, never a value.
+    Refusal(ApiError::new(code, e.to_string()))
+}
+
+pub fn router(state: LocalApi) -> Router {
+    Router::new()
+        .route("/v1/health", get(health))
+        .route("/v1/secrets/{name}/value", get(read).put(write))
+        .fallback(|| async { Refusal(ApiError::new(ErrorCode::NotFound, "no such route")) })
+        // A 1 MiB value, JSON-escaped, with room for the grant.
+        .layer(axum::extract::DefaultBodyLimit::max(8 * MAX_VALUE_LEN))
+        .with_state(state)
+}
+
+fn snapshot(state: &LocalApi) -> Result<Arc<PolicySnapshot>, Refusal> {
+    let current = state.policy.read().map_or(None, |s| s.clone());
+    current.ok_or_else(|| {
+        Refusal(ApiError::new(
+            ErrorCode::PolicyStale,
+            "this Agent has not synced with the API yet; it decides nothing blind",
+        ))
+    })
+}
+
+async fn health(State(state): State<LocalApi>) -> Json<serde_json::Value> {
+    let synced = state.policy.read().ok().and_then(|s| s.as_ref().map(|p| p.received_at()));
+    Json(serde_json::json!({
+        "status": "ok",
+        "agent": state.agent,
+        "policy_synced_at": synced.and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok()),
+    }))
+}
+
+fn to_u32_version(version: i64) -> Result<u32, Refusal> {
+    u32::try_from(version)
+        .ok()
+        .filter(|v| *v >= 1)
+        .ok_or_else(|| Refusal(ApiError::invalid_input("version starts at 1")))
+}
+
+async fn write(
+    State(state): State<LocalApi>,
+    Extension(peer): Extension<Peer>,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<serde_json::Value>), Refusal> {
+    // Parsed here rather than by axum's `Json`: serde's messages can quote
+    // the input, and the input is a secret.
+    let body: WriteValue = serde_json::from_slice(&body).map_err(|e| {
+        Refusal(ApiError::new(
+            ErrorCode::BadRequest,
+            format!(
+                "the body is not a write request ({:?} error at line {}, column {})",
+                e.classify(),
+                e.line(),
+                e.column()
+            ),
+        ))
+    })?;
+    let snap = snapshot(&state)?;
+    let writer = snap.reader(&peer.cert_sha256)?;
+    let (environment_id, environment) = snap
+        .environment(&body.environment)
+        .map(|(id, n)| (id, n.to_owned()))
+        .ok_or_else(|| Refusal(ApiError::not_found("environment")))?;
+    let version = to_u32_version(body.version)?;
+    let target = GrantTarget {
+        org: snap.org(),
+        agent: state.agent,
+        secret: &name,
+        environment_id,
+        version: body.version,
+    };
+    let claims = state
+        .grants
+        .verify(body.grant.expose(), &target, OffsetDateTime::now_utc())
+        .map_err(ApiError::from)?;
+    if claims.issued_by != writer.email {
+        return Err(Refusal(ApiError::new(
+            ErrorCode::GrantInvalid,
+            "the write grant was issued to another person",
+        )));
+    }
+    if body.value.expose().len() > MAX_VALUE_LEN {
+        return Err(Refusal(ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            format!("a value is at most {MAX_VALUE_LEN} bytes"),
+        )));
+    }
+    let at = ValueAddress { org: snap.org(), secret: name.clone(), environment: environment_id, version };
+    state.store.put_value(&at, body.value.expose().as_bytes()).await.map_err(store_refusal)?;
+    tracing::info!(secret = %name, environment = %environment, version, writer = %writer.email, "value stored");
+    Ok((
+        StatusCode::CREATED,
+        Json(serde_json::json!({ "name": name, "environment": environment, "version": version })),
+    ))
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadQuery {
+    environment: String,
+    version: Option<i64>,
+}
+
+async fn read(
+    State(state): State<LocalApi>,
+    Extension(peer): Extension<Peer>,
+    Path(name): Path<String>,
+    Query(query): Query<ReadQuery>,
+) -> Result<Json<ValueAnswer>, Refusal> {
+    let snap = snapshot(&state)?;
+    let now = OffsetDateTime::now_utc();
+    let allowed = snap.decide_read(&peer.cert_sha256, &name, &query.environment, now)?;
+    let version = match query.version {
+        Some(v) => to_u32_version(v)?,
+        None => state
+            .store
+            .latest_version(allowed.org, &allowed.secret, allowed.environment_id)
+            .await
+            .map_err(store_refusal)?
+            .ok_or_else(|| {
+                Refusal(ApiError::new(
+                    ErrorCode::NotFound,
+                    format!("this Agent holds no value of {} in {}", allowed.secret, allowed.environment),
+                ))
+            })?,
+    };
+    let at = ValueAddress {
+        org: allowed.org,
+        secret: allowed.secret.clone(),
+        environment: allowed.environment_id,
+        version,
+    };
+    let value = state.store.get_value(&at).await.map_err(store_refusal)?.ok_or_else(|| {
+        Refusal(ApiError::new(
+            ErrorCode::NotFound,
+            format!("this Agent holds no version {version} of {} in {}", allowed.secret, allowed.environment),
+        ))
+    })?;
+    let record = AccessRecord {
+        accessor: allowed.reader.clone(),
+        at_micros: i64::try_from(now.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX),
+        secret: allowed.secret.clone(),
+        environment: allowed.environment_id,
+        version,
+        source: peer.addr.ip().to_string(),
+        served_by: state.agent,
+    };
+    // Durable first; nothing is served that was not recorded.
+    if let Err(e) = state.recorder.record(record).await {
+        tracing::error!(error = %e, secret = %allowed.secret, "read refused: its access record was not written");
+        return Err(Refusal(ApiError::new(
+            ErrorCode::AuditUnavailable,
+            "the read could not be recorded, so nothing is served; try again later",
+        )));
+    }
+    let text = String::from_utf8(value.to_vec())
+        .map_err(|_| Refusal(ApiError::new(ErrorCode::Internal, "the stored value is not UTF-8 text")))?;
+    Ok(Json(ValueAnswer {
+        name: allowed.secret,
+        environment: allowed.environment,
+        version: i64::from(version),
+        value: Redacted::new(text),
+    }))
+}
+
+/// TLS for the local API: our certificate chain, and a client certificate
+/// from `ca_pem` required.
+pub fn tls_config(cert_pem: &str, key_pem: &str, ca_pem: &str) -> Result<rustls::ServerConfig, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let certs: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("local API certificate: {e}"))?;
+    let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut key_pem.as_bytes())
+        .map_err(|e| format!("local API key: {e}"))?
+        .ok_or("local API key: no private key in the file")?;
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
+        roots
+            .add(ca.map_err(|e| format!("CA certificate: {e}"))?)
+            .map_err(|e| format!("CA certificate: {e}"))?;
+    }
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .map_err(|e| format!("client verifier: {e}"))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("local API certificate and key: {e}"))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// Serves `app` on `listener` until `stop` turns true; each connection's
+/// verified client certificate becomes a [`Peer`] on its requests.
+pub async fn serve(
+    listener: TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    app: Router,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let acceptor = TlsAcceptor::from(config);
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        let (tcp, remote) = match accepted {
+            Ok(conn) => conn,
+            Err(e) => {
+                tracing::warn!(error = %e, "local API accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let app = app.clone();
+        tokio::spawn(async move {
+            let tls = match acceptor.accept(tcp).await {
+                Ok(tls) => tls,
+                Err(e) => {
+                    tracing::info!(%remote, error = %e, "local API TLS handshake refused");
+                    return;
+                }
+            };
+            let Some(cert) = tls.get_ref().1.peer_certificates().and_then(|c| c.first()) else {
+                return;
+            };
+            let peer = Peer { cert_sha256: hex::encode(Sha256::digest(cert.as_ref())), addr: remote };
+            let service = app.map_request(move |mut req: axum::extract::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(peer.clone());
+                req.map(axum::body::Body::new)
+            });
+            let result = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(tls), TowerToHyperService::new(service))
+                .await;
+            if let Err(e) = result {
+                tracing::debug!(%remote, error = %e, "local API connection ended with an error");
+            }
+        });
+    }
+}

@@ -1,0 +1,68 @@
+//! Group commit for access records. Every read waits until its record is
+//! durable; reads that arrive while a commit is in flight are written
+//! together in the next one, so the store pays one fsync (SQLite) or one
+//! commit (PostgreSQL, DynamoDB) for many reads instead of one each.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::store::{AccessRecord, StoreError, ValueStore};
+
+/// Most records in one commit (DynamoDB transactions take 100 items, one
+/// of which is the counter).
+pub const MAX_BATCH: usize = 99;
+
+type Pending = (AccessRecord, oneshot::Sender<Result<u64, StoreError>>);
+
+/// A handle to the committing task; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Recorder {
+    queue: mpsc::Sender<Pending>,
+}
+
+impl Recorder {
+    /// Starts the committing task on the current runtime. It ends when
+    /// every `Recorder` handle is dropped.
+    pub fn start(store: Arc<dyn ValueStore>) -> Self {
+        let (queue, rx) = mpsc::channel(4 * MAX_BATCH);
+        tokio::spawn(commit_loop(store, rx));
+        Self { queue }
+    }
+
+    /// Returns once `record` is durable, with its sequence number; an error
+    /// means it was not written and the read must not be served.
+    pub async fn record(&self, record: AccessRecord) -> Result<u64, StoreError> {
+        let (done, wait) = oneshot::channel();
+        let stopped = || StoreError::Unavailable("the access recorder stopped".into());
+        self.queue.send((record, done)).await.map_err(|_| stopped())?;
+        wait.await.map_err(|_| stopped())?
+    }
+}
+
+async fn commit_loop(store: Arc<dyn ValueStore>, mut rx: mpsc::Receiver<Pending>) {
+    let mut batch: Vec<Pending> = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = rx.recv().await {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let records: Vec<AccessRecord> = batch.iter().map(|(r, _)| r.clone()).collect();
+        match store.append_access_records(&records).await {
+            Ok(first_seq) => {
+                for ((_, done), seq) in batch.drain(..).zip(first_seq..) {
+                    let _ = done.send(Ok(seq));
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, records = batch.len(), "access records could not be written; refusing those reads");
+                for (_, done) in batch.drain(..) {
+                    let _ = done.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,744 @@
+//! DynamoDB: the whole store in one table (`[values] dynamodb_table`),
+//! created by [`open`] if missing (on-demand billing) with a string
+//! partition key `pk` and a string sort key `sk`:
+//!
+//! | item            | `pk`                      | `sk`                          | other attributes |
+//! |-----------------|---------------------------|-------------------------------|------------------|
+//! | keyring entry   | `keyring`                 | generation, 10 digits         | `key_id`, `sealed_key` (B), `check_value` (B) |
+//! | value           | `value#<org>#<secret>`    | `<environment>#<version, 10 digits>` | `org`, `secret`, `environment`, `version` (N), `deactivated` (BOOL), `key_id`, `nonce` (B), `ciphertext` (B) |
+//! | tombstone       | as the value              | as the value                  | as the value, `deactivated = true`, no key id, nonce or ciphertext |
+//! | access counter  | `counter`                 | `access`                      | `last_seq` (N) |
+//! | access record   | `access`                  | seq, 20 digits                | `seq` (N), `accessor`, `at` (N), `secret`, `environment`, `version` (N), `source`, `served_by` |
+//!
+//! Org and environment ids are fixed-length UUIDs, so `pk` and `sk` parse
+//! back unambiguously whatever the secret's name holds; zero-padded numbers
+//! sort as numbers. One partition per secret keeps `latest_version` (a
+//! reverse query, limit 1) and `delete_secret` (a query) off table scans;
+//! only the inventory scans. Every read that decides something is strongly
+//! consistent.
+//!
+//! **Values are never overwritten**: a put is conditional
+//! (`attribute_not_exists(pk)`), a tombstone replaces the whole item.
+//!
+//! **The access sequence has no gaps**: a group commit reads the counter
+//! item (`last_seq = L`), then writes one `TransactWriteItems`: the counter
+//! updated to `L + n` on the condition that it still holds `L`, and each
+//! record put at `L + 1 …` on the condition that no item is there. DynamoDB
+//! applies all of it or none of it; a concurrent appender that moved the
+//! counter first makes the condition fail and the commit is retried on the
+//! new value, so a number is used only by a record that was written with
+//! it. A record already at a number the counter has not reached (something
+//! outside the Agent wrote it) refuses the commit without a retry: nothing
+//! is written and the counter stays. The SDK sends an idempotency token, so
+//! its own retry of a transaction that did commit does not commit it twice.
+//!
+//! DynamoDB takes at most 100 items per transaction, so a group commit takes
+//! at most [`MAX_ACCESS_BATCH`] = 99 records (plus the counter); a larger
+//! batch is refused `Invalid` rather than split, since split transactions
+//! would not be all-or-none ([`ValueStore::max_access_batch`] tells a group
+//! committer the limit).
+//!
+//! All records share one partition (`access`): a partition takes about
+//! 1,000 writes a second, far above what one Agent's audited reads need once
+//! they are group-committed.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, Put, ReturnValue,
+    ScalarAttributeType, TableStatus, TransactWriteItem, Update,
+};
+use aws_sdk_dynamodb::Client;
+use heimdall_core::ids::{CatalogId, OrgId};
+use zeroize::Zeroizing;
+
+use super::{
+    first_data_key, parse_id, validate, validate_name, AccessRecord, InventoryEntry, Keyring, RecordedAccess,
+    StoreError, ValueAddress, ValueStore, MAX_VALUE_LEN,
+};
+use crate::aws::{describe, AwsSettings};
+use crate::crypto::{KeySealer, SealedDataKey, SealedValue};
+
+/// Records per group commit: DynamoDB's 100 items per transaction, less the counter.
+pub const MAX_ACCESS_BATCH: usize = 99;
+/// Group-commit attempts when a concurrent appender moved the counter first.
+const COMMIT_ATTEMPTS: u32 = 8;
+/// How long `open` waits for a new table to become ACTIVE.
+const TABLE_WAIT: Duration = Duration::from_secs(120);
+
+const KEYRING_PK: &str = "keyring";
+const COUNTER_PK: &str = "counter";
+const COUNTER_SK: &str = "access";
+const ACCESS_PK: &str = "access";
+const VALUE_PREFIX: &str = "value#";
+
+type Item = HashMap<String, AttributeValue>;
+
+/// Where the store lives: the table's name and how to reach AWS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DynamoConfig {
+    /// The table's name (created if missing).
+    pub table: String,
+    pub aws: AwsSettings,
+}
+
+/// [`ValueStore`] over one DynamoDB table.
+pub struct DynamoValueStore {
+    client: Client,
+    table: String,
+    keyring: Keyring,
+}
+
+impl fmt::Debug for DynamoValueStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DynamoValueStore")
+            .field("table", &self.table)
+            .field("keyring", &self.keyring)
+            .finish()
+    }
+}
+
+/// Opens (creating the table if needed) the store in `cfg.table`, with the
+/// SDK's default credentials. A key that does not open it is
+/// [`StoreError::WrongMasterKey`] (or `WrongKmsKey`).
+pub async fn open(cfg: &DynamoConfig, keys: &dyn KeySealer) -> Result<DynamoValueStore, StoreError> {
+    validate_table_name(&cfg.table)?;
+    let config = crate::aws::sdk_config(&cfg.aws).await.map_err(StoreError::Open)?;
+    DynamoValueStore::open_with(&config, &cfg.table, keys).await
+}
+
+/// DynamoDB's rule for table names: 3 to 255 of `A-Z a-z 0-9 _ - .`.
+pub fn validate_table_name(table: &str) -> Result<(), StoreError> {
+    let ok = (3..=255).contains(&table.len())
+        && table.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::Open(
+            "a DynamoDB table name is 3 to 255 characters of A-Z, a-z, 0-9, '_', '-' and '.'".into(),
+        ))
+    }
+}
+
+fn unavailable<E, R>(operation: &str, err: &SdkError<E, R>) -> StoreError
+where
+    E: std::error::Error + ProvideErrorMetadata + 'static,
+    R: fmt::Debug,
+{
+    StoreError::Unavailable(format!("DynamoDB {operation}: {}", describe(err)))
+}
+
+fn invalid_item(what: &str) -> StoreError {
+    StoreError::Unavailable(format!("the store holds an invalid {what}"))
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: impl fmt::Display) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn b(v: Vec<u8>) -> AttributeValue {
+    AttributeValue::B(Blob::new(v))
+}
+
+fn key(pk: String, sk: String) -> Item {
+    HashMap::from([("pk".to_owned(), s(pk)), ("sk".to_owned(), s(sk))])
+}
+
+fn value_pk(org: OrgId, secret: &str) -> String {
+    format!("{VALUE_PREFIX}{org}#{secret}")
+}
+
+fn value_sk(environment: CatalogId, version: u32) -> String {
+    format!("{environment}#{version:010}")
+}
+
+fn value_key(at: &ValueAddress) -> Item {
+    key(value_pk(at.org, &at.secret), value_sk(at.environment, at.version))
+}
+
+fn seq_sk(seq: u64) -> String {
+    format!("{seq:020}")
+}
+
+fn get_s<'a>(item: &'a Item, name: &str) -> Result<&'a str, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Ok(v),
+        _ => Err(invalid_item(name)),
+    }
+}
+
+fn get_n<T: std::str::FromStr>(item: &Item, name: &str) -> Result<T, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::N(v)) => v.parse().map_err(|_| invalid_item(name)),
+        _ => Err(invalid_item(name)),
+    }
+}
+
+fn get_b(item: &Item, name: &str) -> Option<Vec<u8>> {
+    match item.get(name) {
+        Some(AttributeValue::B(v)) => Some(v.as_ref().to_vec()),
+        _ => None,
+    }
+}
+
+fn get_bool(item: &Item, name: &str) -> Result<bool, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::Bool(v)) => Ok(*v),
+        _ => Err(invalid_item(name)),
+    }
+}
+
+impl DynamoValueStore {
+    /// Opens the store in `table` with an SDK configuration the caller
+    /// loaded (see [`crate::aws::loader`]): creates the table if it is
+    /// missing and waits until it is ACTIVE, creates the access counter, and
+    /// opens the keyring with `keys`, creating the first data key on a new
+    /// store.
+    pub async fn open_with(
+        config: &aws_config::SdkConfig,
+        table: &str,
+        keys: &dyn KeySealer,
+    ) -> Result<Self, StoreError> {
+        validate_table_name(table)?;
+        crate::aws::require_region(config).map_err(StoreError::Open)?;
+        let client = Client::new(config);
+        ensure_table(&client, table).await?;
+
+        // The counter starts at 0 unless it is already there.
+        let created = client
+            .put_item()
+            .table_name(table)
+            .set_item(Some(counter_item(0)))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        if let Err(e) = created {
+            if !e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) {
+                return Err(StoreError::Open(format!("DynamoDB PutItem (access counter): {}", describe(&e))));
+            }
+        }
+
+        let mut sealed = load_keyring(&client, table).await?;
+        if sealed.is_empty() {
+            let first = first_data_key(keys).await?;
+            // Two Agents opening a new table at once: one put wins, both
+            // then open the winner's key.
+            let mut item = key(KEYRING_PK.to_owned(), format!("{:010}", 1));
+            item.insert("key_id".into(), s(first.key_id));
+            item.insert("sealed_key".into(), b(first.sealed_key));
+            item.insert("check_value".into(), b(first.check_value));
+            let put = client
+                .put_item()
+                .table_name(table)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(pk)")
+                .send()
+                .await;
+            if let Err(e) = put {
+                if !e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) {
+                    return Err(StoreError::Open(format!("DynamoDB PutItem (keyring): {}", describe(&e))));
+                }
+            }
+            sealed = load_keyring(&client, table).await?;
+        }
+        let keyring = Keyring::open(&sealed, keys).await?;
+        Ok(Self { client, table: table.to_owned(), keyring })
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The id of the data key new values are sealed under.
+    pub fn current_key_id(&self) -> &str {
+        self.keyring.current_id()
+    }
+
+    async fn read_counter(&self) -> Result<u64, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(COUNTER_PK.into(), COUNTER_SK.into())))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable("GetItem (access counter)", &e))?;
+        let item =
+            out.item.ok_or_else(|| StoreError::Unavailable("the access counter item is missing".into()))?;
+        get_n(&item, "last_seq")
+    }
+
+    /// Every page of a query, with `limit` items at most (0: no limit).
+    async fn query_all(
+        &self,
+        condition: &str,
+        values: Item,
+        projection: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let mut query = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression(condition)
+                .set_expression_attribute_values(Some(values.clone()))
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take());
+            if let Some(p) = projection {
+                query = query.projection_expression(p);
+            }
+            if limit > 0 {
+                query = query.limit(i32::try_from(limit - items.len()).unwrap_or(i32::MAX));
+            }
+            let out = query.send().await.map_err(|e| unavailable("Query", &e))?;
+            items.extend(out.items.unwrap_or_default());
+            match out.last_evaluated_key {
+                Some(next) if limit == 0 || items.len() < limit => start = Some(next),
+                _ => return Ok(items),
+            }
+        }
+    }
+}
+
+fn counter_item(last_seq: u64) -> Item {
+    let mut item = key(COUNTER_PK.into(), COUNTER_SK.into());
+    item.insert("last_seq".into(), n(last_seq));
+    item
+}
+
+async fn load_keyring(client: &Client, table: &str) -> Result<Vec<SealedDataKey>, StoreError> {
+    let mut sealed = Vec::new();
+    let mut start: Option<Item> = None;
+    loop {
+        let out = client
+            .query()
+            .table_name(table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(KEYRING_PK))
+            .consistent_read(true)
+            .set_exclusive_start_key(start.take())
+            .send()
+            .await
+            .map_err(|e| StoreError::Open(format!("DynamoDB Query (keyring): {}", describe(&e))))?;
+        for item in out.items.unwrap_or_default() {
+            let entry = || -> Result<SealedDataKey, StoreError> {
+                Ok(SealedDataKey {
+                    key_id: get_s(&item, "key_id")?.to_owned(),
+                    sealed_key: get_b(&item, "sealed_key").ok_or_else(|| invalid_item("sealed key"))?,
+                    check_value: get_b(&item, "check_value").ok_or_else(|| invalid_item("check value"))?,
+                })
+            };
+            sealed.push(entry().map_err(|e| StoreError::Open(e.to_string()))?);
+        }
+        match out.last_evaluated_key {
+            Some(next) => start = Some(next),
+            // Sorted by sk, the zero-padded generation: the last is current.
+            None => return Ok(sealed),
+        }
+    }
+}
+
+/// Creates the table if it is missing, checks its key schema, and waits
+/// until it is ACTIVE.
+async fn ensure_table(client: &Client, table: &str) -> Result<(), StoreError> {
+    let open_err = |op: &str, detail: String| StoreError::Open(format!("DynamoDB {op} {table}: {detail}"));
+    let described = client.describe_table().table_name(table).send().await;
+    match described {
+        Ok(_) => {}
+        Err(e) if e.as_service_error().is_some_and(|e| e.is_resource_not_found_exception()) => {
+            let attribute = |name: &str| {
+                AttributeDefinition::builder()
+                    .attribute_name(name)
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .map_err(|e| open_err("CreateTable", e.to_string()))
+            };
+            let key_element = |name: &str, kind: KeyType| {
+                KeySchemaElement::builder()
+                    .attribute_name(name)
+                    .key_type(kind)
+                    .build()
+                    .map_err(|e| open_err("CreateTable", e.to_string()))
+            };
+            let created = client
+                .create_table()
+                .table_name(table)
+                .billing_mode(BillingMode::PayPerRequest)
+                .attribute_definitions(attribute("pk")?)
+                .attribute_definitions(attribute("sk")?)
+                .key_schema(key_element("pk", KeyType::Hash)?)
+                .key_schema(key_element("sk", KeyType::Range)?)
+                .send()
+                .await;
+            if let Err(e) = created {
+                // Another Agent created it first: fine, wait for it below.
+                if !e.as_service_error().is_some_and(|e| e.is_resource_in_use_exception()) {
+                    return Err(open_err("CreateTable", describe(&e)));
+                }
+            }
+            tracing::info!(table, "created the DynamoDB table for the value store");
+        }
+        Err(e) => return Err(open_err("DescribeTable", describe(&e))),
+    }
+
+    let deadline = Instant::now() + TABLE_WAIT;
+    loop {
+        let out = client
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .map_err(|e| open_err("DescribeTable", describe(&e)))?;
+        let Some(description) = out.table else { return Err(open_err("DescribeTable", "no table".into())) };
+        let has_key = |name: &str, kind: KeyType| {
+            description.key_schema().iter().any(|k| k.attribute_name() == name && *k.key_type() == kind)
+                && description
+                    .attribute_definitions()
+                    .iter()
+                    .any(|a| a.attribute_name() == name && *a.attribute_type() == ScalarAttributeType::S)
+        };
+        if !(has_key("pk", KeyType::Hash)
+            && has_key("sk", KeyType::Range)
+            && description.key_schema().len() == 2)
+        {
+            return Err(open_err(
+                "DescribeTable",
+                "the table exists with another key schema (the store needs pk: string, hash; sk: string, \
+                 range)"
+                    .into(),
+            ));
+        }
+        match description.table_status() {
+            Some(TableStatus::Active) => return Ok(()),
+            Some(TableStatus::Creating | TableStatus::Updating) | None => {}
+            Some(other) => return Err(open_err("DescribeTable", format!("the table is {}", other.as_str()))),
+        }
+        if Instant::now() >= deadline {
+            return Err(open_err("DescribeTable", format!("not ACTIVE after {} s", TABLE_WAIT.as_secs())));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+fn access_item(seq: u64, r: &AccessRecord) -> Item {
+    let mut item = key(ACCESS_PK.into(), seq_sk(seq));
+    item.insert("seq".into(), n(seq));
+    item.insert("accessor".into(), s(&r.accessor));
+    item.insert("at".into(), n(r.at_micros));
+    item.insert("secret".into(), s(&r.secret));
+    item.insert("environment".into(), s(r.environment.to_string()));
+    item.insert("version".into(), n(r.version));
+    item.insert("source".into(), s(&r.source));
+    item.insert("served_by".into(), s(r.served_by.to_string()));
+    item
+}
+
+fn access_record(item: &Item) -> Result<RecordedAccess, StoreError> {
+    Ok(RecordedAccess {
+        seq: get_n(item, "seq")?,
+        record: AccessRecord {
+            accessor: get_s(item, "accessor")?.to_owned(),
+            at_micros: get_n(item, "at")?,
+            secret: get_s(item, "secret")?.to_owned(),
+            environment: parse_id(get_s(item, "environment")?, "environment id")?,
+            version: get_n(item, "version")?,
+            source: get_s(item, "source")?.to_owned(),
+            served_by: parse_id(get_s(item, "served_by")?, "agent id")?,
+        },
+    })
+}
+
+fn build_err(e: impl fmt::Display) -> StoreError {
+    StoreError::Unavailable(format!("cannot build a DynamoDB request: {e}"))
+}
+
+#[async_trait]
+impl ValueStore for DynamoValueStore {
+    async fn put_value(&self, at: &ValueAddress, plaintext: &[u8]) -> Result<(), StoreError> {
+        validate(at)?;
+        if plaintext.len() > MAX_VALUE_LEN {
+            return Err(StoreError::Invalid(format!("a value is at most {MAX_VALUE_LEN} bytes")));
+        }
+        let sealed = self
+            .keyring
+            .current()
+            .seal_value(at, plaintext)
+            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let mut item = value_key(at);
+        item.insert("org".into(), s(at.org.to_string()));
+        item.insert("secret".into(), s(&at.secret));
+        item.insert("environment".into(), s(at.environment.to_string()));
+        item.insert("version".into(), n(at.version));
+        item.insert("deactivated".into(), AttributeValue::Bool(false));
+        item.insert("key_id".into(), s(sealed.key_id));
+        item.insert("nonce".into(), b(sealed.nonce));
+        item.insert("ciphertext".into(), b(sealed.ciphertext));
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                Err(StoreError::AlreadyExists {
+                    secret: at.secret.clone(),
+                    environment: at.environment,
+                    version: at.version,
+                })
+            }
+            Err(e) => Err(unavailable("PutItem", &e)),
+        }
+    }
+
+    async fn get_value(&self, at: &ValueAddress) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError> {
+        validate(at)?;
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(value_key(at)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable("GetItem", &e))?;
+        let Some(item) = out.item else { return Ok(None) };
+        if get_bool(&item, "deactivated")? {
+            return Err(StoreError::Deactivated {
+                secret: at.secret.clone(),
+                environment: at.environment,
+                version: at.version,
+            });
+        }
+        let undecryptable = |key_id: String| StoreError::Undecryptable {
+            secret: at.secret.clone(),
+            version: at.version,
+            key_id,
+        };
+        let key_id = get_s(&item, "key_id").map(str::to_owned).unwrap_or_default();
+        let (Some(nonce), Some(ciphertext)) = (get_b(&item, "nonce"), get_b(&item, "ciphertext")) else {
+            return Err(undecryptable(key_id));
+        };
+        let Some(key) = self.keyring.get(&key_id) else { return Err(undecryptable(key_id)) };
+        let sealed = SealedValue { key_id, nonce, ciphertext };
+        key.open_value(at, &sealed).map(Some).map_err(|_| undecryptable(sealed.key_id))
+    }
+
+    async fn latest_version(
+        &self,
+        org: OrgId,
+        secret: &str,
+        environment: CatalogId,
+    ) -> Result<Option<u32>, StoreError> {
+        validate_name(secret)?;
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :environment)")
+            .expression_attribute_values(":pk", s(value_pk(org, secret)))
+            .expression_attribute_values(":environment", s(format!("{environment}#")))
+            .projection_expression("#version")
+            .expression_attribute_names("#version", "version")
+            .scan_index_forward(false)
+            .limit(1)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable("Query", &e))?;
+        out.items().first().map(|item| get_n(item, "version")).transpose()
+    }
+
+    async fn deactivate(&self, at: &ValueAddress) -> Result<(), StoreError> {
+        validate(at)?;
+        // The whole item is replaced: no key id, nonce or ciphertext stays.
+        let mut item = value_key(at);
+        item.insert("org".into(), s(at.org.to_string()));
+        item.insert("secret".into(), s(&at.secret));
+        item.insert("environment".into(), s(at.environment.to_string()));
+        item.insert("version".into(), n(at.version));
+        item.insert("deactivated".into(), AttributeValue::Bool(true));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| unavailable("PutItem", &e))?;
+        Ok(())
+    }
+
+    async fn delete_secret(&self, org: OrgId, secret: &str) -> Result<u64, StoreError> {
+        validate_name(secret)?;
+        let keys = self
+            .query_all(
+                "pk = :pk",
+                HashMap::from([(":pk".to_owned(), s(value_pk(org, secret)))]),
+                Some("pk, sk"),
+                0,
+            )
+            .await?;
+        let mut deleted = 0;
+        for k in keys {
+            let out = self
+                .client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(k))
+                .return_values(ReturnValue::AllOld)
+                .send()
+                .await
+                .map_err(|e| unavailable("DeleteItem", &e))?;
+            if out.attributes.is_some_and(|a| !a.is_empty()) {
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
+    }
+
+    async fn inventory(&self) -> Result<Vec<InventoryEntry>, StoreError> {
+        let mut entries = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("begins_with(pk, :prefix)")
+                .expression_attribute_values(":prefix", s(VALUE_PREFIX))
+                .projection_expression("org, secret, environment, #version, deactivated")
+                .expression_attribute_names("#version", "version")
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| unavailable("Scan", &e))?;
+            for item in out.items() {
+                entries.push(InventoryEntry {
+                    org: parse_id(get_s(item, "org")?, "organization id")?,
+                    secret: get_s(item, "secret")?.to_owned(),
+                    environment: parse_id(get_s(item, "environment")?, "environment id")?,
+                    version: get_n(item, "version")?,
+                    deactivated: get_bool(item, "deactivated")?,
+                });
+            }
+            match out.last_evaluated_key {
+                Some(next) => start = Some(next),
+                None => break,
+            }
+        }
+        // The SQL store's order: ids as text, then name, then version.
+        entries.sort_by_cached_key(|e| {
+            (e.org.to_string(), e.secret.clone(), e.environment.to_string(), e.version)
+        });
+        Ok(entries)
+    }
+
+    async fn append_access_records(&self, records: &[AccessRecord]) -> Result<u64, StoreError> {
+        if records.is_empty() {
+            return Err(StoreError::Invalid("an empty batch of access records".into()));
+        }
+        if records.len() > MAX_ACCESS_BATCH {
+            return Err(StoreError::Invalid(format!(
+                "at most {MAX_ACCESS_BATCH} access records per group commit on DynamoDB (one transaction \
+                 of at most 100 items)"
+            )));
+        }
+        let count = records.len() as u64;
+        for attempt in 0..COMMIT_ATTEMPTS {
+            let last = self.read_counter().await?;
+            let first = last + 1;
+            let counter = Update::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(COUNTER_PK.into(), COUNTER_SK.into())))
+                .update_expression("SET last_seq = :next")
+                .condition_expression("last_seq = :expected")
+                .expression_attribute_values(":next", n(last + count))
+                .expression_attribute_values(":expected", n(last))
+                .build()
+                .map_err(build_err)?;
+            let mut items = vec![TransactWriteItem::builder().update(counter).build()];
+            for (seq, record) in (first..).zip(records) {
+                let put = Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(access_item(seq, record)))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .build()
+                    .map_err(build_err)?;
+                items.push(TransactWriteItem::builder().put(put).build());
+            }
+            let sent = self.client.transact_write_items().set_transact_items(Some(items)).send().await;
+            let err = match sent {
+                Ok(_) => return Ok(first),
+                Err(e) => e,
+            };
+            let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
+                err.as_service_error()
+            else {
+                return Err(unavailable("TransactWriteItems", &err));
+            };
+            let reasons = cancelled.cancellation_reasons();
+            let code = |i: usize| reasons.get(i).and_then(|r| r.code()).unwrap_or("None");
+            // The counter moved since it was read (another appender
+            // committed first; its records may also be where ours would
+            // go), or another transaction held one of the items: retry.
+            let raced = code(0) == "ConditionalCheckFailed"
+                || (0..=records.len()).any(|i| code(i) == "TransactionConflict");
+            if !raced {
+                // The counter still held `last`, yet a record is already at
+                // one of the next numbers: not written by a commit.
+                if let Some(taken) = (1..=records.len()).find(|&i| code(i) == "ConditionalCheckFailed") {
+                    return Err(StoreError::Unavailable(format!(
+                        "access record {} is already in the store although the counter is at {last}: \
+                         something outside the Agent wrote it; nothing was written",
+                        last + taken as u64
+                    )));
+                }
+                return Err(unavailable("TransactWriteItems", &err));
+            }
+            // Another appender moved the counter first: retry on its value.
+            let jitter = u64::from(uuid::Uuid::new_v4().as_fields().1 % 20);
+            tokio::time::sleep(Duration::from_millis(5 * u64::from(attempt + 1) + jitter)).await;
+        }
+        Err(StoreError::Unavailable(format!(
+            "the access counter kept moving under concurrent appenders ({COMMIT_ATTEMPTS} attempts); nothing \
+             was written"
+        )))
+    }
+
+    async fn access_records_after(&self, after: u64, limit: u32) -> Result<Vec<RecordedAccess>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let items = self
+            .query_all(
+                "pk = :pk AND sk > :after",
+                HashMap::from([(":pk".to_owned(), s(ACCESS_PK)), (":after".to_owned(), s(seq_sk(after)))]),
+                None,
+                limit as usize,
+            )
+            .await?;
+        items.iter().map(access_record).collect()
+    }
+
+    fn max_access_batch(&self) -> usize {
+        MAX_ACCESS_BATCH
+    }
+}

@@ -1,0 +1,389 @@
+//! Secret values end to end: the API on PostgreSQL, a real `heimdall-agent`
+//! holding the environment on each value store, people with client
+//! certificates from the API, and the SDK's `AgentClient` writing with
+//! the API's grants and reading over the Agent's local HTTPS API.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use heimdall_sdk::{AgentClient, ErrorCode, Identity};
+use reqwest::Method;
+use serde_json::{json, Value};
+use sqlx::Row;
+
+use crate::support::World;
+
+/// Where the Agent under test keeps values.
+#[derive(Clone, Copy, Debug)]
+enum Store {
+    Sqlite,
+    Postgres,
+}
+
+/// A fresh PostgreSQL database owned by a fresh login role, as an operator
+/// would give an Agent; returns (role, database, url for the Agent).
+async fn agent_database() -> (String, String, String) {
+    sqlx::any::install_default_drivers();
+    let admin_url = heimdall_api::testing::postgres_admin_url();
+    let admin = sqlx::AnyPool::connect(&admin_url).await.unwrap();
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    let (role, db) =
+        (format!("heimdall_agent_{}", &suffix[..12]), format!("heimdall_agent_values_{}", &suffix[..12]));
+    sqlx::query(&format!("CREATE ROLE {role} LOGIN")).execute(&admin).await.unwrap();
+    sqlx::query(&format!("CREATE DATABASE {db} OWNER {role}")).execute(&admin).await.unwrap();
+    admin.close().await;
+    let (base, _) = admin_url.rsplit_once('/').unwrap();
+    let host = base.rsplit_once('@').map_or(base.trim_start_matches("postgres://"), |(_, h)| h);
+    (role.clone(), db.clone(), format!("postgres://{role}@{host}/{db}"))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Adds `[values]` and `[local_api]` to an enrolled Agent's config; returns
+/// the local API URL and the SQLite file (if any).
+fn configure(config: &Path, store: Store, postgres_url: Option<&str>) -> (String, Option<PathBuf>) {
+    let key_file = config.with_file_name("master.key");
+    std::fs::write(&key_file, "5e".repeat(32)).unwrap();
+    let port = free_port();
+    let sqlite = config.with_file_name("values.db");
+    let store_line = match store {
+        Store::Sqlite => format!("sqlite_path = {:?}", sqlite.display().to_string()),
+        Store::Postgres => format!("postgres_url = {:?}", postgres_url.unwrap()),
+    };
+    let text = std::fs::read_to_string(config).unwrap();
+    std::fs::write(
+        config,
+        format!(
+            "{text}\n[values]\n{store_line}\nmaster_key_file = {:?}\nsync_seconds = 1\n\n[local_api]\nlisten = \"127.0.0.1:{port}\"\n",
+            key_file.display().to_string()
+        ),
+    )
+    .unwrap();
+    (format!("https://localhost:{port}"), matches!(store, Store::Sqlite).then_some(sqlite))
+}
+
+/// A person's key, made here, and the certificate the API issues for it.
+async fn identity(w: &World, token: &str) -> Identity {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let csr = rcgen::CertificateParams::new(Vec::<String>::new())
+        .unwrap()
+        .serialize_request(&key)
+        .unwrap()
+        .pem()
+        .unwrap();
+    let issued = w.post(token, "/v1/me/certificate", json!({ "csr": csr })).await;
+    Identity {
+        certificate_pem: issued["certificate"].as_str().unwrap().to_owned(),
+        key_pem: key.serialize_pem().into(),
+        ca_pem: issued["ca"].as_str().unwrap().to_owned(),
+    }
+}
+
+/// Waits until `check` holds, polling; after 30 s panics with `what` and
+/// the Agent's log (next to its `config`).
+async fn eventually<F, Fut>(config: &Path, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        let log = || std::fs::read_to_string(config.with_extension("log")).unwrap_or_default();
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}; agent log:\n{}", log());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Writes `value` as the next version in `env` through the API's grant.
+async fn set(w: &World, token: &str, who: &Identity, secret: &str, env: &str, value: &str) -> i64 {
+    let created =
+        w.post(token, &format!("/v1/secrets/{secret}/versions"), json!({ "environment": env })).await;
+    let version = created["version"].as_i64().unwrap();
+    for holder in created["holders"].as_array().unwrap() {
+        let agent = AgentClient::new(holder["url"].as_str().unwrap(), who).unwrap();
+        agent.put_value(secret, env, version, holder["grant"].as_str().unwrap(), value).await.unwrap();
+    }
+    version
+}
+
+fn code(err: &heimdall_sdk::Error) -> Option<ErrorCode> {
+    err.code()
+}
+
+async fn scenario(store: Store) {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let pg = match store {
+        Store::Postgres => Some(agent_database().await),
+        Store::Sqlite => None,
+    };
+    let (local_url, sqlite_file) = configure(&config, store, pg.as_ref().map(|(_, _, url)| url.as_str()));
+    let owner = w.api.owner_token.clone();
+    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
+    w.post(&owner, "/v1/secrets", json!({ "name": "db-password" })).await;
+    let bo = w.post(&owner, "/v1/members", json!({ "email": "bo@example.com", "role": "member" })).await;
+    let bo_token = bo["token"].as_str().unwrap().to_owned();
+    let ana = identity(&w, &owner).await;
+    let bo_id = identity(&w, &bo_token).await;
+
+    let mut agent = w.run_agent(&config);
+    // The Agent reports its local API on its first sync.
+    eventually(&config, "the Agent's local URL", || async {
+        let (_, holders) = w.call(Method::GET, "/v1/secrets/db-password/holders?environment=dev", None).await;
+        holders[0]["url"].as_str() == Some(local_url.as_str())
+    })
+    .await;
+    let ana_agent = AgentClient::new(&local_url, &ana).unwrap();
+    let bo_agent = AgentClient::new(&local_url, &bo_id).unwrap();
+
+    // Write, then read it back, as the owner and as a member.
+    let marker = format!("marker-{}", uuid::Uuid::new_v4().simple());
+    assert_eq!(set(&w, &owner, &ana, "db-password", "dev", &marker).await, 1);
+    let read = ana_agent.get_value("db-password", "dev", None).await.unwrap();
+    assert_eq!((read.value.expose().as_str(), read.version), (marker.as_str(), 1));
+    assert!(!format!("{read:?}").contains(&marker), "Debug shows the value");
+    assert_eq!(bo_agent.get_value("db-password", "dev", Some(1)).await.unwrap().value.expose(), &marker);
+
+    // A grant is for one version on one Agent, issued to one person, once.
+    let created = w.post(&owner, "/v1/secrets/db-password/versions", json!({ "environment": "dev" })).await;
+    let grant = created["holders"][0]["grant"].as_str().unwrap().to_owned();
+    let refused = ana_agent.put_value("db-password", "dev", 3, &grant, "x").await.unwrap_err();
+    assert_eq!(code(&refused), Some(ErrorCode::GrantInvalid), "{refused}");
+    let refused = bo_agent.put_value("db-password", "dev", 2, &grant, "x").await.unwrap_err();
+    assert_eq!(code(&refused), Some(ErrorCode::GrantInvalid), "{refused}");
+    let mut forged = grant.clone();
+    forged.replace_range(10..12, if &forged[10..12] == "AA" { "BB" } else { "AA" });
+    let refused = ana_agent.put_value("db-password", "dev", 2, &forged, "x").await.unwrap_err();
+    assert_eq!(code(&refused), Some(ErrorCode::GrantInvalid), "{refused}");
+    let second = format!("{marker}-v2");
+    ana_agent.put_value("db-password", "dev", 2, &grant, &second).await.unwrap();
+    let again = ana_agent.put_value("db-password", "dev", 2, &grant, "overwrite").await.unwrap_err();
+    assert_eq!(code(&again), Some(ErrorCode::AlreadyExists), "{again}");
+    assert_eq!(ana_agent.get_value("db-password", "dev", None).await.unwrap().value.expose(), &second);
+
+    // A forbid on the environment refuses the member, with no value.
+    w.post(
+        &owner,
+        "/v1/policies",
+        json!({ "name": "no-dev-reads-for-bo", "text": "forbid (principal == Heimdall::Member::\"bo@example.com\", action == Heimdall::Action::\"secret.read\", resource) when { context.environment == \"dev\" };" }),
+    )
+    .await;
+    // Reads served so far: three above, plus any bo makes before the policy arrives.
+    let served = std::sync::atomic::AtomicU64::new(3);
+    eventually(&config, "the policy to reach the Agent", || async {
+        match bo_agent.get_value("db-password", "dev", None).await {
+            Ok(_) => {
+                served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                false
+            }
+            Err(e) => e.code() == Some(ErrorCode::Forbidden),
+        }
+    })
+    .await;
+    let served = served.into_inner();
+
+    // A certificate from the same CA that the API never recorded (signed
+    // by someone holding the CA key, not issued through the API) opens
+    // nothing; a certificate from another CA fails the handshake.
+    let ca = heimdall_api::pki::Ca::load_or_create(&w.api.ca_dir).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let csr = rcgen::CertificateParams::new(Vec::<String>::new())
+        .unwrap()
+        .serialize_request(&key)
+        .unwrap()
+        .pem()
+        .unwrap();
+    let bo_member: heimdall_core::ids::MemberId = bo["member"]["id"].as_str().unwrap().parse().unwrap();
+    let unrecorded =
+        ca.issue_member_cert(&csr, bo_member, "bo@example.com", time::OffsetDateTime::now_utc()).unwrap();
+    let forged = Identity {
+        certificate_pem: unrecorded.pem,
+        key_pem: key.serialize_pem().into(),
+        ca_pem: ana.ca_pem.clone(),
+    };
+    let refused = AgentClient::new(&local_url, &forged)
+        .unwrap()
+        .get_value("db-password", "dev", None)
+        .await
+        .unwrap_err();
+    assert_eq!(code(&refused), Some(ErrorCode::Unauthenticated), "{refused}");
+    let other_ca = heimdall_api::pki::Ca::generate().unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let csr = rcgen::CertificateParams::new(Vec::<String>::new())
+        .unwrap()
+        .serialize_request(&key)
+        .unwrap()
+        .pem()
+        .unwrap();
+    let foreign = other_ca
+        .issue_member_cert(&csr, bo_member, "bo@example.com", time::OffsetDateTime::now_utc())
+        .unwrap();
+    let foreign = Identity {
+        certificate_pem: foreign.pem,
+        key_pem: key.serialize_pem().into(),
+        ca_pem: ana.ca_pem.clone(),
+    };
+    let refused = AgentClient::new(&local_url, &foreign)
+        .unwrap()
+        .get_value("db-password", "dev", None)
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, heimdall_sdk::Error::Transport(_)), "{refused}");
+
+    // The reads reach the access log on a sync.
+    // Every served read is in the log once; refused ones are not.
+    eventually(&config, "the access log", || async {
+        let (_, log) = w.call(Method::GET, "/v1/secrets/db-password/access-log?environment=dev", None).await;
+        let reads: u64 = log.as_array().unwrap().iter().map(|r| r["reads"].as_u64().unwrap()).sum();
+        reads == served
+    })
+    .await;
+    let (_, log) = w.call(Method::GET, "/v1/secrets/db-password/access-log", None).await;
+    let accessors: Vec<&str> =
+        log.as_array().unwrap().iter().map(|r| r["accessor"].as_str().unwrap()).collect();
+    assert!(accessors.contains(&"owner@example.com") && accessors.contains(&"bo@example.com"), "{log}");
+    assert!(
+        log.as_array().unwrap().iter().all(|r| r["served_by"] == "agent-1" && r["from"] == "127.0.0.1"),
+        "{log}"
+    );
+
+    // A leak: deactivating version 2 makes the Agent answer 410 for it after
+    // its next sync, with no fallback to version 1.
+    w.post(&owner, "/v1/secrets/db-password/deactivate", json!({ "environment": "dev", "version": 2 })).await;
+    eventually(&config, "the tombstone", || async {
+        ana_agent.get_value("db-password", "dev", None).await.err().and_then(|e| e.code())
+            == Some(ErrorCode::VersionDeactivated)
+    })
+    .await;
+    assert_eq!(ana_agent.get_value("db-password", "dev", Some(1)).await.unwrap().version, 1);
+    let third = format!("{marker}-v3");
+    assert_eq!(set(&w, &owner, &ana, "db-password", "dev", &third).await, 3);
+    assert_eq!(ana_agent.get_value("db-password", "dev", None).await.unwrap().value.expose(), &third);
+
+    // The value is nowhere in the API's database.
+    let api_rows = dump(w.api.store.pool()).await;
+    assert!(!api_rows.contains(&marker), "a value reached the API's database");
+    // Nor in plaintext in the Agent's store.
+    match (&sqlite_file, &pg) {
+        (Some(file), _) => {
+            let mut bytes = std::fs::read(file).unwrap();
+            bytes.extend(std::fs::read(file.with_extension("db-wal")).unwrap_or_default());
+            assert!(
+                !bytes.windows(marker.len()).any(|win| win == marker.as_bytes()),
+                "plaintext in the store"
+            );
+        }
+        (None, Some((_, db, _))) => {
+            let (base, _) = heimdall_api::testing::postgres_admin_url()
+                .rsplit_once('/')
+                .map(|(b, d)| (b.to_owned(), d.to_owned()))
+                .unwrap();
+            let pool = sqlx::AnyPool::connect(&format!("{base}/{db}")).await.unwrap();
+            let rows = dump(&pool).await;
+            assert!(
+                !rows.contains(&marker) && !rows.contains(&hex::encode(&marker)),
+                "plaintext in the store"
+            );
+            pool.close().await;
+        }
+        _ => unreachable!(),
+    }
+
+    // The Agent's database role loses INSERT: reads are refused, no value.
+    if let Some((role, db, _)) = &pg {
+        let (base, _) = heimdall_api::testing::postgres_admin_url()
+            .rsplit_once('/')
+            .map(|(b, d)| (b.to_owned(), d.to_owned()))
+            .unwrap();
+        let pool = sqlx::AnyPool::connect(&format!("{base}/{db}")).await.unwrap();
+        sqlx::query(&format!("REVOKE INSERT ON access_records FROM {role}")).execute(&pool).await.unwrap();
+        let resp = raw_get(&local_url, &ana, "/v1/secrets/db-password/value?environment=dev").await;
+        assert_eq!(resp.0, 503, "{}", resp.1);
+        assert!(resp.1.contains("AUDIT_UNAVAILABLE") && !resp.1.contains(&third), "{}", resp.1);
+        sqlx::query(&format!("GRANT INSERT ON access_records TO {role}")).execute(&pool).await.unwrap();
+        assert_eq!(ana_agent.get_value("db-password", "dev", None).await.unwrap().value.expose(), &third);
+        pool.close().await;
+    }
+
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+    let log = std::fs::read_to_string(config.with_extension("log")).unwrap();
+    assert!(!log.contains(&marker), "a value reached the Agent's log");
+}
+
+/// The raw answer of the local API (status, body text), to check what a
+/// refusal carries.
+async fn raw_get(base: &str, who: &Identity, path: &str) -> (u16, String) {
+    let identity =
+        reqwest::Identity::from_pem(format!("{}\n{}", who.certificate_pem, who.key_pem.expose()).as_bytes())
+            .unwrap();
+    let http = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(who.ca_pem.as_bytes()).unwrap())
+        .identity(identity)
+        .build()
+        .unwrap();
+    let resp = http.get(format!("{base}{path}")).send().await.unwrap();
+    (resp.status().as_u16(), resp.text().await.unwrap())
+}
+
+/// Every row of every table of a database, as text.
+async fn dump(pool: &sqlx::AnyPool) -> String {
+    let tables: Vec<String> = sqlx::query(
+        "SELECT table_name::text AS t FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| r.get("t"))
+    .collect();
+    assert!(!tables.is_empty());
+    let mut text = String::new();
+    for table in tables {
+        for row in sqlx::query(&format!("SELECT CAST(t AS TEXT) AS row FROM \"{table}\" t"))
+            .fetch_all(pool)
+            .await
+            .unwrap()
+        {
+            text.push_str(&row.get::<String, _>("row"));
+            text.push('\n');
+        }
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_end_to_end_with_the_agent_on_sqlite() {
+    scenario(Store::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_end_to_end_with_the_agent_on_postgres() {
+    scenario(Store::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_with_no_agent_holding_the_environment_is_refused_before_it_exists() {
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    w.post(&owner, "/v1/secrets", json!({ "name": "api-key" })).await;
+    let (status, body) =
+        w.call(Method::POST, "/v1/secrets/api-key/versions", Some(json!({ "environment": "dev" }))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (409, Some("NO_AGENT")), "{body}");
+    let (_, detail) = w.call(Method::GET, "/v1/secrets/api-key", None).await;
+    assert_eq!(detail["versions"], Value::Array(vec![]), "{detail}");
+    // And a value in the request is refused as any value is.
+    let (status, body) = w
+        .call(
+            Method::POST,
+            "/v1/secrets/api-key/versions",
+            Some(json!({ "environment": "dev", "value": "hunter2" })),
+        )
+        .await;
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("VALUE_NOT_ACCEPTED")), "{body}");
+    assert!(!body.to_string().contains("hunter2"));
+}
