@@ -18,6 +18,8 @@ mod queue;
 mod store_scenario;
 #[path = "api/support.rs"]
 mod support;
+#[path = "api/versions.rs"]
+mod versions;
 
 /// Declares `name::sqlite` and `name::postgres` tests from one async fn
 /// taking a `TestDatabase`.

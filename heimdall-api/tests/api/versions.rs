@@ -1,0 +1,153 @@
+//! Versions, write grants, deactivation and people's certificates: numbered
+//! per environment, refused before anything is stored when the caller may
+//! not write or no Agent holds the environment, grants that name exactly
+//! one version on one Agent, and certificates that Agents learn of by sync
+//! and forget when their member is removed.
+
+use heimdall_api::testing::{TestApi, TestDatabase};
+use heimdall_core::grant;
+use serde_json::{json, Value};
+
+use crate::agents::{agent_client, csr};
+use crate::support::Client;
+
+crate::on_every_backend!(versions_grants_deactivation_and_certificates);
+
+async fn sync(agent: &reqwest::Client, api: &TestApi, body: Value) -> (u16, Value) {
+    let resp = agent.post(format!("{}/v1/agent/sync", api.agent_url)).json(&body).send().await.expect("sync");
+    (resp.status().as_u16(), resp.json().await.expect("JSON"))
+}
+
+async fn versions_grants_deactivation_and_certificates(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let member = c.add_member(owner, "bo@example.com", "member").await;
+    c.post("/v1/environments", owner, json!({ "name": "dev" })).await.expect(201);
+    c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201);
+    c.post("/v1/secrets", owner, json!({ "name": "db-password" })).await.expect(201);
+
+    // No Agent holds dev yet: refused, and no version exists.
+    c.post("/v1/secrets/db-password/versions", owner, json!({ "environment": "dev" }))
+        .await
+        .expect_error(409, "NO_AGENT");
+
+    let reg = c.post("/v1/agents/registrations", owner, json!({ "name": "edge-1" })).await.expect(201);
+    let (key, request) = csr();
+    let enrolled: Value = reqwest::Client::new()
+        .post(format!("{}/v1/agents/enroll", api.url))
+        .json(&json!({ "token": reg["token"], "csr_pem": request }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let agent_id = enrolled["agent"]["id"].as_str().unwrap().to_owned();
+    let edge = agent_client(
+        enrolled["ca_pem"].as_str().unwrap(),
+        Some((enrolled["certificate_pem"].as_str().unwrap(), &key)),
+    );
+    c.post("/v1/environments/dev/agents", owner, json!({ "agent": "edge-1" })).await.expect(201);
+    c.post("/v1/environments/prod/agents", owner, json!({ "agent": "edge-1" })).await.expect(201);
+
+    // Until the Agent syncs, nobody knows where to reach it.
+    let holders = c.get("/v1/secrets/db-password/holders?environment=dev", &member).await.expect(200);
+    assert_eq!(holders[0]["agent"], "edge-1");
+    assert_eq!(holders[0]["url"], Value::Null);
+    let (status, _) = sync(&edge, &api, json!({ "local_url": "http://edge-1:7482" })).await;
+    assert_eq!(status, 422, "a local API is HTTPS only");
+    let (status, _) = sync(&edge, &api, json!({ "local_url": "https://edge-1.internal:7482" })).await;
+    assert_eq!(status, 200);
+    let holders = c.get("/v1/secrets/db-password/holders?environment=dev", &member).await.expect(200);
+    assert_eq!(holders[0]["url"], "https://edge-1.internal:7482");
+
+    // Numbered per environment; a grant names exactly the version and Agent.
+    let v1 =
+        c.post("/v1/secrets/db-password/versions", owner, json!({ "environment": "dev" })).await.expect(201);
+    let v2 =
+        c.post("/v1/secrets/db-password/versions", owner, json!({ "environment": "dev" })).await.expect(201);
+    let p1 =
+        c.post("/v1/secrets/db-password/versions", owner, json!({ "environment": "prod" })).await.expect(201);
+    assert_eq!(
+        (v1["version"].as_i64(), v2["version"].as_i64(), p1["version"].as_i64()),
+        (Some(1), Some(2), Some(1))
+    );
+    let claims = grant::parse(v2["holders"][0]["grant"].as_str().unwrap()).unwrap().claims;
+    assert_eq!(
+        (claims.secret.as_str(), claims.environment.as_str(), claims.version, claims.agent.to_string()),
+        ("db-password", "dev", 2, agent_id.clone())
+    );
+    assert_eq!(claims.issued_by, "owner@example.com");
+    assert_eq!(claims.expires_at - claims.issued_at, grant::GRANT_TTL.whole_seconds());
+    let detail = c.get("/v1/secrets/db-password", owner).await.expect(200);
+    assert_eq!(detail["versions"].as_array().unwrap().len(), 3);
+    assert!(detail["versions"].as_array().unwrap().iter().all(|v| v["created_by"] == "owner@example.com"));
+
+    // A member may not write an org secret; nothing is numbered for them.
+    c.post("/v1/secrets/db-password/versions", &member, json!({ "environment": "dev" }))
+        .await
+        .expect_error(403, "FORBIDDEN");
+    // A personal secret: its owner writes it whatever their role; others do not see it.
+    c.post("/v1/secrets", &member, json!({ "name": "bo-notes", "personal": true })).await.expect(201);
+    let mine =
+        c.post("/v1/secrets/bo-notes/versions", &member, json!({ "environment": "dev" })).await.expect(201);
+    assert_eq!(mine["version"], 1);
+    c.post("/v1/secrets/bo-notes/versions", owner, json!({ "environment": "dev" }))
+        .await
+        .expect_error(404, "NOT_FOUND");
+    let detail = c.get("/v1/secrets/db-password", owner).await.expect(200);
+    assert_eq!(detail["versions"].as_array().unwrap().len(), 3);
+
+    // Deactivation: owner/admin only, unknown versions are 404, and every
+    // Agent's sync answer lists it from then on.
+    c.post("/v1/secrets/db-password/deactivate", &member, json!({ "environment": "dev", "version": 2 }))
+        .await
+        .expect_error(403, "FORBIDDEN");
+    c.post("/v1/secrets/db-password/deactivate", owner, json!({ "environment": "dev", "version": 9 }))
+        .await
+        .expect_error(404, "NOT_FOUND");
+    let done = c
+        .post("/v1/secrets/db-password/deactivate", owner, json!({ "environment": "dev", "version": 2 }))
+        .await
+        .expect(200);
+    assert!(done["deactivated_at"].is_string(), "{done}");
+    let (_, answer) = sync(&edge, &api, json!({})).await;
+    assert_eq!(
+        answer["deactivated"],
+        json!([{ "secret": "db-password", "environment": "dev", "version": 2 }])
+    );
+    assert!(answer["secrets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["name"] == "bo-notes" && s["personal_owner"] == "bo@example.com"));
+
+    // People's certificates: issued from a CSR, listed to Agents under
+    // their member, gone from the list once the member is removed.
+    c.post("/v1/me/certificate", &member, json!({ "csr": "not a CSR" }))
+        .await
+        .expect_error(422, "INVALID_INPUT");
+    let (_, request) = csr();
+    let cert = c.post("/v1/me/certificate", &member, json!({ "csr": request })).await.expect(201);
+    let sha = cert["sha256"].as_str().unwrap();
+    assert!(cert["certificate"].as_str().unwrap().starts_with("-----BEGIN CERTIFICATE-----"));
+    let (_, answer) = sync(&edge, &api, json!({})).await;
+    let bo = answer["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["email"] == "bo@example.com")
+        .unwrap()
+        .clone();
+    assert_eq!(bo["certificates"], json!([sha]));
+    c.call(reqwest::Method::DELETE, "/v1/members/bo@example.com", owner, None).await.expect(200);
+    let (_, answer) = sync(&edge, &api, json!({})).await;
+    let listed: Vec<&Value> = answer["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["certificates"].as_array().unwrap())
+        .collect();
+    assert!(!listed.iter().any(|s| *s == sha), "a removed member's certificate is still listed: {answer}");
+}
