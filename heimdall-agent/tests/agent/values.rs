@@ -262,6 +262,26 @@ async fn scenario(store: Store) {
     assert_eq!(set(&w, &owner, &ana, "db-password", "dev", &third).await, 3);
     assert_eq!(ana_agent.get_value("db-password", "dev", None).await.unwrap().value.expose(), &third);
 
+    // A personal secret: its owner writes and reads it; the org owner
+    // cannot read it at the Agent either.
+    w.post(&bo_token, "/v1/secrets", json!({ "name": "bo-notes", "personal": true })).await;
+    assert_eq!(set(&w, &bo_token, &bo_id, "bo-notes", "dev", "personal-note").await, 1);
+    eventually(&config, "the personal secret to reach the Agent", || async {
+        bo_agent.get_value("bo-notes", "dev", None).await.is_ok_and(|r| r.value.expose() == "personal-note")
+    })
+    .await;
+    let refused = ana_agent.get_value("bo-notes", "dev", None).await.unwrap_err();
+    assert_eq!(code(&refused), Some(ErrorCode::NotFound), "{refused}");
+
+    // A removed member's certificate stops working on the next sync.
+    let (status, _) = w.call(Method::DELETE, "/v1/members/bo@example.com", None).await;
+    assert_eq!(status, 200);
+    eventually(&config, "the removal to reach the Agent", || async {
+        bo_agent.get_value("bo-notes", "dev", None).await.err().and_then(|e| e.code())
+            == Some(ErrorCode::Unauthenticated)
+    })
+    .await;
+
     // The value is nowhere in the API's database.
     let api_rows = dump(w.api.store.pool()).await;
     assert!(!api_rows.contains(&marker), "a value reached the API's database");
