@@ -278,94 +278,96 @@ def count_audit_reads(path):
 
 # ---- Heimdall ----------------------------------------------------------------------
 #
-# >>> HEIMDALL SETUP: written against the contract of the Agent's local read
-# >>> API (HTTPS from the installation CA, a person's client certificate from
-# >>> `heimdall login`, GET /v1/secrets/{name}/value?environment=E) and the
-# >>> README's CLI, while those were being built. Check it against the real
-# >>> commands (`heimdall secret --help` lists `set` and `get`) before
-# >>> trusting a Heimdall figure.
+# >>> HEIMDALL SETUP: the README's commands (`heimdall login`, `secret
+# >>> create`, `secret set`, `secret get`) and the Agent's `[values]` and
+# >>> `[local_api]` configuration.
 
 
 def heimdall_setup(work, procs, bin_dir, opts, value):
-    """Starts the API (SQLite) and an enrolled Agent that holds `dev`'s
-    values in SQLite or, with --postgres, in a fresh PostgreSQL database;
-    logs in (client certificate), creates the secret and writes its value.
-    Returns the read URL, the TLS files and a function counting the
-    Agent's access records."""
+    """The API (SQLite) and an enrolled Agent holding `dev`'s values in
+    SQLite or, with --postgres, in a fresh PostgreSQL database, its local
+    API on 127.0.0.1; a person logged in (client certificate); the secret
+    created and its value written and read back with the CLI. Returns the
+    read URL, the person's TLS files and a function counting the Agent's
+    access records."""
     d = os.path.join(work, "heimdall")
     os.makedirs(d)
-    env = dict(os.environ, HEIMDALL_CONFIG_DIR=os.path.join(d, "cli"), HEIMDALL_LOG="warn",
-               HEIMDALL_PROFILE="bench")
-    env.pop("HEIMDALL_API_URL", None)
-    env.pop("HEIMDALL_TOKEN", None)
+    cli_dir = os.path.join(d, "cli")
+    env = {k: v for k, v in os.environ.items() if k not in ("HEIMDALL_API_URL", "HEIMDALL_TOKEN")}
+    env.update(HEIMDALL_CONFIG_DIR=cli_dir, HEIMDALL_PROFILE="bench", HEIMDALL_LOG="warn")
     api_bin, agent_bin, cli = (os.path.join(bin_dir, b) for b in ("heimdall-api", "heimdall-agent", "heimdall"))
-    db_url = "sqlite://" + os.path.join(d, "api.db")
-    boot = json.loads(subprocess.check_output(
-        [api_bin, "bootstrap", "--database-url", db_url, "--org", "bench", "--owner", "bench@example.com",
-         "--output", "json"], env=env))
-    port, agent_port = free_port(), free_port()
-    api = f"http://127.0.0.1:{port}"
-    procs.start("heimdall-api", [api_bin, "serve", "--database-url", db_url, "--listen", f"127.0.0.1:{port}",
-                                 "--agent-listen", f"127.0.0.1:{agent_port}", "--ca-dir", os.path.join(d, "ca")],
-                os.path.join(d, "api.log"), env=env)
-    wait_http(procs, api + "/v1/health")
 
     def heimdall(*args, stdin=None):
         out = subprocess.run([cli, *args], env=env, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
         if out.returncode != 0:
-            fail(f"heimdall {' '.join(args[:3])} … exited {out.returncode}: {out.stderr.strip()}")
+            fail(f"heimdall {' '.join(args[:2])} exited {out.returncode}: {out.stderr.strip()}")
         return out.stdout
+
+    db_url = "sqlite://" + os.path.join(d, "api.db")
+    boot = json.loads(subprocess.check_output(
+        [api_bin, "bootstrap", "--database-url", db_url, "--org", "bench", "--owner", "bench@example.com",
+         "--output", "json"], env=env))
+    port, channel_port, local_port = free_port(), free_port(), free_port()
+    api = f"http://127.0.0.1:{port}"
+    procs.start("heimdall-api", [api_bin, "serve", "--database-url", db_url, "--listen", f"127.0.0.1:{port}",
+                                 "--agent-listen", f"127.0.0.1:{channel_port}", "--ca-dir", os.path.join(d, "ca")],
+                os.path.join(d, "api.log"), env=env)
+    wait_http(procs, api + "/v1/health")
 
     heimdall("login", "--api-url", api, "--token", boot["token"])
     heimdall("environment", "create", "dev")
-    reg = json.loads(heimdall("agent", "token", "create", "--name", "bench", "--output", "json"))
+    registration = json.loads(heimdall("agent", "token", "create", "--name", "bench", "--output", "json"))
     agent_dir = os.path.join(d, "agent")
-    subprocess.run([agent_bin, "enroll", "--api", api, "--token", reg["token"], "--data", agent_dir,
+    subprocess.run([agent_bin, "enroll", "--api", api, "--token", registration["token"], "--data", agent_dir,
                     "--terraform", os.path.join(VENV, "bin", "terraform")],
                    env=env, check=True, stdout=subprocess.DEVNULL)
-    key_file = os.path.join(d, "master.key")
-    with open(os.open(key_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+    heimdall("environment", "assign-agent", "dev", "bench")
+    heimdall("secret", "create", SECRET)
+
+    key_file = os.path.join(agent_dir, "master.key")
+    with open(os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         f.write(secrets.token_hex(32))
     if opts.postgres:
         db = "heimdall_secrets_bench_" + secrets.token_hex(6)
         subprocess.check_call(["psql", PG_ADMIN, "-qc", f"CREATE DATABASE {db}"])
-        opts.cleanup.append(lambda: subprocess.call(["psql", PG_ADMIN, "-qc", f"DROP DATABASE IF EXISTS {db} WITH (FORCE)"],
-                                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        opts.cleanup.append(lambda: subprocess.call(
+            ["psql", PG_ADMIN, "-qc", f"DROP DATABASE IF EXISTS {db} WITH (FORCE)"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         store_url = PG_ADMIN.rsplit("/", 1)[0] + "/" + db
         store_line = f"postgres_url = {json.dumps(store_url)}"
     else:
         store_path = os.path.join(agent_dir, "values.db")
         store_line = f"sqlite_path = {json.dumps(store_path)}"
+    # The product's defaults otherwise (sync every 60 s: the first sync, at
+    # start, brings the assignment, the secret and the person's certificate).
     with open(os.path.join(agent_dir, "agent.toml"), "a") as f:
-        f.write(f"\n[values]\n{store_line}\nmaster_key_file = {json.dumps(key_file)}\nsync_seconds = 1\n")
+        f.write(f"\n[values]\n{store_line}\nmaster_key_file = {json.dumps(key_file)}\n"
+                f"\n[local_api]\nlisten = \"127.0.0.1:{local_port}\"\nnames = [\"127.0.0.1\"]\n")
     procs.start("heimdall-agent", [agent_bin, "run", "--config", os.path.join(agent_dir, "agent.toml")],
                 os.path.join(d, "agent.log"), env=env)
-    heimdall("environment", "assign-agent", "dev", "bench")
-    heimdall("secret", "create", SECRET)
+
     deadline = time.monotonic() + 30
-    while True:  # the Agent learns its assignment and reports its URL on its next sync
+    while True:  # until the Agent has synced once and listens
         out = subprocess.run([cli, "secret", "set", SECRET, "--environment", "dev"], env=env, input=value,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if out.returncode == 0:
             break
+        procs.check_alive()
         if time.monotonic() > deadline:
             fail(f"heimdall secret set exited {out.returncode}: {out.stderr.strip()}")
-        procs.check_alive()
-        time.sleep(0.2)
-    got = heimdall("secret", "get", SECRET, "--environment", "dev")
-    if got.rstrip("\n") != value:
+        time.sleep(0.25)
+    if heimdall("secret", "get", SECRET, "--environment", "dev") != value:
         fail("heimdall secret get did not print the value just set")
 
-    # Where the CLI reads from, and with what: the same certificate and CA.
-    holders = http_json("GET", f"{api}/v1/secrets/{SECRET}/holders?environment=dev", boot["token"])
-    local_url = holders[0]["url"]
-    tls = find_client_tls(os.path.join(d, "cli"))
-    url = f"{local_url.rstrip('/')}/v1/secrets/{SECRET}/value?environment=dev"
+    tls = {name: os.path.join(cli_dir, "profiles", "bench", f) for name, f in
+           (("ca", "ca.pem"), ("cert", "client.pem"), ("key", "client.key"))}
+    url = f"https://127.0.0.1:{local_port}/v1/secrets/{SECRET}/value?environment=dev"
 
     def count_records():
         if opts.postgres:
-            out = subprocess.check_output(["psql", store_url, "-Atc", "SELECT count(*) FROM access_records"], text=True)
+            out = subprocess.check_output(["psql", store_url, "-Atc", "SELECT count(*) FROM access_records"],
+                                          text=True)
             return int(out.strip())
         import sqlite3
         conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
@@ -377,38 +379,7 @@ def heimdall_setup(work, procs, bin_dir, opts, value):
     return url, tls, count_records
 
 
-def find_client_tls(cli_dir):
-    """The person's certificate, key and the installation CA that
-    `heimdall login` stored under the CLI's config directory."""
-    found = {}
-    for root, _, files in os.walk(cli_dir):
-        for name in files:
-            path = os.path.join(root, name)
-            if not name.endswith(".pem"):
-                continue
-            text = open(path).read()
-            if "PRIVATE KEY" in text:
-                found["key"] = path
-            elif "ca" in name.lower():
-                found["ca"] = path
-            elif "CERTIFICATE" in text:
-                found["cert"] = path
-    if set(found) != {"ca", "cert", "key"}:
-        fail(f"cannot find the client certificate, key and CA under {cli_dir}: {sorted(found)}")
-    return found
-
-
 # <<< HEIMDALL SETUP
-
-
-def http_json(method, url, token=None, body=None):
-    req = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode())
-    req.add_header("content-type", "application/json")
-    if token:
-        req.add_header("authorization", "Bearer " + token)
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        text = resp.read()
-        return json.loads(text) if text else None
 
 
 def wait_http(procs, url):

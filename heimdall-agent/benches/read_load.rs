@@ -120,11 +120,23 @@ fn build_client(args: &Args) -> Result<reqwest::Client, String> {
     builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
+/// An error and its causes, `a: b: c` (reqwest's own text omits them).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// One GET, its body read in full and checked.
 async fn read_once(client: &reqwest::Client, url: &str, expect: Option<&[u8]>) -> Result<(), String> {
-    let resp = client.get(url).send().await.map_err(|e| format!("request failed: {e:#}"))?;
+    let resp = client.get(url).send().await.map_err(|e| format!("request failed: {}", chain(&e)))?;
     let status = resp.status();
-    let body = resp.bytes().await.map_err(|e| format!("reading the body failed: {e:#}"))?;
+    let body = resp.bytes().await.map_err(|e| format!("reading the body failed: {}", chain(&e)))?;
     if !status.is_success() {
         let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
         return Err(format!("HTTP {status}: {text}"));
