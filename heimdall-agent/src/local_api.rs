@@ -148,10 +148,14 @@ async fn write(
     })?;
     let snap = snapshot(&state)?;
     let writer = snap.reader(&peer.cert_sha256)?;
-    let (environment_id, environment) = snap
-        .environment(&body.environment)
-        .map(|(id, n)| (id, n.to_owned()))
-        .ok_or_else(|| Refusal(ApiError::not_found("environment")))?;
+    // The grant names the environment by id and name; the request may use
+    // either. Taking the id from the (then verified) grant lets a value be
+    // written to an environment created since the last sync.
+    let named = heimdall_core::grant::parse(body.grant.expose()).map_err(ApiError::from)?.claims;
+    if body.environment != named.environment && body.environment != named.environment_id.to_string() {
+        return Err(Refusal(ApiError::from(heimdall_core::grant::GrantError::Mismatch("environment"))));
+    }
+    let (environment_id, environment) = (named.environment_id, named.environment);
     let version = to_u32_version(body.version)?;
     let target = GrantTarget {
         org: snap.org(),

@@ -51,6 +51,15 @@ pub struct IssuedCert {
     pub not_after: OffsetDateTime,
 }
 
+/// What a leaf certificate says, beyond its public key.
+struct Leaf<'a> {
+    common_name: &'a str,
+    uri: String,
+    dns_names: &'a [String],
+    usage: ExtendedKeyUsagePurpose,
+    validity: Duration,
+}
+
 pub struct Ca {
     cert_pem: String,
     cert_der: CertificateDer<'static>,
@@ -129,34 +138,46 @@ impl Ca {
         &self.cert_pem
     }
 
-    /// Signs an Agent certificate for the CSR's public key. Nothing else in
-    /// the CSR is trusted: names, usages and validity are ours.
+    /// Signs a leaf certificate for the CSR's public key. Nothing else in
+    /// the CSR is trusted: names, usages and validity are the caller's.
+    fn sign_leaf(&self, csr_pem: &str, leaf: Leaf<'_>, now: OffsetDateTime) -> Result<IssuedCert, PkiError> {
+        let csr = CertificateSigningRequestParams::from_pem(csr_pem)
+            .map_err(|e| PkiError::BadCsr(e.to_string()))?;
+        let mut params =
+            CertificateParams::new(leaf.dns_names.to_vec()).map_err(|e| PkiError::BadCsr(e.to_string()))?;
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, leaf.common_name);
+        params.distinguished_name = dn;
+        params.subject_alt_names.push(SanType::URI(leaf.uri.try_into().map_err(generate_err)?));
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![leaf.usage];
+        params.not_before = now - Duration::minutes(5);
+        params.not_after = now + leaf.validity;
+        params.use_authority_key_identifier_extension = true;
+        let cert = params.signed_by(&csr.public_key, &self.issuer).map_err(generate_err)?;
+        Ok(IssuedCert { pem: cert.pem(), sha256: sha256_hex(cert.der()), not_after: params.not_after })
+    }
+
+    /// Signs an Agent's client certificate (its id in a URI SAN).
     pub fn issue_agent_cert(
         &self,
         csr_pem: &str,
         agent: AgentId,
         name: &str,
     ) -> Result<(String, String), PkiError> {
-        let csr = CertificateSigningRequestParams::from_pem(csr_pem)
-            .map_err(|e| PkiError::BadCsr(e.to_string()))?;
-        let mut params = CertificateParams::default();
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, name);
-        params.distinguished_name = dn;
-        params.subject_alt_names =
-            vec![SanType::URI(format!("{AGENT_URI_PREFIX}{agent}").try_into().map_err(generate_err)?)];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        let now = OffsetDateTime::now_utc();
-        params.not_before = now - Duration::minutes(5);
-        params.not_after = now + AGENT_CERT_VALIDITY;
-        params.use_authority_key_identifier_extension = true;
-        let cert = params.signed_by(&csr.public_key, &self.issuer).map_err(generate_err)?;
-        Ok((cert.pem(), sha256_hex(cert.der())))
+        let leaf = Leaf {
+            common_name: name,
+            uri: format!("{AGENT_URI_PREFIX}{agent}"),
+            dns_names: &[],
+            usage: ExtendedKeyUsagePurpose::ClientAuth,
+            validity: AGENT_CERT_VALIDITY,
+        };
+        let issued = self.sign_leaf(csr_pem, leaf, OffsetDateTime::now_utc())?;
+        Ok((issued.pem, issued.sha256))
     }
 
-    /// Signs a person's client certificate for the CSR's public key: the
-    /// member's id in a URI SAN, client authentication only.
+    /// Signs a person's client certificate: the member's id in a URI SAN,
+    /// client authentication only.
     pub fn issue_member_cert(
         &self,
         csr_pem: &str,
@@ -164,26 +185,19 @@ impl Ca {
         email: &str,
         now: OffsetDateTime,
     ) -> Result<IssuedCert, PkiError> {
-        let csr = CertificateSigningRequestParams::from_pem(csr_pem)
-            .map_err(|e| PkiError::BadCsr(e.to_string()))?;
-        let mut params = CertificateParams::default();
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, email);
-        params.distinguished_name = dn;
-        params.subject_alt_names =
-            vec![SanType::URI(format!("{MEMBER_URI_PREFIX}{member}").try_into().map_err(generate_err)?)];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        params.not_before = now - Duration::minutes(5);
-        params.not_after = now + MEMBER_CERT_VALIDITY;
-        params.use_authority_key_identifier_extension = true;
-        let cert = params.signed_by(&csr.public_key, &self.issuer).map_err(generate_err)?;
-        Ok(IssuedCert { pem: cert.pem(), sha256: sha256_hex(cert.der()), not_after: params.not_after })
+        let leaf = Leaf {
+            common_name: email,
+            uri: format!("{MEMBER_URI_PREFIX}{member}"),
+            dns_names: &[],
+            usage: ExtendedKeyUsagePurpose::ClientAuth,
+            validity: MEMBER_CERT_VALIDITY,
+        };
+        self.sign_leaf(csr_pem, leaf, now)
     }
 
-    /// Signs the server certificate of an Agent's local API for the CSR's
-    /// public key, for `names` (DNS names or IP addresses), server
-    /// authentication only, with the Agent's id in a URI SAN.
+    /// Signs the server certificate of an Agent's local API, for `names`
+    /// (DNS names or IP addresses), server authentication only, with the
+    /// Agent's id in a URI SAN.
     pub fn issue_agent_server_cert(
         &self,
         csr_pem: &str,
@@ -191,23 +205,14 @@ impl Ca {
         names: &[String],
         now: OffsetDateTime,
     ) -> Result<IssuedCert, PkiError> {
-        let csr = CertificateSigningRequestParams::from_pem(csr_pem)
-            .map_err(|e| PkiError::BadCsr(e.to_string()))?;
-        let mut params =
-            CertificateParams::new(names.to_vec()).map_err(|e| PkiError::BadCsr(e.to_string()))?;
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, "Heimdall Agent (local API)");
-        params.distinguished_name = dn;
-        params
-            .subject_alt_names
-            .push(SanType::URI(format!("{AGENT_URI_PREFIX}{agent}").try_into().map_err(generate_err)?));
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        params.not_before = now - Duration::minutes(5);
-        params.not_after = now + AGENT_SERVER_CERT_VALIDITY;
-        params.use_authority_key_identifier_extension = true;
-        let cert = params.signed_by(&csr.public_key, &self.issuer).map_err(generate_err)?;
-        Ok(IssuedCert { pem: cert.pem(), sha256: sha256_hex(cert.der()), not_after: params.not_after })
+        let leaf = Leaf {
+            common_name: "Heimdall Agent (local API)",
+            uri: format!("{AGENT_URI_PREFIX}{agent}"),
+            dns_names: names,
+            usage: ExtendedKeyUsagePurpose::ServerAuth,
+            validity: AGENT_SERVER_CERT_VALIDITY,
+        };
+        self.sign_leaf(csr_pem, leaf, now)
     }
 
     /// Signs a write grant's signing input (ECDSA P-256, SHA-256, ASN.1 DER

@@ -81,6 +81,20 @@ async fn identity(w: &World, token: &str) -> Identity {
     }
 }
 
+/// A certificate for bo signed directly by `ca`, not issued (nor recorded)
+/// by the API.
+fn signed_by(ca: &heimdall_api::pki::Ca, member: heimdall_core::ids::MemberId, trust: &str) -> Identity {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let csr = rcgen::CertificateParams::new(Vec::<String>::new())
+        .unwrap()
+        .serialize_request(&key)
+        .unwrap()
+        .pem()
+        .unwrap();
+    let cert = ca.issue_member_cert(&csr, member, "bo@example.com", time::OffsetDateTime::now_utc()).unwrap();
+    Identity { certificate_pem: cert.pem, key_pem: key.serialize_pem().into(), ca_pem: trust.to_owned() }
+}
+
 /// Waits until `check` holds, polling; after 30 s panics with `what` and
 /// the Agent's log (next to its `config`).
 async fn eventually<F, Fut>(config: &Path, what: &str, mut check: F)
@@ -187,49 +201,14 @@ async fn scenario(store: Store) {
     // A certificate from the same CA that the API never recorded (signed
     // by someone holding the CA key, not issued through the API) opens
     // nothing; a certificate from another CA fails the handshake.
-    let ca = heimdall_api::pki::Ca::load_or_create(&w.api.ca_dir).unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let csr = rcgen::CertificateParams::new(Vec::<String>::new())
-        .unwrap()
-        .serialize_request(&key)
-        .unwrap()
-        .pem()
-        .unwrap();
     let bo_member: heimdall_core::ids::MemberId = bo["member"]["id"].as_str().unwrap().parse().unwrap();
-    let unrecorded =
-        ca.issue_member_cert(&csr, bo_member, "bo@example.com", time::OffsetDateTime::now_utc()).unwrap();
-    let forged = Identity {
-        certificate_pem: unrecorded.pem,
-        key_pem: key.serialize_pem().into(),
-        ca_pem: ana.ca_pem.clone(),
-    };
-    let refused = AgentClient::new(&local_url, &forged)
-        .unwrap()
-        .get_value("db-password", "dev", None)
-        .await
-        .unwrap_err();
+    let ca = heimdall_api::pki::Ca::load_or_create(&w.api.ca_dir).unwrap();
+    let unrecorded = AgentClient::new(&local_url, &signed_by(&ca, bo_member, &ana.ca_pem)).unwrap();
+    let refused = unrecorded.get_value("db-password", "dev", None).await.unwrap_err();
     assert_eq!(code(&refused), Some(ErrorCode::Unauthenticated), "{refused}");
     let other_ca = heimdall_api::pki::Ca::generate().unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let csr = rcgen::CertificateParams::new(Vec::<String>::new())
-        .unwrap()
-        .serialize_request(&key)
-        .unwrap()
-        .pem()
-        .unwrap();
-    let foreign = other_ca
-        .issue_member_cert(&csr, bo_member, "bo@example.com", time::OffsetDateTime::now_utc())
-        .unwrap();
-    let foreign = Identity {
-        certificate_pem: foreign.pem,
-        key_pem: key.serialize_pem().into(),
-        ca_pem: ana.ca_pem.clone(),
-    };
-    let refused = AgentClient::new(&local_url, &foreign)
-        .unwrap()
-        .get_value("db-password", "dev", None)
-        .await
-        .unwrap_err();
+    let foreign = AgentClient::new(&local_url, &signed_by(&other_ca, bo_member, &ana.ca_pem)).unwrap();
+    let refused = foreign.get_value("db-password", "dev", None).await.unwrap_err();
     assert!(matches!(refused, heimdall_sdk::Error::Transport(_)), "{refused}");
 
     // The reads reach the access log on a sync.
