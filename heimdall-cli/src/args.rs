@@ -47,7 +47,8 @@ pub enum OutputFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Store an API URL and token as a profile (verified with `whoami`)
+    /// Store an API URL and token as a profile (verified with `whoami`), and get a client
+    /// certificate for Agents' local APIs (the key is made here and never leaves this machine)
     Login(LoginArgs),
     /// Forget the current (or --profile) profile and its token
     Logout,
@@ -107,6 +108,9 @@ pub struct LoginArgs {
     /// The API token; read from standard input when absent (safer: keeps it out of shell history)
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
+    /// Do not get a client certificate (needed only to write and read secret values on Agents)
+    #[arg(long)]
+    pub no_certificate: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -642,7 +646,8 @@ pub enum AgentTokenCommand {
     },
 }
 
-/// Secret metadata. No flag here takes a value: the API never receives one.
+/// Secrets. No flag here takes a value: the API never receives one, and
+/// `secret set` reads it from a file or standard input, never the command line.
 #[derive(Debug, Subcommand)]
 pub enum SecretCommand {
     /// Create a secret (its metadata; the value goes to an Agent, never to the API)
@@ -685,6 +690,51 @@ pub enum SecretCommand {
         /// The linked components become exactly these (id or name); repeatable
         #[arg(long = "component", value_name = "COMPONENT")]
         components: Vec<String>,
+    },
+    /// Write a new version: the API numbers it, the Agents that hold the environment store the
+    /// value. The value comes from --from-file or standard input (hidden prompt on a terminal)
+    #[command(after_help = "The value is taken byte for byte: pipe it with printf, not echo \
+(echo adds a newline that becomes part of the value). It must be UTF-8 text of 1 byte to 1 MiB; \
+base64 binary values first. The API never receives it; it goes only to the Agents, over HTTPS \
+with this profile's client certificate (`heimdall login`).")]
+    Set {
+        secret: String,
+        /// The environment (id or name)
+        #[arg(long)]
+        environment: String,
+        /// Read the value from this file (`-`: standard input)
+        #[arg(long, value_name = "PATH")]
+        from_file: Option<PathBuf>,
+        /// Send the value to this Agent local API URL instead of the one the Agent reported
+        /// (only when exactly one Agent holds the environment)
+        #[arg(long, value_name = "URL")]
+        agent_url: Option<String>,
+    },
+    /// Read a value from an Agent that holds the environment; the read is recorded before it is
+    /// served. Prints the value exactly as stored
+    #[command(disable_version_flag = true)]
+    Get {
+        secret: String,
+        /// The environment (id or name)
+        #[arg(long)]
+        environment: String,
+        /// This version rather than the newest
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+        version: Option<i64>,
+        /// Ask this Agent local API URL rather than the holders the API lists
+        #[arg(long, value_name = "URL")]
+        agent_url: Option<String>,
+    },
+    /// Deactivate a leaked version: every Agent replaces it with a tombstone on its next sync
+    /// and refuses it (VERSION_DEACTIVATED); there is no fallback to an older version
+    #[command(disable_version_flag = true)]
+    Deactivate {
+        secret: String,
+        /// The environment (id or name)
+        #[arg(long)]
+        environment: String,
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+        version: i64,
     },
     /// Who read a secret, when, which version, through which Agent (owner, admin)
     AccessLog {
@@ -838,6 +888,41 @@ mod tests {
                 "{flag}"
             );
         }
+    }
+
+    #[test]
+    fn secret_values_never_come_from_a_flag() {
+        let get = Cli::try_parse_from([
+            "heimdall",
+            "secret",
+            "get",
+            "db",
+            "--environment",
+            "dev",
+            "--version",
+            "3",
+        ])
+        .unwrap();
+        match get.command {
+            Command::Secret(SecretCommand::Get { version, agent_url, .. }) => {
+                assert_eq!((version, agent_url), (Some(3), None));
+            }
+            other => panic!("{other:?}"),
+        }
+        let set = |extra: &[&str]| {
+            Cli::try_parse_from(
+                ["heimdall", "secret", "set", "db", "--environment", "dev"].iter().chain(extra),
+            )
+        };
+        assert!(set(&[]).is_ok());
+        assert!(set(&["--from-file", "v.txt", "--agent-url", "https://127.0.0.1:7482"]).is_ok());
+        for flag in ["--value", "--data", "--secret"] {
+            assert!(set(&[flag, "x"]).is_err(), "{flag}");
+        }
+        let deactivate = ["heimdall", "secret", "deactivate", "db", "--environment", "dev"];
+        assert!(Cli::try_parse_from(deactivate).is_err(), "--version is required");
+        assert!(Cli::try_parse_from(deactivate.iter().chain(&["--version", "0"])).is_err());
+        assert!(Cli::try_parse_from(["heimdall", "login", "--no-certificate"]).is_ok());
     }
 
     #[test]

@@ -80,7 +80,10 @@ fn config_dir_from(env: Option<std::ffi::OsString>) -> Result<PathBuf> {
 
 /// Profile names are TOML keys and appear in messages: keep them plain.
 pub fn validate_profile_name(name: &str) -> Result<()> {
+    // Also a directory name (the profile's client certificate): never `.` or `..`.
     let ok = !name.is_empty()
+        && name != "."
+        && name != ".."
         && name.len() <= 63
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
     if ok {
@@ -241,5 +244,7 @@ mod tests {
         assert!(validate_profile_name("").is_err());
         assert!(validate_profile_name("a b").is_err());
         assert!(validate_profile_name("a]").is_err());
+        assert!(validate_profile_name("..").is_err());
+        assert!(validate_profile_name(".").is_err());
     }
 }

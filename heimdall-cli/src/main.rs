@@ -8,6 +8,7 @@ mod commands;
 mod config;
 mod dev;
 mod error;
+mod identity;
 mod output;
 
 use std::process::ExitCode;

@@ -302,6 +302,26 @@ async fn login_profiles_and_logout() {
     let text = std::fs::read_to_string(&config_file).expect("read config");
     assert!(text.contains("current_profile = \"default\""), "{text}");
     assert!(text.contains(&api.owner_token), "the token is stored for later runs");
+    // The client certificate: a key made here (0600), its certificate, the CA.
+    let certs = config_dir.join("profiles/default");
+    let key = std::fs::read_to_string(certs.join("client.key")).expect("client.key written");
+    assert!(key.starts_with("-----BEGIN PRIVATE KEY-----"), "a PEM key");
+    let mode = |name: &str| std::fs::metadata(certs.join(name)).expect(name).permissions().mode() & 0o777;
+    assert_eq!(mode("client.key"), 0o600, "the key is private");
+    let cert = std::fs::read_to_string(certs.join("client.pem")).expect("client.pem written");
+    assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"), "{cert}");
+    assert!(std::fs::read_to_string(certs.join("ca.pem")).expect("ca.pem").contains("BEGIN CERTIFICATE"));
+    assert!(
+        std::fs::read_dir(&certs).expect("dir").all(|e| !e
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tmp")),
+        "no temporary file is left behind"
+    );
+    let key_body: String = key.lines().filter(|l| !l.starts_with("-----")).collect();
+    assert!(run.stdout.contains("✓ Client certificate issued (valid until "), "{run:?}");
+    assert!(!run.stdout.contains("PRIVATE KEY") && !run.stderr.contains("PRIVATE KEY"), "{run:?}");
 
     // The stored profile is enough: no environment.
     t.run(&plain, &["whoami"]).await;
@@ -327,6 +347,37 @@ async fn login_profiles_and_logout() {
     assert_eq!(output.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&output.stderr).contains("no profile named \"nope\""));
 
+    // Logging in again renews the certificate: a new key, a new certificate.
+    let run = plain.run(&login).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let renewed_key = std::fs::read_to_string(certs.join("client.key")).expect("client.key");
+    assert_ne!(renewed_key, key, "a new key");
+    assert_ne!(std::fs::read_to_string(certs.join("client.pem")).expect("client.pem"), cert);
+    assert_eq!(mode("client.key"), 0o600);
+    for key in [&key_body, &renewed_key.lines().filter(|l| !l.starts_with("-----")).collect::<String>()] {
+        assert!(!run.stdout.contains(key.as_str()) && !run.stderr.contains(key.as_str()), "key printed");
+    }
+    let run =
+        plain.run(&["--profile", "ana", "login", "--api-url", api.url.as_str(), "--token", &ana_token]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+
+    // --no-certificate: a profile without one, which cannot reach Agents.
+    let args = ["--api-url", api.url.as_str(), "--profile", "bare", "login", "--no-certificate", "--token"];
+    let run = plain.run(&[&args[..], &[ana_token.as_str()]].concat()).await;
+    t.record(
+        &["--api-url", "URL", "--profile", "bare", "login", "--no-certificate", "--token", "TOKEN"],
+        &run,
+    );
+    assert!(!config_dir.join("profiles/bare").exists(), "no certificate without asking");
+    let get = t.run(&plain, &["secret", "get", "db-password", "--environment", "dev"]).await;
+    assert_eq!(get.code, 3, "{get:?}");
+    assert!(get.stderr.contains("no client certificate for this profile: run `heimdall login`"), "{get:?}");
+    t.run(&plain, &["logout"]).await;
+    let run =
+        plain.run(&["--profile", "ana", "login", "--api-url", api.url.as_str(), "--token", &ana_token]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(config_dir.join("profiles/ana/client.key").exists());
+
     // A wrong token is refused and not stored.
     let run =
         plain.run(&["--api-url", api.url.as_str(), "--profile", "bad", "login", "--token", "hmd_nope"]).await;
@@ -335,6 +386,8 @@ async fn login_profiles_and_logout() {
     t.run(&plain, &["profile", "list"]).await;
     t.run(&plain, &["whoami"]).await;
     t.run(&plain, &["--profile", "default", "logout"]).await;
+    assert!(!certs.join("client.key").exists(), "logout forgets the profile's key");
+    assert!(!config_dir.join("profiles/ana/client.key").exists(), "logout forgets the profile's key");
     t.run(&plain, &["logout"]).await;
 
     for token in [&api.owner_token, &ana_token] {
@@ -1160,6 +1213,7 @@ async fn enroll(api: &TestApi, token: &str) -> Result<Agent, heimdall_core::port
         created_by: "registration".into(),
         revoked_at: None,
         last_seen_at: None,
+        local_url: None,
     };
     let event = NewEvent {
         id: EventId::from_uuid(Uuid::new_v4()),
@@ -1425,4 +1479,144 @@ async fn secret_access_log_in_a_table_and_in_json() {
     assert_eq!(t.run(&bob, &["secret", "access-log", "db-password"]).await.code, 4);
 
     snapshot("secret_access_log", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
+}
+
+// ---- Secrets: values ------------------------------------------------------------------
+
+/// Refusals that must happen before any version exists, and deactivation.
+/// No Agent runs here (the end-to-end tour writes and reads through the dev
+/// Agent): a value that cannot be stored is refused without a version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secret_set_refuses_bad_values_before_any_version_and_deactivates() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let config_dir = tmp.path().join("config");
+    let h = Heimdall { url: None, token: None, config_dir: config_dir.clone() };
+    let login = h.run(&["--api-url", api.url.as_str(), "login", "--token", api.owner_token.as_str()]).await;
+    assert_eq!(login.code, 0, "{login:?}");
+    for args in [&["environment", "create", "dev"][..], &["secret", "create", "db-password"]] {
+        let run = h.run(args).await;
+        assert_eq!(run.code, 0, "{args:?}: {run:?}");
+    }
+    let versions = |h: &Heimdall| {
+        let h = Heimdall { url: h.url.clone(), token: h.token.clone(), config_dir: h.config_dir.clone() };
+        async move { json_of(&h, &["secret", "show", "db-password"]).await["versions"].clone() }
+    };
+    let mut t = Transcript::default();
+    let set = ["secret", "set", "db-password", "--environment", "dev"];
+    let set_with =
+        |extra: &[&str]| -> Vec<String> { set.iter().chain(extra).map(|s| (*s).to_owned()).collect() };
+
+    // Empty, not UTF-8, too big: refused here, no version asked for.
+    let run = h.run_with_stdin(&set, Some("")).await;
+    t.record(&["secret", "set", "db-password", "--environment", "dev", "<", "/dev/null"], &run);
+    assert_eq!(run.code, 7, "{run:?}");
+    let binary = tmp.path().join("binary.bin");
+    std::fs::write(&binary, b"hunter2\xff\xfe").expect("write");
+    let args = set_with(&["--from-file", binary.to_str().expect("utf-8")]);
+    let run = t.run(&h, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(run.code, 7, "{run:?}");
+    let big = tmp.path().join("big.txt");
+    std::fs::write(&big, vec![b'a'; 1024 * 1024 + 1]).expect("write");
+    let args = set_with(&["--from-file", big.to_str().expect("utf-8")]);
+    let run = t.run(&h, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(run.code, 7, "{run:?}");
+    let args = set_with(&["--from-file", tmp.path().join("missing.txt").to_str().expect("utf-8")]);
+    let run = t.run(&h, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(versions(&h).await, json!([]), "no version for a refused value");
+
+    // No Agent holds dev: NO_AGENT from the API, and no version either.
+    let run = h.run_with_stdin(&set, Some("s3cret-value")).await;
+    t.record(&["secret", "set", "db-password", "--environment", "dev", "<", "value"], &run);
+    assert_eq!(run.code, 6, "{run:?}");
+    assert!(run.stderr.contains("NO_AGENT"), "{run:?}");
+    assert_eq!(versions(&h).await, json!([]), "no version without an Agent");
+    let run = t.run(&h, &["secret", "get", "db-password", "--environment", "dev"]).await;
+    assert_eq!(run.code, 6, "{run:?}");
+
+    // An Agent holds dev but has never synced: no URL to send to, so no version.
+    enrolled_agent(&api, &h, "edge-1").await;
+    assert_eq!(h.run(&["environment", "assign-agent", "dev", "edge-1"]).await.code, 0);
+    let run = h.run_with_stdin(&set, Some("s3cret-value")).await;
+    t.record(&["secret", "set", "db-password", "--environment", "dev", "<", "value"], &run);
+    assert_eq!(run.code, 8, "{run:?}");
+    assert!(run.stderr.contains("agent edge-1 has not reported its local API URL yet; has it synced?"));
+    assert_eq!(versions(&h).await, json!([]));
+    let run = t.run(&h, &["secret", "get", "db-password", "--environment", "dev"]).await;
+    assert_eq!(run.code, 8, "{run:?}");
+
+    // --agent-url, where nothing listens: the version exists, the value
+    // went nowhere, and the command says so and fails.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("https://127.0.0.1:{}", closed.local_addr().expect("addr").port());
+    drop(closed);
+    let run = h
+        .run_with_stdin(
+            &set_with(&["--agent-url", &url]).iter().map(String::as_str).collect::<Vec<_>>(),
+            Some("s3cret-value"),
+        )
+        .await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("db-password version 1 was stored on 0 of 1 Agents holding dev; not on edge-1:"),
+        "{run:?}"
+    );
+    assert_eq!(run.stdout, "", "{run:?}");
+    let json_run = h
+        .run_with_stdin(
+            &set_with(&["--agent-url", &url, "--output", "json"])
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            Some("s3cret-value"),
+        )
+        .await;
+    assert_eq!(json_run.code, 1, "{json_run:?}");
+    let stored: serde_json::Value = serde_json::from_str(&json_run.stdout).expect("JSON on stdout");
+    assert_eq!(stored, json!({"secret": "db-password", "environment": "dev", "version": 2, "stored_on": []}));
+    let get = h.run(&["secret", "get", "db-password", "--environment", "dev", "--agent-url", &url]).await;
+    assert_eq!(get.code, 1, "a transport error: {get:?}");
+    let get = t
+        .run(
+            &h,
+            &["secret", "get", "db-password", "--environment", "dev", "--agent-url", "http://127.0.0.1:1"],
+        )
+        .await;
+    assert_eq!(get.code, 2, "{get:?}");
+    for run in [&run, &json_run] {
+        assert!(!run.stdout.contains("s3cret") && !run.stderr.contains("s3cret"), "value echoed: {run:?}");
+    }
+
+    // Deactivation, by an admin or owner only.
+    t.run(&h, &["secret", "deactivate", "db-password", "--environment", "dev", "--version", "1"]).await;
+    t.run(
+        &h,
+        &[
+            "secret",
+            "deactivate",
+            "db-password",
+            "--environment",
+            "dev",
+            "--version",
+            "2",
+            "--output",
+            "json",
+        ],
+    )
+    .await;
+    t.run(&h, &["secret", "deactivate", "db-password", "--environment", "dev", "--version", "9"]).await;
+    let bob = json_of(&h, &["member", "add", "bob@example.com", "--role", "member"]).await;
+    let bob = Heimdall::with_env(&api, bob["token"].as_str().expect("token"), tmp.path());
+    let run =
+        t.run(&bob, &["secret", "deactivate", "db-password", "--environment", "dev", "--version", "1"]).await;
+    assert_eq!(run.code, 4, "{run:?}");
+    t.run(&h, &["secret", "show", "db-password"]).await;
+    let versions = versions(&h).await;
+    assert_eq!(versions.as_array().map(Vec::len), Some(2), "{versions}");
+    assert!(versions.as_array().expect("list").iter().all(|v| v["deactivated_at"].is_string()), "{versions}");
+
+    let printed: Vec<&str> = t.0.lines().filter(|l| !l.starts_with("$ heimdall")).collect();
+    assert!(!printed.iter().any(|l| l.contains("hunter2") || l.contains("s3cret")), "echoed:\n{}", t.0);
+    snapshot("secret_values", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
 }

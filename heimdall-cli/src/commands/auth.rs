@@ -1,8 +1,9 @@
-//! `login`, `logout`, `whoami`, `profile list`.
+//! `login` (with the profile's client certificate), `logout`, `whoami`,
+//! `profile list`.
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use heimdall_core::Redacted;
+use heimdall_core::{ErrorCode, Redacted};
 use heimdall_sdk::Client;
 use serde::Serialize;
 use zeroize::Zeroize;
@@ -11,6 +12,7 @@ use super::Context;
 use crate::args::LoginArgs;
 use crate::config::{self, Config, Profile};
 use crate::error::{CliError, Result};
+use crate::identity;
 use crate::output::{self, timestamp};
 
 pub const DEFAULT_PROFILE: &str = "default";
@@ -40,19 +42,81 @@ pub async fn login(ctx: &Context, args: LoginArgs) -> Result<()> {
     config.current_profile = Some(name.clone());
     let path = config.save(&dir)?;
 
+    // The client certificate for Agents' local APIs: a new key every time
+    // (logging in again renews it).
+    let certificate = if args.no_certificate {
+        Certificate::Skipped
+    } else {
+        match identity::issue(&client, &dir, &name).await {
+            Ok(issued) => Certificate::Issued(issued),
+            Err(err) if err.code() == Some(ErrorCode::Unavailable) => Certificate::Unavailable,
+            Err(err) => {
+                return Err(CliError::local(format!(
+                    "logged in (profile {name:?} saved), but no client certificate was issued: {err}; \
+                     run `heimdall login` again, or add --no-certificate"
+                )))
+            }
+        }
+    };
+
+    #[derive(Serialize)]
+    struct CertificateJson<'a> {
+        sha256: &'a str,
+        not_after: String,
+        dir: String,
+    }
     #[derive(Serialize)]
     struct LoggedIn<'a> {
         profile: &'a str,
         api_url: &'a str,
         #[serde(flatten)]
         who: &'a heimdall_core::wire::WhoAmI,
+        certificate: Option<CertificateJson<'a>>,
     }
+    let cert_dir = identity::profile_dir(&dir, &name);
     let line = format!(
         "Logged in to {api_url} as {} ({} of {})",
         me.member.email, me.member.role, me.organization.name
     );
-    let saved = format!("  Profile {name:?} saved in {} and made current.", path.display());
-    ctx.out.done(&LoggedIn { profile: &name, api_url: &api_url, who: &me }, &line, &[saved])
+    let mut extra = vec![format!("  Profile {name:?} saved in {} and made current.", path.display())];
+    match &certificate {
+        Certificate::Issued(issued) => {
+            extra.push(format!("✓ Client certificate issued (valid until {})", timestamp(issued.not_after)));
+            extra.push(format!(
+                "  Key and certificate in {} (the key was made here and never leaves this machine).",
+                cert_dir.display()
+            ));
+        }
+        Certificate::Unavailable => output::warn(
+            &ctx.out,
+            "this API issues no client certificates (it runs without --ca-dir), so `heimdall secret set` \
+             and `secret get` cannot reach Agents with this profile",
+        ),
+        Certificate::Skipped => {}
+    }
+    let json = LoggedIn {
+        profile: &name,
+        api_url: &api_url,
+        who: &me,
+        certificate: match &certificate {
+            Certificate::Issued(issued) => Some(CertificateJson {
+                sha256: &issued.sha256,
+                not_after: timestamp(issued.not_after),
+                dir: cert_dir.display().to_string(),
+            }),
+            _ => None,
+        },
+    };
+    ctx.out.done(&json, &line, &extra)
+}
+
+/// What became of the client certificate at login.
+enum Certificate {
+    Issued(heimdall_core::wire::IssuedCertificate),
+    /// The API has no CA.
+    Unavailable,
+    /// `--no-certificate`.
+    Skipped,
 }
 
 fn read_token_from_stdin() -> Result<Redacted<String>> {
@@ -86,6 +150,9 @@ pub fn logout(ctx: &Context) -> Result<()> {
         config.current_profile = None;
     }
     let path = config.save(&dir)?;
+    if config::validate_profile_name(&name).is_ok() {
+        identity::remove(&dir, &name)?;
+    }
     let line = format!("Logged out: profile {name:?} removed from {}", path.display());
     let hint = "  The token itself stays valid until revoked (`heimdall token revoke ID`).".to_owned();
     ctx.out.done(&serde_json::json!({ "profile": name, "logged_out": true }), &line, &[hint])

@@ -13,6 +13,7 @@ mod resources;
 mod schemas;
 mod secrets;
 mod tokens;
+mod values;
 mod wait;
 
 use std::path::PathBuf;
@@ -73,6 +74,20 @@ impl Context {
         let url = self.api_url.as_deref().unwrap_or(&profile.api_url);
         let token = env_token.as_deref().unwrap_or(profile.token.expose());
         Ok(Client::new(url, token.trim())?)
+    }
+
+    /// The client certificate of the profile in use (`--profile` /
+    /// `HEIMDALL_PROFILE`, else the current one), for Agents' local APIs.
+    pub fn identity(&self) -> Result<heimdall_sdk::Identity> {
+        let dir = self.config_dir()?;
+        let name = match &self.profile {
+            Some(name) => name.clone(),
+            None => Config::load(&dir)?.current_profile.ok_or_else(|| {
+                CliError::not_logged_in("no client certificate: there is no current profile")
+            })?,
+        };
+        config::validate_profile_name(&name)?;
+        crate::identity::load(&dir, &name)
     }
 }
 

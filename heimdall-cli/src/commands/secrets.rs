@@ -1,6 +1,7 @@
 //! `secret create|list|show|update|access-log` and `environment assign-agent|agents`:
 //! the Secret Manager's metadata. Nothing here takes or prints a secret's
-//! value: the API never receives one (`secret set` goes to an Agent).
+//! value: the API never receives one (`secret set|get`, in `values`, talk
+//! to Agents).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -94,6 +95,15 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
             }
             let updated = ctx.client()?.update_secret(&secret, &change).await?;
             out.done(&updated, &format!("Secret updated: {} ({})", updated.name, updated.id), &[])
+        }
+        SecretCommand::Set { secret, environment, from_file, agent_url } => {
+            super::values::set(ctx, &secret, &environment, from_file.as_deref(), agent_url.as_deref()).await
+        }
+        SecretCommand::Get { secret, environment, version, agent_url } => {
+            super::values::get(ctx, &secret, &environment, version, agent_url.as_deref()).await
+        }
+        SecretCommand::Deactivate { secret, environment, version } => {
+            super::values::deactivate(ctx, &secret, &environment, version).await
         }
         SecretCommand::AccessLog { secret, environment } => {
             let entries = ctx.client()?.access_log(&secret, environment.as_deref()).await?;
