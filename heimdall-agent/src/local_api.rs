@@ -80,9 +80,9 @@ fn store_refusal(e: StoreError) -> Refusal {
         StoreError::Deactivated { .. } => ErrorCode::VersionDeactivated,
         StoreError::Invalid(_) => ErrorCode::InvalidInput,
         StoreError::Unavailable(_) | StoreError::Open(_) => ErrorCode::Unavailable,
-        StoreError::Undecryptable { .. } | StoreError::WrongMasterKey { .. } => ErrorCode::Internal,
-        #[allow(unreachable_patterns)]
-        _ => ErrorCode::Internal,
+        StoreError::Undecryptable { .. }
+        | StoreError::WrongMasterKey { .. }
+        | StoreError::WrongKmsKey { .. } => ErrorCode::Internal,
     };
     if code == ErrorCode::Unavailable || code == ErrorCode::Internal {
         tracing::error!(error = %e, "value store refused");

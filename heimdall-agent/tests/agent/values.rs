@@ -18,6 +18,8 @@ use crate::support::World;
 enum Store {
     Sqlite,
     Postgres,
+    /// moto's DynamoDB (its at-rest bytes are checked by the store scenario).
+    Dynamo,
 }
 
 /// A fresh PostgreSQL database owned by a fresh login role, as an operator
@@ -51,6 +53,11 @@ fn configure(config: &Path, store: Store, postgres_url: Option<&str>) -> (String
     let store_line = match store {
         Store::Sqlite => format!("sqlite_path = {:?}", sqlite.display().to_string()),
         Store::Postgres => format!("postgres_url = {:?}", postgres_url.unwrap()),
+        Store::Dynamo => format!(
+            "dynamodb_table = \"heimdall-values-{}\"\naws_region = \"us-east-1\"\naws_endpoint_url = {:?}",
+            &uuid::Uuid::new_v4().simple().to_string()[..12],
+            crate::support::moto_start()
+        ),
     };
     let text = std::fs::read_to_string(config).unwrap();
     std::fs::write(
@@ -131,7 +138,7 @@ async fn scenario(store: Store) {
     let config = w.enroll("agent-1").await;
     let pg = match store {
         Store::Postgres => Some(agent_database().await),
-        Store::Sqlite => None,
+        Store::Sqlite | Store::Dynamo => None,
     };
     let (local_url, sqlite_file) = configure(&config, store, pg.as_ref().map(|(_, _, url)| url.as_str()));
     let owner = w.api.owner_token.clone();
@@ -287,7 +294,7 @@ async fn scenario(store: Store) {
             );
             pool.close().await;
         }
-        _ => unreachable!(),
+        (None, None) => {} // DynamoDB: see `store::scripted_scenario_on_dynamodb`.
     }
 
     // The Agent's database role loses INSERT: reads are refused, no value.
@@ -363,6 +370,11 @@ async fn values_end_to_end_with_the_agent_on_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_end_to_end_with_the_agent_on_postgres() {
     scenario(Store::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_end_to_end_with_the_agent_on_dynamodb() {
+    scenario(Store::Dynamo).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
