@@ -10,9 +10,18 @@
 //! (the Agent's key, certificate and `agent.toml`, written once by
 //! `heimdall-agent enroll`; `agent/agent.toml` means "already enrolled"),
 //! `state/` (Terraform state, one file per Resource: the dev Agent uses
-//! Terraform's local backend, so no bucket is needed) and `agent.log`.
+//! Terraform's local backend, so no bucket is needed), `agent.log`,
+//! `agent-values.db` (the Agent's encrypted value store) and `master.key`
+//! (its 32-byte master key as hex, mode 0600, made on the first run).
 //!
-//! The Agent channel (mTLS) listens on the port after `--listen`'s. The
+//! The dev profile gets a client certificate on every start (a fresh key,
+//! like `heimdall login`), before the Agent starts, so the Agent's first
+//! sync already knows it and `heimdall secret set|get` work at once.
+//!
+//! The Agent channel (mTLS) listens on the port after `--listen`'s and the
+//! Agent's local API (where values are written and read) on the one after
+//! that (`[values]` and `[local_api]` in `agent.toml`, added by `heimdall
+//! dev` when missing; sync every 2 s). The
 //! Agent's Terraform is `--terraform`, else `$HEIMDALL_TERRAFORM`, else
 //! `./.venv/bin/terraform` (what `scripts/install-test-tools.sh` installs
 //! in the Heimdall repository), else `terraform` on `PATH`; with none, or
@@ -62,6 +71,10 @@ const AGENT_DIR: &str = "agent";
 const AGENT_CONFIG: &str = "agent.toml";
 const STATE_DIR: &str = "state";
 const CA_DIR: &str = "ca";
+const VALUES_DB: &str = "agent-values.db";
+const MASTER_KEY_FILE: &str = "master.key";
+/// How often the dev Agent syncs: reads reach `secret access-log` quickly.
+const DEV_SYNC_SECONDS: u64 = 2;
 /// The dev Agent's name in the organization.
 const AGENT_NAME: &str = "dev";
 const TERRAFORM_ENV: &str = "HEIMDALL_TERRAFORM";
@@ -127,10 +140,16 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<Running> {
     let data = prepare_data_dir(&args.data)?;
     let database_url = format!("sqlite://{}", data.join("heimdall.db").display());
     let agent_listen = agent_listen_addr(args.listen)?;
+    let local_api_listen = agent_listen_addr(agent_listen).map_err(|_| {
+        CliError::usage("--listen's port must leave room for the Agent channel and its local API after it")
+    })?;
     ensure_port_free(args.listen, "--listen")?;
     ensure_port_free(agent_listen, "the Agent channel, on the port after --listen's")?;
     // Before anything runs: a wrong --terraform is a usage error.
     let plan = plan_agent(args, &data, &cwd)?;
+    if !matches!(plan, AgentPlan::Off(_)) {
+        ensure_port_free(local_api_listen, "the Agent's local API, two ports after --listen's")?;
+    }
 
     let token = ensure_bootstrapped(&api_binary, &data, &database_url).await?;
 
@@ -168,8 +187,20 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<Running> {
     config.profiles.insert(DEV_PROFILE.to_owned(), Profile { api_url: api_url.clone(), token });
     config.current_profile = Some(DEV_PROFILE.to_owned());
     let config_path = config.save(&config_dir)?;
+    // Before the Agent starts: its first sync then knows this certificate.
+    let certificate = match crate::identity::issue(&client, &config_dir, DEV_PROFILE).await {
+        Ok(issued) => Some(issued),
+        Err(err) => {
+            eprintln!(
+                "warning: no client certificate for the dev profile ({err}); `heimdall secret set|get` \
+                 need one: run `heimdall login` with the dev profile's URL and token"
+            );
+            None
+        }
+    };
 
-    let agent = start_agent(plan, &client, &api_url, &agent_url, &data, &cwd).await;
+    let agent = start_agent(plan, &client, &api_url, &agent_url, local_api_listen, &data, &cwd).await;
+    let local_api_url = agent.local_api_url();
 
     if ctx.out.is_json() {
         crate::output::json(&serde_json::json!({
@@ -182,11 +213,18 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<Running> {
             "organization": me.organization,
             "member": me.member,
             "agent": agent.describe(&data),
+            "agent_local_api_url": local_api_url,
+            "certificate": certificate.as_ref().map(|c| serde_json::json!({
+                "sha256": c.sha256,
+                "not_after": crate::output::timestamp(c.not_after),
+                "dir": crate::identity::profile_dir(&config_dir, DEV_PROFILE),
+            })),
         }))?;
     } else {
         let text = format!(
             "✓ Heimdall API running at {api_url} (SQLite in {data})\n\
              ✓ Profile \"{DEV_PROFILE}\" is current: {email}, {role} of organization {org}\n\
+             {certificate}\
              {agent_status}\
              \n\
              Try, in another terminal:\n\
@@ -198,6 +236,7 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<Running> {
              \x20 heimdall member add ana@example.com --role admin\n\
              \x20 heimdall event list\n\
              {infra}\
+             {secrets}\
              \n\
              API log: {log}\n\
              {agent_log}\
@@ -206,8 +245,20 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<Running> {
             email = me.member.email,
             role = me.member.role,
             org = me.organization.name,
+            certificate = match &certificate {
+                Some(c) => format!(
+                    "✓ Client certificate for \"{DEV_PROFILE}\" valid until {} (key in {})\n",
+                    crate::output::timestamp(c.not_after),
+                    crate::identity::profile_dir(&config_dir, DEV_PROFILE).display()
+                ),
+                None => String::new(),
+            },
             agent_status = agent.banner(&data),
             infra = if agent.is_running() { infra_tour(&cwd, &data) } else { String::new() },
+            secrets = match &local_api_url {
+                Some(url) if agent.is_running() => secrets_tour(url),
+                _ => String::new(),
+            },
             log = log_path.display(),
             agent_log = if agent.is_running() || data.join(AGENT_LOG_FILE).exists() {
                 format!("Agent log: {}\n", data.join(AGENT_LOG_FILE).display())
@@ -261,6 +312,21 @@ fn infra_tour(cwd: &Path, data: &Path) -> String {
          \x20 {schema_line}\n\
          \x20 {resource_line}\n",
         state = data.join(STATE_DIR).display(),
+    )
+}
+
+/// The secret half of the banner's "Try": the value goes to the Agent's
+/// local API and is read back from it; the API only numbers versions and
+/// keeps the trail.
+fn secrets_tour(local_api_url: &str) -> String {
+    format!(
+        "\n\
+         Then a secret, whose value only the Agent holds (its local API: {local_api_url}):\n\
+         \x20 heimdall environment assign-agent dev {AGENT_NAME}\n\
+         \x20 heimdall secret create db-password\n\
+         \x20 printf 's3cret-value' | heimdall secret set db-password --environment dev\n\
+         \x20 heimdall secret get db-password --environment dev\n\
+         \x20 heimdall secret access-log db-password   # reads arrive with the Agent's next sync ({DEV_SYNC_SECONDS} s)\n"
     )
 }
 
@@ -402,6 +468,37 @@ struct AgentToml {
     terraform: Option<TerraformToml>,
     #[serde(default)]
     modules: Option<ModulesToml>,
+    #[serde(default)]
+    values: Option<ValuesToml>,
+    #[serde(default)]
+    local_api: Option<LocalApiToml>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ValuesToml {
+    #[serde(default)]
+    sqlite_path: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+struct LocalApiToml {
+    listen: String,
+    #[serde(default)]
+    url: Option<String>,
+}
+
+impl LocalApiToml {
+    /// The URL people use: `url`, else what the Agent derives
+    /// (`https://localhost:<port>`).
+    fn public_url(&self) -> String {
+        match &self.url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => {
+                let port = self.listen.rsplit_once(':').map_or("7482", |(_, port)| port);
+                format!("https://localhost:{port}")
+            }
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -434,6 +531,14 @@ impl AgentState {
         matches!(self, AgentState::Running { .. })
     }
 
+    /// Where the running Agent serves values, from its `agent.toml`.
+    fn local_api_url(&self) -> Option<String> {
+        match self {
+            AgentState::Running { config, .. } => AgentToml::read(config).local_api.map(|l| l.public_url()),
+            AgentState::Off(_) => None,
+        }
+    }
+
     fn banner(&self, data: &Path) -> String {
         match self {
             AgentState::Running { config, enrolled_now, .. } => {
@@ -446,9 +551,19 @@ impl AgentState {
                 };
                 let modules = toml.modules.map(|m| m.allowed_sources).unwrap_or_default();
                 let modules = if modules.is_empty() { "none".to_owned() } else { modules.join(", ") };
+                let values = match (&toml.local_api, toml.values.and_then(|v| v.sqlite_path)) {
+                    (Some(local), Some(db)) => format!(
+                        "✓ Agent local API at {} (values encrypted in {})\n",
+                        local.public_url(),
+                        db.display()
+                    ),
+                    (Some(local), None) => format!("✓ Agent local API at {}\n", local.public_url()),
+                    (None, _) => String::new(),
+                };
                 format!(
                     "✓ Agent \"{AGENT_NAME}\" {state}: {terraform}; modules allowed: {modules}\n\
-                     \x20 (state in {state_dir}; settings in {config})\n",
+                     \x20 (state in {state_dir}; settings in {config})\n\
+                     {values}",
                     state = if *enrolled_now { "enrolled and running" } else { "running" },
                     state_dir = data.join(STATE_DIR).display(),
                     config = config.display(),
@@ -473,6 +588,8 @@ impl AgentState {
                 "config_file": config,
                 "log_file": data.join(AGENT_LOG_FILE),
                 "state_dir": data.join(STATE_DIR),
+                "local_api_url": self.local_api_url(),
+                "values_file": AgentToml::read(config).values.and_then(|v| v.sqlite_path),
             }),
             AgentState::Off(off) => serde_json::json!({
                 "running": false,
@@ -491,6 +608,7 @@ async fn start_agent(
     client: &Client,
     api_url: &str,
     agent_url: &str,
+    local_api_listen: SocketAddr,
     data: &Path,
     cwd: &Path,
 ) -> AgentState {
@@ -512,6 +630,9 @@ async fn start_agent(
             (binary, true)
         }
     };
+    if let Err(off) = configure_values(&config, data, local_api_listen) {
+        return AgentState::Off(off);
+    }
     let terraform = AgentToml::read(&config).terraform.map(|t| t.path);
     let mut command = Command::new(&binary);
     command.args(["run", "--config"]).arg(&config);
@@ -647,6 +768,117 @@ fn sync_agent_url(config: &Path, agent_url: &str) {
             config.display()
         ),
     }
+}
+
+/// Gives the dev Agent a value store and its local API: `[values]` (SQLite
+/// in `DIR/agent-values.db`, the master key in `DIR/master.key`, made once,
+/// sync every 2 s) and `[local_api]` on `local_api_listen`, each added
+/// when missing. A `[local_api]` that `heimdall dev` wrote for another
+/// `--listen` follows it, as the channel URL does.
+fn configure_values(
+    config: &Path,
+    data: &Path,
+    local_api_listen: SocketAddr,
+) -> std::result::Result<(), Off> {
+    let retry =
+        |why: String| Off { why, fix: format!("fix {}, then restart `heimdall dev`", config.display()) };
+    let db = data.join(VALUES_DB);
+    let key_file = data.join(MASTER_KEY_FILE);
+    let text = std::fs::read_to_string(config)
+        .map_err(|err| retry(format!("cannot read {}: {err}", config.display())))?;
+    let table: toml::Table = toml::from_str(&text)
+        .map_err(|err| retry(format!("{} is not valid: {}", config.display(), err.message())))?;
+    let quoted = |s: &str| toml::Value::String(s.to_owned()).to_string();
+    let listen = local_api_listen.to_string();
+    let url = format!("https://{}", client_addr(local_api_listen));
+    // The certificate names what the URL names (the Agent's default is localhost and 127.0.0.1).
+    let names = if local_api_listen.is_ipv6() { "names = [\"localhost\", \"::1\"]\n" } else { "" };
+    let mut updated = text.clone();
+
+    if !table.contains_key("values") {
+        ensure_master_key(&key_file, &db)?;
+        if !updated.ends_with('\n') {
+            updated.push('\n');
+        }
+        updated.push_str(&format!(
+            "\n# Added by `heimdall dev`: the Agent's encrypted value store.\n\
+             [values]\n\
+             sqlite_path = {}\n\
+             master_key_file = {}\n\
+             sync_seconds = {DEV_SYNC_SECONDS}\n",
+            quoted(&db.to_string_lossy()),
+            quoted(&key_file.to_string_lossy()),
+        ));
+    }
+    match AgentToml::read(config).local_api {
+        None => updated.push_str(&format!(
+            "\n# Added by `heimdall dev`: where people write and read values (HTTPS, client certificates).\n\
+             [local_api]\n\
+             listen = {}\n\
+             url = {}\n\
+             {names}",
+            quoted(&listen),
+            quoted(&url),
+        )),
+        Some(local) if local.listen != listen => {
+            // Moved by a new --listen: follow it, if the lines are the ones we wrote.
+            let old_listen = format!("listen = {}", quoted(&local.listen));
+            let old_url = local.url.as_deref().map(|u| format!("url = {}", quoted(u)));
+            let ours = updated.matches(&old_listen).count() == 1
+                && old_url.as_ref().is_none_or(|line| updated.matches(line.as_str()).count() == 1);
+            if ours {
+                updated = updated.replacen(&old_listen, &format!("listen = {}", quoted(&listen)), 1);
+                if let Some(line) = old_url {
+                    updated = updated.replacen(&line, &format!("url = {}", quoted(&url)), 1);
+                }
+                eprintln!(
+                    "note: the Agent's local API moved from {} to {listen}; updated {}",
+                    local.listen,
+                    config.display()
+                );
+            } else {
+                eprintln!(
+                    "warning: {} says [local_api] listen = {}, not {listen}; leaving it as it is",
+                    config.display(),
+                    local.listen
+                );
+            }
+        }
+        Some(_) => {}
+    }
+    if updated != text {
+        write_replacing(config, updated.as_bytes())
+            .map_err(|err| retry(format!("cannot update {}: {err}", config.display())))?;
+    }
+    Ok(())
+}
+
+/// `DIR/master.key`: 32 random bytes as 64 hex characters, mode 0600,
+/// made once. A store whose key is gone cannot be opened, so a missing key
+/// next to an existing store is an error, not a new key.
+fn ensure_master_key(key_file: &Path, db: &Path) -> std::result::Result<(), Off> {
+    if key_file.exists() {
+        return Ok(());
+    }
+    if db.exists() {
+        return Err(Off {
+            why: format!("{} exists but its master key {} is gone", db.display(), key_file.display()),
+            fix: format!(
+                "put {} back, or remove {} to start with no values, then restart `heimdall dev`",
+                key_file.display(),
+                db.display()
+            ),
+        });
+    }
+    let mut bytes = zeroize::Zeroizing::new([0u8; 32]);
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, bytes.as_mut());
+    let hexed = zeroize::Zeroizing::new(hex::encode(bytes.as_ref()));
+    let text = zeroize::Zeroizing::new(format!("{}\n", hexed.as_str()));
+    let dir = key_file.parent().unwrap_or(Path::new("."));
+    config::write_private(dir, key_file, text.as_bytes()).map_err(|err| Off {
+        why: err.to_string(),
+        fix: "check the data directory's permissions, then restart `heimdall dev`".to_owned(),
+    })
 }
 
 /// Writes a file whole: a temporary file beside it, then a rename.
@@ -1188,6 +1420,66 @@ mod tests {
         assert_eq!(std::fs::metadata(&config).unwrap().permissions().mode() & 0o777, 0o644);
         sync_agent_url(&config, "https://127.0.0.1:9001");
         assert_eq!(std::fs::read_to_string(&config).unwrap(), written);
+    }
+
+    #[test]
+    fn the_dev_agent_gets_a_value_store_and_a_local_api_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path();
+        let config = data.join("agent.toml");
+        let enrolled = "# header\napi_url = \"https://127.0.0.1:7481\"\nconcurrency = 2\n\n[terraform]\npath = \"/x/terraform\"\n";
+        std::fs::write(&config, enrolled).unwrap();
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+        configure_values(&config, data, "127.0.0.1:7482".parse().unwrap()).unwrap();
+        let written = std::fs::read_to_string(&config).unwrap();
+        assert!(written.starts_with(enrolled), "what enroll wrote stays: {written}");
+        let table: toml::Table = toml::from_str(&written).unwrap();
+        let values = table["values"].as_table().unwrap();
+        assert_eq!(values["sqlite_path"].as_str().unwrap(), data.join(VALUES_DB).to_str().unwrap());
+        assert_eq!(values["master_key_file"].as_str().unwrap(), data.join(MASTER_KEY_FILE).to_str().unwrap());
+        assert_eq!(values["sync_seconds"].as_integer(), Some(2));
+        let local = table["local_api"].as_table().unwrap();
+        assert_eq!(local["listen"].as_str(), Some("127.0.0.1:7482"));
+        assert_eq!(local["url"].as_str(), Some("https://127.0.0.1:7482"));
+        assert_eq!(std::fs::metadata(&config).unwrap().permissions().mode() & 0o777, 0o644);
+
+        // The master key: 64 hex characters (what the Agent's MasterKey::from_text reads), 0600.
+        let key_path = data.join(MASTER_KEY_FILE);
+        let key = std::fs::read_to_string(&key_path).unwrap();
+        assert_eq!(key.len(), 65, "64 hex characters and a newline");
+        assert!(key.trim_end().bytes().all(|b| b.is_ascii_hexdigit()), "hex");
+        assert_eq!(std::fs::metadata(&key_path).unwrap().permissions().mode() & 0o777, 0o600);
+
+        // Again: nothing changes, the key stays.
+        configure_values(&config, data, "127.0.0.1:7482".parse().unwrap()).unwrap();
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), written);
+        assert_eq!(std::fs::read_to_string(&key_path).unwrap(), key);
+
+        // A new --listen moves the local API with it.
+        configure_values(&config, data, "127.0.0.1:9002".parse().unwrap()).unwrap();
+        let moved = std::fs::read_to_string(&config).unwrap();
+        assert_eq!(moved, written.replace("7482", "9002"));
+        assert_eq!(std::fs::read_to_string(&key_path).unwrap(), key);
+
+        // A store whose key is gone is not given a new key.
+        let other = tmp.path().join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        let config = other.join("agent.toml");
+        std::fs::write(&config, enrolled).unwrap();
+        std::fs::write(other.join(VALUES_DB), b"").unwrap();
+        let off = configure_values(&config, &other, "127.0.0.1:7482".parse().unwrap()).unwrap_err();
+        assert!(off.why.contains("master key"), "{off:?}");
+        assert!(!other.join(MASTER_KEY_FILE).exists());
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), enrolled, "left as it was");
+    }
+
+    #[test]
+    fn the_banner_shows_the_secrets_tour() {
+        let tour = secrets_tour("https://127.0.0.1:7482");
+        assert!(tour.contains("its local API: https://127.0.0.1:7482"), "{tour}");
+        assert!(tour.contains("printf 's3cret-value' | heimdall secret set db-password --environment dev"));
+        assert!(tour.contains("heimdall environment assign-agent dev dev"), "{tour}");
     }
 
     #[test]

@@ -491,6 +491,18 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
             assert!(agents[0]["last_seen_at"].is_string(), "it has claimed: {agents:?}");
             let table = h.run(&["agent", "list"]).await;
             assert_eq!(cells(&table.stdout)[1][1..3], ["dev", "active"], "{}", table.stdout);
+            // Values: the Agent's local API two ports after the API's, and a
+            // client certificate for the dev profile, renewed on every start.
+            let local_api = format!("https://127.0.0.1:{}", port + 2);
+            assert!(banner.contains(&format!("✓ Agent local API at {local_api}")), "{banner}");
+            assert!(banner.contains("printf 's3cret-value' | heimdall secret set db-password"), "{banner}");
+            assert!(banner.contains("✓ Client certificate for \"dev\" valid until "), "{banner}");
+            let key = h.config_dir.join("profiles/dev/client.key");
+            assert_eq!(std::fs::metadata(&key).expect("client.key").permissions().mode() & 0o777, 0o600);
+            assert_eq!(
+                std::fs::metadata(data.join("master.key")).expect("master.key").permissions().mode() & 0o777,
+                0o600
+            );
         } else {
             assert!(
                 banner.contains("✓ Agent \"dev\"") || banner.contains("bash scripts/install-test-tools.sh"),
@@ -581,6 +593,30 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
                 )
                 .expect("state is JSON");
                 assert_eq!(state["outputs"]["bucket"]["value"], "acme-receipts", "{state}");
+
+                // A value, written to the dev Agent and read back, byte for byte.
+                for args in
+                    [&["environment", "assign-agent", "dev", "dev"][..], &["secret", "create", "db-password"]]
+                {
+                    let run = h.run(args).await;
+                    assert_eq!(run.code, 0, "{args:?}: {run:?}");
+                }
+                let set = h
+                    .run_with_stdin(
+                        &["secret", "set", "db-password", "--environment", "dev"],
+                        Some(DEV_VALUE),
+                    )
+                    .await;
+                assert_eq!(set.code, 0, "{set:?}");
+                assert_eq!(set.stdout, "✓ db-password version 1 stored in dev on dev\n");
+                let got =
+                    until_agent_knows(&h, &["secret", "get", "db-password", "--environment", "dev"]).await;
+                assert_eq!(got.stdout, DEV_VALUE, "exactly the bytes written, no newline added");
+                let got = json_of(&h, &["secret", "get", "db-password", "--environment", "dev"]).await;
+                assert_eq!(
+                    got,
+                    json!({"name": "db-password", "environment": "dev", "version": 1, "value": DEV_VALUE})
+                );
             }
         } else {
             // Second round: no new bootstrap, same data.
@@ -596,6 +632,31 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
                     serde_json::from_str(&std::fs::read_to_string(&state).expect("state file"))
                         .expect("JSON");
                 assert_eq!(state["resources"], json!([]), "{state}");
+
+                // The value outlived the restart (same store, same master key);
+                // a deactivated version is refused once the Agent has synced.
+                let got =
+                    until_agent_knows(&h, &["secret", "get", "db-password", "--environment", "dev"]).await;
+                assert_eq!(got.stdout, DEV_VALUE);
+                let run = h
+                    .run(&["secret", "deactivate", "db-password", "--environment", "dev", "--version", "1"])
+                    .await;
+                assert_eq!(run.code, 0, "{run:?}");
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+                loop {
+                    let got = h
+                        .run(&["secret", "get", "db-password", "--environment", "dev", "--version", "1"])
+                        .await;
+                    if got.code == 5 && got.stderr.contains("VERSION_DEACTIVATED") {
+                        assert_eq!(got.stdout, "", "nothing served");
+                        break;
+                    }
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "still served after deactivation: {got:?}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
             }
         }
 
@@ -627,6 +688,25 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
             }
             assert!(free, "something still listens on {addr} after heimdall dev stopped");
         }
+    }
+}
+
+/// What the dev test stores: a newline inside and a space at the end, to
+/// show that nothing is trimmed or added.
+const DEV_VALUE: &str = "s3cret\nvalue ";
+
+/// Runs `args` until it succeeds; an Agent learns of a new secret on its
+/// next sync (2 s in dev), and says NOT_FOUND until then.
+async fn until_agent_knows(h: &Heimdall, args: &[&str]) -> Run {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let run = h.run(args).await;
+        if run.code == 0 {
+            return run;
+        }
+        assert!(run.stderr.contains("NOT_FOUND"), "{args:?}: {run:?}");
+        assert!(tokio::time::Instant::now() < deadline, "{args:?}: {run:?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 

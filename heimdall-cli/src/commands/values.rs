@@ -177,7 +177,7 @@ pub async fn get(
             // A typed answer is the Agent's decision (FORBIDDEN,
             // VERSION_DEACTIVATED, AUDIT_UNAVAILABLE, POLICY_STALE, …):
             // asking another Agent would only ask again.
-            Err(err @ heimdall_sdk::Error::Api(_)) => return Err(err.into()),
+            Err(heimdall_sdk::Error::Api(refusal)) => return Err(from_agent(agent, refusal)),
             Err(err) => unreachable.push((agent.clone(), err)),
         }
     }
@@ -231,6 +231,20 @@ pub async fn deactivate(ctx: &Context, secret: &str, environment: &str, version:
         ),
         &[],
     )
+}
+
+/// An Agent's refusal, with its code, naming the Agent. An Agent learns of
+/// new secrets and versions by sync, so a "not found" says that too.
+fn from_agent(agent: &str, mut refusal: ApiError) -> CliError {
+    refusal.message = if refusal.code == ErrorCode::NotFound {
+        format!(
+            "{} (agent {agent}; an Agent learns of a new secret or version on its next sync)",
+            refusal.message
+        )
+    } else {
+        format!("{} (agent {agent})", refusal.message)
+    };
+    CliError::Coded(refusal)
 }
 
 fn no_url(location: &AgentLocation) -> CliError {
