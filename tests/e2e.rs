@@ -12,11 +12,31 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
 
     let dev = Dev::start(&data, &config, port);
     assert!(dev.banner.contains(&format!("http://127.0.0.1:{port}")), "{}", dev.banner);
+    assert!(
+        dev.banner.contains(&format!("✓ Agent local API at https://127.0.0.1:{}", port + 2)),
+        "{}",
+        dev.banner
+    );
 
     let tour = readme_tour();
     assert!(tour.len() >= 10, "the README tour is too short to mean anything: {tour:?}");
     for line in &tour {
-        let out = dev.sh(line);
+        let mut out = dev.sh(line);
+        // An Agent learns of a new secret on its next sync (every 2 s in dev),
+        // and the tour runs faster than a person types: a read may wait for it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        while !out.status.success() && line.starts_with("heimdall secret get ") {
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("NOT_FOUND"),
+                "only a secret the Agent has not heard of yet is worth waiting for: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if std::time::Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(250));
+            out = dev.sh(line);
+        }
         assert!(
             out.status.success(),
             "README tour line failed: {line}\nstdout: {}\nstderr: {}",
@@ -31,6 +51,33 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
     assert_eq!(shown["resource"]["status"], "provisioned", "{shown}");
     assert_eq!(shown["resource"]["outputs"]["secret"], "<sensitive>");
     assert!(data.join("state").read_dir().unwrap().next().is_some(), "dev state lives under the data dir");
+
+    // The tour's secret: stored by the dev Agent, read back exactly (no
+    // newline: stdout is not a terminal), the read recorded and reported.
+    assert!(tour.iter().any(|l| l.starts_with("printf ") && l.contains("heimdall secret set")), "{tour:?}");
+    let got = dev.sh("heimdall secret get db-password --environment dev");
+    assert!(got.status.success(), "{}", String::from_utf8_lossy(&got.stderr));
+    assert_eq!(got.stdout, b"s3cret-value");
+    let values = std::fs::read(data.join("agent-values.db")).expect("the dev Agent's value store");
+    assert!(!values.windows(12).any(|w| w == b"s3cret-value"), "the store holds ciphertext only");
+    let mode = |path: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).expect("exists").permissions().mode() & 0o777
+    };
+    assert_eq!(mode(&data.join("master.key")), 0o600);
+    assert_eq!(mode(&config.join("profiles/dev/client.key")), 0o600);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let out = dev.sh("heimdall secret access-log db-password --output json");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let reads = log.as_array().unwrap().iter().filter(|e| e["accessor"] == "dev@localhost");
+        if reads.map(|e| e["reads"].as_i64().unwrap_or(0)).sum::<i64>() >= 2 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the reads never reached the access log: {log}");
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
 
     // The README's schema refusal, verbatim.
     let bad = dev.sh(r#"heimdall resource create --component receipts --schema bucket --environment dev --name bad --input '{"bucket":"NO","colour":"x"}'"#);

@@ -26,8 +26,19 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").to_path_buf()
 }
 
+/// A free port for `heimdall dev --listen` whose next two ports (the Agent
+/// channel and the Agent's local API) are free too.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        let next_free = |n: u16| {
+            port.checked_add(n).is_some_and(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
+        };
+        if next_free(1) && next_free(2) {
+            return port;
+        }
+    }
 }
 
 /// A `heimdall dev` in the foreground of a child process, with its own
@@ -119,7 +130,8 @@ impl Drop for Dev {
     }
 }
 
-/// The shell lines of the README's tour block.
+/// The shell lines of the README's tour block: those that run `heimdall`,
+/// alone or at the end of a pipe (`printf '…' | heimdall secret set …`).
 pub fn readme_tour() -> Vec<String> {
     let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
     let start = readme.find("<!-- tour:start").expect("README has a tour:start marker");
@@ -127,7 +139,7 @@ pub fn readme_tour() -> Vec<String> {
     readme[start..end]
         .lines()
         .map(str::trim)
-        .filter(|l| l.starts_with("heimdall "))
+        .filter(|l| l.starts_with("heimdall ") || l.contains("| heimdall "))
         .map(str::to_owned)
         .collect()
 }
