@@ -133,7 +133,7 @@ impl MasterKey {
     pub fn from_text(text: &str, origin: &str) -> Result<Self, KeyError> {
         let text = text.trim();
         let decoded: Zeroizing<Vec<u8>> =
-            if text.len() % 2 == 0 && !text.is_empty() && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            if text.len().is_multiple_of(2) && !text.is_empty() && text.bytes().all(|b| b.is_ascii_hexdigit()) {
                 Zeroizing::new(
                     hex::decode(text).map_err(|_| KeyError::NotDecodable { origin: origin.to_owned() })?,
                 )
