@@ -132,21 +132,23 @@ impl MasterKey {
     /// 32 bytes; surrounding whitespace is ignored.
     pub fn from_text(text: &str, origin: &str) -> Result<Self, KeyError> {
         let text = text.trim();
-        let decoded: Zeroizing<Vec<u8>> =
-            if text.len().is_multiple_of(2) && !text.is_empty() && text.bytes().all(|b| b.is_ascii_hexdigit()) {
-                Zeroizing::new(
-                    hex::decode(text).map_err(|_| KeyError::NotDecodable { origin: origin.to_owned() })?,
-                )
-            } else {
-                use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-                let attempt = [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
-                    .iter()
-                    .find_map(|engine| engine.decode(text).ok());
-                match attempt {
-                    Some(bytes) => Zeroizing::new(bytes),
-                    None => return Err(KeyError::NotDecodable { origin: origin.to_owned() }),
-                }
-            };
+        let decoded: Zeroizing<Vec<u8>> = if text.len().is_multiple_of(2)
+            && !text.is_empty()
+            && text.bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            Zeroizing::new(
+                hex::decode(text).map_err(|_| KeyError::NotDecodable { origin: origin.to_owned() })?,
+            )
+        } else {
+            use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+            let attempt = [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
+                .iter()
+                .find_map(|engine| engine.decode(text).ok());
+            match attempt {
+                Some(bytes) => Zeroizing::new(bytes),
+                None => return Err(KeyError::NotDecodable { origin: origin.to_owned() }),
+            }
+        };
         Self::from_bytes(&decoded, origin)
     }
 
