@@ -151,8 +151,60 @@ impl PolicySnapshot {
 }
 
 /// The latest snapshot, shared by the sync loop (writer) and the local API
-/// (readers). `None` until the first sync: nothing is decided blind.
-pub type SharedPolicy = std::sync::Arc<std::sync::RwLock<Option<std::sync::Arc<PolicySnapshot>>>>;
+/// (readers). `None` until the first sync: nothing is decided blind. The
+/// local API can ask for a sync now ([`SharedPolicy::refresh`]) when it
+/// meets a certificate, secret or environment the snapshot does not know:
+/// a person who just logged in, a secret created a moment ago.
+#[derive(Clone, Debug, Default)]
+pub struct SharedPolicy {
+    current: std::sync::Arc<std::sync::RwLock<Option<std::sync::Arc<PolicySnapshot>>>>,
+    wanted: std::sync::Arc<tokio::sync::Notify>,
+    arrived: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl SharedPolicy {
+    pub fn current(&self) -> Option<std::sync::Arc<PolicySnapshot>> {
+        self.current.read().ok().and_then(|s| s.clone())
+    }
+
+    /// Installs a new snapshot (the sync loop) and wakes whoever waits for one.
+    pub fn install(&self, snapshot: PolicySnapshot) {
+        if let Ok(mut current) = self.current.write() {
+            *current = Some(std::sync::Arc::new(snapshot));
+        }
+        self.arrived.notify_waiters();
+    }
+
+    /// Asks the sync loop for a sync now and waits up to `within` for a
+    /// snapshot newer than `than`; returns the current one either way.
+    pub async fn refresh(
+        &self,
+        than: OffsetDateTime,
+        within: std::time::Duration,
+    ) -> Option<std::sync::Arc<PolicySnapshot>> {
+        let arrived = self.arrived.notified();
+        tokio::pin!(arrived);
+        arrived.as_mut().enable();
+        self.wanted.notify_one();
+        let _ = tokio::time::timeout(within, async {
+            loop {
+                if self.current().is_some_and(|s| s.received_at() > than) {
+                    return;
+                }
+                arrived.as_mut().await;
+                arrived.set(self.arrived.notified());
+                arrived.as_mut().enable();
+            }
+        })
+        .await;
+        self.current()
+    }
+
+    /// Resolves when the local API asked for a sync (the sync loop).
+    pub async fn wanted(&self) {
+        self.wanted.notified().await;
+    }
+}
 
 #[cfg(test)]
 mod tests {

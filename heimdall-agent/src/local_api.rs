@@ -102,8 +102,7 @@ pub fn router(state: LocalApi) -> Router {
 }
 
 fn snapshot(state: &LocalApi) -> Result<Arc<PolicySnapshot>, Refusal> {
-    let current = state.policy.read().map_or(None, |s| s.clone());
-    current.ok_or_else(|| {
+    state.policy.current().ok_or_else(|| {
         Refusal(ApiError::new(
             ErrorCode::PolicyStale,
             "this Agent has not synced with the API yet; it decides nothing blind",
@@ -111,8 +110,28 @@ fn snapshot(state: &LocalApi) -> Result<Arc<PolicySnapshot>, Refusal> {
     })
 }
 
+/// How long a request waits for the sync it asked for.
+const REFRESH_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// `decide` with the current snapshot; if it does not know the
+/// certificate, secret or environment, once more after a sync asked for now.
+async fn with_fresh<T>(
+    state: &LocalApi,
+    decide: impl Fn(&PolicySnapshot) -> Result<T, ApiError>,
+) -> Result<(Arc<PolicySnapshot>, T), Refusal> {
+    let snap = snapshot(state)?;
+    match decide(&snap) {
+        Err(e) if matches!(e.code, ErrorCode::NotFound | ErrorCode::Unauthenticated) => {
+            let fresh = state.policy.refresh(snap.received_at(), REFRESH_WAIT).await.unwrap_or(snap);
+            let decided = decide(&fresh)?;
+            Ok((fresh, decided))
+        }
+        other => Ok((snap.clone(), other?)),
+    }
+}
+
 async fn health(State(state): State<LocalApi>) -> Json<serde_json::Value> {
-    let synced = state.policy.read().ok().and_then(|s| s.as_ref().map(|p| p.received_at()));
+    let synced = state.policy.current().map(|p| p.received_at());
     Json(serde_json::json!({
         "status": "ok",
         "agent": state.agent,
@@ -146,8 +165,7 @@ async fn write(
             ),
         ))
     })?;
-    let snap = snapshot(&state)?;
-    let writer = snap.reader(&peer.cert_sha256)?;
+    let (snap, writer) = with_fresh(&state, |s| s.reader(&peer.cert_sha256)).await?;
     // The grant names the environment by id and name; the request may use
     // either. Taking the id from the (then verified) grant lets a value be
     // written to an environment created since the last sync.
@@ -202,9 +220,9 @@ async fn read(
     Path(name): Path<String>,
     Query(query): Query<ReadQuery>,
 ) -> Result<Json<ValueAnswer>, Refusal> {
-    let snap = snapshot(&state)?;
     let now = OffsetDateTime::now_utc();
-    let allowed = snap.decide_read(&peer.cert_sha256, &name, &query.environment, now)?;
+    let (_, allowed) =
+        with_fresh(&state, |s| s.decide_read(&peer.cert_sha256, &name, &query.environment, now)).await?;
     let version = match query.version {
         Some(v) => to_u32_version(v)?,
         None => state

@@ -20,6 +20,9 @@ use crate::channel::Channel;
 /// Records per sync request; a backlog goes over several requests.
 const BATCH: u32 = 1000;
 
+/// The least time between two syncs the local API asked for.
+const ON_DEMAND_SPACING: Duration = Duration::from_secs(1);
+
 /// What the sync loop works with.
 #[derive(Clone, Debug)]
 pub struct Syncer {
@@ -35,12 +38,19 @@ pub async fn run(syncer: Syncer, every: Duration, mut stop: watch::Receiver<bool
     // repeat is harmless: records are idempotent per sequence number).
     let mut acknowledged: u64 = 0;
     loop {
+        let started = tokio::time::Instant::now();
         match syncer.sync_once(acknowledged).await {
             Ok(through) => acknowledged = through,
             Err(e) => tracing::warn!(error = %e, "sync failed; will retry"),
         }
         let stopping = tokio::select! {
             () = tokio::time::sleep(every) => false,
+            // Asked for by the local API: at most one such sync a second,
+            // however often it asks.
+            () = async {
+                syncer.policy.wanted().await;
+                tokio::time::sleep_until(started + ON_DEMAND_SPACING).await;
+            } => false,
             r = stop.wait_for(|s| *s) => r.is_ok(),
         };
         if stopping {
@@ -95,11 +105,7 @@ impl Syncer {
     /// deactivated since (or never held: a late write cannot revive them).
     async fn apply(&self, response: &SyncResponse, held: &[heimdall_agent::store::InventoryEntry]) {
         match PolicySnapshot::new(response, OffsetDateTime::now_utc()) {
-            Ok(snapshot) => {
-                if let Ok(mut current) = self.policy.write() {
-                    *current = Some(Arc::new(snapshot));
-                }
-            }
+            Ok(snapshot) => self.policy.install(snapshot),
             Err(e) => {
                 tracing::error!(error = %e, "the API's policies do not compile here; keeping the previous ones")
             }

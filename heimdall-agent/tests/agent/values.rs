@@ -46,6 +46,15 @@ fn free_port() -> u16 {
 /// Adds `[values]` and `[local_api]` to an enrolled Agent's config; returns
 /// the local API URL and the SQLite file (if any).
 fn configure(config: &Path, store: Store, postgres_url: Option<&str>) -> (String, Option<PathBuf>) {
+    configure_syncing_every(config, store, postgres_url, 1)
+}
+
+fn configure_syncing_every(
+    config: &Path,
+    store: Store,
+    postgres_url: Option<&str>,
+    sync_seconds: u64,
+) -> (String, Option<PathBuf>) {
     let key_file = config.with_file_name("master.key");
     std::fs::write(&key_file, "5e".repeat(32)).unwrap();
     let port = free_port();
@@ -63,7 +72,7 @@ fn configure(config: &Path, store: Store, postgres_url: Option<&str>) -> (String
     std::fs::write(
         config,
         format!(
-            "{text}\n[values]\n{store_line}\nmaster_key_file = {:?}\nsync_seconds = 1\n\n[local_api]\nlisten = \"127.0.0.1:{port}\"\n",
+            "{text}\n[values]\n{store_line}\nmaster_key_file = {:?}\nsync_seconds = {sync_seconds}\n\n[local_api]\nlisten = \"127.0.0.1:{port}\"\n",
             key_file.display().to_string()
         ),
     )
@@ -397,4 +406,27 @@ async fn a_version_with_no_agent_holding_the_environment_is_refused_before_it_ex
         .await;
     assert_eq!((status, body["error"]["code"].as_str()), (400, Some("VALUE_NOT_ACCEPTED")), "{body}");
     assert!(!body.to_string().contains("hunter2"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_certificate_and_a_new_secret_work_before_the_next_periodic_sync() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    // Periodic syncs an hour apart: only the first one happens in this test.
+    let (local_url, _) = configure_syncing_every(&config, Store::Sqlite, None, 3600);
+    let owner = w.api.owner_token.clone();
+    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
+    let _agent = w.run_agent(&config);
+    eventually(&config, "the Agent's first sync", || async {
+        let (_, holders) = w.call(Method::GET, "/v1/environments/dev/agents", None).await;
+        let (_, agents) = w.call(Method::GET, "/v1/agents", None).await;
+        holders.as_array().is_some_and(|h| !h.is_empty()) && agents[0]["local_url"].is_string()
+    })
+    .await;
+    // A certificate issued, a secret created and written after that sync.
+    let ana = identity(&w, &owner).await;
+    w.post(&owner, "/v1/secrets", json!({ "name": "fresh" })).await;
+    assert_eq!(set(&w, &owner, &ana, "fresh", "dev", "brand-new").await, 1);
+    let read = AgentClient::new(&local_url, &ana).unwrap().get_value("fresh", "dev", None).await;
+    assert_eq!(read.map(|r| r.value.expose().clone()).map_err(|e| e.to_string()), Ok("brand-new".to_owned()));
 }
