@@ -21,22 +21,9 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
     let tour = readme_tour();
     assert!(tour.len() >= 10, "the README tour is too short to mean anything: {tour:?}");
     for line in &tour {
-        let mut out = dev.sh(line);
-        // An Agent learns of a new secret on its next sync (every 2 s in dev),
-        // and the tour runs faster than a person types: a read may wait for it.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-        while !out.status.success() && line.starts_with("heimdall secret get ") {
-            assert!(
-                String::from_utf8_lossy(&out.stderr).contains("NOT_FOUND"),
-                "only a secret the Agent has not heard of yet is worth waiting for: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            if std::time::Instant::now() > deadline {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(250));
-            out = dev.sh(line);
-        }
+        // No waiting: an Agent that meets a secret it has not heard of
+        // syncs on the spot.
+        let out = dev.sh(line);
         assert!(
             out.status.success(),
             "README tour line failed: {line}\nstdout: {}\nstderr: {}",

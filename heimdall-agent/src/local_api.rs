@@ -101,8 +101,13 @@ pub fn router(state: LocalApi) -> Router {
         .with_state(state)
 }
 
-fn snapshot(state: &LocalApi) -> Result<Arc<PolicySnapshot>, Refusal> {
-    state.policy.current().ok_or_else(|| {
+/// The current snapshot; right after start, the first sync's (waited for).
+async fn snapshot(state: &LocalApi) -> Result<Arc<PolicySnapshot>, Refusal> {
+    let current = match state.policy.current() {
+        Some(current) => Some(current),
+        None => state.policy.refresh(OffsetDateTime::UNIX_EPOCH, REFRESH_WAIT).await,
+    };
+    current.ok_or_else(|| {
         Refusal(ApiError::new(
             ErrorCode::PolicyStale,
             "this Agent has not synced with the API yet; it decides nothing blind",
@@ -119,7 +124,7 @@ async fn with_fresh<T>(
     state: &LocalApi,
     decide: impl Fn(&PolicySnapshot) -> Result<T, ApiError>,
 ) -> Result<(Arc<PolicySnapshot>, T), Refusal> {
-    let snap = snapshot(state)?;
+    let snap = snapshot(state).await?;
     match decide(&snap) {
         Err(e) if matches!(e.code, ErrorCode::NotFound | ErrorCode::Unauthenticated) => {
             let fresh = state.policy.refresh(snap.received_at(), REFRESH_WAIT).await.unwrap_or(snap);

@@ -609,8 +609,7 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
                     .await;
                 assert_eq!(set.code, 0, "{set:?}");
                 assert_eq!(set.stdout, "✓ db-password version 1 stored in dev on dev\n");
-                let got =
-                    until_agent_knows(&h, &["secret", "get", "db-password", "--environment", "dev"]).await;
+                let got = h.run(&["secret", "get", "db-password", "--environment", "dev"]).await;
                 assert_eq!(got.stdout, DEV_VALUE, "exactly the bytes written, no newline added");
                 let got = json_of(&h, &["secret", "get", "db-password", "--environment", "dev"]).await;
                 assert_eq!(
@@ -635,8 +634,7 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
 
                 // The value outlived the restart (same store, same master key);
                 // a deactivated version is refused once the Agent has synced.
-                let got =
-                    until_agent_knows(&h, &["secret", "get", "db-password", "--environment", "dev"]).await;
+                let got = h.run(&["secret", "get", "db-password", "--environment", "dev"]).await;
                 assert_eq!(got.stdout, DEV_VALUE);
                 let run = h
                     .run(&["secret", "deactivate", "db-password", "--environment", "dev", "--version", "1"])
@@ -694,21 +692,6 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
 /// What the dev test stores: a newline inside and a space at the end, to
 /// show that nothing is trimmed or added.
 const DEV_VALUE: &str = "s3cret\nvalue ";
-
-/// Runs `args` until it succeeds; an Agent learns of a new secret on its
-/// next sync (2 s in dev), and says NOT_FOUND until then.
-async fn until_agent_knows(h: &Heimdall, args: &[&str]) -> Run {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let run = h.run(args).await;
-        if run.code == 0 {
-            return run;
-        }
-        assert!(run.stderr.contains("NOT_FOUND"), "{args:?}: {run:?}");
-        assert!(tokio::time::Instant::now() < deadline, "{args:?}: {run:?}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
 
 // ---- Infrastructure Manager --------------------------------------------------
 

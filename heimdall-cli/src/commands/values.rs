@@ -233,17 +233,9 @@ pub async fn deactivate(ctx: &Context, secret: &str, environment: &str, version:
     )
 }
 
-/// An Agent's refusal, with its code, naming the Agent. An Agent learns of
-/// new secrets and versions by sync, so a "not found" says that too.
+/// An Agent's refusal, with its code, naming the Agent.
 fn from_agent(agent: &str, mut refusal: ApiError) -> CliError {
-    refusal.message = if refusal.code == ErrorCode::NotFound {
-        format!(
-            "{} (agent {agent}; an Agent learns of a new secret or version on its next sync)",
-            refusal.message
-        )
-    } else {
-        format!("{} (agent {agent})", refusal.message)
-    };
+    refusal.message = format!("{} (agent {agent})", refusal.message);
     CliError::Coded(refusal)
 }
 
