@@ -148,7 +148,19 @@ def https(method, url, ca, token=None, body=None, headers=None, cert=None):
         raise
 
 
-def run_load(load, target, url, opts, ca, value, headers=(), cert=None):
+def cpu_seconds(pid):
+    """User + system CPU time of a process (and its waited-for children)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_idle():
+    """(idle + iowait, total) jiffies of the whole machine so far."""
+    values = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return values[3] + values[4], sum(values)
+
+
+def run_load(load, target, url, opts, ca, value, server_pid, headers=(), cert=None):
     argv = [load, "--target", target, "--url", url, "--ca", ca, "--expect-substring", value,
             "--concurrency", str(opts.concurrency), "--duration-secs", str(opts.duration),
             "--warmup-secs", str(opts.warmup)]
@@ -157,11 +169,17 @@ def run_load(load, target, url, opts, ca, value, headers=(), cert=None):
     if cert:
         argv += ["--cert", cert[0], "--key", cert[1]]
     log(f"{target}: {opts.concurrency} readers for {opts.warmup} s warm-up + {opts.duration} s")
+    cpu0, (idle0, total0) = cpu_seconds(server_pid), machine_idle()
     proc = subprocess.run(argv, stdout=subprocess.PIPE, text=True)
+    cpu1, (idle1, total1) = cpu_seconds(server_pid), machine_idle()
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     result = json.loads(lines[-1]) if lines else None
     if proc.returncode != 0 or result is None or result["errors"] != 0:
         fail(f"{target}: the load generator reported errors (exit {proc.returncode}): {result}")
+    # Where the time went (warm-up included): the server's CPU per read, and
+    # how idle the machine stayed (the load generator shares it).
+    result["server_cpu_us_per_read"] = round((cpu1 - cpu0) * 1e6 / max(result["ok_total"], 1), 1)
+    result["machine_idle_pct"] = round(100.0 * (idle1 - idle0) / max(total1 - total0, 1), 1)
     return result
 
 
@@ -206,7 +224,7 @@ audit "file" "file" {{
 }}
 ''')
     env = dict(os.environ, BAO_ADDR=addr, BAO_CACERT=tls["ca"])
-    procs.start("bao server", [BAO, "server", f"-config={config}"], os.path.join(d, "server.log"), env=env)
+    server = procs.start("bao server", [BAO, "server", f"-config={config}"], os.path.join(d, "server.log"), env=env)
     ca = tls["ca"]
     for _ in range(200):
         procs.check_alive()
@@ -250,7 +268,7 @@ audit "file" "file" {{
     assert read["data"]["data"]["value"] == value
     before = count_audit_reads(audit_log)
 
-    result = run_load(load, "openbao", f"{addr}/v1/secret/data/{SECRET}", opts, ca, value,
+    result = run_load(load, "openbao", f"{addr}/v1/secret/data/{SECRET}", opts, ca, value, server.pid,
                       headers=[f"X-Vault-Token: {token}"])
     procs.check_alive()
     audited = count_audit_reads(audit_log) - before
@@ -344,8 +362,8 @@ def heimdall_setup(work, procs, bin_dir, opts, value):
     with open(os.path.join(agent_dir, "agent.toml"), "a") as f:
         f.write(f"\n[values]\n{store_line}\nmaster_key_file = {json.dumps(key_file)}\n"
                 f"\n[local_api]\nlisten = \"127.0.0.1:{local_port}\"\nnames = [\"127.0.0.1\"]\n")
-    procs.start("heimdall-agent", [agent_bin, "run", "--config", os.path.join(agent_dir, "agent.toml")],
-                os.path.join(d, "agent.log"), env=env)
+    agent = procs.start("heimdall-agent", [agent_bin, "run", "--config", os.path.join(agent_dir, "agent.toml")],
+                        os.path.join(d, "agent.log"), env=env)
 
     deadline = time.monotonic() + 30
     while True:  # until the Agent has synced once and listens
@@ -376,7 +394,7 @@ def heimdall_setup(work, procs, bin_dir, opts, value):
         finally:
             conn.close()
 
-    return url, tls, count_records
+    return url, tls, count_records, agent
 
 
 # <<< HEIMDALL SETUP
@@ -394,16 +412,16 @@ def wait_http(procs, url):
 
 
 def bench_heimdall(work, procs, bin_dir, load, opts, value):
-    url, tls, count_records = heimdall_setup(work, procs, bin_dir, opts, value)
+    url, tls, count_records, agent = heimdall_setup(work, procs, bin_dir, opts, value)
     before = count_records()
-    result = run_load(load, "heimdall", url, opts, tls["ca"], value, cert=(tls["cert"], tls["key"]))
+    result = run_load(load, "heimdall", url, opts, tls["ca"], value, agent.pid, cert=(tls["cert"], tls["key"]))
     procs.check_alive()
     recorded = count_records() - before
     log(f"heimdall: {recorded} access records stored for {result['ok_total']} successful reads")
     if recorded < result["ok_total"]:
         fail(f"the Agent stored {recorded} access records, fewer than {result['ok_total']} reads")
     result["trail"] = recorded
-    result["trail_what"] = "access records (fsynced before serving)"
+    result["trail_what"] = "access records ({} before serving)".format("committed" if opts.postgres else "fsynced")
     return result
 
 
@@ -413,12 +431,14 @@ def bench_heimdall(work, procs, bin_dir, load, opts, value):
 def report(results, opts):
     print(f"concurrency {opts.concurrency}, {opts.duration} s measured after {opts.warmup} s warm-up, "
           f"one client (read_load), HTTPS on 127.0.0.1, HTTP/1.1 keep-alive")
-    print(f"{'TARGET':<10} {'READS/S':>10} {'P50 MS':>8} {'P99 MS':>8} {'READS':>8} {'ERRORS':>6}  TRAIL")
+    print(f"{'TARGET':<10} {'READS/S':>10} {'P50 MS':>8} {'P99 MS':>8} {'READS':>8} {'ERRORS':>6} "
+          f"{'CPU US/READ':>11} {'IDLE %':>6}  TRAIL")
     for name in ("heimdall", "openbao"):
         r = results.get(name)
         if r:
             print(f"{name:<10} {r['reads_per_sec']:>10.1f} {r['p50_ms']:>8.3f} {r['p99_ms']:>8.3f} "
-                  f"{r['reads']:>8} {r['errors']:>6}  {r['trail']} {r['trail_what']}")
+                  f"{r['reads']:>8} {r['errors']:>6} {r['server_cpu_us_per_read']:>11.1f} "
+                  f"{r['machine_idle_pct']:>6.1f}  {r['trail']} {r['trail_what']}")
     if "heimdall" in results and "openbao" in results:
         h, b = results["heimdall"], results["openbao"]
         rps = h["reads_per_sec"] / b["reads_per_sec"]
