@@ -112,6 +112,9 @@ def start():
     server = os.path.join(VENV, "bin", "moto_server")
     if not os.access(server, os.X_OK):
         fail("%s is missing: run scripts/install-test-tools.sh" % server)
+    # moto_server with requests serialized (see that file for why).
+    serialized = os.path.join(os.path.dirname(os.path.abspath(__file__)), "moto_server_serialized.py")
+    python = os.path.join(VENV, "bin", "python")
     with Locked():
         url = running_url()
         if url:
@@ -125,7 +128,7 @@ def start():
             url = "http://127.0.0.1:%d" % port
             with open(LOG_FILE, "ab") as log:
                 proc = subprocess.Popen(
-                    [server, "-H", "127.0.0.1", "-p", str(port)],
+                    [python, serialized, "-H", "127.0.0.1", "-p", str(port)],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,

@@ -228,32 +228,32 @@ async fn read(
     let now = OffsetDateTime::now_utc();
     let (_, allowed) =
         with_fresh(&state, |s| s.decide_read(&peer.cert_sha256, &name, &query.environment, now)).await?;
-    let version = match query.version {
-        Some(v) => to_u32_version(v)?,
-        None => state
-            .store
-            .latest_version(allowed.org, &allowed.secret, allowed.environment_id)
-            .await
-            .map_err(store_refusal)?
-            .ok_or_else(|| {
-                Refusal(ApiError::new(
-                    ErrorCode::NotFound,
-                    format!("this Agent holds no value of {} in {}", allowed.secret, allowed.environment),
-                ))
-            })?,
-    };
-    let at = ValueAddress {
-        org: allowed.org,
-        secret: allowed.secret.clone(),
-        environment: allowed.environment_id,
-        version,
-    };
-    let value = state.store.get_value(&at).await.map_err(store_refusal)?.ok_or_else(|| {
+    let no_value = |version: Option<u32>| {
+        let which = version.map_or_else(|| "no value".to_owned(), |v| format!("no version {v}"));
         Refusal(ApiError::new(
             ErrorCode::NotFound,
-            format!("this Agent holds no version {version} of {} in {}", allowed.secret, allowed.environment),
+            format!("this Agent holds {which} of {} in {}", allowed.secret, allowed.environment),
         ))
-    })?;
+    };
+    let (version, value) = match query.version {
+        Some(v) => {
+            let version = to_u32_version(v)?;
+            let at = ValueAddress {
+                org: allowed.org,
+                secret: allowed.secret.clone(),
+                environment: allowed.environment_id,
+                version,
+            };
+            let value = state.store.get_value(&at).await.map_err(store_refusal)?;
+            (version, value.ok_or_else(|| no_value(Some(version)))?)
+        }
+        None => state
+            .store
+            .latest_value(allowed.org, &allowed.secret, allowed.environment_id)
+            .await
+            .map_err(store_refusal)?
+            .ok_or_else(|| no_value(None))?,
+    };
     let record = AccessRecord {
         accessor: allowed.reader.clone(),
         at_micros: i64::try_from(now.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX),

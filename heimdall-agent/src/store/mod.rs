@@ -129,6 +129,20 @@ pub trait ValueStore: Send + Sync + fmt::Debug {
     /// this Agent never held the version, so a late write cannot revive it).
     async fn deactivate(&self, at: &ValueAddress) -> Result<(), StoreError>;
 
+    /// What a read without a version serves: the highest version held for
+    /// (secret, environment) and its value; `Deactivated` if that version
+    /// is a tombstone (no fallback to an older one); `None` if none is held.
+    async fn latest_value(
+        &self,
+        org: OrgId,
+        secret: &str,
+        environment: CatalogId,
+    ) -> Result<Option<(u32, Zeroizing<Vec<u8>>)>, StoreError> {
+        let Some(version) = self.latest_version(org, secret, environment).await? else { return Ok(None) };
+        let at = ValueAddress { org, secret: secret.to_owned(), environment, version };
+        Ok(self.get_value(&at).await?.map(|value| (version, value)))
+    }
+
     /// Deletes every version of the secret in every environment; returns
     /// how many rows went.
     async fn delete_secret(&self, org: OrgId, secret: &str) -> Result<u64, StoreError>;
@@ -239,6 +253,65 @@ pub struct SqlValueStore {
     pool: AnyPool,
     backend: Backend,
     keyring: Keyring,
+    latest: LatestCache,
+}
+
+/// Rows per INSERT statement of access records (8 parameters each: well
+/// under SQLite's and PostgreSQL's parameter limits).
+const RECORDS_PER_INSERT: usize = 100;
+
+/// How long a cached "latest version" row is trusted. This Agent's own
+/// writes, tombstones and deletes invalidate at once; the TTL bounds how
+/// long a version written by *another* Agent sharing this database stays
+/// unseen.
+const LATEST_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The latest row per (org, secret, environment), sealed as stored (the
+/// cache holds ciphertext, never a plaintext): a read without a version
+/// then costs no query, only the open and its access record.
+#[derive(Default)]
+struct LatestCache {
+    rows: std::sync::Mutex<HashMap<(OrgId, String, CatalogId), LatestRow>>,
+    /// Bumped by every invalidation; a lookup caches its answer only if no
+    /// invalidation happened while it queried.
+    generation: std::sync::atomic::AtomicU64,
+}
+
+impl fmt::Debug for LatestCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let len = self.rows.lock().map_or(0, |r| r.len());
+        f.debug_struct("LatestCache").field("rows", &len).finish()
+    }
+}
+
+#[derive(Clone)]
+struct LatestRow {
+    version: u32,
+    /// `None`: a tombstone.
+    sealed: Option<SealedValue>,
+    fetched: std::time::Instant,
+}
+
+impl LatestCache {
+    fn get(&self, key: &(OrgId, String, CatalogId)) -> Option<LatestRow> {
+        let rows = self.rows.lock().ok()?;
+        rows.get(key).filter(|r| r.fetched.elapsed() < LATEST_TTL).cloned()
+    }
+
+    fn put(&self, key: (OrgId, String, CatalogId), row: LatestRow, generation: u64) {
+        if let Ok(mut rows) = self.rows.lock() {
+            if self.generation.load(std::sync::atomic::Ordering::SeqCst) == generation {
+                rows.insert(key, row);
+            }
+        }
+    }
+
+    fn invalidate(&self, org: OrgId, secret: &str) {
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if let Ok(mut rows) = self.rows.lock() {
+            rows.retain(|(o, s, _), _| !(*o == org && s == secret));
+        }
+    }
 }
 
 fn db(err: sqlx::Error) -> StoreError {
@@ -296,7 +369,7 @@ impl SqlValueStore {
             sealed = load_keyring(&pool).await?;
         }
         let keyring = Keyring::open(&sealed, sealer).await?;
-        Ok(Self { pool, backend, keyring })
+        Ok(Self { pool, backend, keyring, latest: LatestCache::default() })
     }
 
     pub fn backend(&self) -> Backend {
@@ -311,6 +384,30 @@ impl SqlValueStore {
     /// Closes the connections (the store cannot be used afterwards).
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+
+    /// Opens a sealed value at its address; a tombstone is `Deactivated`,
+    /// anything that does not open (altered, moved, unknown key) is
+    /// `Undecryptable`.
+    fn open(
+        &self,
+        at: &ValueAddress,
+        sealed: Option<&SealedValue>,
+    ) -> Result<Zeroizing<Vec<u8>>, StoreError> {
+        let Some(sealed) = sealed else {
+            return Err(StoreError::Deactivated {
+                secret: at.secret.clone(),
+                environment: at.environment,
+                version: at.version,
+            });
+        };
+        let undecryptable = || StoreError::Undecryptable {
+            secret: at.secret.clone(),
+            version: at.version,
+            key_id: sealed.key_id.clone(),
+        };
+        let key = self.keyring.get(&sealed.key_id).ok_or_else(undecryptable)?;
+        key.open_value(at, sealed).map_err(|_| undecryptable())
     }
 
     fn current_key(&self) -> &DataKey {
@@ -332,6 +429,24 @@ async fn load_keyring(pool: &AnyPool) -> Result<Vec<SealedDataKey>, StoreError> 
             })
         })
         .collect()
+}
+
+/// A `secret_values` row's sealed value; `None` for a tombstone. A row
+/// with some but not all of key id, nonce and ciphertext opens as
+/// `Undecryptable` (see [`SqlValueStore::open`]).
+fn sealed_from_row(row: &AnyRow) -> Result<Option<SealedValue>, StoreError> {
+    let deactivated: i64 = row.try_get("deactivated").map_err(db)?;
+    if deactivated != 0 {
+        return Ok(None);
+    }
+    let key_id: Option<String> = row.try_get("key_id").map_err(db)?;
+    let nonce: Option<Vec<u8>> = row.try_get("nonce").map_err(db)?;
+    let ciphertext: Option<Vec<u8>> = row.try_get("ciphertext").map_err(db)?;
+    Ok(Some(SealedValue {
+        key_id: key_id.unwrap_or_default(),
+        nonce: nonce.unwrap_or_default(),
+        ciphertext: ciphertext.unwrap_or_default(),
+    }))
 }
 
 fn access_record(row: &AnyRow) -> Result<RecordedAccess, StoreError> {
@@ -376,6 +491,7 @@ impl ValueStore for SqlValueStore {
         .execute(&self.pool)
         .await
         .map_err(db)?;
+        self.latest.invalidate(at.org, &at.secret);
         if done.rows_affected() == 0 {
             return Err(StoreError::AlreadyExists {
                 secret: at.secret.clone(),
@@ -400,28 +516,44 @@ impl ValueStore for SqlValueStore {
         .await
         .map_err(db)?;
         let Some(row) = row else { return Ok(None) };
-        let deactivated: i64 = row.try_get("deactivated").map_err(db)?;
-        if deactivated != 0 {
-            return Err(StoreError::Deactivated {
-                secret: at.secret.clone(),
-                environment: at.environment,
-                version: at.version,
-            });
-        }
-        let key_id: Option<String> = row.try_get("key_id").map_err(db)?;
-        let nonce: Option<Vec<u8>> = row.try_get("nonce").map_err(db)?;
-        let ciphertext: Option<Vec<u8>> = row.try_get("ciphertext").map_err(db)?;
-        let undecryptable = |key_id: String| StoreError::Undecryptable {
-            secret: at.secret.clone(),
-            version: at.version,
-            key_id,
+        let sealed = sealed_from_row(&row)?;
+        self.open(at, sealed.as_ref()).map(Some)
+    }
+
+    async fn latest_value(
+        &self,
+        org: OrgId,
+        secret: &str,
+        environment: CatalogId,
+    ) -> Result<Option<(u32, Zeroizing<Vec<u8>>)>, StoreError> {
+        validate_name(secret)?;
+        let key = (org, secret.to_owned(), environment);
+        let row = match self.latest.get(&key) {
+            Some(row) => row,
+            None => {
+                let generation = self.latest.generation.load(std::sync::atomic::Ordering::SeqCst);
+                let found = sqlx::query(
+                    "SELECT version, key_id, nonce, ciphertext, deactivated FROM secret_values \
+                     WHERE org_id = $1 AND secret = $2 AND environment_id = $3 ORDER BY version DESC LIMIT 1",
+                )
+                .bind(org.to_string())
+                .bind(secret)
+                .bind(environment.to_string())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?;
+                let Some(found) = found else { return Ok(None) };
+                let row = LatestRow {
+                    version: to_u32(found.try_get("version").map_err(db)?, "version")?,
+                    sealed: sealed_from_row(&found)?,
+                    fetched: std::time::Instant::now(),
+                };
+                self.latest.put(key, row.clone(), generation);
+                row
+            }
         };
-        let (Some(key_id), Some(nonce), Some(ciphertext)) = (key_id, nonce, ciphertext) else {
-            return Err(undecryptable(String::new()));
-        };
-        let Some(key) = self.keyring.get(&key_id) else { return Err(undecryptable(key_id)) };
-        let sealed = SealedValue { key_id, nonce, ciphertext };
-        key.open_value(at, &sealed).map(Some).map_err(|_| undecryptable(sealed.key_id))
+        let at = ValueAddress { org, secret: secret.to_owned(), environment, version: row.version };
+        self.open(&at, row.sealed.as_ref()).map(|value| Some((row.version, value)))
     }
 
     async fn latest_version(
@@ -460,6 +592,7 @@ impl ValueStore for SqlValueStore {
         .execute(&self.pool)
         .await
         .map_err(db)?;
+        self.latest.invalidate(at.org, &at.secret);
         Ok(())
     }
 
@@ -471,6 +604,7 @@ impl ValueStore for SqlValueStore {
             .execute(&self.pool)
             .await
             .map_err(db)?;
+        self.latest.invalidate(org, secret);
         Ok(done.rows_affected())
     }
 
@@ -517,22 +651,43 @@ impl ValueStore for SqlValueStore {
                 .try_get("last_seq")
                 .map_err(db)?;
         let first = last - count + 1;
-        for (seq, record) in (first..).zip(records) {
-            sqlx::query(
-                "INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .bind(seq)
-            .bind(&record.accessor)
-            .bind(record.at_micros)
-            .bind(&record.secret)
-            .bind(record.environment.to_string())
-            .bind(i64::from(record.version))
-            .bind(&record.source)
-            .bind(record.served_by.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        // One multi-row INSERT per chunk: each statement is a round trip to
+        // the database (on SQLite, to its worker thread).
+        for (chunk_index, chunk) in records.chunks(RECORDS_PER_INSERT).enumerate() {
+            let mut sql = String::from(
+                "INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by) VALUES ",
+            );
+            for i in 0..chunk.len() {
+                let p = i * 8;
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(&format!(
+                    "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                    p + 1,
+                    p + 2,
+                    p + 3,
+                    p + 4,
+                    p + 5,
+                    p + 6,
+                    p + 7,
+                    p + 8
+                ));
+            }
+            let mut query = sqlx::query(&sql);
+            let chunk_first = first + i64::try_from(chunk_index * RECORDS_PER_INSERT).unwrap_or(i64::MAX);
+            for (seq, record) in (chunk_first..).zip(chunk) {
+                query = query
+                    .bind(seq)
+                    .bind(record.accessor.clone())
+                    .bind(record.at_micros)
+                    .bind(record.secret.clone())
+                    .bind(record.environment.to_string())
+                    .bind(i64::from(record.version))
+                    .bind(record.source.clone())
+                    .bind(record.served_by.to_string());
+            }
+            query.execute(&mut *tx).await.map_err(db)?;
         }
         tx.commit().await.map_err(db)?;
         u64::try_from(first).map_err(|_| StoreError::Unavailable("invalid sequence number".into()))

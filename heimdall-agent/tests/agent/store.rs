@@ -549,6 +549,11 @@ async fn scenario(place: Place) {
     assert_eq!(store.latest_version(org, "db-password", dev).await.unwrap(), Some(2));
     assert_eq!(store.latest_version(org, "db-password", prod).await.unwrap(), Some(1));
     assert_eq!(store.latest_version(org, "missing", dev).await.unwrap(), None);
+    // … and its value, what a read without a version serves (cached on SQL:
+    // this handle's own writes below must show at once).
+    let (version, value) = store.latest_value(org, "db-password", dev).await.unwrap().unwrap();
+    assert_eq!((version, value.as_slice()), (2, v(2).as_bytes()));
+    assert!(store.latest_value(org, "missing", dev).await.unwrap().is_none());
 
     // Nothing at rest holds a plaintext.
     let raw = place.raw().await;
@@ -563,6 +568,8 @@ async fn scenario(place: Place) {
     let err = store.get_value(&at("db-password", dev, 2)).await.unwrap_err();
     assert!(matches!(err, StoreError::Deactivated { version: 2, .. }), "{err:?}");
     assert_eq!(store.latest_version(org, "db-password", dev).await.unwrap(), Some(2));
+    let err = store.latest_value(org, "db-password", dev).await.unwrap_err();
+    assert!(matches!(err, StoreError::Deactivated { version: 2, .. }), "no fallback to v1: {err:?}");
     let err = store.put_value(&at("db-password", dev, 2), v(2).as_bytes()).await.unwrap_err();
     assert!(matches!(err, StoreError::AlreadyExists { .. }), "{err:?}");
     assert!(
@@ -989,4 +996,41 @@ async fn the_agent_opens_a_dynamodb_store_under_a_kms_key_and_refuses_another_ke
     assert!(log.contains(&format!("the KMS key {b_arn} does not open this store")), "{log}");
 
     let _ = ddb.delete_table().table_name(&table).send().await;
+}
+
+/// The SQL store caches each (secret, environment)'s latest row, sealed:
+/// its own writes, tombstones and deletes show at once; a version written
+/// by another Agent sharing the database shows within a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_latest_value_cache_sees_own_writes_at_once_and_others_within_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let (a, b) = (
+        store::sqlite::open(&path, &key(3)).await.unwrap(),
+        store::sqlite::open(&path, &key(3)).await.unwrap(),
+    );
+    let org = OrgId::from_uuid(Uuid::new_v4());
+    let env = CatalogId::from_uuid(Uuid::new_v4());
+    let at = |version| ValueAddress { org, secret: "token".into(), environment: env, version };
+    async fn latest(s: &store::SqlValueStore, org: OrgId, env: CatalogId) -> Option<(u32, Vec<u8>)> {
+        s.latest_value(org, "token", env).await.unwrap().map(|(v, value)| (v, value.to_vec()))
+    }
+    a.put_value(&at(1), b"one").await.unwrap();
+    assert_eq!(latest(&a, org, env).await, Some((1, b"one".to_vec())));
+    a.put_value(&at(2), b"two").await.unwrap();
+    assert_eq!(latest(&a, org, env).await, Some((2, b"two".to_vec())), "own write shows at once");
+    b.put_value(&at(3), b"three").await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(
+        latest(&a, org, env).await,
+        Some((3, b"three".to_vec())),
+        "another handle's write shows within a second"
+    );
+    a.deactivate(&at(3)).await.unwrap();
+    assert!(matches!(
+        a.latest_value(org, "token", env).await,
+        Err(StoreError::Deactivated { version: 3, .. })
+    ));
+    a.delete_secret(org, "token").await.unwrap();
+    assert_eq!(latest(&a, org, env).await, None);
 }
