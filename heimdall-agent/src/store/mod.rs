@@ -168,7 +168,7 @@ pub trait ValueStore: Send + Sync + fmt::Debug {
 
     /// The most records one [`Self::append_access_records`] call takes; a
     /// larger batch is `Invalid` (a group committer splits its batches at
-    /// this size). Unlimited on SQL; 99 on DynamoDB (100 items per
+    /// this size). 100 on SQL (one INSERT statement); 99 on DynamoDB (100 items per
     /// transaction, one of them the counter).
     fn max_access_batch(&self) -> usize {
         usize::MAX
@@ -254,10 +254,12 @@ pub struct SqlValueStore {
     backend: Backend,
     keyring: Keyring,
     latest: LatestCache,
+    /// SQLite only: the next access record number, between group commits.
+    next_seq: tokio::sync::Mutex<Option<i64>>,
 }
 
-/// Rows per INSERT statement of access records (8 parameters each: well
-/// under SQLite's and PostgreSQL's parameter limits).
+/// Access records per group commit on SQL stores: one INSERT statement of
+/// 8 parameters a row, well under SQLite's and PostgreSQL's limits.
 const RECORDS_PER_INSERT: usize = 100;
 
 /// How long a cached "latest version" row is trusted. This Agent's own
@@ -369,7 +371,7 @@ impl SqlValueStore {
             sealed = load_keyring(&pool).await?;
         }
         let keyring = Keyring::open(&sealed, sealer).await?;
-        Ok(Self { pool, backend, keyring, latest: LatestCache::default() })
+        Ok(Self { pool, backend, keyring, latest: LatestCache::default(), next_seq: Default::default() })
     }
 
     pub fn backend(&self) -> Backend {
@@ -410,6 +412,47 @@ impl SqlValueStore {
         key.open_value(at, sealed).map_err(|_| undecryptable())
     }
 
+    /// SQLite: the whole group commit is one multi-row INSERT, so one
+    /// statement, one transaction, one round trip and one fsync; the
+    /// triggers of migration 0002 advance the counter row inside it and
+    /// refuse any number but the next. The next number is kept here between
+    /// commits (this handle is the file's writer); if something else moved
+    /// the counter, the insert is refused whole and retried once from the
+    /// counter row.
+    async fn append_in_one_statement(&self, records: &[AccessRecord]) -> Result<u64, StoreError> {
+        let mut next = self.next_seq.lock().await;
+        let sql = records_insert_sql(records.len());
+        for attempt in 0..2 {
+            let first = match *next {
+                Some(first) => first,
+                None => {
+                    let last: i64 = sqlx::query("SELECT last_seq FROM access_counter WHERE id = 1")
+                        .fetch_one(&self.pool)
+                        .await
+                        .map_err(db)?
+                        .try_get("last_seq")
+                        .map_err(db)?;
+                    last + 1
+                }
+            };
+            match bind_records(sqlx::query(&sql), first, records).execute(&self.pool).await {
+                Ok(_) => {
+                    *next = Some(first + i64::try_from(records.len()).unwrap_or(i64::MAX));
+                    return u64::try_from(first)
+                        .map_err(|_| StoreError::Unavailable("invalid sequence number".into()));
+                }
+                Err(e) => {
+                    *next = None;
+                    if attempt == 0 && e.to_string().contains("access record out of sequence") {
+                        continue;
+                    }
+                    return Err(db(e));
+                }
+            }
+        }
+        Err(StoreError::Unavailable("the access counter moved under this Agent twice".into()))
+    }
+
     fn current_key(&self) -> &DataKey {
         self.keyring.current()
     }
@@ -447,6 +490,44 @@ fn sealed_from_row(row: &AnyRow) -> Result<Option<SealedValue>, StoreError> {
         nonce: nonce.unwrap_or_default(),
         ciphertext: ciphertext.unwrap_or_default(),
     }))
+}
+
+/// `INSERT INTO access_records … VALUES ($1…$8), ($9…$16), …` for `rows` records.
+fn records_insert_sql(rows: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by) VALUES ",
+    );
+    for i in 0..rows {
+        let p = i * 8;
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        let placeholders: Vec<String> = (1..=8).map(|k| format!("${}", p + k)).collect();
+        sql.push('(');
+        sql.push_str(&placeholders.join(", "));
+        sql.push(')');
+    }
+    sql
+}
+
+/// Binds `records` numbered from `first` to [`records_insert_sql`]'s placeholders.
+fn bind_records<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    first: i64,
+    records: &[AccessRecord],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for (seq, record) in (first..).zip(records) {
+        query = query
+            .bind(seq)
+            .bind(record.accessor.clone())
+            .bind(record.at_micros)
+            .bind(record.secret.clone())
+            .bind(record.environment.to_string())
+            .bind(i64::from(record.version))
+            .bind(record.source.clone())
+            .bind(record.served_by.to_string());
+    }
+    query
 }
 
 fn access_record(row: &AnyRow) -> Result<RecordedAccess, StoreError> {
@@ -638,10 +719,19 @@ impl ValueStore for SqlValueStore {
         if count == 0 {
             return Err(StoreError::Invalid("an empty batch of access records".into()));
         }
+        if records.len() > self.max_access_batch() {
+            return Err(StoreError::Invalid(format!(
+                "at most {} access records per group commit",
+                self.max_access_batch()
+            )));
+        }
+        if self.backend == Backend::Sqlite {
+            return self.append_in_one_statement(records).await;
+        }
         let mut tx = self.pool.begin().await.map_err(db)?;
-        // The counter row is the sequence: its update and the inserts
-        // commit together or not at all. On PostgreSQL the row lock also
-        // orders concurrent appenders; SQLite has one connection.
+        // The counter row is the sequence: its update and the insert commit
+        // together or not at all, and its row lock orders concurrent
+        // appenders (several Agents may share one PostgreSQL database).
         let last: i64 =
             sqlx::query("UPDATE access_counter SET last_seq = last_seq + $1 WHERE id = 1 RETURNING last_seq")
                 .bind(count)
@@ -651,46 +741,14 @@ impl ValueStore for SqlValueStore {
                 .try_get("last_seq")
                 .map_err(db)?;
         let first = last - count + 1;
-        // One multi-row INSERT per chunk: each statement is a round trip to
-        // the database (on SQLite, to its worker thread).
-        for (chunk_index, chunk) in records.chunks(RECORDS_PER_INSERT).enumerate() {
-            let mut sql = String::from(
-                "INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by) VALUES ",
-            );
-            for i in 0..chunk.len() {
-                let p = i * 8;
-                if i > 0 {
-                    sql.push_str(", ");
-                }
-                sql.push_str(&format!(
-                    "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                    p + 1,
-                    p + 2,
-                    p + 3,
-                    p + 4,
-                    p + 5,
-                    p + 6,
-                    p + 7,
-                    p + 8
-                ));
-            }
-            let mut query = sqlx::query(&sql);
-            let chunk_first = first + i64::try_from(chunk_index * RECORDS_PER_INSERT).unwrap_or(i64::MAX);
-            for (seq, record) in (chunk_first..).zip(chunk) {
-                query = query
-                    .bind(seq)
-                    .bind(record.accessor.clone())
-                    .bind(record.at_micros)
-                    .bind(record.secret.clone())
-                    .bind(record.environment.to_string())
-                    .bind(i64::from(record.version))
-                    .bind(record.source.clone())
-                    .bind(record.served_by.to_string());
-            }
-            query.execute(&mut *tx).await.map_err(db)?;
-        }
+        let sql = records_insert_sql(records.len());
+        bind_records(sqlx::query(&sql), first, records).execute(&mut *tx).await.map_err(db)?;
         tx.commit().await.map_err(db)?;
         u64::try_from(first).map_err(|_| StoreError::Unavailable("invalid sequence number".into()))
+    }
+
+    fn max_access_batch(&self) -> usize {
+        RECORDS_PER_INSERT
     }
 
     async fn access_records_after(&self, after: u64, limit: u32) -> Result<Vec<RecordedAccess>, StoreError> {
