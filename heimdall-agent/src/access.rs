@@ -43,7 +43,14 @@ pub struct PolicySnapshot {
     policies: OrgPolicies,
     /// This Agent's clock when the answer arrived.
     received_at: OffsetDateTime,
+    /// Decisions already taken with this snapshot, by (certificate,
+    /// secret, environment): a snapshot never changes, so neither do they,
+    /// and the hot read path skips Cedar. Bounded; cleared when full.
+    decided: std::sync::Mutex<HashMap<(String, String, String), Result<AllowedRead, ApiError>>>,
 }
+
+/// Most decisions a snapshot remembers.
+const MAX_REMEMBERED_DECISIONS: usize = 10_000;
 
 impl PolicySnapshot {
     /// Indexes a sync answer. Policies that no longer compile fail the
@@ -64,6 +71,7 @@ impl PolicySnapshot {
             environments: response.environments.iter().map(|e| (e.id, e.name.clone())).collect(),
             policies,
             received_at,
+            decided: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -117,6 +125,26 @@ impl PolicySnapshot {
                 ),
             ));
         }
+        let key = (cert_sha256.to_owned(), secret.to_owned(), environment.to_owned());
+        if let Some(known) = self.decided.lock().ok().and_then(|d| d.get(&key).cloned()) {
+            return known;
+        }
+        let decision = self.decide_with_cedar(cert_sha256, secret, environment);
+        if let Ok(mut decided) = self.decided.lock() {
+            if decided.len() >= MAX_REMEMBERED_DECISIONS {
+                decided.clear();
+            }
+            decided.insert(key, decision.clone());
+        }
+        decision
+    }
+
+    fn decide_with_cedar(
+        &self,
+        cert_sha256: &str,
+        secret: &str,
+        environment: &str,
+    ) -> Result<AllowedRead, ApiError> {
         let reader = self.reader(cert_sha256)?;
         let not_found = || ApiError::not_found("secret");
         let found = self.secrets.get(secret).ok_or_else(not_found)?;
