@@ -46,8 +46,11 @@ pub struct PolicySnapshot {
     /// Decisions already taken with this snapshot, by (certificate,
     /// secret, environment): a snapshot never changes, so neither do they,
     /// and the hot read path skips Cedar. Bounded; cleared when full.
-    decided: std::sync::Mutex<HashMap<(String, String, String), Result<AllowedRead, ApiError>>>,
+    decided: std::sync::Mutex<HashMap<DecisionKey, Result<AllowedRead, ApiError>>>,
 }
+
+/// (certificate SHA-256, secret, environment as asked).
+type DecisionKey = (String, String, String);
 
 /// Most decisions a snapshot remembers.
 const MAX_REMEMBERED_DECISIONS: usize = 10_000;
