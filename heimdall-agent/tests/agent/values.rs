@@ -277,7 +277,15 @@ async fn scenario(store: Store) {
     })
     .await;
 
-    // The value is nowhere in the API's database.
+    // The value is nowhere in the API's database: `pg_dump` of all of it
+    // (schema and data), then every row read back as text.
+    let dumped =
+        std::process::Command::new("pg_dump").arg(w.api.database.url()).output().expect("pg_dump runs");
+    assert!(dumped.status.success(), "pg_dump: {}", String::from_utf8_lossy(&dumped.stderr));
+    let dumped = String::from_utf8_lossy(&dumped.stdout);
+    assert!(dumped.contains("COPY public.secret_versions"), "the dump must hold the secrets' tables");
+    assert!(dumped.contains("db-password"), "the dump must hold the secret's metadata");
+    assert!(!dumped.contains(&marker), "a value reached the API's database");
     let api_rows = dump(w.api.store.pool()).await;
     assert!(!api_rows.contains(&marker), "a value reached the API's database");
     // Nor in plaintext in the Agent's store.
