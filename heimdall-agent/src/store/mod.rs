@@ -728,22 +728,49 @@ impl ValueStore for SqlValueStore {
         if self.backend == Backend::Sqlite {
             return self.append_in_one_statement(records).await;
         }
-        let mut tx = self.pool.begin().await.map_err(db)?;
-        // The counter row is the sequence: its update and the insert commit
-        // together or not at all, and its row lock orders concurrent
-        // appenders (several Agents may share one PostgreSQL database).
-        let last: i64 =
-            sqlx::query("UPDATE access_counter SET last_seq = last_seq + $1 WHERE id = 1 RETURNING last_seq")
-                .bind(count)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db)?
-                .try_get("last_seq")
-                .map_err(db)?;
-        let first = last - count + 1;
-        let sql = records_insert_sql(records.len());
-        bind_records(sqlx::query(&sql), first, records).execute(&mut *tx).await.map_err(db)?;
-        tx.commit().await.map_err(db)?;
+        // PostgreSQL: one statement, so one round trip and one commit. The
+        // counter row is the sequence: the CTE's update and the insert
+        // commit together or not at all, and its row lock orders
+        // concurrent appenders (several Agents may share one database).
+        let mut sql = String::from(
+            "WITH counter AS (UPDATE access_counter SET last_seq = last_seq + $1 WHERE id = 1 RETURNING last_seq) \
+             INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by) \
+             SELECT counter.last_seq - $1 + r.ord, r.accessor, r.accessed_at, r.secret, r.environment_id, r.version, \
+             r.source, r.served_by FROM counter, (VALUES ",
+        );
+        for i in 0..records.len() {
+            let p = 1 + i * 8;
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!(
+                "(${}::bigint, ${}::text, ${}::bigint, ${}::text, ${}::text, ${}::bigint, ${}::text, ${}::text)",
+                p + 1,
+                p + 2,
+                p + 3,
+                p + 4,
+                p + 5,
+                p + 6,
+                p + 7,
+                p + 8
+            ));
+        }
+        sql.push_str(
+            ") AS r(ord, accessor, accessed_at, secret, environment_id, version, source, served_by) \
+             RETURNING seq",
+        );
+        let rows = bind_records(sqlx::query(&sql).bind(count), 1, records)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        let first = rows
+            .iter()
+            .map(|r| r.try_get::<i64, _>("seq"))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(db)?
+            .into_iter()
+            .min()
+            .ok_or_else(|| StoreError::Unavailable("the insert of access records returned nothing".into()))?;
         u64::try_from(first).map_err(|_| StoreError::Unavailable("invalid sequence number".into()))
     }
 
