@@ -80,15 +80,19 @@ fn configure_syncing_every(
     (format!("https://localhost:{port}"), matches!(store, Store::Sqlite).then_some(sqlite))
 }
 
-/// A person's key, made here, and the certificate the API issues for it.
-async fn identity(w: &World, token: &str) -> Identity {
+/// A fresh key and a certificate signing request for it (PEM).
+fn key_and_csr() -> (rcgen::KeyPair, String) {
     let key = rcgen::KeyPair::generate().unwrap();
     let csr = rcgen::CertificateParams::new(Vec::<String>::new())
-        .unwrap()
-        .serialize_request(&key)
-        .unwrap()
-        .pem()
+        .and_then(|p| p.serialize_request(&key))
+        .and_then(|r| r.pem())
         .unwrap();
+    (key, csr)
+}
+
+/// A person's key, made here, and the certificate the API issues for it.
+async fn identity(w: &World, token: &str) -> Identity {
+    let (key, csr) = key_and_csr();
     let issued = w.post(token, "/v1/me/certificate", json!({ "csr": csr })).await;
     Identity {
         certificate_pem: issued["certificate"].as_str().unwrap().to_owned(),
@@ -100,13 +104,7 @@ async fn identity(w: &World, token: &str) -> Identity {
 /// A certificate for bo signed directly by `ca`, not issued (nor recorded)
 /// by the API.
 fn signed_by(ca: &heimdall_api::pki::Ca, member: heimdall_core::ids::MemberId, trust: &str) -> Identity {
-    let key = rcgen::KeyPair::generate().unwrap();
-    let csr = rcgen::CertificateParams::new(Vec::<String>::new())
-        .unwrap()
-        .serialize_request(&key)
-        .unwrap()
-        .pem()
-        .unwrap();
+    let (key, csr) = key_and_csr();
     let cert = ca.issue_member_cert(&csr, member, "bo@example.com", time::OffsetDateTime::now_utc()).unwrap();
     Identity { certificate_pem: cert.pem, key_pem: key.serialize_pem().into(), ca_pem: trust.to_owned() }
 }
