@@ -231,7 +231,12 @@ impl SharedPolicy {
         self.current()
     }
 
-    /// Resolves when the local API asked for a sync (the sync loop).
+    /// Asks the sync loop for a sync now, without waiting (SIGHUP).
+    pub fn request_sync(&self) {
+        self.wanted.notify_one();
+    }
+
+    /// Resolves when a sync was asked for (the sync loop).
     pub async fn wanted(&self) {
         self.wanted.notified().await;
     }

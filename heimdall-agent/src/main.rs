@@ -149,6 +149,22 @@ async fn run(cli: Cli) -> Result<(), String> {
                 ),
                 _ => None,
             };
+            // SIGHUP: sync now (who may read what, deactivations, the
+            // access records), without waiting for the next period.
+            if values.is_some() {
+                let policy = policy.clone();
+                tokio::spawn(async move {
+                    let Ok(mut hangups) =
+                        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+                    else {
+                        return;
+                    };
+                    while hangups.recv().await.is_some() {
+                        tracing::info!("SIGHUP: syncing now");
+                        policy.request_sync();
+                    }
+                });
+            }
             let syncing = match (&values, &config.values) {
                 (Some(store), Some(v)) => Some(tokio::spawn(sync::run(
                     sync::Syncer {

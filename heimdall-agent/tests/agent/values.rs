@@ -422,7 +422,7 @@ async fn a_new_certificate_and_a_new_secret_work_before_the_next_periodic_sync()
     let (local_url, _) = configure_syncing_every(&config, Store::Sqlite, None, 3600);
     let owner = w.api.owner_token.clone();
     w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
-    let _agent = w.run_agent(&config);
+    let agent = w.run_agent(&config);
     eventually(&config, "the Agent's first sync", || async {
         let (_, holders) = w.call(Method::GET, "/v1/environments/dev/agents", None).await;
         let (_, agents) = w.call(Method::GET, "/v1/agents", None).await;
@@ -435,4 +435,20 @@ async fn a_new_certificate_and_a_new_secret_work_before_the_next_periodic_sync()
     assert_eq!(set(&w, &owner, &ana, "fresh", "dev", "brand-new").await, 1);
     let read = AgentClient::new(&local_url, &ana).unwrap().get_value("fresh", "dev", None).await;
     assert_eq!(read.map(|r| r.value.expose().clone()).map_err(|e| e.to_string()), Ok("brand-new".to_owned()));
+
+    // A policy changed at the API reaches the Agent on SIGHUP, not an hour later.
+    w.post(
+        &owner,
+        "/v1/policies",
+        json!({ "name": "no-dev-reads", "text": "forbid (principal, action == Heimdall::Action::\"secret.read\", resource) when { context.environment == \"dev\" };" }),
+    )
+    .await;
+    let pid = agent.id().unwrap().to_string();
+    assert!(std::process::Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+    let reader = AgentClient::new(&local_url, &ana).unwrap();
+    eventually(&config, "the policy after SIGHUP", || async {
+        reader.get_value("fresh", "dev", None).await.err().and_then(|e| e.code())
+            == Some(ErrorCode::Forbidden)
+    })
+    .await;
 }
