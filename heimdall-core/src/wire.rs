@@ -17,7 +17,16 @@
 //! | GET, DELETE | `/policies/{id}` | → `Policy` |
 //! | GET | `/events?limit=&before=&action=` | → `[AuditEvent]` |
 //! | GET | `/secrets/{id-or-name}/access-log?environment=` | → `[AccessLogEntry]` (owner, admin; personal: its owner) |
+//! | POST | `/secrets/{id-or-name}/versions` | [`CreateVersion`] → [`CreatedVersion`] (a number and one signed grant per holding Agent) |
+//! | POST | `/secrets/{id-or-name}/deactivate` | [`DeactivateVersion`] → `SecretVersion` |
+//! | GET | `/secrets/{id-or-name}/holders?environment=` | → `[AgentLocation]` |
+//! | POST | `/me/certificate` | [`CertificateRequest`] → [`IssuedCertificate`] |
 //! | POST | `/agent/sync` (Agent channel, mTLS) | [`SyncRequest`] → [`SyncResponse`] |
+//! | POST | `/agent/server-certificate` (Agent channel, mTLS) | [`ServerCertificateRequest`] → [`IssuedCertificate`] |
+//!
+//! An Agent's local API (HTTPS, a person's client certificate; never the
+//! API): `PUT /secrets/{name}/value` ([`WriteValue`]) and
+//! `GET /secrets/{name}/value?environment=&version=` (→ [`ValueAnswer`]).
 
 use serde::{Deserialize, Serialize};
 
