@@ -2,7 +2,7 @@
 //! against the installation CA's public key, which the Agent trusts
 //! already for its channel, then the claims against the write asked for.
 
-use heimdall_core::grant::{self, GrantError, GrantTarget, WriteGrantClaims};
+use heimdall_core::grant::{GrantError, GrantTarget, ParsedGrant};
 use ring::signature::{UnparsedPublicKey, ECDSA_P256_SHA256_ASN1};
 use time::OffsetDateTime;
 
@@ -37,19 +37,17 @@ impl GrantVerifier {
         Ok(Self { public_key: spki.subject_public_key.data.to_vec() })
     }
 
-    /// The grant's claims if its signature verifies and it permits exactly
-    /// `target` at `now`.
+    /// Checks a parsed grant: its signature against the CA key, then that
+    /// it permits exactly `target` at `now`.
     pub fn verify(
         &self,
-        token: &str,
+        grant: &ParsedGrant,
         target: &GrantTarget<'_>,
         now: OffsetDateTime,
-    ) -> Result<WriteGrantClaims, GrantError> {
-        let parsed = grant::parse(token)?;
+    ) -> Result<(), GrantError> {
         UnparsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, &self.public_key)
-            .verify(&parsed.signed_message, &parsed.signature)
+            .verify(&grant.signed_message, &grant.signature)
             .map_err(|_| GrantError::BadSignature)?;
-        parsed.claims.check(target, now)?;
-        Ok(parsed.claims)
+        grant.claims.check(target, now)
     }
 }

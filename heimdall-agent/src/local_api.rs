@@ -174,11 +174,12 @@ async fn write(
     // The grant names the environment by id and name; the request may use
     // either. Taking the id from the (then verified) grant lets a value be
     // written to an environment created since the last sync.
-    let named = heimdall_core::grant::parse(body.grant.expose()).map_err(ApiError::from)?.claims;
+    let grant = heimdall_core::grant::parse(body.grant.expose()).map_err(ApiError::from)?;
+    let named = &grant.claims;
     if body.environment != named.environment && body.environment != named.environment_id.to_string() {
         return Err(Refusal(ApiError::from(heimdall_core::grant::GrantError::Mismatch("environment"))));
     }
-    let (environment_id, environment) = (named.environment_id, named.environment);
+    let (environment_id, environment) = (named.environment_id, named.environment.clone());
     let version = to_u32_version(body.version)?;
     let target = GrantTarget {
         org: snap.org(),
@@ -187,11 +188,8 @@ async fn write(
         environment_id,
         version: body.version,
     };
-    let claims = state
-        .grants
-        .verify(body.grant.expose(), &target, OffsetDateTime::now_utc())
-        .map_err(ApiError::from)?;
-    if claims.issued_by != writer.email {
+    state.grants.verify(&grant, &target, OffsetDateTime::now_utc()).map_err(ApiError::from)?;
+    if grant.claims.issued_by != writer.email {
         return Err(Refusal(ApiError::new(
             ErrorCode::GrantInvalid,
             "the write grant was issued to another person",

@@ -41,28 +41,23 @@ impl Recorder {
 }
 
 async fn commit_loop(store: Arc<dyn ValueStore>, mut rx: mpsc::Receiver<Pending>) {
-    let mut batch: Vec<Pending> = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = rx.recv().await {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
-            }
+    let mut records: Vec<AccessRecord> = Vec::with_capacity(MAX_BATCH);
+    let mut waiting = Vec::with_capacity(MAX_BATCH);
+    while let Some((record, done)) = rx.recv().await {
+        records.push(record);
+        waiting.push(done);
+        while records.len() < MAX_BATCH {
+            let Ok((record, done)) = rx.try_recv() else { break };
+            records.push(record);
+            waiting.push(done);
         }
-        let records: Vec<AccessRecord> = batch.iter().map(|(r, _)| r.clone()).collect();
-        match store.append_access_records(&records).await {
-            Ok(first_seq) => {
-                for ((_, done), seq) in batch.drain(..).zip(first_seq..) {
-                    let _ = done.send(Ok(seq));
-                }
-            }
-            Err(e) => {
-                tracing::error!(error = %e, records = batch.len(), "access records could not be written; refusing those reads");
-                for (_, done) in batch.drain(..) {
-                    let _ = done.send(Err(e.clone()));
-                }
-            }
+        let committed = store.append_access_records(&records).await;
+        if let Err(e) = &committed {
+            tracing::error!(error = %e, records = records.len(), "access records could not be written; refusing those reads");
         }
+        for (done, seq) in waiting.drain(..).zip(0..) {
+            let _ = done.send(committed.clone().map(|first| first + seq));
+        }
+        records.clear();
     }
 }
