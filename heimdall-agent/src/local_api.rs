@@ -157,19 +157,10 @@ async fn write(
     Path(name): Path<String>,
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<serde_json::Value>), Refusal> {
-    // Parsed here rather than by axum's `Json`: serde's messages can quote
-    // the input, and the input is a secret.
-    let body: WriteValue = serde_json::from_slice(&body).map_err(|e| {
-        Refusal(ApiError::new(
-            ErrorCode::BadRequest,
-            format!(
-                "the body is not a write request ({:?} error at line {}, column {})",
-                e.classify(),
-                e.line(),
-                e.column()
-            ),
-        ))
-    })?;
+    // One strict parse (`heimdall_core::body`): trailing bytes and
+    // duplicate keys are refused, and no error quotes the input, which
+    // holds a secret.
+    let body: WriteValue = heimdall_core::body::decode(&body)?;
     let (snap, writer) = with_fresh(&state, |s| s.reader(&peer.cert_sha256)).await?;
     // The grant names the environment by id and name; the request may use
     // either. Taking the id from the (then verified) grant lets a value be

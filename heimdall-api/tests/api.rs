@@ -6,6 +6,8 @@
 mod access;
 #[path = "api/agents.rs"]
 mod agents;
+#[path = "api/bodies.rs"]
+mod bodies;
 #[path = "api/http.rs"]
 mod http;
 #[path = "api/infra.rs"]

@@ -11,6 +11,7 @@
 pub mod accounts;
 pub mod approval;
 pub mod authz;
+pub mod body;
 pub mod clock;
 pub mod domain;
 pub mod error;

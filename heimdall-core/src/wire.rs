@@ -30,6 +30,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::body::{Body, ValuePolicy};
 pub use crate::domain::{
     AuditEvent, CatalogEntry, CatalogKind, Member, Organization, Policy, Role, TokenInfo,
 };
@@ -679,3 +680,25 @@ impl std::fmt::Debug for ValueAnswer {
             .finish_non_exhaustive()
     }
 }
+
+// ---- What counts as a value in each request body (see `crate::body`) ---------
+
+macro_rules! bodies {
+    ($policy:expr => $($t:ty),+ $(,)?) => {
+        $(impl Body for $t { const VALUES: ValuePolicy = $policy; })+
+    };
+}
+
+bodies!(ValuePolicy::Metadata =>
+    AddMember, ChangeRole, CreateToken, CreateCatalogEntry, Rename, CreatePolicy, CreateCloudAccount,
+    LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest,
+);
+// The secret routes: closed. Anything they do not define is where a value would go.
+bodies!(ValuePolicy::Closed => CreateSecret, UpdateSecret, CreateVersion, DeactivateVersion, AssignAgent);
+// Resource inputs and schemas are judged by their JSON Schema, not by key names.
+bodies!(ValuePolicy::SchemaGoverned(&["input"]) => CreateResource, ChangeResource);
+bodies!(ValuePolicy::SchemaGoverned(&["input_schema", "defaults"]) => CreateSchema);
+// The Agent channel: machines, not people, write these.
+bodies!(ValuePolicy::NotScanned => Claim, Heartbeat, LogChunk, FinishJob, SyncRequest, ServerCertificateRequest);
+// The Agent's local API write: the one body with a place for a value.
+bodies!(ValuePolicy::Carries("value") => WriteValue);

@@ -57,6 +57,8 @@ pub(super) struct ListQuery {
     system: Option<String>,
 }
 
+impl heimdall_core::body::Query for ListQuery {}
+
 fn target_kind(kind: CatalogKind) -> TargetKind {
     match kind {
         CatalogKind::Domain => TargetKind::Domain,

@@ -29,6 +29,8 @@ pub(super) struct ListQuery {
     action: Option<String>,
 }
 
+impl heimdall_core::body::Query for ListQuery {}
+
 async fn list(
     State(state): State<AppState>,
     caller: Caller,

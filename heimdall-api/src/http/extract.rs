@@ -5,10 +5,10 @@ use axum::body::Bytes;
 use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
+use heimdall_core::body::{self, Body, Query};
 use heimdall_core::domain::{Member, Organization};
 use heimdall_core::token::{looks_like_token, TokenHash};
 use heimdall_core::{ApiError, ErrorCode};
-use serde::de::DeserializeOwned;
 
 use super::{AppState, HttpError};
 
@@ -44,15 +44,16 @@ where
     }
 }
 
-/// A JSON request body. Unknown fields are refused by the wire types;
-/// errors name the field and the expectation, never the value sent.
+/// A JSON request body: parsed once, strictly, judged by its type's value
+/// policy and decoded from the same tree (`heimdall_core::body::decode`).
+/// Errors name the field and the expectation, never the value sent.
 #[derive(Debug)]
 pub struct JsonBody<T>(pub T);
 
 impl<S, T> FromRequest<S> for JsonBody<T>
 where
     S: Send + Sync,
-    T: DeserializeOwned,
+    T: Body,
 {
     type Rejection = HttpError;
 
@@ -64,72 +65,45 @@ where
                 ApiError::new(ErrorCode::BadRequest, "could not read the request body")
             }
         })?;
-        Ok(JsonBody(decode_json(&bytes)?))
+        Ok(JsonBody(body::decode(&bytes)?))
     }
 }
 
-/// Query-string parameters, with the same no-echo errors.
+/// For a POST that takes no body: any body is refused.
+#[derive(Debug)]
+pub struct NoBody;
+
+impl<S: Send + Sync> FromRequest<S> for NoBody {
+    type Rejection = HttpError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|_| ApiError::new(ErrorCode::BadRequest, "could not read the request body"))?;
+        if bytes.is_empty() {
+            Ok(NoBody)
+        } else {
+            Err(ApiError::new(ErrorCode::BadRequest, "this route takes no request body").into())
+        }
+    }
+}
+
+/// Query-string parameters, judged by the type's value policy
+/// (`heimdall_core::body::decode_query`), with the same no-echo errors.
 #[derive(Debug)]
 pub struct QueryParams<T>(pub T);
 
 impl<S, T> FromRequestParts<S> for QueryParams<T>
 where
     S: Send + Sync,
-    T: DeserializeOwned,
+    T: Query,
 {
     type Rejection = HttpError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or_default();
-        serde_urlencoded::from_str(query).map(QueryParams).map_err(|e| {
-            HttpError(ApiError::new(
-                ErrorCode::BadRequest,
-                format!("invalid query string: {}", describe_serde_error(&e.to_string())),
-            ))
-        })
+        Ok(QueryParams(body::decode_query(query)?))
     }
-}
-
-pub(crate) fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        let message = match inner.classify() {
-            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-                format!("request body is not valid JSON (line {}, column {})", inner.line(), inner.column())
-            }
-            _ => {
-                let what = describe_serde_error(&inner.to_string());
-                if path == "." {
-                    what
-                } else {
-                    format!("`{path}`: {what}")
-                }
-            }
-        };
-        ApiError::new(ErrorCode::BadRequest, message)
-    })
-}
-
-/// Keeps the part of a serde message that names what was expected and drops
-/// the part that quotes the input (`invalid type: string "…"`).
-pub(crate) fn describe_serde_error(message: &str) -> String {
-    let message = message.split(" at line ").next().unwrap_or(message);
-    if let Some(rest) = message.strip_prefix("unknown field `") {
-        let field = rest.split('`').next().unwrap_or_default();
-        return format!("unknown field `{field}`");
-    }
-    if message.starts_with("missing field `") {
-        return message.split(", expected").next().unwrap_or(message).to_owned();
-    }
-    if let Some((_, expected)) = message.split_once(", expected ") {
-        return format!("invalid value, expected {expected}");
-    }
-    if message.starts_with("invalid length") || message.starts_with("duplicate field") {
-        return message.split(", expected").next().unwrap_or(message).to_owned();
-    }
-    "invalid value".to_owned()
 }
 
 #[cfg(test)]
@@ -149,16 +123,16 @@ mod tests {
             format!(r#"["{marker}"]"#),
             format!(r#""{marker}""#),
         ];
-        for body in cases {
-            let err = decode_json::<AddMember>(body.as_bytes()).unwrap_err();
+        for text in cases {
+            let err = body::decode::<AddMember>(text.as_bytes()).unwrap_err();
             assert_eq!(err.code, ErrorCode::BadRequest);
-            assert!(!err.message.contains(marker), "{body} -> {}", err.message);
+            assert!(!err.message.contains(marker), "{text} -> {}", err.message);
         }
-        let err = decode_json::<AddMember>(br#"{"email":"a@b.co","role":"root"}"#).unwrap_err();
+        let err = body::decode::<AddMember>(br#"{"email":"a@b.co","role":"root"}"#).unwrap_err();
         assert!(err.message.contains("`role`") && err.message.contains("expected"), "{}", err.message);
         assert!(!err.message.contains("root"));
         // An unknown key is named: it is the caller's field name, not a value.
-        let err = decode_json::<AddMember>(br#"{"email":"a@b.co","role":"member","colour":1}"#).unwrap_err();
+        let err = body::decode::<AddMember>(br#"{"email":"a@b.co","role":"member","colour":1}"#).unwrap_err();
         assert!(err.message.contains("unknown field `colour`"), "{}", err.message);
     }
 }

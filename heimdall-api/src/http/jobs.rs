@@ -31,6 +31,8 @@ pub(super) struct ListQuery {
     resource: Option<String>,
 }
 
+impl heimdall_core::body::Query for ListQuery {}
+
 async fn list(
     State(state): State<AppState>,
     caller: Caller,

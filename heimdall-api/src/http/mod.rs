@@ -135,9 +135,12 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
     }
     app.fallback(not_found)
         .method_not_allowed_fallback(not_found)
-        .layer(axum::middleware::from_fn(move |req, next| values::refuse_values(max_body_bytes, req, next)))
+        .layer(axum::middleware::from_fn(move |req, next| values::guard(max_body_bytes, req, next)))
         .layer(DefaultBodyLimit::max(max_body_bytes))
-        .layer(TraceLayer::new_for_http())
+        // The span names the path, never the query string.
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::extract::Request| {
+            tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
+        }))
         .with_state(state)
 }
 

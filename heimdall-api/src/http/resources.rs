@@ -31,7 +31,7 @@ use uuid::Uuid;
 use super::accounts::validate_region;
 use super::catalog::resolve as resolve_catalog;
 use super::error::HttpResult;
-use super::extract::{Caller, JsonBody, QueryParams};
+use super::extract::{Caller, JsonBody, NoBody, QueryParams};
 use super::schemas::resolve as resolve_schema;
 use super::AppState;
 
@@ -202,6 +202,8 @@ pub(super) struct ListQuery {
     environment: Option<String>,
     status: Option<String>,
 }
+
+impl heimdall_core::body::Query for ListQuery {}
 
 async fn list(
     State(state): State<AppState>,
@@ -497,6 +499,7 @@ async fn retry(
     State(state): State<AppState>,
     caller: Caller,
     Path(key): Path<String>,
+    _: NoBody,
 ) -> HttpResult<(StatusCode, Json<Resource>)> {
     let resource = resolve(&state, &caller, &key).await?;
     let placement = Placement::of_resource(&state, &caller, &resource).await?;

@@ -30,6 +30,8 @@ pub(super) struct ListQuery {
     type_name: Option<String>,
 }
 
+impl heimdall_core::body::Query for ListQuery {}
+
 /// A schema by id, or by type name (its newest version).
 pub(crate) async fn resolve(
     state: &AppState,

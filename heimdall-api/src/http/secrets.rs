@@ -168,6 +168,10 @@ pub(super) struct AccessLogQuery {
     environment: Option<String>,
 }
 
+impl heimdall_core::body::Query for AccessLogQuery {
+    const VALUES: heimdall_core::body::ValuePolicy = heimdall_core::body::ValuePolicy::Closed;
+}
+
 /// The reads Agents reported for this secret (owner, admin; a personal
 /// secret: only its owner, for whom everyone else gets 404).
 async fn access_log(
@@ -360,6 +364,10 @@ async fn deactivate_version(
 #[serde(deny_unknown_fields)]
 pub(super) struct HoldersQuery {
     environment: String,
+}
+
+impl heimdall_core::body::Query for HoldersQuery {
+    const VALUES: heimdall_core::body::ValuePolicy = heimdall_core::body::ValuePolicy::Closed;
 }
 
 /// Where to read a secret in an environment: the Agents that hold it.

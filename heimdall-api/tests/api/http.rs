@@ -433,7 +433,7 @@ async fn values_are_refused_everywhere(db: TestDatabase) {
         ),
         (
             "/v1/schemas",
-            json!({ "type": "x", "input_schema": {}, "defaults": { "dev": { "secret-value": marker } } }),
+            json!({ "type": "x", "input_schema": {}, "module": { "source": "./m", "version": "1", "secret-value": marker } }),
         ),
         ("/v1/tokens", json!({ "name": "t", "default_value": marker })),
     ];

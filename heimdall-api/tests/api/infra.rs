@@ -367,7 +367,9 @@ async fn retry_and_roles(db: TestDatabase) {
     let rid = id(&c.post("/v1/resources", owner, body).await.expect(201));
     c.get("/v1/resources", &member).await.expect(200);
     c.get("/v1/jobs", &member).await.expect(200);
-    c.post(&format!("/v1/resources/{rid}/retry"), owner, json!(null)).await.expect_error(409, "CONFLICT");
+    c.call(reqwest::Method::POST, &format!("/v1/resources/{rid}/retry"), owner, None)
+        .await
+        .expect_error(409, "CONFLICT");
 
     // Three failed attempts, then the Resource is failed with the reason.
     let now = OffsetDateTime::now_utc();
@@ -392,8 +394,11 @@ async fn retry_and_roles(db: TestDatabase) {
         (detail["resource"]["status"].as_str(), detail["resource"]["reason"].as_str()),
         (Some("failed"), Some("boom 3"))
     );
-    c.post(&format!("/v1/resources/{rid}/retry"), &member, json!(null)).await.expect_error(403, "FORBIDDEN");
-    let retried = c.post(&format!("/v1/resources/{rid}/retry"), owner, json!(null)).await.expect(202);
+    c.call(reqwest::Method::POST, &format!("/v1/resources/{rid}/retry"), &member, None)
+        .await
+        .expect_error(403, "FORBIDDEN");
+    let retried =
+        c.call(reqwest::Method::POST, &format!("/v1/resources/{rid}/retry"), owner, None).await.expect(202);
     assert_eq!(retried["status"], "queued");
     assert_eq!(
         c.get(&format!("/v1/jobs?resource={rid}"), owner).await.expect(200).as_array().unwrap().len(),

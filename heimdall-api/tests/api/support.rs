@@ -55,6 +55,24 @@ impl Client {
         Reply { status, body, text }
     }
 
+    /// Sends `body` exactly as given (bytes), as JSON.
+    pub async fn raw(&self, method: Method, path: &str, token: &str, body: &[u8]) -> Reply {
+        let resp = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(body.to_vec())
+            .send()
+            .await
+            .expect("request");
+        let status = resp.status();
+        let text = resp.text().await.expect("body");
+        let body =
+            if text.is_empty() { Value::Null } else { serde_json::from_str(&text).expect("JSON body") };
+        Reply { status, body, text }
+    }
+
     pub async fn get(&self, path: &str, token: &str) -> Reply {
         self.call(Method::GET, path, token, None).await
     }
@@ -143,4 +161,38 @@ pub async fn world(c: &Client, owner: &str) -> World {
     .await
     .expect(201);
     World { component, dev, prod, schema, approval_schema, account }
+}
+
+/// Everything the API's database holds, as text: on SQLite the database
+/// file and its WAL byte for byte; on PostgreSQL every row of every table.
+pub async fn database_text(api: &TestApi) -> String {
+    use sqlx::Row;
+    let url = api.database.url();
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        let mut bytes = std::fs::read(path).unwrap_or_default();
+        bytes.extend(std::fs::read(format!("{path}-wal")).unwrap_or_default());
+        return String::from_utf8_lossy(&bytes).into_owned();
+    }
+    let pool = api.store.pool();
+    let tables: Vec<String> = sqlx::query(
+        "SELECT table_name::text AS t FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| r.get("t"))
+    .collect();
+    let mut text = String::new();
+    for table in tables {
+        for row in sqlx::query(&format!("SELECT CAST(t AS TEXT) AS row FROM \"{table}\" t"))
+            .fetch_all(pool)
+            .await
+            .unwrap()
+        {
+            text.push_str(&row.get::<String, _>("row"));
+            text.push('\n');
+        }
+    }
+    text
 }
