@@ -158,3 +158,46 @@ impl Drop for TestApi {
         }
     }
 }
+
+/// Every row of every table of a PostgreSQL database, as text.
+pub async fn dump_rows(pool: &sqlx::AnyPool) -> String {
+    use sqlx::Row;
+    let tables: Vec<String> = sqlx::query(
+        "SELECT table_name::text AS t FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("list tables")
+    .iter()
+    .map(|r| r.get("t"))
+    .collect();
+    assert!(!tables.is_empty(), "the database has no tables");
+    let mut text = String::new();
+    for table in tables {
+        for row in sqlx::query(&format!("SELECT CAST(t AS TEXT) AS row FROM \"{table}\" t"))
+            .fetch_all(pool)
+            .await
+            .expect("read rows")
+        {
+            text.push_str(&row.get::<String, _>("row"));
+            text.push('\n');
+        }
+    }
+    text
+}
+
+impl TestApi {
+    /// Everything the API's database holds, as text: on SQLite the database
+    /// file and its WAL byte for byte; on PostgreSQL every row of every table.
+    pub async fn database_text(&self) -> String {
+        match &self.database {
+            TestDatabase::Sqlite { url, .. } => {
+                let path = url.trim_start_matches("sqlite://");
+                let mut bytes = std::fs::read(path).unwrap_or_default();
+                bytes.extend(std::fs::read(format!("{path}-wal")).unwrap_or_default());
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+            TestDatabase::Postgres { .. } => dump_rows(self.store.pool()).await,
+        }
+    }
+}

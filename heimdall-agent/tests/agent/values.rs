@@ -9,7 +9,6 @@ use std::time::Duration;
 use heimdall_sdk::{AgentClient, ErrorCode, Identity};
 use reqwest::Method;
 use serde_json::{json, Value};
-use sqlx::Row;
 
 use crate::support::World;
 
@@ -284,7 +283,7 @@ async fn scenario(store: Store) {
     assert!(dumped.contains("COPY public.secret_versions"), "the dump must hold the secrets' tables");
     assert!(dumped.contains("db-password"), "the dump must hold the secret's metadata");
     assert!(!dumped.contains(&marker), "a value reached the API's database");
-    let api_rows = dump(w.api.store.pool()).await;
+    let api_rows = heimdall_api::testing::dump_rows(w.api.store.pool()).await;
     assert!(!api_rows.contains(&marker), "a value reached the API's database");
     // Nor in plaintext in the Agent's store.
     match (&sqlite_file, &pg) {
@@ -302,7 +301,7 @@ async fn scenario(store: Store) {
                 .map(|(b, d)| (b.to_owned(), d.to_owned()))
                 .unwrap();
             let pool = sqlx::AnyPool::connect(&format!("{base}/{db}")).await.unwrap();
-            let rows = dump(&pool).await;
+            let rows = heimdall_api::testing::dump_rows(&pool).await;
             assert!(
                 !rows.contains(&marker) && !rows.contains(&hex::encode(&marker)),
                 "plaintext in the store"
@@ -349,32 +348,6 @@ async fn raw_get(base: &str, who: &Identity, path: &str) -> (u16, String) {
         .unwrap();
     let resp = http.get(format!("{base}{path}")).send().await.unwrap();
     (resp.status().as_u16(), resp.text().await.unwrap())
-}
-
-/// Every row of every table of a database, as text.
-async fn dump(pool: &sqlx::AnyPool) -> String {
-    let tables: Vec<String> = sqlx::query(
-        "SELECT table_name::text AS t FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap()
-    .iter()
-    .map(|r| r.get("t"))
-    .collect();
-    assert!(!tables.is_empty());
-    let mut text = String::new();
-    for table in tables {
-        for row in sqlx::query(&format!("SELECT CAST(t AS TEXT) AS row FROM \"{table}\" t"))
-            .fetch_all(pool)
-            .await
-            .unwrap()
-        {
-            text.push_str(&row.get::<String, _>("row"));
-            text.push('\n');
-        }
-    }
-    text
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::on_every_backend;
-use crate::support::{database_text, world, Client};
+use crate::support::{world, Client};
 
 const MARKER: &str = "hunter2-MARKER-7";
 
@@ -108,7 +108,7 @@ async fn one_parse_refuses_what_lenient_parsers_disagree_on(db: TestDatabase) {
     assert_eq!(c.get("/v1/secrets", owner).await.expect(200).as_array().unwrap().len(), 1);
     let events_after = c.get("/v1/events?limit=1000", owner).await.expect(200).as_array().unwrap().len();
     assert_eq!(events_before, events_after);
-    assert!(!database_text(&api).await.contains(MARKER), "a refused body reached the database");
+    assert!(!api.database_text().await.contains(MARKER), "a refused body reached the database");
 }
 
 async fn infrastructure_inputs_may_say_value(db: TestDatabase) {

@@ -163,36 +163,3 @@ pub async fn world(c: &Client, owner: &str) -> World {
     World { component, dev, prod, schema, approval_schema, account }
 }
 
-/// Everything the API's database holds, as text: on SQLite the database
-/// file and its WAL byte for byte; on PostgreSQL every row of every table.
-pub async fn database_text(api: &TestApi) -> String {
-    use sqlx::Row;
-    let url = api.database.url();
-    if let Some(path) = url.strip_prefix("sqlite://") {
-        let mut bytes = std::fs::read(path).unwrap_or_default();
-        bytes.extend(std::fs::read(format!("{path}-wal")).unwrap_or_default());
-        return String::from_utf8_lossy(&bytes).into_owned();
-    }
-    let pool = api.store.pool();
-    let tables: Vec<String> = sqlx::query(
-        "SELECT table_name::text AS t FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap()
-    .iter()
-    .map(|r| r.get("t"))
-    .collect();
-    let mut text = String::new();
-    for table in tables {
-        for row in sqlx::query(&format!("SELECT CAST(t AS TEXT) AS row FROM \"{table}\" t"))
-            .fetch_all(pool)
-            .await
-            .unwrap()
-        {
-            text.push_str(&row.get::<String, _>("row"));
-            text.push('\n');
-        }
-    }
-    text
-}
