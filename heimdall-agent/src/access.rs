@@ -5,8 +5,9 @@
 
 use std::collections::HashMap;
 
-use heimdall_core::authz::{self, Action, OrgPolicies, Principal, Target, TargetKind};
-use heimdall_core::ids::{CatalogId, OrgId};
+use heimdall_core::authz::{self, secret_target, Action, CatalogTree, OrgPolicies, Principal};
+use heimdall_core::ids::{CatalogId, MemberId, OrgId};
+use heimdall_core::secrets::{reaches, Reach};
 use heimdall_core::wire::{SyncMember, SyncResponse, SyncSecret};
 use heimdall_core::{ApiError, ErrorCode};
 use time::{Duration, OffsetDateTime};
@@ -18,6 +19,7 @@ pub const MAX_POLICY_AGE: Duration = Duration::hours(24);
 /// A person, as identified by their client certificate's SHA-256.
 #[derive(Clone, Debug)]
 pub struct Reader {
+    pub member: MemberId,
     pub email: String,
     pub principal: Principal,
 }
@@ -40,6 +42,7 @@ pub struct PolicySnapshot {
     by_certificate: HashMap<String, SyncMember>,
     secrets: HashMap<String, SyncSecret>,
     environments: Vec<(CatalogId, String)>,
+    catalog: CatalogTree,
     policies: OrgPolicies,
     /// This Agent's clock when the answer arrived.
     received_at: OffsetDateTime,
@@ -49,8 +52,8 @@ pub struct PolicySnapshot {
     decided: std::sync::Mutex<HashMap<DecisionKey, Result<AllowedRead, ApiError>>>,
 }
 
-/// (certificate SHA-256, secret, environment as asked).
-type DecisionKey = (String, String, String);
+/// (certificate SHA-256, its key's SHA-256, secret, environment as asked).
+type DecisionKey = (String, String, String, String);
 
 /// Most decisions a snapshot remembers.
 const MAX_REMEMBERED_DECISIONS: usize = 10_000;
@@ -72,6 +75,7 @@ impl PolicySnapshot {
             by_certificate,
             secrets: response.secrets.iter().map(|s| (s.name.clone(), s.clone())).collect(),
             environments: response.environments.iter().map(|e| (e.id, e.name.clone())).collect(),
+            catalog: CatalogTree::new(response.catalog.iter().map(|e| (e.id, e.kind, e.parent_id))),
             policies,
             received_at,
             decided: std::sync::Mutex::new(HashMap::new()),
@@ -105,16 +109,23 @@ impl PolicySnapshot {
             )
         })?;
         Ok(Reader {
+            member: member.id,
             email: member.email.clone(),
-            principal: Principal { org: self.org, email: member.email.clone(), role: member.role },
+            principal: Principal {
+                org: self.org,
+                id: member.id,
+                email: member.email.clone(),
+                role: member.role,
+            },
         })
     }
 
-    /// Decides a read of `secret` in `environment` by the holder of
-    /// `cert_sha256` at `now`.
+    /// Decides a read of `secret` in `environment` by the holder of the
+    /// certificate `cert_sha256` (whose public key has `key_sha256`) at `now`.
     pub fn decide_read(
         &self,
         cert_sha256: &str,
+        key_sha256: &str,
         secret: &str,
         environment: &str,
         now: OffsetDateTime,
@@ -128,11 +139,13 @@ impl PolicySnapshot {
                 ),
             ));
         }
-        let key = (cert_sha256.to_owned(), secret.to_owned(), environment.to_owned());
+        // (certificate, key, secret, environment) decides the same way for
+        // as long as this snapshot lives.
+        let key = (cert_sha256.to_owned(), key_sha256.to_owned(), secret.to_owned(), environment.to_owned());
         if let Some(known) = self.decided.lock().ok().and_then(|d| d.get(&key).cloned()) {
             return known;
         }
-        let decision = self.decide_with_cedar(cert_sha256, secret, environment);
+        let decision = self.decide_with_cedar(cert_sha256, key_sha256, secret, environment);
         if let Ok(mut decided) = self.decided.lock() {
             if decided.len() >= MAX_REMEMBERED_DECISIONS {
                 decided.clear();
@@ -145,31 +158,30 @@ impl PolicySnapshot {
     fn decide_with_cedar(
         &self,
         cert_sha256: &str,
+        key_sha256: &str,
         secret: &str,
         environment: &str,
     ) -> Result<AllowedRead, ApiError> {
         let reader = self.reader(cert_sha256)?;
         let not_found = || ApiError::not_found("secret");
         let found = self.secrets.get(secret).ok_or_else(not_found)?;
-        // A personal secret exists only for its owner, bound to her
-        // certificate (checked above), whatever anyone's role.
-        if let Some(owner) = &found.personal_owner {
-            if owner != &reader.email {
-                return Err(not_found());
-            }
+        // A personal secret exists only for its owner, by member id, and
+        // opens only with a key bound to it, whatever anyone's role.
+        if !reaches(found.owner_id, &found.owner_keys, reader.member, Reach::Value { key_sha256 }) {
+            return Err(not_found());
         }
         let (environment_id, env_name) =
             self.environment(environment).ok_or_else(|| ApiError::not_found("environment"))?;
-        if found.personal_owner.is_none() {
-            let target = Target::new(TargetKind::Secret, found.id);
-            let decision =
-                authz::decide(&reader.principal, Action::SecretRead, &target, Some(env_name), &self.policies);
-            if !decision.is_allowed() {
-                return Err(ApiError::new(
-                    ErrorCode::Forbidden,
-                    format!("a policy does not allow you to read {secret} in {env_name}"),
-                ));
-            }
+        // Policies apply to personal secrets too (personal restricts, it
+        // never bypasses), under every Component the secret is linked to.
+        let target = secret_target(found.id, found.owner_id, &found.components, &self.catalog);
+        let decision =
+            authz::decide(&reader.principal, Action::SecretRead, &target, Some(env_name), &self.policies);
+        if !decision.is_allowed() {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!("a policy does not allow you to read {secret} in {env_name}"),
+            ));
         }
         Ok(AllowedRead {
             org: self.org,
@@ -244,9 +256,9 @@ impl SharedPolicy {
 
 #[cfg(test)]
 mod tests {
-    use heimdall_core::domain::{Policy, Role};
-    use heimdall_core::ids::{MemberId, PolicyId, SecretId};
-    use heimdall_core::wire::SyncEnvironment;
+    use heimdall_core::domain::{CatalogKind, Policy, Role};
+    use heimdall_core::ids::{PolicyId, SecretId};
+    use heimdall_core::wire::{SyncCatalogEntry, SyncEnvironment};
     use uuid::Uuid;
 
     use super::*;
@@ -270,16 +282,39 @@ mod tests {
                     id: SecretId::from_uuid(Uuid::from_u128(20)),
                     name: "db-password".into(),
                     personal_owner: None,
+                    owner_id: None,
+                    owner_keys: vec![],
+                    components: vec![CatalogId::from_uuid(Uuid::from_u128(52))],
                 },
                 SyncSecret {
                     id: SecretId::from_uuid(Uuid::from_u128(21)),
                     name: "bo-notes".into(),
-                    personal_owner: Some("bo@example.com".into()),
+                    personal_owner: Some("member:00000000-0000-0000-0000-00000000000b".into()),
+                    owner_id: Some(MemberId::from_uuid(Uuid::from_u128(11))),
+                    owner_keys: vec!["key-11".into()],
+                    components: vec![],
                 },
             ],
             environments: vec![
                 SyncEnvironment { id: CatalogId::from_uuid(Uuid::from_u128(30)), name: "dev".into() },
                 SyncEnvironment { id: CatalogId::from_uuid(Uuid::from_u128(31)), name: "prod".into() },
+            ],
+            catalog: vec![
+                SyncCatalogEntry {
+                    id: CatalogId::from_uuid(Uuid::from_u128(50)),
+                    kind: CatalogKind::Domain,
+                    parent_id: None,
+                },
+                SyncCatalogEntry {
+                    id: CatalogId::from_uuid(Uuid::from_u128(51)),
+                    kind: CatalogKind::System,
+                    parent_id: Some(CatalogId::from_uuid(Uuid::from_u128(50))),
+                },
+                SyncCatalogEntry {
+                    id: CatalogId::from_uuid(Uuid::from_u128(52)),
+                    kind: CatalogKind::Component,
+                    parent_id: Some(CatalogId::from_uuid(Uuid::from_u128(51))),
+                },
             ],
             policies,
             assignments: vec![],
@@ -303,30 +338,77 @@ mod tests {
             created_by: "ana@example.com".into(),
         };
         let snap = PolicySnapshot::new(&response(vec![forbid_prod]), t0).unwrap();
-        let ok = snap.decide_read("cert-11", "db-password", "dev", t0).unwrap();
+        let ok = snap.decide_read("cert-11", "key-11", "db-password", "dev", t0).unwrap();
         assert_eq!((ok.reader.as_str(), ok.environment.as_str()), ("bo@example.com", "dev"));
         assert_eq!(
-            snap.decide_read("cert-11", "db-password", "prod", t0).unwrap_err().code,
+            snap.decide_read("cert-11", "key-11", "db-password", "prod", t0).unwrap_err().code,
             ErrorCode::Forbidden
         );
-        assert!(snap.decide_read("cert-10", "db-password", "prod", t0).is_ok());
+        assert!(snap.decide_read("cert-10", "key-10", "db-password", "prod", t0).is_ok());
         // Unknown certificate, unknown secret, unknown environment.
         assert_eq!(
-            snap.decide_read("cert-99", "db-password", "dev", t0).unwrap_err().code,
+            snap.decide_read("cert-99", "key-99", "db-password", "dev", t0).unwrap_err().code,
             ErrorCode::Unauthenticated
         );
-        assert_eq!(snap.decide_read("cert-11", "nope", "dev", t0).unwrap_err().code, ErrorCode::NotFound);
         assert_eq!(
-            snap.decide_read("cert-11", "db-password", "qa", t0).unwrap_err().code,
+            snap.decide_read("cert-11", "key-11", "nope", "dev", t0).unwrap_err().code,
             ErrorCode::NotFound
         );
-        // A personal secret: its owner only, not even the org owner.
-        assert!(snap.decide_read("cert-11", "bo-notes", "prod", t0).is_ok());
-        assert_eq!(snap.decide_read("cert-10", "bo-notes", "dev", t0).unwrap_err().code, ErrorCode::NotFound);
+        assert_eq!(
+            snap.decide_read("cert-11", "key-11", "db-password", "qa", t0).unwrap_err().code,
+            ErrorCode::NotFound
+        );
+        // A personal secret: its owner only, not even the org owner, and
+        // only with the key bound to it.
+        assert!(snap.decide_read("cert-11", "key-11", "bo-notes", "dev", t0).is_ok());
+        // … and the organization's forbids still apply to it.
+        assert_eq!(
+            snap.decide_read("cert-11", "key-11", "bo-notes", "prod", t0).unwrap_err().code,
+            ErrorCode::Forbidden
+        );
+        assert_eq!(
+            snap.decide_read("cert-10", "key-10", "bo-notes", "dev", t0).unwrap_err().code,
+            ErrorCode::NotFound
+        );
+        assert_eq!(
+            snap.decide_read("cert-11", "other-key", "bo-notes", "dev", t0).unwrap_err().code,
+            ErrorCode::NotFound
+        );
         // 24 hours without a sync: still deciding; a second more: refused.
-        assert!(snap.decide_read("cert-11", "db-password", "dev", t0 + MAX_POLICY_AGE).is_ok());
-        let stale =
-            snap.decide_read("cert-11", "db-password", "dev", t0 + MAX_POLICY_AGE + Duration::seconds(1));
+        assert!(snap.decide_read("cert-11", "key-11", "db-password", "dev", t0 + MAX_POLICY_AGE).is_ok());
+        let stale = snap.decide_read(
+            "cert-11",
+            "key-11",
+            "db-password",
+            "dev",
+            t0 + MAX_POLICY_AGE + Duration::seconds(1),
+        );
         assert_eq!(stale.unwrap_err().code, ErrorCode::PolicyStale);
+    }
+
+    #[test]
+    fn a_forbid_on_the_domain_reaches_the_secrets_linked_under_it() {
+        let t0 = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        let domain = Uuid::from_u128(50);
+        let forbid_domain = Policy {
+            id: PolicyId::from_uuid(Uuid::from_u128(41)),
+            org_id: OrgId::from_uuid(Uuid::from_u128(1)),
+            name: "payments-secrets-owner-only".into(),
+            description: String::new(),
+            text: format!(
+                r#"forbid (principal, action == Heimdall::Action::"secret.read", resource in Heimdall::Domain::"{domain}")
+                   unless {{ principal.role == "owner" }};"#
+            ),
+            created_at: t0,
+            created_by: "ana@example.com".into(),
+        };
+        let snap = PolicySnapshot::new(&response(vec![forbid_domain]), t0).unwrap();
+        assert_eq!(
+            snap.decide_read("cert-11", "key-11", "db-password", "dev", t0).unwrap_err().code,
+            ErrorCode::Forbidden
+        );
+        assert!(snap.decide_read("cert-10", "key-10", "db-password", "dev", t0).is_ok());
+        // A personal secret linked nowhere is not under the domain.
+        assert!(snap.decide_read("cert-11", "key-11", "bo-notes", "dev", t0).is_ok());
     }
 }

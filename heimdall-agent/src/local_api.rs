@@ -29,7 +29,6 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
-use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
@@ -54,6 +53,8 @@ pub struct LocalApi {
 #[derive(Clone, Debug)]
 pub struct Peer {
     pub cert_sha256: String,
+    /// SHA-256 of the certificate's public key: what a personal secret is bound to.
+    pub key_sha256: String,
     pub addr: SocketAddr,
 }
 
@@ -162,30 +163,24 @@ async fn write(
     // holds a secret.
     let body: WriteValue = heimdall_core::body::decode(&body)?;
     let (snap, writer) = with_fresh(&state, |s| s.reader(&peer.cert_sha256)).await?;
-    // The grant names the environment by id and name; the request may use
-    // either. Taking the id from the (then verified) grant lets a value be
-    // written to an environment created since the last sync.
     let grant = heimdall_core::grant::parse(body.grant.expose()).map_err(ApiError::from)?;
-    let named = &grant.claims;
-    if body.environment != named.environment && body.environment != named.environment_id.to_string() {
-        return Err(Refusal(ApiError::from(heimdall_core::grant::GrantError::Mismatch("environment"))));
-    }
-    let (environment_id, environment) = (named.environment_id, named.environment.clone());
     let version = to_u32_version(body.version)?;
+    // Every claim, in `WriteGrantClaims::check`: organization, this Agent,
+    // secret, environment (by id or name, as asked), version, the writer by
+    // member id and, for a personal secret, the writer's key.
     let target = GrantTarget {
         org: snap.org(),
         agent: state.agent,
         secret: &name,
-        environment_id,
+        environment: &body.environment,
         version: body.version,
+        writer: writer.member,
+        writer_key: &peer.key_sha256,
     };
     state.grants.verify(&grant, &target, OffsetDateTime::now_utc()).map_err(ApiError::from)?;
-    if grant.claims.issued_by != writer.email {
-        return Err(Refusal(ApiError::new(
-            ErrorCode::GrantInvalid,
-            "the write grant was issued to another person",
-        )));
-    }
+    // The environment's id from the verified grant: a value can be
+    // written to an environment created since the last sync.
+    let (environment_id, environment) = (grant.claims.environment_id, grant.claims.environment.clone());
     if body.value.expose().len() > MAX_VALUE_LEN {
         return Err(Refusal(ApiError::new(
             ErrorCode::PayloadTooLarge,
@@ -215,8 +210,10 @@ async fn read(
     Query(query): Query<ReadQuery>,
 ) -> Result<Json<ValueAnswer>, Refusal> {
     let now = OffsetDateTime::now_utc();
-    let (_, allowed) =
-        with_fresh(&state, |s| s.decide_read(&peer.cert_sha256, &name, &query.environment, now)).await?;
+    let (_, allowed) = with_fresh(&state, |s| {
+        s.decide_read(&peer.cert_sha256, &peer.key_sha256, &name, &query.environment, now)
+    })
+    .await?;
     let no_value = |version: Option<u32>| {
         let which = version.map_or_else(|| "no value".to_owned(), |v| format!("no version {v}"));
         Refusal(ApiError::new(
@@ -335,7 +332,14 @@ pub async fn serve(
             let Some(cert) = tls.get_ref().1.peer_certificates().and_then(|c| c.first()) else {
                 return;
             };
-            let peer = Peer { cert_sha256: hex::encode(Sha256::digest(cert.as_ref())), addr: remote };
+            let Some(key_sha256) = heimdall_tls::identity::spki_sha256(cert.as_ref()) else {
+                return;
+            };
+            let peer = Peer {
+                cert_sha256: heimdall_tls::identity::sha256_hex(cert.as_ref()),
+                key_sha256,
+                addr: remote,
+            };
             let service = app.map_request(move |mut req: axum::extract::Request<hyper::body::Incoming>| {
                 req.extensions_mut().insert(peer.clone());
                 req.map(axum::body::Body::new)

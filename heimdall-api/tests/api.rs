@@ -14,6 +14,8 @@ mod http;
 mod infra;
 #[path = "api/leaks.rs"]
 mod leaks;
+#[path = "api/policy_scope.rs"]
+mod policy_scope;
 #[path = "api/queue.rs"]
 mod queue;
 #[path = "api/store_scenario.rs"]

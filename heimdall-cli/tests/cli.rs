@@ -1061,7 +1061,9 @@ async fn infra_tour_in_tables() {
     }
     // A member reads Resources and jobs, but not cloud accounts.
     let bob = json_of(&h, &["member", "add", "bob@example.com", "--role", "member"]).await;
-    let bob = Heimdall::with_env(&api, bob["token"].as_str().expect("token"), tmp.path());
+    let bob_token = bob["token"].as_str().expect("token").to_owned();
+    let bob_dir = tmp.path().join("bob");
+    let bob = Heimdall::with_env(&api, &bob_token, &bob_dir);
     assert_eq!(t.run(&bob, &["cloud-account", "list"]).await.code, 4);
     assert_eq!(bob.run(&["job", "list"]).await.code, 0);
 
@@ -1336,7 +1338,9 @@ async fn agents_enroll_with_a_one_time_token_and_are_revoked() {
     let ana = json_of(&h, &["member", "add", "ana@example.com", "--role", "admin"]).await;
     let ana = Heimdall::with_env(&api, ana["token"].as_str().expect("token"), tmp.path());
     let bob = json_of(&h, &["member", "add", "bob@example.com", "--role", "member"]).await;
-    let bob = Heimdall::with_env(&api, bob["token"].as_str().expect("token"), tmp.path());
+    let bob_token = bob["token"].as_str().expect("token").to_owned();
+    let bob_dir = tmp.path().join("bob");
+    let bob = Heimdall::with_env(&api, &bob_token, &bob_dir);
     assert_eq!(ana.run(&["agent", "list"]).await.code, 0);
     assert_eq!(t.run(&ana, &["agent", "token", "create", "--name", "edge-3"]).await.code, 4);
     assert_eq!(t.run(&ana, &["agent", "revoke", "edge-1"]).await.code, 4);
@@ -1446,7 +1450,9 @@ async fn secrets_metadata_and_the_agents_that_hold_an_environment() {
     let ana = json_of(&h, &["member", "add", "ana@example.com", "--role", "admin"]).await;
     let ana = Heimdall::with_env(&api, ana["token"].as_str().expect("token"), tmp.path());
     let bob = json_of(&h, &["member", "add", "bob@example.com", "--role", "member"]).await;
-    let bob = Heimdall::with_env(&api, bob["token"].as_str().expect("token"), tmp.path());
+    let bob_token = bob["token"].as_str().expect("token").to_owned();
+    let bob_dir = tmp.path().join("bob");
+    let bob = Heimdall::with_env(&api, &bob_token, &bob_dir);
     assert_eq!(t.run(&bob, &["secret", "list"]).await.code, 0);
     assert_eq!(t.run(&bob, &["secret", "create", "mine"]).await.code, 4);
     assert_eq!(t.run(&bob, &["secret", "update", "db-password", "--type", "x"]).await.code, 4);
@@ -1454,7 +1460,12 @@ async fn secrets_metadata_and_the_agents_that_hold_an_environment() {
     assert_eq!(t.run(&ana, &["environment", "assign-agent", "prod", "edge-1"]).await.code, 4);
     assert_eq!(t.run(&bob, &["environment", "assign-agent", "prod", "edge-1"]).await.code, 4);
 
-    // A personal secret: only its creator sees it.
+    // A personal secret: only its creator sees it, and it is bound to the
+    // key of her client certificate, so it needs one (`heimdall login`).
+    let no_cert = bob.run(&["secret", "create", "bob-notes", "--personal"]).await;
+    assert_eq!(no_cert.code, 3, "{no_cert:?}");
+    assert!(no_cert.stderr.contains("heimdall login"), "{}", no_cert.stderr);
+    assert_eq!(bob.run(&["login", "--token", &bob_token]).await.code, 0);
     assert_eq!(t.run(&bob, &["secret", "create", "bob-notes", "--personal"]).await.code, 0);
     let personal = t.run(&bob, &["secret", "show", "bob-notes"]).await;
     assert!(personal.stdout.contains("yes, only bob@example.com"), "{}", personal.stdout);
@@ -1538,7 +1549,9 @@ async fn secret_access_log_in_a_table_and_in_json() {
 
     // A member may not read the trail.
     let bob = json_of(&h, &["member", "add", "bob@example.com", "--role", "member"]).await;
-    let bob = Heimdall::with_env(&api, bob["token"].as_str().expect("token"), tmp.path());
+    let bob_token = bob["token"].as_str().expect("token").to_owned();
+    let bob_dir = tmp.path().join("bob");
+    let bob = Heimdall::with_env(&api, &bob_token, &bob_dir);
     assert_eq!(t.run(&bob, &["secret", "access-log", "db-password"]).await.code, 4);
 
     snapshot("secret_access_log", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
@@ -1670,7 +1683,9 @@ async fn secret_set_refuses_bad_values_before_any_version_and_deactivates() {
     .await;
     t.run(&h, &["secret", "deactivate", "db-password", "--environment", "dev", "--version", "9"]).await;
     let bob = json_of(&h, &["member", "add", "bob@example.com", "--role", "member"]).await;
-    let bob = Heimdall::with_env(&api, bob["token"].as_str().expect("token"), tmp.path());
+    let bob_token = bob["token"].as_str().expect("token").to_owned();
+    let bob_dir = tmp.path().join("bob");
+    let bob = Heimdall::with_env(&api, &bob_token, &bob_dir);
     let run =
         t.run(&bob, &["secret", "deactivate", "db-password", "--environment", "dev", "--version", "1"]).await;
     assert_eq!(run.code, 4, "{run:?}");

@@ -22,8 +22,9 @@ use cedar_policy::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::domain::CatalogKind;
 use crate::domain::{Policy, Role};
-use crate::ids::{OrgId, PolicyId};
+use crate::ids::{CatalogId, MemberId, OrgId, PolicyId, ResourceId, SecretId};
 
 /// The Cedar schema every policy is validated against.
 pub const CEDAR_SCHEMA: &str = include_str!("authz/heimdall.cedarschema");
@@ -108,6 +109,16 @@ pub const DEFAULT_POLICIES: &[(&str, &str)] = &[
         ], resource) when { principal.role == "owner" || principal.role == "admin" };"#,
     ),
     (
+        "default:personal-owner",
+        // A personal secret is its owner's, whatever her role. Only she
+        // reaches it (`secrets::reach`); organization `forbid`s still apply.
+        r#"permit(principal, action in [
+            Heimdall::Action::"secret.read",
+            Heimdall::Action::"secret.write",
+            Heimdall::Action::"secret.access_log"
+        ], resource is Heimdall::Secret) when { resource.owner != "" && resource.owner == principal.id };"#,
+    ),
+    (
         "default:owner",
         // Policies are owner-only: an admin who could write policies could
         // grant themselves anything the owner keeps.
@@ -157,28 +168,34 @@ impl TargetKind {
     }
 }
 
-/// Who is asking. Members are named in policies by email:
-/// `principal == Heimdall::Member::"ana@example.com"`.
+/// Who is asking. Members are named in policies by email
+/// (`principal == Heimdall::Member::"ana@example.com"`); their id is the
+/// attribute `principal.id`, which is what ownership compares.
 #[derive(Clone, Debug)]
 pub struct Principal {
     pub org: OrgId,
+    pub id: MemberId,
     pub email: String,
     pub role: Role,
 }
 
-/// What the action is about, with its ancestors nearest first (a component's
-/// system, then domain). The organization is always the root and is added
-/// here, so `resource in Heimdall::Domain::"<id>"` works in policies.
+/// What the action is about, with its ancestors: one or more chains,
+/// each nearest first (a component's system, then domain; a secret has one
+/// chain per Component it is linked to). The organization is always the
+/// root and is added here, so `resource in Heimdall::Domain::"<id>"` works
+/// in policies.
 #[derive(Clone, Debug)]
 pub struct Target {
     pub kind: TargetKind,
     pub id: String,
-    pub ancestors: Vec<(TargetKind, String)>,
+    pub chains: Vec<Vec<(TargetKind, String)>>,
+    /// String attributes of the target entity (a secret's `owner`).
+    pub attrs: Vec<(&'static str, String)>,
 }
 
 impl Target {
     pub fn new(kind: TargetKind, id: impl fmt::Display) -> Self {
-        Self { kind, id: id.to_string(), ancestors: Vec::new() }
+        Self { kind, id: id.to_string(), chains: Vec::new(), attrs: Vec::new() }
     }
 
     /// The organization itself, for actions on a collection (list, create).
@@ -186,10 +203,102 @@ impl Target {
         Self::new(TargetKind::Organization, org)
     }
 
+    /// Appends the next ancestor to the first chain.
     pub fn with_ancestor(mut self, kind: TargetKind, id: impl fmt::Display) -> Self {
-        self.ancestors.push((kind, id.to_string()));
+        if self.chains.is_empty() {
+            self.chains.push(Vec::new());
+        }
+        self.chains[0].push((kind, id.to_string()));
         self
     }
+
+    /// Adds a chain of ancestors, nearest first.
+    pub fn with_chain(mut self, chain: Vec<(TargetKind, String)>) -> Self {
+        if !chain.is_empty() {
+            self.chains.push(chain);
+        }
+        self
+    }
+
+    pub fn with_attr(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.attrs.push((name, value.into()));
+        self
+    }
+}
+
+/// Where catalog entries sit, by id: their kind and parent. The API loads
+/// it from its store, the Agent from its last sync; targets are built from
+/// it here, the same way for both.
+#[derive(Clone, Debug, Default)]
+pub struct CatalogTree {
+    entries: HashMap<CatalogId, (CatalogKind, Option<CatalogId>)>,
+}
+
+impl CatalogTree {
+    pub fn new(entries: impl IntoIterator<Item = (CatalogId, CatalogKind, Option<CatalogId>)>) -> Self {
+        Self { entries: entries.into_iter().map(|(id, kind, parent)| (id, (kind, parent))).collect() }
+    }
+
+    /// `id` and its ancestors, nearest first (at most component → system →
+    /// domain); an id the tree does not know ends the chain.
+    pub fn chain(&self, id: CatalogId) -> Vec<(TargetKind, String)> {
+        let mut chain = Vec::new();
+        let mut next = Some(id);
+        while let Some(id) = next.take() {
+            let Some((kind, parent)) = self.entries.get(&id) else { break };
+            chain.push((catalog_target_kind(*kind), id.to_string()));
+            // A catalog is three levels deep; a cycle in bad data stops here.
+            if chain.len() < 4 {
+                next = *parent;
+            }
+        }
+        chain
+    }
+}
+
+pub fn catalog_target_kind(kind: CatalogKind) -> TargetKind {
+    match kind {
+        CatalogKind::Domain => TargetKind::Domain,
+        CatalogKind::System => TargetKind::System,
+        CatalogKind::Component => TargetKind::Component,
+        CatalogKind::Environment => TargetKind::Environment,
+    }
+}
+
+/// A secret as policies see it: under each Component it is linked to (so
+/// a `forbid` on a Component, System or Domain applies to it), with its
+/// personal owner's member id as `resource.owner` (`""` for an
+/// organization secret).
+pub fn secret_target(
+    id: SecretId,
+    owner: Option<MemberId>,
+    components: &[CatalogId],
+    tree: &CatalogTree,
+) -> Target {
+    let mut target = Target::new(TargetKind::Secret, id)
+        .with_attr("owner", owner.map(|o| o.to_string()).unwrap_or_default());
+    for component in components {
+        target = target.with_chain(tree.chain(*component));
+    }
+    target
+}
+
+/// A Resource (or one about to be created, `None`) under its Component.
+pub fn resource_target(id: Option<ResourceId>, component: CatalogId, tree: &CatalogTree) -> Target {
+    let id = id.map_or_else(|| "new".to_owned(), |r| r.to_string());
+    Target::new(TargetKind::Resource, id).with_chain(tree.chain(component))
+}
+
+/// A job, under its Resource and the Resource's Component.
+pub fn job_target(
+    id: crate::ids::JobId,
+    resource: ResourceId,
+    component: CatalogId,
+    tree: &CatalogTree,
+) -> Target {
+    let mut chain = vec![(TargetKind::Resource, resource.to_string())];
+    chain.extend(tree.chain(component));
+    Target::new(TargetKind::Job, id).with_chain(chain)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -351,6 +460,28 @@ pub fn decide(
     }
 }
 
+/// An action asked without naming an environment, over what lives in
+/// environments (a secret's versions, its access log, a list of
+/// Resources): decided once per environment, so an environment-scoped
+/// `forbid` removes what it forbids instead of being skipped. Returns the
+/// environments among `environments` where the action is allowed.
+pub fn allowed_environments<'a>(
+    principal: &Principal,
+    action: Action,
+    target: &Target,
+    environments: impl IntoIterator<Item = &'a str>,
+    org_policies: &OrgPolicies,
+) -> Vec<&'a str> {
+    let mut allowed: Vec<&'a str> = Vec::new();
+    for env in environments {
+        if !allowed.contains(&env) && decide(principal, action, target, Some(env), org_policies).is_allowed()
+        {
+            allowed.push(env);
+        }
+    }
+    allowed
+}
+
 fn uid(type_name: &str, id: &str) -> Option<EntityUid> {
     let type_name = EntityTypeName::from_str(type_name).ok()?;
     Some(EntityUid::from_type_name_and_id(type_name, EntityId::new(id)))
@@ -367,25 +498,51 @@ fn build_request(
 
     let principal_uid = uid(TargetKind::Member.cedar_type(), &principal.email)?;
     let attrs = HashMap::from([
+        ("id".to_owned(), RestrictedExpression::new_string(principal.id.to_string())),
         ("email".to_owned(), RestrictedExpression::new_string(principal.email.clone())),
         ("role".to_owned(), RestrictedExpression::new_string(principal.role.as_str().to_owned())),
     ]);
     let principal_entity =
         Entity::new(principal_uid.clone(), attrs, HashSet::from([org_uid.clone()])).ok()?;
 
-    // The target and its ancestors, each pointing at the next; the last at the org.
-    let mut chain: Vec<EntityUid> = Vec::with_capacity(target.ancestors.len() + 1);
-    chain.push(uid(target.kind.cedar_type(), &target.id)?);
-    for (kind, id) in &target.ancestors {
-        chain.push(uid(kind.cedar_type(), id)?);
+    // The target, then each chain of ancestors, each pointing at the next;
+    // the last of each at the organization. One entity per uid, its
+    // parents merged (a system reached through two components).
+    let resource_uid = uid(target.kind.cedar_type(), &target.id)?;
+    let mut parents: Vec<(EntityUid, HashSet<EntityUid>)> = Vec::new();
+    let mut link = |child: &EntityUid, parent: EntityUid| match parents.iter_mut().find(|(u, _)| u == child) {
+        Some((_, set)) => {
+            set.insert(parent);
+        }
+        None => parents.push((child.clone(), HashSet::from([parent]))),
+    };
+    if resource_uid != org_uid {
+        if target.chains.is_empty() {
+            link(&resource_uid, org_uid.clone());
+        }
+        for chain in &target.chains {
+            let mut child = resource_uid.clone();
+            for (kind, id) in chain {
+                let next = uid(kind.cedar_type(), id)?;
+                link(&child, next.clone());
+                child = next;
+            }
+            link(&child, org_uid.clone());
+        }
     }
     let mut entities = vec![principal_entity, Entity::new_no_attrs(org_uid.clone(), HashSet::new())];
-    let resource_uid = chain[0].clone();
-    if resource_uid != org_uid {
-        for (i, entity_uid) in chain.iter().enumerate() {
-            let parent = chain.get(i + 1).cloned().unwrap_or_else(|| org_uid.clone());
-            entities.push(Entity::new_no_attrs(entity_uid.clone(), HashSet::from([parent])));
-        }
+    let target_attrs: HashMap<String, RestrictedExpression> = target
+        .attrs
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), RestrictedExpression::new_string(value.clone())))
+        .collect();
+    for (entity_uid, parent_set) in parents {
+        let entity = if entity_uid == resource_uid && !target_attrs.is_empty() {
+            Entity::new(entity_uid, target_attrs.clone(), parent_set).ok()?
+        } else {
+            Entity::new_no_attrs(entity_uid, parent_set)
+        };
+        entities.push(entity);
     }
     // A member being the target (member.write on Ana) is also the principal
     // entity type; keep one entity per uid.

@@ -21,7 +21,7 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use crate::error::{ApiError, ErrorCode};
-use crate::ids::{AgentId, CatalogId, OrgId, SecretId};
+use crate::ids::{AgentId, CatalogId, MemberId, OrgId, SecretId};
 
 /// How long a grant is good for: long enough to type nothing (the value
 /// comes from stdin or a file), short enough that a leaked grant is stale.
@@ -48,8 +48,16 @@ pub struct WriteGrantClaims {
     pub environment: String,
     pub version: i64,
     pub agent: AgentId,
-    /// Who asked for the version (an email).
+    /// Who asked for the version (an email, for logs).
     pub issued_by: String,
+    /// Who asked for the version, by member id: the only person whose
+    /// client certificate may write with this grant.
+    pub issued_to: MemberId,
+    /// For a personal secret: the keys bound to it (SHA-256 of each public
+    /// key); the writer's certificate must carry one of them. `None` for an
+    /// organization secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_keys: Option<Vec<String>>,
     pub issued_at: i64,
     pub expires_at: i64,
 }
@@ -67,6 +75,10 @@ pub enum GrantError {
     NotYetValid,
     #[error("the write grant is for another {0}")]
     Mismatch(&'static str),
+    #[error("the write grant was issued to another person")]
+    OtherPerson,
+    #[error("this client certificate's key is not bound to the personal secret")]
+    KeyNotBound,
 }
 
 impl From<GrantError> for ApiError {
@@ -85,7 +97,8 @@ impl WriteGrantClaims {
         environment: (CatalogId, &str),
         version: i64,
         agent: AgentId,
-        issued_by: &str,
+        issued_to: (MemberId, &str),
+        owner_keys: Option<Vec<String>>,
         now: OffsetDateTime,
     ) -> Self {
         Self {
@@ -97,14 +110,20 @@ impl WriteGrantClaims {
             environment: environment.1.to_owned(),
             version,
             agent,
-            issued_by: issued_by.to_owned(),
+            issued_by: issued_to.1.to_owned(),
+            issued_to: issued_to.0,
+            owner_keys,
             issued_at: now.unix_timestamp(),
             expires_at: (now + GRANT_TTL).unix_timestamp(),
         }
     }
 
-    /// The claims must name exactly what is being written, where, and be
-    /// current at `now` (one minute of clock skew is tolerated at the start).
+    /// Every claim against the write asked for: the organization, this
+    /// Agent, the secret, the environment (by id or by name, as the request
+    /// named it), the version, the writer (by member id) and, for a
+    /// personal secret, the writer's key; and the time (one minute of clock
+    /// skew is tolerated at the start). The signature is the adapter's to
+    /// check first.
     pub fn check(&self, expected: &GrantTarget<'_>, now: OffsetDateTime) -> Result<(), GrantError> {
         if self.org != expected.org {
             return Err(GrantError::Mismatch("organization"));
@@ -115,11 +134,20 @@ impl WriteGrantClaims {
         if self.secret != expected.secret {
             return Err(GrantError::Mismatch("secret"));
         }
-        if self.environment_id != expected.environment_id {
+        if expected.environment != self.environment && expected.environment != self.environment_id.to_string()
+        {
             return Err(GrantError::Mismatch("environment"));
         }
         if self.version != expected.version {
             return Err(GrantError::Mismatch("version"));
+        }
+        if self.issued_to != expected.writer {
+            return Err(GrantError::OtherPerson);
+        }
+        if let Some(keys) = &self.owner_keys {
+            if !keys.is_empty() && !keys.iter().any(|k| k.eq_ignore_ascii_case(expected.writer_key)) {
+                return Err(GrantError::KeyNotBound);
+            }
         }
         let now = now.unix_timestamp();
         if now >= self.expires_at {
@@ -132,14 +160,20 @@ impl WriteGrantClaims {
     }
 }
 
-/// What the Agent is asked to store, to hold a grant's claims against.
+/// What the Agent is asked to store, and by whom, to hold a grant's claims
+/// against.
 #[derive(Clone, Debug)]
 pub struct GrantTarget<'a> {
     pub org: OrgId,
     pub agent: AgentId,
     pub secret: &'a str,
-    pub environment_id: CatalogId,
+    /// The environment as the request named it: its id or its name.
+    pub environment: &'a str,
     pub version: i64,
+    /// The member the writer's client certificate belongs to.
+    pub writer: MemberId,
+    /// SHA-256 (hex) of the writer's certificate's public key.
+    pub writer_key: &'a str,
 }
 
 /// A grant split into what was signed and the signature, claims decoded.
@@ -196,7 +230,8 @@ mod tests {
             (CatalogId::from_uuid(Uuid::from_u128(4)), "dev"),
             7,
             AgentId::from_uuid(Uuid::from_u128(5)),
-            "ana@example.com",
+            (MemberId::from_uuid(Uuid::from_u128(6)), "ana@example.com"),
+            None,
             now,
         )
     }
@@ -206,8 +241,10 @@ mod tests {
             org: c.org,
             agent: c.agent,
             secret: &c.secret,
-            environment_id: c.environment_id,
+            environment: &c.environment,
             version: c.version,
+            writer: c.issued_to,
+            writer_key: "k1",
         }
     }
 
@@ -246,8 +283,22 @@ mod tests {
         t.secret = "other";
         assert_eq!(c.check(&t, now), Err(GrantError::Mismatch("secret")));
         let mut t = target(&c);
-        t.environment_id = CatalogId::from_uuid(Uuid::from_u128(9));
+        t.environment = "prod";
         assert_eq!(c.check(&t, now), Err(GrantError::Mismatch("environment")));
+        let id = c.environment_id.to_string();
+        let mut t = target(&c);
+        t.environment = &id;
+        assert_eq!(c.check(&t, now), Ok(()), "the environment by id");
+        let mut t = target(&c);
+        t.writer = MemberId::from_uuid(Uuid::from_u128(9));
+        assert_eq!(c.check(&t, now), Err(GrantError::OtherPerson));
+        // A personal secret: the writer's key must be bound.
+        let mut personal = c.clone();
+        personal.owner_keys = Some(vec!["K1".into()]);
+        assert_eq!(personal.check(&target(&personal), now), Ok(()));
+        let mut t = target(&personal);
+        t.writer_key = "k2";
+        assert_eq!(personal.check(&t, now), Err(GrantError::KeyNotBound));
         let mut t = target(&c);
         t.agent = AgentId::from_uuid(Uuid::from_u128(9));
         assert_eq!(c.check(&t, now), Err(GrantError::Mismatch("Agent")));

@@ -399,13 +399,16 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
     async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
     async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>>;
     /// Numbers the next version of `secret` in `environment` (1 for the
-    /// first) and stores who asked, with `event`, in one transaction.
+    /// first) and stores who asked, with `event`, in one transaction; with
+    /// `bind`, also binds that public key (SHA-256 hex) to the personal
+    /// secret.
     async fn create_version(
         &self,
         org: OrgId,
         secret: SecretId,
         environment: CatalogId,
         created_by: &str,
+        bind: Option<&str>,
         event: NewEvent,
     ) -> StoreResult<SecretVersion>;
     /// Marks a version deactivated (idempotent: the first time is kept).

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::error::ApiError;
-use crate::ids::{AgentId, CatalogId, OrgId, SecretId};
+use crate::ids::{AgentId, CatalogId, MemberId, OrgId, SecretId};
 use crate::names::{validate_name, validate_text};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,9 +26,20 @@ pub struct Secret {
     /// Components that use this secret.
     #[serde(default)]
     pub components: Vec<CatalogId>,
-    /// A personal secret: only this member (by email) reaches it.
+    /// A personal secret: its owner's email when she created it (shown;
+    /// never used to decide: an email can be re-added as a new member).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub personal_owner: Option<String>,
+    /// A personal secret's owner, by member id: only she reaches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_id: Option<MemberId>,
+    /// The SHA-256 (hex) of each public key bound to a personal secret:
+    /// the key of the client certificate she created it with, and keys she
+    /// added by proving she holds one already bound. Only these open its
+    /// value at an Agent. Empty for one created before keys were bound
+    /// (then her member id alone, until her next write binds her key).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owner_keys: Vec<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     pub created_by: String,
@@ -67,10 +78,44 @@ pub struct MemberCertificate {
     pub sha256: String,
     pub org_id: OrgId,
     pub member_id: crate::ids::MemberId,
+    /// SHA-256 (hex) of the certificate's public key (SubjectPublicKeyInfo);
+    /// absent for certificates issued before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spki_sha256: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     pub not_after: OffsetDateTime,
+}
+
+/// How far a person asks to reach a secret.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach<'a> {
+    /// Its metadata, versions and access trail, with an API token.
+    Metadata,
+    /// Its value at an Agent, with a client certificate whose public key
+    /// has this SHA-256 (hex).
+    Value { key_sha256: &'a str },
+}
+
+/// Whether `member` reaches a secret at all, before any policy: an
+/// organization secret, yes (policies decide the rest); a personal one,
+/// only its owner by member id, and its value only with a key bound to it
+/// (`owner_keys`; none bound yet: her member id alone). No role, not even
+/// the organization's owner, reaches another's personal secret, and a
+/// certificate minted with only her token opens nothing bound to her key.
+/// A personal secret still answers to the organization's `forbid`s.
+pub fn reaches(owner: Option<MemberId>, owner_keys: &[String], member: MemberId, reach: Reach<'_>) -> bool {
+    let Some(owner) = owner else { return true };
+    if owner != member {
+        return false;
+    }
+    match reach {
+        Reach::Metadata => true,
+        Reach::Value { key_sha256 } => {
+            owner_keys.is_empty() || owner_keys.iter().any(|k| k.eq_ignore_ascii_case(key_sha256))
+        }
+    }
 }
 
 pub const MAX_TAGS: usize = 32;
@@ -98,6 +143,25 @@ pub fn validate_secret_type(t: &str) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn personal_secrets_reach_their_owner_by_id_and_key_only() {
+        let (bo, bo_again) =
+            (MemberId::from_uuid(uuid::Uuid::from_u128(1)), MemberId::from_uuid(uuid::Uuid::from_u128(2)));
+        let keys = vec!["aa".to_owned()];
+        // An organization secret: everyone, policies decide.
+        assert!(reaches(None, &[], bo_again, Reach::Value { key_sha256: "zz" }));
+        // Personal: her member id (a re-added email is another member) …
+        assert!(reaches(Some(bo), &keys, bo, Reach::Metadata));
+        assert!(!reaches(Some(bo), &keys, bo_again, Reach::Metadata));
+        // … and for the value, a bound key (case-insensitive hex).
+        assert!(reaches(Some(bo), &keys, bo, Reach::Value { key_sha256: "AA" }));
+        assert!(!reaches(Some(bo), &keys, bo, Reach::Value { key_sha256: "bb" }));
+        assert!(!reaches(Some(bo), &keys, bo_again, Reach::Value { key_sha256: "aa" }));
+        // Created before keys were bound: her member id alone.
+        assert!(reaches(Some(bo), &[], bo, Reach::Value { key_sha256: "bb" }));
+        assert!(!reaches(Some(bo), &[], bo_again, Reach::Value { key_sha256: "bb" }));
+    }
 
     #[test]
     fn tags_are_bounded_metadata() {

@@ -395,6 +395,10 @@ pub struct CreateSecret {
     /// Only the creator reaches a personal secret.
     #[serde(default)]
     pub personal: bool,
+    /// For a personal secret: the SHA-256 of the creator's client
+    /// certificate (one the API issued her); its key is bound to the secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_sha256: Option<String>,
 }
 
 /// Fields left out are unchanged.
@@ -489,14 +493,33 @@ pub struct SyncMember {
     pub certificates: Vec<String>,
 }
 
-/// A secret as an Agent needs to know it: its id (for policies) and, for a
-/// personal secret, its only reader.
+/// A secret as an Agent needs to know it: its id and Components (for
+/// policies) and, for a personal secret, its owner and the keys bound to it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyncSecret {
     pub id: crate::ids::SecretId,
     pub name: String,
+    /// Kept for Agents older than `owner_id`: for a personal secret it is
+    /// `member:<id>`, which matches no email, so such an Agent serves it to
+    /// nobody rather than to whoever holds the email.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub personal_owner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_id: Option<crate::ids::MemberId>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owner_keys: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<CatalogId>,
+}
+
+/// A domain, system or component and its parent: what a policy scoped to
+/// the catalog needs to match a secret linked to a Component.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncCatalogEntry {
+    pub id: CatalogId,
+    pub kind: CatalogKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<CatalogId>,
 }
 
 /// An environment's id and name (the store keys by id; people and
@@ -528,6 +551,9 @@ pub struct SyncResponse {
     pub members: Vec<SyncMember>,
     pub secrets: Vec<SyncSecret>,
     pub environments: Vec<SyncEnvironment>,
+    /// Domains, systems and components.
+    #[serde(default)]
+    pub catalog: Vec<SyncCatalogEntry>,
     pub policies: Vec<Policy>,
     pub assignments: Vec<crate::secrets::Assignment>,
     pub deactivated: Vec<DeactivatedVersion>,
@@ -572,6 +598,10 @@ pub struct AccessLogEntry {
 pub struct CreateVersion {
     /// Environment id or name.
     pub environment: String,
+    /// For a personal secret created before keys were bound: the SHA-256
+    /// of the writer's client certificate, whose key is then bound to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_sha256: Option<String>,
 }
 
 /// An Agent that holds an environment, and where people reach it.

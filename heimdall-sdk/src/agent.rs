@@ -18,6 +18,15 @@ pub struct Identity {
     pub ca_pem: String,
 }
 
+impl Identity {
+    /// The SHA-256 (hex) of the certificate: how the API names it.
+    pub fn certificate_sha256(&self) -> Result<String> {
+        heimdall_tls::identity::first_der(&self.certificate_pem)
+            .map(|der| heimdall_tls::identity::sha256_hex(&der))
+            .ok_or_else(|| Error::Invalid("the client certificate is not PEM".to_owned()))
+    }
+}
+
 impl fmt::Debug for Identity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Identity").field("key_pem", &self.key_pem).finish_non_exhaustive()
@@ -28,7 +37,7 @@ impl fmt::Debug for Identity {
 ///
 /// ```no_run
 /// # async fn demo(api: heimdall_sdk::Client, me: heimdall_sdk::Identity) -> Result<(), heimdall_sdk::Error> {
-/// let created = api.create_version("db-password", "dev").await?;
+/// let created = api.create_version("db-password", "dev", Some(&me)).await?;
 /// for holder in &created.holders {
 ///     let agent = heimdall_sdk::AgentClient::new(holder.location.url.as_deref().unwrap_or_default(), &me)?;
 ///     agent.put_value("db-password", "dev", created.version, holder.grant.expose(), "s3cret").await?;

@@ -775,10 +775,21 @@ impl Client {
 
     /// `POST /v1/secrets/{id-or-name}/versions` (owner, admin; a personal
     /// secret: its owner): numbers the next version in `environment` and
-    /// returns one signed write grant per Agent that holds it. Send the
-    /// value with [`AgentClient::put_value`]; it never goes to the API.
-    pub async fn create_version(&self, secret: &str, environment: &str) -> Result<CreatedVersion> {
-        let body = CreateVersion { environment: environment.to_owned() };
+    /// returns one signed write grant per Agent that holds it, issued to
+    /// the caller. Send the value with [`AgentClient::put_value`]; it never
+    /// goes to the API. `writer` is the client certificate the value will
+    /// be sent with: for a personal secret the API checks (or, for one
+    /// created before keys were bound, binds) its key.
+    pub async fn create_version(
+        &self,
+        secret: &str,
+        environment: &str,
+        writer: Option<&Identity>,
+    ) -> Result<CreatedVersion> {
+        let body = CreateVersion {
+            environment: environment.to_owned(),
+            certificate_sha256: writer.map(Identity::certificate_sha256).transpose()?,
+        };
         self.with_body(Method::POST, &["secrets", secret, "versions"], &body).await
     }
 

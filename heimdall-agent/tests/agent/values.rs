@@ -191,7 +191,7 @@ async fn scenario(store: Store) {
     assert_eq!(ana_agent.get_value("db-password", "dev", None).await.unwrap().value.expose(), &second);
 
     // A forbid on the environment refuses the member, with no value.
-    w.post(
+    let no_dev_for_bo = w.post(
         &owner,
         "/v1/policies",
         json!({ "name": "no-dev-reads-for-bo", "text": "forbid (principal == Heimdall::Member::\"bo@example.com\", action == Heimdall::Action::\"secret.read\", resource) when { context.environment == \"dev\" };" }),
@@ -256,14 +256,40 @@ async fn scenario(store: Store) {
 
     // A personal secret: its owner writes and reads it; the org owner
     // cannot read it at the Agent either.
-    w.post(&bo_token, "/v1/secrets", json!({ "name": "bo-notes", "personal": true })).await;
+    let bo_cert = bo_id.certificate_sha256().unwrap();
+    w.post(
+        &bo_token,
+        "/v1/secrets",
+        json!({ "name": "bo-notes", "personal": true, "certificate_sha256": bo_cert }),
+    )
+    .await;
     assert_eq!(set(&w, &bo_token, &bo_id, "bo-notes", "dev", "personal-note").await, 1);
+    // Personal restricts, it never bypasses: the forbid on bo in dev holds
+    // for his own secret too, until it is deleted.
     eventually(&config, "the personal secret to reach the Agent", || async {
+        bo_agent.get_value("bo-notes", "dev", None).await.err().and_then(|e| e.code())
+            == Some(ErrorCode::Forbidden)
+    })
+    .await;
+    let policy = no_dev_for_bo["id"].as_str().unwrap();
+    let (status, _) = w.call(Method::DELETE, &format!("/v1/policies/{policy}"), None).await;
+    assert_eq!(status, 204);
+    eventually(&config, "the policy's removal to reach the Agent", || async {
         bo_agent.get_value("bo-notes", "dev", None).await.is_ok_and(|r| r.value.expose() == "personal-note")
     })
     .await;
     let refused = ana_agent.get_value("bo-notes", "dev", None).await.unwrap_err();
     assert_eq!(code(&refused), Some(ErrorCode::NotFound), "{refused}");
+    // A certificate minted with only bo's token (another key) opens nothing
+    // bound to his key, neither to read nor to write.
+    let minted = identity(&w, &bo_token).await;
+    let minted_agent = AgentClient::new(&local_url, &minted).unwrap();
+    let refused = minted_agent.get_value("bo-notes", "dev", None).await.unwrap_err();
+    assert_eq!(code(&refused), Some(ErrorCode::NotFound), "{refused}");
+    let created = w.post(&bo_token, "/v1/secrets/bo-notes/versions", json!({ "environment": "dev" })).await;
+    let grant = created["holders"][0]["grant"].as_str().unwrap();
+    let refused = minted_agent.put_value("bo-notes", "dev", 2, grant, "overwritten").await.unwrap_err();
+    assert_eq!(code(&refused), Some(ErrorCode::GrantInvalid), "{refused}");
 
     // A removed member's certificate stops working on the next sync.
     let (status, _) = w.call(Method::DELETE, "/v1/members/bo@example.com", None).await;
@@ -273,6 +299,18 @@ async fn scenario(store: Store) {
             == Some(ErrorCode::Unauthenticated)
     })
     .await;
+    // The reported attack: the owner adds bo's email again (as owner, even),
+    // keeps the new member's first token and logs in with it. The new
+    // member is not bo: the personal secret stays closed to her.
+    let readded = w.post(&owner, "/v1/members", json!({ "email": "bo@example.com", "role": "owner" })).await;
+    let impostor = identity(&w, readded["token"].as_str().unwrap()).await;
+    let impostor_agent = AgentClient::new(&local_url, &impostor).unwrap();
+    eventually(&config, "the re-added member's certificate to reach the Agent", || async {
+        impostor_agent.get_value("db-password", "dev", None).await.is_ok()
+    })
+    .await;
+    let refused = impostor_agent.get_value("bo-notes", "dev", None).await.unwrap_err();
+    assert_eq!(code(&refused), Some(ErrorCode::NotFound), "{refused}");
 
     // The value is nowhere in the API's database: `pg_dump` of all of it
     // (schema and data), then every row read back as text.

@@ -52,8 +52,8 @@ async fn fetch_version(
     row.map(version_from_row).transpose()
 }
 
-const SECRET_COLUMNS: &str =
-    "id, org_id, name, secret_type, description, tags, personal_owner, created_at, created_by, updated_at";
+const SECRET_COLUMNS: &str = "id, org_id, name, secret_type, description, tags, personal_owner, \
+     personal_owner_id, created_at, created_by, updated_at";
 
 #[derive(FromRow)]
 struct SecretRow {
@@ -64,13 +64,14 @@ struct SecretRow {
     description: String,
     tags: String,
     personal_owner: Option<String>,
+    personal_owner_id: Option<String>,
     created_at: i64,
     created_by: String,
     updated_at: i64,
 }
 
 impl SecretRow {
-    fn into_domain(self, components: Vec<CatalogId>) -> StoreResult<Secret> {
+    fn into_domain(self, components: Vec<CatalogId>, owner_keys: Vec<String>) -> StoreResult<Secret> {
         let tags: BTreeMap<String, String> =
             serde_json::from_str(&self.tags).map_err(|e| StoreError::Backend(format!("stored tags: {e}")))?;
         Ok(Secret {
@@ -82,6 +83,8 @@ impl SecretRow {
             tags,
             components,
             personal_owner: self.personal_owner,
+            owner_id: self.personal_owner_id.as_deref().map(parse_id).transpose()?,
+            owner_keys,
             created_at: from_micros(self.created_at),
             created_by: self.created_by,
             updated_at: from_micros(self.updated_at),
@@ -91,6 +94,25 @@ impl SecretRow {
 
 fn tags_json(secret: &Secret) -> StoreResult<String> {
     serde_json::to_string(&secret.tags).map_err(|e| StoreError::Backend(e.to_string()))
+}
+
+async fn bind_key(
+    tx: &mut Transaction<'_, Any>,
+    secret: SecretId,
+    spki_sha256: &str,
+    at: OffsetDateTime,
+) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO personal_secret_keys (secret_id, spki_sha256, added_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (secret_id, spki_sha256) DO NOTHING",
+    )
+    .bind(secret.to_string())
+    .bind(spki_sha256.to_ascii_lowercase())
+    .bind(to_micros(at))
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
 }
 
 async fn set_components(tx: &mut Transaction<'_, Any>, secret: &Secret) -> StoreResult<()> {
@@ -122,10 +144,37 @@ impl SqlStore {
         rows.iter().map(|(id,)| parse_id(id)).collect()
     }
 
+    async fn owner_keys_of(&self, secret: &str) -> StoreResult<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT spki_sha256 FROM personal_secret_keys WHERE secret_id = $1 ORDER BY added_at, spki_sha256",
+        )
+        .bind(secret.to_owned())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows.into_iter().map(|(k,)| k).collect())
+    }
+
     async fn hydrate(&self, row: SecretRow) -> StoreResult<Secret> {
         let components = self.components_of(&row.id).await?;
-        row.into_domain(components)
+        let owner_keys =
+            if row.personal_owner_id.is_some() { self.owner_keys_of(&row.id).await? } else { Vec::new() };
+        row.into_domain(components, owner_keys)
     }
+}
+
+type CertificateRow = (String, String, Option<String>, i64, i64);
+
+fn certificate_from_row(org: OrgId, row: CertificateRow) -> StoreResult<MemberCertificate> {
+    let (sha256, member, spki_sha256, created_at, not_after) = row;
+    Ok(MemberCertificate {
+        sha256,
+        org_id: org,
+        member_id: parse_id(&member)?,
+        spki_sha256,
+        created_at: from_micros(created_at),
+        not_after: from_micros(not_after),
+    })
 }
 
 #[async_trait]
@@ -133,7 +182,7 @@ impl SecretStore for SqlStore {
     async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         sqlx::query(&format!(
-            "INSERT INTO secrets ({SECRET_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+            "INSERT INTO secrets ({SECRET_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
         ))
         .bind(secret.id.to_string())
         .bind(secret.org_id.to_string())
@@ -142,6 +191,7 @@ impl SecretStore for SqlStore {
         .bind(secret.description.clone())
         .bind(tags_json(secret)?)
         .bind(secret.personal_owner.clone())
+        .bind(secret.owner_id.map(|id| id.to_string()))
         .bind(to_micros(secret.created_at))
         .bind(secret.created_by.clone())
         .bind(to_micros(secret.updated_at))
@@ -149,6 +199,9 @@ impl SecretStore for SqlStore {
         .await
         .map_err(unique_as("secret"))?;
         set_components(&mut tx, secret).await?;
+        for key in &secret.owner_keys {
+            bind_key(&mut tx, secret.id, key, secret.created_at).await?;
+        }
         insert_event(&mut tx, secret.org_id, event).await?;
         tx.commit().await.map_err(db_err)
     }
@@ -235,6 +288,7 @@ impl SecretStore for SqlStore {
         secret: SecretId,
         environment: CatalogId,
         created_by: &str,
+        bind: Option<&str>,
         event: NewEvent,
     ) -> StoreResult<SecretVersion> {
         // Two writers can read the same MAX at once (PostgreSQL, read
@@ -269,6 +323,9 @@ impl SecretStore for SqlStore {
                 Ok(_) => {}
             }
             let at = event.at;
+            if let Some(key) = bind {
+                bind_key(&mut tx, secret, key, at).await?;
+            }
             insert_event(&mut tx, org, event).await?;
             tx.commit().await.map_err(db_err)?;
             return Ok(SecretVersion {
@@ -330,11 +387,12 @@ impl SecretStore for SqlStore {
     async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         sqlx::query(
-            "INSERT INTO member_certificates (sha256, org_id, member_id, created_at, not_after) VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO member_certificates (sha256, org_id, member_id, spki_sha256, created_at, not_after) VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(&cert.sha256)
         .bind(cert.org_id.to_string())
         .bind(cert.member_id.to_string())
+        .bind(cert.spki_sha256.clone())
         .bind(to_micros(cert.created_at))
         .bind(to_micros(cert.not_after))
         .execute(&mut *tx)
@@ -349,8 +407,8 @@ impl SecretStore for SqlStore {
         org: OrgId,
         now: OffsetDateTime,
     ) -> StoreResult<Vec<MemberCertificate>> {
-        let rows: Vec<(String, String, i64, i64)> = sqlx::query_as(
-            "SELECT c.sha256, c.member_id, c.created_at, c.not_after FROM member_certificates c \
+        let rows: Vec<CertificateRow> = sqlx::query_as(
+            "SELECT c.sha256, c.member_id, c.spki_sha256, c.created_at, c.not_after FROM member_certificates c \
              JOIN members m ON m.id = c.member_id \
              WHERE c.org_id = $1 AND c.revoked_at IS NULL AND c.not_after > $2 AND m.removed_at IS NULL \
              ORDER BY c.created_at",
@@ -360,17 +418,7 @@ impl SecretStore for SqlStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;
-        rows.into_iter()
-            .map(|(sha256, member, created_at, not_after)| {
-                Ok(MemberCertificate {
-                    sha256,
-                    org_id: org,
-                    member_id: parse_id(&member)?,
-                    created_at: from_micros(created_at),
-                    not_after: from_micros(not_after),
-                })
-            })
-            .collect()
+        rows.into_iter().map(|row| certificate_from_row(org, row)).collect()
     }
 
     async fn assign_agent(&self, org: OrgId, a: &Assignment, event: NewEvent) -> StoreResult<()> {

@@ -18,8 +18,8 @@ use heimdall_core::ports::{JobOutcome, StoreError};
 use heimdall_core::queue::MAX_LOG_BYTES;
 use heimdall_core::wire::{
     Claim, ClaimedJob, DeactivatedVersion, FinishJob, FinishOutcome, Heartbeat, IssuedCertificate,
-    LeaseExtended, LogChunk, ServerCertificateRequest, SyncEnvironment, SyncMember, SyncRequest,
-    SyncResponse, SyncSecret,
+    LeaseExtended, LogChunk, ServerCertificateRequest, SyncCatalogEntry, SyncEnvironment, SyncMember,
+    SyncRequest, SyncResponse, SyncSecret,
 };
 use heimdall_core::{ApiError, ErrorCode};
 use uuid::Uuid;
@@ -255,8 +255,26 @@ async fn sync(
         .list_secrets(org)
         .await?
         .into_iter()
-        .map(|s| SyncSecret { id: s.id, name: s.name, personal_owner: s.personal_owner })
+        .map(|s| SyncSecret {
+            id: s.id,
+            name: s.name,
+            // Never an email (see `SyncSecret::personal_owner`).
+            personal_owner: s.owner_id.map(|id| format!("member:{id}")),
+            owner_id: s.owner_id,
+            owner_keys: s.owner_keys,
+            components: s.components,
+        })
         .collect();
+    let mut catalog = Vec::new();
+    for kind in [CatalogKind::Domain, CatalogKind::System, CatalogKind::Component] {
+        catalog.extend(
+            state.store.list_catalog(org, kind, None).await?.into_iter().map(|e| SyncCatalogEntry {
+                id: e.id,
+                kind: e.kind,
+                parent_id: e.parent_id,
+            }),
+        );
+    }
     let deactivated = state
         .store
         .deactivated_versions(org)
@@ -282,6 +300,7 @@ async fn sync(
             .iter()
             .map(|e| SyncEnvironment { id: e.id, name: e.name.clone() })
             .collect(),
+        catalog,
         policies,
         assignments,
         deactivated,

@@ -5,9 +5,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
-use heimdall_core::authz::{Action, Target, TargetKind};
+use heimdall_core::authz::{Action, CatalogTree, Target, TargetKind};
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
-use heimdall_core::ids::CatalogId;
+use heimdall_core::ids::{CatalogId, OrgId};
 use heimdall_core::names::{validate_name, validate_text};
 use heimdall_core::wire::{CreateCatalogEntry, Rename};
 use heimdall_core::ApiError;
@@ -60,12 +60,7 @@ pub(super) struct ListQuery {
 impl heimdall_core::body::Query for ListQuery {}
 
 fn target_kind(kind: CatalogKind) -> TargetKind {
-    match kind {
-        CatalogKind::Domain => TargetKind::Domain,
-        CatalogKind::System => TargetKind::System,
-        CatalogKind::Component => TargetKind::Component,
-        CatalogKind::Environment => TargetKind::Environment,
-    }
+    heimdall_core::authz::catalog_target_kind(kind)
 }
 
 /// An entry by id or by name. A name that is not unique in the organization
@@ -89,6 +84,18 @@ pub(crate) async fn resolve(
         1 => Ok(found.remove(0)),
         n => Err(ApiError::invalid_input(format!("{n} {}s have that name; use the id", kind.as_str()))),
     }
+}
+
+/// The organization's domains, systems and components, for building
+/// targets (`heimdall_core::authz::{secret_target, resource_target}`).
+pub(crate) async fn tree(state: &AppState, org: OrgId) -> Result<CatalogTree, ApiError> {
+    let mut entries = Vec::new();
+    for kind in [CatalogKind::Domain, CatalogKind::System, CatalogKind::Component] {
+        for e in state.store.list_catalog(org, kind, None).await? {
+            entries.push((e.id, e.kind, e.parent_id));
+        }
+    }
+    Ok(CatalogTree::new(entries))
 }
 
 /// The entry as a Cedar target, with its ancestors, so that policies can

@@ -37,10 +37,14 @@ async fn issue(
     let issued = ca
         .issue_member_cert(&body.csr, caller.member.id, &caller.member.email, now)
         .map_err(|e| ApiError::invalid_input(e.to_string()))?;
+    let spki_sha256 = heimdall_tls::identity::first_der(&issued.pem)
+        .and_then(|der| heimdall_tls::identity::spki_sha256(&der))
+        .ok_or_else(|| ApiError::new(ErrorCode::Internal, "the issued certificate does not parse"))?;
     let record = MemberCertificate {
         sha256: issued.sha256.clone(),
         org_id: caller.org.id,
         member_id: caller.member.id,
+        spki_sha256: Some(spki_sha256),
         created_at: now,
         not_after: issued.not_after,
     };

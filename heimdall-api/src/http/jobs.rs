@@ -3,9 +3,9 @@
 use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
-use heimdall_core::authz::{Action, Target};
+use heimdall_core::authz::{job_target, Action, Target};
 use heimdall_core::domain::CatalogKind;
-use heimdall_core::ids::{JobId, ResourceId};
+use heimdall_core::ids::JobId;
 use heimdall_core::infra::Job;
 use heimdall_core::ports::ResourceFilter;
 use heimdall_core::wire::JobLog;
@@ -33,27 +33,39 @@ pub(super) struct ListQuery {
 
 impl heimdall_core::body::Query for ListQuery {}
 
+/// Jobs, each decided under its Resource, in the Resource's environment:
+/// a `forbid` on prod or on a Domain hides what it forbids.
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
     QueryParams(q): QueryParams<ListQuery>,
 ) -> HttpResult<Json<Vec<Job>>> {
-    state.authorize(&caller, Action::JobRead, &Target::organization(caller.org.id), None).await?;
+    let decider = state.decider(&caller).await?;
+    decider.require(Action::JobRead, &Target::organization(caller.org.id), None)?;
     let resource = match q.resource {
         Some(key) => Some(super::resources::resolve(&state, &caller, &key).await?),
         None => None,
     };
     let mut jobs = state.store.list_jobs(caller.org.id, resource.as_ref().map(|r| r.id)).await?;
+    let mut filter = ResourceFilter::default();
     if let Some(component) = q.component {
         let component = resolve_catalog(&state, &caller, CatalogKind::Component, &component).await?;
         if resource.as_ref().is_some_and(|r| r.component_id != component.id) {
             return Err(ApiError::not_found("resource in that component").into());
         }
-        let filter = ResourceFilter { component: Some(component.id), ..Default::default() };
-        let ids: Vec<ResourceId> =
-            state.store.list_resources(caller.org.id, &filter).await?.iter().map(|r| r.id).collect();
-        jobs.retain(|j| ids.contains(&j.resource_id));
+        filter.component = Some(component.id);
     }
+    let resources = state.store.list_resources(caller.org.id, &filter).await?;
+    let (tree, environments) = super::resources::placements(&state, &caller).await?;
+    jobs.retain(|j| {
+        resources.iter().find(|r| r.id == j.resource_id).is_some_and(|r| {
+            let env =
+                environments.iter().find(|(id, _)| *id == r.environment_id).map_or("", |(_, n)| n.as_str());
+            decider
+                .decide(Action::JobRead, &job_target(j.id, r.id, r.component_id, &tree), Some(env))
+                .is_allowed()
+        })
+    });
     Ok(Json(jobs))
 }
 
@@ -61,13 +73,24 @@ fn parse_id(raw: &str) -> Result<JobId, ApiError> {
     raw.parse().map_err(|_| ApiError::not_found("job"))
 }
 
+/// A job the caller may read: decided under its Resource, in its environment.
+async fn readable(state: &AppState, caller: &Caller, raw: &str) -> Result<Job, ApiError> {
+    let job = state.store.get_job(caller.org.id, parse_id(raw)?).await?;
+    let resource = state.store.get_resource(caller.org.id, job.resource_id).await?;
+    let (tree, environments) = super::resources::placements(state, caller).await?;
+    let env =
+        environments.iter().find(|(id, _)| *id == resource.environment_id).map_or("", |(_, n)| n.as_str());
+    let target = job_target(job.id, resource.id, resource.component_id, &tree);
+    state.authorize(caller, Action::JobRead, &target, Some(env)).await?;
+    Ok(job)
+}
+
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
 ) -> HttpResult<Json<Job>> {
-    state.authorize(&caller, Action::JobRead, &Target::organization(caller.org.id), None).await?;
-    Ok(Json(state.store.get_job(caller.org.id, parse_id(&id)?).await?))
+    Ok(Json(readable(&state, &caller, &id).await?))
 }
 
 async fn log(
@@ -75,7 +98,7 @@ async fn log(
     caller: Caller,
     Path(id): Path<String>,
 ) -> HttpResult<Json<JobLog>> {
-    state.authorize(&caller, Action::JobRead, &Target::organization(caller.org.id), None).await?;
-    let (content, truncated) = state.store.job_log(caller.org.id, parse_id(&id)?).await?;
+    let job = readable(&state, &caller, &id).await?;
+    let (content, truncated) = state.store.job_log(caller.org.id, job.id).await?;
     Ok(Json(JobLog { content, truncated }))
 }

@@ -64,15 +64,9 @@ impl AppState {
         }
     }
 
-    /// Decides with the role defaults and the organization's policies as
-    /// stored right now, so a new policy applies from the next request.
-    pub async fn authorize(
-        &self,
-        caller: &Caller,
-        action: Action,
-        target: &Target,
-        environment: Option<&str>,
-    ) -> Result<(), ApiError> {
+    /// The caller and the organization's policies as stored right now (so
+    /// a new policy applies from the next request), ready to decide.
+    pub async fn decider(&self, caller: &Caller) -> Result<Decider, ApiError> {
         let stored = self.store.list_policies(caller.org.id).await?;
         let policies = OrgPolicies::compile(&stored).map_err(|(id, err)| {
             // Fail closed: a policy that no longer compiles denies everything.
@@ -82,18 +76,25 @@ impl AppState {
                 format!("stored policy {id} no longer compiles; an owner must delete it"),
             )
         })?;
-        let principal =
-            Principal { org: caller.org.id, email: caller.member.email.clone(), role: caller.member.role };
-        match decide(&principal, action, target, environment, &policies) {
-            Decision::Allow => Ok(()),
-            Decision::NotPermitted => Err(ApiError::forbidden(format!(
-                "your role ({}) does not permit {action}",
-                caller.member.role
-            ))),
-            Decision::ForbiddenBy(ids) => {
-                Err(ApiError::forbidden(format!("{action} is forbidden by policy {}", ids.join(", "))))
-            }
-        }
+        let principal = Principal {
+            org: caller.org.id,
+            id: caller.member.id,
+            email: caller.member.email.clone(),
+            role: caller.member.role,
+        };
+        Ok(Decider { principal, policies })
+    }
+
+    /// Decides one action with the role defaults and the organization's
+    /// policies; refused is `FORBIDDEN`.
+    pub async fn authorize(
+        &self,
+        caller: &Caller,
+        action: Action,
+        target: &Target,
+        environment: Option<&str>,
+    ) -> Result<(), ApiError> {
+        self.decider(caller).await?.require(action, target, environment)
     }
 
     /// An audit event by `caller`, stamped now.
@@ -112,6 +113,55 @@ impl AppState {
             target,
             detail,
         }
+    }
+}
+
+/// One request's principal and policies, for handlers that decide more
+/// than once (per environment, per item of a list).
+#[derive(Debug)]
+pub struct Decider {
+    principal: Principal,
+    policies: OrgPolicies,
+}
+
+impl Decider {
+    pub fn decide(&self, action: Action, target: &Target, environment: Option<&str>) -> Decision {
+        decide(&self.principal, action, target, environment, &self.policies)
+    }
+
+    pub fn require(
+        &self,
+        action: Action,
+        target: &Target,
+        environment: Option<&str>,
+    ) -> Result<(), ApiError> {
+        match self.decide(action, target, environment) {
+            Decision::Allow => Ok(()),
+            Decision::NotPermitted => Err(ApiError::forbidden(format!(
+                "your role ({}) does not permit {action}",
+                self.principal.role
+            ))),
+            Decision::ForbiddenBy(ids) => {
+                Err(ApiError::forbidden(format!("{action} is forbidden by policy {}", ids.join(", "))))
+            }
+        }
+    }
+
+    /// The environments among `environments` where `action` is allowed
+    /// (see `authz::allowed_environments`).
+    pub fn allowed_environments<'a>(
+        &self,
+        action: Action,
+        target: &Target,
+        environments: impl IntoIterator<Item = &'a str>,
+    ) -> Vec<&'a str> {
+        heimdall_core::authz::allowed_environments(
+            &self.principal,
+            action,
+            target,
+            environments,
+            &self.policies,
+        )
     }
 }
 

@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use heimdall_core::accounts::resolve_account;
 use heimdall_core::approval::{self, PendingRequest, Verdict};
-use heimdall_core::authz::{Action, Target, TargetKind};
+use heimdall_core::authz::{resource_target, Action, CatalogTree, Target};
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
 use heimdall_core::ids::{JobId, ResourceId};
 use heimdall_core::infra::{
@@ -79,11 +79,10 @@ impl Placement {
     }
 
     fn target(&self, resource: Option<ResourceId>) -> Target {
-        let id = resource.map_or_else(|| "new".to_owned(), |r| r.to_string());
-        Target::new(TargetKind::Resource, id)
-            .with_ancestor(TargetKind::Component, self.component.id)
-            .with_ancestor(TargetKind::System, self.system.id)
-            .with_ancestor(TargetKind::Domain, self.domain.id)
+        let tree = CatalogTree::new(
+            [&self.component, &self.system, &self.domain].map(|e| (e.id, e.kind, e.parent_id)),
+        );
+        resource_target(resource, self.component.id, &tree)
     }
 
     async fn authorize(
@@ -210,7 +209,8 @@ async fn list(
     caller: Caller,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> HttpResult<Json<Vec<Resource>>> {
-    state.authorize(&caller, Action::ResourceRead, &Target::organization(caller.org.id), None).await?;
+    let decider = state.decider(&caller).await?;
+    decider.require(Action::ResourceRead, &Target::organization(caller.org.id), None)?;
     let mut filter = ResourceFilter::default();
     if let Some(c) = query.component {
         filter.component = Some(resolve_catalog(&state, &caller, CatalogKind::Component, &c).await?.id);
@@ -221,7 +221,27 @@ async fn list(
     if let Some(s) = query.status {
         filter.status = Some(s.parse().map_err(|e: String| ApiError::invalid_input(format!("status {e}")))?);
     }
-    Ok(Json(state.store.list_resources(caller.org.id, &filter).await?))
+    let mut resources = state.store.list_resources(caller.org.id, &filter).await?;
+    // Each Resource is decided in its own environment and place: a
+    // `forbid` scoped to prod or to a Domain hides what it forbids.
+    let (tree, environments) = placements(&state, &caller).await?;
+    resources.retain(|r| {
+        let env = environments.iter().find(|(id, _)| *id == r.environment_id).map_or("", |(_, n)| n.as_str());
+        decider
+            .decide(Action::ResourceRead, &resource_target(Some(r.id), r.component_id, &tree), Some(env))
+            .is_allowed()
+    });
+    Ok(Json(resources))
+}
+
+/// The catalog and the environments' names, for deciding many Resources.
+pub(crate) async fn placements(
+    state: &AppState,
+    caller: &Caller,
+) -> Result<(CatalogTree, Vec<(heimdall_core::ids::CatalogId, String)>), ApiError> {
+    let tree = super::catalog::tree(state, caller.org.id).await?;
+    let environments = state.store.list_catalog(caller.org.id, CatalogKind::Environment, None).await?;
+    Ok((tree, environments.into_iter().map(|e| (e.id, e.name)).collect()))
 }
 
 async fn show(

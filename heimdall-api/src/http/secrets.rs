@@ -5,13 +5,14 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use heimdall_core::authz::{Action, Target, TargetKind};
+use heimdall_core::authz::{secret_target, Action, Target, TargetKind};
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::grant::{self, WriteGrantClaims};
 use heimdall_core::ids::{AgentId, CatalogId, SecretId};
 use heimdall_core::names::{validate_name, validate_text};
-use heimdall_core::secrets::SecretVersion;
-use heimdall_core::secrets::{validate_secret_type, validate_tags, Assignment, Secret};
+use heimdall_core::secrets::{
+    reaches, validate_secret_type, validate_tags, Assignment, Reach, Secret, SecretVersion,
+};
 use heimdall_core::wire::{
     AccessLogEntry, AgentLocation, AssignAgent, CreateSecret, CreateVersion, CreatedVersion,
     DeactivateVersion, SecretDetail, UpdateSecret, VersionHolder,
@@ -35,17 +36,16 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/environments/{key}/agents", get(assignments).post(assign))
 }
 
-fn target(secret: Option<&Secret>, caller: &Caller) -> Target {
-    match secret {
-        Some(s) => Target::new(TargetKind::Secret, s.id),
-        None => Target::organization(caller.org.id),
-    }
+/// A secret as policies see it: under its Components, with its owner.
+async fn target(state: &AppState, caller: &Caller, secret: &Secret) -> Result<Target, ApiError> {
+    let tree = super::catalog::tree(state, caller.org.id).await?;
+    Ok(secret_target(secret.id, secret.owner_id, &secret.components, &tree))
 }
 
-/// A personal secret exists only for its owner: anyone else gets 404,
-/// whatever their role.
+/// A personal secret exists only for its owner, by member id: anyone else
+/// gets 404, whatever their role (`heimdall_core::secrets::reaches`).
 fn visible(secret: &Secret, caller: &Caller) -> bool {
-    secret.personal_owner.as_deref().is_none_or(|owner| owner == caller.member.email)
+    reaches(secret.owner_id, &secret.owner_keys, caller.member.id, Reach::Metadata)
 }
 
 async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Secret, ApiError> {
@@ -54,6 +54,27 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Secret,
         Err(_) => state.store.find_secret_by_name(caller.org.id, key).await?,
     };
     found.filter(|s| visible(s, caller)).ok_or_else(|| ApiError::not_found("secret"))
+}
+
+/// The environments' names by id.
+async fn environment_names(state: &AppState, caller: &Caller) -> Result<Vec<(CatalogId, String)>, ApiError> {
+    let envs = state.store.list_catalog(caller.org.id, CatalogKind::Environment, None).await?;
+    Ok(envs.into_iter().map(|e| (e.id, e.name)).collect())
+}
+
+/// The public key (SHA-256) of one of the caller's own active client
+/// certificates, named by the certificate's SHA-256.
+async fn own_key(state: &AppState, caller: &Caller, certificate_sha256: &str) -> Result<String, ApiError> {
+    let certificates = state.store.active_member_certificates(caller.org.id, state.clock.now()).await?;
+    certificates
+        .into_iter()
+        .find(|c| c.member_id == caller.member.id && c.sha256.eq_ignore_ascii_case(certificate_sha256))
+        .and_then(|c| c.spki_sha256)
+        .ok_or_else(|| {
+            ApiError::invalid_input(
+                "certificate_sha256 names none of your current client certificates; run `heimdall login` again",
+            )
+        })
 }
 
 async fn components(state: &AppState, caller: &Caller, keys: &[String]) -> Result<Vec<CatalogId>, ApiError> {
@@ -67,21 +88,43 @@ async fn components(state: &AppState, caller: &Caller, keys: &[String]) -> Resul
     Ok(ids)
 }
 
+/// The secrets the caller reaches and may read: personal ones only their
+/// owner's, and none that a policy forbids (a `forbid` on a Component,
+/// System or Domain hides the secrets linked under it).
 async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Secret>>> {
-    state.authorize(&caller, Action::SecretRead, &target(None, &caller), None).await?;
+    let decider = state.decider(&caller).await?;
+    decider.require(Action::SecretRead, &Target::organization(caller.org.id), None)?;
+    let tree = super::catalog::tree(&state, caller.org.id).await?;
     let mut secrets = state.store.list_secrets(caller.org.id).await?;
-    secrets.retain(|s| visible(s, &caller));
+    secrets.retain(|s| {
+        visible(s, &caller)
+            && decider
+                .decide(Action::SecretRead, &secret_target(s.id, s.owner_id, &s.components, &tree), None)
+                .is_allowed()
+    });
     Ok(Json(secrets))
 }
 
+/// A secret and its versions: only those in environments where the
+/// caller may read it (an environment-scoped `forbid` filters them out).
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<Json<SecretDetail>> {
     let secret = resolve(&state, &caller, &key).await?;
-    state.authorize(&caller, Action::SecretRead, &target(Some(&secret), &caller), None).await?;
-    let versions = state.store.list_versions(caller.org.id, secret.id).await?;
+    let decider = state.decider(&caller).await?;
+    let target = target(&state, &caller, &secret).await?;
+    decider.require(Action::SecretRead, &target, None)?;
+    let names = environment_names(&state, &caller).await?;
+    let name_of = |id: CatalogId| names.iter().find(|(e, _)| *e == id).map_or("", |(_, n)| n.as_str());
+    let mut versions = state.store.list_versions(caller.org.id, secret.id).await?;
+    let allowed = decider.allowed_environments(
+        Action::SecretRead,
+        &target,
+        versions.iter().map(|v| name_of(v.environment_id)),
+    );
+    versions.retain(|v| allowed.contains(&name_of(v.environment_id)));
     Ok(Json(SecretDetail { secret, versions }))
 }
 
@@ -97,10 +140,22 @@ async fn create(
     validate_text("description", &description, 1000)?;
     let tags = body.tags.unwrap_or_default();
     validate_tags(&tags)?;
-    // Anyone may keep a personal secret; org secrets are for owners and admins.
-    if !body.personal {
-        state.authorize(&caller, Action::SecretWrite, &target(None, &caller), None).await?;
-    }
+    // A personal secret is bound to her member id and to the key of the
+    // client certificate she names (one the API issued her).
+    let owner_keys = match (body.personal, body.certificate_sha256.as_deref()) {
+        (true, Some(sha)) => vec![own_key(&state, &caller, sha).await?],
+        (true, None) => {
+            return Err(ApiError::invalid_input(
+                "a personal secret is bound to your client certificate's key: send certificate_sha256 \
+                 (`heimdall login` gets you a certificate)",
+            )
+            .into())
+        }
+        (false, Some(_)) => {
+            return Err(ApiError::invalid_input("certificate_sha256 goes only with personal").into())
+        }
+        (false, None) => Vec::new(),
+    };
     let components = components(&state, &caller, &body.components.unwrap_or_default()).await?;
     let now = state.clock.now();
     let secret = Secret {
@@ -112,10 +167,15 @@ async fn create(
         tags,
         components,
         personal_owner: body.personal.then(|| caller.member.email.clone()),
+        owner_id: body.personal.then_some(caller.member.id),
+        owner_keys,
         created_at: now,
         created_by: caller.member.email.clone(),
         updated_at: now,
     };
+    // Org secrets are for owners and admins; a personal one is its owner's
+    // (`default:personal-owner`); organization `forbid`s apply to both.
+    state.authorize(&caller, Action::SecretWrite, &target(&state, &caller, &secret).await?, None).await?;
     let event = state.event(
         &caller,
         "secret.created",
@@ -133,9 +193,7 @@ async fn update(
     JsonBody(body): JsonBody<UpdateSecret>,
 ) -> HttpResult<Json<Secret>> {
     let mut secret = resolve(&state, &caller, &key).await?;
-    if secret.personal_owner.is_none() {
-        state.authorize(&caller, Action::SecretWrite, &target(Some(&secret), &caller), None).await?;
-    }
+    state.authorize(&caller, Action::SecretWrite, &target(&state, &caller, &secret).await?, None).await?;
     if let Some(t) = body.secret_type {
         validate_secret_type(&t)?;
         secret.secret_type = t;
@@ -150,6 +208,8 @@ async fn update(
     }
     if let Some(keys) = body.components {
         secret.components = components(&state, &caller, &keys).await?;
+        // Moving a secret must be allowed where it lands, too.
+        state.authorize(&caller, Action::SecretWrite, &target(&state, &caller, &secret).await?, None).await?;
     }
     secret.updated_at = state.clock.now();
     let event = state.event(
@@ -173,7 +233,8 @@ impl heimdall_core::body::Query for AccessLogQuery {
 }
 
 /// The reads Agents reported for this secret (owner, admin; a personal
-/// secret: only its owner, for whom everyone else gets 404).
+/// secret: only its owner, for whom everyone else gets 404). Without an
+/// environment: only the environments where the caller may read the trail.
 async fn access_log(
     State(state): State<AppState>,
     caller: Caller,
@@ -185,11 +246,17 @@ async fn access_log(
         Some(env) => Some(resolve_catalog(&state, &caller, CatalogKind::Environment, env).await?.name),
         None => None,
     };
-    if secret.personal_owner.is_none() {
-        let target = target(Some(&secret), &caller);
-        state.authorize(&caller, Action::SecretAccessLog, &target, environment.as_deref()).await?;
-    }
-    let entries = state.store.access_log(caller.org.id, &secret.name, environment.as_deref()).await?;
+    let decider = state.decider(&caller).await?;
+    let target = target(&state, &caller, &secret).await?;
+    decider.require(Action::SecretAccessLog, &target, environment.as_deref())?;
+    let mut entries = state.store.access_log(caller.org.id, &secret.name, environment.as_deref()).await?;
+    let allowed = decider.allowed_environments(
+        Action::SecretAccessLog,
+        &target,
+        entries.iter().map(|e| e.environment.as_str()),
+    );
+    let allowed: Vec<String> = allowed.into_iter().map(str::to_owned).collect();
+    entries.retain(|e| allowed.contains(&e.environment));
     Ok(Json(entries))
 }
 
@@ -235,19 +302,16 @@ async fn assign(
 }
 
 /// Who may write or deactivate versions: owner and admin by default (a
-/// policy may narrow it per environment); a personal secret: only its
-/// owner, whatever their role.
+/// policy may narrow it per environment or per Component); a personal
+/// secret: only its owner (`resolve` answered 404 to anyone else), and
+/// organization `forbid`s still apply.
 async fn authorize_write(
     state: &AppState,
     caller: &Caller,
     secret: &Secret,
     env: &str,
 ) -> Result<(), ApiError> {
-    if secret.personal_owner.is_some() {
-        // `resolve` already answered 404 to anyone but the owner.
-        return Ok(());
-    }
-    state.authorize(caller, Action::SecretWrite, &target(Some(secret), caller), Some(env)).await
+    state.authorize(caller, Action::SecretWrite, &target(state, caller, secret).await?, Some(env)).await
 }
 
 /// The Agents that hold `environment`, and where people reach them.
@@ -297,6 +361,27 @@ async fn create_version(
         )
         .into());
     }
+    // A personal secret created before keys were bound takes the writer's
+    // key now; one with keys refuses a writer whose key is not among them
+    // before a version is numbered.
+    let mut owner_keys = secret.owner_id.map(|_| secret.owner_keys.clone());
+    let writer_key = match body.certificate_sha256.as_deref() {
+        Some(sha) => Some(own_key(&state, &caller, sha).await?),
+        None => None,
+    };
+    let bind = match (&mut owner_keys, &writer_key) {
+        (Some(keys), Some(key)) if keys.is_empty() => {
+            keys.push(key.clone());
+            Some(key.as_str())
+        }
+        (Some(keys), Some(key)) if !keys.iter().any(|k| k.eq_ignore_ascii_case(key)) => {
+            return Err(ApiError::forbidden(
+                "your client certificate's key is not bound to this personal secret",
+            )
+            .into())
+        }
+        _ => None,
+    };
     let event = state.event(
         &caller,
         "secret.version_created",
@@ -304,8 +389,10 @@ async fn create_version(
         serde_json::json!({ "name": secret.name, "environment": env.name }),
     );
     let now = event.at;
-    let version =
-        state.store.create_version(caller.org.id, secret.id, env.id, &caller.member.email, event).await?;
+    let version = state
+        .store
+        .create_version(caller.org.id, secret.id, env.id, &caller.member.email, bind, event)
+        .await?;
     let mut signed = Vec::with_capacity(holders.len());
     for location in holders {
         let claims = WriteGrantClaims::new(
@@ -315,7 +402,8 @@ async fn create_version(
             (env.id, &env.name),
             version.version,
             location.agent_id,
-            &caller.member.email,
+            (caller.member.id, &caller.member.email),
+            owner_keys.clone(),
             now,
         );
         let token = grant::encode(&claims, |m| ca.sign_grant(m))
@@ -379,9 +467,8 @@ async fn holders(
 ) -> HttpResult<Json<Vec<AgentLocation>>> {
     let secret = resolve(&state, &caller, &key).await?;
     let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &query.environment).await?;
-    if secret.personal_owner.is_none() {
-        let target = target(Some(&secret), &caller);
-        state.authorize(&caller, Action::SecretRead, &target, Some(&env.name)).await?;
-    }
+    state
+        .authorize(&caller, Action::SecretRead, &target(&state, &caller, &secret).await?, Some(&env.name))
+        .await?;
     Ok(Json(locations(&state, &caller, env.id).await?))
 }

@@ -146,7 +146,7 @@ async fn sync_stores_records_once_and_the_access_log_aggregates_them(db: TestDat
     c.get("/v1/secrets/db-password/access-log", &member).await.expect_error(403, "FORBIDDEN");
     c.get("/v1/secrets/nope/access-log", owner).await.expect_error(404, "NOT_FOUND");
     // A personal secret's log: only its owner; anyone else, even the org owner, 404.
-    c.post("/v1/secrets", &member, json!({ "name": "mine", "personal": true })).await.expect(201);
+    c.personal_secret(&member, "mine").await;
     assert_eq!(c.get("/v1/secrets/mine/access-log", &member).await.expect(200), json!([]));
     c.get("/v1/secrets/mine/access-log", owner).await.expect_error(404, "NOT_FOUND");
 

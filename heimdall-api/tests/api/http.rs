@@ -526,7 +526,7 @@ async fn secret_metadata(db: TestDatabase) {
         .expect_error(403, "FORBIDDEN");
 
     // A personal secret exists only for its owner, even for the org owner.
-    c.post("/v1/secrets", &ana, json!({ "name": "ana-ssh", "personal": true })).await.expect(201);
+    crate::support::Client::new(&api).personal_secret(&ana, "ana-ssh").await;
     c.get("/v1/secrets/ana-ssh", &ana).await.expect(200);
     c.get("/v1/secrets/ana-ssh", owner).await.expect_error(404, "NOT_FOUND");
     let listed = c.get("/v1/secrets", owner).await.expect(200);
@@ -534,6 +534,17 @@ async fn secret_metadata(db: TestDatabase) {
     c.call(Method::PATCH, "/v1/secrets/ana-ssh", owner, Some(json!({ "description": "mine" })))
         .await
         .expect_error(404, "NOT_FOUND");
+    // A personal secret needs the key it is bound to: no certificate, no secret.
+    c.post("/v1/secrets", &ana, json!({ "name": "ana-gpg", "personal": true }))
+        .await
+        .expect_error(422, "INVALID_INPUT");
+    c.post(
+        "/v1/secrets",
+        &ana,
+        json!({ "name": "ana-gpg", "personal": true, "certificate_sha256": "ab".repeat(32) }),
+    )
+    .await
+    .expect_error(422, "INVALID_INPUT");
 
     // A component a secret links to cannot be deleted from under it.
     let again = c

@@ -81,6 +81,26 @@ impl Client {
         self.call(Method::POST, path, token, Some(body)).await
     }
 
+    /// A client certificate for the token's member, its key made here; the
+    /// certificate's SHA-256 (what a personal secret is bound by).
+    pub async fn certificate(&self, token: &str) -> String {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let csr = rcgen::CertificateParams::new(Vec::<String>::new())
+            .and_then(|p| p.serialize_request(&key))
+            .and_then(|r| r.pem())
+            .unwrap();
+        let issued = self.post("/v1/me/certificate", token, json!({ "csr": csr })).await.expect(201);
+        issued["sha256"].as_str().unwrap().to_owned()
+    }
+
+    /// Creates a personal secret bound to a fresh certificate of the token's member.
+    pub async fn personal_secret(&self, token: &str, name: &str) -> Value {
+        let sha = self.certificate(token).await;
+        self.post("/v1/secrets", token, json!({ "name": name, "personal": true, "certificate_sha256": sha }))
+            .await
+            .expect(201)
+    }
+
     pub async fn add_member(&self, owner: &str, email: &str, role: &str) -> String {
         let body = self.post("/v1/members", owner, json!({ "email": email, "role": role })).await.expect(201);
         body["token"].as_str().unwrap().to_owned()
@@ -162,4 +182,3 @@ pub async fn world(c: &Client, owner: &str) -> World {
     .expect(201);
     World { component, dev, prod, schema, approval_schema, account }
 }
-

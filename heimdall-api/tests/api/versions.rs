@@ -89,10 +89,25 @@ async fn versions_grants_deactivation_and_certificates(db: TestDatabase) {
         .await
         .expect_error(403, "FORBIDDEN");
     // A personal secret: its owner writes it whatever their role; others do not see it.
-    c.post("/v1/secrets", &member, json!({ "name": "bo-notes", "personal": true })).await.expect(201);
+    let personal = c.personal_secret(&member, "bo-notes").await;
+    let bo_id = personal["owner_id"].as_str().unwrap().to_owned();
+    assert_eq!(personal["owner_keys"].as_array().unwrap().len(), 1, "{personal}");
     let mine =
         c.post("/v1/secrets/bo-notes/versions", &member, json!({ "environment": "dev" })).await.expect(201);
     assert_eq!(mine["version"], 1);
+    // The grant binds the writer by member id and, for a personal secret, to its keys.
+    let claims = grant::parse(mine["holders"][0]["grant"].as_str().unwrap()).unwrap().claims;
+    assert_eq!(claims.issued_to.to_string(), bo_id);
+    assert_eq!(json!(claims.owner_keys), personal["owner_keys"]);
+    // A writer naming a certificate whose key is not bound gets no version.
+    let other_cert = c.certificate(&member).await;
+    c.post(
+        "/v1/secrets/bo-notes/versions",
+        &member,
+        json!({ "environment": "dev", "certificate_sha256": other_cert }),
+    )
+    .await
+    .expect_error(403, "FORBIDDEN");
     c.post("/v1/secrets/bo-notes/versions", owner, json!({ "environment": "dev" }))
         .await
         .expect_error(404, "NOT_FOUND");
@@ -117,11 +132,11 @@ async fn versions_grants_deactivation_and_certificates(db: TestDatabase) {
         answer["deactivated"],
         json!([{ "secret": "db-password", "environment": "dev", "version": 2 }])
     );
-    assert!(answer["secrets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|s| s["name"] == "bo-notes" && s["personal_owner"] == "bo@example.com"));
+    assert!(answer["secrets"].as_array().unwrap().iter().any(|s| s["name"] == "bo-notes"
+            && s["owner_id"] == bo_id.as_str()
+            && s["owner_keys"] == personal["owner_keys"]
+            // Never the email: an older Agent matching it would serve whoever holds it.
+            && s["personal_owner"] == format!("member:{bo_id}").as_str()));
 
     // People's certificates: issued from a CSR, listed to Agents under
     // their member, gone from the list once the member is removed.
@@ -140,7 +155,7 @@ async fn versions_grants_deactivation_and_certificates(db: TestDatabase) {
         .find(|m| m["email"] == "bo@example.com")
         .unwrap()
         .clone();
-    assert_eq!(bo["certificates"], json!([sha]));
+    assert!(bo["certificates"].as_array().unwrap().iter().any(|s| s == sha), "{bo}");
     c.call(reqwest::Method::DELETE, "/v1/members/bo@example.com", owner, None).await.expect(200);
     let (_, answer) = sync(&edge, &api, json!({})).await;
     let listed: Vec<&Value> = answer["members"]
@@ -150,4 +165,21 @@ async fn versions_grants_deactivation_and_certificates(db: TestDatabase) {
         .flat_map(|m| m["certificates"].as_array().unwrap())
         .collect();
     assert!(!listed.iter().any(|s| *s == sha), "a removed member's certificate is still listed: {answer}");
+
+    // The same email added again is a new member: bo's personal secret is
+    // not hers, whatever token or certificate she gets.
+    let again = c.add_member(owner, "bo@example.com", "owner").await;
+    c.get("/v1/secrets/bo-notes", &again).await.expect_error(404, "NOT_FOUND");
+    c.post("/v1/secrets/bo-notes/versions", &again, json!({ "environment": "dev" }))
+        .await
+        .expect_error(404, "NOT_FOUND");
+    c.get("/v1/secrets/bo-notes/access-log", &again).await.expect_error(404, "NOT_FOUND");
+    assert!(c
+        .get("/v1/secrets", &again)
+        .await
+        .expect(200)
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["name"] != "bo-notes"));
 }

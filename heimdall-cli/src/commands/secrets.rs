@@ -20,6 +20,10 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
     let out = &ctx.out;
     match cmd {
         SecretCommand::Create { name, secret_type, description, tags, components, personal } => {
+            // A personal secret is bound to this profile's client
+            // certificate's key: only that key opens it at an Agent.
+            let certificate_sha256 =
+                if personal { Some(ctx.identity()?.certificate_sha256()?) } else { None };
             let request = CreateSecret {
                 name,
                 secret_type,
@@ -27,6 +31,7 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
                 tags: if tags.is_empty() { None } else { Some(parse_tags(&tags)?) },
                 components: if components.is_empty() { None } else { Some(components) },
                 personal,
+                certificate_sha256,
             };
             let secret = ctx.client()?.create_secret(&request).await?;
             out.done(&secret, &format!("Secret created: {} ({})", secret.name, secret.id), &[])

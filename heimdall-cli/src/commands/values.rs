@@ -53,7 +53,7 @@ pub async fn set(
         }
     }
 
-    let created = client.create_version(secret, environment).await?;
+    let created = client.create_version(secret, environment, Some(&identity)).await?;
     if agent_url.is_some() && created.holders.len() != 1 {
         return Err(CliError::usage(format!(
             "--agent-url names one Agent, but {} Agents hold {environment}; version {} was created and \

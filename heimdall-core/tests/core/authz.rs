@@ -1,8 +1,9 @@
 use heimdall_core::authz::{
-    decide, validate_policy_text, Action, Decision, OrgPolicies, Principal, Target, TargetKind,
+    allowed_environments, decide, secret_target, validate_policy_text, Action, CatalogTree, Decision,
+    OrgPolicies, Principal, Target, TargetKind,
 };
-use heimdall_core::domain::{Policy, Role};
-use heimdall_core::ids::{OrgId, PolicyId};
+use heimdall_core::domain::{CatalogKind, Policy, Role};
+use heimdall_core::ids::{CatalogId, MemberId, OrgId, PolicyId, SecretId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -11,7 +12,17 @@ fn org() -> OrgId {
 }
 
 fn who(role: Role) -> Principal {
-    Principal { org: org(), email: format!("{role}@example.com"), role }
+    let n = match role {
+        Role::Owner => 100,
+        Role::Admin => 101,
+        Role::Member => 102,
+    };
+    Principal {
+        org: org(),
+        id: MemberId::from_uuid(Uuid::from_u128(n)),
+        email: format!("{role}@example.com"),
+        role,
+    }
 }
 
 fn policy(n: u128, text: &str) -> Policy {
@@ -96,7 +107,12 @@ fn forbid_wins_over_an_explicit_permit() {
         Decision::ForbiddenBy(_)
     ));
     // The permit names one member only.
-    let other = Principal { org: org(), email: "someone@example.com".into(), role: Role::Member };
+    let other = Principal {
+        org: org(),
+        id: MemberId::from_uuid(Uuid::from_u128(103)),
+        email: "someone@example.com".into(),
+        role: Role::Member,
+    };
     assert_eq!(decide(&other, Action::ResourceDelete, &res, Some("dev"), &policies), Decision::NotPermitted);
 }
 
@@ -138,4 +154,98 @@ fn invalid_policies_are_refused_with_a_position() {
         assert!(err.line >= 1 && err.column >= 1, "{text}: {err:?}");
         assert!(!err.message.is_empty());
     }
+}
+
+fn cid(n: u128) -> CatalogId {
+    CatalogId::from_uuid(Uuid::from_u128(n))
+}
+
+/// Two domains, each with a system and a component.
+fn catalog() -> CatalogTree {
+    CatalogTree::new([
+        (cid(1), CatalogKind::Domain, None),
+        (cid(2), CatalogKind::System, Some(cid(1))),
+        (cid(3), CatalogKind::Component, Some(cid(2))),
+        (cid(11), CatalogKind::Domain, None),
+        (cid(12), CatalogKind::System, Some(cid(11))),
+        (cid(13), CatalogKind::Component, Some(cid(12))),
+    ])
+}
+
+#[test]
+fn catalog_scoped_forbids_reach_secrets_through_every_linked_component() {
+    let tree = catalog();
+    let payments = cid(11);
+    let policies = OrgPolicies::compile(&[policy(
+        14,
+        &format!(r#"forbid(principal, action == Heimdall::Action::"secret.read", resource in Heimdall::Domain::"{payments}") unless {{ principal.role == "owner" }};"#),
+    )])
+    .unwrap();
+    let secret = SecretId::from_uuid(Uuid::from_u128(20));
+    // Linked to a component of each domain: the forbid on one applies.
+    let both = secret_target(secret, None, &[cid(3), cid(13)], &tree);
+    let elsewhere = secret_target(secret, None, &[cid(3)], &tree);
+    let unlinked = secret_target(secret, None, &[], &tree);
+    assert!(matches!(
+        decide(&who(Role::Member), Action::SecretRead, &both, Some("dev"), &policies),
+        Decision::ForbiddenBy(_)
+    ));
+    assert!(decide(&who(Role::Owner), Action::SecretRead, &both, Some("dev"), &policies).is_allowed());
+    assert!(decide(&who(Role::Member), Action::SecretRead, &elsewhere, Some("dev"), &policies).is_allowed());
+    assert!(decide(&who(Role::Member), Action::SecretRead, &unlinked, Some("dev"), &policies).is_allowed());
+    // A system-scoped forbid, too.
+    let system = OrgPolicies::compile(&[policy(
+        15,
+        &format!(r#"forbid(principal, action, resource in Heimdall::System::"{}");"#, cid(2)),
+    )])
+    .unwrap();
+    assert!(!decide(&who(Role::Owner), Action::SecretRead, &both, Some("dev"), &system).is_allowed());
+}
+
+#[test]
+fn a_personal_secret_is_its_owners_and_still_answers_to_forbids() {
+    let tree = catalog();
+    let member = who(Role::Member);
+    let mine = secret_target(SecretId::from_uuid(Uuid::from_u128(21)), Some(member.id), &[], &tree);
+    let none = OrgPolicies::default();
+    // A member may write and read the trail of her own personal secret …
+    for action in [Action::SecretRead, Action::SecretWrite, Action::SecretAccessLog] {
+        assert!(decide(&member, action, &mine, Some("dev"), &none).is_allowed(), "{action}");
+    }
+    // … not of an organization secret, nor of someone else's.
+    let org_secret = secret_target(SecretId::from_uuid(Uuid::from_u128(22)), None, &[], &tree);
+    assert!(!decide(&member, Action::SecretWrite, &org_secret, Some("dev"), &none).is_allowed());
+    let theirs =
+        secret_target(SecretId::from_uuid(Uuid::from_u128(23)), Some(who(Role::Owner).id), &[], &tree);
+    assert!(!decide(&member, Action::SecretWrite, &theirs, Some("dev"), &none).is_allowed());
+    // An organization forbid applies to personal secrets: personal adds a
+    // restriction, it never bypasses one.
+    let no_prod = OrgPolicies::compile(&[policy(
+        16,
+        r#"forbid(principal, action == Heimdall::Action::"secret.read", resource) when { context.environment == "prod" };"#,
+    )])
+    .unwrap();
+    assert!(matches!(
+        decide(&member, Action::SecretRead, &mine, Some("prod"), &no_prod),
+        Decision::ForbiddenBy(_)
+    ));
+}
+
+#[test]
+fn leaving_out_the_environment_filters_instead_of_skipping() {
+    let tree = catalog();
+    let policies = OrgPolicies::compile(&[policy(
+        17,
+        r#"forbid(principal, action == Heimdall::Action::"secret.access_log", resource) when { context.environment == "prod" };"#,
+    )])
+    .unwrap();
+    let target = secret_target(SecretId::from_uuid(Uuid::from_u128(24)), None, &[], &tree);
+    let allowed = allowed_environments(
+        &who(Role::Admin),
+        Action::SecretAccessLog,
+        &target,
+        ["dev", "prod", "dev", "qa"],
+        &policies,
+    );
+    assert_eq!(allowed, vec!["dev", "qa"]);
 }
