@@ -171,6 +171,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                         store: store.clone(),
                         channel: channel.clone(),
                         policy: policy.clone(),
+                        agent: agent_id(&config.cert)?,
                         local_url: config.local_api.as_ref().map(config::LocalApiConfig::public_url),
                     },
                     std::time::Duration::from_secs(v.sync_seconds),

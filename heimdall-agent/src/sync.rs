@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use heimdall_agent::access::{PolicySnapshot, SharedPolicy};
 use heimdall_agent::store::{ValueAddress, ValueStore};
+use heimdall_core::ids::AgentId;
 use heimdall_core::wire::{AccessRecord, InventoryItem, SyncRequest, SyncResponse};
 use time::OffsetDateTime;
 use tokio::sync::watch;
@@ -29,19 +30,28 @@ pub struct Syncer {
     pub store: Arc<dyn ValueStore>,
     pub channel: Channel,
     pub policy: SharedPolicy,
+    /// This Agent: it reports only the records it served itself, even
+    /// when other Agents share its store.
+    pub agent: AgentId,
     /// The local API's URL, reported to the API.
     pub local_url: Option<String>,
 }
 
+/// How far the API has this Agent's records: an epoch and a number in it.
+#[derive(Clone, Debug, Default)]
+struct Cursor {
+    epoch: String,
+    acknowledged: u64,
+}
+
 pub async fn run(syncer: Syncer, every: Duration, mut stop: watch::Receiver<bool>) {
-    // The API tells us how far it has stored; start from the beginning (a
-    // repeat is harmless: records are idempotent per sequence number).
-    let mut acknowledged: u64 = 0;
+    // The API tells us how far it has stored; start from the beginning of
+    // the epoch (a repeat is harmless: the API drops records it holds).
+    let mut cursor = Cursor::default();
     loop {
         let started = tokio::time::Instant::now();
-        match syncer.sync_once(acknowledged).await {
-            Ok(through) => acknowledged = through,
-            Err(e) => tracing::warn!(error = %e, "sync failed; will retry"),
+        if let Err(e) = syncer.sync_once(&mut cursor).await {
+            tracing::warn!(error = %e, "sync failed; will retry");
         }
         let stopping = tokio::select! {
             () = tokio::time::sleep(every) => false,
@@ -55,14 +65,29 @@ pub async fn run(syncer: Syncer, every: Duration, mut stop: watch::Receiver<bool
         };
         if stopping {
             // One last report so nothing recorded waits for the next start.
-            let _ = syncer.sync_once(acknowledged).await;
+            let _ = syncer.sync_once(&mut cursor).await;
             return;
         }
     }
 }
 
 impl Syncer {
-    async fn sync_once(&self, mut acknowledged: u64) -> Result<u64, String> {
+    async fn sync_once(&self, cursor: &mut Cursor) -> Result<(), String> {
+        let numbering = self.store.numbering(self.agent).await.map_err(|e| e.to_string())?;
+        if numbering.epoch != cursor.epoch {
+            *cursor = Cursor { epoch: numbering.epoch.clone(), acknowledged: 0 };
+        }
+        if numbering.last_seq < cursor.acknowledged {
+            // The store's numbering went back under us (restored from a
+            // backup): report all of it again; the API keeps what differs.
+            tracing::warn!(
+                epoch = %cursor.epoch,
+                store = numbering.last_seq,
+                reported = cursor.acknowledged,
+                "the store holds fewer access records than were reported; it was restored from a backup?"
+            );
+            cursor.acknowledged = 0;
+        }
         let held = self.store.inventory().await.map_err(|e| e.to_string())?;
         let inventory: Vec<InventoryItem> = held
             .iter()
@@ -74,8 +99,11 @@ impl Syncer {
             })
             .collect();
         loop {
-            let batch =
-                self.store.access_records_after(acknowledged, BATCH).await.map_err(|e| e.to_string())?;
+            let batch = self
+                .store
+                .access_records_after(self.agent, &cursor.epoch, cursor.acknowledged, BATCH)
+                .await
+                .map_err(|e| e.to_string())?;
             let full = batch.len() == BATCH as usize;
             let records = batch
                 .into_iter()
@@ -90,13 +118,34 @@ impl Syncer {
                     from: r.record.source,
                 })
                 .collect();
-            let request =
-                SyncRequest { records, inventory: inventory.clone(), local_url: self.local_url.clone() };
+            let request = SyncRequest {
+                epoch: Some(cursor.epoch.clone()),
+                records,
+                inventory: inventory.clone(),
+                local_url: self.local_url.clone(),
+            };
             let response = self.channel.sync(&request).await.map_err(|e| e.to_string())?;
-            acknowledged = acknowledged.max(u64::try_from(response.received_through).unwrap_or(0));
+            let through = u64::try_from(response.received_through).unwrap_or(0);
+            let last = self.store.numbering(self.agent).await.map_err(|e| e.to_string())?.last_seq;
+            if through > last {
+                // The API holds numbers this store never reached in this
+                // epoch: the store was restored from a backup. Its next
+                // reads take a new epoch, so no number is used twice.
+                let fresh = self.store.restart_numbering(self.agent).await.map_err(|e| e.to_string())?;
+                tracing::warn!(
+                    old = %cursor.epoch,
+                    new = %fresh.epoch,
+                    api = through,
+                    store = last,
+                    "the API holds access records past this store's: numbering restarts in a new epoch"
+                );
+                *cursor = Cursor { epoch: fresh.epoch, acknowledged: 0 };
+            } else {
+                cursor.acknowledged = cursor.acknowledged.max(through);
+            }
             if !full {
                 self.apply(&response, &held).await;
-                return Ok(acknowledged);
+                return Ok(());
             }
         }
     }

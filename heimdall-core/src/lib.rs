@@ -8,6 +8,7 @@
 //! dependency closure.
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod accounts;
 pub mod approval;
 pub mod authz;

@@ -440,10 +440,6 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
 
 use crate::wire::{AccessLogEntry, AccessRecord};
 
-/// The audit action raised for a gap in an Agent's sequence: reads the
-/// Agent served and did not report.
-pub const READ_NOT_REPORTED: &str = "secret.read_not_reported";
-
 /// What one sync's records did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SyncOutcome {
@@ -451,24 +447,28 @@ pub struct SyncOutcome {
     pub stored: usize,
     /// Records already stored by an earlier sync (or twice in this one).
     pub duplicates: usize,
-    /// Sequence ranges (inclusive) skipped by this sync: each raised a
-    /// `secret.read_not_reported` audit event.
-    pub gaps: Vec<(i64, i64)>,
-    /// The highest sequence number stored for this Agent.
+    /// The audit events the records raised (gaps, a restarted numbering,
+    /// conflicting records), written in the same transaction.
+    pub events: Vec<crate::access::AccessEvent>,
+    /// The highest sequence number stored for this Agent in the epoch it reported.
     pub received_through: i64,
 }
 
 /// Access records reported by Agents, and the access log built from them.
 #[async_trait]
 pub trait AccessStore: Send + Sync + std::fmt::Debug {
-    /// Stores `records` for `agent`, idempotently on (agent, seq). A record
-    /// whose `seq` is beyond the highest stored + 1 opens a gap: one
-    /// `secret.read_not_reported` event per gap, in the same transaction.
+    /// Stores `records` for `agent`'s numbering `epoch` as
+    /// `heimdall_core::access::ingest` plans (repeats dropped, conflicts kept,
+    /// gaps and restarts raised as audit events), all in one transaction.
+    /// `environment_names` maps the environment ids records carry to the
+    /// names the log shows.
     async fn record_access(
         &self,
         org: OrgId,
         agent: &Agent,
+        epoch: &str,
         records: &[AccessRecord],
+        environment_names: &[(String, String)],
         now: OffsetDateTime,
     ) -> StoreResult<SyncOutcome>;
 

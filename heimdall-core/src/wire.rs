@@ -472,6 +472,10 @@ pub struct InventoryItem {
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SyncRequest {
+    /// The epoch of the Agent's numbering in its store (absent from Agents
+    /// older than epochs: `legacy`). `records[].seq` count within it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<String>,
     #[serde(default)]
     pub records: Vec<AccessRecord>,
     #[serde(default)]

@@ -7,8 +7,10 @@
 //! | keyring entry   | `keyring`                 | generation, 10 digits         | `key_id`, `sealed_key` (B), `check_value` (B) |
 //! | value           | `value#<org>#<secret>`    | `<environment>#<version, 10 digits>` | `org`, `secret`, `environment`, `version` (N), `deactivated` (BOOL), `key_id`, `nonce` (B), `ciphertext` (B) |
 //! | tombstone       | as the value              | as the value                  | as the value, `deactivated = true`, no key id, nonce or ciphertext |
-//! | access counter  | `counter`                 | `access`                      | `last_seq` (N) |
-//! | access record   | `access`                  | seq, 20 digits                | `seq` (N), `accessor`, `at` (N), `secret`, `environment`, `version` (N), `source`, `served_by` |
+//! | access counter  | `counter`                 | `access#<agent>`              | `epoch`, `last_seq` (N) |
+//! | access record   | `access#<agent>#<epoch>`  | seq, 20 digits                | `seq` (N), `accessor`, `at` (N), `secret`, `environment`, `version` (N), `source`, `served_by` |
+//! | legacy counter  | `counter`                 | `access`                      | `last_seq` (N): the counter all Agents shared before epochs |
+//! | legacy record   | `access`                  | seq, 20 digits                | as a record (epoch `legacy`, told apart by `served_by`) |
 //!
 //! Org and environment ids are fixed-length UUIDs, so `pk` and `sk` parse
 //! back unambiguously whatever the secret's name holds; zero-padded numbers
@@ -20,9 +22,16 @@
 //! **Values are never overwritten**: a put is conditional
 //! (`attribute_not_exists(pk)`), a tombstone replaces the whole item.
 //!
-//! **The access sequence has no gaps**: a group commit reads the counter
-//! item (`last_seq = L`), then writes one `TransactWriteItems`: the counter
-//! updated to `L + n` on the condition that it still holds `L`, and each
+//! **Each Agent numbers its own reads, within an epoch** (see
+//! [`ValueStore::numbering`]): Agents sharing a table each have a counter
+//! item and a partition per epoch. A table from before epochs keeps its
+//! records in `access`, and an Agent's first numbering there continues the
+//! legacy counter in the epoch `legacy`.
+//!
+//! **The access sequence has no gaps**: a group commit reads the Agent's
+//! counter item (`last_seq = L` in epoch `E`), then writes one
+//! `TransactWriteItems`: the counter updated to `L + n` on the condition
+//! that it still holds `L` and `E`, and each
 //! record put at `L + 1 …` on the condition that no item is there. DynamoDB
 //! applies all of it or none of it; a concurrent appender that moved the
 //! counter first makes the condition fail and the commit is retried on the
@@ -38,9 +47,9 @@
 //! would not be all-or-none ([`ValueStore::max_access_batch`] tells a group
 //! committer the limit).
 //!
-//! All records share one partition (`access`): a partition takes about
-//! 1,000 writes a second, far above what one Agent's audited reads need once
-//! they are group-committed.
+//! An Agent's records of one epoch share one partition: a partition takes
+//! about 1,000 writes a second, far above what one Agent's audited reads
+//! need once they are group-committed.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -55,12 +64,13 @@ use aws_sdk_dynamodb::types::{
     ScalarAttributeType, TableStatus, TransactWriteItem, Update,
 };
 use aws_sdk_dynamodb::Client;
-use heimdall_core::ids::{CatalogId, OrgId};
+use heimdall_core::ids::{AgentId, CatalogId, OrgId};
 use zeroize::Zeroizing;
 
 use super::{
-    first_data_key, parse_id, validate, validate_name, AccessRecord, InventoryEntry, Keyring, RecordedAccess,
-    StoreError, ValueAddress, ValueStore, MAX_VALUE_LEN,
+    first_data_key, new_epoch, parse_id, serving_agent, validate, validate_name, AccessRecord,
+    InventoryEntry, Keyring, Numbering, RecordedAccess, StoreError, ValueAddress, ValueStore, LEGACY_EPOCH,
+    MAX_VALUE_LEN,
 };
 use crate::aws::{describe, AwsSettings};
 use crate::crypto::{KeySealer, SealedDataKey, SealedValue};
@@ -74,7 +84,9 @@ const TABLE_WAIT: Duration = Duration::from_secs(120);
 
 const KEYRING_PK: &str = "keyring";
 const COUNTER_PK: &str = "counter";
+/// The legacy counter's sort key, and the prefix of each Agent's.
 const COUNTER_SK: &str = "access";
+/// The legacy records' partition, and the prefix of each Agent's.
 const ACCESS_PK: &str = "access";
 const VALUE_PREFIX: &str = "value#";
 
@@ -201,8 +213,7 @@ fn get_bool(item: &Item, name: &str) -> Result<bool, StoreError> {
 impl DynamoValueStore {
     /// Opens the store in `table` with an SDK configuration the caller
     /// loaded (see [`crate::aws::loader`]): creates the table if it is
-    /// missing and waits until it is ACTIVE, creates the access counter, and
-    /// opens the keyring with `keys`, creating the first data key on a new
+    /// missing and waits until it is ACTIVE, and opens the keyring with `keys`, creating the first data key on a new
     /// store.
     pub async fn open_with(
         config: &aws_config::SdkConfig,
@@ -213,20 +224,6 @@ impl DynamoValueStore {
         crate::aws::require_region(config).map_err(StoreError::Open)?;
         let client = Client::new(config);
         ensure_table(&client, table).await?;
-
-        // The counter starts at 0 unless it is already there.
-        let created = client
-            .put_item()
-            .table_name(table)
-            .set_item(Some(counter_item(0)))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        if let Err(e) = created {
-            if !e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) {
-                return Err(StoreError::Open(format!("DynamoDB PutItem (access counter): {}", describe(&e))));
-            }
-        }
 
         let mut sealed = load_keyring(&client, table).await?;
         if sealed.is_empty() {
@@ -264,25 +261,42 @@ impl DynamoValueStore {
         self.keyring.current_id()
     }
 
-    async fn read_counter(&self) -> Result<u64, StoreError> {
+    async fn get(&self, pk: String, sk: String, what: &str) -> Result<Option<Item>, StoreError> {
         let out = self
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(key(COUNTER_PK.into(), COUNTER_SK.into())))
+            .set_key(Some(key(pk, sk)))
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| unavailable("GetItem (access counter)", &e))?;
-        let item =
-            out.item.ok_or_else(|| StoreError::Unavailable("the access counter item is missing".into()))?;
-        get_n(&item, "last_seq")
+            .map_err(|e| unavailable(&format!("GetItem ({what})"), &e))?;
+        Ok(out.item)
+    }
+
+    async fn read_numbering(&self, agent: AgentId) -> Result<Option<Numbering>, StoreError> {
+        let Some(item) = self.get(COUNTER_PK.into(), counter_sk(agent), "access counter").await? else {
+            return Ok(None);
+        };
+        Ok(Some(Numbering { epoch: get_s(&item, "epoch")?.to_owned(), last_seq: get_n(&item, "last_seq")? }))
     }
 
     /// Every page of a query, with `limit` items at most (0: no limit).
     async fn query_all(
         &self,
         condition: &str,
+        values: Item,
+        projection: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Item>, StoreError> {
+        self.query_filtered(condition, None, values, projection, limit).await
+    }
+
+    /// [`Self::query_all`] with a filter on the items read.
+    async fn query_filtered(
+        &self,
+        condition: &str,
+        filter: Option<&str>,
         values: Item,
         projection: Option<&str>,
         limit: usize,
@@ -301,6 +315,9 @@ impl DynamoValueStore {
             if let Some(p) = projection {
                 query = query.projection_expression(p);
             }
+            if let Some(f) = filter {
+                query = query.filter_expression(f);
+            }
             if limit > 0 {
                 query = query.limit(i32::try_from(limit - items.len()).unwrap_or(i32::MAX));
             }
@@ -314,10 +331,19 @@ impl DynamoValueStore {
     }
 }
 
-fn counter_item(last_seq: u64) -> Item {
-    let mut item = key(COUNTER_PK.into(), COUNTER_SK.into());
-    item.insert("last_seq".into(), n(last_seq));
+fn counter_sk(agent: AgentId) -> String {
+    format!("{COUNTER_SK}#{agent}")
+}
+
+fn counter_item(agent: AgentId, numbering: &Numbering) -> Item {
+    let mut item = key(COUNTER_PK.into(), counter_sk(agent));
+    item.insert("epoch".into(), s(&numbering.epoch));
+    item.insert("last_seq".into(), n(numbering.last_seq));
     item
+}
+
+fn access_pk(agent: AgentId, epoch: &str) -> String {
+    format!("{ACCESS_PK}#{agent}#{epoch}")
 }
 
 async fn load_keyring(client: &Client, table: &str) -> Result<Vec<SealedDataKey>, StoreError> {
@@ -434,8 +460,8 @@ async fn ensure_table(client: &Client, table: &str) -> Result<(), StoreError> {
     }
 }
 
-fn access_item(seq: u64, r: &AccessRecord) -> Item {
-    let mut item = key(ACCESS_PK.into(), seq_sk(seq));
+fn access_item(epoch: &str, seq: u64, r: &AccessRecord) -> Item {
+    let mut item = key(access_pk(r.served_by, epoch), seq_sk(seq));
     item.insert("seq".into(), n(seq));
     item.insert("accessor".into(), s(&r.accessor));
     item.insert("at".into(), n(r.at_micros));
@@ -651,10 +677,52 @@ impl ValueStore for DynamoValueStore {
         Ok(entries)
     }
 
-    async fn append_access_records(&self, records: &[AccessRecord]) -> Result<u64, StoreError> {
-        if records.is_empty() {
-            return Err(StoreError::Invalid("an empty batch of access records".into()));
+    async fn numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+        if let Some(n) = self.read_numbering(agent).await? {
+            return Ok(n);
         }
+        let legacy = match self.get(COUNTER_PK.into(), COUNTER_SK.into(), "legacy access counter").await? {
+            Some(item) => get_n::<u64>(&item, "last_seq")?,
+            None => 0,
+        };
+        let start = if legacy > 0 {
+            Numbering { epoch: LEGACY_EPOCH.to_owned(), last_seq: legacy }
+        } else {
+            Numbering { epoch: new_epoch(), last_seq: 0 }
+        };
+        // Two handles starting one Agent's numbering at once: one put wins.
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(counter_item(agent, &start)))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        if let Err(e) = put {
+            if !e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) {
+                return Err(unavailable("PutItem (access counter)", &e));
+            }
+        }
+        self.read_numbering(agent)
+            .await?
+            .ok_or_else(|| StoreError::Unavailable("the access counter item is missing".into()))
+    }
+
+    async fn restart_numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+        let fresh = Numbering { epoch: new_epoch(), last_seq: 0 };
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(counter_item(agent, &fresh)))
+            .send()
+            .await
+            .map_err(|e| unavailable("PutItem (access counter)", &e))?;
+        Ok(fresh)
+    }
+
+    async fn append_access_records(&self, records: &[AccessRecord]) -> Result<u64, StoreError> {
+        let agent = serving_agent(records)?;
         if records.len() > MAX_ACCESS_BATCH {
             return Err(StoreError::Invalid(format!(
                 "at most {MAX_ACCESS_BATCH} access records per group commit on DynamoDB (one transaction \
@@ -663,22 +731,23 @@ impl ValueStore for DynamoValueStore {
         }
         let count = records.len() as u64;
         for attempt in 0..COMMIT_ATTEMPTS {
-            let last = self.read_counter().await?;
+            let Numbering { epoch, last_seq: last } = self.numbering(agent).await?;
             let first = last + 1;
             let counter = Update::builder()
                 .table_name(&self.table)
-                .set_key(Some(key(COUNTER_PK.into(), COUNTER_SK.into())))
+                .set_key(Some(key(COUNTER_PK.into(), counter_sk(agent))))
                 .update_expression("SET last_seq = :next")
-                .condition_expression("last_seq = :expected")
+                .condition_expression("last_seq = :expected AND epoch = :epoch")
                 .expression_attribute_values(":next", n(last + count))
                 .expression_attribute_values(":expected", n(last))
+                .expression_attribute_values(":epoch", s(&epoch))
                 .build()
                 .map_err(build_err)?;
             let mut items = vec![TransactWriteItem::builder().update(counter).build()];
             for (seq, record) in (first..).zip(records) {
                 let put = Put::builder()
                     .table_name(&self.table)
-                    .set_item(Some(access_item(seq, record)))
+                    .set_item(Some(access_item(&epoch, seq, record)))
                     .condition_expression("attribute_not_exists(pk)")
                     .build()
                     .map_err(build_err)?;
@@ -723,18 +792,50 @@ impl ValueStore for DynamoValueStore {
         )))
     }
 
-    async fn access_records_after(&self, after: u64, limit: u32) -> Result<Vec<RecordedAccess>, StoreError> {
+    async fn access_records_after(
+        &self,
+        agent: AgentId,
+        epoch: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<RecordedAccess>, StoreError> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let items = self
-            .query_all(
-                "pk = :pk AND sk > :after",
-                HashMap::from([(":pk".to_owned(), s(ACCESS_PK)), (":after".to_owned(), s(seq_sk(after)))]),
-                None,
-                limit as usize,
-            )
-            .await?;
+        let limit = limit as usize;
+        let mut items = Vec::new();
+        // The legacy epoch starts in the shared partition of before epochs
+        // (its numbers are all below the ones written since).
+        if epoch == LEGACY_EPOCH {
+            items = self
+                .query_filtered(
+                    "pk = :pk AND sk > :after",
+                    Some("served_by = :agent"),
+                    HashMap::from([
+                        (":pk".to_owned(), s(ACCESS_PK)),
+                        (":after".to_owned(), s(seq_sk(after))),
+                        (":agent".to_owned(), s(agent.to_string())),
+                    ]),
+                    None,
+                    limit,
+                )
+                .await?;
+            items.truncate(limit);
+        }
+        if items.len() < limit {
+            items.extend(
+                self.query_all(
+                    "pk = :pk AND sk > :after",
+                    HashMap::from([
+                        (":pk".to_owned(), s(access_pk(agent, epoch))),
+                        (":after".to_owned(), s(seq_sk(after))),
+                    ]),
+                    None,
+                    limit - items.len(),
+                )
+                .await?,
+            );
+        }
         items.iter().map(access_record).collect()
     }
 

@@ -98,7 +98,32 @@ pub struct AccessRecord {
     pub served_by: AgentId,
 }
 
-/// An access record with its sequence number (1, 2, 3… per Agent, no gaps).
+/// One Agent's numbering in a store: the epoch and the last number used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Numbering {
+    pub epoch: String,
+    pub last_seq: u64,
+}
+
+/// The epoch an Agent continues in a store from before epochs.
+pub const LEGACY_EPOCH: &str = heimdall_core::access::LEGACY_EPOCH;
+
+/// A fresh epoch.
+pub(crate) fn new_epoch() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The one Agent a batch of records was served by.
+pub(crate) fn serving_agent(records: &[AccessRecord]) -> Result<AgentId, StoreError> {
+    let first =
+        records.first().ok_or_else(|| StoreError::Invalid("an empty batch of access records".into()))?;
+    if records.iter().any(|r| r.served_by != first.served_by) {
+        return Err(StoreError::Invalid("a batch of access records is served by one Agent".into()));
+    }
+    Ok(first.served_by)
+}
+
+/// An access record with its sequence number (1, 2, 3… per Agent and epoch, no gaps).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordedAccess {
     pub seq: u64,
@@ -151,11 +176,24 @@ pub trait ValueStore: Send + Sync + fmt::Debug {
     /// is deactivated, never a value.
     async fn inventory(&self) -> Result<Vec<InventoryEntry>, StoreError>;
 
+    /// `agent`'s numbering of its reads in this store: its epoch and the
+    /// last number used. The first call for an Agent starts one: a fresh
+    /// random epoch from 0 (or, in a store from before epochs, the old
+    /// shared counter's value in the epoch `legacy`). Agents that share a
+    /// store each have their own.
+    async fn numbering(&self, agent: AgentId) -> Result<Numbering, StoreError>;
+
+    /// Starts `agent` on a new epoch from 0: its store was restored from a
+    /// backup and its numbers have been used already. The old epoch's
+    /// records stay.
+    async fn restart_numbering(&self, agent: AgentId) -> Result<Numbering, StoreError>;
+
     /// Durably records reads in one transaction (a group commit) and
     /// returns the sequence number of the first; the others follow it one
-    /// by one. The numbers are taken from a counter row in the same
-    /// transaction as the inserts: all are written, or none and no number
-    /// is used. An empty batch is `Invalid`.
+    /// by one, in the serving Agent's current epoch. The numbers are taken
+    /// from the Agent's counter row in the same transaction as the inserts:
+    /// all are written, or none and no number is used. An empty batch, or
+    /// one served by more than one Agent, is `Invalid`.
     async fn append_access_records(&self, records: &[AccessRecord]) -> Result<u64, StoreError>;
 
     /// Durably records one read and returns its sequence number.
@@ -163,8 +201,15 @@ pub trait ValueStore: Send + Sync + fmt::Debug {
         self.append_access_records(std::slice::from_ref(record)).await
     }
 
-    /// Records with a sequence number above `after`, in order, at most `limit`.
-    async fn access_records_after(&self, after: u64, limit: u32) -> Result<Vec<RecordedAccess>, StoreError>;
+    /// `agent`'s records of `epoch` with a sequence number above `after`, in
+    /// order, at most `limit`.
+    async fn access_records_after(
+        &self,
+        agent: AgentId,
+        epoch: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<RecordedAccess>, StoreError>;
 
     /// The most records one [`Self::append_access_records`] call takes; a
     /// larger batch is `Invalid` (a group committer splits its batches at
@@ -254,8 +299,8 @@ pub struct SqlValueStore {
     backend: Backend,
     keyring: Keyring,
     latest: LatestCache,
-    /// SQLite only: the next access record number, between group commits.
-    next_seq: tokio::sync::Mutex<Option<i64>>,
+    /// SQLite only: (Agent, epoch, next access record number), between group commits.
+    next_seq: tokio::sync::Mutex<Option<(AgentId, String, i64)>>,
 }
 
 /// Access records per group commit on SQL stores: one INSERT statement of
@@ -414,30 +459,29 @@ impl SqlValueStore {
 
     /// SQLite: the whole group commit is one multi-row INSERT, so one
     /// statement, one transaction, one round trip and one fsync; the
-    /// triggers of migration 0002 advance the counter row inside it and
-    /// refuse any number but the next. The next number is kept here between
-    /// commits (this handle is the file's writer); if something else moved
-    /// the counter, the insert is refused whole and retried once from the
-    /// counter row.
-    async fn append_in_one_statement(&self, records: &[AccessRecord]) -> Result<u64, StoreError> {
+    /// triggers of migration 0003 advance the Agent's counter row inside it
+    /// and refuse any number but the next. The next number is kept here
+    /// between commits (this handle is the file's writer); if something
+    /// else moved the counter, the insert is refused whole and retried once
+    /// from the counter row.
+    async fn append_in_one_statement(
+        &self,
+        agent: AgentId,
+        records: &[AccessRecord],
+    ) -> Result<u64, StoreError> {
         let mut next = self.next_seq.lock().await;
         let sql = records_insert_sql(records.len());
         for attempt in 0..2 {
-            let first = match *next {
-                Some(first) => first,
-                None => {
-                    let last: i64 = sqlx::query("SELECT last_seq FROM access_counter WHERE id = 1")
-                        .fetch_one(&self.pool)
-                        .await
-                        .map_err(db)?
-                        .try_get("last_seq")
-                        .map_err(db)?;
-                    last + 1
+            let (epoch, first) = match next.as_ref() {
+                Some((a, epoch, first)) if *a == agent => (epoch.clone(), *first),
+                _ => {
+                    let n = self.numbering(agent).await?;
+                    (n.epoch, i64::try_from(n.last_seq).unwrap_or(i64::MAX) + 1)
                 }
             };
-            match bind_records(sqlx::query(&sql), first, records).execute(&self.pool).await {
+            match bind_records(sqlx::query(&sql), &epoch, first, records).execute(&self.pool).await {
                 Ok(_) => {
-                    *next = Some(first + i64::try_from(records.len()).unwrap_or(i64::MAX));
+                    *next = Some((agent, epoch, first + i64::try_from(records.len()).unwrap_or(i64::MAX)));
                     return u64::try_from(first)
                         .map_err(|_| StoreError::Unavailable("invalid sequence number".into()));
                 }
@@ -451,6 +495,23 @@ impl SqlValueStore {
             }
         }
         Err(StoreError::Unavailable("the access counter moved under this Agent twice".into()))
+    }
+
+    async fn read_numbering(&self, agent: AgentId) -> Result<Option<Numbering>, StoreError> {
+        let row = sqlx::query("SELECT epoch, last_seq FROM access_counters WHERE agent_id = $1")
+            .bind(agent.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.map(|r| {
+            let last: i64 = r.try_get("last_seq").map_err(db)?;
+            Ok(Numbering {
+                epoch: r.try_get("epoch").map_err(db)?,
+                last_seq: u64::try_from(last)
+                    .map_err(|_| StoreError::Unavailable("invalid sequence number".into()))?,
+            })
+        })
+        .transpose()
     }
 
     fn current_key(&self) -> &DataKey {
@@ -492,17 +553,20 @@ fn sealed_from_row(row: &AnyRow) -> Result<Option<SealedValue>, StoreError> {
     }))
 }
 
-/// `INSERT INTO access_records … VALUES ($1…$8), ($9…$16), …` for `rows` records.
+/// Parameters per access record in [`records_insert_sql`].
+const RECORD_PARAMS: usize = 9;
+
+/// `INSERT INTO access_records … VALUES ($1…$9), ($10…$18), …` for `rows` records.
 fn records_insert_sql(rows: usize) -> String {
     let mut sql = String::from(
-        "INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by) VALUES ",
+        "INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by, epoch) VALUES ",
     );
     for i in 0..rows {
-        let p = i * 8;
+        let p = i * RECORD_PARAMS;
         if i > 0 {
             sql.push_str(", ");
         }
-        let placeholders: Vec<String> = (1..=8).map(|k| format!("${}", p + k)).collect();
+        let placeholders: Vec<String> = (1..=RECORD_PARAMS).map(|k| format!("${}", p + k)).collect();
         sql.push('(');
         sql.push_str(&placeholders.join(", "));
         sql.push(')');
@@ -510,9 +574,10 @@ fn records_insert_sql(rows: usize) -> String {
     sql
 }
 
-/// Binds `records` numbered from `first` to [`records_insert_sql`]'s placeholders.
+/// Binds `records` numbered from `first` in `epoch` to [`records_insert_sql`]'s placeholders.
 fn bind_records<'q>(
     mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    epoch: &str,
     first: i64,
     records: &[AccessRecord],
 ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
@@ -525,7 +590,8 @@ fn bind_records<'q>(
             .bind(record.environment.to_string())
             .bind(i64::from(record.version))
             .bind(record.source.clone())
-            .bind(record.served_by.to_string());
+            .bind(record.served_by.to_string())
+            .bind(epoch.to_owned());
     }
     query
 }
@@ -713,12 +779,56 @@ impl ValueStore for SqlValueStore {
             .collect()
     }
 
+    async fn numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+        if let Some(n) = self.read_numbering(agent).await? {
+            return Ok(n);
+        }
+        let legacy = sqlx::query("SELECT last_seq FROM access_legacy_counter WHERE id = 1")
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?
+            .map(|r| r.try_get::<i64, _>("last_seq"))
+            .transpose()
+            .map_err(db)?;
+        let (epoch, last) = match legacy {
+            Some(last) => (LEGACY_EPOCH.to_owned(), last),
+            None => (new_epoch(), 0),
+        };
+        // Two handles starting one Agent's numbering at once: one insert wins.
+        sqlx::query(
+            "INSERT INTO access_counters (agent_id, epoch, last_seq) VALUES ($1, $2, $3) ON CONFLICT (agent_id) DO NOTHING",
+        )
+        .bind(agent.to_string())
+        .bind(epoch)
+        .bind(last)
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        self.read_numbering(agent)
+            .await?
+            .ok_or_else(|| StoreError::Unavailable("the access counter row is missing".into()))
+    }
+
+    async fn restart_numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+        let mut next = self.next_seq.lock().await;
+        *next = None;
+        let epoch = new_epoch();
+        sqlx::query(
+            "INSERT INTO access_counters (agent_id, epoch, last_seq) VALUES ($1, $2, 0) \
+             ON CONFLICT (agent_id) DO UPDATE SET epoch = excluded.epoch, last_seq = 0",
+        )
+        .bind(agent.to_string())
+        .bind(epoch.clone())
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(Numbering { epoch, last_seq: 0 })
+    }
+
     async fn append_access_records(&self, records: &[AccessRecord]) -> Result<u64, StoreError> {
+        let agent = serving_agent(records)?;
         let count =
             i64::try_from(records.len()).map_err(|_| StoreError::Invalid("batch too large".into()))?;
-        if count == 0 {
-            return Err(StoreError::Invalid("an empty batch of access records".into()));
-        }
         if records.len() > self.max_access_batch() {
             return Err(StoreError::Invalid(format!(
                 "at most {} access records per group commit",
@@ -726,65 +836,92 @@ impl ValueStore for SqlValueStore {
             )));
         }
         if self.backend == Backend::Sqlite {
-            return self.append_in_one_statement(records).await;
+            return self.append_in_one_statement(agent, records).await;
         }
         // PostgreSQL: one statement, so one round trip and one commit. The
-        // counter row is the sequence: the CTE's update and the insert
-        // commit together or not at all, and its row lock orders
-        // concurrent appenders (several Agents may share one database).
+        // Agent's counter row is the sequence: the CTE's update and the
+        // insert commit together or not at all, and its row lock orders
+        // concurrent appenders of one Agent.
         let mut sql = String::from(
-            "WITH counter AS (UPDATE access_counter SET last_seq = last_seq + $1 WHERE id = 1 RETURNING last_seq) \
-             INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by) \
+            "WITH counter AS (UPDATE access_counters SET last_seq = last_seq + $1 WHERE agent_id = $2 \
+             RETURNING epoch, last_seq) \
+             INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by, epoch) \
              SELECT counter.last_seq - $1 + r.ord, r.accessor, r.accessed_at, r.secret, r.environment_id, r.version, \
-             r.source, r.served_by FROM counter, (VALUES ",
+             r.source, $2, counter.epoch FROM counter, (VALUES ",
         );
         for i in 0..records.len() {
-            let p = 1 + i * 8;
+            let p = 2 + i * 7;
             if i > 0 {
                 sql.push_str(", ");
             }
             sql.push_str(&format!(
-                "(${}::bigint, ${}::text, ${}::bigint, ${}::text, ${}::text, ${}::bigint, ${}::text, ${}::text)",
+                "(${}::bigint, ${}::text, ${}::bigint, ${}::text, ${}::text, ${}::bigint, ${}::text)",
                 p + 1,
                 p + 2,
                 p + 3,
                 p + 4,
                 p + 5,
                 p + 6,
-                p + 7,
-                p + 8
+                p + 7
             ));
         }
         sql.push_str(
-            ") AS r(ord, accessor, accessed_at, secret, environment_id, version, source, served_by) \
-             RETURNING seq",
+            ") AS r(ord, accessor, accessed_at, secret, environment_id, version, source) RETURNING seq",
         );
-        let rows = bind_records(sqlx::query(&sql).bind(count), 1, records)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        let first = rows
-            .iter()
-            .map(|r| r.try_get::<i64, _>("seq"))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(db)?
-            .into_iter()
-            .min()
-            .ok_or_else(|| StoreError::Unavailable("the insert of access records returned nothing".into()))?;
-        u64::try_from(first).map_err(|_| StoreError::Unavailable("invalid sequence number".into()))
+        for attempt in 0..2 {
+            let mut query = sqlx::query(&sql).bind(count).bind(agent.to_string());
+            for (ord, record) in (1_i64..).zip(records) {
+                query = query
+                    .bind(ord)
+                    .bind(record.accessor.clone())
+                    .bind(record.at_micros)
+                    .bind(record.secret.clone())
+                    .bind(record.environment.to_string())
+                    .bind(i64::from(record.version))
+                    .bind(record.source.clone());
+            }
+            let rows = query.fetch_all(&self.pool).await.map_err(db)?;
+            let first = rows
+                .iter()
+                .map(|r| r.try_get::<i64, _>("seq"))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(db)?
+                .into_iter()
+                .min();
+            match first {
+                Some(first) => {
+                    return u64::try_from(first)
+                        .map_err(|_| StoreError::Unavailable("invalid sequence number".into()))
+                }
+                // No counter row yet for this Agent: start its numbering.
+                None if attempt == 0 => {
+                    self.numbering(agent).await?;
+                }
+                None => break,
+            }
+        }
+        Err(StoreError::Unavailable("the insert of access records returned nothing".into()))
     }
 
     fn max_access_batch(&self) -> usize {
         RECORDS_PER_INSERT
     }
 
-    async fn access_records_after(&self, after: u64, limit: u32) -> Result<Vec<RecordedAccess>, StoreError> {
+    async fn access_records_after(
+        &self,
+        agent: AgentId,
+        epoch: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<RecordedAccess>, StoreError> {
         let after =
             i64::try_from(after).map_err(|_| StoreError::Invalid("sequence number too large".into()))?;
         let rows = sqlx::query(
             "SELECT seq, accessor, accessed_at, secret, environment_id, version, source, served_by \
-             FROM access_records WHERE seq > $1 ORDER BY seq LIMIT $2",
+             FROM access_records WHERE served_by = $1 AND epoch = $2 AND seq > $3 ORDER BY seq LIMIT $4",
         )
+        .bind(agent.to_string())
+        .bind(epoch.to_owned())
         .bind(after)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)

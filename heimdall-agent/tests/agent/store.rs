@@ -202,10 +202,11 @@ impl Place {
     /// no triggers: there an item is planted at `seq`, the number the
     /// refused record will take, so the transaction's `attribute_not_exists`
     /// condition on that record fails (whoever the accessor).
-    async fn fail_inserts_for(&self, raw: &Raw, accessor: &str, seq: u64) {
+    async fn fail_inserts_for(&self, raw: &Raw, accessor: &str, at: (AgentId, &str, u64)) {
+        let (agent, epoch, seq) = at;
         let raw_sql = match self {
             Place::Dynamo { .. } => {
-                let mut item = ddb_key("access", &format!("{seq:020}"));
+                let mut item = ddb_key(&format!("access#{agent}#{epoch}"), &format!("{seq:020}"));
                 item.insert("seq".into(), AttributeValue::N(seq.to_string()));
                 item.insert("accessor".into(), AttributeValue::S(PLANTED.into()));
                 raw.dynamo().put_item().table_name(self.table()).set_item(Some(item)).send().await.unwrap();
@@ -255,7 +256,9 @@ impl Place {
                     .scan(raw)
                     .await
                     .into_iter()
-                    .filter(|i| i.get("pk") == Some(&AttributeValue::S("access".into())))
+                    .filter(|i| {
+                        i.get("pk").and_then(|pk| pk.as_s().ok()).is_some_and(|pk| pk.starts_with("access#"))
+                    })
                     .filter(|i| i.get("accessor") == Some(&AttributeValue::S(PLANTED.into())))
                     .collect();
                 assert_eq!(planted.len(), 1, "the planted item was overwritten or lost");
@@ -454,12 +457,17 @@ impl Place {
         }
     }
 
-    async fn counter(&self, raw: &Raw) -> i64 {
+    /// An Agent's access counter, read from outside.
+    async fn counter(&self, raw: &Raw, agent: AgentId) -> i64 {
         if let Place::Dynamo { .. } = self {
-            let item = self.get_item(raw, ddb_key("counter", "access")).await.expect("the counter item");
+            let item = self
+                .get_item(raw, ddb_key("counter", &format!("access#{agent}")))
+                .await
+                .expect("the counter item");
             return item["last_seq"].as_n().unwrap().parse().unwrap();
         }
-        sqlx::query("SELECT last_seq FROM access_counter WHERE id = 1")
+        sqlx::query("SELECT last_seq FROM access_counters WHERE agent_id = $1")
+            .bind(agent.to_string())
             .fetch_one(raw.sql())
             .await
             .unwrap()
@@ -625,34 +633,60 @@ async fn scenario(place: Place) {
     };
     assert_eq!(store.append_access_record(&record("ana@example.com", 1)).await.unwrap(), 1);
     assert_eq!(store.append_access_record(&record("bo@example.com", 1)).await.unwrap(), 2);
-    place.fail_inserts_for(&raw, "refused@example.com", 3).await;
+    let epoch = store.numbering(agent).await.unwrap().epoch;
+    assert_eq!(epoch.len(), 32, "a fresh store starts a random epoch: {epoch}");
+    place.fail_inserts_for(&raw, "refused@example.com", (agent, &epoch, 3)).await;
     let err = store.append_access_record(&record("refused@example.com", 1)).await.unwrap_err();
     assert!(matches!(err, StoreError::Unavailable(_)), "{err:?}");
-    assert_eq!(place.counter(&raw).await, 2, "the counter advanced for a record that was not written");
+    assert_eq!(place.counter(&raw, agent).await, 2, "the counter advanced for a record that was not written");
     place.allow_inserts(&raw).await;
     assert_eq!(store.append_access_record(&record("ana@example.com", 2)).await.unwrap(), 3);
     assert_eq!(store.append_access_record(&record("cy@example.com", 1)).await.unwrap(), 4);
     // A group commit with one refused record (the second, seq 6) writes none of them.
-    place.fail_inserts_for(&raw, "refused@example.com", 6).await;
+    place.fail_inserts_for(&raw, "refused@example.com", (agent, &epoch, 6)).await;
     let batch = [record("ana@example.com", 3), record("refused@example.com", 3)];
     assert!(matches!(store.append_access_records(&batch).await, Err(StoreError::Unavailable(_))));
-    assert_eq!(place.counter(&raw).await, 4, "a refused batch used sequence numbers");
+    assert_eq!(place.counter(&raw, agent).await, 4, "a refused batch used sequence numbers");
     assert!(matches!(store.append_access_records(&[]).await, Err(StoreError::Invalid(_))));
     place.allow_inserts(&raw).await;
-    let all = store.access_records_after(0, 100).await.unwrap();
+    let after = |n: u64, limit: u32| store.access_records_after(agent, &epoch, n, limit);
+    let all = after(0, 100).await.unwrap();
     assert_eq!(all.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
     let batch = [record("dee@example.com", 1), record("eve@example.com", 1), record("fay@example.com", 1)];
     assert_eq!(store.append_access_records(&batch).await.unwrap(), 5);
-    let all = store.access_records_after(4, 100).await.unwrap();
+    let all = after(4, 100).await.unwrap();
     assert_eq!(
         all.iter().map(|r| (r.seq, r.record.accessor.as_str())).collect::<Vec<_>>(),
         [(5, "dee@example.com"), (6, "eve@example.com"), (7, "fay@example.com")]
     );
-    let all = store.access_records_after(0, 100).await.unwrap();
+    let all = after(0, 100).await.unwrap();
     assert_eq!(all[2].record, record("ana@example.com", 2));
-    let page = store.access_records_after(1, 2).await.unwrap();
+    let page = after(1, 2).await.unwrap();
     assert_eq!(page.iter().map(|r| r.seq).collect::<Vec<_>>(), [2, 3]);
-    assert!(store.access_records_after(7, 10).await.unwrap().is_empty());
+    assert!(after(7, 10).await.unwrap().is_empty());
+
+    // Another Agent sharing this store numbers its own reads, from 1, and
+    // sees only its own records; a batch served by two Agents is refused.
+    let other = AgentId::from_uuid(Uuid::new_v4());
+    let theirs = AccessRecord { served_by: other, ..record("gus@example.com", 1) };
+    assert_eq!(store.append_access_record(&theirs).await.unwrap(), 1);
+    let other_epoch = store.numbering(other).await.unwrap().epoch;
+    assert_ne!(other_epoch, epoch);
+    let listed = store.access_records_after(other, &other_epoch, 0, 100).await.unwrap();
+    assert_eq!(listed.iter().map(|r| (r.seq, r.record.served_by)).collect::<Vec<_>>(), [(1, other)]);
+    assert_eq!(after(0, 100).await.unwrap().len(), 7, "the other Agent's record is not this Agent's");
+    assert!(matches!(
+        store.append_access_records(&[record("x@example.com", 1), theirs.clone()]).await,
+        Err(StoreError::Invalid(_))
+    ));
+    // A restarted numbering (a store restored from a backup) starts a new
+    // epoch from 1; the old epoch's records stay.
+    let fresh = store.restart_numbering(agent).await.unwrap();
+    assert_ne!(fresh.epoch, epoch);
+    assert_eq!((store.numbering(agent).await.unwrap(), fresh.last_seq), (fresh.clone(), 0));
+    assert_eq!(store.append_access_record(&record("hal@example.com", 1)).await.unwrap(), 1);
+    assert_eq!(store.access_records_after(agent, &fresh.epoch, 0, 100).await.unwrap().len(), 1);
+    assert_eq!(after(0, 100).await.unwrap().len(), 7);
 
     // Delete a secret: every version in every environment goes.
     assert_eq!(store.delete_secret(org, "db-password").await.unwrap(), 3);
@@ -745,10 +779,11 @@ async fn dynamodb_group_commits_stay_gapless_under_concurrency_and_within_one_tr
     let err = a.append_access_records(&too_many).await.unwrap_err();
     assert!(matches!(err, StoreError::Invalid(ref m) if m.contains("at most 99")), "{err:?}");
     let raw = place.raw().await;
-    assert_eq!(place.counter(&raw).await, 0);
+    let agent = a_record(0).served_by;
     // 99 records go in one transaction.
     assert_eq!(a.append_access_records(&too_many[..99]).await.unwrap(), 1);
-    assert_eq!(place.counter(&raw).await, 99);
+    assert_eq!(place.counter(&raw, agent).await, 99);
+    let epoch = a.numbering(agent).await.unwrap().epoch;
 
     // Two handles appending at once: every commit gets its own run of numbers.
     async fn append(store: &dyn ValueStore, size: u32) -> Vec<(u64, u64)> {
@@ -767,13 +802,13 @@ async fn dynamodb_group_commits_stay_gapless_under_concurrency_and_within_one_tr
         assert_eq!(first, next, "a gap or an overlap in the sequence");
         next += len;
     }
-    assert_eq!(place.counter(&raw).await, i64::try_from(next - 1).unwrap());
-    let all = b.access_records_after(0, 1000).await.unwrap();
+    assert_eq!(place.counter(&raw, agent).await, i64::try_from(next - 1).unwrap());
+    let all = b.access_records_after(agent, &epoch, 0, 1000).await.unwrap();
     assert_eq!(all.iter().map(|r| r.seq).collect::<Vec<_>>(), (1..next).collect::<Vec<_>>());
     // Pages: `limit` is honoured across DynamoDB's own pages.
-    let page = a.access_records_after(97, 5).await.unwrap();
+    let page = a.access_records_after(agent, &epoch, 97, 5).await.unwrap();
     assert_eq!(page.iter().map(|r| r.seq).collect::<Vec<_>>(), [98, 99, 100, 101, 102]);
-    assert!(a.access_records_after(5, 0).await.unwrap().is_empty());
+    assert!(a.access_records_after(agent, &epoch, 5, 0).await.unwrap().is_empty());
 
     // The store's Debug names the table and key ids, never key bytes.
     let shown = format!("{a:?}");
@@ -1033,4 +1068,119 @@ async fn the_latest_value_cache_sees_own_writes_at_once_and_others_within_a_seco
     ));
     a.delete_secret(org, "token").await.unwrap();
     assert_eq!(latest(&a, org, env).await, None);
+}
+
+/// A store from before epochs (one counter for every Agent sharing it):
+/// made with the old migrations only, then opened with this code. Each
+/// Agent continues in the epoch `legacy` from the old counter, reads only
+/// its own old records, and numbers on without reusing a number.
+async fn legacy_records_keep_their_numbers(place: Place) {
+    let (a, b) = (AgentId::from_uuid(Uuid::from_u128(0xa)), AgentId::from_uuid(Uuid::from_u128(0xb)));
+    let old = |seq: u64, agent: AgentId| {
+        (seq, AccessRecord { served_by: agent, ..a_record(u32::try_from(seq).unwrap()) })
+    };
+    let legacy = [old(1, a), old(2, b), old(3, a)];
+    match &place {
+        Place::Dynamo { .. } => {
+            // The table as the old code left it: its counter and records.
+            let (store, _) = place.open(&key(6)).await.unwrap();
+            drop(store);
+            let raw = place.raw().await;
+            let mut counter = ddb_key("counter", "access");
+            counter.insert("last_seq".into(), AttributeValue::N("3".into()));
+            raw.dynamo().put_item().table_name(place.table()).set_item(Some(counter)).send().await.unwrap();
+            for (seq, r) in &legacy {
+                let mut item = ddb_key("access", &format!("{seq:020}"));
+                for (k, v) in [
+                    ("seq", AttributeValue::N(seq.to_string())),
+                    ("accessor", AttributeValue::S(r.accessor.clone())),
+                    ("at", AttributeValue::N(r.at_micros.to_string())),
+                    ("secret", AttributeValue::S(r.secret.clone())),
+                    ("environment", AttributeValue::S(r.environment.to_string())),
+                    ("version", AttributeValue::N(r.version.to_string())),
+                    ("source", AttributeValue::S(r.source.clone())),
+                    ("served_by", AttributeValue::S(r.served_by.to_string())),
+                ] {
+                    item.insert(k.into(), v);
+                }
+                raw.dynamo().put_item().table_name(place.table()).set_item(Some(item)).send().await.unwrap();
+            }
+        }
+        Place::Sqlite { .. } | Place::Postgres { .. } => {
+            let (dir, files): (&str, &[&str]) = match place {
+                Place::Sqlite { .. } => {
+                    ("sqlite", &["0001_value_store.sql", "0002_access_record_triggers.sql"])
+                }
+                _ => ("postgres", &["0001_value_store.sql"]),
+            };
+            let before = tempfile::tempdir().unwrap();
+            let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations").join(dir);
+            for file in files {
+                std::fs::copy(source.join(file), before.path().join(file)).unwrap();
+            }
+            if let Place::Sqlite { .. } = place {
+                std::fs::File::create(place.sqlite_path()).unwrap();
+            }
+            let raw = place.raw().await;
+            sqlx::migrate::Migrator::new(before.path()).await.unwrap().run(raw.sql()).await.unwrap();
+            // In order: on SQLite the old triggers advance the counter.
+            for (seq, r) in &legacy {
+                sqlx::query(
+                    "INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                )
+                .bind(i64::try_from(*seq).unwrap())
+                .bind(r.accessor.clone())
+                .bind(r.at_micros)
+                .bind(r.secret.clone())
+                .bind(r.environment.to_string())
+                .bind(i64::from(r.version))
+                .bind(r.source.clone())
+                .bind(r.served_by.to_string())
+                .execute(raw.sql())
+                .await
+                .unwrap();
+            }
+            sqlx::query("UPDATE access_counter SET last_seq = 3 WHERE id = 1")
+                .execute(raw.sql())
+                .await
+                .unwrap();
+            raw.close().await;
+        }
+    }
+    let (store, _) = place.open(&key(6)).await.unwrap();
+    for agent in [a, b] {
+        let numbering = store.numbering(agent).await.unwrap();
+        assert_eq!((numbering.epoch.as_str(), numbering.last_seq), (store::LEGACY_EPOCH, 3));
+    }
+    let of_a = store.access_records_after(a, store::LEGACY_EPOCH, 0, 10).await.unwrap();
+    assert_eq!(
+        of_a.iter().map(|r| (r.seq, r.record.clone())).collect::<Vec<_>>(),
+        [legacy[0].clone(), legacy[2].clone()]
+    );
+    let of_b = store.access_records_after(b, store::LEGACY_EPOCH, 0, 10).await.unwrap();
+    assert_eq!(of_b.iter().map(|r| r.seq).collect::<Vec<_>>(), [2]);
+    // Each numbers on from the old counter, separately.
+    assert_eq!(store.append_access_record(&AccessRecord { served_by: a, ..a_record(4) }).await.unwrap(), 4);
+    assert_eq!(store.append_access_record(&AccessRecord { served_by: a, ..a_record(5) }).await.unwrap(), 5);
+    assert_eq!(store.append_access_record(&AccessRecord { served_by: b, ..a_record(6) }).await.unwrap(), 4);
+    let of_a = store.access_records_after(a, store::LEGACY_EPOCH, 1, 10).await.unwrap();
+    assert_eq!(of_a.iter().map(|r| r.seq).collect::<Vec<_>>(), [3, 4, 5]);
+    assert_eq!(store.access_records_after(a, store::LEGACY_EPOCH, 0, 2).await.unwrap().len(), 2, "limit");
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_records_keep_their_numbers_on_sqlite() {
+    legacy_records_keep_their_numbers(Place::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_records_keep_their_numbers_on_postgres() {
+    legacy_records_keep_their_numbers(Place::postgres().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_records_keep_their_numbers_on_dynamodb() {
+    legacy_records_keep_their_numbers(Place::dynamo()).await;
 }

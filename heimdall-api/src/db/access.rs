@@ -1,9 +1,10 @@
 //! Access records reported by Agents on sync, and the access log.
 
 use async_trait::async_trait;
+use heimdall_core::access::{ingest, EpochState};
 use heimdall_core::ids::{EventId, OrgId};
 use heimdall_core::infra::Agent;
-use heimdall_core::ports::{AccessStore, NewEvent, StoreResult, SyncOutcome, READ_NOT_REPORTED};
+use heimdall_core::ports::{AccessStore, NewEvent, StoreResult, SyncOutcome};
 use heimdall_core::wire::{AccessLogEntry, AccessRecord};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -16,84 +17,113 @@ impl AccessStore for SqlStore {
         &self,
         org: OrgId,
         agent: &Agent,
+        epoch: &str,
         records: &[AccessRecord],
+        environment_names: &[(String, String)],
         now: OffsetDateTime,
     ) -> StoreResult<SyncOutcome> {
         let agent_id = agent.id.to_string();
         let mut tx = self.pool.begin().await.map_err(db_err)?;
-        // The counter row, created once; updating it locks it (PostgreSQL)
-        // so concurrent syncs of one Agent are serial. SQLite has one
-        // connection: serial already.
-        sqlx::query("INSERT INTO agent_access_seq (agent_id, last_seq) VALUES ($1, 0) ON CONFLICT (agent_id) DO NOTHING")
+        // Locks the Agent's row (PostgreSQL), so concurrent syncs of one
+        // Agent plan one after the other. SQLite has one connection: serial.
+        sqlx::query("UPDATE agents SET id = id WHERE id = $1")
             .bind(agent_id.clone())
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        sqlx::query("UPDATE agent_access_seq SET last_seq = last_seq WHERE agent_id = $1")
-            .bind(agent_id.clone())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        let (mut last,): (i64,) = sqlx::query_as("SELECT last_seq FROM agent_access_seq WHERE agent_id = $1")
-            .bind(agent_id.clone())
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db_err)?;
-
-        let mut sorted: Vec<&AccessRecord> = records.iter().collect();
-        sorted.sort_by_key(|r| r.seq);
-        let mut outcome = SyncOutcome::default();
-        for record in sorted {
-            let inserted = sqlx::query(
-                "INSERT INTO access_records (agent_id, seq, org_id, accessor, accessed_at, secret_name, environment, version, source, received_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (agent_id, seq) DO NOTHING",
+        let epochs: Vec<(String, i64, i64)> = sqlx::query_as(
+            "SELECT epoch, last_seq, first_seen_at FROM agent_access_epochs WHERE agent_id = $1 \
+             ORDER BY first_seen_at DESC, epoch",
+        )
+        .bind(agent_id.clone())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let state = |(e, last, _): &(String, i64, i64)| EpochState { epoch: e.clone(), last_seq: *last };
+        let latest = epochs.first().map(state);
+        let this = epochs.iter().find(|(e, _, _)| e == epoch).map(state);
+        let held: Vec<(i64, String)> = match (records.iter().map(|r| r.seq).min(), records.iter().map(|r| r.seq).max()) {
+            (Some(low), Some(high)) => sqlx::query_as(
+                "SELECT seq, digest FROM access_records WHERE agent_id = $1 AND epoch = $2 AND seq >= $3 AND seq <= $4",
             )
             .bind(agent_id.clone())
+            .bind(epoch.to_owned())
+            .bind(low)
+            .bind(high)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?,
+            _ => Vec::new(),
+        };
+        let plan = ingest(latest.as_ref(), this.as_ref(), epoch, records, &held);
+
+        if plan.new_epoch {
+            sqlx::query(
+                "INSERT INTO agent_access_epochs (agent_id, epoch, last_seq, first_seen_at) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(agent_id.clone())
+            .bind(epoch.to_owned())
+            .bind(plan.last_seq)
+            .bind(to_micros(now))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        } else {
+            sqlx::query("UPDATE agent_access_epochs SET last_seq = $1 WHERE agent_id = $2 AND epoch = $3")
+                .bind(plan.last_seq)
+                .bind(agent_id.clone())
+                .bind(epoch.to_owned())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        // Agents key environments by id; the log speaks names.
+        let name_of = |env: &str| {
+            environment_names
+                .iter()
+                .find(|(id, _)| id == env)
+                .map_or(env, |(_, name)| name.as_str())
+                .to_owned()
+        };
+        for (record, digest) in &plan.inserts {
+            sqlx::query(
+                "INSERT INTO access_records (agent_id, epoch, seq, digest, org_id, accessor, accessed_at, secret_name, environment, version, source, received_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            )
+            .bind(agent_id.clone())
+            .bind(epoch.to_owned())
             .bind(record.seq)
+            .bind(digest.clone())
             .bind(org.to_string())
             .bind(record.accessor.clone())
             .bind(to_micros(record.at))
             .bind(record.secret.clone())
-            .bind(record.environment.clone())
+            .bind(name_of(&record.environment))
             .bind(record.version)
             .bind(record.from.clone())
             .bind(to_micros(now))
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-            if inserted.rows_affected() == 0 {
-                outcome.duplicates += 1;
-                continue;
-            }
-            outcome.stored += 1;
-            if record.seq > last + 1 {
-                let (from_seq, to_seq) = (last + 1, record.seq - 1);
-                outcome.gaps.push((from_seq, to_seq));
-                let event = NewEvent {
-                    id: EventId::from_uuid(Uuid::new_v4()),
-                    at: now,
-                    actor: format!("agent:{}", agent.name),
-                    action: READ_NOT_REPORTED.into(),
-                    target: format!("agent:{}", agent.id),
-                    detail: serde_json::json!({
-                        "agent": agent.name,
-                        "from_seq": from_seq,
-                        "to_seq": to_seq,
-                    }),
-                };
-                insert_event(&mut tx, org, event).await?;
-            }
-            last = last.max(record.seq);
         }
-        sqlx::query("UPDATE agent_access_seq SET last_seq = $1 WHERE agent_id = $2")
-            .bind(last)
-            .bind(agent_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        for event in &plan.events {
+            let event = NewEvent {
+                id: EventId::from_uuid(Uuid::new_v4()),
+                at: now,
+                actor: format!("agent:{}", agent.name),
+                action: event.action().into(),
+                target: format!("agent:{}", agent.id),
+                detail: event.detail(&agent.name),
+            };
+            insert_event(&mut tx, org, event).await?;
+        }
         tx.commit().await.map_err(db_err)?;
-        outcome.received_through = last;
-        Ok(outcome)
+        Ok(SyncOutcome {
+            stored: plan.inserts.len(),
+            duplicates: plan.duplicates,
+            events: plan.events,
+            received_through: plan.last_seq,
+        })
     }
 
     async fn access_log(

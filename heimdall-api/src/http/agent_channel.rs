@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Json, Router};
+use heimdall_core::access::LEGACY_EPOCH;
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::{AgentId, JobId, LeaseId};
 use heimdall_core::infra::Agent;
@@ -188,6 +189,9 @@ async fn sync(
     if body.records.len() > MAX_SYNC_RECORDS {
         return Err(ApiError::invalid_input(format!("at most {MAX_SYNC_RECORDS} records per sync")).into());
     }
+    if let Some(epoch) = &body.epoch {
+        validate_text("epoch", epoch, 64)?;
+    }
     for record in &body.records {
         if record.seq < 1 {
             return Err(ApiError::invalid_input("records[].seq starts at 1").into());
@@ -209,17 +213,13 @@ async fn sync(
     let org = agent.org_id;
     let now = state.clock.now();
     state.store.touch_agent(agent.id, now).await?;
-    // Agents key environments by id; the log speaks names.
     let environments = state.store.list_catalog(org, CatalogKind::Environment, None).await?;
-    let mut records = body.records;
-    for record in &mut records {
-        if let Some(env) = environments.iter().find(|e| e.id.to_string() == record.environment) {
-            record.environment = env.name.clone();
-        }
-    }
-    let outcome = state.store.record_access(org, &agent, &records, now).await?;
-    if !outcome.gaps.is_empty() {
-        tracing::warn!(agent = %agent.name, gaps = outcome.gaps.len(), "Agent sequence gap: reads not reported");
+    let names: Vec<(String, String)> =
+        environments.iter().map(|e| (e.id.to_string(), e.name.clone())).collect();
+    let epoch = body.epoch.as_deref().unwrap_or(LEGACY_EPOCH);
+    let outcome = state.store.record_access(org, &agent, epoch, &body.records, &names, now).await?;
+    for event in &outcome.events {
+        tracing::warn!(agent = %agent.name, action = event.action(), detail = %event.detail(&agent.name), "access records");
     }
 
     if let Some(url) = &body.local_url {

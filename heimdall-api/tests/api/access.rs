@@ -10,7 +10,10 @@ use serde_json::{json, Value};
 use crate::agents::{agent_client, csr};
 use crate::support::Client;
 
-crate::on_every_backend!(sync_stores_records_once_and_the_access_log_aggregates_them);
+crate::on_every_backend!(
+    sync_stores_records_once_and_the_access_log_aggregates_them,
+    no_record_is_lost_when_an_agents_numbering_restarts
+);
 
 fn record(seq: i64, accessor: &str, at: &str, version: i64, from: &str) -> Value {
     json!({
@@ -123,7 +126,10 @@ async fn sync_stores_records_once_and_the_access_log_aggregates_them(db: TestDat
     let gaps = c.get("/v1/events?action=secret.read_not_reported", owner).await.expect(200);
     let gaps = gaps.as_array().unwrap();
     assert_eq!(gaps.len(), 1, "{gaps:?}");
-    assert_eq!(gaps[0]["detail"], json!({ "agent": "edge-1", "from_seq": 4, "to_seq": 5 }));
+    assert_eq!(
+        gaps[0]["detail"],
+        json!({ "agent": "edge-1", "epoch": "legacy", "from_seq": 4, "to_seq": 5 })
+    );
     // Retried, the late sync raises nothing new.
     assert_eq!(sync(&edge, &api, &later).await.0, 200);
     let again = c.get("/v1/events?action=secret.read_not_reported", owner).await.expect(200);
@@ -156,4 +162,106 @@ async fn sync_stores_records_once_and_the_access_log_aggregates_them(db: TestDat
     c.call(Method::DELETE, "/v1/agents/edge-1", owner, None).await.expect(200);
     let (status, answer) = sync(&edge, &api, &json!({ "records": [] })).await;
     assert_eq!((status, answer["error"]["code"].as_str()), (401, Some("UNAUTHENTICATED")), "{answer}");
+}
+
+/// An Agent's store recreated (a new epoch) or restored from a backup (its
+/// numbers used again, with other reads): every record is kept, and each
+/// case raises its own audit event instead of being taken as a repeat.
+async fn no_record_is_lost_when_an_agents_numbering_restarts(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201);
+    c.post("/v1/secrets", owner, json!({ "name": "db-password" })).await.expect(201);
+    let reg = c.post("/v1/agents/registrations", owner, json!({ "name": "edge-1" })).await.expect(201);
+    let (key, request) = csr();
+    let enrolled: Value = reqwest::Client::new()
+        .post(format!("{}/v1/agents/enroll", api.url))
+        .json(&json!({ "token": reg["token"], "csr_pem": request }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let edge = agent_client(
+        enrolled["ca_pem"].as_str().unwrap(),
+        Some((enrolled["certificate_pem"].as_str().unwrap(), &key)),
+    );
+    let reads = || async {
+        let log = c.get("/v1/secrets/db-password/access-log", owner).await.expect(200);
+        log.as_array().unwrap().iter().map(|r| r["reads"].as_u64().unwrap()).sum::<u64>()
+    };
+    let c = &c;
+    let events = |action: &'static str| async move {
+        c.get(&format!("/v1/events?action={action}"), owner).await.expect(200).as_array().unwrap().clone()
+    };
+    let r = |seq, who: &str, at: &str| record(seq, who, at, 1, "10.0.0.7");
+
+    // Epoch e1: three reads.
+    let (status, answer) = sync(
+        &edge,
+        &api,
+        &json!({ "epoch": "e1", "records": [r(1, "ana@example.com", "2026-03-01T10:00:01Z"), r(2, "ana@example.com", "2026-03-01T10:00:02Z"), r(3, "bo@example.com", "2026-03-01T10:00:03Z")] }),
+    )
+    .await;
+    assert_eq!((status, &answer["received_through"]), (200, &json!(3)), "{answer}");
+    assert!(events("secret.sequence_restarted").await.is_empty(), "a first epoch is no restart");
+
+    // The store is recreated: epoch e2 numbers from 1 again. Before, these
+    // were taken as repeats of e1's 1 and 2 and dropped.
+    let (status, answer) = sync(
+        &edge,
+        &api,
+        &json!({ "epoch": "e2", "records": [r(1, "cy@example.com", "2026-03-02T10:00:01Z"), r(2, "cy@example.com", "2026-03-02T10:00:02Z")] }),
+    )
+    .await;
+    assert_eq!((status, &answer["received_through"]), (200, &json!(2)), "{answer}");
+    assert_eq!(reads().await, 5);
+    let restarted = events("secret.sequence_restarted").await;
+    assert_eq!(restarted.len(), 1, "{restarted:?}");
+    assert_eq!(
+        (
+            &restarted[0]["detail"]["previous_epoch"],
+            &restarted[0]["detail"]["previous_last_seq"],
+            &restarted[0]["detail"]["epoch"]
+        ),
+        (&json!("e1"), &json!(3), &json!("e2"))
+    );
+
+    // A retried sync is a repeat: nothing new, no event.
+    sync(&edge, &api, &json!({ "epoch": "e2", "records": [r(2, "cy@example.com", "2026-03-02T10:00:02Z")] }))
+        .await;
+    assert_eq!(reads().await, 5);
+    assert!(events("secret.record_conflict").await.is_empty());
+
+    // Restored from a backup: e2's number 2 used again for another read.
+    // Kept, and flagged.
+    let (status, _) = sync(
+        &edge,
+        &api,
+        &json!({ "epoch": "e2", "records": [r(2, "dee@example.com", "2026-03-03T10:00:00Z")] }),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(reads().await, 6);
+    let conflicts = events("secret.record_conflict").await;
+    assert_eq!(conflicts.len(), 1, "{conflicts:?}");
+    assert_eq!((&conflicts[0]["detail"]["epoch"], &conflicts[0]["detail"]["seq"]), (&json!("e2"), &json!(2)));
+    let log = c.get("/v1/secrets/db-password/access-log", owner).await.expect(200);
+    assert!(log.as_array().unwrap().iter().any(|e| e["accessor"] == "dee@example.com"), "{log}");
+
+    // A gap in an epoch is still a read not reported.
+    sync(
+        &edge,
+        &api,
+        &json!({ "epoch": "e2", "records": [r(5, "eve@example.com", "2026-03-03T11:00:00Z")] }),
+    )
+    .await;
+    let gaps = events("secret.read_not_reported").await;
+    assert_eq!(
+        (&gaps[0]["detail"]["from_seq"], &gaps[0]["detail"]["to_seq"]),
+        (&json!(3), &json!(4)),
+        "{gaps:?}"
+    );
 }
