@@ -7,6 +7,9 @@
 #[path = "agent/support.rs"]
 mod support;
 
+#[path = "agent/records.rs"]
+mod records;
+
 #[path = "agent/runs.rs"]
 mod runs;
 

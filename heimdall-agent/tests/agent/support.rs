@@ -64,8 +64,14 @@ pub struct World {
 }
 
 impl World {
+    /// The API on PostgreSQL.
     pub async fn new() -> Self {
-        let api = TestApi::postgres().await;
+        Self::on(heimdall_api::testing::TestDatabase::postgres().await).await
+    }
+
+    /// The API on `database`.
+    pub async fn on(database: heimdall_api::testing::TestDatabase) -> Self {
+        let api = TestApi::start(database).await;
         let moto_url = moto(&["start"]);
         let bucket = format!("state-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         moto(&["bucket", &bucket]);

@@ -14,7 +14,7 @@ use crate::support::World;
 
 /// Where the Agent under test keeps values.
 #[derive(Clone, Copy, Debug)]
-enum Store {
+pub(crate) enum Store {
     Sqlite,
     Postgres,
     /// moto's DynamoDB (its at-rest bytes are checked by the store scenario).
@@ -23,7 +23,7 @@ enum Store {
 
 /// A fresh PostgreSQL database owned by a fresh login role, as an operator
 /// would give an Agent; returns (role, database, url for the Agent).
-async fn agent_database() -> (String, String, String) {
+pub(crate) async fn agent_database() -> (String, String, String) {
     sqlx::any::install_default_drivers();
     let admin_url = heimdall_api::testing::postgres_admin_url();
     let admin = sqlx::AnyPool::connect(&admin_url).await.unwrap();
@@ -44,11 +44,15 @@ fn free_port() -> u16 {
 
 /// Adds `[values]` and `[local_api]` to an enrolled Agent's config; returns
 /// the local API URL and the SQLite file (if any).
-fn configure(config: &Path, store: Store, postgres_url: Option<&str>) -> (String, Option<PathBuf>) {
+pub(crate) fn configure(
+    config: &Path,
+    store: Store,
+    postgres_url: Option<&str>,
+) -> (String, Option<PathBuf>) {
     configure_syncing_every(config, store, postgres_url, 1)
 }
 
-fn configure_syncing_every(
+pub(crate) fn configure_syncing_every(
     config: &Path,
     store: Store,
     postgres_url: Option<&str>,
@@ -90,7 +94,7 @@ fn key_and_csr() -> (rcgen::KeyPair, String) {
 }
 
 /// A person's key, made here, and the certificate the API issues for it.
-async fn identity(w: &World, token: &str) -> Identity {
+pub(crate) async fn identity(w: &World, token: &str) -> Identity {
     let (key, csr) = key_and_csr();
     let issued = w.post(token, "/v1/me/certificate", json!({ "csr": csr })).await;
     Identity {
@@ -110,7 +114,7 @@ fn signed_by(ca: &heimdall_api::pki::Ca, member: heimdall_core::ids::MemberId, t
 
 /// Waits until `check` holds, polling; after 30 s panics with `what` and
 /// the Agent's log (next to its `config`).
-async fn eventually<F, Fut>(config: &Path, what: &str, mut check: F)
+pub(crate) async fn eventually<F, Fut>(config: &Path, what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -124,7 +128,7 @@ where
 }
 
 /// Writes `value` as the next version in `env` through the API's grant.
-async fn set(w: &World, token: &str, who: &Identity, secret: &str, env: &str, value: &str) -> i64 {
+pub(crate) async fn set(w: &World, token: &str, who: &Identity, secret: &str, env: &str, value: &str) -> i64 {
     let created =
         w.post(token, &format!("/v1/secrets/{secret}/versions"), json!({ "environment": env })).await;
     let version = created["version"].as_i64().unwrap();
@@ -135,7 +139,7 @@ async fn set(w: &World, token: &str, who: &Identity, secret: &str, env: &str, va
     version
 }
 
-fn code(err: &heimdall_sdk::Error) -> Option<ErrorCode> {
+pub(crate) fn code(err: &heimdall_sdk::Error) -> Option<ErrorCode> {
     err.code()
 }
 
