@@ -201,12 +201,20 @@ impl PolicySnapshot {
 #[derive(Clone, Debug, Default)]
 pub struct SharedPolicy {
     current: std::sync::Arc<std::sync::RwLock<Option<std::sync::Arc<PolicySnapshot>>>>,
+    /// Set once the API answered that this Agent was revoked: from then on
+    /// it decides nothing, however recent its last snapshot.
+    revoked: std::sync::Arc<std::sync::atomic::AtomicBool>,
     wanted: std::sync::Arc<tokio::sync::Notify>,
     arrived: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl SharedPolicy {
+    /// The snapshot to decide with; `None` before the first sync and after
+    /// a revocation.
     pub fn current(&self) -> Option<std::sync::Arc<PolicySnapshot>> {
+        if self.is_revoked() {
+            return None;
+        }
         self.current.read().ok().and_then(|s| s.clone())
     }
 
@@ -216,6 +224,20 @@ impl SharedPolicy {
             *current = Some(std::sync::Arc::new(snapshot));
         }
         self.arrived.notify_waiters();
+    }
+
+    /// The API revoked this Agent: drops the snapshot, so every read and
+    /// write is refused at once, and wakes whoever waits for a sync.
+    pub fn revoke(&self) {
+        self.revoked.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Ok(mut current) = self.current.write() {
+            *current = None;
+        }
+        self.arrived.notify_waiters();
+    }
+
+    pub fn is_revoked(&self) -> bool {
+        self.revoked.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Asks the sync loop for a sync now and waits up to `within` for a
@@ -231,7 +253,7 @@ impl SharedPolicy {
         self.wanted.notify_one();
         let _ = tokio::time::timeout(within, async {
             loop {
-                if self.current().is_some_and(|s| s.received_at() > than) {
+                if self.is_revoked() || self.current().is_some_and(|s| s.received_at() > than) {
                     return;
                 }
                 arrived.as_mut().await;

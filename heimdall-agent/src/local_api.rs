@@ -106,14 +106,23 @@ pub fn router(state: LocalApi) -> Router {
 async fn snapshot(state: &LocalApi) -> Result<Arc<PolicySnapshot>, Refusal> {
     let current = match state.policy.current() {
         Some(current) => Some(current),
+        None if state.policy.is_revoked() => None,
         None => state.policy.refresh(OffsetDateTime::UNIX_EPOCH, REFRESH_WAIT).await,
     };
     current.ok_or_else(|| {
-        Refusal(ApiError::new(
-            ErrorCode::PolicyStale,
-            "this Agent has not synced with the API yet; it decides nothing blind",
-        ))
+        Refusal(if state.policy.is_revoked() {
+            revoked()
+        } else {
+            ApiError::new(
+                ErrorCode::PolicyStale,
+                "this Agent has not synced with the API yet; it decides nothing blind",
+            )
+        })
     })
+}
+
+fn revoked() -> ApiError {
+    ApiError::new(ErrorCode::AgentRevoked, "this Agent was revoked: it serves no secret and stores none")
 }
 
 /// How long a request waits for the sync it asked for.
@@ -128,7 +137,11 @@ async fn with_fresh<T>(
     let snap = snapshot(state).await?;
     match decide(&snap) {
         Err(e) if matches!(e.code, ErrorCode::NotFound | ErrorCode::Unauthenticated) => {
-            let fresh = state.policy.refresh(snap.received_at(), REFRESH_WAIT).await.unwrap_or(snap);
+            let fresh = match state.policy.refresh(snap.received_at(), REFRESH_WAIT).await {
+                Some(fresh) => fresh,
+                None if state.policy.is_revoked() => return Err(Refusal(revoked())),
+                None => snap,
+            };
             let decided = decide(&fresh)?;
             Ok((fresh, decided))
         }

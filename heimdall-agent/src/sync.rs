@@ -16,7 +16,8 @@ use heimdall_core::wire::{AccessRecord, InventoryItem, SyncRequest, SyncResponse
 use time::OffsetDateTime;
 use tokio::sync::watch;
 
-use crate::channel::Channel;
+use crate::channel::{Channel, ChannelError};
+use heimdall_core::ErrorCode;
 
 /// Records per sync request; a backlog goes over several requests.
 const BATCH: u32 = 1000;
@@ -124,7 +125,20 @@ impl Syncer {
                 inventory: inventory.clone(),
                 local_url: self.local_url.clone(),
             };
-            let response = self.channel.sync(&request).await.map_err(|e| e.to_string())?;
+            let response = match self.channel.sync(&request).await {
+                Ok(response) => response,
+                Err(ChannelError::Api(e)) if e.code == ErrorCode::AgentRevoked => {
+                    // Reported what it had; now it serves nothing, at once.
+                    if !self.policy.is_revoked() {
+                        tracing::error!(
+                            "the API revoked this Agent: it refuses every read and write from now on"
+                        );
+                    }
+                    self.policy.revoke();
+                    return Err(e.to_string());
+                }
+                Err(e) => return Err(e.to_string()),
+            };
             let through = u64::try_from(response.received_through).unwrap_or(0);
             let last = self.store.numbering(self.agent).await.map_err(|e| e.to_string())?.last_seq;
             if through > last {

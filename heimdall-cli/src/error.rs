@@ -27,7 +27,8 @@ pub fn exit_code(code: ErrorCode) -> u8 {
         ErrorCode::Forbidden
         | ErrorCode::SelfApproval
         | ErrorCode::ModuleNotAllowed
-        | ErrorCode::GrantInvalid => exit::FORBIDDEN,
+        | ErrorCode::GrantInvalid
+        | ErrorCode::AgentRevoked => exit::FORBIDDEN,
         ErrorCode::NotFound | ErrorCode::VersionDeactivated => exit::NOT_FOUND,
         ErrorCode::AlreadyExists
         | ErrorCode::NotEmpty
@@ -154,6 +155,7 @@ mod tests {
             ("INTERNAL", 1),
             ("GRANT_INVALID", 4),
             ("NO_AGENT", 6),
+            ("AGENT_REVOKED", 4),
         ];
         assert_eq!(expected.len(), ErrorCode::ALL.len(), "every code has a pinned exit status");
         for (name, status) in expected {

@@ -61,6 +61,7 @@ error_codes! {
     Internal = 500,
     GrantInvalid = 403,
     NoAgent = 409,
+    AgentRevoked = 403,
 }
 
 impl ErrorCode {
@@ -94,6 +95,7 @@ impl ErrorCode {
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::GrantInvalid => "GRANT_INVALID",
             ErrorCode::NoAgent => "NO_AGENT",
+            ErrorCode::AgentRevoked => "AGENT_REVOKED",
         }
     }
 

@@ -211,3 +211,46 @@ async fn a_store_restored_under_a_running_agent_keeps_the_reads_that_reuse_numbe
     .await;
     kill(&mut agent).await;
 }
+
+/// A revoked Agent stops serving as soon as a sync tells it (here: a
+/// SIGHUP, with the periodic sync an hour away), and the reads it served
+/// before are reported with that sync, not lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_agent_reports_its_reads_and_stops_serving_at_once() {
+    let w = World::on(TestDatabase::sqlite().await).await;
+    let config = w.enroll("agent-1").await;
+    let (local, _) = crate::values::configure_syncing_every(&config, Store::Sqlite, None, 3600);
+    let owner = w.api.owner_token.clone();
+    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
+    w.post(&owner, "/v1/secrets", json!({ "name": "db-password" })).await;
+    let ana = identity(&w, &owner).await;
+    let mut agent = w.run_agent(&config);
+    reported(&w, &config, "agent-1", &local).await;
+    set(&w, &owner, &ana, "db-password", "dev", "one").await;
+    let reader = AgentClient::new(&local, &ana).unwrap();
+    for _ in 0..3 {
+        reader.get_value("db-password", "dev", None).await.unwrap();
+    }
+    assert_eq!(reads_by(&w, "agent-1").await, 0, "no sync yet");
+    let (status, _) = w.call(Method::DELETE, "/v1/agents/agent-1", None).await;
+    assert_eq!(status, 200);
+    let pid = agent.id().unwrap().to_string();
+    assert!(std::process::Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+    // Reads served until the sync arrives are served and recorded like any.
+    let served = std::sync::atomic::AtomicU64::new(3);
+    eventually(&config, "the revocation to stop the Agent's reads", || async {
+        match reader.get_value("db-password", "dev", None).await {
+            Ok(_) => {
+                served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                false
+            }
+            Err(e) => e.code() == Some(heimdall_sdk::ErrorCode::AgentRevoked),
+        }
+    })
+    .await;
+    assert_eq!(reads_by(&w, "agent-1").await, served.into_inner(), "every read it served is reported");
+    // Writes too: nothing is stored on a revoked Agent.
+    let refused = reader.put_value("db-password", "dev", 2, "hg1.x.y", "two").await.unwrap_err();
+    assert_eq!(refused.code(), Some(heimdall_sdk::ErrorCode::AgentRevoked), "{refused}");
+    kill(&mut agent).await;
+}

@@ -56,15 +56,33 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn agent(state: &AppState, peer: &PeerAgent) -> Result<Agent, ApiError> {
-    let refused =
-        || ApiError::new(ErrorCode::Unauthenticated, "this Agent certificate is revoked or unknown");
+/// The Agent the peer's certificate is the exact one issued to, revoked or
+/// not.
+async fn enrolled(state: &AppState, peer: &PeerAgent) -> Result<Agent, ApiError> {
+    let unknown = || ApiError::new(ErrorCode::Unauthenticated, "this Agent certificate is unknown");
     let agent = state.store.get_agent(peer.id).await.map_err(|e| match e {
-        StoreError::NotFound(_) => refused(),
+        StoreError::NotFound(_) => unknown(),
         other => other.into(),
     })?;
-    if agent.revoked_at.is_some() || agent.cert_sha256 != peer.cert_sha256 {
-        return Err(refused());
+    if agent.cert_sha256 != peer.cert_sha256 {
+        return Err(unknown());
+    }
+    Ok(agent)
+}
+
+fn revoked(agent: &Agent) -> ApiError {
+    ApiError::new(
+        ErrorCode::AgentRevoked,
+        format!("Agent {} was revoked: it runs no job and serves no secret", agent.name),
+    )
+}
+
+/// The Agent, if it is enrolled and not revoked (`AGENT_REVOKED` tells a
+/// revoked Agent to stop serving at once).
+async fn agent(state: &AppState, peer: &PeerAgent) -> Result<Agent, ApiError> {
+    let agent = enrolled(state, peer).await?;
+    if agent.revoked_at.is_some() {
+        return Err(revoked(&agent));
     }
     Ok(agent)
 }
@@ -185,7 +203,10 @@ async fn sync(
     Extension(peer): Extension<PeerAgent>,
     JsonBody(body): JsonBody<SyncRequest>,
 ) -> HttpResult<Json<SyncResponse>> {
-    let agent = agent(&state, &peer).await?;
+    // A revoked Agent still reports the reads it served until now (they
+    // are stored like any others); then it is told it was revoked, and
+    // gets nothing to decide with.
+    let agent = enrolled(&state, &peer).await?;
     if body.records.len() > MAX_SYNC_RECORDS {
         return Err(ApiError::invalid_input(format!("at most {MAX_SYNC_RECORDS} records per sync")).into());
     }
@@ -220,6 +241,10 @@ async fn sync(
     let outcome = state.store.record_access(org, &agent, epoch, &body.records, &names, now).await?;
     for event in &outcome.events {
         tracing::warn!(agent = %agent.name, action = event.action(), detail = %event.detail(&agent.name), "access records");
+    }
+    if agent.revoked_at.is_some() {
+        tracing::warn!(agent = %agent.name, stored = outcome.stored, "a revoked Agent reported its reads");
+        return Err(revoked(&agent).into());
     }
 
     if let Some(url) = &body.local_url {

@@ -1,7 +1,8 @@
 //! Agent sync and the access log: records stored once (a retried sync does
 //! not double-count), aggregated per accessor/version/Agent/address/second,
 //! a gap in an Agent's sequence raises "read and not reported", only
-//! owners and admins read the log, and a revoked Agent cannot sync.
+//! owners and admins read the log, and a revoked Agent reports its last
+//! reads and is told it was revoked.
 
 use heimdall_api::testing::{TestApi, TestDatabase};
 use reqwest::Method;
@@ -160,8 +161,14 @@ async fn sync_stores_records_once_and_the_access_log_aggregates_them(db: TestDat
     let people = c.call(Method::POST, "/v1/agent/sync", owner, Some(json!({ "records": [] }))).await;
     assert_eq!(people.status.as_u16(), 404);
     c.call(Method::DELETE, "/v1/agents/edge-1", owner, None).await.expect(200);
-    let (status, answer) = sync(&edge, &api, &json!({ "records": [] })).await;
-    assert_eq!((status, answer["error"]["code"].as_str()), (401, Some("UNAUTHENTICATED")), "{answer}");
+    // A revoked Agent's last reads are still taken (nothing it served goes
+    // unreported); it is told it was revoked and gets nothing to decide with.
+    let last = json!({ "records": [record(7, "ana@example.com", "2026-03-01T12:00:00Z", 2, "10.0.0.7")] });
+    let (status, answer) = sync(&edge, &api, &last).await;
+    assert_eq!((status, answer["error"]["code"].as_str()), (403, Some("AGENT_REVOKED")), "{answer}");
+    assert!(answer.get("members").is_none() && answer.get("policies").is_none(), "{answer}");
+    let log = c.get("/v1/secrets/db-password/access-log?environment=prod", owner).await.expect(200);
+    assert!(log.as_array().unwrap().iter().any(|e| e["accessed_at"] == "2026-03-01T12:00:00Z"), "{log}");
 }
 
 /// An Agent's store recreated (a new epoch) or restored from a backup (its

@@ -94,7 +94,7 @@ async fn enrollment_and_the_mtls_channel(db: TestDatabase) {
     c.get("/v1/agents", &admin).await.expect(200);
     c.call(Method::DELETE, "/v1/agents/edge-1", &admin, None).await.expect_error(403, "FORBIDDEN");
     c.call(Method::DELETE, "/v1/agents/edge-1", owner, None).await.expect(200);
-    assert_eq!(claim(&good, &api).await.unwrap(), 401);
+    assert_eq!(claim(&good, &api).await.unwrap(), 403);
     let feed = c.get("/v1/events?action=agent.", owner).await.expect(200);
     let actions: Vec<&str> = feed.as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
     assert_eq!(actions, ["agent.revoked", "agent.enrolled", "agent.registration_created"]);

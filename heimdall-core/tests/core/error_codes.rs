@@ -29,6 +29,7 @@ const PINNED: &[(&str, u16)] = &[
     ("INTERNAL", 500),
     ("GRANT_INVALID", 403),
     ("NO_AGENT", 409),
+    ("AGENT_REVOKED", 403),
 ];
 
 #[test]
