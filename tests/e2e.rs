@@ -11,7 +11,7 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
     let port = free_port();
 
     let dev = Dev::start(&data, &config, port);
-    assert!(dev.banner.contains(&format!("http://127.0.0.1:{port}")), "{}", dev.banner);
+    assert!(dev.banner.contains(&format!("API running at https://127.0.0.1:{port}")), "{}", dev.banner);
     assert!(
         dev.banner.contains(&format!("✓ Agent local API at https://127.0.0.1:{}", port + 2)),
         "{}",

@@ -342,6 +342,7 @@ mod tests {
             assignments: vec![],
             deactivated: vec![],
             received_through: 0,
+            local_api_certificates: None,
         }
     }
 

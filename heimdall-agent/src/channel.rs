@@ -2,6 +2,7 @@
 //! the API's mTLS listener, trusting only the installation CA. The Agent
 //! only dials out.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use heimdall_core::ids::{JobId, LeaseId};
@@ -39,23 +40,25 @@ pub struct Channel {
 }
 
 impl Channel {
+    /// HTTPS to the API's Agent listener with this Agent's client
+    /// certificate, trusting only the installation CA, and only a server
+    /// whose certificate names `urn:heimdall:api`: an enrolled Agent gets a
+    /// CA-signed certificate for any host name it asks, never that.
     pub fn new(config: &AgentConfig) -> Result<Self, ChannelError> {
         let read = |p: &std::path::Path| {
-            std::fs::read(p).map_err(|e| ChannelError::Setup(format!("cannot read {}: {e}", p.display())))
+            std::fs::read_to_string(p)
+                .map_err(|e| ChannelError::Setup(format!("cannot read {}: {e}", p.display())))
         };
-        let mut identity_pem = read(&config.cert)?;
-        identity_pem.extend_from_slice(b"\n");
-        identity_pem.extend_from_slice(&read(&config.key)?);
-        let identity = reqwest::Identity::from_pem(&identity_pem)
-            .map_err(|e| ChannelError::Setup(format!("agent certificate or key is not valid: {e}")));
-        zeroize::Zeroize::zeroize(&mut identity_pem);
-        let ca = reqwest::Certificate::from_pem(&read(&config.ca)?)
-            .map_err(|e| ChannelError::Setup(format!("CA certificate is not valid: {e}")))?;
+        let cert_pem = read(&config.cert)?;
+        let key_pem = zeroize::Zeroizing::new(read(&config.key)?);
+        let roots = heimdall_tls::verify::roots(&read(&config.ca)?).map_err(ChannelError::Setup)?;
+        let verifier =
+            heimdall_tls::verify::ExpectIdentity::new(roots, heimdall_tls::identity::API_URI, Vec::new())
+                .map_err(ChannelError::Setup)?;
+        let tls = heimdall_tls::verify::client_config(Arc::new(verifier), Some((&cert_pem, &key_pem)))
+            .map_err(|e| ChannelError::Setup(format!("agent certificate or key is not valid: {e}")))?;
         let http = reqwest::Client::builder()
-            .use_rustls_tls()
-            .tls_built_in_root_certs(false)
-            .add_root_certificate(ca)
-            .identity(identity?)
+            .use_preconfigured_tls(tls)
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(90))
             .build()
@@ -74,7 +77,7 @@ impl Channel {
             .json(body)
             .send()
             .await
-            .map_err(|e| ChannelError::Transport(e.without_url().to_string()))?;
+            .map_err(|e| ChannelError::Transport(chain(&e.without_url())))?;
         let status = resp.status();
         if status == StatusCode::NO_CONTENT {
             return Ok(None);
@@ -148,4 +151,16 @@ impl Channel {
         .await
         .map(|_| ())
     }
+}
+
+/// An error and its sources, one line: TLS refusals say why only in a source.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }

@@ -112,6 +112,11 @@ pub struct TerraformPin {
     pub path: PathBuf,
     pub version: String,
     pub sha256: String,
+    /// More of the Agent's environment variables Terraform may see (e.g.
+    /// `GOOGLE_APPLICATION_CREDENTIALS`), besides `PATH`, `TF_*` and the
+    /// AWS credentials and proxy settings (`terraform::PASSED_ENV`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_env: Vec<String>,
 }
 
 /// Module sources this Agent agrees to run (globs, e.g.
@@ -136,6 +141,16 @@ pub struct StateConfig {
 }
 
 impl AgentConfig {
+    /// This Agent's id: the URI SAN of its own certificate.
+    pub fn agent_id(&self) -> Result<heimdall_core::ids::AgentId, String> {
+        let pem = std::fs::read_to_string(&self.cert)
+            .map_err(|e| format!("cannot read {}: {e}", self.cert.display()))?;
+        let der = heimdall_tls::identity::first_der(&pem)
+            .ok_or("no certificate in the Agent's certificate file")?;
+        heimdall_tls::identity::agent_of(&der)
+            .ok_or_else(|| "the Agent certificate names no Agent".to_owned())
+    }
+
     pub fn load(path: &Path) -> Result<Self, String> {
         let text =
             std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -150,6 +165,13 @@ impl AgentConfig {
             return Err(
                 "terraform.sha256 must be 64 hex characters (sha256sum of the terraform executable)".into()
             );
+        }
+        if let Some(var) = config.values.as_ref().and_then(|v| v.master_key_env.as_ref()) {
+            if config.terraform.pass_env.contains(var) {
+                return Err(format!(
+                    "terraform.pass_env names {var}, the master key's variable: Terraform never sees it"
+                ));
+            }
         }
         if config.local_api.is_some() && config.values.is_none() {
             return Err("[local_api] needs a [values] store to serve".into());
@@ -188,7 +210,7 @@ impl ValuesConfig {
             );
         }
         if let Some(table) = &self.dynamodb_table {
-            heimdall_agent::store::dynamodb::validate_table_name(table)
+            crate::store::dynamodb::validate_table_name(table)
                 .map_err(|_| "[values] dynamodb_table: a DynamoDB table name is 3 to 255 characters of A-Z, a-z, 0-9, '_', '-' and '.'".to_owned())?;
         }
         if self.master_key_kms.as_deref().is_some_and(|k| k.trim().is_empty()) {
@@ -213,8 +235,8 @@ impl ValuesConfig {
     }
 
     /// The AWS overrides for DynamoDB and KMS.
-    pub fn aws(&self) -> heimdall_agent::aws::AwsSettings {
-        heimdall_agent::aws::AwsSettings {
+    pub fn aws(&self) -> crate::aws::AwsSettings {
+        crate::aws::AwsSettings {
             region: self.aws_region.clone(),
             endpoint_url: self.aws_endpoint_url.clone(),
         }
@@ -243,10 +265,7 @@ mod tests {
             values(ok).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
         }
         let v = values("dynamodb_table = 'tbl'\nmaster_key_kms = 'k'\naws_region = 'r'").unwrap();
-        assert_eq!(
-            v.aws(),
-            heimdall_agent::aws::AwsSettings { region: Some("r".into()), endpoint_url: None }
-        );
+        assert_eq!(v.aws(), crate::aws::AwsSettings { region: Some("r".into()), endpoint_url: None });
 
         for (bad, says) in [
             ("master_key_env = 'K'", "exactly one of sqlite_path, postgres_url and dynamodb_table"),

@@ -164,6 +164,16 @@ impl MasterKey {
         Self::from_text(text, &origin)
     }
 
+    /// From an environment variable, which is then removed from this
+    /// process's environment, so that no child (Terraform) inherits it and
+    /// nothing later in this process reads it again. Call it before any
+    /// other thread starts: the environment is process-wide.
+    pub fn take_from_env(var: &str) -> Result<Self, KeyError> {
+        let key = Self::from_env(var);
+        std::env::remove_var(var);
+        key
+    }
+
     /// From a file: exactly 32 raw bytes, or hex or base64 text.
     pub fn from_file(path: &Path) -> Result<Self, KeyError> {
         let origin = format!("master key file {}", path.display());

@@ -15,6 +15,8 @@ use crate::terraform;
 #[derive(Debug)]
 pub struct EnrollOptions {
     pub api: String,
+    /// The installation CA's SHA-256 (from `heimdall agent token create`).
+    pub ca_sha256: Option<String>,
     pub data: PathBuf,
     pub terraform: PathBuf,
     pub allowed_modules: Vec<String>,
@@ -34,11 +36,39 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
 
 /// Writes `bytes` to `path` whole or not at all (a temporary file, then a
 /// rename), replacing what was there.
-pub(crate) fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+pub fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
     let tmp = path.with_extension("tmp");
     let _ = std::fs::remove_file(&tmp);
     write_file(&tmp, bytes, mode)?;
     std::fs::rename(&tmp, path).map_err(|e| format!("cannot replace {}: {e}", path.display()))
+}
+
+/// The HTTP client for enrollment. With a CA fingerprint, the API is
+/// trusted only if the chain it presents holds that CA; without one, an
+/// `https://` API must have a certificate the system trusts. Plain HTTP
+/// (the token would travel in clear) only to this machine.
+fn enrollment_client(
+    api: &str,
+    ca_sha256: Option<&str>,
+) -> Result<(reqwest::Client, Option<heimdall_tls::verify::PinnedRoot>), String> {
+    let url = reqwest::Url::parse(api).map_err(|e| format!("--api is not a URL: {e}"))?;
+    let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
+    let loopback = host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if url.scheme() != "https" && !(url.scheme() == "http" && loopback) {
+        return Err(
+            "--api must be an https:// URL (plain HTTP only to this machine): the token is a credential"
+                .into(),
+        );
+    }
+    let builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
+    let Some(pin) = ca_sha256 else {
+        return builder.build().map(|c| (c, None)).map_err(|e| e.to_string());
+    };
+    let pinned = heimdall_tls::verify::PinnedRoot::new(pin)?;
+    let verifier = std::sync::Arc::new(heimdall_tls::verify::PinnedRoot::new(pin)?);
+    let tls = heimdall_tls::verify::client_config(verifier, None)?;
+    let client = builder.use_preconfigured_tls(tls).build().map_err(|e| e.to_string())?;
+    Ok((client, Some(pinned)))
 }
 
 pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, PathBuf), String> {
@@ -58,13 +88,14 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
         .serialize_request(&key)
         .and_then(|c| c.pem())
         .map_err(|e| format!("cannot build the certificate request: {e}"))?;
+    let (http, pin) = enrollment_client(&options.api, options.ca_sha256.as_deref())?;
     let url = format!("{}/v1/agents/enroll", options.api.trim_end_matches('/'));
-    let resp = reqwest::Client::new()
+    let resp = http
         .post(&url)
         .json(&Enroll { token: token.to_owned(), csr_pem: csr })
         .send()
         .await
-        .map_err(|e| format!("cannot reach the API: {}", e.without_url()))?;
+        .map_err(|e| format!("cannot reach the API: {}", crate::channel::chain(&e.without_url())))?;
     let status = resp.status();
     let bytes = resp.bytes().await.map_err(|e| e.to_string())?;
     if !status.is_success() {
@@ -75,6 +106,15 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
     }
     let enrolled: Enrolled =
         serde_json::from_slice(&bytes).map_err(|e| format!("unexpected response: {e}"))?;
+    // The CA this Agent will trust from now on must be the one it pinned.
+    if let Some(pin) = &pin {
+        if !pin.matches_pem(&enrolled.ca_pem) {
+            return Err(
+                "the API's CA does not have the fingerprint given with --ca-sha256; nothing was written"
+                    .into(),
+            );
+        }
+    }
 
     let mut key_pem = key.serialize_pem();
     let written = write_file(&key_path, key_pem.as_bytes(), 0o600);
@@ -89,7 +129,7 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
         ca: data.join("ca.pem"),
         work_dir: data.join("work"),
         concurrency: options.concurrency,
-        terraform: TerraformPin { path: options.terraform.clone(), version, sha256 },
+        terraform: TerraformPin { path: options.terraform.clone(), version, sha256, pass_env: Vec::new() },
         modules: Modules { allowed_sources: options.allowed_modules },
         state: options.state,
         values: None,

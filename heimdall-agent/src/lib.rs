@@ -1,14 +1,22 @@
-//! The Agent's library half: what the `heimdall-agent` binary and the
-//! Agent's tests share: the encrypted value store, the local API where
-//! people write and read values, the decisions it makes with what sync
-//! brought, and the group commit of access records.
+//! The Agent, as a library: its configuration, the channel to the API, the
+//! job workers and Terraform runs, the encrypted value store, the local API
+//! where people write and read values, the decisions it makes with what
+//! sync brought, and the group commit of access records. The binary
+//! (`main.rs`) parses flags and wires these together.
 #![forbid(unsafe_code)]
 
 pub mod access;
 pub mod aws;
+pub mod channel;
+pub mod config;
 pub mod crypto;
+pub mod enroll;
 pub mod grant;
 pub mod kms;
 pub mod local_api;
+pub mod local_cert;
 pub mod recorder;
 pub mod store;
+pub mod sync;
+pub mod terraform;
+pub mod worker;

@@ -25,14 +25,9 @@ use heimdall_core::grant::GrantTarget;
 use heimdall_core::ids::AgentId;
 use heimdall_core::wire::{ErrorBody, ValueAnswer, WriteValue};
 use heimdall_core::{ApiError, ErrorCode, Redacted};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::service::TowerToHyperService;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use time::OffsetDateTime;
 use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
-use tower::ServiceExt;
 
 use crate::access::{PolicySnapshot, SharedPolicy};
 use crate::grant::GrantVerifier;
@@ -280,22 +275,14 @@ async fn read(
     }))
 }
 
-/// TLS for the local API: our certificate chain, and a client certificate
-/// from `ca_pem` required.
-pub fn tls_config(cert_pem: &str, key_pem: &str, ca_pem: &str) -> Result<rustls::ServerConfig, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let certs: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("local API certificate: {e}"))?;
-    let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut key_pem.as_bytes())
-        .map_err(|e| format!("local API key: {e}"))?
-        .ok_or("local API key: no private key in the file")?;
-    let mut roots = rustls::RootCertStore::empty();
-    for ca in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
-        roots
-            .add(ca.map_err(|e| format!("CA certificate: {e}"))?)
-            .map_err(|e| format!("CA certificate: {e}"))?;
-    }
+/// TLS for the local API: the certificate `resolver` serves (swapped on
+/// renewal), and a client certificate from `ca_pem` required.
+pub fn tls_config(
+    resolver: Arc<dyn rustls::server::ResolvesServerCert>,
+    ca_pem: &str,
+) -> Result<rustls::ServerConfig, String> {
+    let provider = heimdall_tls::verify::provider();
+    let roots = heimdall_tls::verify::roots(ca_pem)?;
     let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
         .map_err(|e| format!("client verifier: {e}"))?;
@@ -303,66 +290,32 @@ pub fn tls_config(cert_pem: &str, key_pem: &str, ca_pem: &str) -> Result<rustls:
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_client_cert_verifier(verifier)
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("local API certificate and key: {e}"))?;
+        .with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
 }
 
-/// Serves `app` on `listener` until `stop` turns true; each connection's
-/// verified client certificate becomes a [`Peer`] on its requests.
+/// Serves `app` on `listener` until `stop` turns true (`heimdall_tls::server`:
+/// handshake and header timeouts, a connection cap, graceful shutdown);
+/// each connection's verified client certificate becomes a [`Peer`] on
+/// its requests.
 pub async fn serve(
     listener: TcpListener,
     config: Arc<rustls::ServerConfig>,
     app: Router,
+    limits: heimdall_tls::server::Limits,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let acceptor = TlsAcceptor::from(config);
-    loop {
-        let accepted = tokio::select! {
-            r = listener.accept() => r,
-            _ = stop.wait_for(|s| *s) => return,
-        };
-        let (tcp, remote) = match accepted {
-            Ok(conn) => conn,
-            Err(e) => {
-                tracing::warn!(error = %e, "local API accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let _ = tcp.set_nodelay(true);
-        let acceptor = acceptor.clone();
-        let app = app.clone();
-        tokio::spawn(async move {
-            let tls = match acceptor.accept(tcp).await {
-                Ok(tls) => tls,
-                Err(e) => {
-                    tracing::info!(%remote, error = %e, "local API TLS handshake refused");
-                    return;
-                }
-            };
-            let Some(cert) = tls.get_ref().1.peer_certificates().and_then(|c| c.first()) else {
-                return;
-            };
-            let Some(key_sha256) = heimdall_tls::identity::spki_sha256(cert.as_ref()) else {
-                return;
-            };
-            let peer = Peer {
-                cert_sha256: heimdall_tls::identity::sha256_hex(cert.as_ref()),
-                key_sha256,
-                addr: remote,
-            };
-            let service = app.map_request(move |mut req: axum::extract::Request<hyper::body::Incoming>| {
-                req.extensions_mut().insert(peer.clone());
-                req.map(axum::body::Body::new)
-            });
-            let result = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(tls), TowerToHyperService::new(service))
-                .await;
-            if let Err(e) = result {
-                tracing::debug!(%remote, error = %e, "local API connection ended with an error");
-            }
-        });
-    }
+    let admit = |certs: Option<&[rustls::pki_types::CertificateDer<'static>]>, addr| {
+        let cert = certs?.first()?;
+        Some(Peer {
+            cert_sha256: heimdall_tls::identity::sha256_hex(cert.as_ref()),
+            key_sha256: heimdall_tls::identity::spki_sha256(cert.as_ref())?,
+            addr,
+        })
+    };
+    let stopped = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    heimdall_tls::server::serve(listener, Some(config), admit, app, limits, stopped).await;
 }

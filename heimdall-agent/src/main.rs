@@ -1,12 +1,11 @@
 //! `heimdall-agent`: enroll with an organization, then run jobs.
 #![forbid(unsafe_code)]
 
-mod channel;
-mod config;
-mod enroll;
-mod sync;
-mod terraform;
-mod worker;
+use heimdall_agent::crypto::MasterKey;
+use heimdall_agent::{channel, config, enroll, sync, worker};
+
+/// The registration token comes from here, or from standard input; never argv.
+const REGISTRATION_TOKEN_ENV: &str = "HEIMDALL_REGISTRATION_TOKEN";
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,9 +37,10 @@ enum Command {
         /// The API's URL (the one people use).
         #[arg(long, env = "HEIMDALL_API_URL")]
         api: String,
-        /// The registration token; read from stdin if omitted.
-        #[arg(long, env = "HEIMDALL_REGISTRATION_TOKEN", hide_env_values = true)]
-        token: Option<String>,
+        /// The SHA-256 of the installation CA, as `heimdall agent token create`
+        /// printed it: the API is trusted only if its chain holds that CA.
+        #[arg(long)]
+        ca_sha256: Option<String>,
         /// Where the key, certificate and agent.toml go.
         #[arg(long)]
         data: PathBuf,
@@ -73,27 +73,70 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    // Before any thread starts: a master key in an environment variable is
+    // read once and removed, so no child process (Terraform) inherits it.
+    // Likewise a registration token in the environment.
+    let command = match cli.command {
+        Command::Run { config } => match prepare_run(&config) {
+            Ok(run) => Ready::Run(Box::new(run)),
+            Err(message) => return fail(&message),
+        },
+        other => match take_registration_token() {
+            Ok(token) => Ready::Other(other, token),
+            Err(message) => return fail(&message),
+        },
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return fail(&format!("cannot start the runtime: {e}")),
     };
-    match runtime.block_on(run(cli)) {
+    let result = match command {
+        Ready::Run(run) => runtime.block_on(run_agent(*run)),
+        Ready::Other(command, token) => runtime.block_on(run(command, token)),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::FAILURE
-        }
+        Err(message) => fail(&message),
     }
 }
 
-async fn run(cli: Cli) -> Result<(), String> {
-    match cli.command {
+fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::FAILURE
+}
+
+enum Ready {
+    Run(Box<(config::AgentConfig, Option<MasterKey>)>),
+    Other(Command, Option<zeroize::Zeroizing<String>>),
+}
+
+/// `HEIMDALL_REGISTRATION_TOKEN`, removed from the environment once read
+/// (so `terraform version`, run by enroll, does not inherit it).
+fn take_registration_token() -> Result<Option<zeroize::Zeroizing<String>>, String> {
+    let Some(value) = std::env::var_os(REGISTRATION_TOKEN_ENV) else { return Ok(None) };
+    std::env::remove_var(REGISTRATION_TOKEN_ENV);
+    let value = zeroize::Zeroizing::new(
+        value.into_string().map_err(|_| format!("{REGISTRATION_TOKEN_ENV} is not text"))?,
+    );
+    Ok(Some(zeroize::Zeroizing::new(value.trim().to_owned())))
+}
+
+fn prepare_run(path: &std::path::Path) -> Result<(config::AgentConfig, Option<MasterKey>), String> {
+    let config = config::AgentConfig::load(path)?;
+    let key = match config.values.as_ref().and_then(|v| v.master_key_env.as_deref()) {
+        Some(var) => {
+            Some(MasterKey::take_from_env(var).map_err(|e| format!("the value store's master key: {e}"))?)
+        }
+        None => None,
+    };
+    Ok((config, key))
+}
+
+async fn run(command: Command, token: Option<zeroize::Zeroizing<String>>) -> Result<(), String> {
+    match command {
         Command::Enroll {
             api,
-            token,
+            ca_sha256,
             data,
             terraform,
             allow_module,
@@ -101,17 +144,24 @@ async fn run(cli: Cli) -> Result<(), String> {
             local_state,
             concurrency,
         } => {
+            // The token is a credential: never on the command line.
             let token = match token {
                 Some(t) => t,
                 None => {
-                    let mut line = String::new();
+                    let mut line = zeroize::Zeroizing::new(String::new());
                     std::io::stdin().read_line(&mut line).map_err(|e| e.to_string())?;
-                    line.trim().to_owned()
+                    zeroize::Zeroizing::new(line.trim().to_owned())
                 }
             };
+            if token.is_empty() {
+                return Err(format!(
+                    "no registration token: set {REGISTRATION_TOKEN_ENV} or pipe it on standard input"
+                ));
+            }
             let terraform = resolve_on_path(&terraform);
             let options = enroll::EnrollOptions {
                 api,
+                ca_sha256,
                 data,
                 terraform,
                 allowed_modules: allow_module,
@@ -124,89 +174,99 @@ async fn run(cli: Cli) -> Result<(), String> {
             println!("Next: heimdall-agent run --config {}", config_path.display());
             Ok(())
         }
-        Command::Run { config } => {
-            let config = config::AgentConfig::load(&config)?;
-            // The value store opens first: with a wrong master key the Agent
-            // must not start at all.
-            let values = match &config.values {
-                Some(v) => Some(open_values(v).await?),
-                None => None,
-            };
-            let channel = channel::Channel::new(&config).map_err(|e| e.to_string())?;
-            std::fs::create_dir_all(&config.work_dir)
-                .map_err(|e| format!("cannot create {}: {e}", config.work_dir.display()))?;
-            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-            tokio::spawn(async move {
-                shutdown_signal().await;
-                let _ = stop_tx.send(true);
-            });
-            tracing::info!(api = %config.api_url, concurrency = config.concurrency, "agent running");
-            let policy: heimdall_agent::access::SharedPolicy = Default::default();
-            let serving = match (&values, &config.local_api) {
-                (Some(store), Some(local)) => Some(
-                    start_local_api(&config, local, &channel, store.clone(), policy.clone(), stop_rx.clone())
-                        .await?,
-                ),
-                _ => None,
-            };
-            // SIGHUP: sync now (who may read what, deactivations, the
-            // access records), without waiting for the next period.
-            if values.is_some() {
-                let policy = policy.clone();
-                tokio::spawn(async move {
-                    let Ok(mut hangups) =
-                        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-                    else {
-                        return;
-                    };
-                    while hangups.recv().await.is_some() {
-                        tracing::info!("SIGHUP: syncing now");
-                        policy.request_sync();
-                    }
-                });
-            }
-            let syncing = match (&values, &config.values) {
-                (Some(store), Some(v)) => Some(tokio::spawn(sync::run(
-                    sync::Syncer {
-                        store: store.clone(),
-                        channel: channel.clone(),
-                        policy: policy.clone(),
-                        agent: agent_id(&config.cert)?,
-                        local_url: config.local_api.as_ref().map(config::LocalApiConfig::public_url),
-                    },
-                    std::time::Duration::from_secs(v.sync_seconds),
-                    stop_rx.clone(),
-                ))),
-                _ => None,
-            };
-            worker::run(config, channel, stop_rx).await;
-            if let Some(task) = serving {
-                let _ = task.await;
-            }
-            if let Some(task) = syncing {
-                let _ = task.await;
-            }
-            if let Some(values) = values {
-                values.close().await;
-            }
-            tracing::info!("agent stopped");
-            Ok(())
-        }
+        Command::Run { .. } => Err("internal: run is prepared before the runtime".into()),
     }
 }
 
+async fn run_agent((config, master_key): (config::AgentConfig, Option<MasterKey>)) -> Result<(), String> {
+    // The value store opens first: with a wrong master key the Agent must
+    // not start at all.
+    let values = match &config.values {
+        Some(v) => Some(open_values(v, master_key).await?),
+        None => None,
+    };
+    let channel = channel::Channel::new(&config).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&config.work_dir)
+        .map_err(|e| format!("cannot create {}: {e}", config.work_dir.display()))?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    tracing::info!(api = %config.api_url, concurrency = config.concurrency, "agent running");
+    let agent = config.agent_id()?;
+    let policy: heimdall_agent::access::SharedPolicy = Default::default();
+    let mut local_cert = None;
+    let serving = match (&values, &config.local_api) {
+        (Some(store), Some(local)) => {
+            let cert =
+                heimdall_agent::local_cert::LocalCertificate::load_or_issue(&config, local, &channel).await?;
+            local_cert = Some(cert.clone());
+            Some(
+                start_local_api(&config, local, agent, cert, store.clone(), policy.clone(), stop_rx.clone())
+                    .await?,
+            )
+        }
+        _ => None,
+    };
+    // SIGHUP: sync now (who may read what, deactivations, the access
+    // records), without waiting for the next period.
+    if values.is_some() {
+        let policy = policy.clone();
+        tokio::spawn(async move {
+            let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            else {
+                return;
+            };
+            while hangups.recv().await.is_some() {
+                tracing::info!("SIGHUP: syncing now");
+                policy.request_sync();
+            }
+        });
+    }
+    let syncing = match (&values, &config.values) {
+        (Some(store), Some(v)) => Some(tokio::spawn(sync::run(
+            sync::Syncer {
+                store: store.clone(),
+                channel: channel.clone(),
+                policy: policy.clone(),
+                agent,
+                local_url: config.local_api.as_ref().map(config::LocalApiConfig::public_url),
+                local_cert,
+            },
+            std::time::Duration::from_secs(v.sync_seconds),
+            stop_rx.clone(),
+        ))),
+        _ => None,
+    };
+    worker::run(config, channel, stop_rx).await;
+    if let Some(task) = serving {
+        let _ = task.await;
+    }
+    if let Some(task) = syncing {
+        let _ = task.await;
+    }
+    if let Some(values) = values {
+        values.close().await;
+    }
+    tracing::info!("agent stopped");
+    Ok(())
+}
+
 /// Opens the configured store with the configured key source
-/// (`AgentConfig::load` checked there is exactly one of each).
+/// (`AgentConfig::load` checked there is exactly one of each); a key from
+/// the environment was taken before the runtime started.
 async fn open_values(
     v: &config::ValuesConfig,
+    taken: Option<MasterKey>,
 ) -> Result<std::sync::Arc<dyn heimdall_agent::store::ValueStore>, String> {
-    use heimdall_agent::crypto::{KeyError, KeySealer, MasterKey};
+    use heimdall_agent::crypto::{KeyError, KeySealer};
     use heimdall_agent::store::{dynamodb, postgres, sqlite};
     let boxed = |k: MasterKey| Box::new(k) as Box<dyn KeySealer>;
-    let keys = match (&v.master_key_env, &v.master_key_file, &v.master_key_kms) {
-        (Some(var), _, _) => MasterKey::from_env(var).map(boxed),
-        (_, Some(path), _) => MasterKey::from_file(path).map(boxed),
-        (_, _, Some(kms)) => {
+    let keys = match (taken, &v.master_key_file, &v.master_key_kms) {
+        (Some(key), _, _) => Ok(boxed(key)),
+        (None, Some(path), _) => MasterKey::from_file(path).map(boxed),
+        (None, _, Some(kms)) => {
             heimdall_agent::kms::KmsKey::connect(kms, &v.aws()).await.map(|k| Box::new(k) as _)
         }
         (None, None, None) => Err(KeyError::Missing { origin: "[values] master key".into() }),
@@ -231,13 +291,13 @@ async fn open_values(
     Ok(store)
 }
 
-/// Starts the local API: its certificate first (cached next to the
-/// Agent's key, renewed over the channel when a third of its life is left),
-/// then the listener. Fails the start if the address is taken.
+/// Starts the local API on its certificate (renewed by the sync loop) and
+/// listener. Fails the start if the address is taken.
 async fn start_local_api(
     config: &config::AgentConfig,
     local: &config::LocalApiConfig,
-    channel: &channel::Channel,
+    agent: heimdall_core::ids::AgentId,
+    cert: std::sync::Arc<heimdall_agent::local_cert::LocalCertificate>,
     store: std::sync::Arc<dyn heimdall_agent::store::ValueStore>,
     policy: heimdall_agent::access::SharedPolicy,
     stop: tokio::sync::watch::Receiver<bool>,
@@ -245,10 +305,7 @@ async fn start_local_api(
     use heimdall_agent::local_api;
     let ca_pem = std::fs::read_to_string(&config.ca)
         .map_err(|e| format!("cannot read {}: {e}", config.ca.display()))?;
-    let (cert_pem, key_pem) = local_api_certificate(config, local, channel).await?;
-    let tls = local_api::tls_config(&cert_pem, &key_pem, &ca_pem)?;
-    drop(zeroize::Zeroizing::new(key_pem));
-    let agent = agent_id(&config.cert)?;
+    let tls = local_api::tls_config(cert, &ca_pem)?;
     let state = local_api::LocalApi {
         agent,
         store: store.clone(),
@@ -260,81 +317,13 @@ async fn start_local_api(
         .await
         .map_err(|e| format!("the local API cannot listen on {}: {e}", local.listen))?;
     tracing::info!(listen = %local.listen, url = %local.public_url(), "local API serving");
-    Ok(tokio::spawn(local_api::serve(listener, std::sync::Arc::new(tls), local_api::router(state), stop)))
-}
-
-/// This Agent's id, from the URI SAN of its own certificate.
-fn agent_id(cert: &std::path::Path) -> Result<heimdall_core::ids::AgentId, String> {
-    let pem = std::fs::read(cert).map_err(|e| format!("cannot read {}: {e}", cert.display()))?;
-    let der = rustls_pemfile::certs(&mut pem.as_slice())
-        .next()
-        .ok_or("no certificate in the Agent's certificate file")?
-        .map_err(|e| e.to_string())?;
-    let (_, parsed) = x509_parser::parse_x509_certificate(der.as_ref()).map_err(|e| e.to_string())?;
-    let san = parsed.subject_alternative_name().ok().flatten().ok_or("the Agent certificate has no SAN")?;
-    san.value
-        .general_names
-        .iter()
-        .find_map(|n| match n {
-            x509_parser::extensions::GeneralName::URI(uri) => {
-                uri.strip_prefix("urn:heimdall:agent:")?.parse().ok()
-            }
-            _ => None,
-        })
-        .ok_or_else(|| "the Agent certificate names no Agent".to_owned())
-}
-
-/// The local API's certificate and key (PEM): the cached pair if it still
-/// has more than a third of its life, else a new one from the CA.
-async fn local_api_certificate(
-    config: &config::AgentConfig,
-    local: &config::LocalApiConfig,
-    channel: &channel::Channel,
-) -> Result<(String, String), String> {
-    let dir = config.key.parent().unwrap_or(std::path::Path::new("."));
-    let (cert_path, key_path) = (dir.join("local-api.pem"), dir.join("local-api.key"));
-    let cached = match (std::fs::read_to_string(&cert_path), std::fs::read_to_string(&key_path)) {
-        (Ok(cert), Ok(key)) => Some((cert, key)),
-        _ => None,
-    };
-    let fresh_enough = cached.as_ref().is_some_and(|(cert, _)| {
-        rustls_pemfile::certs(&mut cert.as_bytes()).next().and_then(Result::ok).is_some_and(|der| {
-            x509_parser::parse_x509_certificate(der.as_ref()).is_ok_and(|(_, c)| {
-                let validity = c.validity();
-                let life = validity.not_after.timestamp() - validity.not_before.timestamp();
-                let left = validity.not_after.timestamp() - time::OffsetDateTime::now_utc().unix_timestamp();
-                left > life / 3
-            })
-        })
-    });
-    if fresh_enough {
-        if let Some(pair) = cached {
-            return Ok(pair);
-        }
-    }
-    let key = rcgen::KeyPair::generate().map_err(|e| e.to_string())?;
-    let csr = rcgen::CertificateParams::new(Vec::<String>::new())
-        .and_then(|p| p.serialize_request(&key))
-        .and_then(|r| r.pem())
-        .map_err(|e| e.to_string())?;
-    let request = heimdall_core::wire::ServerCertificateRequest { csr, names: local.names.clone() };
-    match channel.server_certificate(&request).await {
-        Ok(issued) => {
-            let key_pem = zeroize::Zeroizing::new(key.serialize_pem());
-            enroll::replace_file(&key_path, key_pem.as_bytes(), 0o600)?;
-            enroll::replace_file(&cert_path, issued.certificate.as_bytes(), 0o644)?;
-            tracing::info!(sha256 = %issued.sha256, "local API certificate issued");
-            Ok((issued.certificate, key_pem.to_string()))
-        }
-        // The API is down but the old certificate still works: use it.
-        Err(e) => match cached {
-            Some(pair) => {
-                tracing::warn!(error = %e, "could not renew the local API certificate; using the current one");
-                Ok(pair)
-            }
-            None => Err(format!("the local API needs a certificate from the API: {e}")),
-        },
-    }
+    Ok(tokio::spawn(local_api::serve(
+        listener,
+        std::sync::Arc::new(tls),
+        local_api::router(state),
+        heimdall_tls::server::Limits::default(),
+        stop,
+    )))
 }
 
 /// `terraform` → the first match on PATH (so the pin names a real file).

@@ -9,8 +9,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use heimdall_agent::access::{PolicySnapshot, SharedPolicy};
-use heimdall_agent::store::{ValueAddress, ValueStore};
+use crate::access::{PolicySnapshot, SharedPolicy};
+use crate::store::{ValueAddress, ValueStore};
 use heimdall_core::ids::AgentId;
 use heimdall_core::wire::{AccessRecord, InventoryItem, SyncRequest, SyncResponse};
 use time::OffsetDateTime;
@@ -36,6 +36,8 @@ pub struct Syncer {
     pub agent: AgentId,
     /// The local API's URL, reported to the API.
     pub local_url: Option<String>,
+    /// The local API's certificate, renewed when the API stops listing it.
+    pub local_cert: Option<Arc<crate::local_cert::LocalCertificate>>,
 }
 
 /// How far the API has this Agent's records: an epoch and a number in it.
@@ -159,6 +161,9 @@ impl Syncer {
             }
             if !full {
                 self.apply(&response, &held).await;
+                if let Some(cert) = &self.local_cert {
+                    cert.check(response.local_api_certificates.as_deref(), &self.channel).await;
+                }
                 return Ok(());
             }
         }
@@ -166,7 +171,7 @@ impl Syncer {
 
     /// Takes the new policy snapshot and writes tombstones for versions
     /// deactivated since (or never held: a late write cannot revive them).
-    async fn apply(&self, response: &SyncResponse, held: &[heimdall_agent::store::InventoryEntry]) {
+    async fn apply(&self, response: &SyncResponse, held: &[crate::store::InventoryEntry]) {
         match PolicySnapshot::new(response, OffsetDateTime::now_utc()) {
             Ok(snapshot) => self.policy.install(snapshot),
             Err(e) => {

@@ -44,7 +44,8 @@ pub async fn identify(path: &Path) -> Result<(String, String), String> {
     let sha = sha256_file(path).await.map_err(|e| {
         format!("{e}\nInstall Terraform first (for tests here: bash scripts/install-test-tools.sh) and pass --terraform PATH")
     })?;
-    let out = Command::new(path)
+    let env = job_env(std::env::vars_os(), &[], None, &std::env::temp_dir());
+    let out = command(path, &std::env::temp_dir(), &env)
         .args(["version", "-json"])
         .output()
         .await
@@ -264,23 +265,92 @@ pub enum Stdout {
     JsonUi,
 }
 
+/// What Terraform's environment may hold of the Agent's, besides `PATH`
+/// and `TF_*`: the cloud credentials the job runs with (today the Agent's
+/// own AWS ones; the job's own come with OIDC federation), proxies and CA
+/// bundles. Nothing else: not the master key's variable, not a token.
+pub const PASSED_ENV: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_PROFILE",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    "AWS_EC2_METADATA_DISABLED",
+    "AWS_CA_BUNDLE",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ENDPOINT_URL_STS",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// Terraform's whole environment, from the Agent's (`vars`): `PATH`,
+/// `HOME` (the job's directory), `TF_*` but `TF_VAR_*`, what
+/// [`PASSED_ENV`] and the operator's `[terraform] pass_env` name, and the
+/// automation switches. `refused` (the master key's variable) never
+/// passes, whatever lists it.
+pub fn job_env(
+    vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    pass_env: &[String],
+    refused: Option<&str>,
+    home: &Path,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = vars
+        .into_iter()
+        .filter(|(name, _)| {
+            let Some(name) = name.to_str() else { return false };
+            if Some(name) == refused || name == "HOME" {
+                return false;
+            }
+            name == "PATH"
+                || (name.starts_with("TF_") && !name.starts_with("TF_VAR_"))
+                || PASSED_ENV.contains(&name)
+                || pass_env.iter().any(|p| p == name)
+        })
+        .collect();
+    env.push(("HOME".into(), home.as_os_str().to_owned()));
+    for (name, value) in [("TF_IN_AUTOMATION", "1"), ("TF_INPUT", "0"), ("CHECKPOINT_DISABLE", "1")] {
+        env.retain(|(n, _)| n != name);
+        env.push((name.into(), value.into()));
+    }
+    env
+}
+
+/// A terraform command in `dir` with [`job_env`] and nothing else.
+fn command(terraform: &Path, dir: &Path, env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Command {
+    let mut command = Command::new(terraform);
+    command.current_dir(dir).env_clear().envs(env.iter().map(|(k, v)| (k, v))).stdin(Stdio::null());
+    command
+}
+
 /// Runs one terraform command in `dir`, sending its output to `log`.
 /// Returns (success, the `outputs` message if any, stderr tail + errors).
 pub async fn run(
     terraform: &Path,
     dir: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
     args: &[&str],
     log: &mpsc::UnboundedSender<String>,
     mode: Stdout,
 ) -> Result<(bool, Vec<u8>, String), String> {
     let _ = log.send(format!("$ terraform {}\n", args.join(" ")));
-    let mut child = Command::new(terraform)
+    let mut child = command(terraform, dir, env)
         .args(args)
-        .current_dir(dir)
-        .env("TF_IN_AUTOMATION", "1")
-        .env("TF_INPUT", "0")
-        .env("CHECKPOINT_DISABLE", "1")
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -338,8 +408,12 @@ pub async fn run(
 }
 
 /// Asks for the state lock without waiting; the refusal names the holder.
-async fn probe_lock(terraform: &Path, dir: &Path) -> Option<String> {
-    let out = Command::new(terraform)
+async fn probe_lock(
+    terraform: &Path,
+    dir: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> Option<String> {
+    let out = command(terraform, dir, env)
         .args([
             "plan",
             "-input=false",
@@ -348,10 +422,6 @@ async fn probe_lock(terraform: &Path, dir: &Path) -> Option<String> {
             "-refresh=false",
             "-detailed-exitcode",
         ])
-        .current_dir(dir)
-        .env("TF_IN_AUTOMATION", "1")
-        .env("CHECKPOINT_DISABLE", "1")
-        .stdin(Stdio::null())
         .output()
         .await
         .ok()?;
@@ -413,6 +483,8 @@ pub async fn execute(
     lock_id: &tokio::sync::watch::Sender<Option<String>>,
 ) -> Result<serde_json::Value, RunFailure> {
     let tf = &config.terraform.path;
+    let refused = config.values.as_ref().and_then(|v| v.master_key_env.as_deref());
+    let env = job_env(std::env::vars_os(), &config.terraform.pass_env, refused, dir);
     write_root_module(dir, request, &config.state).map_err(RunFailure::failed)?;
     let step = |ok: bool, tail: &str, what: &str| {
         if ok {
@@ -421,7 +493,7 @@ pub async fn execute(
             Err(RunFailure::failed(format!("terraform {what} failed: {}", error_summary(tail))))
         }
     };
-    let (ok, _, tail) = run(tf, dir, &["init", "-input=false", "-no-color"], log, Stdout::Log)
+    let (ok, _, tail) = run(tf, dir, &env, &["init", "-input=false", "-no-color"], log, Stdout::Log)
         .await
         .map_err(RunFailure::failed)?;
     step(ok, &tail, "init")?;
@@ -429,9 +501,10 @@ pub async fn execute(
     write_outputs(dir, &outputs).map_err(RunFailure::failed)?;
     if let Some(lock) = stale_lock {
         let _ = log.send(format!("Taking over the state lock {lock} left by the previous attempt\n"));
-        let (ok, _, tail) = run(tf, dir, &["force-unlock", "-force", "-no-color", lock], log, Stdout::Log)
-            .await
-            .map_err(RunFailure::failed)?;
+        let (ok, _, tail) =
+            run(tf, dir, &env, &["force-unlock", "-force", "-no-color", lock], log, Stdout::Log)
+                .await
+                .map_err(RunFailure::failed)?;
         if !ok {
             let _ = log.send(format!("force-unlock did not apply ({}); continuing\n", error_summary(&tail)));
         }
@@ -443,7 +516,7 @@ pub async fn execute(
     if request.operation == JobOperation::Destroy {
         apply_args.push("-destroy");
     }
-    let apply = run(tf, dir, &apply_args, log, Stdout::JsonUi);
+    let apply = run(tf, dir, &env, &apply_args, log, Stdout::JsonUi);
     tokio::pin!(apply);
     // An apply that is still running after a moment holds the state lock
     // for a while: learn its ID (a probe is refused with the lock's info)
@@ -452,7 +525,7 @@ pub async fn execute(
     let (ok, outputs_json, tail) = tokio::select! {
         r = &mut apply => r,
         () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {
-            if let Some(id) = probe_lock(tf, dir).await {
+            if let Some(id) = probe_lock(tf, dir, &env).await {
                 let _ = lock_id.send(Some(id));
             }
             apply.await
@@ -514,6 +587,42 @@ output "nested" { value = { a = { b = 1 } } }
             "Resource precondition failed: heimdall fixture: failing on purpose."
         );
         assert_eq!(error_summary("boom\n"), "boom");
+    }
+
+    #[test]
+    fn terraform_gets_an_allowlisted_environment() {
+        let agent: Vec<(std::ffi::OsString, std::ffi::OsString)> = [
+            ("PATH", "/usr/bin"),
+            ("HOME", "/root"),
+            ("HEIMDALL_MASTER_KEY", "5e5e"),
+            ("HEIMDALL_REGISTRATION_TOKEN", "hmd_x"),
+            ("TF_CLI_CONFIG_FILE", "/etc/tf.rc"),
+            ("TF_VAR_input", "{}"),
+            ("AWS_ACCESS_KEY_ID", "AKIA"),
+            ("GOOGLE_APPLICATION_CREDENTIALS", "/gcp.json"),
+            ("DATABASE_URL", "postgres://u:pw@h/db"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let pass = vec!["GOOGLE_APPLICATION_CREDENTIALS".to_owned(), "HEIMDALL_MASTER_KEY".to_owned()];
+        let env = job_env(agent, &pass, Some("HEIMDALL_MASTER_KEY"), Path::new("/work/job-1"));
+        let mut names: Vec<&str> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "AWS_ACCESS_KEY_ID",
+                "CHECKPOINT_DISABLE",
+                "GOOGLE_APPLICATION_CREDENTIALS",
+                "HOME",
+                "PATH",
+                "TF_CLI_CONFIG_FILE",
+                "TF_INPUT",
+                "TF_IN_AUTOMATION"
+            ]
+        );
+        assert!(env.iter().any(|(k, v)| k == "HOME" && v == "/work/job-1"));
     }
 
     #[test]

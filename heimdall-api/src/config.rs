@@ -16,6 +16,8 @@ pub struct ServeConfig {
     pub database_url: Redacted<String>,
     pub listen: SocketAddr,
     pub max_body_bytes: usize,
+    /// Handshake and header timeouts, the connection cap, the shutdown grace.
+    pub limits: heimdall_tls::server::Limits,
 }
 
 /// The optional config file (`--config FILE`); every key is optional.
@@ -54,7 +56,12 @@ impl ServeConfig {
         if max_body_bytes < 1024 {
             return Err("max_body_bytes must be at least 1024".into());
         }
-        Ok(Self { database_url: Redacted::new(database_url), listen, max_body_bytes })
+        Ok(Self {
+            database_url: Redacted::new(database_url),
+            listen,
+            max_body_bytes,
+            limits: heimdall_tls::server::Limits::default(),
+        })
     }
 }
 

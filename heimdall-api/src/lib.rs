@@ -15,7 +15,6 @@ pub mod testing;
 mod tls;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use heimdall_core::clock::Clock;
@@ -48,10 +47,13 @@ pub struct AgentListener {
     pub tls_names: Vec<String>,
 }
 
-/// Serves the API on `listener` (and the Agent channel on `agents`, if
-/// given) until `shutdown` resolves.
+/// Serves the API on `listener` (HTTPS with `people_tls`, plain HTTP
+/// without: behind a TLS-terminating proxy, or in tests), and the Agent
+/// channel on `agents` if given, until `shutdown` resolves. Both listeners
+/// share `heimdall_tls::server`'s limits.
 pub async fn serve_on(
     listener: TcpListener,
+    people_tls: Option<Arc<rustls::ServerConfig>>,
     agents: Option<AgentListener>,
     store: db::SqlStore,
     config: &ServeConfig,
@@ -61,23 +63,41 @@ pub async fn serve_on(
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let reaper = tokio::spawn(reap_forever(store.clone(), clock.clone()));
     let mut state = http::AppState::new(store, clock);
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
     let mut agent_task = None;
     if let Some(agents) = agents {
         let tls = agents.ca.mtls_server_config(&agents.tls_names).map_err(std::io::Error::other)?;
         state.ca = Some(agents.ca.clone());
         state.agent_api_url = Some(agents.public_url.clone());
+        state.api_names = agents.tls_names.clone();
         let channel = http::agent_channel::router(state.clone());
-        agent_task = Some(tokio::spawn(tls::serve_mtls(agents.listener, Arc::new(tls), channel)));
+        agent_task = Some(tokio::spawn(tls::serve_mtls(
+            agents.listener,
+            Arc::new(tls),
+            channel,
+            config.limits,
+            stopped(stop.clone()),
+        )));
     }
     let app = http::router(state, config.max_body_bytes);
-    let served = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let people =
+        heimdall_tls::server::serve(listener, people_tls, |_, _| Some(()), app, config.limits, stopped(stop));
+    tokio::pin!(people);
+    tokio::select! {
+        () = &mut people => {}
+        () = shutdown => {
+            let _ = stop_tx.send(true);
+            people.await;
+        }
+    }
     reaper.abort();
     if let Some(task) = agent_task {
-        task.abort();
+        let _ = task.await;
     }
-    served
+    Ok(())
 }
 
 /// How often expired leases are looked for. Every API replica reaps; on

@@ -40,6 +40,19 @@ enum Command {
         /// Extra DNS name or IP for the Agent listener's certificate (repeatable).
         #[arg(long = "agent-tls-name")]
         agent_tls_names: Vec<String>,
+        /// The people's HTTPS certificate chain (PEM), e.g. from your own CA or a public one.
+        #[arg(long, env = "HEIMDALL_TLS_CERT", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// Its private key (PEM).
+        #[arg(long, env = "HEIMDALL_TLS_KEY", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Without --tls-cert: a DNS name or IP the certificate from the
+        /// installation CA names, besides localhost and the listen address (repeatable).
+        #[arg(long = "tls-name")]
+        tls_names: Vec<String>,
+        /// Serve people plain HTTP (only behind a proxy that terminates TLS).
+        #[arg(long, conflicts_with_all = ["tls_cert", "tls_key", "tls_names"])]
+        insecure_http: bool,
     },
     /// Create the first organization and its owner; prints the owner's API
     /// token once. Refused on a database that already has an organization.
@@ -122,19 +135,59 @@ async fn run(cli: Cli) -> Result<(), RunError> {
             ca_dir,
             agent_public_url,
             agent_tls_names,
+            tls_cert,
+            tls_key,
+            tls_names,
+            insecure_http,
         } => {
             let config = config(database_url, listen, file)?;
+            // The CA first: both listeners may need it.
+            let ca = match &ca_dir {
+                Some(dir) => Some(std::sync::Arc::new(
+                    heimdall_api::pki::Ca::load_or_create(dir)
+                        .map_err(|e| ("INVALID_INPUT", e.to_string()))?,
+                )),
+                None => None,
+            };
+            let people_tls = match (&tls_cert, &tls_key, &ca, insecure_http) {
+                (_, _, _, true) => {
+                    tracing::warn!(
+                        "serving people plain HTTP (--insecure-http): put a TLS-terminating proxy in front"
+                    );
+                    None
+                }
+                (Some(cert), Some(key), _, false) => Some(
+                    heimdall_api::pki::server_config_from_files(cert, key)
+                        .map_err(|e| ("INVALID_INPUT", e.to_string()))?,
+                ),
+                (_, _, Some(ca), false) => {
+                    let mut names = vec!["localhost".to_owned(), config.listen.ip().to_string()];
+                    names.extend(tls_names);
+                    if config.listen.ip().is_unspecified() {
+                        names.push("127.0.0.1".to_owned());
+                    }
+                    names.dedup();
+                    Some(ca.https_server_config(&names).map_err(|e| ("INVALID_INPUT", e.to_string()))?)
+                }
+                _ => {
+                    return Err((
+                        "INVALID_INPUT",
+                        "the API serves people over HTTPS: give --tls-cert and --tls-key, or --ca-dir for a \
+                         certificate from the installation CA, or --insecure-http behind a proxy that \
+                         terminates TLS"
+                            .to_owned(),
+                    ))
+                }
+            };
             let store = open(&config).await?;
             let listener = tokio::net::TcpListener::bind(config.listen)
                 .await
                 .map_err(|e| ("UNAVAILABLE", format!("cannot listen on {}: {e}", config.listen)))?;
-            let agents = match (agent_listen, ca_dir) {
-                (Some(addr), Some(dir)) => {
+            let agents = match (agent_listen, ca.clone()) {
+                (Some(addr), Some(ca)) => {
                     let addr: std::net::SocketAddr = addr.parse().map_err(|_| {
                         ("INVALID_INPUT", "--agent-listen must be an address like 127.0.0.1:7481".to_owned())
                     })?;
-                    let ca = heimdall_api::pki::Ca::load_or_create(&dir)
-                        .map_err(|e| ("INVALID_INPUT", e.to_string()))?;
                     let agent_listener = tokio::net::TcpListener::bind(addr)
                         .await
                         .map_err(|e| ("UNAVAILABLE", format!("cannot listen on {addr}: {e}")))?;
@@ -142,23 +195,29 @@ async fn run(cli: Cli) -> Result<(), RunError> {
                     tls_names.extend(agent_tls_names);
                     let public_url = agent_public_url.unwrap_or_else(|| format!("https://{addr}"));
                     tracing::info!(listen = %addr, url = %public_url, "agent channel (mTLS) serving");
-                    Some(heimdall_api::AgentListener {
-                        listener: agent_listener,
-                        ca: std::sync::Arc::new(ca),
-                        public_url,
-                        tls_names,
-                    })
+                    Some(heimdall_api::AgentListener { listener: agent_listener, ca, public_url, tls_names })
                 }
                 _ => None,
             };
             tracing::info!(
                 listen = %config.listen,
+                https = people_tls.is_some(),
                 database = %db::describe_url(config.database_url.expose()),
                 "heimdall-api serving"
             );
-            heimdall_api::serve_on(listener, agents, store, &config, shutdown_signal())
-                .await
-                .map_err(|e| ("INTERNAL", e.to_string()))?;
+            if let Some(ca) = &ca {
+                tracing::info!(ca_sha256 = %ca.fingerprint(), "installation CA");
+            }
+            heimdall_api::serve_on(
+                listener,
+                people_tls.map(std::sync::Arc::new),
+                agents,
+                store,
+                &config,
+                shutdown_signal(),
+            )
+            .await
+            .map_err(|e| ("INTERNAL", e.to_string()))?;
             tracing::info!("heimdall-api stopped");
             Ok(())
         }
@@ -181,7 +240,10 @@ async fn run(cli: Cli) -> Result<(), RunError> {
                     println!("Owner API token (shown once, store it now):");
                     println!("  {}", done.token);
                     println!();
-                    println!("Next: heimdall login --api-url http://{} --token <token>", config.listen);
+                    println!(
+                        "Next: heimdall login --api-url https://{} (the token on standard input)",
+                        config.listen
+                    );
                 }
             }
             store.close().await;

@@ -16,7 +16,6 @@ use rcgen::{
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::WebPkiClientVerifier;
-use sha2::{Digest, Sha256};
 use time::{Duration, OffsetDateTime};
 
 /// Agent certificates are valid this long; re-enrolling issues a new one.
@@ -28,8 +27,7 @@ pub const MEMBER_CERT_VALIDITY: Duration = Duration::days(30);
 /// The Agent's local API certificate; the Agent renews it well before.
 pub const AGENT_SERVER_CERT_VALIDITY: Duration = Duration::days(90);
 
-const AGENT_URI_PREFIX: &str = "urn:heimdall:agent:";
-const MEMBER_URI_PREFIX: &str = "urn:heimdall:member:";
+use heimdall_tls::identity::{agent_uri, member_uri, API_URI};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PkiError {
@@ -73,7 +71,7 @@ impl std::fmt::Debug for Ca {
 }
 
 pub fn sha256_hex(der: &[u8]) -> String {
-    hex::encode(Sha256::digest(der))
+    heimdall_tls::identity::sha256_hex(der)
 }
 
 fn generate_err(e: rcgen::Error) -> PkiError {
@@ -167,7 +165,7 @@ impl Ca {
     ) -> Result<(String, String), PkiError> {
         let leaf = Leaf {
             common_name: name,
-            uri: format!("{AGENT_URI_PREFIX}{agent}"),
+            uri: agent_uri(agent),
             dns_names: &[],
             usage: ExtendedKeyUsagePurpose::ClientAuth,
             validity: AGENT_CERT_VALIDITY,
@@ -187,7 +185,7 @@ impl Ca {
     ) -> Result<IssuedCert, PkiError> {
         let leaf = Leaf {
             common_name: email,
-            uri: format!("{MEMBER_URI_PREFIX}{member}"),
+            uri: member_uri(member),
             dns_names: &[],
             usage: ExtendedKeyUsagePurpose::ClientAuth,
             validity: MEMBER_CERT_VALIDITY,
@@ -207,7 +205,7 @@ impl Ca {
     ) -> Result<IssuedCert, PkiError> {
         let leaf = Leaf {
             common_name: "Heimdall Agent (local API)",
-            uri: format!("{AGENT_URI_PREFIX}{agent}"),
+            uri: agent_uri(agent),
             dns_names: names,
             usage: ExtendedKeyUsagePurpose::ServerAuth,
             validity: AGENT_SERVER_CERT_VALIDITY,
@@ -223,8 +221,15 @@ impl Ca {
         self.issuer.key().sign(message).map_err(generate_err)
     }
 
-    /// A fresh server certificate for the mTLS listener, for `names`
-    /// (DNS names or IP addresses).
+    /// The SHA-256 (hex) of the CA certificate: the fingerprint an Agent
+    /// pins to enroll (`heimdall-agent enroll --ca-sha256`).
+    pub fn fingerprint(&self) -> String {
+        sha256_hex(&self.cert_der)
+    }
+
+    /// A fresh server certificate of the API's own, for `names` (DNS names
+    /// or IP addresses), with the URI SAN `urn:heimdall:api` that the CA
+    /// signs for nobody else: what Agents and the CLI require of the API.
     fn server_cert(
         &self,
         names: &[String],
@@ -232,8 +237,10 @@ impl Ca {
         let key = KeyPair::generate().map_err(generate_err)?;
         let mut params = CertificateParams::new(names.to_vec()).map_err(generate_err)?;
         let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, "Heimdall API (agents)");
+        dn.push(DnType::CommonName, "Heimdall API");
         params.distinguished_name = dn;
+        params.subject_alt_names.push(SanType::URI(API_URI.try_into().map_err(generate_err)?));
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         let now = OffsetDateTime::now_utc();
         params.not_before = now - Duration::minutes(5);
@@ -263,17 +270,55 @@ impl Ca {
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(config)
     }
+
+    /// The people's HTTPS listener's TLS config, with a certificate from
+    /// this CA for `names` (when the operator gives no certificate of their
+    /// own). The chain carries the CA, so a client that pinned its
+    /// fingerprint can verify it.
+    pub fn https_server_config(&self, names: &[String]) -> Result<rustls::ServerConfig, PkiError> {
+        let (cert, key) = self.server_cert(names)?;
+        server_config(vec![cert, self.cert_der.clone()], key)
+    }
+}
+
+/// A TLS server config (no client certificates) for a chain and key.
+pub fn server_config(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<rustls::ServerConfig, PkiError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| PkiError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| PkiError::Tls(e.to_string()))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// A TLS server config from PEM files (`--tls-cert`, `--tls-key`).
+pub fn server_config_from_files(cert: &Path, key: &Path) -> Result<rustls::ServerConfig, PkiError> {
+    let files =
+        |reason: String| PkiError::Files { dir: format!("{} / {}", cert.display(), key.display()), reason };
+    let cert_pem = std::fs::read_to_string(cert).map_err(|e| files(e.to_string()))?;
+    let key_pem = zeroize::Zeroizing::new(std::fs::read_to_string(key).map_err(|e| files(e.to_string()))?);
+    let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| files(format!("certificate: {e}")))?;
+    if chain.is_empty() {
+        return Err(files("no certificate in --tls-cert".into()));
+    }
+    let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())
+        .map_err(|e| files(format!("key: {e}")))?
+        .ok_or_else(|| files("no private key in --tls-key".into()))?;
+    server_config(chain, key)
 }
 
 /// The Agent a verified client certificate names, and the certificate's
 /// SHA-256 (checked against the one issued at enrollment).
 pub fn agent_identity(cert: &CertificateDer<'_>) -> Option<(AgentId, String)> {
-    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
-    let san = parsed.subject_alternative_name().ok()??;
-    let id = san.value.general_names.iter().find_map(|name| match name {
-        x509_parser::extensions::GeneralName::URI(uri) => uri.strip_prefix(AGENT_URI_PREFIX)?.parse().ok(),
-        _ => None,
-    })?;
+    let id = heimdall_tls::identity::agent_of(cert.as_ref())?;
     Some((id, sha256_hex(cert.as_ref())))
 }
 

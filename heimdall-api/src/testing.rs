@@ -131,7 +131,7 @@ impl TestApi {
         let (tx, rx) = oneshot::channel();
         let server_store = store.clone();
         tokio::spawn(async move {
-            let _ = crate::serve_on(listener, Some(agents), server_store, &config, async {
+            let _ = crate::serve_on(listener, None, Some(agents), server_store, &config, async {
                 let _ = rx.await;
             })
             .await;

@@ -96,6 +96,9 @@ pub enum Command {
     /// Agents: enroll one with a one-time token, list them, revoke one
     #[command(subcommand)]
     Agent(AgentCommand),
+    /// Certificates the installation CA issued (people's, Agents' local APIs): list, revoke
+    #[command(subcommand)]
+    Certificate(CertificateCommand),
     /// Secrets: names, types, tags and versions (values live only in Agents)
     #[command(subcommand)]
     Secret(SecretCommand),
@@ -105,12 +108,20 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct LoginArgs {
-    /// The API token; read from standard input when absent (safer: keeps it out of shell history)
-    #[arg(long, value_name = "TOKEN")]
-    pub token: Option<String>,
+    /// The API's installation CA (PEM), when its HTTPS certificate is from it; only a server
+    /// naming the API is then trusted. The token comes from HEIMDALL_TOKEN or standard input.
+    #[arg(long, value_name = "FILE", conflicts_with = "ca_sha256")]
+    pub ca_file: Option<std::path::PathBuf>,
+    /// The installation CA's SHA-256 (from the API's operator): its CA is fetched, checked and kept
+    #[arg(long, value_name = "HEX")]
+    pub ca_sha256: Option<String>,
     /// Do not get a client certificate (needed only to write and read secret values on Agents)
     #[arg(long)]
     pub no_certificate: bool,
+    /// Make a new key for the client certificate instead of keeping this profile's (personal
+    /// secrets are bound to the key they were created with)
+    #[arg(long)]
+    pub new_key: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -620,6 +631,14 @@ pub enum JobCommand {
     Show { job: JobId },
     /// Print a job's Terraform output
     Log { job: JobId },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CertificateCommand {
+    /// List issued certificates (owners and admins see all; members their own)
+    List,
+    /// Revoke one certificate by its SHA-256
+    Revoke { sha256: String },
 }
 
 #[derive(Debug, Subcommand)]

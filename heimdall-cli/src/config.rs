@@ -42,11 +42,20 @@ pub struct Profile {
     pub api_url: String,
     #[serde(with = "redacted_string")]
     pub token: Redacted<String>,
+    /// The API's installation CA (PEM), when its HTTPS certificate is from
+    /// it: the only CA trusted for this profile, and only for a server
+    /// whose certificate names the API itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
 }
 
 impl fmt::Debug for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Profile").field("api_url", &self.api_url).field("token", &self.token).finish()
+        f.debug_struct("Profile")
+            .field("api_url", &self.api_url)
+            .field("token", &self.token)
+            .field("ca", &self.ca.is_some())
+            .finish()
     }
 }
 
@@ -182,13 +191,18 @@ mod tests {
         let mut config = Config::default();
         config.profiles.insert(
             "dev".into(),
-            Profile { api_url: "http://127.0.0.1:7480".into(), token: Redacted::new("hmd_secret".into()) },
+            Profile {
+                api_url: "http://127.0.0.1:7480".into(),
+                token: Redacted::new("hmd_secret".into()),
+                ca: None,
+            },
         );
         config.profiles.insert(
             "prod".into(),
             Profile {
                 api_url: "https://heimdall.example.com".into(),
                 token: Redacted::new("hmd_other".into()),
+                ca: None,
             },
         );
         config.current_profile = Some("dev".into());

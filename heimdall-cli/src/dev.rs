@@ -166,10 +166,12 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<Running> {
         command.args(["--agent-tls-name", &client_addr(agent_listen).ip().to_string()]);
     }
     let mut api = Service::spawn(API_BINARY, command, &log_path)?;
-    let api_url = format!("http://{}", client_addr(args.listen));
-    wait_until_healthy(&mut api, &api_url).await?;
+    // HTTPS with a certificate from the installation CA, which the API
+    // makes in `ca/` on its first start; the dev profile trusts only it.
+    let api_url = format!("https://{}", client_addr(args.listen));
+    let ca_pem = wait_until_healthy(&mut api, &api_url, &data.join(CA_DIR).join("ca.pem")).await?;
 
-    let client = Client::new(&api_url, token.expose().as_str())?;
+    let client = Client::with_ca(&api_url, Some(token.expose().as_str()), &ca_pem)?;
     let me = match client.whoami().await {
         Ok(me) => me,
         Err(err) if err.code() == Some(ErrorCode::Unauthenticated) => {
@@ -184,11 +186,13 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<Running> {
     };
 
     let mut config = Config::load(&config_dir)?;
-    config.profiles.insert(DEV_PROFILE.to_owned(), Profile { api_url: api_url.clone(), token });
+    config
+        .profiles
+        .insert(DEV_PROFILE.to_owned(), Profile { api_url: api_url.clone(), token, ca: Some(ca_pem) });
     config.current_profile = Some(DEV_PROFILE.to_owned());
     let config_path = config.save(&config_dir)?;
     // Before the Agent starts: its first sync then knows this certificate.
-    let certificate = match crate::identity::issue(&client, &config_dir, DEV_PROFILE).await {
+    let certificate = match crate::identity::issue(&client, &config_dir, DEV_PROFILE, false).await {
         Ok(issued) => Some(issued),
         Err(err) => {
             eprintln!(
@@ -684,10 +688,11 @@ async fn enroll(
         fix: log_fix(&data.join(LOG_FILE)),
     })?;
     let token = Redacted::new(registration.token.clone());
+    let ca_sha256 = registration.ca_sha256.clone().unwrap_or_default();
     drop(registration);
     let mut command = Command::new(binary);
     command
-        .args(["enroll", "--api", api_url, "--data"])
+        .args(["enroll", "--api", api_url, "--ca-sha256", &ca_sha256, "--data"])
         .arg(agent_dir)
         .arg("--terraform")
         .arg(terraform)
@@ -1232,8 +1237,9 @@ impl Service {
     }
 }
 
-async fn wait_until_healthy(api: &mut Service, api_url: &str) -> Result<()> {
-    let probe = Client::unauthenticated(api_url)?;
+/// Waits for the API to make its CA (first start) and answer its health
+/// check over HTTPS with a certificate from that CA; returns the CA (PEM).
+async fn wait_until_healthy(api: &mut Service, api_url: &str, ca_file: &Path) -> Result<String> {
     let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
     loop {
         if let Some(status) = api.child.try_wait().map_err(|err| CliError::local(err.to_string()))? {
@@ -1241,8 +1247,11 @@ async fn wait_until_healthy(api: &mut Service, api_url: &str) -> Result<()> {
             tokio::time::sleep(Duration::from_millis(100)).await;
             return Err(api.exited(status, "before it was ready"));
         }
-        if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), probe.health()).await {
-            return Ok(());
+        if let Ok(ca_pem) = std::fs::read_to_string(ca_file) {
+            let probe = Client::with_ca(api_url, None, &ca_pem)?;
+            if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), probe.health()).await {
+                return Ok(ca_pem);
+            }
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(CliError::local(format!(
@@ -1255,7 +1264,6 @@ async fn wait_until_healthy(api: &mut Service, api_url: &str) -> Result<()> {
     }
 }
 
-/// Copies a child's output to the log file and keeps its last lines.
 async fn pump(
     stream: impl AsyncRead + Unpin,
     log: Arc<Mutex<std::fs::File>>,

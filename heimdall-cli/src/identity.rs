@@ -34,11 +34,26 @@ pub fn profile_dir(config_dir: &Path, profile: &str) -> PathBuf {
     config_dir.join("profiles").join(profile)
 }
 
-/// Makes a key, has the API certify it for the caller, and stores the
-/// three files for `profile`, replacing any older ones (a renewal).
-pub async fn issue(client: &Client, config_dir: &Path, profile: &str) -> Result<IssuedCertificate> {
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
-        .map_err(|err| CliError::local(format!("cannot generate a key: {err}")))?;
+/// Has the API certify this profile's key for the caller (a new key the
+/// first time, or with `new_key`), and stores the three files for
+/// `profile`, replacing any older ones (a renewal). Keeping the key keeps
+/// the personal secrets bound to it reachable.
+pub async fn issue(
+    client: &Client,
+    config_dir: &Path,
+    profile: &str,
+    new_key: bool,
+) -> Result<IssuedCertificate> {
+    let dir = profile_dir(config_dir, profile);
+    let kept = match std::fs::read_to_string(dir.join(KEY_FILE)) {
+        Ok(pem) if !new_key => rcgen::KeyPair::from_pem(&Zeroizing::new(pem)).ok(),
+        _ => None,
+    };
+    let key = match kept {
+        Some(key) => key,
+        None => rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
+            .map_err(|err| CliError::local(format!("cannot generate a key: {err}")))?,
+    };
     // The API takes nothing from the request but its public key: names,
     // usages and validity are its own.
     let csr = rcgen::CertificateParams::new(Vec::<String>::new())
@@ -48,7 +63,6 @@ pub async fn issue(client: &Client, config_dir: &Path, profile: &str) -> Result<
     let issued = client.issue_certificate(&csr).await?;
     let key_pem = Zeroizing::new(key.serialize_pem());
     drop(key);
-    let dir = profile_dir(config_dir, profile);
     // The key first: a certificate on disk always has its key.
     config::write_private(&dir, &dir.join(KEY_FILE), key_pem.as_bytes())?;
     config::write_private(&dir, &dir.join(CERT_FILE), issued.certificate.as_bytes())?;

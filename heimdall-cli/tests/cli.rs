@@ -126,6 +126,7 @@ fn snapshot(name: &str, text: &str, extra: &[(&str, &str)]) {
         "YYYY-MM-DDThh:mm:ssZ",
     );
     settings.add_filter(r"hmd_[A-Za-z0-9_-]{43}", "hmd_[TOKEN]");
+    settings.add_filter(r"\b[0-9a-f]{64}\b", "[SHA256]");
     settings.add_filter(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT");
     settings.bind(|| insta::assert_snapshot!(name, text));
 }
@@ -292,10 +293,25 @@ async fn login_profiles_and_logout() {
     let plain = Heimdall { url: None, token: None, config_dir: config_dir.clone() };
     let mut t = Transcript::default();
 
-    // Token on the command line, into the default profile.
-    let login = ["--api-url", api.url.as_str(), "login", "--token", api.owner_token.as_str()];
-    let run = plain.run(&login).await;
-    t.record(&["--api-url", "URL", "login", "--token", "TOKEN"], &run);
+    // Never on the command line: a token there shows in `ps` and shell history.
+    let run = plain.run(&["--api-url", api.url.as_str(), "login", "--token", api.owner_token.as_str()]).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(!run.stderr.contains(&api.owner_token), "{run:?}");
+
+    // The token from HEIMDALL_TOKEN, into the default profile.
+    let login = ["--api-url", api.url.as_str(), "login"];
+    let login_with_env = || async {
+        let mut cmd = plain.command(&login);
+        cmd.env("HEIMDALL_TOKEN", &api.owner_token);
+        let output = cmd.output().await.expect("run");
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8(output.stdout).expect("utf-8"),
+            stderr: String::from_utf8(output.stderr).expect("utf-8"),
+        }
+    };
+    let run = login_with_env().await;
+    t.record(&["--api-url", "URL", "login", "(HEIMDALL_TOKEN=TOKEN)"], &run);
     let config_file = config_dir.join("config.toml");
     let mode = std::fs::metadata(&config_file).expect("config written").permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "config.toml is private");
@@ -347,41 +363,50 @@ async fn login_profiles_and_logout() {
     assert_eq!(output.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&output.stderr).contains("no profile named \"nope\""));
 
-    // Logging in again renews the certificate: a new key, a new certificate.
-    let run = plain.run(&login).await;
+    // Logging in again renews the certificate for the same key (personal
+    // secrets are bound to it); --new-key makes a new one.
+    let run = login_with_env().await;
     assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        std::fs::read_to_string(certs.join("client.key")).expect("client.key"),
+        key,
+        "the key is kept"
+    );
+    let renewed_cert = std::fs::read_to_string(certs.join("client.pem")).expect("client.pem");
+    assert_ne!(renewed_cert, cert, "a new certificate");
+    let mut cmd = plain.command(&["--api-url", api.url.as_str(), "login", "--new-key"]);
+    cmd.env("HEIMDALL_TOKEN", &api.owner_token);
+    let rekeyed = cmd.output().await.expect("run");
+    assert!(rekeyed.status.success(), "{rekeyed:?}");
     let renewed_key = std::fs::read_to_string(certs.join("client.key")).expect("client.key");
     assert_ne!(renewed_key, key, "a new key");
-    assert_ne!(std::fs::read_to_string(certs.join("client.pem")).expect("client.pem"), cert);
     assert_eq!(mode("client.key"), 0o600);
     for key in [&key_body, &renewed_key.lines().filter(|l| !l.starts_with("-----")).collect::<String>()] {
-        assert!(!run.stdout.contains(key.as_str()) && !run.stderr.contains(key.as_str()), "key printed");
+        let (out, err) = (String::from_utf8_lossy(&rekeyed.stdout), String::from_utf8_lossy(&rekeyed.stderr));
+        assert!(!out.contains(key.as_str()) && !err.contains(key.as_str()), "key printed");
     }
-    let run =
-        plain.run(&["--profile", "ana", "login", "--api-url", api.url.as_str(), "--token", &ana_token]).await;
+    let ana_login = ["--profile", "ana", "login", "--api-url", api.url.as_str()];
+    let run = plain.run_with_stdin(&ana_login, Some(&ana_token)).await;
     assert_eq!(run.code, 0, "{run:?}");
 
     // --no-certificate: a profile without one, which cannot reach Agents.
-    let args = ["--api-url", api.url.as_str(), "--profile", "bare", "login", "--no-certificate", "--token"];
-    let run = plain.run(&[&args[..], &[ana_token.as_str()]].concat()).await;
-    t.record(
-        &["--api-url", "URL", "--profile", "bare", "login", "--no-certificate", "--token", "TOKEN"],
-        &run,
-    );
+    let args = ["--api-url", api.url.as_str(), "--profile", "bare", "login", "--no-certificate"];
+    let run = plain.run_with_stdin(&args, Some(&ana_token)).await;
+    t.record(&["--api-url", "URL", "--profile", "bare", "login", "--no-certificate", "<", "token"], &run);
     assert!(!config_dir.join("profiles/bare").exists(), "no certificate without asking");
     let get = t.run(&plain, &["secret", "get", "db-password", "--environment", "dev"]).await;
     assert_eq!(get.code, 3, "{get:?}");
     assert!(get.stderr.contains("no client certificate for this profile: run `heimdall login`"), "{get:?}");
     t.run(&plain, &["logout"]).await;
-    let run =
-        plain.run(&["--profile", "ana", "login", "--api-url", api.url.as_str(), "--token", &ana_token]).await;
+    let run = plain.run_with_stdin(&ana_login, Some(&ana_token)).await;
     assert_eq!(run.code, 0, "{run:?}");
     assert!(config_dir.join("profiles/ana/client.key").exists());
 
     // A wrong token is refused and not stored.
-    let run =
-        plain.run(&["--api-url", api.url.as_str(), "--profile", "bad", "login", "--token", "hmd_nope"]).await;
-    t.record(&["--api-url", "URL", "--profile", "bad", "login", "--token", "WRONG"], &run);
+    let run = plain
+        .run_with_stdin(&["--api-url", api.url.as_str(), "--profile", "bad", "login"], Some("hmd_nope"))
+        .await;
+    t.record(&["--api-url", "URL", "--profile", "bad", "login", "<", "WRONG"], &run);
     t.run(&plain, &["logout"]).await;
     t.run(&plain, &["profile", "list"]).await;
     t.run(&plain, &["whoami"]).await;
@@ -464,7 +489,7 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
             let out = child.wait_with_output().await.expect("output");
             panic!("heimdall dev did not come up: {banner}\n{}", String::from_utf8_lossy(&out.stderr));
         }
-        assert!(banner.contains(&format!("http://{listen}")), "{banner}");
+        assert!(banner.contains(&format!("https://{listen}")), "{banner}");
         assert!(banner.contains("heimdall domain create payments"), "{banner}");
 
         // The dev profile is current: plain commands work.
@@ -1304,8 +1329,10 @@ async fn agents_enroll_with_a_one_time_token_and_are_revoked() {
     assert_eq!(created.code, 0, "{created:?}");
     let token =
         created.stdout.lines().find_map(|l| l.strip_prefix("Token: ")).expect("a Token: line").to_owned();
+    let ca = heimdall_api::pki::Ca::load_or_create(&api.ca_dir).expect("the CA").fingerprint();
+    assert!(created.stdout.contains(&format!("Installation CA SHA-256: {ca}\n")), "{}", created.stdout);
     let command = format!(
-        "  heimdall-agent enroll --api {} --token {token} --data <dir> --allow-module '<glob>'\n",
+        "  heimdall-agent enroll --api {} --ca-sha256 {ca} --data <dir> --allow-module '<glob>'\n",
         api.url
     );
     assert!(created.stdout.contains(&command), "{}", created.stdout);
@@ -1465,7 +1492,7 @@ async fn secrets_metadata_and_the_agents_that_hold_an_environment() {
     let no_cert = bob.run(&["secret", "create", "bob-notes", "--personal"]).await;
     assert_eq!(no_cert.code, 3, "{no_cert:?}");
     assert!(no_cert.stderr.contains("heimdall login"), "{}", no_cert.stderr);
-    assert_eq!(bob.run(&["login", "--token", &bob_token]).await.code, 0);
+    assert_eq!(bob.run_with_stdin(&["login"], Some(&bob_token)).await.code, 0);
     assert_eq!(t.run(&bob, &["secret", "create", "bob-notes", "--personal"]).await.code, 0);
     let personal = t.run(&bob, &["secret", "show", "bob-notes"]).await;
     assert!(personal.stdout.contains("yes, only bob@example.com"), "{}", personal.stdout);
@@ -1568,7 +1595,7 @@ async fn secret_set_refuses_bad_values_before_any_version_and_deactivates() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let config_dir = tmp.path().join("config");
     let h = Heimdall { url: None, token: None, config_dir: config_dir.clone() };
-    let login = h.run(&["--api-url", api.url.as_str(), "login", "--token", api.owner_token.as_str()]).await;
+    let login = h.run_with_stdin(&["--api-url", api.url.as_str(), "login"], Some(&api.owner_token)).await;
     assert_eq!(login.code, 0, "{login:?}");
     for args in [&["environment", "create", "dev"][..], &["secret", "create", "db-password"]] {
         let run = h.run(args).await;

@@ -67,6 +67,8 @@ actions! {
     SecretWrite = "secret.write",
     SecretAccessLog = "secret.access_log",
     AgentRead = "agent.read",
+    CertificateRead = "certificate.read",
+    CertificateRevoke = "certificate.revoke",
     AgentManage = "agent.manage",
     EnvironmentAssignAgent = "environment.assign_agent",
 }
@@ -105,7 +107,9 @@ pub const DEFAULT_POLICIES: &[(&str, &str)] = &[
             Heimdall::Action::"cloud_account.write",
             Heimdall::Action::"secret.write",
             Heimdall::Action::"secret.access_log",
-            Heimdall::Action::"agent.read"
+            Heimdall::Action::"agent.read",
+            Heimdall::Action::"certificate.read",
+            Heimdall::Action::"certificate.revoke"
         ], resource) when { principal.role == "owner" || principal.role == "admin" };"#,
     ),
     (

@@ -182,6 +182,8 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
 
     // Audit feed.
     async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>>;
+    /// An audit event on its own (a refusal worth recording).
+    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()>;
 }
 
 // ---- Infrastructure Manager ---------------------------------------------------
@@ -387,7 +389,9 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
 // ---- Secret Manager (metadata) -------------------------------------------------
 
 use crate::ids::SecretId;
-use crate::secrets::{Assignment, MemberCertificate, Secret, SecretVersion};
+use crate::secrets::{
+    AgentCertificate, Assignment, IssuedCertificateInfo, MemberCertificate, Secret, SecretVersion,
+};
 
 #[async_trait]
 pub trait SecretStore: Send + Sync + std::fmt::Debug {
@@ -432,6 +436,29 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
         org: OrgId,
         now: OffsetDateTime,
     ) -> StoreResult<Vec<MemberCertificate>>;
+    /// Stores an Agent's local API certificate (its SHA-256, names and expiry).
+    async fn add_agent_certificate(&self, cert: &AgentCertificate, event: NewEvent) -> StoreResult<()>;
+    /// Unexpired, unrevoked local API certificates of Agents not revoked, at `now`.
+    async fn active_agent_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<AgentCertificate>>;
+    /// Every certificate the CA issued in the organization to people and
+    /// for Agents' local APIs, newest first; with `member`, only hers.
+    async fn list_certificates(
+        &self,
+        org: OrgId,
+        member: Option<MemberId>,
+    ) -> StoreResult<Vec<IssuedCertificateInfo>>;
+    /// Revokes one certificate by SHA-256 (idempotent: the first time is
+    /// kept); `NotFound` if the organization has none with it.
+    async fn revoke_certificate(
+        &self,
+        org: OrgId,
+        sha256: &str,
+        event: NewEvent,
+    ) -> StoreResult<IssuedCertificateInfo>;
     async fn assign_agent(&self, org: OrgId, assignment: &Assignment, event: NewEvent) -> StoreResult<()>;
     async fn list_assignments(&self, org: OrgId, environment: CatalogId) -> StoreResult<Vec<Assignment>>;
 }

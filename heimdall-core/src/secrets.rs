@@ -118,6 +118,48 @@ pub fn reaches(owner: Option<MemberId>, owner_keys: &[String], member: MemberId,
     }
 }
 
+/// The server certificate of an Agent's local API, by its SHA-256: what
+/// people's clients require of that Agent (with its URI SAN).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentCertificate {
+    pub sha256: String,
+    pub org_id: OrgId,
+    pub agent_id: AgentId,
+    /// The DNS names and IP addresses it names.
+    pub names: Vec<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub not_after: OffsetDateTime,
+}
+
+/// What kind of certificate the installation CA issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CertificateKind {
+    /// A person's client certificate.
+    Member,
+    /// An Agent's local API server certificate.
+    AgentServer,
+}
+
+/// One issued certificate, as `heimdall certificate list` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuedCertificateInfo {
+    pub sha256: String,
+    pub kind: CertificateKind,
+    /// The member's or Agent's id.
+    pub subject_id: String,
+    /// The member's email or the Agent's name.
+    pub subject: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub not_after: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<OffsetDateTime>,
+}
+
 pub const MAX_TAGS: usize = 32;
 
 /// Tags: up to 32, keys are names, values short printable text. A tag is

@@ -43,6 +43,14 @@ pub struct ErrorBody {
     pub error: ApiError,
 }
 
+/// `GET /v1/ca` (no token): the installation CA, for clients that pinned
+/// its fingerprint to trust it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaCertificate {
+    pub certificate: String,
+    pub sha256: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Health {
     pub status: String,
@@ -277,11 +285,19 @@ pub struct Registration {
     pub token: String,
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: time::OffsetDateTime,
+    /// The installation CA's SHA-256: what the Agent pins to enroll
+    /// (`heimdall-agent enroll --ca-sha256`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_sha256: Option<String>,
 }
 
 impl std::fmt::Debug for Registration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Registration").field("name", &self.name).field("token", &"<redacted>").finish()
+        f.debug_struct("Registration")
+            .field("name", &self.name)
+            .field("token", &"<redacted>")
+            .field("ca_sha256", &self.ca_sha256)
+            .finish()
     }
 }
 
@@ -562,6 +578,11 @@ pub struct SyncResponse {
     pub assignments: Vec<crate::secrets::Assignment>,
     pub deactivated: Vec<DeactivatedVersion>,
     pub received_through: i64,
+    /// SHA-256 of this Agent's unrevoked local API certificates: one it
+    /// serves with that is not here was revoked, and it gets a new one.
+    /// (`None` from an API older than this list.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_api_certificates: Option<Vec<String>>,
 }
 
 /// One line of a secret's access log: the reads of one accessor, of one
@@ -616,6 +637,11 @@ pub struct AgentLocation {
     /// The local API's URL as the Agent last reported it; `None` until it has synced.
     #[serde(default)]
     pub url: Option<String>,
+    /// SHA-256 of each unrevoked, unexpired certificate of its local API:
+    /// a client accepts that Agent only with one of these, and only if it
+    /// names `urn:heimdall:agent:<agent_id>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub certificates: Vec<String>,
 }
 
 /// Where to send the value of a new version, with the grant to send along.

@@ -4,7 +4,8 @@
 
 use std::fmt;
 
-use heimdall_core::wire::{ValueAnswer, WriteValue};
+use heimdall_core::ids::AgentId;
+use heimdall_core::wire::{AgentLocation, ValueAnswer, WriteValue};
 use heimdall_core::Redacted;
 use reqwest::Method;
 
@@ -39,10 +40,12 @@ impl fmt::Debug for Identity {
 /// # async fn demo(api: heimdall_sdk::Client, me: heimdall_sdk::Identity) -> Result<(), heimdall_sdk::Error> {
 /// let created = api.create_version("db-password", "dev", Some(&me)).await?;
 /// for holder in &created.holders {
-///     let agent = heimdall_sdk::AgentClient::new(holder.location.url.as_deref().unwrap_or_default(), &me)?;
+///     let url = holder.location.url.as_deref().unwrap_or_default();
+///     let agent = heimdall_sdk::AgentClient::for_holder(&holder.location, url, &me)?;
 ///     agent.put_value("db-password", "dev", created.version, holder.grant.expose(), "s3cret").await?;
 /// }
-/// let agent = heimdall_sdk::AgentClient::new("https://localhost:7482", &me)?;
+/// let holders = api.secret_holders("db-password", "dev").await?;
+/// let agent = heimdall_sdk::AgentClient::for_holder(&holders[0], "https://localhost:7482", &me)?;
 /// let read = agent.get_value("db-password", "dev", None).await?;
 /// println!("version {}", read.version); // read.value.expose() is the value
 /// # Ok(())
@@ -54,22 +57,31 @@ pub struct AgentClient {
 }
 
 impl AgentClient {
-    pub fn new(url: &str, identity: &Identity) -> Result<Self> {
+    /// A client for the local API at `url` of the Agent `agent`, as the
+    /// person of `identity`. It trusts only the installation CA, and only a
+    /// certificate that names that Agent (`urn:heimdall:agent:<id>`) and,
+    /// when `pins` is not empty, is one of those certificates (the
+    /// holders list gives both): a host name proves nothing, since any
+    /// Agent can get a CA-signed certificate for the names it likes.
+    pub fn new(url: &str, identity: &Identity, agent: AgentId, pins: &[String]) -> Result<Self> {
         if !url.starts_with("https://") {
             return Err(Error::Invalid("an Agent's local API URL starts with https://".to_owned()));
         }
-        let mut pem = Redacted::new(format!("{}\n{}", identity.certificate_pem, identity.key_pem.expose()));
-        let client_identity = reqwest::Identity::from_pem(pem.expose().as_bytes()).map_err(|e| {
-            Error::Invalid(format!("the client certificate or key is not valid: {}", chain(&e)))
-        });
-        zeroize::Zeroize::zeroize(pem.expose_mut());
-        let ca = reqwest::Certificate::from_pem(identity.ca_pem.as_bytes())
-            .map_err(|e| Error::Invalid(format!("the CA certificate is not valid: {}", chain(&e))))?;
+        let roots = heimdall_tls::verify::roots(&identity.ca_pem)
+            .map_err(|e| Error::Invalid(format!("the CA certificate is not valid: {e}")))?;
+        let verifier = heimdall_tls::verify::ExpectIdentity::new(
+            roots,
+            heimdall_tls::identity::agent_uri(agent),
+            pins.to_vec(),
+        )
+        .map_err(Error::Invalid)?;
+        let tls = heimdall_tls::verify::client_config(
+            std::sync::Arc::new(verifier),
+            Some((&identity.certificate_pem, identity.key_pem.expose())),
+        )
+        .map_err(|e| Error::Invalid(format!("the client certificate or key is not valid: {e}")))?;
         let http = reqwest::Client::builder()
-            .use_rustls_tls()
-            .tls_built_in_root_certs(false)
-            .add_root_certificate(ca)
-            .identity(client_identity?)
+            .use_preconfigured_tls(tls)
             .user_agent(USER_AGENT)
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(REQUEST_TIMEOUT)
@@ -77,6 +89,11 @@ impl AgentClient {
             .build()
             .map_err(|e| Error::Transport(format!("cannot set up the HTTP client: {}", chain(&e))))?;
         Ok(Self { inner: Client::with_http(http, url)? })
+    }
+
+    /// [`AgentClient::new`] for a holder from the API's holders list.
+    pub fn for_holder(holder: &AgentLocation, url: &str, identity: &Identity) -> Result<Self> {
+        Self::new(url, identity, holder.agent_id, &holder.certificates)
     }
 
     /// `PUT /v1/secrets/{name}/value`: stores `value` as `version` in

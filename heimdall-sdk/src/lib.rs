@@ -162,6 +162,74 @@ impl Client {
         Self::build(base_url, None)
     }
 
+    /// A client for an API whose HTTPS certificate comes from its
+    /// installation CA (`ca_pem`, e.g. what `heimdall dev` or
+    /// [`Client::installation_ca`] gives): only that CA is trusted, and only
+    /// a certificate that names the API itself (`urn:heimdall:api`), so an
+    /// Agent's certificate from the same CA does not pass for the API.
+    pub fn with_ca(base_url: &str, token: Option<&str>, ca_pem: &str) -> Result<Self> {
+        let token = token.map(|t| Redacted::new(t.to_owned()));
+        if let Some(t) = &token {
+            bearer(t)?;
+        }
+        let mut client = Self::build(base_url, token)?;
+        let roots = heimdall_tls::verify::roots(ca_pem).map_err(Error::Invalid)?;
+        let verifier =
+            heimdall_tls::verify::ExpectIdentity::new(roots, heimdall_tls::identity::API_URI, Vec::new())
+                .map_err(Error::Invalid)?;
+        let tls = heimdall_tls::verify::client_config(std::sync::Arc::new(verifier), None)
+            .map_err(Error::Invalid)?;
+        client.http = Self::http(Some(tls))?;
+        Ok(client)
+    }
+
+    /// A client without a token that trusts the API only if the chain it
+    /// presents holds the CA with SHA-256 `ca_sha256`: enough to fetch that
+    /// CA with [`Client::installation_ca`] before trusting it.
+    pub fn pinned(base_url: &str, ca_sha256: &str) -> Result<Self> {
+        let mut client = Self::build(base_url, None)?;
+        let verifier = heimdall_tls::verify::PinnedRoot::new(ca_sha256).map_err(Error::Invalid)?;
+        let tls = heimdall_tls::verify::client_config(std::sync::Arc::new(verifier), None)
+            .map_err(Error::Invalid)?;
+        client.http = Self::http(Some(tls))?;
+        Ok(client)
+    }
+
+    /// `GET /v1/ca` (no token): the installation CA's certificate (PEM).
+    pub async fn installation_ca(&self) -> Result<String> {
+        let url = self.url(&["ca"])?;
+        let ca: wire::CaCertificate = self.send(self.http.get(url)).await?;
+        Ok(ca.certificate)
+    }
+
+    /// The installation CA of the API at `base_url`, trusted only if the
+    /// server's chain holds a CA with SHA-256 `ca_sha256` and the CA it
+    /// sends is that one: how a person (or script) who was given the
+    /// fingerprint gets the CA to pass to [`Client::with_ca`].
+    pub async fn fetch_pinned_ca(base_url: &str, ca_sha256: &str) -> Result<String> {
+        let pem = Self::pinned(base_url, ca_sha256)?.installation_ca().await?;
+        let pinned = heimdall_tls::verify::PinnedRoot::new(ca_sha256).map_err(Error::Invalid)?;
+        if !pinned.matches_pem(&pem) {
+            return Err(Error::Invalid("the API's CA does not have the fingerprint given".to_owned()));
+        }
+        Ok(pem)
+    }
+
+    fn http(tls: Option<rustls::ClientConfig>) -> Result<reqwest::Client> {
+        let mut builder = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(REQUEST_TIMEOUT)
+            // An API does not redirect; following one could carry the token elsewhere.
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some(tls) = tls {
+            builder = builder.use_preconfigured_tls(tls);
+        }
+        builder
+            .build()
+            .map_err(|err| Error::Transport(format!("cannot set up the HTTP client: {}", chain(&err))))
+    }
+
     /// A client over a prepared `http` (the Agent client's, with a client
     /// certificate), without a token.
     fn with_http(http: reqwest::Client, base_url: &str) -> Result<Self> {
@@ -179,14 +247,7 @@ impl Client {
         if base.query().is_some() || base.fragment().is_some() {
             return Err(Error::Invalid("API URL must not have a query or a fragment".to_owned()));
         }
-        let http = reqwest::Client::builder()
-            .user_agent(USER_AGENT)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
-            // An API does not redirect; following one could carry the token elsewhere.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|err| Error::Transport(format!("cannot set up the HTTP client: {}", chain(&err))))?;
+        let http = Self::http(None)?;
         Ok(Self { http, base, token })
     }
 
@@ -819,6 +880,23 @@ impl Client {
     pub async fn issue_certificate(&self, csr_pem: &str) -> Result<IssuedCertificate> {
         let body = CertificateRequest { csr: csr_pem.to_owned() };
         self.with_body(Method::POST, &["me", "certificate"], &body).await
+    }
+
+    /// `GET /v1/certificates`: the certificates the installation CA issued
+    /// (people's, and Agents' local API ones), newest first; a member sees
+    /// only her own.
+    pub async fn list_certificates(&self) -> Result<Vec<heimdall_core::secrets::IssuedCertificateInfo>> {
+        self.get(&["certificates"]).await
+    }
+
+    /// `DELETE /v1/certificates/{sha256}`: revokes one certificate (owner,
+    /// admin; a member, her own). Agents refuse a person's from their next
+    /// sync; clients refuse an Agent's local API certificate at once.
+    pub async fn revoke_certificate(
+        &self,
+        sha256: &str,
+    ) -> Result<heimdall_core::secrets::IssuedCertificateInfo> {
+        self.delete(&["certificates", sha256]).await
     }
 
     // ---- plumbing ------------------------------------------------------------

@@ -3,6 +3,13 @@
 //!
 //! - [`identity`]: who a certificate names (the URI SANs the installation
 //!   CA writes), and the SHA-256 of a certificate and of its public key.
+//! - [`verify`]: what clients check of a server: the identity they meant
+//!   to reach, not just a host name.
+//! - [`server`] (feature `server`): the accept loop with handshake and
+//!   header timeouts, a connection cap and graceful shutdown.
 #![forbid(unsafe_code)]
 
 pub mod identity;
+#[cfg(feature = "server")]
+pub mod server;
+pub mod verify;

@@ -6,11 +6,10 @@
 use std::path::Path;
 
 use heimdall_api::testing::TestDatabase;
-use heimdall_sdk::AgentClient;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::support::World;
+use crate::support::{agent_client, World};
 use crate::values::{agent_database, configure, eventually, identity, set, Store};
 
 /// Reads in the secret's access log, per Agent.
@@ -47,7 +46,7 @@ async fn kill(agent: &mut tokio::process::Child) {
 
 /// Waits until the Agent's local API answers.
 async fn serving(config: &Path, local: &str, who: &heimdall_sdk::Identity) {
-    let agent = AgentClient::new(local, who).unwrap();
+    let agent = agent_client(config, local, who);
     eventually(config, "the local API", || async { agent.health().await.is_ok() }).await;
 }
 
@@ -70,8 +69,7 @@ async fn agents_sharing_one_store_each_report_the_reads_they_served() {
     // The store is shared: the value goes in once, through agent-1.
     let created = w.post(&owner, "/v1/secrets/db-password/versions", json!({ "environment": "dev" })).await;
     let holder = created["holders"].as_array().unwrap().iter().find(|h| h["agent"] == "agent-1").unwrap();
-    let (via_one, via_two) =
-        (AgentClient::new(&local_one, &ana).unwrap(), AgentClient::new(&local_two, &ana).unwrap());
+    let (via_one, via_two) = (agent_client(&one, &local_one, &ana), agent_client(&two, &local_two, &ana));
     via_one.put_value("db-password", "dev", 1, holder["grant"].as_str().unwrap(), "shared").await.unwrap();
     for _ in 0..3 {
         assert_eq!(via_one.get_value("db-password", "dev", None).await.unwrap().value.expose(), "shared");
@@ -105,10 +103,9 @@ async fn a_store_restored_from_a_backup_or_recreated_loses_no_record() {
     let files =
         |db: &Path| ["", "-wal", "-shm"].map(|suffix| db.with_file_name(format!("values.db{suffix}")));
     let read = |n: usize| {
-        let local = local.clone();
-        let ana = ana.clone();
+        let (local, ana, config) = (local.clone(), ana.clone(), config.clone());
         async move {
-            let agent = AgentClient::new(&local, &ana).unwrap();
+            let agent = agent_client(&config, &local, &ana);
             for _ in 0..n {
                 agent.get_value("db-password", "dev", None).await.unwrap();
             }
@@ -181,7 +178,7 @@ async fn a_store_restored_under_a_running_agent_keeps_the_reads_that_reuse_numbe
     let mut agent = w.run_agent(&config);
     reported(&w, &config, "agent-1", &local).await;
     set(&w, &owner, &ana, "db-password", "dev", "one").await;
-    let reader = AgentClient::new(&local, &ana).unwrap();
+    let reader = agent_client(&config, &local, &ana);
     for _ in 0..2 {
         reader.get_value("db-password", "dev", None).await.unwrap();
     }
@@ -227,7 +224,7 @@ async fn a_revoked_agent_reports_its_reads_and_stops_serving_at_once() {
     let mut agent = w.run_agent(&config);
     reported(&w, &config, "agent-1", &local).await;
     set(&w, &owner, &ana, "db-password", "dev", "one").await;
-    let reader = AgentClient::new(&local, &ana).unwrap();
+    let reader = agent_client(&config, &local, &ana);
     for _ in 0..3 {
         reader.get_value("db-password", "dev", None).await.unwrap();
     }

@@ -212,3 +212,14 @@ impl World {
             .to_owned()
     }
 }
+
+/// The id of the Agent enrolled at `config` (its certificate's URI SAN).
+pub fn agent_id(config: &Path) -> heimdall_core::ids::AgentId {
+    heimdall_agent::config::AgentConfig::load(config).unwrap().agent_id().unwrap()
+}
+
+/// A client for that Agent's local API at `url`, as `who`: it accepts only
+/// a certificate naming that Agent.
+pub fn agent_client(config: &Path, url: &str, who: &heimdall_sdk::Identity) -> heimdall_sdk::AgentClient {
+    heimdall_sdk::AgentClient::new(url, who, agent_id(config), &[]).unwrap()
+}

@@ -10,7 +10,7 @@ use heimdall_sdk::{AgentClient, ErrorCode, Identity};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::support::World;
+use crate::support::{agent_client, World};
 
 /// Where the Agent under test keeps values.
 #[derive(Clone, Copy, Debug)]
@@ -133,7 +133,9 @@ pub(crate) async fn set(w: &World, token: &str, who: &Identity, secret: &str, en
         w.post(token, &format!("/v1/secrets/{secret}/versions"), json!({ "environment": env })).await;
     let version = created["version"].as_i64().unwrap();
     for holder in created["holders"].as_array().unwrap() {
-        let agent = AgentClient::new(holder["url"].as_str().unwrap(), who).unwrap();
+        let id: heimdall_core::ids::AgentId = holder["agent_id"].as_str().unwrap().parse().unwrap();
+        let pins: Vec<String> = serde_json::from_value(holder["certificates"].clone()).unwrap_or_default();
+        let agent = AgentClient::new(holder["url"].as_str().unwrap(), who, id, &pins).unwrap();
         agent.put_value(secret, env, version, holder["grant"].as_str().unwrap(), value).await.unwrap();
     }
     version
@@ -166,8 +168,8 @@ async fn scenario(store: Store) {
         holders[0]["url"].as_str() == Some(local_url.as_str())
     })
     .await;
-    let ana_agent = AgentClient::new(&local_url, &ana).unwrap();
-    let bo_agent = AgentClient::new(&local_url, &bo_id).unwrap();
+    let ana_agent = agent_client(&config, &local_url, &ana);
+    let bo_agent = agent_client(&config, &local_url, &bo_id);
 
     // Write, then read it back, as the owner and as a member.
     let marker = format!("marker-{}", uuid::Uuid::new_v4().simple());
@@ -220,11 +222,11 @@ async fn scenario(store: Store) {
     // nothing; a certificate from another CA fails the handshake.
     let bo_member: heimdall_core::ids::MemberId = bo["member"]["id"].as_str().unwrap().parse().unwrap();
     let ca = heimdall_api::pki::Ca::load_or_create(&w.api.ca_dir).unwrap();
-    let unrecorded = AgentClient::new(&local_url, &signed_by(&ca, bo_member, &ana.ca_pem)).unwrap();
+    let unrecorded = agent_client(&config, &local_url, &signed_by(&ca, bo_member, &ana.ca_pem));
     let refused = unrecorded.get_value("db-password", "dev", None).await.unwrap_err();
     assert_eq!(code(&refused), Some(ErrorCode::Unauthenticated), "{refused}");
     let other_ca = heimdall_api::pki::Ca::generate().unwrap();
-    let foreign = AgentClient::new(&local_url, &signed_by(&other_ca, bo_member, &ana.ca_pem)).unwrap();
+    let foreign = agent_client(&config, &local_url, &signed_by(&other_ca, bo_member, &ana.ca_pem));
     let refused = foreign.get_value("db-password", "dev", None).await.unwrap_err();
     assert!(matches!(refused, heimdall_sdk::Error::Transport(_)), "{refused}");
 
@@ -287,7 +289,7 @@ async fn scenario(store: Store) {
     // A certificate minted with only bo's token (another key) opens nothing
     // bound to his key, neither to read nor to write.
     let minted = identity(&w, &bo_token).await;
-    let minted_agent = AgentClient::new(&local_url, &minted).unwrap();
+    let minted_agent = agent_client(&config, &local_url, &minted);
     let refused = minted_agent.get_value("bo-notes", "dev", None).await.unwrap_err();
     assert_eq!(code(&refused), Some(ErrorCode::NotFound), "{refused}");
     let created = w.post(&bo_token, "/v1/secrets/bo-notes/versions", json!({ "environment": "dev" })).await;
@@ -308,7 +310,7 @@ async fn scenario(store: Store) {
     // member is not bo: the personal secret stays closed to her.
     let readded = w.post(&owner, "/v1/members", json!({ "email": "bo@example.com", "role": "owner" })).await;
     let impostor = identity(&w, readded["token"].as_str().unwrap()).await;
-    let impostor_agent = AgentClient::new(&local_url, &impostor).unwrap();
+    let impostor_agent = agent_client(&config, &local_url, &impostor);
     eventually(&config, "the re-added member's certificate to reach the Agent", || async {
         impostor_agent.get_value("db-password", "dev", None).await.is_ok()
     })
@@ -448,7 +450,7 @@ async fn a_new_certificate_and_a_new_secret_work_before_the_next_periodic_sync()
     let ana = identity(&w, &owner).await;
     w.post(&owner, "/v1/secrets", json!({ "name": "fresh" })).await;
     assert_eq!(set(&w, &owner, &ana, "fresh", "dev", "brand-new").await, 1);
-    let read = AgentClient::new(&local_url, &ana).unwrap().get_value("fresh", "dev", None).await;
+    let read = agent_client(&config, &local_url, &ana).get_value("fresh", "dev", None).await;
     assert_eq!(read.map(|r| r.value.expose().clone()).map_err(|e| e.to_string()), Ok("brand-new".to_owned()));
 
     // A policy changed at the API reaches the Agent on SIGHUP, not an hour later.
@@ -460,7 +462,7 @@ async fn a_new_certificate_and_a_new_secret_work_before_the_next_periodic_sync()
     .await;
     let pid = agent.id().unwrap().to_string();
     assert!(std::process::Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
-    let reader = AgentClient::new(&local_url, &ana).unwrap();
+    let reader = agent_client(&config, &local_url, &ana);
     eventually(&config, "the policy after SIGHUP", || async {
         reader.get_value("fresh", "dev", None).await.err().and_then(|e| e.code())
             == Some(ErrorCode::Forbidden)

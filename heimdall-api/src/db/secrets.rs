@@ -3,9 +3,12 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use heimdall_core::ids::{CatalogId, OrgId, SecretId};
+use heimdall_core::ids::{CatalogId, MemberId, OrgId, SecretId};
 use heimdall_core::ports::{NewEvent, SecretStore, StoreError, StoreResult};
-use heimdall_core::secrets::{Assignment, MemberCertificate, Secret, SecretVersion};
+use heimdall_core::secrets::{
+    AgentCertificate, Assignment, CertificateKind, IssuedCertificateInfo, MemberCertificate, Secret,
+    SecretVersion,
+};
 use sqlx::{Any, FromRow, Transaction};
 use time::OffsetDateTime;
 
@@ -164,6 +167,34 @@ impl SqlStore {
 }
 
 type CertificateRow = (String, String, Option<String>, i64, i64);
+
+#[derive(FromRow)]
+struct IssuedRow {
+    sha256: String,
+    kind: String,
+    subject_id: String,
+    subject: String,
+    created_at: i64,
+    not_after: i64,
+    revoked_at: Option<i64>,
+}
+
+impl IssuedRow {
+    fn into_domain(self) -> StoreResult<IssuedCertificateInfo> {
+        Ok(IssuedCertificateInfo {
+            sha256: self.sha256,
+            kind: match self.kind.as_str() {
+                "member" => CertificateKind::Member,
+                _ => CertificateKind::AgentServer,
+            },
+            subject_id: self.subject_id,
+            subject: self.subject,
+            created_at: from_micros(self.created_at),
+            not_after: from_micros(self.not_after),
+            revoked_at: self.revoked_at.map(from_micros),
+        })
+    }
+}
 
 fn certificate_from_row(org: OrgId, row: CertificateRow) -> StoreResult<MemberCertificate> {
     let (sha256, member, spki_sha256, created_at, not_after) = row;
@@ -419,6 +450,114 @@ impl SecretStore for SqlStore {
         .await
         .map_err(db_err)?;
         rows.into_iter().map(|row| certificate_from_row(org, row)).collect()
+    }
+
+    async fn add_agent_certificate(&self, cert: &AgentCertificate, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO agent_certificates (sha256, org_id, agent_id, names, created_at, not_after) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(&cert.sha256)
+        .bind(cert.org_id.to_string())
+        .bind(cert.agent_id.to_string())
+        .bind(serde_json::to_string(&cert.names).map_err(|e| StoreError::Backend(e.to_string()))?)
+        .bind(to_micros(cert.created_at))
+        .bind(to_micros(cert.not_after))
+        .execute(&mut *tx)
+        .await
+        .map_err(unique_as("certificate"))?;
+        insert_event(&mut tx, cert.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn active_agent_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<AgentCertificate>> {
+        let rows: Vec<(String, String, String, i64, i64)> = sqlx::query_as(
+            "SELECT c.sha256, c.agent_id, c.names, c.created_at, c.not_after FROM agent_certificates c \
+             JOIN agents a ON a.id = c.agent_id \
+             WHERE c.org_id = $1 AND c.revoked_at IS NULL AND c.not_after > $2 AND a.revoked_at IS NULL \
+             ORDER BY c.created_at",
+        )
+        .bind(org.to_string())
+        .bind(to_micros(now))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(sha256, agent, names, created_at, not_after)| {
+                Ok(AgentCertificate {
+                    sha256,
+                    org_id: org,
+                    agent_id: parse_id(&agent)?,
+                    names: serde_json::from_str(&names).map_err(|e| StoreError::Backend(e.to_string()))?,
+                    created_at: from_micros(created_at),
+                    not_after: from_micros(not_after),
+                })
+            })
+            .collect()
+    }
+
+    async fn list_certificates(
+        &self,
+        org: OrgId,
+        member: Option<MemberId>,
+    ) -> StoreResult<Vec<IssuedCertificateInfo>> {
+        let mut sql = String::from(
+            "SELECT c.sha256, 'member' AS kind, c.member_id AS subject_id, m.email AS subject, c.created_at, c.not_after, c.revoked_at \
+             FROM member_certificates c JOIN members m ON m.id = c.member_id WHERE c.org_id = $1",
+        );
+        if member.is_some() {
+            sql.push_str(" AND c.member_id = $2");
+        } else {
+            sql.push_str(
+                " UNION ALL SELECT c.sha256, 'agent_server' AS kind, c.agent_id AS subject_id, a.name AS subject, \
+                 c.created_at, c.not_after, c.revoked_at FROM agent_certificates c JOIN agents a ON a.id = c.agent_id \
+                 WHERE c.org_id = $1",
+            );
+        }
+        let sql = format!("SELECT * FROM ({sql}) certs ORDER BY created_at DESC, sha256");
+        let mut query = sqlx::query_as::<_, IssuedRow>(&sql).bind(org.to_string());
+        if let Some(member) = member {
+            query = query.bind(member.to_string());
+        }
+        let rows = query.fetch_all(&self.pool).await.map_err(db_err)?;
+        rows.into_iter().map(IssuedRow::into_domain).collect()
+    }
+
+    async fn revoke_certificate(
+        &self,
+        org: OrgId,
+        sha256: &str,
+        event: NewEvent,
+    ) -> StoreResult<IssuedCertificateInfo> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let at = to_micros(event.at);
+        let mut changed = 0;
+        for table in ["member_certificates", "agent_certificates"] {
+            changed += sqlx::query(&format!(
+                "UPDATE {table} SET revoked_at = COALESCE(revoked_at, $1) WHERE org_id = $2 AND sha256 = $3"
+            ))
+            .bind(at)
+            .bind(org.to_string())
+            .bind(sha256.to_ascii_lowercase())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+        }
+        if changed == 0 {
+            return Err(StoreError::NotFound("certificate"));
+        }
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)?;
+        self.list_certificates(org, None)
+            .await?
+            .into_iter()
+            .find(|c| c.sha256.eq_ignore_ascii_case(sha256))
+            .ok_or(StoreError::NotFound("certificate"))
     }
 
     async fn assign_agent(&self, org: OrgId, a: &Assignment, event: NewEvent) -> StoreResult<()> {

@@ -794,4 +794,10 @@ impl MetadataStore for SqlStore {
         .map_err(db_err)?;
         rows.into_iter().map(EventRow::into_domain).collect()
     }
+
+    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
 }

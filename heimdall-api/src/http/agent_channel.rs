@@ -15,7 +15,7 @@ use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::{AgentId, JobId, LeaseId};
 use heimdall_core::infra::Agent;
 use heimdall_core::names::validate_text;
-use heimdall_core::ports::{JobOutcome, StoreError};
+use heimdall_core::ports::{JobOutcome, NewEvent, StoreError};
 use heimdall_core::queue::MAX_LOG_BYTES;
 use heimdall_core::wire::{
     Claim, ClaimedJob, DeactivatedVersion, FinishJob, FinishOutcome, Heartbeat, IssuedCertificate,
@@ -330,6 +330,16 @@ async fn sync(
         assignments,
         deactivated,
         received_through: outcome.received_through,
+        local_api_certificates: Some(
+            state
+                .store
+                .active_agent_certificates(org, now)
+                .await?
+                .into_iter()
+                .filter(|c| c.agent_id == agent.id)
+                .map(|c| c.sha256)
+                .collect(),
+        ),
     }))
 }
 
@@ -364,10 +374,53 @@ async fn server_certificate(
             return Err(ApiError::invalid_input("names[] must be DNS names or IP addresses").into());
         }
     }
+    // An Agent may not name what the API's own certificates name: it would
+    // then pass for the API to a client that checked host names only. The
+    // attempt is on the audit feed. Loopback names are this machine's, not
+    // the API's (in dev, the API and its Agent share them): every client
+    // checks the URI SAN, which no Agent can get for the API.
+    let taken: Vec<&String> = body
+        .names
+        .iter()
+        .filter(|n| !is_loopback(n) && state.api_names.iter().any(|a| a.eq_ignore_ascii_case(n)))
+        .collect();
+    if !taken.is_empty() {
+        let event = NewEvent {
+            id: heimdall_core::ids::EventId::from_uuid(Uuid::new_v4()),
+            at: state.clock.now(),
+            actor: format!("agent:{}", agent.name),
+            action: "agent.certificate_refused".into(),
+            target: format!("agent:{}", agent.id),
+            detail: serde_json::json!({ "agent": agent.name, "names": taken, "reason": "names of the API" }),
+        };
+        state.store.record_event(agent.org_id, event).await?;
+        tracing::warn!(agent = %agent.name, names = ?taken, "refused an Agent certificate naming the API");
+        return Err(ApiError::forbidden(format!(
+            "names {taken:?} are the API's own; an Agent's local API certificate cannot name them"
+        ))
+        .into());
+    }
     let now = state.clock.now();
     let issued = ca
         .issue_agent_server_cert(&body.csr, agent.id, &body.names, now)
         .map_err(|e| ApiError::invalid_input(e.to_string()))?;
+    let record = heimdall_core::secrets::AgentCertificate {
+        sha256: issued.sha256.clone(),
+        org_id: agent.org_id,
+        agent_id: agent.id,
+        names: body.names.clone(),
+        created_at: now,
+        not_after: issued.not_after,
+    };
+    let event = NewEvent {
+        id: heimdall_core::ids::EventId::from_uuid(Uuid::new_v4()),
+        at: now,
+        actor: format!("agent:{}", agent.name),
+        action: "agent.certificate_issued".into(),
+        target: format!("agent:{}", agent.id),
+        detail: serde_json::json!({ "agent": agent.name, "names": body.names, "sha256": issued.sha256 }),
+    };
+    state.store.add_agent_certificate(&record, event).await?;
     tracing::info!(agent = %agent.name, names = ?body.names, "issued the Agent's local API certificate");
     Ok(Json(IssuedCertificate {
         certificate: issued.pem,
@@ -375,4 +428,10 @@ async fn server_certificate(
         sha256: issued.sha256,
         not_after: issued.not_after,
     }))
+}
+
+/// `localhost` or a loopback address.
+fn is_loopback(name: &str) -> bool {
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }

@@ -83,6 +83,7 @@ async fn create_registration(
             name: body.name,
             token: token.expose().clone(),
             expires_at: registration.expires_at,
+            ca_sha256: state.ca.as_ref().map(|ca| ca.fingerprint()),
         }),
     ))
 }

@@ -2,12 +2,17 @@
 //! on the person's machine; only a CSR comes here, and only its public key
 //! is used. The API keeps the certificate's SHA-256, which Agents receive
 //! by sync and require: a certificate the API did not record opens nothing.
+//!
+//! Every certificate the CA issued (people's, and Agents' local API
+//! certificates) is listed and revoked one by one here: owners and admins
+//! see and revoke all; a member, her own.
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::post;
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use heimdall_core::secrets::MemberCertificate;
+use heimdall_core::authz::{Action, Target};
+use heimdall_core::secrets::{CertificateKind, IssuedCertificateInfo, MemberCertificate};
 use heimdall_core::wire::{CertificateRequest, IssuedCertificate};
 use heimdall_core::{ApiError, ErrorCode};
 
@@ -16,7 +21,46 @@ use super::extract::{Caller, JsonBody};
 use super::AppState;
 
 pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/v1/me/certificate", post(issue))
+    Router::new()
+        .route("/v1/me/certificate", post(issue))
+        .route("/v1/certificates", get(list))
+        .route("/v1/certificates/{sha256}", delete(revoke))
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<IssuedCertificateInfo>>> {
+    let decider = state.decider(&caller).await?;
+    let all =
+        decider.decide(Action::CertificateRead, &Target::organization(caller.org.id), None).is_allowed();
+    let only = (!all).then_some(caller.member.id);
+    Ok(Json(state.store.list_certificates(caller.org.id, only).await?))
+}
+
+/// Revokes one certificate: Agents stop accepting a person's at their next
+/// sync; people's clients stop accepting an Agent's local API at once (the
+/// holders list no longer carries it), and the Agent gets a new one.
+async fn revoke(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(sha256): Path<String>,
+) -> HttpResult<Json<IssuedCertificateInfo>> {
+    let all = state.store.list_certificates(caller.org.id, None).await?;
+    let cert = all
+        .iter()
+        .find(|c| c.sha256.eq_ignore_ascii_case(&sha256))
+        .ok_or_else(|| ApiError::not_found("certificate"))?;
+    let own = cert.kind == CertificateKind::Member && cert.subject_id == caller.member.id.to_string();
+    if !own {
+        state
+            .authorize(&caller, Action::CertificateRevoke, &Target::organization(caller.org.id), None)
+            .await?;
+    }
+    let event = state.event(
+        &caller,
+        "certificate.revoked",
+        format!("certificate:{}", cert.sha256),
+        serde_json::json!({ "sha256": cert.sha256, "kind": cert.kind, "subject": cert.subject }),
+    );
+    Ok(Json(state.store.revoke_certificate(caller.org.id, &cert.sha256, event).await?))
 }
 
 /// Any member may get a certificate for themselves; what it opens is

@@ -32,7 +32,7 @@ use heimdall_core::clock::Clock;
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::EventId;
 use heimdall_core::ports::{NewEvent, Store};
-use heimdall_core::wire::{Health, WhoAmI};
+use heimdall_core::wire::{CaCertificate, Health, WhoAmI};
 use heimdall_core::{ApiError, ErrorCode};
 use tower_http::trace::TraceLayer;
 use uuid::Uuid;
@@ -51,6 +51,8 @@ pub struct AppState {
     pub ca: Option<Arc<crate::pki::Ca>>,
     /// Where Agents dial (told to them at enrollment).
     pub agent_api_url: Option<String>,
+    /// The names in the API's own certificates: never signed for an Agent.
+    pub api_names: Vec<String>,
 }
 
 impl AppState {
@@ -61,6 +63,7 @@ impl AppState {
             jobs_queued: Arc::new(tokio::sync::Notify::new()),
             ca: None,
             agent_api_url: None,
+            api_names: Vec::new(),
         }
     }
 
@@ -168,6 +171,7 @@ impl Decider {
 pub fn router(state: AppState, max_body_bytes: usize) -> Router {
     let mut app = Router::new()
         .route("/v1/health", get(health))
+        .route("/v1/ca", get(ca))
         .route("/v1/whoami", get(whoami))
         .merge(members::routes())
         .merge(tokens::routes())
@@ -196,6 +200,17 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
 
 async fn health() -> Json<Health> {
     Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into() })
+}
+
+/// The installation CA (public), for clients that pinned its fingerprint.
+async fn ca(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> Result<Json<CaCertificate>, HttpError> {
+    let ca = state
+        .ca
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found("installation CA (this API runs without --ca-dir)"))?;
+    Ok(Json(CaCertificate { certificate: ca.cert_pem().to_owned(), sha256: ca.fingerprint() }))
 }
 
 async fn whoami(caller: Caller) -> Json<WhoAmI> {

@@ -322,10 +322,20 @@ async fn locations(
 ) -> Result<Vec<AgentLocation>, ApiError> {
     let assigned = state.store.list_assignments(caller.org.id, environment).await?;
     let agents = state.store.list_agents(caller.org.id).await?;
+    let certificates = state.store.active_agent_certificates(caller.org.id, state.clock.now()).await?;
     Ok(assigned
         .iter()
         .filter_map(|a| agents.iter().find(|g| g.id == a.agent_id && g.revoked_at.is_none()))
-        .map(|g| AgentLocation { agent_id: g.id, agent: g.name.clone(), url: g.local_url.clone() })
+        .map(|g| AgentLocation {
+            agent_id: g.id,
+            agent: g.name.clone(),
+            url: g.local_url.clone(),
+            certificates: certificates
+                .iter()
+                .filter(|c| c.agent_id == g.id)
+                .map(|c| c.sha256.clone())
+                .collect(),
+        })
         .collect())
 }
 

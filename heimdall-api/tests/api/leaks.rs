@@ -47,7 +47,7 @@ async fn refused_input_leaves_no_trace_in_responses_logs_or_rows() {
     let log_path = dir.path().join("api.log");
     let log_file = std::fs::File::create(&log_path).unwrap();
     let mut server = tokio::process::Command::new(bin)
-        .args(["serve", "--database-url", &url, "--listen", &format!("127.0.0.1:{port}")])
+        .args(["serve", "--database-url", &url, "--listen", &format!("127.0.0.1:{port}"), "--insecure-http"])
         .env("HEIMDALL_LOG", "debug,tower_http=trace")
         .stdout(Stdio::from(log_file.try_clone().unwrap()))
         .stderr(Stdio::from(log_file))

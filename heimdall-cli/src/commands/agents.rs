@@ -16,14 +16,17 @@ pub async fn run(ctx: &Context, cmd: AgentCommand) -> Result<()> {
             let registration = client.create_agent_registration(&name).await?;
             let expires_at = timestamp(registration.expires_at);
             let api_url = client.base_url().trim_end_matches('/');
+            let fingerprint = registration.ca_sha256.as_deref().unwrap_or("<the CA's SHA-256>");
             out.done(
                 &registration,
                 &format!("Agent registration created: {} (expires at {expires_at})", registration.name),
                 &[
                     format!("Token: {}", registration.token),
+                    format!("Installation CA SHA-256: {fingerprint}"),
                     String::new(),
-                    "On the Agent's machine, enroll it with:".to_owned(),
-                    format!("  {}", enroll_command(api_url, &registration.token)),
+                    "On the Agent's machine, enroll it with (the token on standard input, never the command line):"
+                        .to_owned(),
+                    format!("  {}", enroll_command(api_url, fingerprint)),
                     "where <dir> will hold its key and agent.toml, and each --allow-module (repeatable) is a"
                         .to_owned(),
                     "glob of module sources it may run, e.g. 'git::https://github.com/acme/terraform-*'."
@@ -75,9 +78,12 @@ fn status(agent: &Agent) -> &'static str {
 }
 
 /// The next command, for the person who runs the Agent; `<dir>` and
-/// `<glob>` are theirs to choose.
-fn enroll_command(api_url: &str, token: &str) -> String {
-    format!("heimdall-agent enroll --api {api_url} --token {token} --data <dir> --allow-module '<glob>'")
+/// `<glob>` are theirs to choose. The Agent trusts the API only if its
+/// chain holds the CA with this fingerprint.
+fn enroll_command(api_url: &str, ca_sha256: &str) -> String {
+    format!(
+        "heimdall-agent enroll --api {api_url} --ca-sha256 {ca_sha256} --data <dir> --allow-module '<glob>'"
+    )
 }
 
 #[cfg(test)]
@@ -85,11 +91,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_enroll_command_names_the_api_and_the_token() {
+    fn the_enroll_command_names_the_api_and_pins_its_ca_but_never_holds_the_token() {
+        let command = enroll_command("https://heimdall.example.com", "ab12");
         assert_eq!(
-            enroll_command("https://heimdall.example.com", "hmd_abc"),
-            "heimdall-agent enroll --api https://heimdall.example.com --token hmd_abc --data <dir> \
+            command,
+            "heimdall-agent enroll --api https://heimdall.example.com --ca-sha256 ab12 --data <dir> \
              --allow-module '<glob>'"
         );
+        assert!(!command.contains("--token"));
     }
 }

@@ -27,18 +27,28 @@ pub async fn login(ctx: &Context, args: LoginArgs) -> Result<()> {
     config::validate_profile_name(&name)?;
     let dir = ctx.config_dir()?;
 
-    let token = match args.token {
+    // The token is a credential: from the environment or standard input,
+    // never the command line.
+    let token = match std::env::var(super::TOKEN_ENV).ok().filter(|t| !t.trim().is_empty()) {
         Some(token) => Redacted::new(token.trim().to_owned()),
         None => read_token_from_stdin()?,
     };
     if token.expose().is_empty() {
         return Err(CliError::usage("the token is empty"));
     }
-    let client = Client::new(&api_url, token.expose().as_str())?;
+    let ca = match (&args.ca_file, &args.ca_sha256) {
+        (Some(path), _) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| CliError::local(format!("cannot read --ca-file {}: {e}", path.display())))?,
+        ),
+        (None, Some(pin)) => Some(Client::fetch_pinned_ca(&api_url, pin).await?),
+        (None, None) => super::ca_from_env()?,
+    };
+    let client = super::connect(&api_url, token.expose(), ca.as_deref())?;
     let me = client.whoami().await?;
 
     let mut config = Config::load(&dir)?;
-    config.profiles.insert(name.clone(), Profile { api_url: api_url.clone(), token });
+    config.profiles.insert(name.clone(), Profile { api_url: api_url.clone(), token, ca });
     config.current_profile = Some(name.clone());
     let path = config.save(&dir)?;
 
@@ -47,7 +57,7 @@ pub async fn login(ctx: &Context, args: LoginArgs) -> Result<()> {
     let certificate = if args.no_certificate {
         Certificate::Skipped
     } else {
-        match identity::issue(&client, &dir, &name).await {
+        match identity::issue(&client, &dir, &name, args.new_key).await {
             Ok(issued) => Certificate::Issued(issued),
             Err(err) if err.code() == Some(ErrorCode::Unavailable) => Certificate::Unavailable,
             Err(err) => {

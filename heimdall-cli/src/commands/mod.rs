@@ -5,6 +5,7 @@ mod accounts;
 mod agents;
 mod auth;
 mod catalog;
+mod certificates;
 mod events;
 mod jobs;
 mod members;
@@ -33,6 +34,8 @@ pub use catalog::CatalogAction;
 pub const TOKEN_ENV: &str = "HEIMDALL_TOKEN";
 pub const API_URL_ENV: &str = "HEIMDALL_API_URL";
 pub const PROFILE_ENV: &str = "HEIMDALL_PROFILE";
+/// A file holding the API's installation CA (PEM), overriding the profile's.
+pub const CA_FILE_ENV: &str = "HEIMDALL_CA_FILE";
 
 /// What every command may need: how to print, and who to be.
 #[derive(Debug)]
@@ -65,15 +68,16 @@ impl Context {
     /// file is read only when something is missing.
     pub fn client(&self) -> Result<Client> {
         let env_token = std::env::var(TOKEN_ENV).ok().filter(|t| !t.trim().is_empty());
+        let env_ca = ca_from_env()?;
         if let (Some(url), Some(token)) = (&self.api_url, &env_token) {
-            return Ok(Client::new(url, token.trim())?);
+            return connect(url, token.trim(), env_ca.as_deref());
         }
         let dir = self.config_dir()?;
         let config = Config::load(&dir)?;
         let (_, profile) = config.profile(self.profile.as_deref())?;
         let url = self.api_url.as_deref().unwrap_or(&profile.api_url);
         let token = env_token.as_deref().unwrap_or(profile.token.expose());
-        Ok(Client::new(url, token.trim())?)
+        connect(url, token.trim(), env_ca.as_deref().or(profile.ca.as_deref()))
     }
 
     /// The client certificate of the profile in use (`--profile` /
@@ -89,6 +93,25 @@ impl Context {
         config::validate_profile_name(&name)?;
         crate::identity::load(&dir, &name)
     }
+}
+
+/// The CA in `HEIMDALL_CA_FILE`, if set.
+pub fn ca_from_env() -> Result<Option<String>> {
+    match std::env::var_os(CA_FILE_ENV).filter(|v| !v.is_empty()) {
+        Some(path) => std::fs::read_to_string(&path).map(Some).map_err(|e| {
+            CliError::local(format!("cannot read {CA_FILE_ENV} ({}): {e}", PathBuf::from(path).display()))
+        }),
+        None => Ok(None),
+    }
+}
+
+/// A client for `url`: trusting only `ca` (the installation CA, and only a
+/// server that names the API) when given, else the system's roots.
+pub fn connect(url: &str, token: &str, ca: Option<&str>) -> Result<Client> {
+    Ok(match ca {
+        Some(pem) => Client::with_ca(url, Some(token), pem)?,
+        None => Client::new(url, token)?,
+    })
 }
 
 pub async fn run(cli: Cli) -> Result<()> {
@@ -119,6 +142,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Resource(cmd) => resources::run(&ctx, cmd).await,
         Command::Job(cmd) => jobs::run(&ctx, cmd).await,
         Command::Agent(cmd) => agents::run(&ctx, cmd).await,
+        Command::Certificate(cmd) => certificates::run(&ctx, cmd).await,
         Command::Secret(cmd) => secrets::run(&ctx, cmd).await,
         Command::Dev(args) => crate::dev::run(&ctx, args).await,
     }

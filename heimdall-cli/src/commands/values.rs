@@ -73,7 +73,7 @@ pub async fn set(
                 continue;
             }
         };
-        let sent = match AgentClient::new(url, &identity) {
+        let sent = match AgentClient::for_holder(location, url, &identity) {
             Ok(agent) => agent
                 .put_value(
                     &created.secret,
@@ -148,21 +148,30 @@ pub async fn get(
     agent_url: Option<&str>,
 ) -> Result<()> {
     let identity = ctx.identity()?;
-    let targets: Vec<(String, String)> = match agent_url {
-        Some(url) => vec![(url.to_owned(), url.to_owned())],
+    // Who is expected at each URL comes from the API: the Agent's id (its
+    // certificate's URI SAN) and its certificates; a host name proves nothing.
+    let holders = ctx.client()?.secret_holders(secret, environment).await?;
+    if holders.is_empty() {
+        return Err(CliError::Coded(ApiError::new(
+            ErrorCode::NoAgent,
+            format!(
+                "no Agent holds the values of {environment}: an owner runs \
+                 `heimdall environment assign-agent {environment} AGENT`"
+            ),
+        )));
+    }
+    let targets: Vec<(&AgentLocation, String)> = match agent_url {
+        Some(url) if holders.len() == 1 => vec![(&holders[0], url.to_owned())],
+        Some(_) => {
+            return Err(CliError::usage(format!(
+                "--agent-url names one Agent, but {} Agents hold {environment}: {}; leave --agent-url out",
+                holders.len(),
+                names(&holders)
+            )))
+        }
         None => {
-            let holders = ctx.client()?.secret_holders(secret, environment).await?;
-            if holders.is_empty() {
-                return Err(CliError::Coded(ApiError::new(
-                    ErrorCode::NoAgent,
-                    format!(
-                        "no Agent holds the values of {environment}: an owner runs \
-                         `heimdall environment assign-agent {environment} AGENT`"
-                    ),
-                )));
-            }
-            let reported: Vec<(String, String)> =
-                holders.iter().filter_map(|h| Some((h.agent.clone(), h.url.clone()?))).collect();
+            let reported: Vec<(&AgentLocation, String)> =
+                holders.iter().filter_map(|h| Some((h, h.url.clone()?))).collect();
             if reported.is_empty() {
                 return Err(no_url(&holders[0]));
             }
@@ -171,8 +180,9 @@ pub async fn get(
     };
 
     let mut unreachable: Vec<(String, heimdall_sdk::Error)> = Vec::new();
-    for (agent, url) in &targets {
-        match read_from(url, &identity, secret, environment, version).await {
+    for (holder, url) in &targets {
+        let agent = &holder.agent;
+        match read_from(holder, url, &identity, secret, environment, version).await {
             Ok(answer) => return print_value(ctx, answer),
             // A typed answer is the Agent's decision (FORBIDDEN,
             // VERSION_DEACTIVATED, AUDIT_UNAVAILABLE, POLICY_STALE, …):
@@ -189,13 +199,14 @@ pub async fn get(
 }
 
 async fn read_from(
+    holder: &AgentLocation,
     url: &str,
     identity: &Identity,
     secret: &str,
     environment: &str,
     version: Option<i64>,
 ) -> heimdall_sdk::Result<heimdall_core::wire::ValueAnswer> {
-    AgentClient::new(url, identity)?.get_value(secret, environment, version).await
+    AgentClient::for_holder(holder, url, identity)?.get_value(secret, environment, version).await
 }
 
 /// The value on stdout exactly as stored (a newline after it only for a

@@ -45,7 +45,7 @@ fn expected_minimum_role(action: Action) -> Role {
         CatalogRead | SchemaRead | MemberRead | ResourceRead | JobRead | SecretRead => Role::Member,
         CatalogWrite | SchemaWrite | MemberWrite | PolicyRead | EventRead | ResourceWrite
         | ResourceApprove | ResourceDelete | CloudAccountRead | CloudAccountWrite | SecretWrite
-        | SecretAccessLog | AgentRead => Role::Admin,
+        | SecretAccessLog | AgentRead | CertificateRead | CertificateRevoke => Role::Admin,
         PolicyWrite | AgentManage | EnvironmentAssignAgent => Role::Owner,
     }
 }

@@ -1,0 +1,220 @@
+//! What a client checks of the server it reached: the chain to the roots
+//! it trusts and the host name, as any TLS client does, and then *who*
+//! the certificate names: the exact URI SAN it meant to reach (see
+//! [`crate::identity`]), optionally the exact certificate (a pin). A host
+//! name alone proves nothing here: any certificate the installation CA
+//! signed has one, and Agents ask the CA for the names they like.
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use crate::identity::{sha256_hex, uri_sans};
+
+/// Checks the chain and host name with webpki, then that the leaf names
+/// `uri` and, if `pins` is not empty, that it is one of those certificates.
+#[derive(Debug)]
+pub struct ExpectIdentity {
+    inner: Arc<WebPkiServerVerifier>,
+    uri: String,
+    pins: Vec<String>,
+}
+
+impl ExpectIdentity {
+    pub fn new(roots: RootCertStore, uri: impl Into<String>, pins: Vec<String>) -> Result<Self, String> {
+        let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .map_err(|e| format!("no usable CA certificate: {e}"))?;
+        Ok(Self { inner, uri: uri.into(), pins })
+    }
+}
+
+impl ServerCertVerifier for ExpectIdentity {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verified =
+            self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)?;
+        if !uri_sans(end_entity.as_ref()).contains(&self.uri) {
+            return Err(rustls::Error::General(format!(
+                "the server's certificate does not name {}: it is not the server meant",
+                self.uri
+            )));
+        }
+        if !self.pins.is_empty() && !self.pins.iter().any(|p| p.eq_ignore_ascii_case(&sha256_hex(end_entity)))
+        {
+            return Err(rustls::Error::General(format!(
+                "the server's certificate for {} is not one the API lists (revoked or replaced)",
+                self.uri
+            )));
+        }
+        Ok(verified)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// Trusts only a certificate whose SHA-256 is `ca_sha256` as the root of
+/// the chain the server presents (the API sends its CA with its leaf):
+/// how an Agent enrolls before it holds the CA, from the fingerprint
+/// `heimdall agent token create` printed.
+#[derive(Debug)]
+pub struct PinnedRoot {
+    ca_sha256: String,
+}
+
+impl PinnedRoot {
+    pub fn new(ca_sha256: &str) -> Result<Self, String> {
+        let pin = ca_sha256.trim().replace(':', "").to_ascii_lowercase();
+        if pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err("a CA fingerprint is the SHA-256 of its certificate: 64 hex digits".into());
+        }
+        Ok(Self { ca_sha256: pin })
+    }
+
+    /// Does `pem` hold the pinned certificate?
+    pub fn matches_pem(&self, pem: &str) -> bool {
+        crate::identity::first_der(pem).is_some_and(|der| sha256_hex(&der) == self.ca_sha256)
+    }
+
+    fn verifier(&self, chain: &[CertificateDer<'_>]) -> Result<Arc<WebPkiServerVerifier>, rustls::Error> {
+        let root = chain.iter().find(|c| sha256_hex(c.as_ref()) == self.ca_sha256).ok_or_else(|| {
+            rustls::Error::General(
+                "the server's chain does not hold the CA with the fingerprint given".into(),
+            )
+        })?;
+        let mut roots = RootCertStore::empty();
+        roots.add(root.clone().into_owned()).map_err(|e| rustls::Error::General(e.to_string()))?;
+        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .map_err(|e| rustls::Error::General(e.to_string()))
+    }
+}
+
+impl ServerCertVerifier for PinnedRoot {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.verifier(intermediates)?.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        )
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &provider().signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &provider().signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        provider().signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// rustls on ring, the one provider of the workspace.
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The CA certificates of a PEM text as roots.
+pub fn roots(ca_pem: &str) -> Result<RootCertStore, String> {
+    let mut roots = RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
+        roots
+            .add(cert.map_err(|e| format!("CA certificate: {e}"))?)
+            .map_err(|e| format!("CA certificate: {e}"))?;
+    }
+    if roots.is_empty() {
+        return Err("no CA certificate in the PEM text".into());
+    }
+    Ok(roots)
+}
+
+/// A client configuration that verifies the server with `verifier` and,
+/// with `identity` (certificate chain and key, PEM), authenticates with it.
+pub fn client_config(
+    verifier: Arc<dyn ServerCertVerifier>,
+    identity: Option<(&str, &str)>,
+) -> Result<rustls::ClientConfig, String> {
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier);
+    let mut config = match identity {
+        Some((cert_pem, key_pem)) => {
+            let certs: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem.as_bytes())
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("client certificate: {e}"))?;
+            let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut key_pem.as_bytes())
+                .map_err(|e| format!("client key: {e}"))?
+                .ok_or("client key: no private key in the PEM text")?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| format!("client certificate and key: {e}"))?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
