@@ -27,6 +27,14 @@ pub struct FileConfig {
     pub database_url: Option<String>,
     pub listen: Option<String>,
     pub max_body_bytes: Option<usize>,
+    /// Seconds a connection has to finish its TLS handshake (default 10).
+    pub handshake_timeout_seconds: Option<u64>,
+    /// Seconds a connection has to send a request's head (default 30).
+    pub header_read_timeout_seconds: Option<u64>,
+    /// Connections served at once, per listener (default 1024).
+    pub max_connections: Option<usize>,
+    /// Seconds open connections get to finish on shutdown (default 30).
+    pub shutdown_grace_seconds: Option<u64>,
 }
 
 impl FileConfig {
@@ -56,12 +64,35 @@ impl ServeConfig {
         if max_body_bytes < 1024 {
             return Err("max_body_bytes must be at least 1024".into());
         }
-        Ok(Self {
-            database_url: Redacted::new(database_url),
-            listen,
-            max_body_bytes,
-            limits: heimdall_tls::server::Limits::default(),
-        })
+        let defaults = heimdall_tls::server::Limits::default();
+        let seconds = |v: Option<u64>, default: std::time::Duration, what: &str| match v {
+            Some(0) => Err(format!("{what} must be at least 1 second")),
+            Some(s) => Ok(std::time::Duration::from_secs(s)),
+            None => Ok(default),
+        };
+        let limits = heimdall_tls::server::Limits {
+            handshake: seconds(
+                file.handshake_timeout_seconds,
+                defaults.handshake,
+                "handshake_timeout_seconds",
+            )?,
+            header_read: seconds(
+                file.header_read_timeout_seconds,
+                defaults.header_read,
+                "header_read_timeout_seconds",
+            )?,
+            max_connections: match file.max_connections {
+                Some(0) => return Err("max_connections must be at least 1".into()),
+                Some(n) => n,
+                None => defaults.max_connections,
+            },
+            shutdown_grace: seconds(
+                file.shutdown_grace_seconds,
+                defaults.shutdown_grace,
+                "shutdown_grace_seconds",
+            )?,
+        };
+        Ok(Self { database_url: Redacted::new(database_url), listen, max_body_bytes, limits })
     }
 }
 
@@ -74,11 +105,14 @@ mod tests {
         let file = FileConfig {
             database_url: Some("sqlite://file.db".into()),
             listen: Some("127.0.0.1:9000".into()),
-            max_body_bytes: None,
+            header_read_timeout_seconds: Some(5),
+            ..FileConfig::default()
         };
         let cfg = ServeConfig::resolve(Some("postgres://u:pw@h/db".into()), None, file).unwrap();
         assert_eq!(cfg.database_url.expose(), "postgres://u:pw@h/db");
         assert_eq!(cfg.listen.port(), 9000);
+        assert_eq!(cfg.limits.header_read, std::time::Duration::from_secs(5));
+        assert_eq!(cfg.limits.handshake, std::time::Duration::from_secs(10));
         assert!(!format!("{cfg:?}").contains("pw"));
         assert!(ServeConfig::resolve(None, None, FileConfig::default()).is_err());
         assert!(ServeConfig::resolve(Some("mysql://x".into()), None, FileConfig::default()).is_err());

@@ -149,36 +149,35 @@ async fn run(cli: Cli) -> Result<(), RunError> {
                 )),
                 None => None,
             };
-            let people_tls = match (&tls_cert, &tls_key, &ca, insecure_http) {
-                (_, _, _, true) => {
-                    tracing::warn!(
+            let people_tls =
+                match (&tls_cert, &tls_key, &ca, insecure_http) {
+                    (_, _, _, true) => {
+                        tracing::warn!(
                         "serving people plain HTTP (--insecure-http): put a TLS-terminating proxy in front"
                     );
-                    None
-                }
-                (Some(cert), Some(key), _, false) => Some(
-                    heimdall_api::pki::server_config_from_files(cert, key)
-                        .map_err(|e| ("INVALID_INPUT", e.to_string()))?,
-                ),
-                (_, _, Some(ca), false) => {
-                    let mut names = vec!["localhost".to_owned(), config.listen.ip().to_string()];
-                    names.extend(tls_names);
-                    if config.listen.ip().is_unspecified() {
-                        names.push("127.0.0.1".to_owned());
+                        None
                     }
-                    names.dedup();
-                    Some(ca.https_server_config(&names).map_err(|e| ("INVALID_INPUT", e.to_string()))?)
-                }
-                _ => {
-                    return Err((
+                    (Some(cert), Some(key), _, false) => Some(
+                        heimdall_api::pki::server_config_from_files(cert, key)
+                            .map_err(|e| ("INVALID_INPUT", e.to_string()))?,
+                    ),
+                    (_, _, Some(ca), false) => {
+                        let mut names = vec!["localhost".to_owned(), config.listen.ip().to_string()];
+                        names.extend(tls_names);
+                        if config.listen.ip().is_unspecified() {
+                            names.push("127.0.0.1".to_owned());
+                        }
+                        names.dedup();
+                        Some(ca.https_server_config(&names).map_err(|e| ("INVALID_INPUT", e.to_string()))?)
+                    }
+                    _ => return Err((
                         "INVALID_INPUT",
                         "the API serves people over HTTPS: give --tls-cert and --tls-key, or --ca-dir for a \
                          certificate from the installation CA, or --insecure-http behind a proxy that \
                          terminates TLS"
                             .to_owned(),
-                    ))
-                }
-            };
+                    )),
+                };
             let store = open(&config).await?;
             let listener = tokio::net::TcpListener::bind(config.listen)
                 .await

@@ -78,6 +78,9 @@ impl Drop for TestDatabase {
     }
 }
 
+/// A DNS name in the test API's own certificates (besides loopback).
+pub const API_TEST_NAME: &str = "api.heimdall.test";
+
 /// A running API with a bootstrapped organization `acme` owned by
 /// `owner@example.com`.
 #[derive(Debug)]
@@ -105,7 +108,18 @@ impl TestApi {
         Self::start(TestDatabase::postgres().await).await
     }
 
+    /// The API serving people plain HTTP (the tests' usual client).
     pub async fn start(database: TestDatabase) -> Self {
+        Self::start_with(database, false).await
+    }
+
+    /// The API serving people HTTPS with a certificate from its CA, as
+    /// `heimdall-api serve --ca-dir` does.
+    pub async fn https(database: TestDatabase) -> Self {
+        Self::start_with(database, true).await
+    }
+
+    async fn start_with(database: TestDatabase, https: bool) -> Self {
         let config = ServeConfig::resolve(
             Some(database.url().to_owned()),
             Some("127.0.0.1:0".into()),
@@ -120,24 +134,31 @@ impl TestApi {
         let addr = listener.local_addr().expect("local addr");
         let ca_tmp = tempfile::tempdir().expect("temp dir");
         let ca = crate::pki::Ca::load_or_create(ca_tmp.path()).expect("test CA");
+        let people_tls = https.then(|| {
+            std::sync::Arc::new(
+                ca.https_server_config(&["localhost".into(), "127.0.0.1".into()]).expect("people's TLS"),
+            )
+        });
         let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
         let agent_url = format!("https://127.0.0.1:{}", agent_listener.local_addr().expect("addr").port());
         let agents = crate::AgentListener {
             listener: agent_listener,
             ca: std::sync::Arc::new(ca),
             public_url: agent_url.clone(),
-            tls_names: vec!["localhost".into(), "127.0.0.1".into()],
+            // A name of the API's own, beside the loopback ones: Agents may
+            // not get a certificate for it.
+            tls_names: vec!["localhost".into(), "127.0.0.1".into(), API_TEST_NAME.into()],
         };
         let (tx, rx) = oneshot::channel();
         let server_store = store.clone();
         tokio::spawn(async move {
-            let _ = crate::serve_on(listener, None, Some(agents), server_store, &config, async {
+            let _ = crate::serve_on(listener, people_tls, Some(agents), server_store, &config, async {
                 let _ = rx.await;
             })
             .await;
         });
         TestApi {
-            url: format!("http://{addr}"),
+            url: format!("{}://{addr}", if https { "https" } else { "http" }),
             addr,
             owner_token: bootstrapped.token.clone(),
             bootstrapped,

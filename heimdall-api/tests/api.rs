@@ -22,6 +22,8 @@ mod queue;
 mod store_scenario;
 #[path = "api/support.rs"]
 mod support;
+#[path = "api/tls.rs"]
+mod tls;
 #[path = "api/versions.rs"]
 mod versions;
 

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use rustls::pki_types::CertificateDer;
@@ -91,8 +91,11 @@ pub async fn serve<P, A>(
             (acceptor.clone(), admit.clone(), app.clone(), graceful.watcher());
         tokio::spawn(async move {
             let _slot = slot;
-            let mut http = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            http.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read);
+            // HTTP/1.1 only (what the listeners offer in ALPN): its
+            // header timeout runs from the connection's first byte, where
+            // the auto-detecting builder would wait for a preface untimed.
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new()).header_read_timeout(limits.header_read);
             let service = |peer: P| {
                 app.map_request(move |mut req: axum::extract::Request<hyper::body::Incoming>| {
                     req.extensions_mut().insert(ConnectInfo(remote));
@@ -119,13 +122,13 @@ pub async fn serve<P, A>(
                     };
                     let conn =
                         http.serve_connection(TokioIo::new(tls), TowerToHyperService::new(service(peer)));
-                    watcher.watch(conn.into_owned()).await
+                    watcher.watch(conn).await
                 }
                 None => {
                     let Some(peer) = admit(None, remote) else { return };
                     let conn =
                         http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(service(peer)));
-                    watcher.watch(conn.into_owned()).await
+                    watcher.watch(conn).await
                 }
             };
             if let Err(e) = result {
