@@ -27,7 +27,8 @@ fn free_port() -> u16 {
 /// (TOML lines) in its config file; its people's port, its Agent port and
 /// the CA (PEM).
 struct Server {
-    child: tokio::process::Child,
+    /// Killed when the test ends (`kill_on_drop`).
+    _child: tokio::process::Child,
     people: u16,
     agents: u16,
     ca_pem: String,
@@ -64,7 +65,7 @@ async fn serve(limits: &str) -> Server {
         if let Ok(ca_pem) = std::fs::read_to_string(&ca_file) {
             let http = agent_client(&ca_pem, None);
             if http.get(format!("https://127.0.0.1:{people}/v1/health")).send().await.is_ok() {
-                return Server { child, people, agents, ca_pem, _dir: dir };
+                return Server { _child: child, people, agents, ca_pem, _dir: dir };
             }
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
