@@ -53,7 +53,7 @@ impl Channel {
         let key_pem = zeroize::Zeroizing::new(read(&config.key)?);
         let roots = heimdall_tls::verify::roots(&read(&config.ca)?).map_err(ChannelError::Setup)?;
         let verifier =
-            heimdall_tls::verify::ExpectIdentity::new(roots, heimdall_tls::identity::API_URI, Vec::new())
+            heimdall_tls::verify::ExpectIdentity::new(roots, heimdall_tls::identity::API_URI, None)
                 .map_err(ChannelError::Setup)?;
         let tls = heimdall_tls::verify::client_config(Arc::new(verifier), Some((&cert_pem, &key_pem)))
             .map_err(|e| ChannelError::Setup(format!("agent certificate or key is not valid: {e}")))?;

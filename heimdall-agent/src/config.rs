@@ -46,6 +46,15 @@ pub struct LocalApiConfig {
     /// The URL people use, reported to the API (default: `https://<first name>:<port>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Seconds a connection has to finish its TLS handshake (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshake_timeout_seconds: Option<u64>,
+    /// Seconds a connection has to send a request's head (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_read_timeout_seconds: Option<u64>,
+    /// Connections served at once (default 1024).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<usize>,
 }
 
 fn default_local_names() -> Vec<String> {
@@ -53,6 +62,18 @@ fn default_local_names() -> Vec<String> {
 }
 
 impl LocalApiConfig {
+    /// The listener's limits: these settings over `heimdall_tls`'s defaults.
+    pub fn limits(&self) -> heimdall_tls::server::Limits {
+        let defaults = heimdall_tls::server::Limits::default();
+        let seconds = |s: Option<u64>, d| s.filter(|s| *s > 0).map_or(d, std::time::Duration::from_secs);
+        heimdall_tls::server::Limits {
+            handshake: seconds(self.handshake_timeout_seconds, defaults.handshake),
+            header_read: seconds(self.header_read_timeout_seconds, defaults.header_read),
+            max_connections: self.max_connections.filter(|n| *n > 0).unwrap_or(defaults.max_connections),
+            shutdown_grace: defaults.shutdown_grace,
+        }
+    }
+
     /// The URL people reach this local API at.
     pub fn public_url(&self) -> String {
         if let Some(url) = &self.url {

@@ -89,7 +89,25 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
         .and_then(|c| c.pem())
         .map_err(|e| format!("cannot build the certificate request: {e}"))?;
     let (http, pin) = enrollment_client(&options.api, options.ca_sha256.as_deref())?;
-    let url = format!("{}/v1/agents/enroll", options.api.trim_end_matches('/'));
+    let base = options.api.trim_end_matches('/');
+    // With a fingerprint, the API's CA is checked before the token is sent.
+    if let Some(pin) = &pin {
+        let ca: heimdall_core::wire::CaCertificate = http
+            .get(format!("{base}/v1/ca"))
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach the API: {}", crate::channel::chain(&e.without_url())))?
+            .json()
+            .await
+            .map_err(|e| format!("the API sent no CA certificate: {e}"))?;
+        if !pin.matches_pem(&ca.certificate) {
+            return Err(
+                "the API's CA does not have the fingerprint given with --ca-sha256; the token was not sent"
+                    .into(),
+            );
+        }
+    }
+    let url = format!("{base}/v1/agents/enroll");
     let resp = http
         .post(&url)
         .json(&Enroll { token: token.to_owned(), csr_pem: csr })

@@ -321,7 +321,7 @@ async fn start_local_api(
         listener,
         std::sync::Arc::new(tls),
         local_api::router(state),
-        heimdall_tls::server::Limits::default(),
+        local.limits(),
         stop,
     )))
 }

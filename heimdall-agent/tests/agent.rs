@@ -7,6 +7,9 @@
 #[path = "agent/support.rs"]
 mod support;
 
+#[path = "agent/identity.rs"]
+mod identity;
+
 #[path = "agent/records.rs"]
 mod records;
 

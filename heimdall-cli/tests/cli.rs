@@ -1725,3 +1725,43 @@ async fn secret_set_refuses_bad_values_before_any_version_and_deactivates() {
     assert!(!printed.iter().any(|l| l.contains("hunter2") || l.contains("s3cret")), "echoed:\n{}", t.0);
     snapshot("secret_values", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
 }
+
+/// Against an API serving HTTPS with a certificate from its installation
+/// CA: logging in trusts that CA only when told so (a file, or its
+/// fingerprint), keeps it in the profile, and checks the server is the API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_over_https_trusts_only_the_installation_ca_it_was_given() {
+    let api = TestApi::https(heimdall_api::testing::TestDatabase::sqlite().await).await;
+    assert!(api.url.starts_with("https://"));
+    let fingerprint = heimdall_api::pki::Ca::load_or_create(&api.ca_dir).expect("the CA").fingerprint();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall { url: None, token: None, config_dir: tmp.path().join("config") };
+    fn with<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        [&["--api-url", url, "login"][..], extra].concat()
+    }
+    let login = |extra: &[&'static str]| with(api.url.as_str(), extra);
+    // The system's roots do not know this CA.
+    let run = h.run_with_stdin(&login(&[]), Some(&api.owner_token)).await;
+    assert_ne!(run.code, 0, "{run:?}");
+    // Another fingerprint: refused before the token is sent.
+    let other = "ab".repeat(32);
+    let run = h.run_with_stdin(&with(&api.url, &["--ca-sha256", &other]), Some(&api.owner_token)).await;
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(!tmp.path().join("config/config.toml").exists(), "nothing saved");
+    // Its fingerprint: the CA is fetched, checked and kept with the profile.
+    let run = h.run_with_stdin(&with(&api.url, &["--ca-sha256", &fingerprint]), Some(&api.owner_token)).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let text = std::fs::read_to_string(tmp.path().join("config/config.toml")).expect("config");
+    assert!(text.contains("BEGIN CERTIFICATE"), "the CA is kept in the profile: {text}");
+    let whoami = h.run(&["whoami"]).await;
+    assert_eq!(whoami.code, 0, "{whoami:?}");
+    // Or the CA file itself.
+    let ca_file = api.ca_dir.join("ca.pem");
+    let run = h
+        .run_with_stdin(
+            &with(&api.url, &["--profile", "file", "--ca-file", ca_file.to_str().expect("path")]),
+            Some(&api.owner_token),
+        )
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
+}

@@ -638,10 +638,11 @@ pub struct AgentLocation {
     #[serde(default)]
     pub url: Option<String>,
     /// SHA-256 of each unrevoked, unexpired certificate of its local API:
-    /// a client accepts that Agent only with one of these, and only if it
-    /// names `urn:heimdall:agent:<agent_id>`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub certificates: Vec<String>,
+    /// a client accepts that Agent only with one of these (none listed:
+    /// none accepted), and only if it names `urn:heimdall:agent:<agent_id>`.
+    /// `None` from an API older than this list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificates: Option<Vec<String>>,
 }
 
 /// Where to send the value of a new version, with the grant to send along.

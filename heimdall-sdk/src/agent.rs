@@ -60,10 +60,10 @@ impl AgentClient {
     /// A client for the local API at `url` of the Agent `agent`, as the
     /// person of `identity`. It trusts only the installation CA, and only a
     /// certificate that names that Agent (`urn:heimdall:agent:<id>`) and,
-    /// when `pins` is not empty, is one of those certificates (the
-    /// holders list gives both): a host name proves nothing, since any
-    /// Agent can get a CA-signed certificate for the names it likes.
-    pub fn new(url: &str, identity: &Identity, agent: AgentId, pins: &[String]) -> Result<Self> {
+    /// with `pins`, is one of those certificates (the holders list gives
+    /// both; an empty list accepts none): a host name proves nothing, since
+    /// any Agent can get a CA-signed certificate for the names it likes.
+    pub fn new(url: &str, identity: &Identity, agent: AgentId, pins: Option<&[String]>) -> Result<Self> {
         if !url.starts_with("https://") {
             return Err(Error::Invalid("an Agent's local API URL starts with https://".to_owned()));
         }
@@ -72,7 +72,7 @@ impl AgentClient {
         let verifier = heimdall_tls::verify::ExpectIdentity::new(
             roots,
             heimdall_tls::identity::agent_uri(agent),
-            pins.to_vec(),
+            pins.map(<[String]>::to_vec),
         )
         .map_err(Error::Invalid)?;
         let tls = heimdall_tls::verify::client_config(
@@ -93,7 +93,7 @@ impl AgentClient {
 
     /// [`AgentClient::new`] for a holder from the API's holders list.
     pub fn for_holder(holder: &AgentLocation, url: &str, identity: &Identity) -> Result<Self> {
-        Self::new(url, identity, holder.agent_id, &holder.certificates)
+        Self::new(url, identity, holder.agent_id, holder.certificates.as_deref())
     }
 
     /// `PUT /v1/secrets/{name}/value`: stores `value` as `version` in

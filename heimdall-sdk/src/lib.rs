@@ -175,7 +175,7 @@ impl Client {
         let mut client = Self::build(base_url, token)?;
         let roots = heimdall_tls::verify::roots(ca_pem).map_err(Error::Invalid)?;
         let verifier =
-            heimdall_tls::verify::ExpectIdentity::new(roots, heimdall_tls::identity::API_URI, Vec::new())
+            heimdall_tls::verify::ExpectIdentity::new(roots, heimdall_tls::identity::API_URI, None)
                 .map_err(Error::Invalid)?;
         let tls = heimdall_tls::verify::client_config(std::sync::Arc::new(verifier), None)
             .map_err(Error::Invalid)?;

@@ -16,16 +16,21 @@ use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use crate::identity::{sha256_hex, uri_sans};
 
 /// Checks the chain and host name with webpki, then that the leaf names
-/// `uri` and, if `pins` is not empty, that it is one of those certificates.
+/// `uri` and, with `pins`, that it is one of those certificates (an empty
+/// list accepts none).
 #[derive(Debug)]
 pub struct ExpectIdentity {
     inner: Arc<WebPkiServerVerifier>,
     uri: String,
-    pins: Vec<String>,
+    pins: Option<Vec<String>>,
 }
 
 impl ExpectIdentity {
-    pub fn new(roots: RootCertStore, uri: impl Into<String>, pins: Vec<String>) -> Result<Self, String> {
+    pub fn new(
+        roots: RootCertStore,
+        uri: impl Into<String>,
+        pins: Option<Vec<String>>,
+    ) -> Result<Self, String> {
         let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
             .build()
             .map_err(|e| format!("no usable CA certificate: {e}"))?;
@@ -50,8 +55,8 @@ impl ServerCertVerifier for ExpectIdentity {
                 self.uri
             )));
         }
-        if !self.pins.is_empty() && !self.pins.iter().any(|p| p.eq_ignore_ascii_case(&sha256_hex(end_entity)))
-        {
+        let pinned = |pins: &[String]| pins.iter().any(|p| p.eq_ignore_ascii_case(&sha256_hex(end_entity)));
+        if self.pins.as_deref().is_some_and(|pins| !pinned(pins)) {
             return Err(rustls::Error::General(format!(
                 "the server's certificate for {} is not one the API lists (revoked or replaced)",
                 self.uri

@@ -269,3 +269,66 @@ async fn recorded_reads_reach_the_access_log_on_sync() {
     let (_, again) = w.call(Method::GET, "/v1/secrets/db-password/access-log", None).await;
     assert_eq!(again[0]["reads"], 2);
 }
+
+/// Terraform sees only what the job needs (PATH, HOME in the job's
+/// directory, TF_*, the AWS credentials the state backend uses), never the
+/// Agent's master key variable nor anything else of its environment. A
+/// wrapper pinned as the Agent's terraform writes down what it was given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_runs_with_an_allowlisted_environment_and_never_the_master_key() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new().await;
+    let dump = w.dir.path().join("terraform-env");
+    let wrapper = w.dir.path().join("terraform");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nenv >> '{}'\necho '---' >> '{}'\nexec '{}' \"$@\"\n",
+            dump.display(),
+            dump.display(),
+            crate::support::terraform().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = w.enroll_with("agent-1", &wrapper).await;
+    let _ = std::fs::remove_file(&dump); // what enroll's `terraform version` saw
+    let text = std::fs::read_to_string(&config).unwrap();
+    let store = config.with_file_name("values.db");
+    std::fs::write(
+        &config,
+        format!(
+            "{text}\n[values]\nsqlite_path = {:?}\nmaster_key_env = \"HEIMDALL_TEST_MASTER_KEY\"\n",
+            store.display().to_string()
+        ),
+    )
+    .unwrap();
+    let key = "5f".repeat(32);
+    let _agent = w.run_agent_with(
+        &config,
+        &[
+            ("HEIMDALL_TEST_MASTER_KEY", &key),
+            ("UNRELATED_SECRET", "leak-marker-3f9"),
+            ("TF_VAR_input", "{}"),
+        ],
+    );
+    let id = w.create("env-check", "bucket", json!({ "bucket": "env-check" })).await;
+    let r = w.wait_for(&id, &["provisioned", "failed"], RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&id).await);
+    let seen = std::fs::read_to_string(&dump).unwrap();
+    let runs: Vec<&str> = seen.split("---\n").filter(|r| !r.trim().is_empty()).collect();
+    assert!(runs.len() >= 2, "init and apply at least: {runs:?}");
+    let work = config.with_file_name("work");
+    for run in runs {
+        let names: Vec<&str> = run.lines().filter_map(|l| l.split_once('=').map(|(k, _)| k)).collect();
+        for needed in ["PATH", "HOME", "TF_CLI_CONFIG_FILE", "TF_IN_AUTOMATION", "AWS_ACCESS_KEY_ID"] {
+            assert!(names.contains(&needed), "{needed} missing from Terraform's environment: {names:?}");
+        }
+        let home = run.lines().find_map(|l| l.strip_prefix("HOME=")).unwrap();
+        assert!(home.starts_with(&work.display().to_string()), "HOME is not the job's directory: {home}");
+        for never in ["HEIMDALL_TEST_MASTER_KEY", "UNRELATED_SECRET", "TF_VAR_input", "HEIMDALL_LOG"] {
+            assert!(!names.contains(&never), "{never} reached Terraform: {names:?}");
+        }
+        assert!(!run.contains(&key) && !run.contains("leak-marker-3f9"), "a secret reached Terraform");
+    }
+}

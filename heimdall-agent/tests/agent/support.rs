@@ -137,6 +137,11 @@ impl World {
 
     /// Registers and enrolls an Agent with the real binary; returns its config path.
     pub async fn enroll(&self, name: &str) -> PathBuf {
+        self.enroll_with(name, &terraform()).await
+    }
+
+    /// [`Self::enroll`] pinning another terraform executable.
+    pub async fn enroll_with(&self, name: &str, terraform: &Path) -> PathBuf {
         let reg = self.post(&self.api.owner_token, "/v1/agents/registrations", json!({ "name": name })).await;
         let data = self.dir.path().join(name);
         let allow = format!("{}/tests/fixtures/modules/*", repo().display());
@@ -144,7 +149,7 @@ impl World {
             .args(["enroll", "--api", &self.api.url, "--data"])
             .arg(&data)
             .arg("--terraform")
-            .arg(terraform())
+            .arg(terraform)
             .args(["--allow-module", &allow, "--s3-endpoint", &self.moto_url])
             .env("HEIMDALL_REGISTRATION_TOKEN", reg["token"].as_str().unwrap())
             .output()
@@ -155,8 +160,14 @@ impl World {
     }
 
     pub fn run_agent(&self, config: &Path) -> Child {
+        self.run_agent_with(config, &[])
+    }
+
+    /// [`Self::run_agent`] with more environment variables.
+    pub fn run_agent_with(&self, config: &Path, env: &[(&str, &str)]) -> Child {
         let log = std::fs::File::create(config.with_extension("log")).unwrap();
         Command::new(env!("CARGO_BIN_EXE_heimdall-agent"))
+            .envs(env.iter().copied())
             .args(["run", "--config"])
             .arg(config)
             .env("AWS_ACCESS_KEY_ID", "testing")
@@ -221,5 +232,5 @@ pub fn agent_id(config: &Path) -> heimdall_core::ids::AgentId {
 /// A client for that Agent's local API at `url`, as `who`: it accepts only
 /// a certificate naming that Agent.
 pub fn agent_client(config: &Path, url: &str, who: &heimdall_sdk::Identity) -> heimdall_sdk::AgentClient {
-    heimdall_sdk::AgentClient::new(url, who, agent_id(config), &[]).unwrap()
+    heimdall_sdk::AgentClient::new(url, who, agent_id(config), None).unwrap()
 }

@@ -330,11 +330,9 @@ async fn locations(
             agent_id: g.id,
             agent: g.name.clone(),
             url: g.local_url.clone(),
-            certificates: certificates
-                .iter()
-                .filter(|c| c.agent_id == g.id)
-                .map(|c| c.sha256.clone())
-                .collect(),
+            certificates: Some(
+                certificates.iter().filter(|c| c.agent_id == g.id).map(|c| c.sha256.clone()).collect(),
+            ),
         })
         .collect())
 }

@@ -86,7 +86,7 @@ fn tls_client(ca_pem: &str) -> tokio_rustls::TlsConnector {
     let verifier = heimdall_tls::verify::ExpectIdentity::new(
         heimdall_tls::verify::roots(ca_pem).unwrap(),
         API_URI,
-        vec![],
+        None,
     )
     .unwrap();
     tokio_rustls::TlsConnector::from(Arc::new(
