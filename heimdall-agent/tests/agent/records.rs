@@ -66,16 +66,24 @@ async fn agents_sharing_one_store_each_report_the_reads_they_served() {
     let (mut a1, mut a2) = (w.run_agent(&one), w.run_agent(&two));
     reported(&w, &one, "agent-1", &local_one).await;
     reported(&w, &two, "agent-2", &local_two).await;
-    // The store is shared: the value goes in once, through agent-1.
-    let created = w.post(&owner, "/v1/secrets/db-password/versions", json!({ "environment": "dev" })).await;
-    let holder = created["holders"].as_array().unwrap().iter().find(|h| h["agent"] == "agent-1").unwrap();
+    // The store is shared: `secret set` sends the value to both; the first
+    // stores it, the second finds the same bytes there and is done.
+    assert_eq!(set(&w, &owner, &ana, "db-password", "dev", "shared").await, 1);
     let (via_one, via_two) = (agent_client(&one, &local_one, &ana), agent_client(&two, &local_two, &ana));
-    via_one.put_value("db-password", "dev", 1, holder["grant"].as_str().unwrap(), "shared").await.unwrap();
+    // Other bytes at that address are still refused.
+    let created = w.post(&owner, "/v1/secrets/db-password/versions", json!({ "environment": "dev" })).await;
+    let grant = |agent: &str| {
+        let holders = created["holders"].as_array().unwrap();
+        holders.iter().find(|h| h["agent"] == agent).unwrap()["grant"].as_str().unwrap().to_owned()
+    };
+    via_one.put_value("db-password", "dev", 2, &grant("agent-1"), "v2").await.unwrap();
+    let refused = via_two.put_value("db-password", "dev", 2, &grant("agent-2"), "other").await.unwrap_err();
+    assert_eq!(refused.code(), Some(heimdall_sdk::ErrorCode::AlreadyExists), "{refused}");
     for _ in 0..3 {
-        assert_eq!(via_one.get_value("db-password", "dev", None).await.unwrap().value.expose(), "shared");
+        assert_eq!(via_one.get_value("db-password", "dev", Some(1)).await.unwrap().value.expose(), "shared");
     }
     for _ in 0..2 {
-        assert_eq!(via_two.get_value("db-password", "dev", None).await.unwrap().value.expose(), "shared");
+        assert_eq!(via_two.get_value("db-password", "dev", Some(1)).await.unwrap().value.expose(), "shared");
     }
     // Each Agent reports its own reads, under its own name, once.
     eventually(&one, "both Agents' reads in the log", || async {
