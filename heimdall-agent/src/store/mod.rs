@@ -582,18 +582,24 @@ fn bind_records<'q>(
     records: &[AccessRecord],
 ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
     for (seq, record) in (first..).zip(records) {
-        query = query
-            .bind(seq)
-            .bind(record.accessor.clone())
-            .bind(record.at_micros)
-            .bind(record.secret.clone())
-            .bind(record.environment.to_string())
-            .bind(i64::from(record.version))
-            .bind(record.source.clone())
-            .bind(record.served_by.to_string())
-            .bind(epoch.to_owned());
+        query =
+            bind_fields(query.bind(seq), record).bind(record.served_by.to_string()).bind(epoch.to_owned());
     }
     query
+}
+
+/// A record's own fields, in the order both inserts list them.
+fn bind_fields<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    record: &AccessRecord,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(record.accessor.clone())
+        .bind(record.at_micros)
+        .bind(record.secret.clone())
+        .bind(record.environment.to_string())
+        .bind(i64::from(record.version))
+        .bind(record.source.clone())
 }
 
 fn access_record(row: &AnyRow) -> Result<RecordedAccess, StoreError> {
@@ -871,14 +877,7 @@ impl ValueStore for SqlValueStore {
         for attempt in 0..2 {
             let mut query = sqlx::query(&sql).bind(count).bind(agent.to_string());
             for (ord, record) in (1_i64..).zip(records) {
-                query = query
-                    .bind(ord)
-                    .bind(record.accessor.clone())
-                    .bind(record.at_micros)
-                    .bind(record.secret.clone())
-                    .bind(record.environment.to_string())
-                    .bind(i64::from(record.version))
-                    .bind(record.source.clone());
+                query = bind_fields(query.bind(ord), record);
             }
             let rows = query.fetch_all(&self.pool).await.map_err(db)?;
             let first = rows

@@ -180,21 +180,7 @@ async fn no_record_is_lost_when_an_agents_numbering_restarts(db: TestDatabase) {
     let owner = api.owner_token.as_str();
     c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201);
     c.post("/v1/secrets", owner, json!({ "name": "db-password" })).await.expect(201);
-    let reg = c.post("/v1/agents/registrations", owner, json!({ "name": "edge-1" })).await.expect(201);
-    let (key, request) = csr();
-    let enrolled: Value = reqwest::Client::new()
-        .post(format!("{}/v1/agents/enroll", api.url))
-        .json(&json!({ "token": reg["token"], "csr_pem": request }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let edge = agent_client(
-        enrolled["ca_pem"].as_str().unwrap(),
-        Some((enrolled["certificate_pem"].as_str().unwrap(), &key)),
-    );
+    let (edge, _) = crate::support::enroll_agent(&c, &api, owner, "edge-1").await;
     let reads = || async {
         let log = c.get("/v1/secrets/db-password/access-log", owner).await.expect(200);
         log.as_array().unwrap().iter().map(|r| r["reads"].as_u64().unwrap()).sum::<u64>()

@@ -7,7 +7,6 @@ use heimdall_api::testing::{TestApi, TestDatabase};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::agents::{agent_client, csr};
 use crate::on_every_backend;
 use crate::support::{world, Client};
 
@@ -15,26 +14,13 @@ on_every_backend!(catalog_scoped_forbids_reach_secrets, leaving_out_the_environm
 
 /// Enrolls an Agent holding dev and prod; its mTLS client.
 async fn holding_agent(c: &Client, api: &TestApi, owner: &str) -> reqwest::Client {
-    let reg = c.post("/v1/agents/registrations", owner, json!({ "name": "edge-1" })).await.expect(201);
-    let (key, request) = csr();
-    let enrolled: Value = reqwest::Client::new()
-        .post(format!("{}/v1/agents/enroll", api.url))
-        .json(&json!({ "token": reg["token"], "csr_pem": request }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (edge, _) = crate::support::enroll_agent(c, api, owner, "edge-1").await;
     for env in ["dev", "prod"] {
         c.post(&format!("/v1/environments/{env}/agents"), owner, json!({ "agent": "edge-1" }))
             .await
             .expect(201);
     }
-    agent_client(
-        enrolled["ca_pem"].as_str().unwrap(),
-        Some((enrolled["certificate_pem"].as_str().unwrap(), &key)),
-    )
+    edge
 }
 
 async fn policy(c: &Client, owner: &str, name: &str, text: &str) {

@@ -174,21 +174,7 @@ async fn agents_cannot_get_the_apis_names_or_identity(db: TestDatabase) {
     let api = TestApi::start(db).await;
     let c = Client::new(&api);
     let owner = api.owner_token.as_str();
-    let reg = c.post("/v1/agents/registrations", owner, json!({ "name": "edge-1" })).await.expect(201);
-    let (key, request) = csr();
-    let enrolled: Value = reqwest::Client::new()
-        .post(format!("{}/v1/agents/enroll", api.url))
-        .json(&json!({ "token": reg["token"], "csr_pem": request }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let edge = agent_client(
-        enrolled["ca_pem"].as_str().unwrap(),
-        Some((enrolled["certificate_pem"].as_str().unwrap(), &key)),
-    );
+    let (edge, enrolled) = crate::support::enroll_agent(&c, &api, owner, "edge-1").await;
     let ask = |names: Vec<&'static str>| {
         let edge = edge.clone();
         let url = format!("{}/v1/agent/server-certificate", api.agent_url);
