@@ -25,6 +25,7 @@ pub mod names;
 pub mod ports;
 pub mod queue;
 pub mod redacted;
+pub mod resources;
 pub mod secrets;
 pub mod token;
 pub mod wire;

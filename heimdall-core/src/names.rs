@@ -46,6 +46,18 @@ pub fn normalize_email(email: &str) -> Result<String, ApiError> {
     Ok(email.to_ascii_lowercase())
 }
 
+/// A cloud region as providers spell them: lowercase letters, digits, `-`.
+pub fn validate_region(region: &str) -> Result<(), ApiError> {
+    let ok = !region.is_empty()
+        && region.len() <= 32
+        && region.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_input("region may contain only lowercase letters, digits and '-'"))
+    }
+}
+
 /// Free text (descriptions, policy names): bounded, no control characters.
 pub fn validate_text(field: &str, text: &str, max: usize) -> Result<(), ApiError> {
     if text.chars().count() > max {

@@ -189,10 +189,9 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
 // ---- Infrastructure Manager ---------------------------------------------------
 
 use crate::ids::{CloudAccountId, JobId, LeaseId, ResourceId, SchemaId};
-use crate::infra::{
-    AccountLink, CloudAccount, Job, Resource, ResourceSchema, ResourceStatus, Revision, RevisionState,
-};
+use crate::infra::{AccountLink, CloudAccount, Job, Resource, ResourceSchema, ResourceStatus, Revision};
 use crate::queue::ReapDecision;
+use crate::resources::ResourcePlan;
 
 /// Filters for listing Resources; `None` means any.
 #[derive(Clone, Debug, Default)]
@@ -200,33 +199,6 @@ pub struct ResourceFilter {
     pub component: Option<CatalogId>,
     pub environment: Option<CatalogId>,
     pub status: Option<ResourceStatus>,
-}
-
-/// A change to a Resource: a new revision, and the job it queues (none
-/// while it waits for approval).
-#[derive(Clone, Debug)]
-pub struct ResourceChange {
-    pub resource: ResourceId,
-    /// The revision the caller read; the change is refused with
-    /// `StaleRevision` if another change landed in between.
-    pub expected_revision: i64,
-    pub revision: Revision,
-    pub job: Option<Job>,
-    pub status: ResourceStatus,
-}
-
-/// A decision on a pending revision.
-#[derive(Clone, Debug)]
-pub struct RevisionDecision {
-    pub resource: ResourceId,
-    pub revision: i64,
-    pub state: RevisionState,
-    pub decided_by: String,
-    pub decided_at: OffsetDateTime,
-    pub reason: Option<String>,
-    /// The apply to queue on approval.
-    pub job: Option<Job>,
-    pub status: ResourceStatus,
 }
 
 /// How a run ended, as reported by the Agent holding the lease.
@@ -257,49 +229,19 @@ pub trait InfraStore: Send + Sync + std::fmt::Debug {
     async fn link_account(&self, org: OrgId, link: &AccountLink, event: NewEvent) -> StoreResult<()>;
     async fn list_links(&self, org: OrgId) -> StoreResult<Vec<AccountLink>>;
 
-    /// Creates a Resource with its first revision and, unless it waits for
-    /// approval, its apply job; all or nothing.
-    async fn create_resource(
+    /// Applies a plan from `heimdall_core::resources` in one transaction,
+    /// in the order `ResourcePlan` documents: all of it or, on
+    /// `StaleRevision` or any error, nothing. Returns the Resource after.
+    async fn apply_resource_plan(
         &self,
-        resource: &Resource,
-        revision: &Revision,
-        job: Option<&Job>,
+        org: OrgId,
+        plan: &ResourcePlan,
         event: NewEvent,
-    ) -> StoreResult<()>;
+    ) -> StoreResult<Resource>;
     async fn get_resource(&self, org: OrgId, id: ResourceId) -> StoreResult<Resource>;
     async fn find_resources_by_name(&self, org: OrgId, name: &str) -> StoreResult<Vec<Resource>>;
     async fn list_resources(&self, org: OrgId, filter: &ResourceFilter) -> StoreResult<Vec<Resource>>;
     async fn list_revisions(&self, org: OrgId, resource: ResourceId) -> StoreResult<Vec<Revision>>;
-    /// A new revision: supersedes any pending one, cancels any apply of
-    /// this Resource still queued, and queues the new job if any.
-    async fn change_resource(
-        &self,
-        org: OrgId,
-        change: &ResourceChange,
-        event: NewEvent,
-    ) -> StoreResult<Resource>;
-    /// Approves or refuses a pending revision (refused with `StaleRevision`
-    /// if it is no longer pending).
-    async fn decide_revision(
-        &self,
-        org: OrgId,
-        decision: &RevisionDecision,
-        event: NewEvent,
-    ) -> StoreResult<Resource>;
-    /// Queues a job for a Resource (retry, destroy); a destroy first
-    /// cancels every apply of that Resource still queued. `status` is the
-    /// Resource's new status.
-    async fn queue_job(
-        &self,
-        org: OrgId,
-        job: &Job,
-        status: ResourceStatus,
-        event: NewEvent,
-    ) -> StoreResult<Resource>;
-    /// Marks a Resource deleted without a job (nothing was ever applied),
-    /// cancelling queued applies and superseding pending revisions.
-    async fn mark_deleted(&self, org: OrgId, resource: ResourceId, event: NewEvent) -> StoreResult<Resource>;
-
     async fn list_jobs(&self, org: OrgId, resource: Option<ResourceId>) -> StoreResult<Vec<Job>>;
     async fn get_job(&self, org: OrgId, id: JobId) -> StoreResult<Job>;
     /// The job's log and whether it was truncated.

@@ -12,8 +12,10 @@
 
 mod access;
 mod agents;
-mod infra;
+mod infra_rows;
 mod postgres;
+mod queue;
+mod resources;
 mod secrets;
 mod sqlite;
 mod store;

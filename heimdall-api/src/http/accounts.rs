@@ -9,7 +9,7 @@ use heimdall_core::authz::{Action, Target};
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::CloudAccountId;
 use heimdall_core::infra::{AccountAuth, AccountLink, CloudAccount, LinkScope};
-use heimdall_core::names::{validate_name, validate_text};
+use heimdall_core::names::{validate_name, validate_region, validate_text};
 use heimdall_core::wire::{CloudAccountDetail, CreateCloudAccount, LinkCloudAccount};
 use heimdall_core::ApiError;
 use uuid::Uuid;
@@ -35,18 +35,6 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<CloudAc
         .find_account_by_name(caller.org.id, key)
         .await?
         .ok_or_else(|| ApiError::not_found("cloud account"))
-}
-
-/// Region names: lowercase letters, digits and '-' (`eu-west-1`, `us-central1`).
-pub(crate) fn validate_region(region: &str) -> Result<(), ApiError> {
-    let ok = !region.is_empty()
-        && region.len() <= 32
-        && region.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::invalid_input("region may contain only lowercase letters, digits and '-'"))
-    }
 }
 
 fn validate_account(body: &CreateCloudAccount) -> Result<(), ApiError> {

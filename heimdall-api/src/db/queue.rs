@@ -1,0 +1,211 @@
+//! The job queue: claims under a lease, heartbeats, logs, the end of an
+//! attempt and the reaper. Decisions come from `heimdall_core::queue`; the
+//! Resource follows through `resources::settle`.
+
+use async_trait::async_trait;
+use heimdall_core::ids::{JobId, LeaseId, OrgId};
+use heimdall_core::infra::{Job, JobOperation, JobStatus};
+use heimdall_core::ports::{JobOutcome, JobQueue, StoreError, StoreResult};
+use heimdall_core::queue::{self, ReapDecision};
+use sqlx::{Any, Transaction};
+use time::OffsetDateTime;
+
+use super::infra_rows::*;
+use super::store::{db_err, parse_id, to_micros, SqlStore};
+use super::{claim_sql, expired_sql};
+
+/// A job held under `lease` that is still running and not expired at `now`.
+async fn leased_job(
+    tx: &mut Transaction<'_, Any>,
+    job: JobId,
+    lease: LeaseId,
+    now: OffsetDateTime,
+) -> StoreResult<Job> {
+    let row: Option<(String,)> = sqlx::query_as(
+        "SELECT id FROM jobs WHERE id = $1 AND lease_id = $2 AND status = 'running' AND lease_expires_at >= $3",
+    )
+    .bind(job.to_string())
+    .bind(lease.to_string())
+    .bind(to_micros(now))
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    if row.is_none() {
+        return Err(StoreError::Fenced);
+    }
+    fetch_job(tx, job).await
+}
+
+#[async_trait]
+impl JobQueue for SqlStore {
+    async fn claim(
+        &self,
+        org: OrgId,
+        agent: &str,
+        lease: LeaseId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Option<Job>> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let claimed: Option<(String,)> = match sqlx::query_as(claim_sql(self.backend))
+            .bind(org.to_string())
+            .bind(lease.to_string())
+            .bind(to_micros(queue::lease_until(now)))
+            .bind(agent.to_owned())
+            .bind(to_micros(now))
+            .fetch_optional(&mut *tx)
+            .await
+        {
+            Ok(row) => row,
+            // Another claimer started a job of the same Resource first.
+            Err(e) if super::store::is_unique_violation(&e) => return Ok(None),
+            Err(e) => return Err(db_err(e)),
+        };
+        let Some((id,)) = claimed else {
+            return Ok(None);
+        };
+        let job = fetch_job(&mut tx, parse_id(&id)?).await?;
+        if let Some(status) = queue::resource_status_for(job.operation, JobStatus::Running) {
+            set_resource_status(&mut tx, job.resource_id, status, None, now).await?;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(Some(job))
+    }
+
+    async fn heartbeat(
+        &self,
+        job: JobId,
+        lease: LeaseId,
+        state_lock_id: Option<&str>,
+        now: OffsetDateTime,
+    ) -> StoreResult<OffsetDateTime> {
+        let until = queue::lease_until(now);
+        let updated = sqlx::query(
+            "UPDATE jobs SET lease_expires_at = $1, state_lock_id = COALESCE($5, state_lock_id)
+             WHERE id = $2 AND lease_id = $3 AND status = 'running' AND lease_expires_at >= $4",
+        )
+        .bind(to_micros(until))
+        .bind(job.to_string())
+        .bind(lease.to_string())
+        .bind(to_micros(now))
+        .bind(state_lock_id.map(str::to_owned))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        if updated.rows_affected() == 1 {
+            Ok(until)
+        } else {
+            Err(StoreError::Fenced)
+        }
+    }
+
+    async fn append_log(&self, job: JobId, lease: LeaseId, chunk: &str) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let row: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT l.bytes, l.truncated FROM job_logs l JOIN jobs j ON j.id = l.job_id
+             WHERE j.id = $1 AND j.lease_id = $2 AND j.status = 'running'",
+        )
+        .bind(job.to_string())
+        .bind(lease.to_string())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let (bytes, truncated) = row.ok_or(StoreError::Fenced)?;
+        let (taken, now_truncated) =
+            queue::log_append(usize::try_from(bytes).unwrap_or(usize::MAX), truncated != 0, chunk);
+        if taken.is_empty() && !now_truncated {
+            return tx.commit().await.map_err(db_err);
+        }
+        let mut text = taken.to_owned();
+        if now_truncated {
+            text.push_str(queue::TRUNCATION_MARKER);
+        }
+        sqlx::query("UPDATE job_logs SET content = content || $1, bytes = bytes + $2, truncated = $3 WHERE job_id = $4")
+            .bind(text)
+            .bind(i64::try_from(taken.len()).unwrap_or(i64::MAX))
+            .bind(i64::from(now_truncated || truncated != 0))
+            .bind(job.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn finish(
+        &self,
+        job: JobId,
+        lease: LeaseId,
+        outcome: JobOutcome,
+        now: OffsetDateTime,
+    ) -> StoreResult<Job> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let held = leased_job(&mut tx, job, lease, now).await?;
+        let (status, reason, outputs) = match outcome {
+            JobOutcome::Completed { outputs } => (JobStatus::Completed, None, Some(outputs)),
+            JobOutcome::Failed { reason, retryable } => {
+                (queue::after_failure(held.attempts, held.max_attempts, retryable), Some(reason), None)
+            }
+        };
+        let finished = (status != JobStatus::Queued).then_some(to_micros(now));
+        sqlx::query(
+            "UPDATE jobs SET status = $1, reason = $2, finished_at = $3, lease_id = NULL, lease_expires_at = NULL WHERE id = $4",
+        )
+        .bind(status.as_str())
+        .bind(reason.clone())
+        .bind(finished)
+        .bind(job.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if let Some(resource_status) = queue::resource_status_for(held.operation, status) {
+            settle_resource_status(&mut tx, held.resource_id, resource_status, reason.as_deref(), now)
+                .await?;
+        }
+        if let (Some(outputs), JobOperation::Apply | JobOperation::Import) = (outputs, held.operation) {
+            sqlx::query("UPDATE resources SET outputs = $1 WHERE id = $2")
+                .bind(json_text(&outputs)?)
+                .bind(held.resource_id.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        let job = fetch_job(&mut tx, job).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(job)
+    }
+
+    async fn reap(&self, now: OffsetDateTime) -> StoreResult<Vec<(JobId, ReapDecision)>> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let expired: Vec<(String,)> = sqlx::query_as(expired_sql(self.backend))
+            .bind(to_micros(now))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let mut decisions = Vec::with_capacity(expired.len());
+        for (id,) in expired {
+            let job = fetch_job(&mut tx, parse_id(&id)?).await?;
+            let expired_at = job.lease_expires_at.unwrap_or(now);
+            let decision = queue::reap_decision(job.attempts, job.max_attempts, expired_at);
+            let (status, reason) = match &decision {
+                ReapDecision::Requeue => (JobStatus::Queued, None),
+                ReapDecision::Fail(reason) => (JobStatus::Failed, Some(reason.clone())),
+            };
+            sqlx::query(
+                "UPDATE jobs SET status = $1, reason = $2, finished_at = $3, lease_id = NULL, lease_expires_at = NULL WHERE id = $4",
+            )
+            .bind(status.as_str())
+            .bind(reason.clone())
+            .bind((status == JobStatus::Failed).then_some(to_micros(now)))
+            .bind(id.clone())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if let Some(resource_status) = queue::resource_status_for(job.operation, status) {
+                settle_resource_status(&mut tx, job.resource_id, resource_status, reason.as_deref(), now)
+                    .await?;
+            }
+            decisions.push((job.id, decision));
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(decisions)
+    }
+}

@@ -1,0 +1,399 @@
+//! Schemas, cloud accounts and Resources: reads, and the one write that
+//! applies a `heimdall_core::resources` plan in a transaction.
+
+use async_trait::async_trait;
+use heimdall_core::ids::{CloudAccountId, JobId, OrgId, ResourceId, SchemaId};
+use heimdall_core::infra::{
+    AccountLink, CloudAccount, Job, Resource, ResourceSchema, Revision, RevisionState,
+};
+use heimdall_core::ports::{InfraStore, NewEvent, ResourceFilter, StoreError, StoreResult};
+use heimdall_core::resources::{ResourcePlan, StatusUpdate};
+use sqlx::{Any, Transaction};
+use time::OffsetDateTime;
+
+use super::infra_rows::*;
+use super::store::{db_err, insert_event, to_micros, unique_as, SqlStore};
+
+async fn insert_resource(tx: &mut Transaction<'_, Any>, resource: &Resource) -> StoreResult<()> {
+    sqlx::query(&format!(
+        "INSERT INTO resources ({RESOURCE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+    ))
+    .bind(resource.id.to_string())
+    .bind(resource.org_id.to_string())
+    .bind(resource.name.clone())
+    .bind(resource.component_id.to_string())
+    .bind(resource.environment_id.to_string())
+    .bind(resource.schema_id.to_string())
+    .bind(resource.region.clone())
+    .bind(resource.status.as_str())
+    .bind(resource.revision)
+    .bind(resource.reason.clone())
+    .bind(json_text(&resource.outputs)?)
+    .bind(to_micros(resource.created_at))
+    .bind(resource.created_by.clone())
+    .bind(to_micros(resource.updated_at))
+    .execute(&mut **tx)
+    .await
+    .map_err(unique_as("resource"))?;
+    Ok(())
+}
+
+/// Cancels applies of a Resource that no Agent has claimed yet.
+async fn cancel_queued_applies(
+    tx: &mut Transaction<'_, Any>,
+    resource: ResourceId,
+    at: OffsetDateTime,
+    why: &str,
+) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE jobs SET status = 'cancelled', reason = $1, finished_at = $2
+         WHERE resource_id = $3 AND status = 'queued' AND operation IN ('apply', 'import')",
+    )
+    .bind(why.to_owned())
+    .bind(to_micros(at))
+    .bind(resource.to_string())
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+async fn supersede_pending(
+    tx: &mut Transaction<'_, Any>,
+    resource: ResourceId,
+    state: RevisionState,
+) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE resource_revisions SET state = $1 WHERE resource_id = $2 AND state = 'pending_approval'",
+    )
+    .bind(state.as_str())
+    .bind(resource.to_string())
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+#[async_trait]
+impl InfraStore for SqlStore {
+    async fn create_schema(&self, schema: &ResourceSchema, event: NewEvent) -> StoreResult<ResourceSchema> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let (newest,): (Option<i64>,) =
+            sqlx::query_as("SELECT MAX(version) FROM resource_schemas WHERE org_id = $1 AND type_name = $2")
+                .bind(schema.org_id.to_string())
+                .bind(schema.type_name.clone())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        let mut stored = schema.clone();
+        stored.version = newest.unwrap_or(0) + 1;
+        sqlx::query(&format!("INSERT INTO resource_schemas ({SCHEMA_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"))
+            .bind(stored.id.to_string())
+            .bind(stored.org_id.to_string())
+            .bind(stored.type_name.clone())
+            .bind(stored.version)
+            .bind(json_text(&stored.input_schema)?)
+            .bind(json_text(&stored.defaults)?)
+            .bind(stored.module.as_ref().map(|m| m.source.clone()))
+            .bind(stored.module.as_ref().map(|m| m.version.clone()))
+            .bind(i64::from(stored.requires_approval))
+            .bind(to_micros(stored.created_at))
+            .bind(stored.created_by.clone())
+            .execute(&mut *tx)
+            .await
+            .map_err(unique_as("schema version"))?;
+        let mut event = event;
+        event.detail["version"] = stored.version.into();
+        insert_event(&mut tx, stored.org_id, event).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(stored)
+    }
+
+    async fn list_schemas(&self, org: OrgId) -> StoreResult<Vec<ResourceSchema>> {
+        let sql = format!(
+            "SELECT {SCHEMA_COLUMNS} FROM resource_schemas WHERE org_id = $1 ORDER BY type_name, version"
+        );
+        sqlx::query_as::<_, SchemaRow>(&sql)
+            .bind(org.to_string())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(SchemaRow::into_domain)
+            .collect()
+    }
+
+    async fn get_schema(&self, org: OrgId, id: SchemaId) -> StoreResult<ResourceSchema> {
+        let sql = format!("SELECT {SCHEMA_COLUMNS} FROM resource_schemas WHERE org_id = $1 AND id = $2");
+        sqlx::query_as::<_, SchemaRow>(&sql)
+            .bind(org.to_string())
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound("schema"))?
+            .into_domain()
+    }
+
+    async fn create_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query(&format!(
+            "INSERT INTO cloud_accounts ({ACCOUNT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+        ))
+        .bind(account.id.to_string())
+        .bind(account.org_id.to_string())
+        .bind(account.name.clone())
+        .bind(account.provider.as_str())
+        .bind(account.region.clone())
+        .bind(account.state_bucket.clone())
+        .bind(account.state_endpoint.clone())
+        .bind(json_text(&account.auth)?)
+        .bind(to_micros(account.created_at))
+        .bind(account.created_by.clone())
+        .execute(&mut *tx)
+        .await
+        .map_err(unique_as("cloud account"))?;
+        insert_event(&mut tx, account.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn list_accounts(&self, org: OrgId) -> StoreResult<Vec<CloudAccount>> {
+        let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM cloud_accounts WHERE org_id = $1 ORDER BY name");
+        sqlx::query_as::<_, AccountRow>(&sql)
+            .bind(org.to_string())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(AccountRow::into_domain)
+            .collect()
+    }
+
+    async fn get_account(&self, org: OrgId, id: CloudAccountId) -> StoreResult<CloudAccount> {
+        let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM cloud_accounts WHERE org_id = $1 AND id = $2");
+        sqlx::query_as::<_, AccountRow>(&sql)
+            .bind(org.to_string())
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound("cloud account"))?
+            .into_domain()
+    }
+
+    async fn find_account_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<CloudAccount>> {
+        let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM cloud_accounts WHERE org_id = $1 AND name = $2");
+        sqlx::query_as::<_, AccountRow>(&sql)
+            .bind(org.to_string())
+            .bind(name.to_owned())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .map(AccountRow::into_domain)
+            .transpose()
+    }
+
+    async fn link_account(&self, org: OrgId, link: &AccountLink, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let scope_id = link.scope_id.map_or_else(|| org.to_string(), |id| id.to_string());
+        sqlx::query(
+            "INSERT INTO cloud_account_links (org_id, account_id, scope, scope_id, environment_id, created_at, created_by)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (org_id, scope, scope_id, environment_id)
+             DO UPDATE SET account_id = excluded.account_id, created_at = excluded.created_at, created_by = excluded.created_by",
+        )
+        .bind(org.to_string())
+        .bind(link.account_id.to_string())
+        .bind(link.scope.as_str())
+        .bind(scope_id)
+        .bind(link.environment_id.to_string())
+        .bind(to_micros(link.created_at))
+        .bind(link.created_by.clone())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn list_links(&self, org: OrgId) -> StoreResult<Vec<AccountLink>> {
+        sqlx::query_as::<_, LinkRow>(
+            "SELECT account_id, scope, scope_id, environment_id, created_at, created_by FROM cloud_account_links
+             WHERE org_id = $1 ORDER BY scope, scope_id, environment_id",
+        )
+        .bind(org.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?
+        .into_iter()
+        .map(LinkRow::into_domain)
+        .collect()
+    }
+
+    async fn apply_resource_plan(
+        &self,
+        org: OrgId,
+        plan: &ResourcePlan,
+        event: NewEvent,
+    ) -> StoreResult<Resource> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        match &plan.create {
+            Some(resource) => insert_resource(&mut tx, resource).await?,
+            None => {
+                let current = fetch_resource(&mut tx, org, plan.resource).await?;
+                if let Some(expected) = plan.expected_revision.filter(|e| *e != current.revision) {
+                    return Err(StoreError::StaleRevision(format!(
+                        "the Resource changed meanwhile: revision {} is current, not {expected}",
+                        current.revision
+                    )));
+                }
+            }
+        }
+        if let Some(d) = &plan.decision {
+            let updated = sqlx::query(
+                "UPDATE resource_revisions SET state = $1, decided_by = $2, decided_at = $3, decision_reason = $4
+                 WHERE resource_id = $5 AND number = $6 AND state = 'pending_approval'",
+            )
+            .bind(d.state.as_str())
+            .bind(d.decided_by.clone())
+            .bind(to_micros(d.decided_at))
+            .bind(d.reason.clone())
+            .bind(plan.resource.to_string())
+            .bind(d.revision)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if updated.rows_affected() != 1 {
+                return Err(StoreError::StaleRevision(format!(
+                    "revision {} is no longer pending approval",
+                    d.revision
+                )));
+            }
+        }
+        if plan.supersede_pending {
+            supersede_pending(&mut tx, plan.resource, RevisionState::Superseded).await?;
+        }
+        if let Some(why) = &plan.cancel_queued_applies {
+            cancel_queued_applies(&mut tx, plan.resource, plan.at, why).await?;
+        }
+        if let Some(revision) = &plan.revision {
+            insert_revision(&mut tx, revision).await?;
+            sqlx::query("UPDATE resources SET revision = $1, region = $2 WHERE id = $3")
+                .bind(revision.number)
+                .bind(revision.region.clone())
+                .bind(plan.resource.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        if let Some(job) = &plan.job {
+            insert_job(&mut tx, job).await?;
+        }
+        match plan.status {
+            StatusUpdate::Set(status) => {
+                set_resource_status(&mut tx, plan.resource, status, None, plan.at).await?
+            }
+            StatusUpdate::Settle(status) => {
+                settle_resource_status(&mut tx, plan.resource, status, None, plan.at).await?
+            }
+        }
+        insert_event(&mut tx, org, event).await?;
+        let resource = fetch_resource(&mut tx, org, plan.resource).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(resource)
+    }
+
+    async fn get_resource(&self, org: OrgId, id: ResourceId) -> StoreResult<Resource> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let resource = fetch_resource(&mut tx, org, id).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(resource)
+    }
+
+    async fn find_resources_by_name(&self, org: OrgId, name: &str) -> StoreResult<Vec<Resource>> {
+        let sql = format!("SELECT {RESOURCE_COLUMNS} FROM resources WHERE org_id = $1 AND name = $2 ORDER BY created_at, id");
+        sqlx::query_as::<_, ResourceRow>(&sql)
+            .bind(org.to_string())
+            .bind(name.to_owned())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(ResourceRow::into_domain)
+            .collect()
+    }
+
+    async fn list_resources(&self, org: OrgId, filter: &ResourceFilter) -> StoreResult<Vec<Resource>> {
+        // Empty strings mean "any": one statement for every filter combination.
+        let sql = format!(
+            "SELECT {RESOURCE_COLUMNS} FROM resources WHERE org_id = $1
+               AND ($2 = '' OR component_id = $2) AND ($3 = '' OR environment_id = $3) AND ($4 = '' OR status = $4)
+             ORDER BY created_at, id"
+        );
+        sqlx::query_as::<_, ResourceRow>(&sql)
+            .bind(org.to_string())
+            .bind(filter.component.map(|c| c.to_string()).unwrap_or_default())
+            .bind(filter.environment.map(|c| c.to_string()).unwrap_or_default())
+            .bind(filter.status.map(|s| s.as_str().to_owned()).unwrap_or_default())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(ResourceRow::into_domain)
+            .collect()
+    }
+
+    async fn list_revisions(&self, org: OrgId, resource: ResourceId) -> StoreResult<Vec<Revision>> {
+        let sql = format!(
+            "SELECT {REVISION_COLUMNS} FROM resource_revisions WHERE resource_id = $1
+               AND resource_id IN (SELECT id FROM resources WHERE org_id = $2) ORDER BY number"
+        );
+        sqlx::query_as::<_, RevisionRow>(&sql)
+            .bind(resource.to_string())
+            .bind(org.to_string())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(RevisionRow::into_domain)
+            .collect()
+    }
+
+    async fn list_jobs(&self, org: OrgId, resource: Option<ResourceId>) -> StoreResult<Vec<Job>> {
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE org_id = $1 AND ($2 = '' OR resource_id = $2) ORDER BY queued_at, id"
+        );
+        sqlx::query_as::<_, JobRow>(&sql)
+            .bind(org.to_string())
+            .bind(resource.map(|r| r.to_string()).unwrap_or_default())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(JobRow::into_domain)
+            .collect()
+    }
+
+    async fn get_job(&self, org: OrgId, id: JobId) -> StoreResult<Job> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let job = fetch_job(&mut tx, id).await?;
+        tx.commit().await.map_err(db_err)?;
+        if job.org_id != org {
+            return Err(StoreError::NotFound("job"));
+        }
+        Ok(job)
+    }
+
+    async fn job_log(&self, org: OrgId, id: JobId) -> StoreResult<(String, bool)> {
+        let row: Option<(String, i64)> = sqlx::query_as(
+            "SELECT l.content, l.truncated FROM job_logs l JOIN jobs j ON j.id = l.job_id WHERE j.org_id = $1 AND j.id = $2",
+        )
+        .bind(org.to_string())
+        .bind(id.to_string())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        let (content, truncated) = row.ok_or(StoreError::NotFound("job"))?;
+        Ok((content, truncated != 0))
+    }
+}

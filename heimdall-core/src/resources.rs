@@ -1,0 +1,535 @@
+//! The Resource lifecycle as planners: each request (create, change,
+//! approve, refuse, retry, delete) is a pure function over the loaded
+//! Resource, its revisions and jobs, returning a [`ResourcePlan`] that the
+//! store applies in one transaction, or the error that refuses it before
+//! anything is written. [`settle`] decides where a Resource stands after a
+//! job ends; the store calls it inside the transaction that ends the job.
+//!
+//! ```text
+//!  create ─▶ pending_approval ─approve─▶ queued ─claim─▶ applying ─▶ provisioned
+//!     │            └─refuse─▶ refused (or back to what the last job left)   └─▶ failed ─retry─▶ queued
+//!     └─(no approval needed)─▶ queued
+//!  delete ─▶ deleting ─▶ deleted          (deleted at once if nothing ever ran)
+//! ```
+//!
+//! Time, the actor, the resolved account and fresh ids are arguments, so a
+//! test drives every transition with a fake clock.
+
+use serde_json::{json, Value};
+use time::OffsetDateTime;
+
+use crate::approval::{self, PendingRequest, Verdict};
+use crate::error::{ApiError, ErrorCode};
+use crate::ids::{CatalogId, JobId, OrgId, ResourceId};
+use crate::infra::{
+    state_key, AccountRef, CloudAccount, Job, JobOperation, JobRequest, JobStatus, Resource, ResourceSchema,
+    ResourceStatus, Revision, RevisionState,
+};
+use crate::input::{effective_input, revision_hash, InputSchema};
+use crate::names::{validate_name, validate_region, validate_text};
+use crate::queue::{self, MAX_ATTEMPTS};
+
+/// Where a Resource sits, by name: the environment picks the schema's
+/// defaults, and all three name the place when no account is linked.
+#[derive(Clone, Copy, Debug)]
+pub struct Place<'a> {
+    pub environment: &'a str,
+    pub system: &'a str,
+    pub domain: &'a str,
+}
+
+/// Who asks, when, where, and what the adapter resolved for the plan.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    /// Recorded as `requested_by` / `decided_by`.
+    pub actor: &'a str,
+    pub now: OffsetDateTime,
+    pub place: Place<'a>,
+    /// The account the placement resolves to (`accounts::resolve_account`);
+    /// `None` when nothing is linked. Plans that queue a job refuse
+    /// `NO_CLOUD_ACCOUNT` without one.
+    pub account: Option<&'a CloudAccount>,
+    /// The id a job queued by this plan gets.
+    pub job_id: JobId,
+}
+
+/// A new Resource as requested.
+#[derive(Clone, Debug)]
+pub struct NewResource<'a> {
+    pub id: ResourceId,
+    pub org_id: OrgId,
+    pub name: String,
+    pub component_id: CatalogId,
+    pub environment_id: CatalogId,
+    pub schema: &'a ResourceSchema,
+    pub input: Value,
+    pub region: Option<String>,
+}
+
+/// A requested change: new input, and a region if it moves.
+#[derive(Clone, Debug)]
+pub struct Change {
+    pub input: Value,
+    pub region: Option<String>,
+}
+
+/// A decision on the pending revision, naming the revision the approver read.
+#[derive(Clone, Debug)]
+pub struct DecisionRequest {
+    pub revision: i64,
+    pub reason: Option<String>,
+}
+
+/// A decision the store records on a pending revision; refused with
+/// `STALE_REVISION` if it is no longer pending when the plan is applied.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub revision: i64,
+    pub state: RevisionState,
+    pub decided_by: String,
+    pub decided_at: OffsetDateTime,
+    pub reason: Option<String>,
+}
+
+/// How the Resource's status moves when the plan is applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusUpdate {
+    /// Exactly this status.
+    Set(ResourceStatus),
+    /// This status unless the Resource waits on something else: the store
+    /// reads its running or queued job and pending revision in the same
+    /// transaction and calls [`settle`].
+    Settle(ResourceStatus),
+}
+
+/// The audit event a plan writes with it; the adapter adds id and actor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedEvent {
+    pub action: &'static str,
+    pub detail: Value,
+}
+
+/// Everything one request changes, applied all or nothing, in this order:
+/// insert `create` (or check `expected_revision`), record `decision`,
+/// supersede pending revisions, cancel queued applies, insert `revision`,
+/// insert `job`, move the status, write the event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourcePlan {
+    pub resource: ResourceId,
+    /// A Resource to insert (create only).
+    pub create: Option<Resource>,
+    /// Refuse with `STALE_REVISION` unless the Resource is still at this
+    /// revision: another change landed since the caller read it.
+    pub expected_revision: Option<i64>,
+    pub decision: Option<Decision>,
+    /// Mark every revision still pending approval `superseded`.
+    pub supersede_pending: bool,
+    /// Cancel this Resource's applies no Agent has claimed yet, with this reason.
+    pub cancel_queued_applies: Option<String>,
+    /// A new revision, which becomes the Resource's current one (and its region).
+    pub revision: Option<Revision>,
+    pub job: Option<Job>,
+    pub status: StatusUpdate,
+    pub at: OffsetDateTime,
+    pub event: PlannedEvent,
+}
+
+impl ResourcePlan {
+    fn new(resource: ResourceId, status: StatusUpdate, at: OffsetDateTime, event: PlannedEvent) -> Self {
+        Self {
+            resource,
+            create: None,
+            expected_revision: None,
+            decision: None,
+            supersede_pending: false,
+            cancel_queued_applies: None,
+            revision: None,
+            job: None,
+            status,
+            at,
+            event,
+        }
+    }
+}
+
+fn event(action: &'static str, detail: Value) -> PlannedEvent {
+    PlannedEvent { action, detail }
+}
+
+/// Requests a new Resource: validated in full against its schema, and
+/// refused unless an account resolves, even when it will wait for
+/// approval (better now than after someone approved it).
+pub fn create(new: NewResource<'_>, ctx: &Context<'_>) -> Result<ResourcePlan, ApiError> {
+    validate_name("name", &new.name)?;
+    check_region(new.region.as_deref())?;
+    let schema = new.schema;
+    let effective = validated_input(schema, ctx.place.environment, &new.input)?;
+    let status = waiting_status(schema);
+    let resource = Resource {
+        id: new.id,
+        org_id: new.org_id,
+        name: new.name,
+        component_id: new.component_id,
+        environment_id: new.environment_id,
+        schema_id: schema.id,
+        region: new.region.clone(),
+        status,
+        revision: 1,
+        reason: None,
+        outputs: json!({}),
+        created_at: ctx.now,
+        created_by: ctx.actor.to_owned(),
+        updated_at: ctx.now,
+    };
+    let revision = requested_revision(&resource, 1, new.input, effective, new.region, schema, ctx);
+    let job = job_for(&resource, schema, &revision, JobOperation::Apply, ctx)?;
+    let detail =
+        json!({ "name": resource.name, "revision": 1, "hash": revision.hash, "status": resource.status });
+    let mut plan =
+        ResourcePlan::new(resource.id, StatusUpdate::Set(status), ctx.now, event("resource.created", detail));
+    plan.job = (!schema.requires_approval).then_some(job);
+    plan.revision = Some(revision);
+    plan.create = Some(resource);
+    Ok(plan)
+}
+
+/// A new revision of a Resource that is not being deleted. It supersedes
+/// any pending revision; if it needs no approval it also cancels the
+/// applies still queued and queues its own. A change that waits for
+/// approval leaves an approved apply queued: that is still what was
+/// approved, until the change is.
+pub fn change(
+    resource: &Resource,
+    schema: &ResourceSchema,
+    change: Change,
+    ctx: &Context<'_>,
+) -> Result<ResourcePlan, ApiError> {
+    check_region(change.region.as_deref())?;
+    refuse_if_gone(resource)?;
+    let effective = validated_input(schema, ctx.place.environment, &change.input)?;
+    let number = resource.revision + 1;
+    let region = change.region.or_else(|| resource.region.clone());
+    let revision = requested_revision(resource, number, change.input, effective, region, schema, ctx);
+    let job = job_for(resource, schema, &revision, JobOperation::Apply, ctx)?;
+    let status = waiting_status(schema);
+    let detail = json!({ "revision": number, "hash": revision.hash, "status": status });
+    let mut plan =
+        ResourcePlan::new(resource.id, StatusUpdate::Set(status), ctx.now, event("resource.changed", detail));
+    plan.expected_revision = Some(resource.revision);
+    plan.supersede_pending = true;
+    if !schema.requires_approval {
+        plan.cancel_queued_applies = Some(superseded_by(number));
+        plan.job = Some(job);
+    }
+    plan.revision = Some(revision);
+    Ok(plan)
+}
+
+/// Approves the pending revision (`approval::decide` checks who and which)
+/// and queues its apply, cancelling older applies still queued: the newest
+/// approved revision wins.
+pub fn approve(
+    resource: &Resource,
+    schema: &ResourceSchema,
+    revisions: &[Revision],
+    request: DecisionRequest,
+    ctx: &Context<'_>,
+) -> Result<ResourcePlan, ApiError> {
+    let decision = decision(revisions, &request, Verdict::Approve, ctx)?;
+    let revision = revisions
+        .iter()
+        .find(|r| r.number == request.revision)
+        .ok_or_else(|| ApiError::not_found("revision"))?;
+    let job = job_for(resource, schema, revision, JobOperation::Apply, ctx)?;
+    let detail = json!({ "revision": request.revision, "reason": request.reason });
+    let mut plan = ResourcePlan::new(
+        resource.id,
+        StatusUpdate::Set(ResourceStatus::Queued),
+        ctx.now,
+        event("resource.approved", detail),
+    );
+    plan.cancel_queued_applies = Some(superseded_by(request.revision));
+    plan.job = Some(job);
+    plan.decision = Some(decision);
+    Ok(plan)
+}
+
+/// Refuses the pending revision. A refused change leaves the Resource as
+/// its last finished job left it; a refused create leaves it `refused`.
+pub fn refuse(
+    resource: &Resource,
+    revisions: &[Revision],
+    jobs: &[Job],
+    request: DecisionRequest,
+    ctx: &Context<'_>,
+) -> Result<ResourcePlan, ApiError> {
+    let decision = decision(revisions, &request, Verdict::Refuse, ctx)?;
+    let detail = json!({ "revision": request.revision, "reason": request.reason });
+    let mut plan = ResourcePlan::new(
+        resource.id,
+        StatusUpdate::Settle(status_after_refusal(jobs)),
+        ctx.now,
+        event("resource.refused", detail),
+    );
+    plan.decision = Some(decision);
+    Ok(plan)
+}
+
+/// Queues the failed operation again, for the newest approved revision.
+pub fn retry(
+    resource: &Resource,
+    schema: &ResourceSchema,
+    revisions: &[Revision],
+    jobs: &[Job],
+    ctx: &Context<'_>,
+) -> Result<ResourcePlan, ApiError> {
+    if resource.status != ResourceStatus::Failed {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("only a failed Resource can be retried; this one is {}", resource.status),
+        ));
+    }
+    let operation = jobs.last().map_or(JobOperation::Apply, |j| j.operation);
+    let revision = last_approved(revisions)
+        .ok_or_else(|| ApiError::new(ErrorCode::Conflict, "no approved revision to retry"))?;
+    let job = job_for(resource, schema, revision, operation, ctx)?;
+    let status = match operation {
+        JobOperation::Destroy => ResourceStatus::Deleting,
+        JobOperation::Apply | JobOperation::Import => ResourceStatus::Queued,
+    };
+    let detail = json!({ "operation": operation, "revision": revision.number });
+    let mut plan =
+        ResourcePlan::new(resource.id, StatusUpdate::Set(status), ctx.now, event("resource.retried", detail));
+    if operation == JobOperation::Destroy {
+        cancel_for_delete(&mut plan);
+    }
+    plan.job = Some(job);
+    Ok(plan)
+}
+
+/// Deletes a Resource: queues a destroy if anything was ever applied,
+/// else marks it deleted at once. Either way queued applies are cancelled
+/// and pending revisions superseded. `None`: it is already deleting or
+/// deleted, and there is nothing to do.
+pub fn delete(
+    resource: &Resource,
+    schema: &ResourceSchema,
+    revisions: &[Revision],
+    jobs: &[Job],
+    ctx: &Context<'_>,
+) -> Result<Option<ResourcePlan>, ApiError> {
+    if is_gone(resource) {
+        return Ok(None);
+    }
+    let detail = json!({ "name": resource.name });
+    let ever_ran = jobs.iter().any(|j| j.attempts > 0);
+    if !ever_ran {
+        // Nothing was ever applied: there is nothing to destroy.
+        let mut plan = ResourcePlan::new(
+            resource.id,
+            StatusUpdate::Set(ResourceStatus::Deleted),
+            ctx.now,
+            event("resource.deleted", detail),
+        );
+        cancel_for_delete(&mut plan);
+        return Ok(Some(plan));
+    }
+    let revision = last_approved(revisions)
+        .ok_or_else(|| ApiError::new(ErrorCode::Internal, "a Resource that ran has no approved revision"))?;
+    let job = job_for(resource, schema, revision, JobOperation::Destroy, ctx)?;
+    let mut plan = ResourcePlan::new(
+        resource.id,
+        StatusUpdate::Set(ResourceStatus::Deleting),
+        ctx.now,
+        event("resource.deleted", detail),
+    );
+    cancel_for_delete(&mut plan);
+    plan.job = Some(job);
+    Ok(Some(plan))
+}
+
+/// Where a Resource stands once `fallback` (what its last job or decision
+/// says) meets what it still waits on: a running job, else the oldest
+/// queued one (`waiting_on`), shows that job's state; else a revision
+/// pending approval shows `pending_approval`, unless the Resource is gone.
+pub fn settle(
+    fallback: ResourceStatus,
+    waiting_on: Option<(JobOperation, JobStatus)>,
+    pending_approval: bool,
+) -> ResourceStatus {
+    if let Some((operation, status)) = waiting_on {
+        return queue::resource_status_for(operation, status).unwrap_or(fallback);
+    }
+    if pending_approval && fallback != ResourceStatus::Deleted {
+        return ResourceStatus::PendingApproval;
+    }
+    fallback
+}
+
+/// The job that applies (or destroys) `revision`, with everything the
+/// Agent needs frozen now. Refused `NO_CLOUD_ACCOUNT` when none resolved.
+pub fn job_for(
+    resource: &Resource,
+    schema: &ResourceSchema,
+    revision: &Revision,
+    operation: JobOperation,
+    ctx: &Context<'_>,
+) -> Result<Job, ApiError> {
+    let Some(account) = ctx.account else {
+        let Place { environment, system, domain } = ctx.place;
+        return Err(ApiError::new(
+            ErrorCode::NoCloudAccount,
+            format!(
+                "no cloud account is linked for environment {environment} to system {system}, domain {domain} or the organization"
+            ),
+        ));
+    };
+    Ok(Job {
+        id: ctx.job_id,
+        org_id: resource.org_id,
+        resource_id: resource.id,
+        operation,
+        status: JobStatus::Queued,
+        attempts: 0,
+        max_attempts: MAX_ATTEMPTS,
+        reason: None,
+        request: JobRequest {
+            resource_id: resource.id,
+            resource_name: resource.name.clone(),
+            revision: revision.number,
+            operation,
+            effective_input: revision.effective_input.clone(),
+            module: schema.module.clone(),
+            account: AccountRef {
+                id: account.id,
+                provider: account.provider,
+                region: account.region.clone(),
+                state_bucket: account.state_bucket.clone(),
+                state_endpoint: account.state_endpoint.clone(),
+                auth: account.auth.clone(),
+            },
+            region: revision.region.clone().unwrap_or_else(|| account.region.clone()),
+            state_key: state_key(resource.id),
+        },
+        queued_at: ctx.now,
+        started_at: None,
+        finished_at: None,
+        lease_expires_at: None,
+        agent: None,
+        state_lock_id: None,
+    })
+}
+
+fn check_region(region: Option<&str>) -> Result<(), ApiError> {
+    region.map_or(Ok(()), validate_region)
+}
+
+fn is_gone(resource: &Resource) -> bool {
+    matches!(resource.status, ResourceStatus::Deleting | ResourceStatus::Deleted)
+}
+
+fn refuse_if_gone(resource: &Resource) -> Result<(), ApiError> {
+    if is_gone(resource) {
+        return Err(ApiError::new(ErrorCode::Conflict, format!("the Resource is {}", resource.status)));
+    }
+    Ok(())
+}
+
+/// What a new request waits for: approval, or an Agent.
+fn waiting_status(schema: &ResourceSchema) -> ResourceStatus {
+    if schema.requires_approval {
+        ResourceStatus::PendingApproval
+    } else {
+        ResourceStatus::Queued
+    }
+}
+
+fn superseded_by(revision: i64) -> String {
+    format!("superseded by revision {revision}")
+}
+
+fn cancel_for_delete(plan: &mut ResourcePlan) {
+    plan.cancel_queued_applies = Some("cancelled by delete".to_owned());
+    plan.supersede_pending = true;
+}
+
+/// The effective input (defaults for the environment, overlaid by the
+/// input), validated against the schema in full; errors name fields and
+/// rules only, never values.
+fn validated_input(schema: &ResourceSchema, environment: &str, input: &Value) -> Result<Value, ApiError> {
+    let effective = effective_input(&schema.defaults, environment, input);
+    InputSchema::compile(&schema.input_schema)?.validate(&effective)?;
+    Ok(effective)
+}
+
+/// A new revision as requested, before anyone decided on it.
+fn requested_revision(
+    resource: &Resource,
+    number: i64,
+    input: Value,
+    effective_input: Value,
+    region: Option<String>,
+    schema: &ResourceSchema,
+    ctx: &Context<'_>,
+) -> Revision {
+    Revision {
+        resource_id: resource.id,
+        number,
+        hash: revision_hash(&effective_input, region.as_deref()),
+        input,
+        effective_input,
+        region,
+        state: approval::initial_state(schema.requires_approval),
+        requested_by: ctx.actor.to_owned(),
+        requested_at: ctx.now,
+        decided_by: None,
+        decided_at: None,
+        decision_reason: None,
+    }
+}
+
+fn decision(
+    revisions: &[Revision],
+    request: &DecisionRequest,
+    verdict: Verdict,
+    ctx: &Context<'_>,
+) -> Result<Decision, ApiError> {
+    if let Some(reason) = &request.reason {
+        validate_text("reason", reason, 1000)?;
+    }
+    let pending = pending_of(revisions);
+    let state = approval::decide(pending.as_ref(), ctx.actor, request.revision, verdict, ctx.now)?;
+    Ok(Decision {
+        revision: request.revision,
+        state,
+        decided_by: ctx.actor.to_owned(),
+        decided_at: ctx.now,
+        reason: request.reason.clone(),
+    })
+}
+
+/// The revision waiting for a decision, if any.
+fn pending_of(revisions: &[Revision]) -> Option<PendingRequest> {
+    revisions.iter().rev().find(|r| r.state == RevisionState::PendingApproval).map(|r| PendingRequest {
+        revision: r.number,
+        requested_by: r.requested_by.clone(),
+        requested_at: r.requested_at,
+    })
+}
+
+fn last_approved(revisions: &[Revision]) -> Option<&Revision> {
+    revisions.iter().rev().find(|r| matches!(r.state, RevisionState::Approved | RevisionState::NotRequired))
+}
+
+fn status_after_refusal(jobs: &[Job]) -> ResourceStatus {
+    let last = jobs.iter().rev().find(|j| matches!(j.status, JobStatus::Completed | JobStatus::Failed));
+    match last.map(|j| (j.operation, j.status)) {
+        Some((_, JobStatus::Failed)) => ResourceStatus::Failed,
+        Some((JobOperation::Destroy, _)) => ResourceStatus::Deleted,
+        Some(_) => ResourceStatus::Provisioned,
+        None => ResourceStatus::Refused,
+    }
+}
+
+#[cfg(test)]
+mod tests;

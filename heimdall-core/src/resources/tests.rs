@@ -1,0 +1,392 @@
+//! The Resource lifecycle driven request by request with a fake clock, as
+//! the API would: plan, then "apply" the plan to the loaded state the way
+//! the store does, then plan the next request on the result.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use super::*;
+use crate::clock::{Clock, ManualClock};
+use crate::ids::{CloudAccountId, SchemaId};
+use crate::infra::{AccountAuth, Provider};
+
+const ANA: &str = "ana@example.com";
+const BEN: &str = "ben@example.com";
+const PLACE: Place<'static> = Place { environment: "prod", system: "shop", domain: "retail" };
+
+fn start() -> ManualClock {
+    ManualClock::new(OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap())
+}
+
+fn org() -> OrgId {
+    OrgId::from_uuid(Uuid::from_u128(1))
+}
+
+fn schema(requires_approval: bool) -> ResourceSchema {
+    ResourceSchema {
+        id: SchemaId::from_uuid(Uuid::from_u128(2)),
+        org_id: org(),
+        type_name: "bucket".into(),
+        version: 1,
+        input_schema: json!({
+            "type": "object",
+            "properties": { "size": { "type": "integer", "maximum": 10 }, "tier": { "type": "string" } },
+            "required": ["size", "tier"],
+            "additionalProperties": false
+        }),
+        defaults: BTreeMap::from([("prod".to_owned(), json!({ "tier": "gold" }))]),
+        module: None,
+        requires_approval,
+        created_at: OffsetDateTime::UNIX_EPOCH,
+        created_by: ANA.into(),
+    }
+}
+
+fn account() -> CloudAccount {
+    CloudAccount {
+        id: CloudAccountId::from_uuid(Uuid::from_u128(3)),
+        org_id: org(),
+        name: "main".into(),
+        provider: Provider::Aws,
+        region: "eu-west-1".into(),
+        state_bucket: "state".into(),
+        state_endpoint: None,
+        auth: AccountAuth::Oidc { role_arn: "arn:aws:iam::1:role/x".into() },
+        created_at: OffsetDateTime::UNIX_EPOCH,
+        created_by: ANA.into(),
+    }
+}
+
+/// The loaded state of one Resource, as the API reads it back.
+struct World {
+    clock: ManualClock,
+    account: Option<CloudAccount>,
+    schema: ResourceSchema,
+    resource: Option<Resource>,
+    revisions: Vec<Revision>,
+    jobs: Vec<Job>,
+    next_job: u128,
+}
+
+impl World {
+    fn new(requires_approval: bool) -> Self {
+        Self {
+            clock: start(),
+            account: Some(account()),
+            schema: schema(requires_approval),
+            resource: None,
+            revisions: vec![],
+            jobs: vec![],
+            next_job: 100,
+        }
+    }
+
+    fn ctx<'a>(&'a mut self, actor: &'a str) -> Context<'a> {
+        self.next_job += 1;
+        Context {
+            actor,
+            now: self.clock.now(),
+            place: PLACE,
+            account: self.account.as_ref(),
+            job_id: JobId::from_uuid(Uuid::from_u128(self.next_job)),
+        }
+    }
+
+    fn resource(&self) -> &Resource {
+        self.resource.as_ref().unwrap()
+    }
+
+    fn create(&mut self, actor: &str, input: Value) -> Result<ResourcePlan, ApiError> {
+        self.create_as(actor, "orders", input)
+    }
+
+    fn create_named(&mut self, name: &str, input: Value) -> Result<ResourcePlan, ApiError> {
+        self.create_as(ANA, name, input)
+    }
+
+    fn create_as(&mut self, actor: &str, name: &str, input: Value) -> Result<ResourcePlan, ApiError> {
+        let schema = self.schema.clone();
+        let new = NewResource {
+            id: ResourceId::from_uuid(Uuid::from_u128(9)),
+            org_id: org(),
+            name: name.into(),
+            component_id: CatalogId::from_uuid(Uuid::from_u128(4)),
+            environment_id: CatalogId::from_uuid(Uuid::from_u128(5)),
+            schema: &schema,
+            input,
+            region: None,
+        };
+        create(new, &self.ctx(actor))
+    }
+
+    fn change(&mut self, actor: &str, input: Value) -> Result<ResourcePlan, ApiError> {
+        let (resource, schema) = (self.resource().clone(), self.schema.clone());
+        change(&resource, &schema, Change { input, region: None }, &self.ctx(actor))
+    }
+
+    fn decide(&mut self, actor: &str, revision: i64, verdict: Verdict) -> Result<ResourcePlan, ApiError> {
+        let (resource, schema) = (self.resource().clone(), self.schema.clone());
+        let (revisions, jobs) = (self.revisions.clone(), self.jobs.clone());
+        let request = DecisionRequest { revision, reason: Some("reviewed".into()) };
+        let ctx = self.ctx(actor);
+        match verdict {
+            Verdict::Approve => approve(&resource, &schema, &revisions, request, &ctx),
+            Verdict::Refuse => refuse(&resource, &revisions, &jobs, request, &ctx),
+        }
+    }
+
+    fn delete(&mut self) -> Result<Option<ResourcePlan>, ApiError> {
+        let (resource, schema) = (self.resource().clone(), self.schema.clone());
+        let (revisions, jobs) = (self.revisions.clone(), self.jobs.clone());
+        delete(&resource, &schema, &revisions, &jobs, &self.ctx(BEN))
+    }
+
+    fn retry(&mut self) -> Result<ResourcePlan, ApiError> {
+        let (resource, schema) = (self.resource().clone(), self.schema.clone());
+        let (revisions, jobs) = (self.revisions.clone(), self.jobs.clone());
+        retry(&resource, &schema, &revisions, &jobs, &self.ctx(BEN))
+    }
+
+    /// What the SQL store does with a plan, in its order.
+    fn apply(&mut self, plan: ResourcePlan) {
+        if let Some(created) = plan.create {
+            self.resource = Some(created);
+        }
+        if let Some(expected) = plan.expected_revision {
+            assert_eq!(self.resource().revision, expected, "a stale plan would be refused");
+        }
+        if let Some(d) = &plan.decision {
+            let r = self.revisions.iter_mut().find(|r| r.number == d.revision).unwrap();
+            assert_eq!(r.state, RevisionState::PendingApproval);
+            r.state = d.state;
+        }
+        if plan.supersede_pending {
+            for r in self.revisions.iter_mut().filter(|r| r.state == RevisionState::PendingApproval) {
+                r.state = RevisionState::Superseded;
+            }
+        }
+        if let Some(why) = &plan.cancel_queued_applies {
+            for j in self
+                .jobs
+                .iter_mut()
+                .filter(|j| j.status == JobStatus::Queued && j.operation != JobOperation::Destroy)
+            {
+                j.status = JobStatus::Cancelled;
+                j.reason = Some(why.clone());
+            }
+        }
+        let resource = self.resource.as_mut().unwrap();
+        if let Some(revision) = plan.revision {
+            resource.revision = revision.number;
+            resource.region = revision.region.clone();
+            self.revisions.push(revision);
+        }
+        if let Some(job) = plan.job {
+            self.jobs.push(job);
+        }
+        let status = match plan.status {
+            StatusUpdate::Set(s) => s,
+            StatusUpdate::Settle(s) => self.settled(s),
+        };
+        self.resource.as_mut().unwrap().status = status;
+    }
+
+    fn settled(&self, fallback: ResourceStatus) -> ResourceStatus {
+        let waiting = self
+            .jobs
+            .iter()
+            .find(|j| j.status == JobStatus::Running)
+            .or_else(|| self.jobs.iter().find(|j| j.status == JobStatus::Queued))
+            .map(|j| (j.operation, j.status));
+        let pending = self.revisions.iter().any(|r| r.state == RevisionState::PendingApproval);
+        settle(fallback, waiting, pending)
+    }
+
+    /// An Agent ran the newest queued job to `outcome`.
+    fn run_job(&mut self, outcome: JobStatus) {
+        let job = self.jobs.iter_mut().rev().find(|j| j.status == JobStatus::Queued).unwrap();
+        job.attempts += 1;
+        job.status = outcome;
+        let status = queue::resource_status_for(job.operation, outcome).unwrap();
+        let settled = self.settled(status);
+        self.resource.as_mut().unwrap().status = settled;
+    }
+
+    fn status(&self) -> ResourceStatus {
+        self.resource().status
+    }
+}
+
+fn input() -> Value {
+    json!({ "size": 3 })
+}
+
+#[test]
+fn create_without_approval_queues_an_apply_with_everything_frozen() {
+    let mut w = World::new(false);
+    let plan = w.create(ANA, input()).unwrap();
+    assert_eq!(plan.status, StatusUpdate::Set(ResourceStatus::Queued));
+    assert_eq!(plan.event.action, "resource.created");
+    let job = plan.job.as_ref().unwrap();
+    assert_eq!(job.operation, JobOperation::Apply);
+    assert_eq!(job.queued_at, w.clock.now());
+    // Defaults for the environment are laid under the input.
+    assert_eq!(job.request.effective_input, json!({ "size": 3, "tier": "gold" }));
+    // No region asked for: the account's.
+    assert_eq!(job.request.region, "eu-west-1");
+    assert_eq!(job.request.state_key, state_key(plan.resource));
+    let revision = plan.revision.as_ref().unwrap();
+    assert_eq!((revision.number, revision.state), (1, RevisionState::NotRequired));
+    assert_eq!(revision.requested_by, ANA);
+}
+
+#[test]
+fn bad_input_or_no_account_refuses_before_anything_is_planned() {
+    let mut w = World::new(true);
+    let err = w.create(ANA, json!({ "size": 11 })).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SchemaViolation);
+    let err = w.create(ANA, json!({ "size": 3, "extra": true })).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SchemaViolation);
+    let err = w.create_named("Not A Name", input()).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidInput);
+    // Refused now, even though it would wait for approval first.
+    w.account = None;
+    let err = w.create(ANA, input()).unwrap_err();
+    assert_eq!(err.code, ErrorCode::NoCloudAccount);
+    assert!(err.message.contains("environment prod to system shop, domain retail"), "{}", err.message);
+}
+
+#[test]
+fn approval_flow_with_a_fake_clock() {
+    let mut w = World::new(true);
+    let plan = w.create(ANA, input()).unwrap();
+    assert!(plan.job.is_none(), "nothing runs before approval");
+    w.apply(plan);
+    assert_eq!(w.status(), ResourceStatus::PendingApproval);
+
+    // The requester cannot decide; naming another revision is stale.
+    assert_eq!(w.decide(ANA, 1, Verdict::Approve).unwrap_err().code, ErrorCode::SelfApproval);
+    assert_eq!(w.decide(BEN, 2, Verdict::Approve).unwrap_err().code, ErrorCode::StaleRevision);
+
+    w.clock.advance(Duration::hours(2));
+    let plan = w.decide(BEN, 1, Verdict::Approve).unwrap();
+    let decision = plan.decision.clone().unwrap();
+    assert_eq!((decision.state, decision.decided_by.as_str()), (RevisionState::Approved, BEN));
+    assert_eq!(decision.decided_at, w.clock.now());
+    assert_eq!(plan.cancel_queued_applies.as_deref(), Some("superseded by revision 1"));
+    w.apply(plan);
+    assert_eq!(w.status(), ResourceStatus::Queued);
+    w.run_job(JobStatus::Completed);
+    assert_eq!(w.status(), ResourceStatus::Provisioned);
+
+    // A change waits; a week later it can no longer be approved.
+    let plan = w.change(ANA, json!({ "size": 4 })).unwrap();
+    assert_eq!(plan.expected_revision, Some(1));
+    assert!(plan.job.is_none() && plan.cancel_queued_applies.is_none());
+    w.apply(plan);
+    assert_eq!(w.status(), ResourceStatus::PendingApproval);
+    w.clock.advance(Duration::days(8));
+    let err = w.decide(BEN, 2, Verdict::Approve).unwrap_err();
+    assert_eq!(err.code, ErrorCode::StaleRevision);
+    assert!(err.message.contains("expired"), "{}", err.message);
+}
+
+#[test]
+fn a_refused_create_is_refused_and_a_refused_change_goes_back_to_its_last_job() {
+    let mut w = World::new(true);
+    let plan = w.create(ANA, input()).unwrap();
+    w.apply(plan);
+    let plan = w.decide(BEN, 1, Verdict::Refuse).unwrap();
+    assert_eq!(plan.status, StatusUpdate::Settle(ResourceStatus::Refused));
+    assert_eq!(plan.event.action, "resource.refused");
+    w.apply(plan);
+    assert_eq!(w.status(), ResourceStatus::Refused);
+
+    let mut w = World::new(true);
+    let plan = w.create(ANA, input()).unwrap();
+    w.apply(plan);
+    let plan = w.decide(BEN, 1, Verdict::Approve).unwrap();
+    w.apply(plan);
+    w.run_job(JobStatus::Failed);
+    let plan = w.change(ANA, json!({ "size": 5 })).unwrap();
+    w.apply(plan);
+    let plan = w.decide(BEN, 2, Verdict::Refuse).unwrap();
+    assert_eq!(plan.status, StatusUpdate::Settle(ResourceStatus::Failed));
+    w.apply(plan);
+    assert_eq!(w.status(), ResourceStatus::Failed);
+}
+
+#[test]
+fn a_change_without_approval_supersedes_what_is_queued() {
+    let mut w = World::new(false);
+    let plan = w.create(ANA, input()).unwrap();
+    w.apply(plan);
+    let plan = w.change(ANA, json!({ "size": 6 })).unwrap();
+    assert_eq!(plan.cancel_queued_applies.as_deref(), Some("superseded by revision 2"));
+    assert!(plan.supersede_pending);
+    w.apply(plan);
+    let states: Vec<_> = w.jobs.iter().map(|j| j.status).collect();
+    assert_eq!(states, [JobStatus::Cancelled, JobStatus::Queued]);
+    assert_eq!(w.jobs[1].request.revision, 2);
+    assert_eq!(w.status(), ResourceStatus::Queued);
+}
+
+#[test]
+fn delete_destroys_only_what_ran_and_is_idempotent() {
+    // Never ran: deleted at once, no job.
+    let mut w = World::new(false);
+    let plan = w.create(ANA, input()).unwrap();
+    w.apply(plan);
+    let plan = w.delete().unwrap().unwrap();
+    assert!(plan.job.is_none());
+    assert_eq!(plan.status, StatusUpdate::Set(ResourceStatus::Deleted));
+    assert_eq!(plan.cancel_queued_applies.as_deref(), Some("cancelled by delete"));
+    w.apply(plan);
+    assert_eq!(w.jobs[0].status, JobStatus::Cancelled);
+    assert!(w.delete().unwrap().is_none(), "deleting twice changes nothing");
+    assert_eq!(w.change(ANA, input()).unwrap_err().code, ErrorCode::Conflict);
+
+    // Ran: a destroy is queued, and the Resource is deleting until it ends.
+    let mut w = World::new(false);
+    let plan = w.create(ANA, input()).unwrap();
+    w.apply(plan);
+    w.run_job(JobStatus::Completed);
+    let plan = w.delete().unwrap().unwrap();
+    assert_eq!(plan.job.as_ref().unwrap().operation, JobOperation::Destroy);
+    w.apply(plan);
+    assert_eq!(w.status(), ResourceStatus::Deleting);
+    assert!(w.delete().unwrap().is_none());
+    w.run_job(JobStatus::Completed);
+    assert_eq!(w.status(), ResourceStatus::Deleted);
+}
+
+#[test]
+fn retry_repeats_the_failed_operation_only() {
+    let mut w = World::new(false);
+    let plan = w.create(ANA, input()).unwrap();
+    w.apply(plan);
+    assert_eq!(w.retry().unwrap_err().code, ErrorCode::Conflict, "a queued Resource is not retried");
+    w.run_job(JobStatus::Completed);
+    let plan = w.delete().unwrap().unwrap();
+    w.apply(plan);
+    w.run_job(JobStatus::Failed);
+    assert_eq!(w.status(), ResourceStatus::Failed);
+    let plan = w.retry().unwrap();
+    assert_eq!(plan.job.as_ref().unwrap().operation, JobOperation::Destroy);
+    assert_eq!(plan.status, StatusUpdate::Set(ResourceStatus::Deleting));
+    assert_eq!(plan.event.action, "resource.retried");
+}
+
+#[test]
+fn settle_shows_what_the_resource_waits_on() {
+    use JobOperation::*;
+    use ResourceStatus::*;
+    assert_eq!(settle(Provisioned, None, false), Provisioned);
+    assert_eq!(settle(Provisioned, Some((Apply, JobStatus::Queued)), true), Queued);
+    assert_eq!(settle(Failed, Some((Destroy, JobStatus::Running)), false), Deleting);
+    assert_eq!(settle(Provisioned, None, true), PendingApproval);
+    assert_eq!(settle(Deleted, None, true), Deleted, "a deleted Resource waits on nothing");
+}
