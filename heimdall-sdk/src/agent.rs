@@ -9,7 +9,8 @@ use heimdall_core::wire::{AgentLocation, ValueAnswer, WriteValue};
 use heimdall_core::Redacted;
 use reqwest::Method;
 
-use crate::{chain, Client, Error, Result, CONNECT_TIMEOUT, REQUEST_TIMEOUT, USER_AGENT};
+use crate::client::{chain, CONNECT_TIMEOUT, REQUEST_TIMEOUT, USER_AGENT};
+use crate::{Client, Error, Result};
 
 /// A person's client certificate and key (PEM), and the CA that issued it.
 #[derive(Clone)]

@@ -1,0 +1,124 @@
+//! `heimdall cloud-account`.
+
+use clap::{Subcommand, ValueEnum};
+use heimdall_core::wire::{LinkScope, Provider};
+
+#[derive(Debug, Subcommand)]
+pub enum CloudAccountCommand {
+    /// Register an account: a role to assume (oidc) or a secret's name in the Agent (static)
+    Create {
+        name: String,
+        #[arg(long, value_enum)]
+        provider: ProviderArg,
+        /// Default region of the account's Resources
+        #[arg(long)]
+        region: String,
+        /// Bucket holding Terraform state (one object per Resource)
+        #[arg(long, value_name = "BUCKET")]
+        state_bucket: String,
+        /// S3-compatible endpoint for the state bucket
+        #[arg(long, value_name = "URL")]
+        state_endpoint: Option<String>,
+        /// How the Agent gets credentials
+        #[arg(long, value_enum)]
+        auth: AuthArg,
+        /// With --auth oidc: the role to assume
+        #[arg(long, value_name = "ARN")]
+        role_arn: Option<String>,
+        /// With --auth static: the name of the secret, in the Agent, that holds the credentials
+        #[arg(long, value_name = "NAME")]
+        secret: Option<String>,
+    },
+    /// Link an account to the organization, a domain or a system, for one environment
+    Link {
+        /// The account (id or name)
+        account: String,
+        /// `organization`, `domain:<id-or-name>` or `system:<id-or-name>`
+        #[arg(long, value_parser = parse_scope)]
+        scope: ScopeArg,
+        /// The environment (id or name)
+        #[arg(long)]
+        environment: String,
+    },
+    /// List accounts
+    List,
+    /// Show an account and its links (by id or name)
+    Show { account: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProviderArg {
+    Aws,
+    Gcp,
+    Azure,
+    Kubernetes,
+    Helm,
+    Cloudflare,
+}
+
+impl From<ProviderArg> for Provider {
+    fn from(provider: ProviderArg) -> Self {
+        match provider {
+            ProviderArg::Aws => Provider::Aws,
+            ProviderArg::Gcp => Provider::Gcp,
+            ProviderArg::Azure => Provider::Azure,
+            ProviderArg::Kubernetes => Provider::Kubernetes,
+            ProviderArg::Helm => Provider::Helm,
+            ProviderArg::Cloudflare => Provider::Cloudflare,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AuthArg {
+    /// Assume --role-arn with an identity token the API signs
+    Oidc,
+    /// Read credentials from the secret --secret in the Agent
+    Static,
+}
+
+/// `--scope`: where a link attaches an account.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopeArg {
+    pub scope: LinkScope,
+    /// The domain or system (id or name); `None` for the organization.
+    pub target: Option<String>,
+}
+
+fn parse_scope(text: &str) -> Result<ScopeArg, String> {
+    const EXPECTED: &str = "expected `organization`, `domain:<id-or-name>` or `system:<id-or-name>`";
+    let (kind, target) = match text.split_once(':') {
+        Some((kind, target)) => (kind, Some(target.trim())),
+        None => (text, None),
+    };
+    let scope = match kind.trim() {
+        "organization" => LinkScope::Organization,
+        "domain" => LinkScope::Domain,
+        "system" => LinkScope::System,
+        _ => return Err(EXPECTED.to_owned()),
+    };
+    match (scope, target) {
+        (LinkScope::Organization, None) => Ok(ScopeArg { scope, target: None }),
+        (LinkScope::Organization, Some(_)) => Err(format!("organization takes no id; {EXPECTED}")),
+        (_, Some(target)) if !target.is_empty() => Ok(ScopeArg { scope, target: Some(target.to_owned()) }),
+        (_, _) => Err(format!("{scope} needs an id or a name, e.g. `{scope}:payments`; {EXPECTED}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes() {
+        let org = parse_scope("organization").unwrap();
+        assert_eq!(org, ScopeArg { scope: LinkScope::Organization, target: None });
+        let domain = parse_scope("domain:payments").unwrap();
+        assert_eq!(domain, ScopeArg { scope: LinkScope::Domain, target: Some("payments".into()) });
+        let system = parse_scope("system:0b7c3a0e-8f4e-4d0a-9c43-2d7f1c1e9a55").unwrap();
+        assert_eq!(system.scope, LinkScope::System);
+        for bad in ["", "org", "domain", "domain:", "organization:x", "team:a"] {
+            assert!(parse_scope(bad).is_err(), "{bad}");
+        }
+    }
+}

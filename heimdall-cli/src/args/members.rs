@@ -1,0 +1,46 @@
+//! `heimdall member`.
+
+use clap::{Subcommand, ValueEnum};
+use heimdall_core::wire::Role;
+
+/// A member's id or email.
+pub type MemberRef = String;
+
+#[derive(Debug, Subcommand)]
+pub enum MemberCommand {
+    /// List members
+    List,
+    /// Add a member; prints their first API token, once
+    Add {
+        email: String,
+        #[arg(long, value_enum)]
+        role: RoleArg,
+    },
+    /// Show one member (by id or email)
+    Show { member: MemberRef },
+    /// Change a member's role
+    SetRole {
+        member: MemberRef,
+        #[arg(long, value_enum)]
+        role: RoleArg,
+    },
+    /// Remove a member and revoke their tokens
+    Remove { member: MemberRef },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RoleArg {
+    Owner,
+    Admin,
+    Member,
+}
+
+impl From<RoleArg> for Role {
+    fn from(role: RoleArg) -> Self {
+        match role {
+            RoleArg::Owner => Role::Owner,
+            RoleArg::Admin => Role::Admin,
+            RoleArg::Member => Role::Member,
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! The command line as typed: clap parses it here, `commands` validates
+//! and lowers it (ripgrep style: parse, then check, then run).
+
+mod accounts;
+mod agents;
+mod auth;
+mod catalog;
+mod certificates;
+mod dev;
+mod events;
+mod jobs;
+mod members;
+mod policies;
+mod resources;
+mod schemas;
+mod secrets;
+mod tokens;
+mod wait;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use accounts::*;
+pub use agents::*;
+pub use auth::*;
+pub use catalog::*;
+pub use certificates::*;
+pub use dev::*;
+pub use events::*;
+pub use jobs::*;
+pub use members::*;
+pub use policies::*;
+pub use resources::*;
+pub use schemas::*;
+pub use secrets::*;
+pub use tokens::*;
+pub use wait::*;
+
+/// Heimdall: infrastructure and secrets, self-hosted.
+#[derive(Debug, Parser)]
+#[command(name = "heimdall", version, propagate_version = true, max_term_width = 100)]
+#[command(after_help = "New here? `heimdall dev` starts a local API and logs you in to it.")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// The profile to use [env: HEIMDALL_PROFILE] (default: the current one, see `heimdall profile list`)
+    #[arg(long, global = true, value_name = "NAME")]
+    pub profile: Option<String>,
+
+    /// How to print results
+    #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Table, value_name = "FORMAT")]
+    pub output: OutputFormat,
+
+    /// The API's URL, overriding the profile's [env: HEIMDALL_API_URL]. The token comes from
+    /// HEIMDALL_TOKEN or the profile.
+    #[arg(long, global = true, value_name = "URL")]
+    pub api_url: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned columns for people
+    #[default]
+    Table,
+    /// Pretty JSON on stdout (lists are arrays); errors as {"error":{…}} on stderr
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Store an API URL and token as a profile (verified with `whoami`), and get a client
+    /// certificate for Agents' local APIs (the key is made here and never leaves this machine)
+    Login(LoginArgs),
+    /// Forget the current (or --profile) profile and its token
+    Logout,
+    /// Show who the token belongs to
+    Whoami,
+    /// Stored profiles
+    #[command(subcommand)]
+    Profile(ProfileCommand),
+    /// Members of the organization and their roles
+    #[command(subcommand)]
+    Member(MemberCommand),
+    /// Your own API tokens
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Domains: the top of the catalog
+    #[command(subcommand)]
+    Domain(PlainCatalogCommand),
+    /// Systems, each in a domain
+    #[command(subcommand)]
+    System(SystemCommand),
+    /// Components, each in a system
+    #[command(subcommand)]
+    Component(ComponentCommand),
+    /// Environments (dev, prod, …) of the organization, and the Agents that hold their secrets
+    #[command(subcommand)]
+    Environment(EnvironmentCommand),
+    /// Cedar policies of the organization
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+    /// The organization's audit feed
+    #[command(subcommand)]
+    Event(EventCommand),
+    /// Resource schemas: what engineers may request, and its input rules
+    #[command(subcommand)]
+    Schema(SchemaCommand),
+    /// Cloud accounts: where Terraform runs and keeps its state
+    #[command(subcommand)]
+    CloudAccount(CloudAccountCommand),
+    /// Resources requested from schemas, their revisions and approvals
+    #[command(subcommand)]
+    Resource(ResourceCommand),
+    /// Jobs that Agents run for Resources, and their logs
+    #[command(subcommand)]
+    Job(JobCommand),
+    /// Agents: enroll one with a one-time token, list them, revoke one
+    #[command(subcommand)]
+    Agent(AgentCommand),
+    /// Certificates the installation CA issued (people's, Agents' local APIs): list, revoke
+    #[command(subcommand)]
+    Certificate(CertificateCommand),
+    /// Secrets: names, types, tags and versions (values live only in Agents)
+    #[command(subcommand)]
+    Secret(SecretCommand),
+    /// Quickstart: run a local API on SQLite and an Agent, and log in to it
+    Dev(DevArgs),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use clap::CommandFactory;
+    use heimdall_core::wire::{Provider, ResourceStatus};
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn value_enums_match_the_wire_names() {
+        for status in StatusArg::value_variants() {
+            let name = status.to_possible_value().expect("visible");
+            assert_eq!(name.get_name(), ResourceStatus::from(*status).as_str());
+        }
+        assert_eq!(StatusArg::value_variants().len(), ResourceStatus::ALL.len());
+        for provider in ProviderArg::value_variants() {
+            let name = provider.to_possible_value().expect("visible");
+            assert_eq!(name.get_name(), Provider::from(*provider).as_str());
+        }
+        assert_eq!(ProviderArg::value_variants().len(), Provider::ALL.len());
+    }
+
+    #[test]
+    fn resource_create_needs_one_input() {
+        let base =
+            ["heimdall", "resource", "create", "--component", "c", "--schema", "s", "--environment", "e"];
+        let with =
+            |extra: &[&str]| Cli::try_parse_from(base.iter().chain(["--name", "n"].iter()).chain(extra));
+        assert!(with(&[]).is_err());
+        assert!(with(&["--input", "{}", "--input-file", "x.json"]).is_err());
+        assert!(with(&["--timeout", "1m", "--input", "{}"]).is_err(), "--timeout needs --wait");
+        let cli = with(&["--input-file", "-", "--wait", "--timeout", "30s"]).unwrap();
+        match cli.command {
+            Command::Resource(ResourceCommand::Create { input, wait, .. }) => {
+                assert_eq!(input.input_file, Some(PathBuf::from("-")));
+                assert!(wait.wait);
+                assert_eq!(wait.timeout, Duration::from_secs(30));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn environments_keep_the_catalog_commands_and_add_agents() {
+        let cli = Cli::try_parse_from(["heimdall", "environment", "create", "prod"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Environment(EnvironmentCommand::Catalog(PlainCatalogCommand::Create { .. }))
+        ));
+        let cli = Cli::try_parse_from(["heimdall", "environment", "assign-agent", "prod", "edge-1"]).unwrap();
+        match cli.command {
+            Command::Environment(EnvironmentCommand::AssignAgent { environment, agent }) => {
+                assert_eq!((environment.as_str(), agent.as_str()), ("prod", "edge-1"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(Cli::try_parse_from(["heimdall", "domain", "assign-agent", "x", "y"]).is_err());
+    }
+
+    #[test]
+    fn secret_flags() {
+        let cli = Cli::try_parse_from([
+            "heimdall",
+            "secret",
+            "create",
+            "db",
+            "--tag",
+            "a=1",
+            "--tag",
+            "b=2",
+            "--component",
+            "api",
+            "--personal",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Secret(SecretCommand::Create { tags, components, personal, .. }) => {
+                assert_eq!(tags, ["a=1", "b=2"]);
+                assert_eq!(components, ["api"]);
+                assert!(personal);
+            }
+            other => panic!("{other:?}"),
+        }
+        let update =
+            |extra: &[&str]| Cli::try_parse_from(["heimdall", "secret", "update", "db"].iter().chain(extra));
+        assert!(update(&["--clear-tags"]).is_ok());
+        assert!(update(&["--clear-tags", "--tag", "a=1"]).is_err());
+        // No flag takes a value: the API never receives one.
+        for flag in ["--value", "--from-file", "--data"] {
+            assert!(
+                Cli::try_parse_from(["heimdall", "secret", "create", "db", flag, "x"]).is_err(),
+                "{flag}"
+            );
+        }
+    }
+
+    #[test]
+    fn secret_values_never_come_from_a_flag() {
+        let get = Cli::try_parse_from([
+            "heimdall",
+            "secret",
+            "get",
+            "db",
+            "--environment",
+            "dev",
+            "--version",
+            "3",
+        ])
+        .unwrap();
+        match get.command {
+            Command::Secret(SecretCommand::Get { version, agent_url, .. }) => {
+                assert_eq!((version, agent_url), (Some(3), None));
+            }
+            other => panic!("{other:?}"),
+        }
+        let set = |extra: &[&str]| {
+            Cli::try_parse_from(
+                ["heimdall", "secret", "set", "db", "--environment", "dev"].iter().chain(extra),
+            )
+        };
+        assert!(set(&[]).is_ok());
+        assert!(set(&["--from-file", "v.txt", "--agent-url", "https://127.0.0.1:7482"]).is_ok());
+        for flag in ["--value", "--data", "--secret"] {
+            assert!(set(&[flag, "x"]).is_err(), "{flag}");
+        }
+        let deactivate = ["heimdall", "secret", "deactivate", "db", "--environment", "dev"];
+        assert!(Cli::try_parse_from(deactivate).is_err(), "--version is required");
+        assert!(Cli::try_parse_from(deactivate.iter().chain(&["--version", "0"])).is_err());
+        assert!(Cli::try_parse_from(["heimdall", "login", "--no-certificate"]).is_ok());
+    }
+
+    #[test]
+    fn global_flags_go_anywhere() {
+        let cli = Cli::try_parse_from(["heimdall", "domain", "list", "--output", "json", "--profile", "p"])
+            .unwrap();
+        assert_eq!(cli.global.output, OutputFormat::Json);
+        assert_eq!(cli.global.profile.as_deref(), Some("p"));
+    }
+}

@@ -1,0 +1,130 @@
+//! `heimdall resource`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+use heimdall_core::wire::ResourceStatus;
+
+use super::WaitArgs;
+
+/// The input of a create or change: inline JSON or a file.
+#[derive(Clone, Debug, Args)]
+pub struct InputArgs {
+    /// The input, a JSON object, e.g. '{"bucket":"checkout-recibos"}'
+    #[arg(long, value_name = "JSON", required_unless_present = "input_file", conflicts_with = "input_file")]
+    pub input: Option<String>,
+    /// Read the input from a JSON file, or `-` for standard input
+    #[arg(long, value_name = "FILE")]
+    pub input_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ResourceCommand {
+    /// Request a Resource from a schema
+    Create {
+        /// The component it belongs to (id or name)
+        #[arg(long)]
+        component: String,
+        /// The schema (id, or a type for its newest version)
+        #[arg(long)]
+        schema: String,
+        /// The environment (id or name)
+        #[arg(long)]
+        environment: String,
+        /// The Resource's name
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        input: InputArgs,
+        /// Run in this region rather than the account's
+        #[arg(long)]
+        region: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// List Resources (deleted ones stay listed)
+    List {
+        /// Only this component's (id or name)
+        #[arg(long)]
+        component: Option<String>,
+        /// Only this environment's (id or name)
+        #[arg(long)]
+        environment: Option<String>,
+        #[arg(long, value_enum)]
+        status: Option<StatusArg>,
+    },
+    /// Show a Resource, its outputs and its revisions (by id or name)
+    Show { resource: String },
+    /// Change a Resource's input: a new revision
+    Update {
+        resource: String,
+        #[command(flatten)]
+        input: InputArgs,
+        /// Run in this region from now on
+        #[arg(long)]
+        region: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Approve the pending revision (never your own request)
+    Approve {
+        resource: String,
+        /// The revision you read; approving any other is refused (STALE_REVISION)
+        #[arg(long, value_name = "N")]
+        revision: i64,
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Refuse the pending revision (never your own request)
+    Refuse {
+        resource: String,
+        /// The revision you read
+        #[arg(long, value_name = "N")]
+        revision: i64,
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+    },
+    /// Queue a failed Resource's last operation again
+    Retry {
+        resource: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Destroy a Resource (it stays listed as deleted); cancels any apply still queued
+    Delete {
+        resource: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
+/// `--status` of `resource list`: the names of [`ResourceStatus`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum StatusArg {
+    PendingApproval,
+    Queued,
+    Applying,
+    Provisioned,
+    Failed,
+    Refused,
+    Deleting,
+    Deleted,
+}
+
+impl From<StatusArg> for ResourceStatus {
+    fn from(status: StatusArg) -> Self {
+        match status {
+            StatusArg::PendingApproval => ResourceStatus::PendingApproval,
+            StatusArg::Queued => ResourceStatus::Queued,
+            StatusArg::Applying => ResourceStatus::Applying,
+            StatusArg::Provisioned => ResourceStatus::Provisioned,
+            StatusArg::Failed => ResourceStatus::Failed,
+            StatusArg::Refused => ResourceStatus::Refused,
+            StatusArg::Deleting => ResourceStatus::Deleting,
+            StatusArg::Deleted => ResourceStatus::Deleted,
+        }
+    }
+}

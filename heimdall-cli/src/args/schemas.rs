@@ -1,0 +1,39 @@
+//! `heimdall schema`.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+#[derive(Debug, Subcommand)]
+pub enum SchemaCommand {
+    /// Create a schema, or a new version of an existing type
+    Create {
+        /// The type name, e.g. s3-bucket (versions of one type share it)
+        #[arg(long = "type", value_name = "TYPE")]
+        type_name: String,
+        /// The input's JSON Schema (draft 2020-12) file, or `-` for standard input
+        #[arg(long, value_name = "FILE")]
+        input_schema: PathBuf,
+        /// Per-environment defaults laid under every input, a JSON file
+        /// `{"<environment>": {…}}`, or `-` for standard input
+        #[arg(long, value_name = "FILE")]
+        defaults: Option<PathBuf>,
+        /// Where the Terraform module comes from (the Agent decides whether it is allowed)
+        #[arg(long, value_name = "SOURCE", requires = "module_version")]
+        module_source: Option<String>,
+        /// The module's version
+        #[arg(long, value_name = "VERSION", requires = "module_source")]
+        module_version: Option<String>,
+        /// Creates and changes wait for another person's approval
+        #[arg(long)]
+        requires_approval: bool,
+    },
+    /// List schemas (every version)
+    List {
+        /// Only this type's versions
+        #[arg(long = "type", value_name = "TYPE")]
+        type_name: Option<String>,
+    },
+    /// Show a schema and its input schema (by id, or a type for its newest version)
+    Show { schema: String },
+}

@@ -1,0 +1,307 @@
+//! `heimdall dev`: the quickstart, end to end.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::support::{cells, json_of, Heimdall, BIN};
+
+/// `heimdall dev` needs `heimdall-api` and `heimdall-agent` next to
+/// `heimdall` (scripts/test.sh builds every binary first), and for its
+/// Agent a Terraform: the repository's `.venv/bin/terraform`, which
+/// `bash scripts/install-test-tools.sh` installs. It runs from the
+/// repository's root, so that the default module allowlist (`<cwd>/**`)
+/// covers the fixture module.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
+    for binary in ["heimdall-api", "heimdall-agent"] {
+        let path = Path::new(BIN).with_file_name(binary);
+        assert!(
+            path.exists(),
+            "{} is not built: run `cargo build --workspace --bins` first (scripts/test.sh does)",
+            path.display()
+        );
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root");
+    // Physical paths, as the current directory of `heimdall dev` is.
+    let repo = repo.canonicalize().expect("repo root");
+    let with_terraform = repo.join(".venv/bin/terraform").exists();
+    if !with_terraform {
+        eprintln!(
+            "NOTE: {} is missing (bash scripts/install-test-tools.sh): the Agent and Resource checks are skipped",
+            repo.join(".venv/bin/terraform").display()
+        );
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    let h = Heimdall { url: None, token: None, config_dir: tmp.path().join("config") };
+    // Two free ports in a row: the API's and the Agent channel's.
+    let port = loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        if port < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            break port;
+        }
+    };
+    let listen = format!("127.0.0.1:{port}");
+    let agent_listen = format!("127.0.0.1:{}", port + 1);
+    let data_arg = data.to_str().expect("utf-8 path");
+    let dev_args = ["dev", "--data", data_arg, "--listen", listen.as_str()];
+    let module = repo.join("tests/fixtures/modules/bucket");
+    let schema = repo.join("examples/schemas/bucket.json");
+    let mut resource_id = String::new();
+
+    for round in 0..2 {
+        let mut dev = h.command(&dev_args);
+        dev.current_dir(&repo).env_remove("HEIMDALL_TERRAFORM").env_remove("TF_CLI_CONFIG_FILE");
+        let mut child = dev.spawn().expect("start heimdall dev");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let mut banner = String::new();
+        let ready = tokio::time::timeout(Duration::from_secs(90), async {
+            while let Some(line) = lines.next_line().await.expect("read") {
+                banner.push_str(&line);
+                banner.push('\n');
+                if line.starts_with("Press Ctrl-C") {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        if ready != Ok(true) {
+            let _ = child.start_kill();
+            let out = child.wait_with_output().await.expect("output");
+            panic!("heimdall dev did not come up: {banner}\n{}", String::from_utf8_lossy(&out.stderr));
+        }
+        assert!(banner.contains(&format!("https://{listen}")), "{banner}");
+        assert!(banner.contains("heimdall domain create payments"), "{banner}");
+
+        // The dev profile is current: plain commands work.
+        let who = h.run(&["whoami", "--output", "json"]).await;
+        assert_eq!(who.code, 0, "{who:?}");
+        assert!(who.stdout.contains("\"email\": \"dev@localhost\""), "{}", who.stdout);
+        let token_file = data.join("owner.token");
+        assert_eq!(std::fs::metadata(&token_file).expect("token file").permissions().mode() & 0o777, 0o600);
+
+        if with_terraform {
+            // Enrolled the first time only, and connected both times.
+            let expected = if round == 0 {
+                "✓ Agent \"dev\" enrolled and running"
+            } else {
+                "✓ Agent \"dev\" running"
+            };
+            assert!(banner.contains(expected), "{banner}");
+            assert!(data.join("agent/agent.toml").exists());
+            let agents = json_of(&h, &["agent", "list"]).await;
+            let agents = agents.as_array().expect("a list");
+            assert_eq!(agents.len(), 1, "{agents:?}");
+            assert_eq!(agents[0]["name"], "dev");
+            assert!(agents[0].get("revoked_at").is_none(), "active: {agents:?}");
+            assert!(agents[0]["last_seen_at"].is_string(), "it has claimed: {agents:?}");
+            let table = h.run(&["agent", "list"]).await;
+            assert_eq!(cells(&table.stdout)[1][1..3], ["dev", "active"], "{}", table.stdout);
+            // Values: the Agent's local API two ports after the API's, and a
+            // client certificate for the dev profile, renewed on every start.
+            let local_api = format!("https://127.0.0.1:{}", port + 2);
+            assert!(banner.contains(&format!("✓ Agent local API at {local_api}")), "{banner}");
+            assert!(banner.contains("printf 's3cret-value' | heimdall secret set db-password"), "{banner}");
+            assert!(banner.contains("✓ Client certificate for \"dev\" valid until "), "{banner}");
+            let key = h.config_dir.join("profiles/dev/client.key");
+            assert_eq!(std::fs::metadata(&key).expect("client.key").permissions().mode() & 0o777, 0o600);
+            assert_eq!(
+                std::fs::metadata(data.join("master.key")).expect("master.key").permissions().mode() & 0o777,
+                0o600
+            );
+        } else {
+            assert!(
+                banner.contains("✓ Agent \"dev\"") || banner.contains("bash scripts/install-test-tools.sh"),
+                "{banner}"
+            );
+        }
+
+        if round == 0 {
+            let created = h.run(&["domain", "create", "payments"]).await;
+            assert_eq!(created.code, 0, "{created:?}");
+            // The port is taken now: a second `dev` says so.
+            let busy = h.run(&dev_args).await;
+            assert_eq!(busy.code, 1, "{busy:?}");
+            assert!(busy.stderr.contains("already in use"), "{}", busy.stderr);
+            if with_terraform {
+                // The banner's Resource example, with the repository's schema and offline module.
+                assert!(banner.contains(&format!("--module-source {}", module.display())), "{banner}");
+                let world: [&[&str]; 6] = [
+                    &["system", "create", "checkout", "--domain", "payments"],
+                    &["component", "create", "api", "--system", "checkout"],
+                    &["environment", "create", "dev"],
+                    &[
+                        "cloud-account",
+                        "create",
+                        "local",
+                        "--provider",
+                        "aws",
+                        "--region",
+                        "us-east-1",
+                        "--state-bucket",
+                        "local-state",
+                        "--auth",
+                        "static",
+                        "--secret",
+                        "none",
+                    ],
+                    &["cloud-account", "link", "local", "--scope", "organization", "--environment", "dev"],
+                    &[
+                        "schema",
+                        "create",
+                        "--type",
+                        "bucket",
+                        "--input-schema",
+                        schema.to_str().expect("utf-8"),
+                        "--module-source",
+                        module.to_str().expect("utf-8"),
+                        "--module-version",
+                        "1.0.0",
+                    ],
+                ];
+                for args in world {
+                    let run = h.run(args).await;
+                    assert_eq!(run.code, 0, "{args:?}: {run:?}");
+                }
+                let create = [
+                    "resource",
+                    "create",
+                    "--component",
+                    "api",
+                    "--schema",
+                    "bucket",
+                    "--environment",
+                    "dev",
+                    "--name",
+                    "receipts",
+                    "--input",
+                    r#"{"bucket":"acme-receipts","tags":{"team":"payments"}}"#,
+                    "--wait",
+                    "--timeout",
+                    "50s",
+                ];
+                let run = h.run(&create).await;
+                let agent_log = std::fs::read_to_string(data.join("agent.log")).unwrap_or_default();
+                assert_eq!(run.code, 0, "{run:?}\nagent.log:\n{agent_log}");
+                assert!(run.stdout.ends_with("✓ Resource receipts is provisioned (revision 1)\n"), "{run:?}");
+                let shown = json_of(&h, &["resource", "show", "receipts"]).await;
+                let resource = &shown["resource"];
+                assert_eq!(resource["status"], "provisioned", "{shown}");
+                let outputs = &resource["outputs"];
+                assert_eq!(outputs["bucket"], "acme-receipts", "{shown}");
+                assert_eq!(outputs["arn"], "arn:aws:s3:::acme-receipts", "{shown}");
+                assert_eq!(outputs["tags"], json!({ "team": "payments" }), "{shown}");
+                assert_eq!(outputs["secret"], "<sensitive>", "{shown}");
+                resource_id = resource["id"].as_str().expect("id").to_owned();
+                let state = data.join("state").join(format!("{resource_id}.tfstate"));
+                let state: serde_json::Value = serde_json::from_str(
+                    &std::fs::read_to_string(&state).expect("state file under DATA/state"),
+                )
+                .expect("state is JSON");
+                assert_eq!(state["outputs"]["bucket"]["value"], "acme-receipts", "{state}");
+
+                // A value, written to the dev Agent and read back, byte for byte.
+                for args in
+                    [&["environment", "assign-agent", "dev", "dev"][..], &["secret", "create", "db-password"]]
+                {
+                    let run = h.run(args).await;
+                    assert_eq!(run.code, 0, "{args:?}: {run:?}");
+                }
+                let set = h
+                    .run_with_stdin(
+                        &["secret", "set", "db-password", "--environment", "dev"],
+                        Some(DEV_VALUE),
+                    )
+                    .await;
+                assert_eq!(set.code, 0, "{set:?}");
+                assert_eq!(set.stdout, "✓ db-password version 1 stored in dev on dev\n");
+                let got = h.run(&["secret", "get", "db-password", "--environment", "dev"]).await;
+                assert_eq!(got.stdout, DEV_VALUE, "exactly the bytes written, no newline added");
+                let got = json_of(&h, &["secret", "get", "db-password", "--environment", "dev"]).await;
+                assert_eq!(
+                    got,
+                    json!({"name": "db-password", "environment": "dev", "version": 1, "value": DEV_VALUE})
+                );
+            }
+        } else {
+            // Second round: no new bootstrap, same data.
+            let listed = h.run(&["domain", "list", "--output", "json"]).await;
+            assert!(listed.stdout.contains("\"payments\""), "{}", listed.stdout);
+            if with_terraform {
+                // The restarted Agent runs the destroy: the state is left with no resources.
+                let run = h.run(&["resource", "delete", "receipts", "--wait", "--timeout", "50s"]).await;
+                assert_eq!(run.code, 0, "{run:?}");
+                assert!(run.stdout.ends_with("✓ Resource receipts is deleted\n"), "{run:?}");
+                let state = data.join("state").join(format!("{resource_id}.tfstate"));
+                let state: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&state).expect("state file"))
+                        .expect("JSON");
+                assert_eq!(state["resources"], json!([]), "{state}");
+
+                // The value outlived the restart (same store, same master key);
+                // a deactivated version is refused once the Agent has synced.
+                let got = h.run(&["secret", "get", "db-password", "--environment", "dev"]).await;
+                assert_eq!(got.stdout, DEV_VALUE);
+                let run = h
+                    .run(&["secret", "deactivate", "db-password", "--environment", "dev", "--version", "1"])
+                    .await;
+                assert_eq!(run.code, 0, "{run:?}");
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+                loop {
+                    let got = h
+                        .run(&["secret", "get", "db-password", "--environment", "dev", "--version", "1"])
+                        .await;
+                    if got.code == 5 && got.stderr.contains("VERSION_DEACTIVATED") {
+                        assert_eq!(got.stdout, "", "nothing served");
+                        break;
+                    }
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "still served after deactivation: {got:?}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
+        }
+
+        let signal = if round == 0 { "-TERM" } else { "-INT" };
+        let pid = child.id().expect("pid").to_string();
+        let status = std::process::Command::new("kill").args([signal, &pid]).status().expect("kill");
+        assert!(status.success());
+        let out = tokio::time::timeout(Duration::from_secs(45), child.wait_with_output())
+            .await
+            .expect("heimdall dev stops within 45s")
+            .expect("output");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains("Stopped"), "{stderr}");
+        if with_terraform {
+            assert!(stderr.contains("Stopping the Agent"), "{stderr}");
+            let log = std::fs::read_to_string(data.join("agent.log")).expect("agent.log");
+            assert!(log.trim_end().ends_with("agent stopped"), "the Agent stopped on its own:\n{log}");
+        }
+        // The children are gone: their ports are free again.
+        for addr in [&listen, &agent_listen] {
+            let mut free = false;
+            for _ in 0..50 {
+                if std::net::TcpListener::bind(addr.as_str()).is_ok() {
+                    free = true;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            assert!(free, "something still listens on {addr} after heimdall dev stopped");
+        }
+    }
+}
+
+/// What the dev test stores: a newline inside and a space at the end, to
+/// show that nothing is trimmed or added.
+const DEV_VALUE: &str = "s3cret\nvalue ";

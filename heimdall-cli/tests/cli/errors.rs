@@ -1,0 +1,65 @@
+//! Errors: the code, the message, the exit status.
+
+use heimdall_api::testing::TestApi;
+
+use crate::support::{cedar_file, Heimdall, Transcript};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_print_the_code_and_exit_with_its_status() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let owner = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    let mut t = Transcript::default();
+
+    let added =
+        owner.run(&["member", "add", "bob@example.com", "--role", "member", "--output", "json"]).await;
+    assert_eq!(added.code, 0, "{added:?}");
+    let added: serde_json::Value = serde_json::from_str(&added.stdout).expect("json");
+    let member_token = added["token"].as_str().expect("token").to_owned();
+    let member = Heimdall::with_env(&api, &member_token, tmp.path());
+
+    t.run(&owner, &["domain", "create", "payments"]).await;
+    t.run(&owner, &["system", "create", "checkout", "--domain", "payments"]).await;
+    // 5 NOT_FOUND
+    t.run(&owner, &["domain", "show", "nope"]).await;
+    t.run(&owner, &["member", "show", "nobody@example.com"]).await;
+    // 4 FORBIDDEN: a member may read the catalog but not change it.
+    t.run(&member, &["domain", "list"]).await;
+    t.run(&member, &["domain", "create", "mine"]).await;
+    t.run(&member, &["member", "add", "eve@example.com", "--role", "owner", "--output", "json"]).await;
+    // 6 conflicts
+    t.run(&owner, &["domain", "create", "payments"]).await;
+    t.run(&owner, &["domain", "delete", "payments"]).await;
+    t.run(&owner, &["member", "remove", "owner@example.com"]).await;
+    // 7 invalid input, with the fields of a refused policy
+    t.run(&owner, &["domain", "create", "Not A Name"]).await;
+    let bad_policy = cedar_file(tmp.path(), "permit(principal, action resource);\n");
+    t.run(&owner, &["policy", "create", "--name", "broken", "--file", &bad_policy]).await;
+    // 3 UNAUTHENTICATED
+    let stranger = Heimdall::with_env(&api, &format!("hmd_{}", "A".repeat(43)), tmp.path());
+    t.run(&stranger, &["whoami"]).await;
+    let nobody = Heimdall { url: None, token: None, config_dir: tmp.path().join("empty") };
+    t.run(&nobody, &["whoami"]).await;
+    t.run(&nobody, &["whoami", "--output", "json"]).await;
+    // 2 usage
+    t.run(&owner, &["system", "create", "orphan"]).await;
+    t.run(&owner, &["event", "list", "--before", "yesterday"]).await;
+    t.run(&owner, &["policy", "show", "not-a-uuid"]).await;
+    // 1 transport
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let closed_url = format!("http://{}", closed.local_addr().expect("addr"));
+    drop(closed);
+    let unreachable = Heimdall { url: Some(closed_url), token: Some(api.owner_token.clone()), ..nobody };
+    t.run(&unreachable, &["whoami"]).await;
+
+    let expected_codes: Vec<i32> =
+        t.0.lines()
+            .filter_map(|l| l.strip_prefix("[exit ").and_then(|l| l.strip_suffix(']')))
+            .map(|c| c.parse().expect("exit code"))
+            .collect();
+    assert_eq!(expected_codes, [0, 0, 5, 5, 0, 4, 4, 6, 6, 6, 7, 7, 3, 3, 3, 2, 2, 2, 1]);
+    for token in [&api.owner_token, &member_token] {
+        assert!(!t.0.contains(token.as_str()), "a token leaked into output");
+    }
+    crate::snapshot("errors", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
+}

@@ -1,0 +1,549 @@
+//! Infrastructure Manager: schemas, cloud accounts, Resources, jobs and `--wait`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use heimdall_api::testing::TestApi;
+use heimdall_core::ids::{JobId, LeaseId};
+use heimdall_core::ports::{JobOutcome, JobQueue};
+use heimdall_core::wire::Job;
+use serde_json::json;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::support::{cells, json_of, write_file, Heimdall, Run, Transcript};
+
+/// A JSON Schema with every kind of rule the refusals name.
+const BUCKET_SCHEMA: &str = r#"{
+  "type": "object",
+  "required": ["bucket"],
+  "properties": {
+    "bucket": { "type": "string", "pattern": "^[a-z0-9][a-z0-9-]{2,62}$" },
+    "tier": { "enum": ["standard", "archive"] },
+    "versioning": { "type": "boolean" },
+    "tags": { "type": "object", "additionalProperties": { "type": "string" } }
+  },
+  "additionalProperties": false
+}
+"#;
+
+const DATABASE_SCHEMA: &str = r#"{
+  "type": "object",
+  "required": ["engine"],
+  "properties": { "engine": { "enum": ["postgres", "mysql"] }, "size_gb": { "type": "integer", "minimum": 1 } },
+  "additionalProperties": false
+}
+"#;
+
+async fn id_of(h: &Heimdall, args: &[&str]) -> String {
+    let value = json_of(h, args).await;
+    let id = value.get("resource").unwrap_or(&value)["id"].as_str().expect("an id");
+    id.to_owned()
+}
+
+/// Waits until a job is queued, then claims it as `agent-1`, like an Agent.
+async fn claim(api: &TestApi) -> (Job, LeaseId) {
+    let org = api.bootstrapped.organization.id;
+    for _ in 0..200 {
+        let lease = LeaseId::from_uuid(Uuid::new_v4());
+        if let Some(job) =
+            api.store.claim(org, "agent-1", lease, OffsetDateTime::now_utc()).await.expect("claim")
+        {
+            return (job, lease);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no job was queued within 10s");
+}
+
+async fn finish(api: &TestApi, job: JobId, lease: LeaseId, outcome: JobOutcome) {
+    api.store.finish(job, lease, outcome, OffsetDateTime::now_utc()).await.expect("finish");
+}
+
+/// domain payments → system checkout → component api; environments dev,
+/// prod and staging; cloud account aws-dev linked for dev only.
+async fn infra_world(t: &mut Transcript, h: &Heimdall, tmp: &Path) {
+    t.run(h, &["domain", "create", "payments"]).await;
+    t.run(h, &["system", "create", "checkout", "--domain", "payments"]).await;
+    t.run(h, &["component", "create", "api", "--system", "checkout"]).await;
+    for env in ["dev", "prod", "staging"] {
+        t.run(h, &["environment", "create", env]).await;
+    }
+    let schema = write_file(tmp, "bucket.schema.json", BUCKET_SCHEMA);
+    let defaults = write_file(tmp, "bucket.defaults.json", r#"{ "dev": { "tier": "standard" } }"#);
+    let created = t
+        .run(
+            h,
+            &[
+                "schema",
+                "create",
+                "--type",
+                "s3-bucket",
+                "--input-schema",
+                &schema,
+                "--defaults",
+                &defaults,
+                "--module-source",
+                "git::https://git.example.com/modules/s3-bucket",
+                "--module-version",
+                "v1.2.0",
+            ],
+        )
+        .await;
+    assert_eq!(created.code, 0, "{created:?}");
+    let account = [
+        "cloud-account",
+        "create",
+        "aws-dev",
+        "--provider",
+        "aws",
+        "--region",
+        "eu-west-1",
+        "--state-bucket",
+        "acme-tf-state",
+        "--auth",
+        "oidc",
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/heimdall",
+    ];
+    assert_eq!(t.run(h, &account).await.code, 0);
+    let link = ["cloud-account", "link", "aws-dev", "--scope", "organization", "--environment", "dev"];
+    assert_eq!(t.run(h, &link).await.code, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn infra_tour_in_tables() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    let mut t = Transcript::default();
+
+    infra_world(&mut t, &h, tmp.path()).await;
+    t.run(&h, &["schema", "list"]).await;
+    t.run(&h, &["schema", "show", "s3-bucket"]).await;
+    t.run(&h, &["cloud-account", "list"]).await;
+    t.run(&h, &["cloud-account", "show", "aws-dev"]).await;
+
+    // DESIGN §3, with ids as in the seed transcript.
+    let component = id_of(&h, &["component", "show", "api"]).await;
+    let schema = id_of(&h, &["schema", "show", "s3-bucket"]).await;
+    let dev = id_of(&h, &["environment", "show", "dev"]).await;
+    let create = [
+        "resource",
+        "create",
+        "--component",
+        &component,
+        "--schema",
+        &schema,
+        "--environment",
+        &dev,
+        "--name",
+        "recibos",
+        "--input",
+        r#"{"bucket":"checkout-recibos"}"#,
+    ];
+    let created = t.run(&h, &create).await;
+    let line =
+        created.stdout.strip_prefix("✓ Resource created: recibos (").and_then(|l| l.strip_suffix(")\n"));
+    let resource: Uuid = line.and_then(|id| id.parse().ok()).unwrap_or_else(|| panic!("{created:?}"));
+    let resource = resource.to_string();
+    let jobs = t.run(&h, &["job", "list", "--component", &component, "--resource", &resource]).await;
+    assert!(jobs.stdout.starts_with("JOB ID  "), "{}", jobs.stdout);
+    let table = cells(&jobs.stdout);
+    assert_eq!(table[0], ["JOB ID", "OPERATION", "STATUS", "ATTEMPTS", "REASON", "QUEUED AT"]);
+    assert_eq!(table.len(), 2, "{}", jobs.stdout);
+    assert_eq!(table[1][1..5], ["apply", "queued", "0/3", "-"], "{}", jobs.stdout);
+
+    // Refusals: every field and rule, never a value; nothing stored.
+    let marker = "LEAKCHECK";
+    let bad_input = json!({
+        "bucket": format!("Not_A_Bucket_{marker}"),
+        "tier": format!("platinum-{marker}"),
+        "versioning": format!("yes-{marker}"),
+        "tags": { "team": 42 },
+        "owner": format!("{marker}@example.com"),
+    })
+    .to_string();
+    let refused = t
+        .run(
+            &h,
+            &[
+                "resource",
+                "create",
+                "--component",
+                "api",
+                "--schema",
+                "s3-bucket",
+                "--environment",
+                "dev",
+                "--name",
+                "leaky",
+                "--input",
+                &bad_input,
+            ],
+        )
+        .await;
+    assert_eq!(refused.code, 7, "{refused:?}");
+    assert!(refused.stderr.contains("SCHEMA_VIOLATION"), "{refused:?}");
+    for (path, rule) in
+        [("/bucket", "pattern"), ("/tier", "enum"), ("/versioning", "type"), ("/tags/team", "type")]
+    {
+        assert!(refused.stderr.contains(&format!("  {path}: {rule}")), "{path} {rule}: {}", refused.stderr);
+    }
+    assert!(!refused.stdout.contains(marker) && !refused.stderr.contains(marker), "{refused:?}");
+    let missing = [
+        "resource",
+        "create",
+        "--component",
+        "api",
+        "--schema",
+        "s3-bucket",
+        "--environment",
+        "dev",
+        "--name",
+        "leaky",
+        "--input",
+        "{}",
+    ];
+    assert_eq!(t.run(&h, &missing).await.code, 7);
+    let unlinked = [
+        "resource",
+        "create",
+        "--component",
+        "api",
+        "--schema",
+        "s3-bucket",
+        "--environment",
+        "staging",
+        "--name",
+        "nowhere",
+        "--input",
+        r#"{"bucket":"nowhere-1"}"#,
+    ];
+    let no_account = t.run(&h, &unlinked).await;
+    assert_eq!(no_account.code, 7);
+    assert!(no_account.stderr.contains("NO_CLOUD_ACCOUNT"), "{no_account:?}");
+
+    // An Agent claims the job, writes its log, and finishes.
+    let (job, lease) = claim(&api).await;
+    assert_eq!(job.resource_id.to_string(), resource);
+    api.store
+        .append_log(
+            job.id,
+            lease,
+            "Terraform will perform the following actions:\n  + terraform_data.bucket\n",
+        )
+        .await
+        .expect("append log");
+    let running = t.run(&h, &["job", "list", "--resource", "recibos"]).await;
+    assert_eq!(&cells(&running.stdout)[1][1..4], ["apply", "running", "1/3"], "{}", running.stdout);
+    t.run(&h, &["resource", "list"]).await;
+    let outputs = json!({ "arn": "arn:aws:s3:::checkout-recibos", "password": "<sensitive>" });
+    finish(&api, job.id, lease, JobOutcome::Completed { outputs }).await;
+    let job_id = job.id.to_string();
+    t.run(&h, &["job", "show", &job_id]).await;
+    t.run(&h, &["job", "log", &job_id]).await;
+    t.run(
+        &h,
+        &["resource", "update", "recibos", "--input", r#"{"bucket":"checkout-recibos","versioning":true}"#],
+    )
+    .await;
+    t.run(&h, &["resource", "show", "recibos"]).await;
+    t.run(&h, &["job", "list", "--resource", "recibos"]).await;
+
+    // A failure: the reason is cut in the table, whole in `job show`; retry queues again.
+    let (job, lease) = claim(&api).await;
+    let reason = "Error: creating S3 Bucket (checkout-recibos): operation error S3: CreateBucket, \
+                  https response error StatusCode: 409, BucketAlreadyExists";
+    finish(&api, job.id, lease, JobOutcome::Failed { reason: reason.into(), retryable: false }).await;
+    t.run(&h, &["job", "list", "--resource", "recibos"]).await;
+    t.run(&h, &["resource", "retry", "recibos"]).await;
+    t.run(&h, &["resource", "list", "--status", "queued"]).await;
+
+    // A Resource that never ran: deleted at once, its queued apply cancelled.
+    let tmp_bucket = [
+        "resource",
+        "create",
+        "--component",
+        "api",
+        "--schema",
+        "s3-bucket",
+        "--environment",
+        "dev",
+        "--name",
+        "scratch",
+        "--input",
+        r#"{"bucket":"scratch-1"}"#,
+    ];
+    t.run(&h, &tmp_bucket).await;
+    let deleted = t.run(&h, &["resource", "delete", "scratch"]).await;
+    assert!(deleted.stdout.starts_with("✓ Resource deleted: scratch ("), "{deleted:?}");
+    let scratch = json_of(&h, &["resource", "list", "--status", "deleted"]).await[0]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let cancelled = t.run(&h, &["job", "list", "--resource", &scratch]).await;
+    assert_eq!(cells(&cancelled.stdout)[1][1..4], ["apply", "cancelled", "0/3"], "{}", cancelled.stdout);
+    t.run(&h, &["resource", "list", "--environment", "dev"]).await;
+
+    // Approval: never the requester's own; another admin approves the revision they read.
+    let db_schema = write_file(tmp.path(), "db.schema.json", DATABASE_SCHEMA);
+    let approval_schema =
+        ["schema", "create", "--type", "database", "--input-schema", "-", "--requires-approval"];
+    let run =
+        h.run_with_stdin(&approval_schema, Some(&std::fs::read_to_string(&db_schema).expect("read"))).await;
+    t.record(&[&approval_schema[..], &["<", "db.schema.json"]].concat(), &run);
+    assert_eq!(run.code, 0, "{run:?}");
+    let added = json_of(&h, &["member", "add", "ana@example.com", "--role", "admin"]).await;
+    let ana = Heimdall::with_env(&api, added["token"].as_str().expect("token"), tmp.path());
+    let ledger = [
+        "resource",
+        "create",
+        "--component",
+        "api",
+        "--schema",
+        "database",
+        "--environment",
+        "dev",
+        "--name",
+        "ledger",
+        "--input",
+        r#"{"engine":"postgres"}"#,
+    ];
+    t.run(&h, &ledger).await;
+    let own = t.run(&h, &["resource", "approve", "ledger", "--revision", "1"]).await;
+    assert_eq!(own.code, 4, "{own:?}");
+    assert!(own.stderr.contains("SELF_APPROVAL"), "{own:?}");
+    let stale = t.run(&ana, &["resource", "approve", "ledger", "--revision", "2"]).await;
+    assert_eq!(stale.code, 6, "{stale:?}");
+    let approved =
+        t.run(&ana, &["resource", "approve", "ledger", "--revision", "1", "--reason", "sized right"]).await;
+    assert_eq!(approved.stdout, "✓ Resource approved: ledger, revision 1 (queued)\n", "{approved:?}");
+    t.run(&h, &["resource", "update", "ledger", "--input", r#"{"engine":"postgres","size_gb":20}"#]).await;
+    t.run(&ana, &["resource", "refuse", "ledger", "--revision", "2", "--reason", "too big for dev"]).await;
+    t.run(&h, &["resource", "show", "ledger"]).await;
+
+    // Usage errors, before any request.
+    let missing_file = tmp.path().join("nope.json");
+    let missing_file = missing_file.to_str().expect("utf-8");
+    let broken = write_file(tmp.path(), "broken.json", "{\"type\": \"object\",,}");
+    for args in [
+        &["schema", "create", "--type", "x", "--input-schema", missing_file][..],
+        &["schema", "create", "--type", "x", "--input-schema", &broken],
+        &["schema", "create", "--type", "x", "--input-schema", &db_schema, "--defaults", &broken],
+        &[
+            "cloud-account",
+            "create",
+            "gcp-dev",
+            "--provider",
+            "gcp",
+            "--region",
+            "europe-west1",
+            "--state-bucket",
+            "acme-state",
+            "--auth",
+            "static",
+            "--role-arn",
+            "arn:x",
+        ],
+        &["resource", "update", "recibos", "--input", "{\"bucket\": "],
+    ] {
+        let run = t.run(&h, args).await;
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+    }
+    // A member reads Resources and jobs, but not cloud accounts.
+    let bob = json_of(&h, &["member", "add", "bob@example.com", "--role", "member"]).await;
+    let bob_token = bob["token"].as_str().expect("token").to_owned();
+    let bob_dir = tmp.path().join("bob");
+    let bob = Heimdall::with_env(&api, &bob_token, &bob_dir);
+    assert_eq!(t.run(&bob, &["cloud-account", "list"]).await.code, 4);
+    assert_eq!(bob.run(&["job", "list"]).await.code, 0);
+
+    let printed: Vec<&str> = t.0.lines().filter(|l| !l.starts_with("$ heimdall ")).collect();
+    assert!(!printed.join("\n").contains(marker), "an input value leaked into the output");
+    crate::snapshot("infra_tour_table", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn infra_tour_in_json() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    let mut setup = Transcript::default();
+    infra_world(&mut setup, &h, tmp.path()).await;
+    let mut t = Transcript::default();
+    fn json<'a>(args: &[&'a str]) -> Vec<&'a str> {
+        [args, &["--output", "json"][..]].concat()
+    }
+
+    t.run(&h, &json(&["schema", "list"])).await;
+    t.run(&h, &json(&["schema", "show", "s3-bucket"])).await;
+    t.run(&h, &json(&["cloud-account", "list"])).await;
+    t.run(&h, &json(&["cloud-account", "show", "aws-dev"])).await;
+    let create = [
+        "resource",
+        "create",
+        "--component",
+        "api",
+        "--schema",
+        "s3-bucket",
+        "--environment",
+        "dev",
+        "--name",
+        "recibos",
+        "--input",
+        r#"{"bucket":"checkout-recibos"}"#,
+    ];
+    t.run(&h, &json(&create)).await;
+    t.run(&h, &json(&["resource", "list"])).await;
+    t.run(&h, &json(&["resource", "show", "recibos"])).await;
+    let jobs = t.run(&h, &json(&["job", "list", "--resource", "recibos"])).await;
+    let job_id = serde_json::from_str::<serde_json::Value>(&jobs.stdout).expect("json")[0]["id"]
+        .as_str()
+        .expect("job id")
+        .to_owned();
+    t.run(&h, &json(&["job", "show", &job_id])).await;
+    t.run(&h, &json(&["job", "log", &job_id])).await;
+    t.run(&h, &json(&["resource", "update", "recibos", "--input", r#"{"bucket":"checkout-recibos-2"}"#]))
+        .await;
+    let refused =
+        t.run(&h, &json(&["resource", "update", "recibos", "--input", r#"{"bucket":"Nope!"}"#])).await;
+    assert_eq!(refused.code, 7);
+    let error: serde_json::Value = serde_json::from_str(&refused.stderr).expect("error as JSON");
+    assert_eq!(error["error"]["code"], "SCHEMA_VIOLATION");
+    assert_eq!(error["error"]["fields"], json!([{ "path": "/bucket", "rule": "pattern" }]));
+    t.run(&h, &json(&["resource", "delete", "recibos"])).await;
+    t.run(&h, &json(&["job", "list", "--component", "api"])).await;
+
+    // Every successful stdout is one JSON document; lists are arrays.
+    for chunk in t.0.split("\n\n").filter(|c| c.contains("[exit 0]")) {
+        let body: Vec<&str> =
+            chunk.lines().skip(1).filter(|l| !l.starts_with("[exit") && !l.starts_with("stderr|")).collect();
+        let value: serde_json::Value =
+            serde_json::from_str(&body.join("\n")).unwrap_or_else(|e| panic!("{e}: {chunk}"));
+        if chunk.lines().next().is_some_and(|l| l.contains(" list")) {
+            assert!(value.is_array(), "{chunk}");
+        }
+    }
+    crate::snapshot("infra_tour_json", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
+}
+
+/// `--wait` polls until the Agent (here: the test, through the store) ends the job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_follows_the_job_to_its_end() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    infra_world(&mut Transcript::default(), &h, tmp.path()).await;
+    let create = |name: &'static str, bucket: &'static str, extra: &[&'static str]| -> Vec<String> {
+        let input = format!(r#"{{"bucket":"{bucket}"}}"#);
+        [
+            "resource",
+            "create",
+            "--component",
+            "api",
+            "--schema",
+            "s3-bucket",
+            "--environment",
+            "dev",
+            "--name",
+            name,
+            "--input",
+            &input,
+        ]
+        .iter()
+        .chain(extra)
+        .map(|s| (*s).to_owned())
+        .collect()
+    };
+    let spawn = |args: Vec<String>| h.command(&args.iter().map(String::as_str).collect::<Vec<_>>()).spawn();
+    let done = |child: tokio::process::Child| async move {
+        let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+            .await
+            .expect("finished within 60s")
+            .expect("output");
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8(output.stdout).expect("utf-8"),
+            stderr: String::from_utf8(output.stderr).expect("utf-8"),
+        }
+    };
+
+    // Provisioned: the created line, then the final status.
+    let child = spawn(create("waited", "waited-1", &["--wait", "--timeout", "30s"])).expect("spawn");
+    let (job, lease) = claim(&api).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    finish(&api, job.id, lease, JobOutcome::Completed { outputs: json!({ "arn": "arn:x" }) }).await;
+    let run = done(child).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(lines[0].starts_with("✓ Resource created: waited ("), "{run:?}");
+    assert_eq!(lines[1..], ["✓ Resource waited is provisioned (revision 1)"], "{run:?}");
+    assert_eq!(run.stderr, "", "no progress without a terminal");
+
+    // Failed, in JSON mode: only the final Resource on stdout, FAILED on stderr, exit 1.
+    let child = spawn(create("doomed", "doomed-1", &["--wait", "--output", "json"])).expect("spawn");
+    let (job, lease) = claim(&api).await;
+    let failure = JobOutcome::Failed { reason: "apply failed: AccessDenied".into(), retryable: false };
+    finish(&api, job.id, lease, failure).await;
+    let run = done(child).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    let resource: serde_json::Value = serde_json::from_str(&run.stdout).expect("one JSON document");
+    assert_eq!((resource["name"].as_str(), resource["status"].as_str()), (Some("doomed"), Some("failed")));
+    let error: serde_json::Value = serde_json::from_str(&run.stderr).expect("error as JSON");
+    assert_eq!(error["error"]["message"], "FAILED: apply failed: AccessDenied");
+
+    // Nobody claims: the wait gives up after --timeout, exit 1; the job stays queued.
+    let started = std::time::Instant::now();
+    let run = h.run(&["resource", "retry", "doomed", "--wait", "--timeout", "1s"]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stdout.starts_with("✓ Resource retried: doomed, revision 1 (queued)"), "{run:?}");
+    assert!(
+        run.stderr.contains("timed out after 1s waiting for Resource doomed: it is still queued"),
+        "{run:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let (job, lease) = claim(&api).await;
+    finish(&api, job.id, lease, JobOutcome::Completed { outputs: json!({}) }).await;
+
+    // Delete of a Resource that ran: a destroy job, waited for.
+    let child = h.command(&["resource", "delete", "waited", "--wait"]).spawn().expect("spawn");
+    let (job, lease) = claim(&api).await;
+    assert_eq!(job.operation.as_str(), "destroy");
+    finish(&api, job.id, lease, JobOutcome::Completed { outputs: json!({}) }).await;
+    let run = done(child).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(lines[0].starts_with("✓ Resource deletion queued: waited ("), "{run:?}");
+    assert_eq!(lines[1..], ["✓ Resource waited is deleted"], "{run:?}");
+
+    // Pending approval ends a wait at once.
+    let mut approval = Transcript::default();
+    let schema = write_file(tmp.path(), "db.json", DATABASE_SCHEMA);
+    let args = ["schema", "create", "--type", "database", "--input-schema", &schema, "--requires-approval"];
+    assert_eq!(approval.run(&h, &args).await.code, 0);
+    let run = h
+        .run(&[
+            "resource",
+            "create",
+            "--component",
+            "api",
+            "--schema",
+            "database",
+            "--environment",
+            "dev",
+            "--name",
+            "ledger",
+            "--input",
+            r#"{"engine":"mysql"}"#,
+            "--wait",
+        ])
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.ends_with(
+            "✓ Resource ledger is pending_approval: revision 1 waits for another person's approval\n"
+        ),
+        "{run:?}"
+    );
+}

@@ -1,0 +1,51 @@
+//! Cloud accounts and their links.
+
+use reqwest::Method;
+
+use crate::wire::{AccountLink, CloudAccount, CloudAccountDetail, CreateCloudAccount, LinkCloudAccount};
+use crate::{Client, Result};
+
+impl Client {
+    /// `POST /v1/cloud-accounts` (owner, admin). An account holds no
+    /// credential: a role to assume (`oidc`) or the name of a secret in the
+    /// Agent (`static`).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// use heimdall_sdk::wire::{AccountAuth, CreateCloudAccount, LinkCloudAccount, LinkScope, Provider};
+    /// let account = client
+    ///     .create_cloud_account(&CreateCloudAccount {
+    ///         name: "aws-dev".into(),
+    ///         provider: Provider::Aws,
+    ///         region: "eu-west-1".into(),
+    ///         state_bucket: "acme-tf-state".into(),
+    ///         state_endpoint: None,
+    ///         auth: AccountAuth::Oidc { role_arn: "arn:aws:iam::123456789012:role/heimdall".into() },
+    ///     })
+    ///     .await?;
+    /// let link = LinkCloudAccount { scope: LinkScope::Organization, scope_id: None, environment: "dev".into() };
+    /// client.link_cloud_account(&account.name, &link).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn create_cloud_account(&self, account: &CreateCloudAccount) -> Result<CloudAccount> {
+        self.with_body(Method::POST, &["cloud-accounts"], account).await
+    }
+
+    /// `GET /v1/cloud-accounts` (owner, admin: a member gets `FORBIDDEN`).
+    pub async fn list_cloud_accounts(&self) -> Result<Vec<CloudAccount>> {
+        self.get(&["cloud-accounts"]).await
+    }
+
+    /// `GET /v1/cloud-accounts/{id-or-name}`: the account and its links.
+    pub async fn get_cloud_account(&self, id_or_name: &str) -> Result<CloudAccountDetail> {
+        self.get(&["cloud-accounts", id_or_name]).await
+    }
+
+    /// `POST /v1/cloud-accounts/{id-or-name}/links`: "this account serves
+    /// this scope in this environment". A Resource's account resolves
+    /// System → Domain → organization.
+    pub async fn link_cloud_account(&self, id_or_name: &str, link: &LinkCloudAccount) -> Result<AccountLink> {
+        self.with_body(Method::POST, &["cloud-accounts", id_or_name, "links"], link).await
+    }
+}

@@ -1,0 +1,49 @@
+//! Jobs and their logs.
+
+use heimdall_core::ids::JobId;
+use reqwest::Method;
+
+use crate::wire::{Job, JobLog};
+use crate::{Client, Result};
+
+/// Filters for [`Client::list_jobs`]. All optional.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobQuery {
+    /// Only jobs of this Resource (id, or name when only one Resource has it).
+    pub resource: Option<String>,
+    /// Only jobs of Resources of this component (id or name). With
+    /// `resource`, the Resource must belong to it (else `NOT_FOUND`).
+    pub component: Option<String>,
+}
+
+impl Client {
+    /// `GET /v1/jobs?resource=&component=`, oldest first.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// let query = heimdall_sdk::JobQuery { resource: Some("recibos".into()), ..Default::default() };
+    /// for job in client.list_jobs(&query).await? {
+    ///     println!("{} {} {} {}/{}", job.id, job.operation, job.status, job.attempts, job.max_attempts);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn list_jobs(&self, query: &JobQuery) -> Result<Vec<Job>> {
+        let url = self.url_with_query(
+            &["jobs"],
+            &[("resource", query.resource.as_deref()), ("component", query.component.as_deref())],
+        )?;
+        self.send(self.authed(Method::GET, url)).await
+    }
+
+    /// `GET /v1/jobs/{id}`.
+    pub async fn get_job(&self, id: JobId) -> Result<Job> {
+        self.get(&["jobs", &id.to_string()]).await
+    }
+
+    /// `GET /v1/jobs/{id}/log`: the Terraform output kept for the job (up
+    /// to 1 MiB; `truncated` says whether later output was dropped).
+    pub async fn get_job_log(&self, id: JobId) -> Result<JobLog> {
+        self.get(&["jobs", &id.to_string(), "log"]).await
+    }
+}

@@ -1,0 +1,120 @@
+//! Resources, their revisions and approvals.
+
+use reqwest::Method;
+
+use crate::wire::{ChangeResource, CreateResource, Decide, Resource, ResourceDetail, ResourceStatus};
+#[cfg(doc)]
+use crate::ApiError;
+use crate::{Client, Result};
+
+/// Filters for [`Client::list_resources`]. All optional; `component` and
+/// `environment` are ids or names.
+///
+/// ```
+/// use heimdall_sdk::wire::ResourceStatus;
+/// let query = heimdall_sdk::ResourceQuery { environment: Some("prod".into()), status: Some(ResourceStatus::Failed), ..Default::default() };
+/// assert_eq!(query.component, None);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResourceQuery {
+    /// Only Resources of this component (id or name).
+    pub component: Option<String>,
+    /// Only Resources for this environment (id or name).
+    pub environment: Option<String>,
+    /// Only Resources in this status (`deleted` ones stay listed as history).
+    pub status: Option<ResourceStatus>,
+}
+
+impl Client {
+    /// `POST /v1/resources`: requests a Resource (revision 1). Without
+    /// approval an `apply` job is queued and the Resource is `queued`; under
+    /// a schema that requires approval it is `pending_approval`.
+    ///
+    /// Refusals happen before anything is stored: `SCHEMA_VIOLATION` (its
+    /// [`ApiError::fields`] name each field and rule, never the value),
+    /// `NO_CLOUD_ACCOUNT`, `NOT_FOUND` for an unknown component, schema or
+    /// environment.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// use heimdall_sdk::wire::CreateResource;
+    /// use heimdall_sdk::ErrorCode;
+    /// let request = CreateResource {
+    ///     component: "api".into(),
+    ///     schema: "s3-bucket".into(),
+    ///     environment: "dev".into(),
+    ///     name: "recibos".into(),
+    ///     input: serde_json::json!({ "bucket": "checkout-recibos" }),
+    ///     region: None,
+    /// };
+    /// match client.create_resource(&request).await {
+    ///     Ok(resource) => println!("{} is {}", resource.id, resource.status),
+    ///     Err(err) if err.code() == Some(ErrorCode::SchemaViolation) => {
+    ///         for field in err.api().and_then(|e| e.fields.as_ref()).into_iter().flatten() {
+    ///             println!("{}: {}", field.path, field.rule);
+    ///         }
+    ///     }
+    ///     Err(err) => return Err(err),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn create_resource(&self, resource: &CreateResource) -> Result<Resource> {
+        self.with_body(Method::POST, &["resources"], resource).await
+    }
+
+    /// `GET /v1/resources?component=&environment=&status=`, deleted ones included.
+    pub async fn list_resources(&self, query: &ResourceQuery) -> Result<Vec<Resource>> {
+        let status = query.status.map(ResourceStatus::as_str);
+        let url = self.url_with_query(
+            &["resources"],
+            &[
+                ("component", query.component.as_deref()),
+                ("environment", query.environment.as_deref()),
+                ("status", status),
+            ],
+        )?;
+        self.send(self.authed(Method::GET, url)).await
+    }
+
+    /// `GET /v1/resources/{id-or-name}`: the Resource and every revision.
+    /// A name must be unambiguous among Resources not deleted.
+    pub async fn get_resource(&self, id_or_name: &str) -> Result<ResourceDetail> {
+        self.get(&["resources", id_or_name]).await
+    }
+
+    /// `PATCH /v1/resources/{id-or-name}`: a change is a new revision, queued
+    /// or waiting for approval as the schema says. A change while another
+    /// revision is pending supersedes it.
+    pub async fn change_resource(&self, id_or_name: &str, change: &ChangeResource) -> Result<Resource> {
+        self.with_body(Method::PATCH, &["resources", id_or_name], change).await
+    }
+
+    /// `DELETE /v1/resources/{id-or-name}`: cancels any apply still queued.
+    /// A Resource that never ran is `deleted` at once (`200`); otherwise a
+    /// `destroy` job is queued and it is `deleting` (`202`). Either way it
+    /// stays listed.
+    pub async fn delete_resource(&self, id_or_name: &str) -> Result<Resource> {
+        self.delete(&["resources", id_or_name]).await
+    }
+
+    /// `POST /v1/resources/{id-or-name}/approve`: `decision.revision` is the
+    /// revision the approver read; any other is `STALE_REVISION`. The
+    /// requester can never decide on their own request (`SELF_APPROVAL`).
+    pub async fn approve_resource(&self, id_or_name: &str, decision: &Decide) -> Result<Resource> {
+        self.with_body(Method::POST, &["resources", id_or_name, "approve"], decision).await
+    }
+
+    /// `POST /v1/resources/{id-or-name}/refuse`: same rules as
+    /// [`Client::approve_resource`]; nothing is queued.
+    pub async fn refuse_resource(&self, id_or_name: &str, decision: &Decide) -> Result<Resource> {
+        self.with_body(Method::POST, &["resources", id_or_name, "refuse"], decision).await
+    }
+
+    /// `POST /v1/resources/{id-or-name}/retry`: queues the last operation of
+    /// a `failed` Resource again (`202`); anything else is `CONFLICT`.
+    pub async fn retry_resource(&self, id_or_name: &str) -> Result<Resource> {
+        let url = self.url(&["resources", id_or_name, "retry"])?;
+        self.send(self.authed(Method::POST, url)).await
+    }
+}

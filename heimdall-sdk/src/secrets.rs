@@ -1,0 +1,90 @@
+//! Secrets (metadata only).
+//!
+//! The API never receives a secret's value: these routes carry its name,
+//! type, description, tags and links, and the server refuses any body
+//! with a value-like key (`VALUE_NOT_ACCEPTED`), tags included. Values
+//! go only to the Agent that holds the environment.
+
+use reqwest::Method;
+
+use crate::wire::{AccessLogEntry, CreateSecret, Secret, SecretDetail, UpdateSecret};
+use crate::{Client, Result};
+
+impl Client {
+    /// `POST /v1/secrets` (owner, admin): a new secret, without a value.
+    /// `secret.components` are component ids or names; a `personal` secret
+    /// is reachable only by its creator. A name already taken is
+    /// `ALREADY_EXISTS`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// use heimdall_sdk::wire::CreateSecret;
+    /// let secret = client
+    ///     .create_secret(&CreateSecret {
+    ///         name: "db-password".into(),
+    ///         secret_type: Some("password".into()),
+    ///         tags: Some([("team".to_owned(), "payments".to_owned())].into()),
+    ///         components: Some(vec!["api".into()]),
+    ///         ..Default::default()
+    ///     })
+    ///     .await?;
+    /// println!("{} {}", secret.id, secret.name);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn create_secret(&self, secret: &CreateSecret) -> Result<Secret> {
+        self.with_body(Method::POST, &["secrets"], secret).await
+    }
+
+    /// `GET /v1/secrets`: the secrets the caller may see (every member sees
+    /// the organization's; personal ones only their owner).
+    pub async fn list_secrets(&self) -> Result<Vec<Secret>> {
+        self.get(&["secrets"]).await
+    }
+
+    /// `GET /v1/secrets/{id-or-name}`: the secret and its versions in every
+    /// environment (who created each, and whether it is deactivated).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// let detail = client.get_secret("db-password").await?;
+    /// for v in &detail.versions {
+    ///     println!("{} v{} by {} deactivated={}", v.environment_id, v.version, v.created_by, v.deactivated_at.is_some());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn get_secret(&self, id_or_name: &str) -> Result<SecretDetail> {
+        self.get(&["secrets", id_or_name]).await
+    }
+
+    /// `PATCH /v1/secrets/{id-or-name}` (owner, admin): fields left `None`
+    /// are unchanged; `tags` and `components`, when given, replace the
+    /// whole set (`Some(empty)` clears it).
+    pub async fn update_secret(&self, id_or_name: &str, change: &UpdateSecret) -> Result<Secret> {
+        self.with_body(Method::PATCH, &["secrets", id_or_name], change).await
+    }
+
+    /// `GET /v1/secrets/{id-or-name}/access-log?environment=` (owner,
+    /// admin; a personal secret: only its owner): the reads Agents have
+    /// reported, one entry per accessor, version, Agent, address and
+    /// second, newest first.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// for entry in client.access_log("db-password", Some("prod")).await? {
+    ///     println!("{} {} v{} ×{}", entry.accessed_at, entry.accessor, entry.version, entry.reads);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn access_log(
+        &self,
+        id_or_name: &str,
+        environment: Option<&str>,
+    ) -> Result<Vec<AccessLogEntry>> {
+        let url =
+            self.url_with_query(&["secrets", id_or_name, "access-log"], &[("environment", environment)])?;
+        self.send(self.authed(Method::GET, url)).await
+    }
+}

@@ -1,0 +1,24 @@
+//! API tokens: the caller's own.
+
+use heimdall_core::ids::TokenId;
+use reqwest::Method;
+
+use crate::wire::{CreateToken, CreatedToken, TokenInfo};
+use crate::{Client, Result};
+
+impl Client {
+    /// `GET /v1/tokens`: the caller's own tokens (metadata only).
+    pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
+        self.get(&["tokens"]).await
+    }
+
+    /// `POST /v1/tokens`: a new token for the caller, shown this once.
+    pub async fn create_token(&self, name: &str) -> Result<CreatedToken> {
+        self.with_body(Method::POST, &["tokens"], &CreateToken { name: name.to_owned() }).await
+    }
+
+    /// `DELETE /v1/tokens/{id}`.
+    pub async fn revoke_token(&self, id: TokenId) -> Result<TokenInfo> {
+        self.delete(&["tokens", &id.to_string()]).await
+    }
+}
