@@ -41,7 +41,7 @@ pub struct LocalApiConfig {
     /// Address to listen on, e.g. `127.0.0.1:7482` or `0.0.0.0:7482`.
     pub listen: String,
     /// DNS names and IP addresses the certificate names (default: `localhost`, `127.0.0.1`).
-    #[serde(default = "default_local_names")]
+    #[serde(default = "LocalApiConfig::default_names")]
     pub names: Vec<String>,
     /// The URL people use, reported to the API (default: `https://<first name>:<port>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,11 +57,12 @@ pub struct LocalApiConfig {
     pub max_connections: Option<usize>,
 }
 
-fn default_local_names() -> Vec<String> {
-    vec!["localhost".into(), "127.0.0.1".into()]
-}
-
 impl LocalApiConfig {
+    /// `localhost` and `127.0.0.1`.
+    pub fn default_names() -> Vec<String> {
+        vec!["localhost".into(), "127.0.0.1".into()]
+    }
+
     /// The listener's limits: these settings over `heimdall_tls`'s defaults.
     pub fn limits(&self) -> heimdall_tls::server::Limits {
         let defaults = heimdall_tls::server::Limits::default();
@@ -114,12 +115,8 @@ pub struct ValuesConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aws_endpoint_url: Option<String>,
     /// How often access records and the inventory go to the API.
-    #[serde(default = "default_sync_seconds")]
+    #[serde(default = "ValuesConfig::default_sync_seconds")]
     pub sync_seconds: u64,
-}
-
-fn default_sync_seconds() -> u64 {
-    60
 }
 
 fn default_concurrency() -> usize {
@@ -177,6 +174,29 @@ impl AgentConfig {
             std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let config: Self =
             toml::from_str(&text).map_err(|e| format!("invalid {}: {}", path.display(), e.message()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// `agent.toml` as this configuration writes it: a header that says
+    /// what the file is, then every setting. Comments added by hand are
+    /// not kept.
+    pub fn render(&self) -> Result<String, String> {
+        let text =
+            toml::to_string_pretty(self).map_err(|e| format!("cannot write the configuration: {e}"))?;
+        Ok(format!("{CONFIG_HEADER}{text}"))
+    }
+
+    /// Writes this configuration to `path` whole (a temporary file, then a
+    /// rename), after checking it as `load` would.
+    pub fn save(&self, path: &Path) -> Result<(), String> {
+        self.validate()?;
+        crate::enroll::replace_file(path, self.render()?.as_bytes(), 0o644)
+    }
+
+    /// What `load` checks beyond the TOML's shape.
+    pub fn validate(&self) -> Result<(), String> {
+        let config = self;
         if config.concurrency == 0 || config.concurrency > 64 {
             return Err("concurrency must be between 1 and 64".into());
         }
@@ -208,11 +228,21 @@ impl AgentConfig {
         if let Some(v) = &config.values {
             v.validate()?;
         }
-        Ok(config)
+        Ok(())
     }
 }
 
+const CONFIG_HEADER: &str = "# Heimdall Agent configuration, written by `heimdall-agent enroll` and `configure`.\n\
+                             # terraform.sha256 pins the executable: a job refuses to run if it changes.\n\
+                             # modules.allowed_sources are globs; a schema's module outside them never runs.\n\n";
+
 impl ValuesConfig {
+    pub const DEFAULT_SYNC_SECONDS: u64 = 60;
+
+    fn default_sync_seconds() -> u64 {
+        Self::DEFAULT_SYNC_SECONDS
+    }
+
     /// Exactly one store and exactly one key source; AWS settings only
     /// where something uses AWS.
     pub fn validate(&self) -> Result<(), String> {

@@ -190,6 +190,33 @@ impl MasterKey {
         }
     }
 
+    /// Makes a new master key file at `path`: 32 bytes from the operating
+    /// system as 64 hex characters, mode 0600, written whole (a temporary
+    /// file, then a rename that never replaces an existing key). `false`:
+    /// a file is already there and was left alone.
+    pub fn create_file(path: &Path) -> Result<bool, String> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        if path.exists() {
+            return Ok(false);
+        }
+        let mut bytes = Zeroizing::new(vec![0u8; KEY_LEN]);
+        OsRng.fill_bytes(&mut bytes);
+        let text = Zeroizing::new(format!("{}\n", hex::encode(bytes.as_slice())));
+        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+        let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+        let _ = std::fs::remove_file(&tmp);
+        let mut file =
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).map_err(fail)?;
+        let written = file.write_all(text.as_bytes()).and_then(|()| file.sync_all());
+        drop(file);
+        // A hard link fails if the key appeared meanwhile: never replace one.
+        let placed = written.and_then(|()| std::fs::hard_link(&tmp, path));
+        let _ = std::fs::remove_file(&tmp);
+        placed.map_err(fail)?;
+        Ok(true)
+    }
+
     fn cipher(&self) -> Aes256Gcm {
         Aes256Gcm::new_from_slice(&self.bytes).expect("a master key is 32 bytes")
     }

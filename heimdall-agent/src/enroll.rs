@@ -7,9 +7,47 @@ use std::path::{Path, PathBuf};
 
 use heimdall_core::wire::{Enroll, Enrolled, ErrorBody};
 use rcgen::{CertificateParams, KeyPair};
+use zeroize::Zeroizing;
 
 use crate::config::{AgentConfig, Modules, StateConfig, TerraformPin};
 use crate::terraform;
+
+/// The registration token comes from here, or from standard input; never argv.
+pub const REGISTRATION_TOKEN_ENV: &str = "HEIMDALL_REGISTRATION_TOKEN";
+
+/// The registration token: `HEIMDALL_REGISTRATION_TOKEN`, removed from the
+/// environment once read (so `terraform version`, run by enroll, does not
+/// inherit it), else one line of standard input. Call before threads start.
+pub fn take_registration_token() -> Result<Zeroizing<String>, String> {
+    let token = match std::env::var_os(REGISTRATION_TOKEN_ENV) {
+        Some(value) => {
+            std::env::remove_var(REGISTRATION_TOKEN_ENV);
+            Zeroizing::new(value.into_string().map_err(|_| format!("{REGISTRATION_TOKEN_ENV} is not text"))?)
+        }
+        None => {
+            let mut line = Zeroizing::new(String::new());
+            std::io::stdin().read_line(&mut line).map_err(|e| format!("cannot read standard input: {e}"))?;
+            line
+        }
+    };
+    let token = Zeroizing::new(token.trim().to_owned());
+    if token.is_empty() {
+        return Err(format!(
+            "no registration token: set {REGISTRATION_TOKEN_ENV} or pipe it on standard input"
+        ));
+    }
+    Ok(token)
+}
+
+/// `terraform` → the first match on PATH (so the pin names a real file).
+pub fn resolve_on_path(program: &Path) -> PathBuf {
+    if program.components().count() > 1 {
+        return program.to_path_buf();
+    }
+    std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(program)).find(|p| p.is_file()))
+        .unwrap_or_else(|| program.to_path_buf())
+}
 
 /// What `heimdall-agent enroll` was told besides the token.
 #[derive(Debug)]
@@ -153,11 +191,7 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
         values: None,
         local_api: None,
     };
-    let text = toml::to_string_pretty(&config).map_err(|e| e.to_string())?;
     let config_path = data.join("agent.toml");
-    let header = "# Heimdall Agent configuration, written by `heimdall-agent enroll`.\n\
-                  # terraform.sha256 pins the executable: a job refuses to run if it changes.\n\
-                  # modules.allowed_sources are globs; a schema's module outside them never runs.\n\n";
-    write_file(&config_path, format!("{header}{text}").as_bytes(), 0o644)?;
+    write_file(&config_path, config.render()?.as_bytes(), 0o644)?;
     Ok((enrolled, config_path))
 }

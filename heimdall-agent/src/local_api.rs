@@ -21,6 +21,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
+use heimdall_core::clock::Clock;
 use heimdall_core::grant::GrantTarget;
 use heimdall_core::ids::AgentId;
 use heimdall_core::wire::{ErrorBody, ValueAnswer, WriteValue};
@@ -38,6 +39,8 @@ use crate::store::{AccessRecord, StoreError, ValueAddress, ValueStore, MAX_VALUE
 #[derive(Clone, Debug)]
 pub struct LocalApi {
     pub agent: AgentId,
+    /// Grants expire, and records carry the time of the read.
+    pub clock: Arc<dyn Clock>,
     pub store: Arc<dyn ValueStore>,
     pub recorder: Recorder,
     pub policy: SharedPolicy,
@@ -185,7 +188,7 @@ async fn write(
         writer: writer.member,
         writer_key: &peer.key_sha256,
     };
-    state.grants.verify(&grant, &target, OffsetDateTime::now_utc()).map_err(ApiError::from)?;
+    state.grants.verify(&grant, &target, state.clock.now()).map_err(ApiError::from)?;
     // The environment's id from the verified grant: a value can be
     // written to an environment created since the last sync.
     let (environment_id, environment) = (grant.claims.environment_id, grant.claims.environment.clone());
@@ -229,7 +232,7 @@ async fn read(
     Path(name): Path<String>,
     Query(query): Query<ReadQuery>,
 ) -> Result<Json<ValueAnswer>, Refusal> {
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let (_, allowed) = with_fresh(&state, |s| {
         s.decide_read(&peer.cert_sha256, &peer.key_sha256, &name, &query.environment, now)
     })

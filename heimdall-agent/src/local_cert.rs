@@ -85,6 +85,7 @@ impl LocalCertificate {
         config: &AgentConfig,
         local: &LocalApiConfig,
         channel: &Channel,
+        now: OffsetDateTime,
     ) -> Result<Arc<Self>, String> {
         let dir = config.key.parent().unwrap_or(Path::new("."));
         let (cert_path, key_path) = (dir.join("local-api.pem"), dir.join("local-api.key"));
@@ -92,7 +93,7 @@ impl LocalCertificate {
             (Ok(cert), Ok(key)) => parse(&cert, &Zeroizing::new(key)).ok(),
             _ => None,
         };
-        let now = OffsetDateTime::now_utc().unix_timestamp();
+        let now = now.unix_timestamp();
         let current = match cached {
             Some(c) if !needs_renewal(c.not_before, c.not_after, now, &c.sha256, None) => c,
             cached => match issue(channel, &local.names, &cert_path, &key_path).await {
@@ -117,16 +118,11 @@ impl LocalCertificate {
     /// After a sync: renews if due or no longer listed (`listed`: the
     /// API's list, `None` from an API that sends none); the new certificate
     /// is served from the next handshake on.
-    pub async fn check(&self, listed: Option<&[String]>, channel: &Channel) {
-        let due = self.current.read().is_ok_and(|c| {
-            needs_renewal(
-                c.not_before,
-                c.not_after,
-                OffsetDateTime::now_utc().unix_timestamp(),
-                &c.sha256,
-                listed,
-            )
-        });
+    pub async fn check(&self, listed: Option<&[String]>, channel: &Channel, now: OffsetDateTime) {
+        let due = self
+            .current
+            .read()
+            .is_ok_and(|c| needs_renewal(c.not_before, c.not_after, now.unix_timestamp(), &c.sha256, listed));
         if !due {
             return;
         }

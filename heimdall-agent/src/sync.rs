@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::access::{PolicySnapshot, SharedPolicy};
 use crate::store::{ValueAddress, ValueStore};
+use heimdall_core::clock::Clock;
 use heimdall_core::ids::AgentId;
 use heimdall_core::wire::{AccessRecord, InventoryItem, SyncRequest, SyncResponse};
 use time::OffsetDateTime;
@@ -29,6 +30,8 @@ const ON_DEMAND_SPACING: Duration = Duration::from_secs(1);
 #[derive(Clone, Debug)]
 pub struct Syncer {
     pub store: Arc<dyn ValueStore>,
+    /// Snapshots are dated: a grant or policy is judged at the time it is used.
+    pub clock: Arc<dyn Clock>,
     pub channel: Channel,
     pub policy: SharedPolicy,
     /// This Agent: it reports only the records it served itself, even
@@ -162,7 +165,8 @@ impl Syncer {
             if !full {
                 self.apply(&response, &held).await;
                 if let Some(cert) = &self.local_cert {
-                    cert.check(response.local_api_certificates.as_deref(), &self.channel).await;
+                    cert.check(response.local_api_certificates.as_deref(), &self.channel, self.clock.now())
+                        .await;
                 }
                 return Ok(());
             }
@@ -172,7 +176,7 @@ impl Syncer {
     /// Takes the new policy snapshot and writes tombstones for versions
     /// deactivated since (or never held: a late write cannot revive them).
     async fn apply(&self, response: &SyncResponse, held: &[crate::store::InventoryEntry]) {
-        match PolicySnapshot::new(response, OffsetDateTime::now_utc()) {
+        match PolicySnapshot::new(response, self.clock.now()) {
             Ok(snapshot) => self.policy.install(snapshot),
             Err(e) => {
                 tracing::error!(error = %e, "the API's policies do not compile here; keeping the previous ones")

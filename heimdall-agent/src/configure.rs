@@ -1,0 +1,300 @@
+//! `heimdall-agent configure`: changes `agent.toml` through
+//! [`AgentConfig`], so that the file is only ever written by the type that
+//! reads it, and checked as `run` would check it before it is replaced.
+//! Supervisors (`heimdall dev`) call this instead of editing the file.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::config::{AgentConfig, LocalApiConfig, ValuesConfig};
+use crate::crypto::MasterKey;
+
+/// What to set; a setting not given is left as it is.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct Settings {
+    /// The API's Agent channel, e.g. https://api.internal:7481.
+    #[arg(long)]
+    pub api_url: Option<String>,
+    /// Keep values in SQLite at this path (replacing any other store).
+    #[arg(long, value_name = "PATH")]
+    pub sqlite: Option<PathBuf>,
+    /// Read the master key from this file (replacing any other key source).
+    #[arg(long, value_name = "PATH")]
+    pub master_key_file: Option<PathBuf>,
+    /// Make the master key file (32 random bytes as hex, mode 0600) if it
+    /// does not exist yet. Never replaces a key.
+    #[arg(long)]
+    pub create_master_key: bool,
+    /// How often access records and the inventory go to the API.
+    #[arg(long, value_name = "SECONDS")]
+    pub sync_seconds: Option<u64>,
+    /// Serve the local API (where people write and read values) on this address.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub local_api_listen: Option<String>,
+    /// The URL people use for the local API.
+    #[arg(long, value_name = "URL")]
+    pub local_api_url: Option<String>,
+    /// A DNS name or IP address the local API's certificate holds
+    /// (repeatable; replaces the list).
+    #[arg(long = "local-api-name", value_name = "NAME")]
+    pub local_api_names: Vec<String>,
+}
+
+/// What changed, and the configuration as it now is.
+#[derive(Debug, Serialize)]
+pub struct Configured {
+    pub path: PathBuf,
+    /// The settings whose value changed, as `section.key`.
+    pub changed: Vec<String>,
+    /// Whether a new master key file was made.
+    pub master_key_created: bool,
+    pub config: AgentConfig,
+}
+
+/// Applies `settings` to the configuration at `path` and writes it back if
+/// anything changed. Nothing is written when the result would not load.
+pub fn configure(path: &Path, settings: &Settings) -> Result<Configured, String> {
+    let before = AgentConfig::load(path)?;
+    let mut config = before.clone();
+    apply(&mut config, settings)?;
+    config.validate()?;
+    let master_key_created = match (settings.create_master_key, master_key_file(&config)) {
+        (true, Some(file)) => create_master_key(file, &config)?,
+        (true, None) => {
+            return Err("--create-master-key needs a master key file (--master-key-file)".into());
+        }
+        (false, _) => false,
+    };
+    let changed = changes(&before, &config)?;
+    if !changed.is_empty() {
+        config.save(path)?;
+    }
+    Ok(Configured { path: path.to_path_buf(), changed, master_key_created, config })
+}
+
+/// One line per change, or the whole result as JSON.
+pub fn print(done: &Configured, json: bool) {
+    if json {
+        match serde_json::to_string_pretty(done) {
+            Ok(text) => println!("{text}"),
+            Err(e) => eprintln!("error: cannot print the result: {e}"),
+        }
+        return;
+    }
+    if done.master_key_created {
+        println!("✓ new master key: keep a copy of it somewhere safe; without it the values are lost");
+    }
+    if done.changed.is_empty() {
+        println!("✓ {} already says so; nothing changed", done.path.display());
+    }
+    for key in &done.changed {
+        println!("✓ {key} updated in {}", done.path.display());
+    }
+}
+
+fn apply(config: &mut AgentConfig, s: &Settings) -> Result<(), String> {
+    if let Some(url) = &s.api_url {
+        config.api_url = url.trim_end_matches('/').to_owned();
+    }
+    if s.sqlite.is_some() || s.master_key_file.is_some() || s.sync_seconds.is_some() {
+        let values = config.values.get_or_insert_with(empty_values);
+        if let Some(path) = &s.sqlite {
+            values.sqlite_path = Some(path.clone());
+            values.postgres_url = None;
+            values.dynamodb_table = None;
+        }
+        if let Some(file) = &s.master_key_file {
+            values.master_key_file = Some(file.clone());
+            values.master_key_env = None;
+            values.master_key_kms = None;
+        }
+        if values.dynamodb_table.is_none() && values.master_key_kms.is_none() {
+            values.aws_region = None;
+            values.aws_endpoint_url = None;
+        }
+        if let Some(seconds) = s.sync_seconds {
+            values.sync_seconds = seconds;
+        }
+    }
+    let local_given =
+        s.local_api_listen.is_some() || s.local_api_url.is_some() || !s.local_api_names.is_empty();
+    if local_given {
+        let listen = s.local_api_listen.clone();
+        let local = match (&mut config.local_api, listen) {
+            (Some(local), listen) => {
+                if let Some(listen) = listen {
+                    local.listen = listen;
+                }
+                local
+            }
+            (None, Some(listen)) => config.local_api.insert(LocalApiConfig {
+                listen,
+                names: LocalApiConfig::default_names(),
+                url: None,
+                handshake_timeout_seconds: None,
+                header_read_timeout_seconds: None,
+                max_connections: None,
+            }),
+            (None, None) => return Err("a new [local_api] needs --local-api-listen".into()),
+        };
+        if let Some(url) = &s.local_api_url {
+            local.url = Some(url.trim_end_matches('/').to_owned());
+        }
+        if !s.local_api_names.is_empty() {
+            local.names = s.local_api_names.clone();
+        }
+    }
+    Ok(())
+}
+
+fn empty_values() -> ValuesConfig {
+    ValuesConfig {
+        sqlite_path: None,
+        postgres_url: None,
+        dynamodb_table: None,
+        master_key_env: None,
+        master_key_file: None,
+        master_key_kms: None,
+        aws_region: None,
+        aws_endpoint_url: None,
+        sync_seconds: ValuesConfig::DEFAULT_SYNC_SECONDS,
+    }
+}
+
+fn master_key_file(config: &AgentConfig) -> Option<&Path> {
+    config.values.as_ref()?.master_key_file.as_deref()
+}
+
+/// A store whose key is gone cannot be opened: a missing key next to an
+/// existing SQLite store is an error, not a new key.
+fn create_master_key(file: &Path, config: &AgentConfig) -> Result<bool, String> {
+    if file.exists() {
+        return Ok(false);
+    }
+    let store = config.values.as_ref().and_then(|v| v.sqlite_path.as_deref());
+    if let Some(db) = store.filter(|db| db.exists()) {
+        return Err(format!(
+            "{} exists but its master key {} is gone: put the key back, or remove the store to start with no values",
+            db.display(),
+            file.display()
+        ));
+    }
+    MasterKey::create_file(file)
+}
+
+/// The `section.key` settings that differ, compared as they are written.
+fn changes(before: &AgentConfig, after: &AgentConfig) -> Result<Vec<String>, String> {
+    let flat = |c: &AgentConfig| -> Result<Vec<(String, String)>, String> {
+        let value = toml::Value::try_from(c).map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        flatten("", &value, &mut out);
+        Ok(out)
+    };
+    let (old, new) = (flat(before)?, flat(after)?);
+    let mut keys: Vec<&String> = old.iter().chain(new.iter()).map(|(k, _)| k).collect();
+    keys.sort();
+    keys.dedup();
+    let get =
+        |set: &[(String, String)], key: &str| set.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+    Ok(keys.into_iter().filter(|k| get(&old, k) != get(&new, k)).cloned().collect())
+}
+
+fn flatten(prefix: &str, value: &toml::Value, out: &mut Vec<(String, String)>) {
+    match value {
+        toml::Value::Table(table) => {
+            for (key, value) in table {
+                let key = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                flatten(&key, value, out);
+            }
+        }
+        other => out.push((prefix.to_owned(), other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enrolled(dir: &Path) -> PathBuf {
+        let path = dir.join("agent.toml");
+        let text = format!(
+            "api_url = 'https://127.0.0.1:7481'\ncert = '{0}/agent.pem'\nkey = '{0}/agent.key'\nca = '{0}/ca.pem'\n\
+             work_dir = '{0}/work'\n[terraform]\npath = '/usr/bin/terraform'\nversion = '1.9.0'\nsha256 = '{1}'\n",
+            dir.display(),
+            "a".repeat(64)
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn adds_a_value_store_and_a_local_api_once_and_makes_the_key_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = enrolled(dir.path());
+        let settings = Settings {
+            sqlite: Some(dir.path().join("values.db")),
+            master_key_file: Some(dir.path().join("master.key")),
+            create_master_key: true,
+            sync_seconds: Some(2),
+            local_api_listen: Some("127.0.0.1:7482".into()),
+            local_api_url: Some("https://127.0.0.1:7482/".into()),
+            ..Settings::default()
+        };
+        let first = configure(&path, &settings).unwrap();
+        assert!(first.master_key_created);
+        assert!(first.changed.contains(&"values.sqlite_path".to_owned()), "{:?}", first.changed);
+        assert!(first.changed.contains(&"local_api.listen".to_owned()), "{:?}", first.changed);
+        let loaded = AgentConfig::load(&path).unwrap();
+        assert_eq!(loaded.values.as_ref().unwrap().sync_seconds, 2);
+        assert_eq!(loaded.local_api.as_ref().unwrap().public_url(), "https://127.0.0.1:7482");
+        // The key: 64 hex characters the Agent reads, readable by its owner only.
+        let key = dir.path().join("master.key");
+        MasterKey::from_file(&key).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+        let key_before = std::fs::read(&key).unwrap();
+
+        let again = configure(&path, &settings).unwrap();
+        assert!(again.changed.is_empty() && !again.master_key_created, "{again:?}");
+        assert_eq!(std::fs::read(&key).unwrap(), key_before, "an existing key is never replaced");
+
+        let moved = Settings { api_url: Some("https://127.0.0.1:9481".into()), ..Settings::default() };
+        let moved = configure(&path, &moved).unwrap();
+        assert_eq!(moved.changed, ["api_url"]);
+        assert_eq!(AgentConfig::load(&path).unwrap().api_url, "https://127.0.0.1:9481");
+    }
+
+    #[test]
+    fn refuses_what_would_not_load_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = enrolled(dir.path());
+        let before = std::fs::read_to_string(&path).unwrap();
+        // A local API without a value store.
+        let err = configure(
+            &path,
+            &Settings { local_api_listen: Some("127.0.0.1:1".into()), ..Settings::default() },
+        )
+        .unwrap_err();
+        assert!(err.contains("needs a [values] store"), "{err}");
+        // A store without a key source.
+        let err =
+            configure(&path, &Settings { sqlite: Some(dir.path().join("v.db")), ..Settings::default() })
+                .unwrap_err();
+        assert!(err.contains("exactly one of master_key_env"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+
+        // A store whose key is gone gets no new key.
+        std::fs::write(dir.path().join("v.db"), b"").unwrap();
+        let settings = Settings {
+            sqlite: Some(dir.path().join("v.db")),
+            master_key_file: Some(dir.path().join("gone.key")),
+            create_master_key: true,
+            ..Settings::default()
+        };
+        let err = configure(&path, &settings).unwrap_err();
+        assert!(err.contains("its master key") && err.contains("is gone"), "{err}");
+        assert!(!dir.path().join("gone.key").exists());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    }
+}

@@ -1,0 +1,218 @@
+//! `heimdall-agent run`: opens the value store, starts the local API, the
+//! sync loop and the job workers, and stops them on shutdown. Secrets from
+//! the environment are taken in [`prepare`], before any thread or child
+//! process exists.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use heimdall_core::clock::Clock;
+use heimdall_core::ids::AgentId;
+use time::OffsetDateTime;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::access::SharedPolicy;
+use crate::channel::Channel;
+use crate::config::{AgentConfig, LocalApiConfig, ValuesConfig};
+use crate::crypto::{KeyError, KeySealer, MasterKey};
+use crate::local_cert::LocalCertificate;
+use crate::store::{dynamodb, postgres, sqlite, ValueStore};
+use crate::{grant, kms, local_api, recorder, sync, worker};
+
+/// The wall clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> OffsetDateTime {
+        OffsetDateTime::now_utc()
+    }
+}
+
+/// A loaded configuration and the master key taken from the environment,
+/// if the configuration names a variable.
+#[derive(Debug)]
+pub struct Prepared {
+    pub config: AgentConfig,
+    master_key: Option<MasterKey>,
+}
+
+/// Loads `agent.toml` and takes a master key held in an environment
+/// variable, removing the variable so no child process (Terraform)
+/// inherits it. Call before starting threads.
+pub fn prepare(path: &std::path::Path) -> Result<Prepared, String> {
+    let config = AgentConfig::load(path)?;
+    let master_key = match config.values.as_ref().and_then(|v| v.master_key_env.as_deref()) {
+        Some(var) => {
+            Some(MasterKey::take_from_env(var).map_err(|e| format!("the value store's master key: {e}"))?)
+        }
+        None => None,
+    };
+    Ok(Prepared { config, master_key })
+}
+
+/// Runs the Agent until `shutdown` resolves, then lets running work end.
+pub async fn run(
+    prepared: Prepared,
+    clock: Arc<dyn Clock>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
+    let Prepared { config, master_key } = prepared;
+    // The value store opens first: with a wrong master key the Agent must
+    // not start at all.
+    let values = match &config.values {
+        Some(v) => Some(open_values(v, master_key).await?),
+        None => None,
+    };
+    let channel = Channel::new(&config).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&config.work_dir)
+        .map_err(|e| format!("cannot create {}: {e}", config.work_dir.display()))?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    tracing::info!(api = %config.api_url, concurrency = config.concurrency, "agent running");
+    let agent = config.agent_id()?;
+    let policy = SharedPolicy::default();
+    let mut local_cert = None;
+    let serving = match (&values, &config.local_api) {
+        (Some(store), Some(local)) => {
+            let cert = LocalCertificate::load_or_issue(&config, local, &channel, clock.now()).await?;
+            local_cert = Some(cert.clone());
+            let parts = LocalParts {
+                agent,
+                cert,
+                store: store.clone(),
+                policy: policy.clone(),
+                clock: clock.clone(),
+            };
+            Some(start_local_api(&config, local, parts, stop_rx.clone()).await?)
+        }
+        _ => None,
+    };
+    let syncing = match (&values, &config.values) {
+        (Some(store), Some(v)) => {
+            sync_on_hangup(policy.clone());
+            let syncer = sync::Syncer {
+                store: store.clone(),
+                clock,
+                channel: channel.clone(),
+                policy,
+                agent,
+                local_url: config.local_api.as_ref().map(LocalApiConfig::public_url),
+                local_cert,
+            };
+            let period = std::time::Duration::from_secs(v.sync_seconds);
+            Some(tokio::spawn(sync::run(syncer, period, stop_rx.clone())))
+        }
+        _ => None,
+    };
+    worker::run(config, channel, stop_rx).await;
+    for task in [serving, syncing].into_iter().flatten() {
+        let _ = task.await;
+    }
+    if let Some(values) = values {
+        values.close().await;
+    }
+    tracing::info!("agent stopped");
+    Ok(())
+}
+
+/// SIGHUP: sync now (who may read what, deactivations, the access
+/// records), without waiting for the next period.
+fn sync_on_hangup(policy: SharedPolicy) {
+    tokio::spawn(async move {
+        let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else {
+            return;
+        };
+        while hangups.recv().await.is_some() {
+            tracing::info!("SIGHUP: syncing now");
+            policy.request_sync();
+        }
+    });
+}
+
+/// Opens the configured store with the configured key source
+/// (`AgentConfig::load` checked there is exactly one of each); a key from
+/// the environment was taken in [`prepare`].
+async fn open_values(v: &ValuesConfig, taken: Option<MasterKey>) -> Result<Arc<dyn ValueStore>, String> {
+    let boxed = |k: MasterKey| Box::new(k) as Box<dyn KeySealer>;
+    let keys = match (taken, &v.master_key_file, &v.master_key_kms) {
+        (Some(key), _, _) => Ok(boxed(key)),
+        (None, Some(path), _) => MasterKey::from_file(path).map(boxed),
+        (None, _, Some(key)) => kms::KmsKey::connect(key, &v.aws()).await.map(|k| Box::new(k) as _),
+        (None, None, None) => Err(KeyError::Missing { origin: "[values] master key".into() }),
+    }
+    .map_err(|e| format!("the value store's master key: {e}"))?;
+    let opened: Result<Arc<dyn ValueStore>, _> = match (&v.sqlite_path, &v.postgres_url, &v.dynamodb_table) {
+        (Some(path), _, _) => sqlite::open(path, keys.as_ref()).await.map(|s| Arc::new(s) as _),
+        (_, Some(url), _) => postgres::open(url, keys.as_ref()).await.map(|s| Arc::new(s) as _),
+        (_, _, Some(table)) => {
+            let cfg = dynamodb::DynamoConfig { table: table.clone(), aws: v.aws() };
+            dynamodb::open(&cfg, keys.as_ref()).await.map(|s| Arc::new(s) as _)
+        }
+        (None, None, None) => return Err("[values] names no store".into()),
+    };
+    let store = opened.map_err(|e| format!("the value store cannot be opened: {e}"))?;
+    tracing::info!("value store open");
+    Ok(store)
+}
+
+/// What the local API serves with.
+struct LocalParts {
+    agent: AgentId,
+    cert: Arc<LocalCertificate>,
+    store: Arc<dyn ValueStore>,
+    policy: SharedPolicy,
+    clock: Arc<dyn Clock>,
+}
+
+/// Starts the local API on its certificate (renewed by the sync loop) and
+/// listener. Fails the start if the address is taken.
+async fn start_local_api(
+    config: &AgentConfig,
+    local: &LocalApiConfig,
+    parts: LocalParts,
+    stop: watch::Receiver<bool>,
+) -> Result<JoinHandle<()>, String> {
+    let ca_pem = std::fs::read_to_string(&config.ca)
+        .map_err(|e| format!("cannot read {}: {e}", config.ca.display()))?;
+    let tls = local_api::tls_config(parts.cert, &ca_pem)?;
+    let state = local_api::LocalApi {
+        agent: parts.agent,
+        clock: parts.clock,
+        store: parts.store.clone(),
+        recorder: recorder::Recorder::start(parts.store),
+        policy: parts.policy,
+        grants: grant::GrantVerifier::from_ca_pem(&ca_pem)?,
+    };
+    let listener = tokio::net::TcpListener::bind(&local.listen)
+        .await
+        .map_err(|e| format!("the local API cannot listen on {}: {e}", local.listen))?;
+    tracing::info!(listen = %local.listen, url = %local.public_url(), "local API serving");
+    Ok(tokio::spawn(local_api::serve(
+        listener,
+        Arc::new(tls),
+        local_api::router(state),
+        local.limits(),
+        stop,
+    )))
+}
+
+/// SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        () = term => {},
+    }
+}
