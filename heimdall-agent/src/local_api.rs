@@ -24,7 +24,7 @@ use axum::{Extension, Json, Router};
 use heimdall_core::clock::Clock;
 use heimdall_core::grant::GrantTarget;
 use heimdall_core::ids::AgentId;
-use heimdall_core::wire::{ErrorBody, ValueAnswer, WriteValue};
+use heimdall_core::wire::{ValueAnswer, WriteValue};
 use heimdall_core::{ApiError, ErrorCode, Redacted};
 use rustls::server::WebPkiClientVerifier;
 use time::OffsetDateTime;
@@ -33,7 +33,7 @@ use tokio::net::TcpListener;
 use crate::access::{PolicySnapshot, SharedPolicy};
 use crate::grant::GrantVerifier;
 use crate::recorder::Recorder;
-use crate::store::{AccessRecord, StoreError, ValueAddress, ValueStore, MAX_VALUE_LEN};
+use crate::store::{ServedRead, StoreError, ValueAddress, ValueStore, MAX_VALUE_LEN};
 
 /// Everything a request needs.
 #[derive(Clone, Debug)]
@@ -68,8 +68,7 @@ impl From<ApiError> for Refusal {
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.0.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, Json(ErrorBody { error: self.0 })).into_response()
+        heimdall_tls::server::error_response(self.0)
     }
 }
 
@@ -83,10 +82,8 @@ fn store_refusal(e: StoreError) -> Refusal {
         | StoreError::WrongMasterKey { .. }
         | StoreError::WrongKmsKey { .. } => ErrorCode::Internal,
     };
-    if code == ErrorCode::Unavailable || code == ErrorCode::Internal {
-        tracing::error!(error = %e, "value store refused");
-    }
-    // Store errors name addresses and key ids, never a value.
+    // Store errors name addresses and key ids, never a value; the
+    // response hides them for internal failures, as the API does.
     Refusal(ApiError::new(code, e.to_string()))
 }
 
@@ -263,7 +260,7 @@ async fn read(
             .map_err(store_refusal)?
             .ok_or_else(|| no_value(None))?,
     };
-    let record = AccessRecord {
+    let record = ServedRead {
         accessor: allowed.reader.clone(),
         at_micros: i64::try_from(now.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX),
         secret: allowed.secret.clone(),

@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::store::{AccessRecord, StoreError, ValueStore};
+use crate::store::{ServedRead, StoreError, ValueStore};
 
 /// Most records in one commit (DynamoDB transactions take 100 items, one
 /// of which is the counter).
 pub const MAX_BATCH: usize = 99;
 
-type Pending = (AccessRecord, oneshot::Sender<Result<u64, StoreError>>);
+type Pending = (ServedRead, oneshot::Sender<Result<u64, StoreError>>);
 
 /// A handle to the committing task; cheap to clone.
 #[derive(Clone, Debug)]
@@ -32,7 +32,7 @@ impl Recorder {
 
     /// Returns once `record` is durable, with its sequence number; an error
     /// means it was not written and the read must not be served.
-    pub async fn record(&self, record: AccessRecord) -> Result<u64, StoreError> {
+    pub async fn record(&self, record: ServedRead) -> Result<u64, StoreError> {
         let (done, wait) = oneshot::channel();
         let stopped = || StoreError::Unavailable("the access recorder stopped".into());
         self.queue.send((record, done)).await.map_err(|_| stopped())?;
@@ -41,7 +41,7 @@ impl Recorder {
 }
 
 async fn commit_loop(store: Arc<dyn ValueStore>, mut rx: mpsc::Receiver<Pending>) {
-    let mut records: Vec<AccessRecord> = Vec::with_capacity(MAX_BATCH);
+    let mut records: Vec<ServedRead> = Vec::with_capacity(MAX_BATCH);
     let mut waiting = Vec::with_capacity(MAX_BATCH);
     while let Some((record, done)) = rx.recv().await {
         records.push(record);

@@ -18,9 +18,44 @@
 //!   `secret.sequence_restarted`: its numbering started over, and what the
 //!   old store held but never reported is gone with it.
 
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::wire::AccessRecord;
+/// One read an Agent served, as it recorded it before serving. `seq` is the
+/// Agent's own gap-free sequence number (from 1).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessRecord {
+    pub seq: i64,
+    /// Who read (an email, or a program token's name).
+    pub accessor: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: time::OffsetDateTime,
+    /// The secret's name.
+    pub secret: String,
+    /// The environment's id (as the Agent's store keys it) or name; the
+    /// API records the name.
+    pub environment: String,
+    pub version: i64,
+    /// The reader's source address.
+    pub from: String,
+}
+
+/// One line of a secret's access log: the reads of one accessor, of one
+/// version, served by one Agent to one address within one second.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessLogEntry {
+    /// The second the reads happened in.
+    #[serde(with = "time::serde::rfc3339")]
+    pub accessed_at: time::OffsetDateTime,
+    pub accessor: String,
+    pub environment: String,
+    pub version: i64,
+    /// The Agent's name.
+    pub served_by: String,
+    pub from: String,
+    pub reads: u64,
+}
 
 /// The epoch of Agents (and stores) from before epochs existed.
 pub const LEGACY_EPOCH: &str = "legacy";

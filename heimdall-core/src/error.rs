@@ -99,6 +99,33 @@ impl ErrorCode {
         }
     }
 
+    /// The generic code for an answer with this status whose body is not
+    /// a Heimdall error (a proxy's page, an older server).
+    pub fn for_status(status: u16) -> Self {
+        match status {
+            400 => ErrorCode::BadRequest,
+            401 => ErrorCode::Unauthenticated,
+            403 => ErrorCode::Forbidden,
+            404 => ErrorCode::NotFound,
+            409 => ErrorCode::Conflict,
+            413 => ErrorCode::PayloadTooLarge,
+            422 => ErrorCode::InvalidInput,
+            503 => ErrorCode::Unavailable,
+            _ => ErrorCode::Internal,
+        }
+    }
+
+    /// Codes whose message is built from a failing part's own error (a
+    /// database, a key, KMS): it can name hosts, paths or key ids, so it
+    /// goes to the operator's log and the response says only this.
+    pub fn public_message(self) -> Option<&'static str> {
+        match self {
+            ErrorCode::Internal => Some("internal error; the server's log has the details"),
+            ErrorCode::Unavailable => Some("a backing service is unavailable; try again shortly"),
+            _ => None,
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|c| c.as_str() == s)
     }
@@ -141,6 +168,17 @@ impl ApiError {
 
     pub fn http_status(&self) -> u16 {
         self.code.http_status()
+    }
+
+    /// What a response may carry, and what only the log gets: for the
+    /// codes with a [`ErrorCode::public_message`], the message is replaced
+    /// and the original returned as the detail to log. Both servers answer
+    /// through this, so they hide the same things.
+    pub fn into_public(self) -> (Self, Option<String>) {
+        match self.code.public_message() {
+            Some(public) => (Self::new(self.code, public), Some(self.message)),
+            None => (self, None),
+        }
     }
 
     pub fn not_found(what: impl fmt::Display) -> Self {

@@ -407,7 +407,7 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
 
 // ---- Secret Manager (access records from Agents) --------------------------------
 
-use crate::wire::{AccessLogEntry, AccessRecord};
+use crate::access::{AccessLogEntry, AccessRecord};
 
 /// What one sync's records did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

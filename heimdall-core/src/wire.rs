@@ -453,25 +453,8 @@ pub struct AssignAgent {
 // Nothing here has a place for a secret's value: the sync reports *that* a
 // value was read or is held, never what it is.
 
-/// One read an Agent served, as it recorded it before serving. `seq` is the
-/// Agent's own gap-free sequence number (from 1).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AccessRecord {
-    pub seq: i64,
-    /// Who read (an email, or a program token's name).
-    pub accessor: String,
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: time::OffsetDateTime,
-    /// The secret's name.
-    pub secret: String,
-    /// The environment's id (as the Agent's store keys it) or name; the
-    /// API records the name.
-    pub environment: String,
-    pub version: i64,
-    /// The reader's source address.
-    pub from: String,
-}
+pub use crate::access::AccessRecord;
+
 
 /// One version an Agent's store holds (or holds as a tombstone).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -585,21 +568,8 @@ pub struct SyncResponse {
     pub local_api_certificates: Option<Vec<String>>,
 }
 
-/// One line of a secret's access log: the reads of one accessor, of one
-/// version, served by one Agent to one address within one second.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AccessLogEntry {
-    /// The second the reads happened in.
-    #[serde(with = "time::serde::rfc3339")]
-    pub accessed_at: time::OffsetDateTime,
-    pub accessor: String,
-    pub environment: String,
-    pub version: i64,
-    /// The Agent's name.
-    pub served_by: String,
-    pub from: String,
-    pub reads: u64,
-}
+pub use crate::access::AccessLogEntry;
+
 
 // ---- Writing and reading values -----------------------------------------------
 //

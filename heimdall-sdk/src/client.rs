@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::wire::{self, ErrorBody, Health, WhoAmI};
-use crate::{error, ApiError, Error, Result};
+use crate::{error, ApiError, Error, ErrorCode, Result};
 
 pub(crate) const USER_AGENT: &str = concat!("heimdall-sdk/", env!("CARGO_PKG_VERSION"));
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -291,7 +291,7 @@ fn api_error(status: reqwest::StatusCode, body: &[u8], what: &str) -> ApiError {
         code: String,
         message: String,
     }
-    let fallback = error::code_for_status(status.as_u16());
+    let fallback = ErrorCode::for_status(status.as_u16());
     match serde_json::from_slice::<Loose>(body) {
         Ok(Loose { error }) => ApiError::new(fallback, format!("{}: {}", error.code, error.message)),
         Err(_) => {

@@ -57,21 +57,6 @@ impl Error {
     }
 }
 
-/// The code a non-2xx answer gets when its body is not a Heimdall error
-/// (a proxy's page, an older server): the closest generic code.
-pub(crate) fn code_for_status(status: u16) -> ErrorCode {
-    match status {
-        400 => ErrorCode::BadRequest,
-        401 => ErrorCode::Unauthenticated,
-        403 => ErrorCode::Forbidden,
-        404 => ErrorCode::NotFound,
-        409 => ErrorCode::Conflict,
-        413 => ErrorCode::PayloadTooLarge,
-        422 => ErrorCode::InvalidInput,
-        _ => ErrorCode::Internal,
-    }
-}
-
 /// Describes a deserialization failure by where it happened and which rule
 /// broke, dropping any quoted value the message may echo (a response body
 /// can hold a token shown once).
@@ -126,15 +111,5 @@ mod tests {
         assert!(msg.contains("missing field `name`"), "{msg}");
         let msg = decode_err::<Shown>("{");
         assert!(msg.contains("ends early"), "{msg}");
-    }
-
-    #[test]
-    fn status_fallback_codes() {
-        assert_eq!(code_for_status(401), ErrorCode::Unauthenticated);
-        assert_eq!(code_for_status(403), ErrorCode::Forbidden);
-        assert_eq!(code_for_status(404), ErrorCode::NotFound);
-        assert_eq!(code_for_status(409), ErrorCode::Conflict);
-        assert_eq!(code_for_status(413), ErrorCode::PayloadTooLarge);
-        assert_eq!(code_for_status(502), ErrorCode::Internal);
     }
 }

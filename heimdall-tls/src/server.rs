@@ -141,3 +141,18 @@ pub async fn serve<P, A>(
         tracing::warn!(grace = ?limits.shutdown_grace, "connections still open after the grace period; closing them");
     }
 }
+
+/// The answer for an error, the same from both servers: the status from
+/// core's one table, `{"error": {...}}`, and internal detail only in the
+/// log (`ApiError::into_public`).
+pub fn error_response(err: heimdall_core::ApiError) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let status = axum::http::StatusCode::from_u16(err.http_status())
+        .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+    let code = err.code;
+    let (public, detail) = err.into_public();
+    if status.is_server_error() {
+        tracing::error!(%code, detail = detail.as_deref().unwrap_or(&public.message), "request failed");
+    }
+    (status, axum::Json(heimdall_core::wire::ErrorBody { error: public })).into_response()
+}

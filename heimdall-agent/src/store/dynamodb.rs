@@ -68,9 +68,8 @@ use heimdall_core::ids::{AgentId, CatalogId, OrgId};
 use zeroize::Zeroizing;
 
 use super::{
-    first_data_key, new_epoch, parse_id, serving_agent, validate, validate_name, AccessRecord,
-    InventoryEntry, Keyring, Numbering, RecordedAccess, StoreError, ValueAddress, ValueStore, LEGACY_EPOCH,
-    MAX_VALUE_LEN,
+    first_data_key, new_epoch, parse_id, serving_agent, validate, validate_name, InventoryEntry, Keyring,
+    Numbering, RecordedAccess, ServedRead, StoreError, ValueAddress, ValueStore, LEGACY_EPOCH, MAX_VALUE_LEN,
 };
 use crate::aws::{describe, AwsSettings};
 use crate::crypto::{KeySealer, SealedDataKey, SealedValue};
@@ -460,7 +459,7 @@ async fn ensure_table(client: &Client, table: &str) -> Result<(), StoreError> {
     }
 }
 
-fn access_item(epoch: &str, seq: u64, r: &AccessRecord) -> Item {
+fn access_item(epoch: &str, seq: u64, r: &ServedRead) -> Item {
     let mut item = key(access_pk(r.served_by, epoch), seq_sk(seq));
     item.insert("seq".into(), n(seq));
     item.insert("accessor".into(), s(&r.accessor));
@@ -476,7 +475,7 @@ fn access_item(epoch: &str, seq: u64, r: &AccessRecord) -> Item {
 fn access_record(item: &Item) -> Result<RecordedAccess, StoreError> {
     Ok(RecordedAccess {
         seq: get_n(item, "seq")?,
-        record: AccessRecord {
+        record: ServedRead {
             accessor: get_s(item, "accessor")?.to_owned(),
             at_micros: get_n(item, "at")?,
             secret: get_s(item, "secret")?.to_owned(),
@@ -721,7 +720,7 @@ impl ValueStore for DynamoValueStore {
         Ok(fresh)
     }
 
-    async fn append_access_records(&self, records: &[AccessRecord]) -> Result<u64, StoreError> {
+    async fn append_access_records(&self, records: &[ServedRead]) -> Result<u64, StoreError> {
         let agent = serving_agent(records)?;
         if records.len() > MAX_ACCESS_BATCH {
             return Err(StoreError::Invalid(format!(

@@ -84,7 +84,7 @@ pub struct InventoryEntry {
 
 /// One read of one value, written before the value is served.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AccessRecord {
+pub struct ServedRead {
     /// The reader's email (from their client certificate).
     pub accessor: String,
     /// Microseconds since the Unix epoch.
@@ -114,7 +114,7 @@ pub(crate) fn new_epoch() -> String {
 }
 
 /// The one Agent a batch of records was served by.
-pub(crate) fn serving_agent(records: &[AccessRecord]) -> Result<AgentId, StoreError> {
+pub(crate) fn serving_agent(records: &[ServedRead]) -> Result<AgentId, StoreError> {
     let first =
         records.first().ok_or_else(|| StoreError::Invalid("an empty batch of access records".into()))?;
     if records.iter().any(|r| r.served_by != first.served_by) {
@@ -127,7 +127,7 @@ pub(crate) fn serving_agent(records: &[AccessRecord]) -> Result<AgentId, StoreEr
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordedAccess {
     pub seq: u64,
-    pub record: AccessRecord,
+    pub record: ServedRead,
 }
 
 /// The Agent's encrypted store. Open it with a backend's `open` function.
@@ -194,10 +194,10 @@ pub trait ValueStore: Send + Sync + fmt::Debug {
     /// from the Agent's counter row in the same transaction as the inserts:
     /// all are written, or none and no number is used. An empty batch, or
     /// one served by more than one Agent, is `Invalid`.
-    async fn append_access_records(&self, records: &[AccessRecord]) -> Result<u64, StoreError>;
+    async fn append_access_records(&self, records: &[ServedRead]) -> Result<u64, StoreError>;
 
     /// Durably records one read and returns its sequence number.
-    async fn append_access_record(&self, record: &AccessRecord) -> Result<u64, StoreError> {
+    async fn append_access_record(&self, record: &ServedRead) -> Result<u64, StoreError> {
         self.append_access_records(std::slice::from_ref(record)).await
     }
 
@@ -467,7 +467,7 @@ impl SqlValueStore {
     async fn append_in_one_statement(
         &self,
         agent: AgentId,
-        records: &[AccessRecord],
+        records: &[ServedRead],
     ) -> Result<u64, StoreError> {
         let mut next = self.next_seq.lock().await;
         let sql = records_insert_sql(records.len());
@@ -579,7 +579,7 @@ fn bind_records<'q>(
     mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
     epoch: &str,
     first: i64,
-    records: &[AccessRecord],
+    records: &[ServedRead],
 ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
     for (seq, record) in (first..).zip(records) {
         query =
@@ -591,7 +591,7 @@ fn bind_records<'q>(
 /// A record's own fields, in the order both inserts list them.
 fn bind_fields<'q>(
     query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    record: &AccessRecord,
+    record: &ServedRead,
 ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
     query
         .bind(record.accessor.clone())
@@ -608,7 +608,7 @@ fn access_record(row: &AnyRow) -> Result<RecordedAccess, StoreError> {
     let served_by: String = row.try_get("served_by").map_err(db)?;
     Ok(RecordedAccess {
         seq: u64::try_from(seq).map_err(|_| StoreError::Unavailable("invalid sequence number".into()))?,
-        record: AccessRecord {
+        record: ServedRead {
             accessor: row.try_get("accessor").map_err(db)?,
             at_micros: row.try_get("accessed_at").map_err(db)?,
             secret: row.try_get("secret").map_err(db)?,
@@ -831,7 +831,7 @@ impl ValueStore for SqlValueStore {
         Ok(Numbering { epoch, last_seq: 0 })
     }
 
-    async fn append_access_records(&self, records: &[AccessRecord]) -> Result<u64, StoreError> {
+    async fn append_access_records(&self, records: &[ServedRead]) -> Result<u64, StoreError> {
         let agent = serving_agent(records)?;
         let count =
             i64::try_from(records.len()).map_err(|_| StoreError::Invalid("batch too large".into()))?;

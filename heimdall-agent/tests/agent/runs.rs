@@ -198,7 +198,7 @@ async fn a_wrong_master_key_keeps_the_agent_from_starting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_reads_reach_the_access_log_on_sync() {
-    use heimdall_agent::store::{AccessRecord, ValueStore};
+    use heimdall_agent::store::{ServedRead, ValueStore};
 
     let w = World::new().await;
     let config = w.enroll("agent-1").await;
@@ -228,7 +228,7 @@ async fn recorded_reads_reach_the_access_log_on_sync() {
     let store = heimdall_agent::store::sqlite::open(&store_path, &master).await.unwrap();
     let at_micros = time::OffsetDateTime::now_utc().unix_timestamp() * 1_000_000;
     for _ in 0..2 {
-        let record = AccessRecord {
+        let record = ServedRead {
             accessor: "ana@example.com".into(),
             at_micros,
             secret: "db-password".into(),

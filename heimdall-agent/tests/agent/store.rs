@@ -11,7 +11,7 @@ use heimdall_agent::crypto::{KeySealer, MasterKey};
 use heimdall_agent::kms::KmsKey;
 use heimdall_agent::store::dynamodb::{DynamoValueStore, MAX_ACCESS_BATCH};
 use heimdall_agent::store::{
-    self, AccessRecord, Backend, InventoryEntry, StoreError, ValueAddress, ValueStore,
+    self, Backend, InventoryEntry, ServedRead, StoreError, ValueAddress, ValueStore,
 };
 use heimdall_core::ids::{AgentId, CatalogId, OrgId};
 use sqlx::any::AnyPoolOptions;
@@ -622,7 +622,7 @@ async fn scenario(place: Place) {
 
     // Access records: 1, 2, 3… with no gap, even when an insert fails
     // after the counter row was updated in its transaction.
-    let record = |accessor: &str, version| AccessRecord {
+    let record = |accessor: &str, version| ServedRead {
         accessor: accessor.to_owned(),
         at_micros: 1_700_000_000_000_000 + i64::from(version),
         secret: "db-password".into(),
@@ -668,7 +668,7 @@ async fn scenario(place: Place) {
     // Another Agent sharing this store numbers its own reads, from 1, and
     // sees only its own records; a batch served by two Agents is refused.
     let other = AgentId::from_uuid(Uuid::new_v4());
-    let theirs = AccessRecord { served_by: other, ..record("gus@example.com", 1) };
+    let theirs = ServedRead { served_by: other, ..record("gus@example.com", 1) };
     assert_eq!(store.append_access_record(&theirs).await.unwrap(), 1);
     let other_epoch = store.numbering(other).await.unwrap().epoch;
     assert_ne!(other_epoch, epoch);
@@ -750,8 +750,8 @@ async fn invalid_addresses_are_refused_before_the_database() {
     assert!(store.inventory().await.unwrap().is_empty());
 }
 
-fn a_record(n: u32) -> AccessRecord {
-    AccessRecord {
+fn a_record(n: u32) -> ServedRead {
+    ServedRead {
         accessor: format!("reader-{n}@example.com"),
         at_micros: 1_700_000_000_000_000 + i64::from(n),
         secret: "db-password".into(),
@@ -1077,7 +1077,7 @@ async fn the_latest_value_cache_sees_own_writes_at_once_and_others_within_a_seco
 async fn legacy_records_keep_their_numbers(place: Place) {
     let (a, b) = (AgentId::from_uuid(Uuid::from_u128(0xa)), AgentId::from_uuid(Uuid::from_u128(0xb)));
     let old = |seq: u64, agent: AgentId| {
-        (seq, AccessRecord { served_by: agent, ..a_record(u32::try_from(seq).unwrap()) })
+        (seq, ServedRead { served_by: agent, ..a_record(u32::try_from(seq).unwrap()) })
     };
     let legacy = [old(1, a), old(2, b), old(3, a)];
     match &place {
@@ -1161,9 +1161,9 @@ async fn legacy_records_keep_their_numbers(place: Place) {
     let of_b = store.access_records_after(b, store::LEGACY_EPOCH, 0, 10).await.unwrap();
     assert_eq!(of_b.iter().map(|r| r.seq).collect::<Vec<_>>(), [2]);
     // Each numbers on from the old counter, separately.
-    assert_eq!(store.append_access_record(&AccessRecord { served_by: a, ..a_record(4) }).await.unwrap(), 4);
-    assert_eq!(store.append_access_record(&AccessRecord { served_by: a, ..a_record(5) }).await.unwrap(), 5);
-    assert_eq!(store.append_access_record(&AccessRecord { served_by: b, ..a_record(6) }).await.unwrap(), 4);
+    assert_eq!(store.append_access_record(&ServedRead { served_by: a, ..a_record(4) }).await.unwrap(), 4);
+    assert_eq!(store.append_access_record(&ServedRead { served_by: a, ..a_record(5) }).await.unwrap(), 5);
+    assert_eq!(store.append_access_record(&ServedRead { served_by: b, ..a_record(6) }).await.unwrap(), 4);
     let of_a = store.access_records_after(a, store::LEGACY_EPOCH, 1, 10).await.unwrap();
     assert_eq!(of_a.iter().map(|r| r.seq).collect::<Vec<_>>(), [3, 4, 5]);
     assert_eq!(store.access_records_after(a, store::LEGACY_EPOCH, 0, 2).await.unwrap().len(), 2, "limit");

@@ -368,6 +368,32 @@ async fn scenario(store: Store) {
         assert!(resp.1.contains("AUDIT_UNAVAILABLE") && !resp.1.contains(&third), "{}", resp.1);
         sqlx::query(&format!("GRANT INSERT ON access_records TO {role}")).execute(&pool).await.unwrap();
         assert_eq!(ana_agent.get_value("db-password", "dev", None).await.unwrap().value.expose(), &third);
+
+        // The store refuses a write: 503 UNAVAILABLE, and the database's
+        // own error (table, role, privilege) stays in the Agent's log, as
+        // the API keeps its own.
+        sqlx::query(&format!("REVOKE INSERT ON secret_values FROM {role}")).execute(&pool).await.unwrap();
+        let created =
+            w.post(&owner, "/v1/secrets/db-password/versions", json!({ "environment": "dev" })).await;
+        let holder = &created["holders"][0];
+        let err = ana_agent
+            .put_value(
+                "db-password",
+                "dev",
+                created["version"].as_i64().unwrap(),
+                holder["grant"].as_str().unwrap(),
+                "x",
+            )
+            .await
+            .unwrap_err();
+        let refusal = err.api().cloned().unwrap();
+        assert_eq!(refusal.code, ErrorCode::Unavailable, "{refusal:?}");
+        for detail in ["permission denied", "secret_values", role.as_str()] {
+            assert!(!refusal.message.contains(detail), "the answer shows {detail:?}: {}", refusal.message);
+        }
+        sqlx::query(&format!("GRANT INSERT ON secret_values TO {role}")).execute(&pool).await.unwrap();
+        let log = std::fs::read_to_string(config.with_extension("log")).unwrap();
+        assert!(log.contains("permission denied"), "the operator's log has the cause");
         pool.close().await;
     }
 

@@ -1,10 +1,8 @@
-//! Errors become `{"error": {...}}` with the status from core's one table.
+//! Errors become `{"error": {...}}` through the response both servers use
+//! (`heimdall_tls::server::error_response`).
 
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use heimdall_core::ports::StoreError;
-use heimdall_core::wire::ErrorBody;
 use heimdall_core::ApiError;
 
 #[derive(Debug)]
@@ -24,11 +22,7 @@ impl From<StoreError> for HttpError {
 
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.0.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        if status.is_server_error() {
-            tracing::error!(code = %self.0.code, message = %self.0.message, "request failed");
-        }
-        (status, Json(ErrorBody { error: self.0 })).into_response()
+        heimdall_tls::server::error_response(self.0)
     }
 }
 

@@ -64,3 +64,37 @@ fn error_body_shape() {
         .unwrap();
     assert!(plain["error"].get("fields").is_none());
 }
+
+#[test]
+fn internal_detail_is_split_off_for_the_log_and_nothing_else_is() {
+    let store = ApiError::new(ErrorCode::Unavailable, "pool timed out connecting to db.internal:5432");
+    let (public, detail) = store.into_public();
+    assert_eq!(public.code, ErrorCode::Unavailable);
+    assert!(!public.message.contains("db.internal"), "{}", public.message);
+    assert_eq!(detail.as_deref(), Some("pool timed out connecting to db.internal:5432"));
+    let (public, _) = ApiError::new(ErrorCode::Internal, "key id 3f2a does not open").into_public();
+    assert!(!public.message.contains("3f2a"));
+    // A refusal written for the caller is served as written.
+    let refusal =
+        ApiError::new(ErrorCode::AuditUnavailable, "the read could not be recorded; nothing was served");
+    assert_eq!(refusal.clone().into_public(), (refusal, None));
+}
+
+#[test]
+fn a_foreign_answer_gets_the_generic_code_of_its_status() {
+    // The inverse of the table for the generic codes.
+    for code in [
+        ErrorCode::BadRequest,
+        ErrorCode::Unauthenticated,
+        ErrorCode::Forbidden,
+        ErrorCode::NotFound,
+        ErrorCode::Conflict,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::InvalidInput,
+        ErrorCode::Unavailable,
+        ErrorCode::Internal,
+    ] {
+        assert_eq!(ErrorCode::for_status(code.http_status()), code);
+    }
+    assert_eq!(ErrorCode::for_status(502), ErrorCode::Internal);
+}

@@ -1,0 +1,129 @@
+//! The Architecture Invariants of ARCHITECTURE.md that are about how the
+//! crates depend on each other and where decisions are made. Each test
+//! names the invariant it enforces; ARCHITECTURE.md names the test.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Each workspace crate's normal (non-dev, non-build) dependencies, by name.
+fn normal_dependencies() -> HashMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--manifest-path"])
+        .arg(workspace().join("Cargo.toml"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["kind"].is_null())
+                .map(|d| d["name"].as_str().unwrap().to_owned())
+                .collect();
+            (p["name"].as_str().unwrap().to_owned(), deps)
+        })
+        .collect()
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Architecture Invariant: the CLI talks to the API only through the SDK:
+/// it depends on no server crate and no HTTP client of its own.
+#[test]
+fn the_cli_uses_only_the_sdk() {
+    let deps = &normal_dependencies()["heimdall-cli"];
+    assert!(deps.contains("heimdall-sdk"), "{deps:?}");
+    for forbidden in ["heimdall-api", "heimdall-agent", "heimdall-tls", "reqwest", "hyper", "axum", "sqlx"] {
+        assert!(!deps.contains(forbidden), "heimdall-cli depends on {forbidden}: {deps:?}");
+    }
+}
+
+/// Architecture Invariant: the Agent and the API share code only through
+/// heimdall-core, heimdall-tls and the SDK's wire types: neither depends on
+/// the other.
+#[test]
+fn the_agent_never_imports_the_api_nor_the_api_the_agent() {
+    let all = normal_dependencies();
+    assert!(!all["heimdall-agent"].contains("heimdall-api"), "{:?}", all["heimdall-agent"]);
+    assert!(!all["heimdall-api"].contains("heimdall-agent"), "{:?}", all["heimdall-api"]);
+    // The SDK is what clients link: no server in it either.
+    for server in ["heimdall-api", "heimdall-agent", "axum", "sqlx"] {
+        assert!(!all["heimdall-sdk"].contains(server), "heimdall-sdk depends on {server}");
+    }
+}
+
+/// Architecture Invariant: no API handler decides a Resource's or a job's
+/// status. The planners of `heimdall_core::resources` and
+/// `heimdall_core::queue` do; a handler may only compare one.
+#[test]
+fn no_handler_decides_a_status() {
+    let http = workspace().join("heimdall-api/src/http");
+    let mut offenders = Vec::new();
+    for file in rust_files(&http) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let names_status = line.contains("ResourceStatus::") || line.contains("JobStatus::");
+            let compares = line.contains("==") || line.contains("!=");
+            if names_status && !compares && !line.trim_start().starts_with("//") {
+                offenders.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "handlers that pick a status:\n{}", offenders.join("\n"));
+    // The check sees the handlers at all.
+    assert!(rust_files(&http).len() > 5);
+}
+
+/// Architecture Invariant: ports speak core's domain types, never the
+/// wire's request and response bodies.
+#[test]
+fn ports_use_no_wire_types() {
+    let ports = std::fs::read_to_string(workspace().join("heimdall-core/src/ports.rs")).unwrap();
+    let uses: Vec<&str> = ports.lines().filter(|l| l.contains("wire::")).collect();
+    assert!(uses.is_empty(), "ports.rs uses wire types: {uses:?}");
+    assert!(ports.contains("pub trait InfraStore"), "the check reads the ports");
+}
+
+/// Architecture Invariant: both servers answer errors through one function,
+/// which hides internal detail the same way (`heimdall_tls::server::error_response`).
+#[test]
+fn both_servers_answer_errors_through_one_function() {
+    for file in ["heimdall-api/src/http/error.rs", "heimdall-agent/src/local_api.rs"] {
+        let text = std::fs::read_to_string(workspace().join(file)).unwrap();
+        assert!(text.contains("heimdall_tls::server::error_response"), "{file} answers errors its own way");
+        assert!(!text.contains("Json(ErrorBody"), "{file} builds an error body by hand");
+    }
+}
+
+/// Architecture Invariant: the binaries are thin: flags are parsed in
+/// `main.rs`, the work is in the libraries.
+#[test]
+fn the_binaries_are_thin() {
+    for main in ["heimdall-agent/src/main.rs", "heimdall-cli/src/main.rs"] {
+        let lines = std::fs::read_to_string(workspace().join(main)).unwrap().lines().count();
+        assert!(lines < 150, "{main} has {lines} lines");
+    }
+}
