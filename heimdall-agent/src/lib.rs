@@ -21,4 +21,5 @@ pub mod runtime;
 pub mod store;
 pub mod sync;
 pub mod terraform;
+pub mod vault;
 pub mod worker;

@@ -33,7 +33,7 @@ use tokio::net::TcpListener;
 use crate::access::{PolicySnapshot, SharedPolicy};
 use crate::grant::GrantVerifier;
 use crate::recorder::Recorder;
-use crate::store::{ServedRead, StoreError, ValueAddress, ValueStore, MAX_VALUE_LEN};
+use crate::store::{ServedRead, StoreError, ValueAddress, Vault, MAX_VALUE_LEN};
 
 /// Everything a request needs.
 #[derive(Clone, Debug)]
@@ -41,7 +41,7 @@ pub struct LocalApi {
     pub agent: AgentId,
     /// Grants expire, and records carry the time of the read.
     pub clock: Arc<dyn Clock>,
-    pub store: Arc<dyn ValueStore>,
+    pub store: Arc<Vault>,
     pub recorder: Recorder,
     pub policy: SharedPolicy,
     pub grants: GrantVerifier,

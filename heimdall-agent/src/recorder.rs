@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::store::{ServedRead, StoreError, ValueStore};
+use crate::store::{ServedRead, StoreError, Vault};
 
 /// Most records in one commit (DynamoDB transactions take 100 items, one
 /// of which is the counter).
@@ -24,7 +24,7 @@ pub struct Recorder {
 impl Recorder {
     /// Starts the committing task on the current runtime. It ends when
     /// every `Recorder` handle is dropped.
-    pub fn start(store: Arc<dyn ValueStore>) -> Self {
+    pub fn start(store: Arc<Vault>) -> Self {
         let (queue, rx) = mpsc::channel(4 * MAX_BATCH);
         tokio::spawn(commit_loop(store, rx));
         Self { queue }
@@ -40,7 +40,7 @@ impl Recorder {
     }
 }
 
-async fn commit_loop(store: Arc<dyn ValueStore>, mut rx: mpsc::Receiver<Pending>) {
+async fn commit_loop(store: Arc<Vault>, mut rx: mpsc::Receiver<Pending>) {
     let mut records: Vec<ServedRead> = Vec::with_capacity(MAX_BATCH);
     let mut waiting = Vec::with_capacity(MAX_BATCH);
     while let Some((record, done)) = rx.recv().await {

@@ -17,7 +17,7 @@ use crate::channel::Channel;
 use crate::config::{AgentConfig, LocalApiConfig, ValuesConfig};
 use crate::crypto::{KeyError, KeySealer, MasterKey};
 use crate::local_cert::LocalCertificate;
-use crate::store::{dynamodb, postgres, sqlite, ValueStore};
+use crate::store::{dynamodb, postgres, sqlite, Vault};
 use crate::{grant, kms, local_api, recorder, sync, worker};
 
 /// The wall clock.
@@ -137,7 +137,7 @@ fn sync_on_hangup(policy: SharedPolicy) {
 /// Opens the configured store with the configured key source
 /// (`AgentConfig::load` checked there is exactly one of each); a key from
 /// the environment was taken in [`prepare`].
-async fn open_values(v: &ValuesConfig, taken: Option<MasterKey>) -> Result<Arc<dyn ValueStore>, String> {
+async fn open_values(v: &ValuesConfig, taken: Option<MasterKey>) -> Result<Arc<Vault>, String> {
     let boxed = |k: MasterKey| Box::new(k) as Box<dyn KeySealer>;
     let keys = match (taken, &v.master_key_file, &v.master_key_kms) {
         (Some(key), _, _) => Ok(boxed(key)),
@@ -146,25 +146,25 @@ async fn open_values(v: &ValuesConfig, taken: Option<MasterKey>) -> Result<Arc<d
         (None, None, None) => Err(KeyError::Missing { origin: "[values] master key".into() }),
     }
     .map_err(|e| format!("the value store's master key: {e}"))?;
-    let opened: Result<Arc<dyn ValueStore>, _> = match (&v.sqlite_path, &v.postgres_url, &v.dynamodb_table) {
-        (Some(path), _, _) => sqlite::open(path, keys.as_ref()).await.map(|s| Arc::new(s) as _),
-        (_, Some(url), _) => postgres::open(url, keys.as_ref()).await.map(|s| Arc::new(s) as _),
+    let opened = match (&v.sqlite_path, &v.postgres_url, &v.dynamodb_table) {
+        (Some(path), _, _) => sqlite::open(path, keys.as_ref()).await,
+        (_, Some(url), _) => postgres::open(url, keys.as_ref()).await,
         (_, _, Some(table)) => {
             let cfg = dynamodb::DynamoConfig { table: table.clone(), aws: v.aws() };
-            dynamodb::open(&cfg, keys.as_ref()).await.map(|s| Arc::new(s) as _)
+            dynamodb::open(&cfg, keys.as_ref()).await
         }
         (None, None, None) => return Err("[values] names no store".into()),
     };
     let store = opened.map_err(|e| format!("the value store cannot be opened: {e}"))?;
     tracing::info!("value store open");
-    Ok(store)
+    Ok(Arc::new(store))
 }
 
 /// What the local API serves with.
 struct LocalParts {
     agent: AgentId,
     cert: Arc<LocalCertificate>,
-    store: Arc<dyn ValueStore>,
+    store: Arc<Vault>,
     policy: SharedPolicy,
     clock: Arc<dyn Clock>,
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::access::{PolicySnapshot, SharedPolicy};
-use crate::store::{ValueAddress, ValueStore};
+use crate::store::{ValueAddress, Vault};
 use heimdall_core::clock::Clock;
 use heimdall_core::ids::AgentId;
 use heimdall_core::wire::{AccessRecord, InventoryItem, SyncRequest, SyncResponse};
@@ -29,7 +29,7 @@ const ON_DEMAND_SPACING: Duration = Duration::from_secs(1);
 /// What the sync loop works with.
 #[derive(Clone, Debug)]
 pub struct Syncer {
-    pub store: Arc<dyn ValueStore>,
+    pub store: Arc<Vault>,
     /// Snapshots are dated: a grant or policy is judged at the time it is used.
     pub clock: Arc<dyn Clock>,
     pub channel: Channel,

@@ -14,8 +14,8 @@
 //!
 //! Org and environment ids are fixed-length UUIDs, so `pk` and `sk` parse
 //! back unambiguously whatever the secret's name holds; zero-padded numbers
-//! sort as numbers. One partition per secret keeps `latest_version` (a
-//! reverse query, limit 1) and `delete_secret` (a query) off table scans;
+//! sort as numbers. One partition per secret keeps the latest version (a
+//! reverse query, limit 1) and a secret's delete (a query) off table scans;
 //! only the inventory scans. Every read that decides something is strongly
 //! consistent.
 //!
@@ -23,7 +23,7 @@
 //! (`attribute_not_exists(pk)`), a tombstone replaces the whole item.
 //!
 //! **Each Agent numbers its own reads, within an epoch** (see
-//! [`ValueStore::numbering`]): Agents sharing a table each have a counter
+//! [`Vault::numbering`]): Agents sharing a table each have a counter
 //! item and a partition per epoch. A table from before epochs keeps its
 //! records in `access`, and an Agent's first numbering there continues the
 //! legacy counter in the epoch `legacy`.
@@ -44,7 +44,7 @@
 //! DynamoDB takes at most 100 items per transaction, so a group commit takes
 //! at most [`MAX_ACCESS_BATCH`] = 99 records (plus the counter); a larger
 //! batch is refused `Invalid` rather than split, since split transactions
-//! would not be all-or-none ([`ValueStore::max_access_batch`] tells a group
+//! would not be all-or-none ([`Vault::max_access_batch`] tells a group
 //! committer the limit).
 //!
 //! An Agent's records of one epoch share one partition: a partition takes
@@ -65,11 +65,10 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_dynamodb::Client;
 use heimdall_core::ids::{AgentId, CatalogId, OrgId};
-use zeroize::Zeroizing;
 
 use super::{
-    first_data_key, new_epoch, parse_id, serving_agent, validate, validate_name, InventoryEntry, Keyring,
-    Numbering, RecordedAccess, ServedRead, StoreError, ValueAddress, ValueStore, LEGACY_EPOCH, MAX_VALUE_LEN,
+    new_epoch, parse_id, Backend, InventoryEntry, Numbering, RecordedAccess, Row, SealedStore, ServedRead,
+    StoreError, ValueAddress, Vault, LEGACY_EPOCH,
 };
 use crate::aws::{describe, AwsSettings};
 use crate::crypto::{KeySealer, SealedDataKey, SealedValue};
@@ -99,29 +98,40 @@ pub struct DynamoConfig {
     pub aws: AwsSettings,
 }
 
-/// [`ValueStore`] over one DynamoDB table.
-pub struct DynamoValueStore {
+/// [`SealedStore`] over one DynamoDB table.
+struct DynamoRows {
     client: Client,
     table: String,
-    keyring: Keyring,
 }
 
-impl fmt::Debug for DynamoValueStore {
+impl fmt::Debug for DynamoRows {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DynamoValueStore")
-            .field("table", &self.table)
-            .field("keyring", &self.keyring)
-            .finish()
+        f.debug_struct("DynamoRows").field("table", &self.table).finish()
     }
 }
 
 /// Opens (creating the table if needed) the store in `cfg.table`, with the
 /// SDK's default credentials. A key that does not open it is
 /// [`StoreError::WrongMasterKey`] (or `WrongKmsKey`).
-pub async fn open(cfg: &DynamoConfig, keys: &dyn KeySealer) -> Result<DynamoValueStore, StoreError> {
+pub async fn open(cfg: &DynamoConfig, keys: &dyn KeySealer) -> Result<Vault, StoreError> {
     validate_table_name(&cfg.table)?;
     let config = crate::aws::sdk_config(&cfg.aws).await.map_err(StoreError::Open)?;
-    DynamoValueStore::open_with(&config, &cfg.table, keys).await
+    open_with(&config, &cfg.table, keys).await
+}
+
+/// Opens the store in `table` with an SDK configuration the caller loaded
+/// (see [`crate::aws::loader`]): creates the table if it is missing, waits
+/// until it is ACTIVE, and opens the vault over it with `keys`.
+pub async fn open_with(
+    config: &aws_config::SdkConfig,
+    table: &str,
+    keys: &dyn KeySealer,
+) -> Result<Vault, StoreError> {
+    validate_table_name(table)?;
+    crate::aws::require_region(config).map_err(StoreError::Open)?;
+    let client = Client::new(config);
+    ensure_table(&client, table).await?;
+    Vault::open(Box::new(DynamoRows { client, table: table.to_owned() }), keys).await
 }
 
 /// DynamoDB's rule for table names: 3 to 255 of `A-Z a-z 0-9 _ - .`.
@@ -209,57 +219,7 @@ fn get_bool(item: &Item, name: &str) -> Result<bool, StoreError> {
     }
 }
 
-impl DynamoValueStore {
-    /// Opens the store in `table` with an SDK configuration the caller
-    /// loaded (see [`crate::aws::loader`]): creates the table if it is
-    /// missing and waits until it is ACTIVE, and opens the keyring with `keys`, creating the first data key on a new
-    /// store.
-    pub async fn open_with(
-        config: &aws_config::SdkConfig,
-        table: &str,
-        keys: &dyn KeySealer,
-    ) -> Result<Self, StoreError> {
-        validate_table_name(table)?;
-        crate::aws::require_region(config).map_err(StoreError::Open)?;
-        let client = Client::new(config);
-        ensure_table(&client, table).await?;
-
-        let mut sealed = load_keyring(&client, table).await?;
-        if sealed.is_empty() {
-            let first = first_data_key(keys).await?;
-            // Two Agents opening a new table at once: one put wins, both
-            // then open the winner's key.
-            let mut item = key(KEYRING_PK.to_owned(), format!("{:010}", 1));
-            item.insert("key_id".into(), s(first.key_id));
-            item.insert("sealed_key".into(), b(first.sealed_key));
-            item.insert("check_value".into(), b(first.check_value));
-            let put = client
-                .put_item()
-                .table_name(table)
-                .set_item(Some(item))
-                .condition_expression("attribute_not_exists(pk)")
-                .send()
-                .await;
-            if let Err(e) = put {
-                if !e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) {
-                    return Err(StoreError::Open(format!("DynamoDB PutItem (keyring): {}", describe(&e))));
-                }
-            }
-            sealed = load_keyring(&client, table).await?;
-        }
-        let keyring = Keyring::open(&sealed, keys).await?;
-        Ok(Self { client, table: table.to_owned(), keyring })
-    }
-
-    pub fn table(&self) -> &str {
-        &self.table
-    }
-
-    /// The id of the data key new values are sealed under.
-    pub fn current_key_id(&self) -> &str {
-        self.keyring.current_id()
-    }
-
+impl DynamoRows {
     async fn get(&self, pk: String, sk: String, what: &str) -> Result<Option<Item>, StoreError> {
         let out = self
             .client
@@ -487,31 +447,38 @@ fn access_record(item: &Item) -> Result<RecordedAccess, StoreError> {
     })
 }
 
+/// A value item: a tombstone, or its sealed value. An item that lost its
+/// nonce or ciphertext does not open (`Undecryptable`, in the vault).
+fn row_of(item: &Item) -> Result<Row, StoreError> {
+    if get_bool(item, "deactivated")? {
+        return Ok(Row::Tombstone);
+    }
+    Ok(Row::Sealed(SealedValue {
+        key_id: get_s(item, "key_id").map(str::to_owned).unwrap_or_default(),
+        nonce: get_b(item, "nonce").unwrap_or_default(),
+        ciphertext: get_b(item, "ciphertext").unwrap_or_default(),
+    }))
+}
+
 fn build_err(e: impl fmt::Display) -> StoreError {
     StoreError::Unavailable(format!("cannot build a DynamoDB request: {e}"))
 }
 
 #[async_trait]
-impl ValueStore for DynamoValueStore {
-    async fn put_value(&self, at: &ValueAddress, plaintext: &[u8]) -> Result<(), StoreError> {
-        validate(at)?;
-        if plaintext.len() > MAX_VALUE_LEN {
-            return Err(StoreError::Invalid(format!("a value is at most {MAX_VALUE_LEN} bytes")));
-        }
-        let sealed = self
-            .keyring
-            .current()
-            .seal_value(at, plaintext)
-            .map_err(|e| StoreError::Invalid(e.to_string()))?;
-        let mut item = value_key(at);
-        item.insert("org".into(), s(at.org.to_string()));
-        item.insert("secret".into(), s(&at.secret));
-        item.insert("environment".into(), s(at.environment.to_string()));
-        item.insert("version".into(), n(at.version));
-        item.insert("deactivated".into(), AttributeValue::Bool(false));
-        item.insert("key_id".into(), s(sealed.key_id));
-        item.insert("nonce".into(), b(sealed.nonce));
-        item.insert("ciphertext".into(), b(sealed.ciphertext));
+impl SealedStore for DynamoRows {
+    fn backend(&self) -> Backend {
+        Backend::DynamoDb
+    }
+
+    async fn data_keys(&self) -> Result<Vec<SealedDataKey>, StoreError> {
+        load_keyring(&self.client, &self.table).await
+    }
+
+    async fn put_first_data_key(&self, first: &SealedDataKey) -> Result<(), StoreError> {
+        let mut item = key(KEYRING_PK.to_owned(), format!("{:010}", 1));
+        item.insert("key_id".into(), s(&first.key_id));
+        item.insert("sealed_key".into(), b(first.sealed_key.clone()));
+        item.insert("check_value".into(), b(first.check_value.clone()));
         let put = self
             .client
             .put_item()
@@ -521,20 +488,41 @@ impl ValueStore for DynamoValueStore {
             .send()
             .await;
         match put {
-            Ok(_) => Ok(()),
+            Err(e) if !e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                Err(StoreError::Open(format!("DynamoDB PutItem (keyring): {}", describe(&e))))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    async fn put_if_absent(&self, at: &ValueAddress, sealed: &SealedValue) -> Result<bool, StoreError> {
+        let mut item = value_key(at);
+        item.insert("org".into(), s(at.org.to_string()));
+        item.insert("secret".into(), s(&at.secret));
+        item.insert("environment".into(), s(at.environment.to_string()));
+        item.insert("version".into(), n(at.version));
+        item.insert("deactivated".into(), AttributeValue::Bool(false));
+        item.insert("key_id".into(), s(&sealed.key_id));
+        item.insert("nonce".into(), b(sealed.nonce.clone()));
+        item.insert("ciphertext".into(), b(sealed.ciphertext.clone()));
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(true),
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                Err(StoreError::AlreadyExists {
-                    secret: at.secret.clone(),
-                    environment: at.environment,
-                    version: at.version,
-                })
+                Ok(false)
             }
             Err(e) => Err(unavailable("PutItem", &e)),
         }
     }
 
-    async fn get_value(&self, at: &ValueAddress) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError> {
-        validate(at)?;
+    async fn get(&self, at: &ValueAddress) -> Result<Option<Row>, StoreError> {
         let out = self
             .client
             .get_item()
@@ -544,35 +532,15 @@ impl ValueStore for DynamoValueStore {
             .send()
             .await
             .map_err(|e| unavailable("GetItem", &e))?;
-        let Some(item) = out.item else { return Ok(None) };
-        if get_bool(&item, "deactivated")? {
-            return Err(StoreError::Deactivated {
-                secret: at.secret.clone(),
-                environment: at.environment,
-                version: at.version,
-            });
-        }
-        let undecryptable = |key_id: String| StoreError::Undecryptable {
-            secret: at.secret.clone(),
-            version: at.version,
-            key_id,
-        };
-        let key_id = get_s(&item, "key_id").map(str::to_owned).unwrap_or_default();
-        let (Some(nonce), Some(ciphertext)) = (get_b(&item, "nonce"), get_b(&item, "ciphertext")) else {
-            return Err(undecryptable(key_id));
-        };
-        let Some(key) = self.keyring.get(&key_id) else { return Err(undecryptable(key_id)) };
-        let sealed = SealedValue { key_id, nonce, ciphertext };
-        key.open_value(at, &sealed).map(Some).map_err(|_| undecryptable(sealed.key_id))
+        out.item.as_ref().map(row_of).transpose()
     }
 
-    async fn latest_version(
+    async fn latest(
         &self,
         org: OrgId,
         secret: &str,
         environment: CatalogId,
-    ) -> Result<Option<u32>, StoreError> {
-        validate_name(secret)?;
+    ) -> Result<Option<(u32, Row)>, StoreError> {
         let out = self
             .client
             .query()
@@ -580,19 +548,16 @@ impl ValueStore for DynamoValueStore {
             .key_condition_expression("pk = :pk AND begins_with(sk, :environment)")
             .expression_attribute_values(":pk", s(value_pk(org, secret)))
             .expression_attribute_values(":environment", s(format!("{environment}#")))
-            .projection_expression("#version")
-            .expression_attribute_names("#version", "version")
             .scan_index_forward(false)
             .limit(1)
             .consistent_read(true)
             .send()
             .await
             .map_err(|e| unavailable("Query", &e))?;
-        out.items().first().map(|item| get_n(item, "version")).transpose()
+        out.items().first().map(|item| Ok((get_n(item, "version")?, row_of(item)?))).transpose()
     }
 
-    async fn deactivate(&self, at: &ValueAddress) -> Result<(), StoreError> {
-        validate(at)?;
+    async fn tombstone(&self, at: &ValueAddress) -> Result<(), StoreError> {
         // The whole item is replaced: no key id, nonce or ciphertext stays.
         let mut item = value_key(at);
         item.insert("org".into(), s(at.org.to_string()));
@@ -610,8 +575,7 @@ impl ValueStore for DynamoValueStore {
         Ok(())
     }
 
-    async fn delete_secret(&self, org: OrgId, secret: &str) -> Result<u64, StoreError> {
-        validate_name(secret)?;
+    async fn delete(&self, org: OrgId, secret: &str) -> Result<u64, StoreError> {
         let keys = self
             .query_all(
                 "pk = :pk",
@@ -720,14 +684,7 @@ impl ValueStore for DynamoValueStore {
         Ok(fresh)
     }
 
-    async fn append_access_records(&self, records: &[ServedRead]) -> Result<u64, StoreError> {
-        let agent = serving_agent(records)?;
-        if records.len() > MAX_ACCESS_BATCH {
-            return Err(StoreError::Invalid(format!(
-                "at most {MAX_ACCESS_BATCH} access records per group commit on DynamoDB (one transaction \
-                 of at most 100 items)"
-            )));
-        }
+    async fn append_records(&self, agent: AgentId, records: &[ServedRead]) -> Result<u64, StoreError> {
         let count = records.len() as u64;
         for attempt in 0..COMMIT_ATTEMPTS {
             let Numbering { epoch, last_seq: last } = self.numbering(agent).await?;
@@ -791,7 +748,7 @@ impl ValueStore for DynamoValueStore {
         )))
     }
 
-    async fn access_records_after(
+    async fn records_after(
         &self,
         agent: AgentId,
         epoch: &str,
@@ -838,7 +795,7 @@ impl ValueStore for DynamoValueStore {
         items.iter().map(access_record).collect()
     }
 
-    fn max_access_batch(&self) -> usize {
+    fn max_batch(&self) -> usize {
         MAX_ACCESS_BATCH
     }
 }

@@ -4,7 +4,8 @@
 use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::Migrator;
 
-use super::{describe_url, Backend, SqlValueStore, StoreError};
+use super::sql::SqlRows;
+use super::{describe_url, Backend, StoreError, Vault};
 use crate::crypto::KeySealer;
 
 fn migrator() -> &'static Migrator {
@@ -15,7 +16,7 @@ fn migrator() -> &'static Migrator {
 /// Opens the store in the PostgreSQL database at `url` (`postgres://…`),
 /// bringing its schema up to date. A key that does not open it is
 /// [`StoreError::WrongMasterKey`] (or `WrongKmsKey`).
-pub async fn open(url: &str, keys: &dyn KeySealer) -> Result<SqlValueStore, StoreError> {
+pub async fn open(url: &str, keys: &dyn KeySealer) -> Result<Vault, StoreError> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         return Err(StoreError::Open("the database URL must start with postgres:// or postgresql://".into()));
     }
@@ -26,5 +27,6 @@ pub async fn open(url: &str, keys: &dyn KeySealer) -> Result<SqlValueStore, Stor
         .connect(url)
         .await
         .map_err(|e| StoreError::Open(format!("cannot connect to {}: {e}", describe_url(url))))?;
-    SqlValueStore::open_pool(pool, Backend::Postgres, migrator(), keys).await
+    let rows = SqlRows::migrate(pool, Backend::Postgres, migrator()).await?;
+    Vault::open(Box::new(rows), keys).await
 }

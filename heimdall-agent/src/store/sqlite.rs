@@ -8,7 +8,8 @@ use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::Migrator;
 use sqlx::Executor;
 
-use super::{Backend, SqlValueStore, StoreError};
+use super::sql::SqlRows;
+use super::{Backend, StoreError, Vault};
 use crate::crypto::KeySealer;
 
 fn migrator() -> &'static Migrator {
@@ -18,7 +19,7 @@ fn migrator() -> &'static Migrator {
 
 /// Opens (creating if needed) the store in the SQLite file at `path`.
 /// A key that does not open it is [`StoreError::WrongMasterKey`] (or `WrongKmsKey`).
-pub async fn open(path: &Path, keys: &dyn KeySealer) -> Result<SqlValueStore, StoreError> {
+pub async fn open(path: &Path, keys: &dyn KeySealer) -> Result<Vault, StoreError> {
     let Some(path_text) = path.to_str() else {
         return Err(StoreError::Open(format!("{} is not a UTF-8 path", path.display())));
     };
@@ -42,5 +43,6 @@ pub async fn open(path: &Path, keys: &dyn KeySealer) -> Result<SqlValueStore, St
         .connect(&url)
         .await
         .map_err(|e| StoreError::Open(format!("cannot open {}: {e}", path.display())))?;
-    SqlValueStore::open_pool(pool, Backend::Sqlite, migrator(), keys).await
+    let rows = SqlRows::migrate(pool, Backend::Sqlite, migrator()).await?;
+    Vault::open(Box::new(rows), keys).await
 }

@@ -198,7 +198,7 @@ async fn a_wrong_master_key_keeps_the_agent_from_starting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_reads_reach_the_access_log_on_sync() {
-    use heimdall_agent::store::{ServedRead, ValueStore};
+    use heimdall_agent::store::ServedRead;
 
     let w = World::new().await;
     let config = w.enroll("agent-1").await;

@@ -9,10 +9,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use heimdall_agent::aws::AwsSettings;
 use heimdall_agent::crypto::{KeySealer, MasterKey};
 use heimdall_agent::kms::KmsKey;
-use heimdall_agent::store::dynamodb::{DynamoValueStore, MAX_ACCESS_BATCH};
-use heimdall_agent::store::{
-    self, Backend, InventoryEntry, ServedRead, StoreError, ValueAddress, ValueStore,
-};
+use heimdall_agent::store::dynamodb::MAX_ACCESS_BATCH;
+use heimdall_agent::store::{self, Backend, InventoryEntry, ServedRead, StoreError, ValueAddress, Vault};
 use heimdall_core::ids::{AgentId, CatalogId, OrgId};
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, Row};
@@ -120,27 +118,19 @@ impl Place {
     }
 
     /// Opens the store here; returns it with the id of its current data key.
-    async fn open(&self, keys: &dyn KeySealer) -> Result<(Box<dyn ValueStore>, String), StoreError> {
-        match self {
-            Place::Sqlite { .. } => {
-                let s = store::sqlite::open(&self.sqlite_path(), keys).await?;
-                assert_eq!(s.backend(), Backend::Sqlite);
-                let id = s.current_key_id().to_owned();
-                Ok((Box::new(s), id))
-            }
-            Place::Postgres { url, .. } => {
-                let s = store::postgres::open(url, keys).await?;
-                assert_eq!(s.backend(), Backend::Postgres);
-                let id = s.current_key_id().to_owned();
-                Ok((Box::new(s), id))
-            }
+    async fn open(&self, keys: &dyn KeySealer) -> Result<(Vault, String), StoreError> {
+        let (s, backend) = match self {
+            Place::Sqlite { .. } => (store::sqlite::open(&self.sqlite_path(), keys).await?, Backend::Sqlite),
+            Place::Postgres { url, .. } => (store::postgres::open(url, keys).await?, Backend::Postgres),
             Place::Dynamo { moto_url, table } => {
-                let s = DynamoValueStore::open_with(&aws_config(moto_url).await, table, keys).await?;
-                assert_eq!(s.table(), table);
-                let id = s.current_key_id().to_owned();
-                Ok((Box::new(s), id))
+                let s = store::dynamodb::open_with(&aws_config(moto_url).await, table, keys).await?;
+                assert!(format!("{s:?}").contains(table.as_str()), "{s:?}");
+                (s, Backend::DynamoDb)
             }
-        }
+        };
+        assert_eq!(s.backend(), backend);
+        let id = s.current_key_id().to_owned();
+        Ok((s, id))
     }
 
     /// A separate connection, as an operator (or attacker) with database access would have.
@@ -786,7 +776,7 @@ async fn dynamodb_group_commits_stay_gapless_under_concurrency_and_within_one_tr
     let epoch = a.numbering(agent).await.unwrap().epoch;
 
     // Two handles appending at once: every commit gets its own run of numbers.
-    async fn append(store: &dyn ValueStore, size: u32) -> Vec<(u64, u64)> {
+    async fn append(store: &Vault, size: u32) -> Vec<(u64, u64)> {
         let batch: Vec<_> = (0..size).map(a_record).collect();
         let mut firsts = Vec::new();
         for _ in 0..6 {
@@ -794,7 +784,7 @@ async fn dynamodb_group_commits_stay_gapless_under_concurrency_and_within_one_tr
         }
         firsts
     }
-    let (from_a, from_b) = tokio::join!(append(a.as_ref(), 3), append(b.as_ref(), 2));
+    let (from_a, from_b) = tokio::join!(append(&a, 3), append(&b, 2));
     let mut runs: Vec<(u64, u64)> = from_a.into_iter().chain(from_b).collect();
     runs.sort();
     let mut next = 100;
@@ -1047,7 +1037,7 @@ async fn the_latest_value_cache_sees_own_writes_at_once_and_others_within_a_seco
     let org = OrgId::from_uuid(Uuid::new_v4());
     let env = CatalogId::from_uuid(Uuid::new_v4());
     let at = |version| ValueAddress { org, secret: "token".into(), environment: env, version };
-    async fn latest(s: &store::SqlValueStore, org: OrgId, env: CatalogId) -> Option<(u32, Vec<u8>)> {
+    async fn latest(s: &Vault, org: OrgId, env: CatalogId) -> Option<(u32, Vec<u8>)> {
         s.latest_value(org, "token", env).await.unwrap().map(|(v, value)| (v, value.to_vec()))
     }
     a.put_value(&at(1), b"one").await.unwrap();

@@ -1,0 +1,477 @@
+//! The SQL both relational backends share: sealed rows in `secret_values`,
+//! the keyring in `data_keys`, access records and their per-Agent counters.
+//! sqlx's `Any` driver; `$N` placeholders, which SQLite accepts too; ids as
+//! UUID text.
+
+use async_trait::async_trait;
+use heimdall_core::ids::{AgentId, CatalogId, OrgId};
+use sqlx::any::AnyRow;
+use sqlx::{AnyPool, Row as _};
+
+use super::{
+    new_epoch, parse_id, Backend, InventoryEntry, Numbering, RecordedAccess, Row, SealedStore, ServedRead,
+    StoreError, ValueAddress, LEGACY_EPOCH,
+};
+use crate::crypto::{SealedDataKey, SealedValue};
+
+/// Access records per group commit on SQL stores: one INSERT statement of
+/// 9 parameters a row, well under SQLite's and PostgreSQL's limits.
+const RECORDS_PER_INSERT: usize = 100;
+
+/// [`SealedStore`] over SQLite or PostgreSQL.
+#[derive(Debug)]
+pub(crate) struct SqlRows {
+    pool: AnyPool,
+    backend: Backend,
+    /// SQLite only: (Agent, epoch, next access record number), between group commits.
+    next_seq: tokio::sync::Mutex<Option<(AgentId, String, i64)>>,
+}
+
+fn db(err: sqlx::Error) -> StoreError {
+    StoreError::Unavailable(err.to_string())
+}
+
+fn to_u32(v: i64, what: &str) -> Result<u32, StoreError> {
+    u32::try_from(v).map_err(|_| StoreError::Unavailable(format!("the store holds an invalid {what}")))
+}
+
+impl SqlRows {
+    /// Runs the migrations on `pool`.
+    pub(crate) async fn migrate(
+        pool: AnyPool,
+        backend: Backend,
+        migrator: &sqlx::migrate::Migrator,
+    ) -> Result<Self, StoreError> {
+        migrator.run(&pool).await.map_err(|e| StoreError::Open(format!("migrations failed: {e}")))?;
+        Ok(Self { pool, backend, next_seq: Default::default() })
+    }
+
+    /// SQLite: the whole group commit is one multi-row INSERT, so one
+    /// statement, one transaction, one round trip and one fsync; the
+    /// triggers of migration 0003 advance the Agent's counter row inside it
+    /// and refuse any number but the next. The next number is kept here
+    /// between commits (this handle is the file's writer); if something
+    /// else moved the counter, the insert is refused whole and retried once
+    /// from the counter row.
+    async fn append_in_one_statement(
+        &self,
+        agent: AgentId,
+        records: &[ServedRead],
+    ) -> Result<u64, StoreError> {
+        let mut next = self.next_seq.lock().await;
+        let sql = records_insert_sql(records.len());
+        for attempt in 0..2 {
+            let (epoch, first) = match next.as_ref() {
+                Some((a, epoch, first)) if *a == agent => (epoch.clone(), *first),
+                _ => {
+                    let n = self.numbering(agent).await?;
+                    (n.epoch, i64::try_from(n.last_seq).unwrap_or(i64::MAX) + 1)
+                }
+            };
+            match bind_records(sqlx::query(&sql), &epoch, first, records).execute(&self.pool).await {
+                Ok(_) => {
+                    *next = Some((agent, epoch, first + i64::try_from(records.len()).unwrap_or(i64::MAX)));
+                    return u64::try_from(first)
+                        .map_err(|_| StoreError::Unavailable("invalid sequence number".into()));
+                }
+                Err(e) => {
+                    *next = None;
+                    if attempt == 0 && e.to_string().contains("access record out of sequence") {
+                        continue;
+                    }
+                    return Err(db(e));
+                }
+            }
+        }
+        Err(StoreError::Unavailable("the access counter moved under this Agent twice".into()))
+    }
+
+    async fn read_numbering(&self, agent: AgentId) -> Result<Option<Numbering>, StoreError> {
+        let row = sqlx::query("SELECT epoch, last_seq FROM access_counters WHERE agent_id = $1")
+            .bind(agent.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.map(|r| {
+            let last: i64 = r.try_get("last_seq").map_err(db)?;
+            Ok(Numbering {
+                epoch: r.try_get("epoch").map_err(db)?,
+                last_seq: u64::try_from(last)
+                    .map_err(|_| StoreError::Unavailable("invalid sequence number".into()))?,
+            })
+        })
+        .transpose()
+    }
+}
+
+async fn load_keyring(pool: &AnyPool) -> Result<Vec<SealedDataKey>, StoreError> {
+    let rows = sqlx::query("SELECT key_id, sealed_key, check_value FROM data_keys ORDER BY generation")
+        .fetch_all(pool)
+        .await
+        .map_err(|e| StoreError::Open(e.to_string()))?;
+    rows.iter()
+        .map(|r| {
+            Ok(SealedDataKey {
+                key_id: r.try_get("key_id").map_err(db)?,
+                sealed_key: r.try_get("sealed_key").map_err(db)?,
+                check_value: r.try_get("check_value").map_err(db)?,
+            })
+        })
+        .collect()
+}
+
+/// A `secret_values` row: a tombstone, or its sealed value. A row with some
+/// but not all of key id, nonce and ciphertext does not open
+/// (`Undecryptable`, in the vault).
+fn row_of(row: &AnyRow) -> Result<Row, StoreError> {
+    let deactivated: i64 = row.try_get("deactivated").map_err(db)?;
+    if deactivated != 0 {
+        return Ok(Row::Tombstone);
+    }
+    let key_id: Option<String> = row.try_get("key_id").map_err(db)?;
+    let nonce: Option<Vec<u8>> = row.try_get("nonce").map_err(db)?;
+    let ciphertext: Option<Vec<u8>> = row.try_get("ciphertext").map_err(db)?;
+    Ok(Row::Sealed(SealedValue {
+        key_id: key_id.unwrap_or_default(),
+        nonce: nonce.unwrap_or_default(),
+        ciphertext: ciphertext.unwrap_or_default(),
+    }))
+}
+
+/// Parameters per access record in [`records_insert_sql`].
+const RECORD_PARAMS: usize = 9;
+
+/// `INSERT INTO access_records … VALUES ($1…$9), ($10…$18), …` for `rows` records.
+fn records_insert_sql(rows: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by, epoch) VALUES ",
+    );
+    for i in 0..rows {
+        let p = i * RECORD_PARAMS;
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        let placeholders: Vec<String> = (1..=RECORD_PARAMS).map(|k| format!("${}", p + k)).collect();
+        sql.push('(');
+        sql.push_str(&placeholders.join(", "));
+        sql.push(')');
+    }
+    sql
+}
+
+/// Binds `records` numbered from `first` in `epoch` to [`records_insert_sql`]'s placeholders.
+fn bind_records<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    epoch: &str,
+    first: i64,
+    records: &[ServedRead],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for (seq, record) in (first..).zip(records) {
+        query =
+            bind_fields(query.bind(seq), record).bind(record.served_by.to_string()).bind(epoch.to_owned());
+    }
+    query
+}
+
+/// A record's own fields, in the order both inserts list them.
+fn bind_fields<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    record: &ServedRead,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(record.accessor.clone())
+        .bind(record.at_micros)
+        .bind(record.secret.clone())
+        .bind(record.environment.to_string())
+        .bind(i64::from(record.version))
+        .bind(record.source.clone())
+}
+
+fn access_record(row: &AnyRow) -> Result<RecordedAccess, StoreError> {
+    let seq: i64 = row.try_get("seq").map_err(db)?;
+    let environment: String = row.try_get("environment_id").map_err(db)?;
+    let served_by: String = row.try_get("served_by").map_err(db)?;
+    Ok(RecordedAccess {
+        seq: u64::try_from(seq).map_err(|_| StoreError::Unavailable("invalid sequence number".into()))?,
+        record: ServedRead {
+            accessor: row.try_get("accessor").map_err(db)?,
+            at_micros: row.try_get("accessed_at").map_err(db)?,
+            secret: row.try_get("secret").map_err(db)?,
+            environment: parse_id(&environment, "environment id")?,
+            version: to_u32(row.try_get("version").map_err(db)?, "version")?,
+            source: row.try_get("source").map_err(db)?,
+            served_by: parse_id(&served_by, "agent id")?,
+        },
+    })
+}
+
+#[async_trait]
+impl SealedStore for SqlRows {
+    fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    async fn data_keys(&self) -> Result<Vec<SealedDataKey>, StoreError> {
+        load_keyring(&self.pool).await
+    }
+
+    async fn put_first_data_key(&self, key: &SealedDataKey) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO data_keys (generation, key_id, sealed_key, check_value) VALUES (1, $1, $2, $3) \
+             ON CONFLICT (generation) DO NOTHING",
+        )
+        .bind(key.key_id.clone())
+        .bind(key.sealed_key.clone())
+        .bind(key.check_value.clone())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| StoreError::Open(e.to_string()))?;
+        Ok(())
+    }
+
+    async fn put_if_absent(&self, at: &ValueAddress, sealed: &SealedValue) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "INSERT INTO secret_values (org_id, secret, environment_id, version, key_id, nonce, ciphertext, deactivated) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 0) \
+             ON CONFLICT (org_id, secret, environment_id, version) DO NOTHING",
+        )
+        .bind(at.org.to_string())
+        .bind(&at.secret)
+        .bind(at.environment.to_string())
+        .bind(i64::from(at.version))
+        .bind(sealed.key_id.clone())
+        .bind(sealed.nonce.clone())
+        .bind(sealed.ciphertext.clone())
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn get(&self, at: &ValueAddress) -> Result<Option<Row>, StoreError> {
+        let row = sqlx::query(
+            "SELECT key_id, nonce, ciphertext, deactivated FROM secret_values \
+             WHERE org_id = $1 AND secret = $2 AND environment_id = $3 AND version = $4",
+        )
+        .bind(at.org.to_string())
+        .bind(&at.secret)
+        .bind(at.environment.to_string())
+        .bind(i64::from(at.version))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db)?;
+        row.as_ref().map(row_of).transpose()
+    }
+
+    async fn latest(
+        &self,
+        org: OrgId,
+        secret: &str,
+        environment: CatalogId,
+    ) -> Result<Option<(u32, Row)>, StoreError> {
+        let found = sqlx::query(
+            "SELECT version, key_id, nonce, ciphertext, deactivated FROM secret_values \
+             WHERE org_id = $1 AND secret = $2 AND environment_id = $3 ORDER BY version DESC LIMIT 1",
+        )
+        .bind(org.to_string())
+        .bind(secret)
+        .bind(environment.to_string())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db)?;
+        let Some(found) = found else { return Ok(None) };
+        Ok(Some((to_u32(found.try_get("version").map_err(db)?, "version")?, row_of(&found)?)))
+    }
+
+    async fn tombstone(&self, at: &ValueAddress) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO secret_values (org_id, secret, environment_id, version, key_id, nonce, ciphertext, deactivated) \
+             VALUES ($1, $2, $3, $4, NULL, NULL, NULL, 1) \
+             ON CONFLICT (org_id, secret, environment_id, version) \
+             DO UPDATE SET key_id = NULL, nonce = NULL, ciphertext = NULL, deactivated = 1",
+        )
+        .bind(at.org.to_string())
+        .bind(&at.secret)
+        .bind(at.environment.to_string())
+        .bind(i64::from(at.version))
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(())
+    }
+
+    async fn delete(&self, org: OrgId, secret: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM secret_values WHERE org_id = $1 AND secret = $2")
+            .bind(org.to_string())
+            .bind(secret)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(done.rows_affected())
+    }
+
+    async fn inventory(&self) -> Result<Vec<InventoryEntry>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT org_id, secret, environment_id, version, deactivated FROM secret_values \
+             ORDER BY org_id, secret, environment_id, version",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|r| {
+                let org: String = r.try_get("org_id").map_err(db)?;
+                let environment: String = r.try_get("environment_id").map_err(db)?;
+                let deactivated: i64 = r.try_get("deactivated").map_err(db)?;
+                Ok(InventoryEntry {
+                    org: parse_id(&org, "organization id")?,
+                    secret: r.try_get("secret").map_err(db)?,
+                    environment: parse_id(&environment, "environment id")?,
+                    version: to_u32(r.try_get("version").map_err(db)?, "version")?,
+                    deactivated: deactivated != 0,
+                })
+            })
+            .collect()
+    }
+
+    async fn numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+        if let Some(n) = self.read_numbering(agent).await? {
+            return Ok(n);
+        }
+        let legacy = sqlx::query("SELECT last_seq FROM access_legacy_counter WHERE id = 1")
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?
+            .map(|r| r.try_get::<i64, _>("last_seq"))
+            .transpose()
+            .map_err(db)?;
+        let (epoch, last) = match legacy {
+            Some(last) => (LEGACY_EPOCH.to_owned(), last),
+            None => (new_epoch(), 0),
+        };
+        // Two handles starting one Agent's numbering at once: one insert wins.
+        sqlx::query(
+            "INSERT INTO access_counters (agent_id, epoch, last_seq) VALUES ($1, $2, $3) ON CONFLICT (agent_id) DO NOTHING",
+        )
+        .bind(agent.to_string())
+        .bind(epoch)
+        .bind(last)
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        self.read_numbering(agent)
+            .await?
+            .ok_or_else(|| StoreError::Unavailable("the access counter row is missing".into()))
+    }
+
+    async fn restart_numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+        let mut next = self.next_seq.lock().await;
+        *next = None;
+        let epoch = new_epoch();
+        sqlx::query(
+            "INSERT INTO access_counters (agent_id, epoch, last_seq) VALUES ($1, $2, 0) \
+             ON CONFLICT (agent_id) DO UPDATE SET epoch = excluded.epoch, last_seq = 0",
+        )
+        .bind(agent.to_string())
+        .bind(epoch.clone())
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(Numbering { epoch, last_seq: 0 })
+    }
+
+    async fn append_records(&self, agent: AgentId, records: &[ServedRead]) -> Result<u64, StoreError> {
+        let count =
+            i64::try_from(records.len()).map_err(|_| StoreError::Invalid("batch too large".into()))?;
+        if self.backend == Backend::Sqlite {
+            return self.append_in_one_statement(agent, records).await;
+        }
+        // PostgreSQL: one statement, so one round trip and one commit. The
+        // Agent's counter row is the sequence: the CTE's update and the
+        // insert commit together or not at all, and its row lock orders
+        // concurrent appenders of one Agent.
+        let mut sql = String::from(
+            "WITH counter AS (UPDATE access_counters SET last_seq = last_seq + $1 WHERE agent_id = $2 \
+             RETURNING epoch, last_seq) \
+             INSERT INTO access_records (seq, accessor, accessed_at, secret, environment_id, version, source, served_by, epoch) \
+             SELECT counter.last_seq - $1 + r.ord, r.accessor, r.accessed_at, r.secret, r.environment_id, r.version, \
+             r.source, $2, counter.epoch FROM counter, (VALUES ",
+        );
+        for i in 0..records.len() {
+            let p = 2 + i * 7;
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!(
+                "(${}::bigint, ${}::text, ${}::bigint, ${}::text, ${}::text, ${}::bigint, ${}::text)",
+                p + 1,
+                p + 2,
+                p + 3,
+                p + 4,
+                p + 5,
+                p + 6,
+                p + 7
+            ));
+        }
+        sql.push_str(
+            ") AS r(ord, accessor, accessed_at, secret, environment_id, version, source) RETURNING seq",
+        );
+        for attempt in 0..2 {
+            let mut query = sqlx::query(&sql).bind(count).bind(agent.to_string());
+            for (ord, record) in (1_i64..).zip(records) {
+                query = bind_fields(query.bind(ord), record);
+            }
+            let rows = query.fetch_all(&self.pool).await.map_err(db)?;
+            let first = rows
+                .iter()
+                .map(|r| r.try_get::<i64, _>("seq"))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(db)?
+                .into_iter()
+                .min();
+            match first {
+                Some(first) => {
+                    return u64::try_from(first)
+                        .map_err(|_| StoreError::Unavailable("invalid sequence number".into()))
+                }
+                // No counter row yet for this Agent: start its numbering.
+                None if attempt == 0 => {
+                    self.numbering(agent).await?;
+                }
+                None => break,
+            }
+        }
+        Err(StoreError::Unavailable("the insert of access records returned nothing".into()))
+    }
+
+    fn max_batch(&self) -> usize {
+        RECORDS_PER_INSERT
+    }
+
+    async fn records_after(
+        &self,
+        agent: AgentId,
+        epoch: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<RecordedAccess>, StoreError> {
+        let after =
+            i64::try_from(after).map_err(|_| StoreError::Invalid("sequence number too large".into()))?;
+        let rows = sqlx::query(
+            "SELECT seq, accessor, accessed_at, secret, environment_id, version, source, served_by \
+             FROM access_records WHERE served_by = $1 AND epoch = $2 AND seq > $3 ORDER BY seq LIMIT $4",
+        )
+        .bind(agent.to_string())
+        .bind(epoch.to_owned())
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        rows.iter().map(access_record).collect()
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+}

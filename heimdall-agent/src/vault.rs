@@ -1,0 +1,378 @@
+//! The vault: what the Agent's read, write and sync paths call, the same
+//! over every backend. It validates addresses and sizes, seals values
+//! under the current data key and opens them with the key that sealed
+//! them, turns tombstones into `Deactivated`, caches the latest row of each
+//! (secret, environment), and checks batches of access records. A backend
+//! ([`SealedStore`]: SQLite, PostgreSQL, DynamoDB) only moves sealed rows.
+//!
+//! Opening the vault opens every data key of the store's keyring with the
+//! [`KeySealer`] (the master key or a KMS key): a wrong key is refused
+//! before anything else happens ([`StoreError::WrongMasterKey`],
+//! [`StoreError::WrongKmsKey`]).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use heimdall_core::ids::{AgentId, CatalogId, OrgId};
+use zeroize::Zeroizing;
+
+use crate::crypto::{CryptoError, DataKey, KeySealer, SealedDataKey};
+use crate::store::{
+    Backend, InventoryEntry, Numbering, RecordedAccess, Row, SealedStore, ServedRead, StoreError,
+    ValueAddress, MAX_NAME_LEN, MAX_VALUE_LEN,
+};
+
+/// How long a cached latest row is trusted. This Agent's own writes,
+/// tombstones and deletes invalidate at once; the TTL bounds how long a
+/// version written by *another* Agent sharing the store stays unseen.
+const LATEST_TTL: Duration = Duration::from_secs(1);
+
+/// The Agent's encrypted value store over one backend.
+pub struct Vault {
+    rows: Box<dyn SealedStore>,
+    keyring: Keyring,
+    latest: LatestCache,
+}
+
+impl fmt::Debug for Vault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Vault")
+            .field("rows", &self.rows)
+            .field("keyring", &self.keyring)
+            .field("latest", &self.latest)
+            .finish()
+    }
+}
+
+impl Vault {
+    /// Opens the keyring of `rows` with `sealer`, creating the first data
+    /// key on a new store (two Agents opening one at once: one key wins,
+    /// both open it).
+    pub async fn open(rows: Box<dyn SealedStore>, sealer: &dyn KeySealer) -> Result<Self, StoreError> {
+        let mut sealed = rows.data_keys().await?;
+        if sealed.is_empty() {
+            let (_key, first) = sealer.new_data_key().await.map_err(keyring_error)?;
+            // The key is dropped (zeroized) here: the store opens the
+            // keyring it reads back, whoever's first key won.
+            rows.put_first_data_key(&first).await?;
+            sealed = rows.data_keys().await?;
+        }
+        let keyring = Keyring::open(&sealed, sealer).await?;
+        Ok(Self { rows, keyring, latest: LatestCache::default() })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.rows.backend()
+    }
+
+    /// The id of the data key new values are sealed under.
+    pub fn current_key_id(&self) -> &str {
+        &self.keyring.current
+    }
+
+    /// Seals and stores a value; refuses (`AlreadyExists`) if the address
+    /// already holds a value or a tombstone.
+    pub async fn put_value(&self, at: &ValueAddress, plaintext: &[u8]) -> Result<(), StoreError> {
+        validate(at)?;
+        if plaintext.len() > MAX_VALUE_LEN {
+            return Err(StoreError::Invalid(format!("a value is at most {MAX_VALUE_LEN} bytes")));
+        }
+        let sealed = self
+            .keyring
+            .current()
+            .seal_value(at, plaintext)
+            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let stored = self.rows.put_if_absent(at, &sealed).await;
+        self.latest.invalidate(at.org, &at.secret);
+        if !stored? {
+            return Err(StoreError::AlreadyExists {
+                secret: at.secret.clone(),
+                environment: at.environment,
+                version: at.version,
+            });
+        }
+        Ok(())
+    }
+
+    /// The value, `None` if never stored here, `Deactivated` for a tombstone.
+    pub async fn get_value(&self, at: &ValueAddress) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError> {
+        validate(at)?;
+        match self.rows.get(at).await? {
+            Some(row) => self.open_row(at, &row).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// What a read without a version serves: the highest version held for
+    /// (secret, environment) and its value; `Deactivated` if that version
+    /// is a tombstone (no fallback to an older one); `None` if none is held.
+    pub async fn latest_value(
+        &self,
+        org: OrgId,
+        secret: &str,
+        environment: CatalogId,
+    ) -> Result<Option<(u32, Zeroizing<Vec<u8>>)>, StoreError> {
+        let Some((version, row)) = self.latest_row(org, secret, environment).await? else { return Ok(None) };
+        let at = ValueAddress { org, secret: secret.to_owned(), environment, version };
+        self.open_row(&at, &row).map(|value| Some((version, value)))
+    }
+
+    /// The highest version held for (secret, environment), deactivated or
+    /// not.
+    pub async fn latest_version(
+        &self,
+        org: OrgId,
+        secret: &str,
+        environment: CatalogId,
+    ) -> Result<Option<u32>, StoreError> {
+        Ok(self.latest_row(org, secret, environment).await?.map(|(version, _)| version))
+    }
+
+    /// Replaces the version's ciphertext with a tombstone (inserting one if
+    /// this Agent never held the version, so a late write cannot revive it).
+    pub async fn deactivate(&self, at: &ValueAddress) -> Result<(), StoreError> {
+        validate(at)?;
+        let done = self.rows.tombstone(at).await;
+        self.latest.invalidate(at.org, &at.secret);
+        done
+    }
+
+    /// Deletes every version of the secret in every environment; returns
+    /// how many rows went.
+    pub async fn delete_secret(&self, org: OrgId, secret: &str) -> Result<u64, StoreError> {
+        validate_name(secret)?;
+        let done = self.rows.delete(org, secret).await;
+        self.latest.invalidate(org, secret);
+        done
+    }
+
+    /// What the store holds, for the sync report: addresses and whether each
+    /// is deactivated, never a value. Ordered by org, secret, environment
+    /// (ids as text) and version on every backend.
+    pub async fn inventory(&self) -> Result<Vec<InventoryEntry>, StoreError> {
+        let mut entries = self.rows.inventory().await?;
+        entries.sort_by_cached_key(|e| {
+            (e.org.to_string(), e.secret.clone(), e.environment.to_string(), e.version)
+        });
+        Ok(entries)
+    }
+
+    /// `agent`'s numbering of its reads in this store: its epoch and the
+    /// last number used. The first call for an Agent starts one: a fresh
+    /// random epoch from 0 (or, in a store from before epochs, the old
+    /// shared counter's value in the epoch `legacy`). Agents that share a
+    /// store each have their own.
+    pub async fn numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+        self.rows.numbering(agent).await
+    }
+
+    /// Starts `agent` on a new epoch from 0: its store was restored from a
+    /// backup and its numbers have been used already. The old epoch's
+    /// records stay.
+    pub async fn restart_numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+        self.rows.restart_numbering(agent).await
+    }
+
+    /// Durably records reads in one transaction (a group commit) and
+    /// returns the sequence number of the first; the others follow it one
+    /// by one, in the serving Agent's current epoch. All are written, or
+    /// none and no number is used. An empty batch, one served by more than
+    /// one Agent, or one over [`Self::max_access_batch`] is `Invalid`.
+    pub async fn append_access_records(&self, records: &[ServedRead]) -> Result<u64, StoreError> {
+        let first =
+            records.first().ok_or_else(|| StoreError::Invalid("an empty batch of access records".into()))?;
+        if records.iter().any(|r| r.served_by != first.served_by) {
+            return Err(StoreError::Invalid("a batch of access records is served by one Agent".into()));
+        }
+        if records.len() > self.rows.max_batch() {
+            return Err(StoreError::Invalid(format!(
+                "at most {} access records per group commit on {:?}",
+                self.rows.max_batch(),
+                self.rows.backend()
+            )));
+        }
+        self.rows.append_records(first.served_by, records).await
+    }
+
+    /// Durably records one read and returns its sequence number.
+    pub async fn append_access_record(&self, record: &ServedRead) -> Result<u64, StoreError> {
+        self.append_access_records(std::slice::from_ref(record)).await
+    }
+
+    /// `agent`'s records of `epoch` with a sequence number above `after`, in
+    /// order, at most `limit`.
+    pub async fn access_records_after(
+        &self,
+        agent: AgentId,
+        epoch: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<RecordedAccess>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.rows.records_after(agent, epoch, after, limit).await
+    }
+
+    /// The most records one [`Self::append_access_records`] call takes: 100
+    /// on SQL (one INSERT statement), 99 on DynamoDB (100 items per
+    /// transaction, one of them the counter).
+    pub fn max_access_batch(&self) -> usize {
+        self.rows.max_batch()
+    }
+
+    /// Releases connections; the store cannot be used afterwards.
+    pub async fn close(&self) {
+        self.rows.close().await;
+    }
+
+    /// The latest row, from the cache while it is fresh.
+    async fn latest_row(
+        &self,
+        org: OrgId,
+        secret: &str,
+        environment: CatalogId,
+    ) -> Result<Option<(u32, Row)>, StoreError> {
+        validate_name(secret)?;
+        let key = (org, secret.to_owned(), environment);
+        if let Some(cached) = self.latest.get(&key) {
+            return Ok(Some(cached));
+        }
+        let generation = self.latest.generation.load(Ordering::SeqCst);
+        let found = self.rows.latest(org, secret, environment).await?;
+        if let Some(found) = &found {
+            self.latest.put(key, found.clone(), generation);
+        }
+        Ok(found)
+    }
+
+    /// Opens a row at its address; a tombstone is `Deactivated`, anything
+    /// that does not open (altered, moved, unknown key) is `Undecryptable`.
+    fn open_row(&self, at: &ValueAddress, row: &Row) -> Result<Zeroizing<Vec<u8>>, StoreError> {
+        let sealed = match row {
+            Row::Sealed(sealed) => sealed,
+            Row::Tombstone => {
+                return Err(StoreError::Deactivated {
+                    secret: at.secret.clone(),
+                    environment: at.environment,
+                    version: at.version,
+                })
+            }
+        };
+        let undecryptable = || StoreError::Undecryptable {
+            secret: at.secret.clone(),
+            version: at.version,
+            key_id: sealed.key_id.clone(),
+        };
+        let key = self.keyring.keys.get(&sealed.key_id).ok_or_else(undecryptable)?;
+        key.open_value(at, sealed).map_err(|_| undecryptable())
+    }
+}
+
+fn validate(at: &ValueAddress) -> Result<(), StoreError> {
+    validate_name(&at.secret)?;
+    if at.version == 0 {
+        return Err(StoreError::Invalid("versions start at 1".into()));
+    }
+    Ok(())
+}
+
+fn validate_name(secret: &str) -> Result<(), StoreError> {
+    if secret.is_empty() || secret.len() > MAX_NAME_LEN {
+        return Err(StoreError::Invalid(format!("a secret name is 1 to {MAX_NAME_LEN} bytes")));
+    }
+    Ok(())
+}
+
+/// The data keys, opened. Values are sealed under `current`; older keys
+/// stay to open what they sealed.
+struct Keyring {
+    keys: HashMap<String, DataKey>,
+    current: String,
+}
+
+impl Keyring {
+    /// Opens every sealed data key (in generation order; the last one is
+    /// current). A key `sealer` does not open refuses the whole store.
+    async fn open(sealed: &[SealedDataKey], sealer: &dyn KeySealer) -> Result<Self, StoreError> {
+        let mut keys = HashMap::new();
+        let mut current = String::new();
+        for s in sealed {
+            let key = sealer.unseal_data_key(s).await.map_err(keyring_error)?;
+            current = s.key_id.clone();
+            keys.insert(s.key_id.clone(), key);
+        }
+        if keys.is_empty() {
+            return Err(StoreError::Open("the keyring is empty".into()));
+        }
+        Ok(Self { keys, current })
+    }
+
+    fn current(&self) -> &DataKey {
+        &self.keys[&self.current]
+    }
+}
+
+impl fmt::Debug for Keyring {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Keyring").field("keys", &self.keys.len()).field("current", &self.current).finish()
+    }
+}
+
+/// A keyring that did not open: the wrong key, or a sealer that failed.
+fn keyring_error(e: CryptoError) -> StoreError {
+    match e {
+        CryptoError::WrongMasterKey { key_id } => StoreError::WrongMasterKey { key_id },
+        CryptoError::WrongKmsKey { key_id, kms_key, reason } => {
+            StoreError::WrongKmsKey { key_id, kms_key, reason }
+        }
+        other => StoreError::Open(other.to_string()),
+    }
+}
+
+/// (org, secret, environment).
+type LatestKey = (OrgId, String, CatalogId);
+
+/// The latest row per (org, secret, environment), sealed as stored (the
+/// cache holds ciphertext, never a plaintext): a read without a version
+/// then costs no query, only the open and its access record.
+#[derive(Default)]
+struct LatestCache {
+    rows: Mutex<HashMap<LatestKey, (u32, Row, Instant)>>,
+    /// Bumped by every invalidation; a lookup caches its answer only if no
+    /// invalidation happened while it queried.
+    generation: AtomicU64,
+}
+
+impl fmt::Debug for LatestCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let len = self.rows.lock().map_or(0, |r| r.len());
+        f.debug_struct("LatestCache").field("rows", &len).finish()
+    }
+}
+
+impl LatestCache {
+    fn get(&self, key: &LatestKey) -> Option<(u32, Row)> {
+        let rows = self.rows.lock().ok()?;
+        let (version, row, fetched) = rows.get(key)?;
+        (fetched.elapsed() < LATEST_TTL).then(|| (*version, row.clone()))
+    }
+
+    fn put(&self, key: LatestKey, (version, row): (u32, Row), generation: u64) {
+        if let Ok(mut rows) = self.rows.lock() {
+            if self.generation.load(Ordering::SeqCst) == generation {
+                rows.insert(key, (version, row, Instant::now()));
+            }
+        }
+    }
+
+    fn invalidate(&self, org: OrgId, secret: &str) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut rows) = self.rows.lock() {
+            rows.retain(|(o, s, _), _| !(*o == org && s == secret));
+        }
+    }
+}
