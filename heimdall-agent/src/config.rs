@@ -132,7 +132,7 @@ pub struct TerraformPin {
     pub sha256: String,
     /// More of the Agent's environment variables Terraform may see (e.g.
     /// `GOOGLE_APPLICATION_CREDENTIALS`), besides `PATH`, `TF_*` and the
-    /// AWS credentials and proxy settings (`terraform::PASSED_ENV`).
+    /// AWS credentials and proxy settings (`heimdall_core::runner::PASSED_ENV`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_env: Vec<String>,
 }

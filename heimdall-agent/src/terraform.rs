@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use globset::{Glob, GlobSetBuilder};
 use heimdall_core::infra::{JobOperation, JobRequest};
+use heimdall_core::runner::{check_run, job_env, Pin};
 use heimdall_core::ErrorCode;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -57,60 +57,19 @@ pub async fn identify(path: &Path) -> Result<(String, String), String> {
     Ok((version, sha))
 }
 
-/// The checks made before anything runs; neither failure is retried.
+/// The checks made before anything runs (`heimdall_core::runner::check_run`
+/// on the executable's measured SHA-256); neither failure is retried.
 pub async fn preflight(config: &AgentConfig, request: &JobRequest) -> Result<(), RunFailure> {
-    let actual = sha256_file(&config.terraform.path)
+    let pin = Pin {
+        path: &config.terraform.path,
+        version: &config.terraform.version,
+        sha256: &config.terraform.sha256,
+    };
+    let measured = sha256_file(&config.terraform.path)
         .await
         .map_err(|e| RunFailure::refused(ErrorCode::TerraformChecksumMismatch, e))?;
-    if !actual.eq_ignore_ascii_case(&config.terraform.sha256) {
-        return Err(RunFailure::refused(
-            ErrorCode::TerraformChecksumMismatch,
-            format!(
-                "{} has SHA-256 {actual}, but the Agent pins {} (terraform {}); nothing was run",
-                config.terraform.path.display(),
-                config.terraform.sha256,
-                config.terraform.version
-            ),
-        ));
-    }
-    let Some(module) = &request.module else {
-        return Err(RunFailure::refused(
-            ErrorCode::ModuleNotAllowed,
-            "the schema names no module; nothing was run",
-        ));
-    };
-    let mut set = GlobSetBuilder::new();
-    for pattern in &config.modules.allowed_sources {
-        let glob = Glob::new(pattern).map_err(|e| {
-            RunFailure::refused(ErrorCode::ModuleNotAllowed, format!("bad allowlist glob: {e}"))
-        })?;
-        set.add(glob);
-    }
-    let set = set.build().map_err(|e| RunFailure::refused(ErrorCode::ModuleNotAllowed, e.to_string()))?;
-    if !set.is_match(&module.source) {
-        return Err(RunFailure::refused(
-            ErrorCode::ModuleNotAllowed,
-            format!(
-                "module source {} is not in this Agent's modules.allowed_sources; nothing was run",
-                module.source
-            ),
-        ));
-    }
-    for key in request.effective_input.as_object().map(|o| o.keys().collect::<Vec<_>>()).unwrap_or_default() {
-        if !is_identifier(key) {
-            return Err(RunFailure::refused(
-                ErrorCode::SchemaViolation,
-                format!("input key {key:?} is not a valid Terraform variable name"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    check_run(pin, &measured, &config.modules.allowed_sources, request)
+        .map_err(|e| RunFailure::refused(e.code, e.message))
 }
 
 fn hcl_string(s: &str) -> String {
@@ -263,72 +222,6 @@ pub enum Stdout {
     /// human text, keep the `outputs` message, and turn error diagnostics
     /// into `Error:` lines for the failure reason.
     JsonUi,
-}
-
-/// What Terraform's environment may hold of the Agent's, besides `PATH`
-/// and `TF_*`: the cloud credentials the job runs with (today the Agent's
-/// own AWS ones; the job's own come with OIDC federation), proxies and CA
-/// bundles. Nothing else: not the master key's variable, not a token.
-pub const PASSED_ENV: &[&str] = &[
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "AWS_PROFILE",
-    "AWS_CONFIG_FILE",
-    "AWS_SHARED_CREDENTIALS_FILE",
-    "AWS_ROLE_ARN",
-    "AWS_ROLE_SESSION_NAME",
-    "AWS_WEB_IDENTITY_TOKEN_FILE",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
-    "AWS_EC2_METADATA_DISABLED",
-    "AWS_CA_BUNDLE",
-    "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_S3",
-    "AWS_ENDPOINT_URL_STS",
-    "HTTPS_PROXY",
-    "HTTP_PROXY",
-    "NO_PROXY",
-    "https_proxy",
-    "http_proxy",
-    "no_proxy",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-];
-
-/// Terraform's whole environment, from the Agent's (`vars`): `PATH`,
-/// `HOME` (the job's directory), `TF_*` but `TF_VAR_*`, what
-/// [`PASSED_ENV`] and the operator's `[terraform] pass_env` name, and the
-/// automation switches. `refused` (the master key's variable) never
-/// passes, whatever lists it.
-pub fn job_env(
-    vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
-    pass_env: &[String],
-    refused: Option<&str>,
-    home: &Path,
-) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = vars
-        .into_iter()
-        .filter(|(name, _)| {
-            let Some(name) = name.to_str() else { return false };
-            if Some(name) == refused || name == "HOME" {
-                return false;
-            }
-            name == "PATH"
-                || (name.starts_with("TF_") && !name.starts_with("TF_VAR_"))
-                || PASSED_ENV.contains(&name)
-                || pass_env.iter().any(|p| p == name)
-        })
-        .collect();
-    env.push(("HOME".into(), home.as_os_str().to_owned()));
-    for (name, value) in [("TF_IN_AUTOMATION", "1"), ("TF_INPUT", "0"), ("CHECKPOINT_DISABLE", "1")] {
-        env.retain(|(n, _)| n != name);
-        env.push((name.into(), value.into()));
-    }
-    env
 }
 
 /// A terraform command in `dir` with [`job_env`] and nothing else.
@@ -587,42 +480,6 @@ output "nested" { value = { a = { b = 1 } } }
             "Resource precondition failed: heimdall fixture: failing on purpose."
         );
         assert_eq!(error_summary("boom\n"), "boom");
-    }
-
-    #[test]
-    fn terraform_gets_an_allowlisted_environment() {
-        let agent: Vec<(std::ffi::OsString, std::ffi::OsString)> = [
-            ("PATH", "/usr/bin"),
-            ("HOME", "/root"),
-            ("HEIMDALL_MASTER_KEY", "5e5e"),
-            ("HEIMDALL_REGISTRATION_TOKEN", "hmd_x"),
-            ("TF_CLI_CONFIG_FILE", "/etc/tf.rc"),
-            ("TF_VAR_input", "{}"),
-            ("AWS_ACCESS_KEY_ID", "AKIA"),
-            ("GOOGLE_APPLICATION_CREDENTIALS", "/gcp.json"),
-            ("DATABASE_URL", "postgres://u:pw@h/db"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.into(), v.into()))
-        .collect();
-        let pass = vec!["GOOGLE_APPLICATION_CREDENTIALS".to_owned(), "HEIMDALL_MASTER_KEY".to_owned()];
-        let env = job_env(agent, &pass, Some("HEIMDALL_MASTER_KEY"), Path::new("/work/job-1"));
-        let mut names: Vec<&str> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
-        names.sort_unstable();
-        assert_eq!(
-            names,
-            [
-                "AWS_ACCESS_KEY_ID",
-                "CHECKPOINT_DISABLE",
-                "GOOGLE_APPLICATION_CREDENTIALS",
-                "HOME",
-                "PATH",
-                "TF_CLI_CONFIG_FILE",
-                "TF_INPUT",
-                "TF_IN_AUTOMATION"
-            ]
-        );
-        assert!(env.iter().any(|(k, v)| k == "HOME" && v == "/work/job-1"));
     }
 
     #[test]

@@ -455,7 +455,6 @@ pub struct AssignAgent {
 
 pub use crate::access::AccessRecord;
 
-
 /// One version an Agent's store holds (or holds as a tombstone).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -569,7 +568,6 @@ pub struct SyncResponse {
 }
 
 pub use crate::access::AccessLogEntry;
-
 
 // ---- Writing and reading values -----------------------------------------------
 //

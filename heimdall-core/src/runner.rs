@@ -1,0 +1,144 @@
+//! What an Agent agrees to run, decided before anything runs: the pinned
+//! Terraform, a module from its allowlist, input keys Terraform accepts,
+//! and the environment Terraform gets. The Agent measures (hashes the
+//! executable, reads its environment) and applies; the rules are here.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use globset::{Glob, GlobSetBuilder};
+
+use crate::error::{ApiError, ErrorCode};
+use crate::infra::JobRequest;
+
+/// The Agent's pin: the executable it agreed to run.
+#[derive(Clone, Copy, Debug)]
+pub struct Pin<'a> {
+    pub path: &'a Path,
+    pub version: &'a str,
+    /// The SHA-256 written at enrollment.
+    pub sha256: &'a str,
+}
+
+/// Whether `request` may run here: the executable at the pin's path hashes
+/// to `measured_sha256`, its module's source matches `allowed_sources`
+/// (globs), and every input key is a Terraform variable name. Refusals are
+/// final (`TERRAFORM_CHECKSUM_MISMATCH`, `MODULE_NOT_ALLOWED`,
+/// `SCHEMA_VIOLATION`): nothing was run.
+pub fn check_run(
+    pin: Pin<'_>,
+    measured_sha256: &str,
+    allowed_sources: &[String],
+    request: &JobRequest,
+) -> Result<(), ApiError> {
+    if !measured_sha256.eq_ignore_ascii_case(pin.sha256) {
+        return Err(ApiError::new(
+            ErrorCode::TerraformChecksumMismatch,
+            format!(
+                "{} has SHA-256 {measured_sha256}, but the Agent pins {} (terraform {}); nothing was run",
+                pin.path.display(),
+                pin.sha256,
+                pin.version
+            ),
+        ));
+    }
+    let not_allowed = |why: String| ApiError::new(ErrorCode::ModuleNotAllowed, why);
+    let Some(module) = &request.module else {
+        return Err(not_allowed("the schema names no module; nothing was run".into()));
+    };
+    let mut set = GlobSetBuilder::new();
+    for pattern in allowed_sources {
+        set.add(Glob::new(pattern).map_err(|e| not_allowed(format!("bad allowlist glob: {e}")))?);
+    }
+    let set = set.build().map_err(|e| not_allowed(e.to_string()))?;
+    if !set.is_match(&module.source) {
+        return Err(not_allowed(format!(
+            "module source {} is not in this Agent's modules.allowed_sources; nothing was run",
+            module.source
+        )));
+    }
+    let keys = request.effective_input.as_object().map(|o| o.keys().collect::<Vec<_>>()).unwrap_or_default();
+    if let Some(key) = keys.into_iter().find(|k| !is_identifier(k)) {
+        return Err(ApiError::new(
+            ErrorCode::SchemaViolation,
+            format!("input key {key:?} is not a valid Terraform variable name"),
+        ));
+    }
+    Ok(())
+}
+
+/// A Terraform variable name.
+pub fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// What Terraform's environment may hold of the Agent's, besides `PATH`
+/// and `TF_*`: the cloud credentials the job runs with (today the Agent's
+/// own AWS ones; the job's own come with OIDC federation), proxies and CA
+/// bundles. Nothing else: not the master key's variable, not a token.
+pub const PASSED_ENV: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_PROFILE",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    "AWS_EC2_METADATA_DISABLED",
+    "AWS_CA_BUNDLE",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ENDPOINT_URL_STS",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// Terraform's whole environment, from the Agent's (`vars`): `PATH`,
+/// `HOME` (the job's directory), `TF_*` but `TF_VAR_*`, what
+/// [`PASSED_ENV`] and the operator's `[terraform] pass_env` name, and the
+/// automation switches. `refused` (the master key's variable) never
+/// passes, whatever lists it.
+pub fn job_env(
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+    pass_env: &[String],
+    refused: Option<&str>,
+    home: &Path,
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = vars
+        .into_iter()
+        .filter(|(name, _)| {
+            let Some(name) = name.to_str() else { return false };
+            if Some(name) == refused || name == "HOME" {
+                return false;
+            }
+            name == "PATH"
+                || (name.starts_with("TF_") && !name.starts_with("TF_VAR_"))
+                || PASSED_ENV.contains(&name)
+                || pass_env.iter().any(|p| p == name)
+        })
+        .collect();
+    env.push(("HOME".into(), home.as_os_str().to_owned()));
+    for (name, value) in [("TF_IN_AUTOMATION", "1"), ("TF_INPUT", "0"), ("CHECKPOINT_DISABLE", "1")] {
+        env.retain(|(n, _)| n != name);
+        env.push((name.into(), value.into()));
+    }
+    env
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,91 @@
+use serde_json::json;
+use uuid::Uuid;
+
+use super::*;
+use crate::ids::{CloudAccountId, ResourceId};
+use crate::infra::{AccountAuth, AccountRef, JobOperation, ModuleRef, Provider};
+
+const SHA: &str = "ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12";
+
+fn pin() -> Pin<'static> {
+    Pin { path: Path::new("/usr/bin/terraform"), version: "1.9.0", sha256: SHA }
+}
+
+fn request(source: &str, input: serde_json::Value) -> JobRequest {
+    JobRequest {
+        resource_id: ResourceId::from_uuid(Uuid::from_u128(1)),
+        resource_name: "orders".into(),
+        revision: 1,
+        operation: JobOperation::Apply,
+        effective_input: input,
+        module: Some(ModuleRef { source: source.into(), version: "1.0.0".into() }),
+        account: AccountRef {
+            id: CloudAccountId::from_uuid(Uuid::from_u128(2)),
+            provider: Provider::Aws,
+            region: "eu-west-1".into(),
+            state_bucket: "state".into(),
+            state_endpoint: None,
+            auth: AccountAuth::Oidc { role_arn: "arn:aws:iam::1:role/x".into() },
+        },
+        region: "eu-west-1".into(),
+        state_key: "heimdall/x.tfstate".into(),
+    }
+}
+
+#[test]
+fn runs_only_the_pinned_terraform_with_an_allowed_module() {
+    let allowed = vec!["git::https://github.com/acme/terraform-*".to_owned()];
+    let ok = request("git::https://github.com/acme/terraform-bucket", json!({ "size": 1 }));
+    check_run(pin(), &SHA.to_uppercase(), &allowed, &ok).unwrap();
+
+    let err = check_run(pin(), &SHA.replace('a', "b"), &allowed, &ok).unwrap_err();
+    assert_eq!(err.code, ErrorCode::TerraformChecksumMismatch);
+    assert!(err.message.contains("nothing was run"), "{}", err.message);
+
+    let other = request("git::https://github.com/evil/terraform-bucket", json!({}));
+    assert_eq!(check_run(pin(), SHA, &allowed, &other).unwrap_err().code, ErrorCode::ModuleNotAllowed);
+    // An empty allowlist runs nothing.
+    assert_eq!(check_run(pin(), SHA, &[], &ok).unwrap_err().code, ErrorCode::ModuleNotAllowed);
+    let mut none = ok.clone();
+    none.module = None;
+    assert_eq!(check_run(pin(), SHA, &allowed, &none).unwrap_err().code, ErrorCode::ModuleNotAllowed);
+
+    let bad_key = request("git::https://github.com/acme/terraform-bucket", json!({ "a b": 1 }));
+    assert_eq!(check_run(pin(), SHA, &allowed, &bad_key).unwrap_err().code, ErrorCode::SchemaViolation);
+}
+
+#[test]
+fn terraform_gets_an_allowlisted_environment() {
+    let agent: Vec<(OsString, OsString)> = [
+        ("PATH", "/usr/bin"),
+        ("HOME", "/root"),
+        ("HEIMDALL_MASTER_KEY", "5e5e"),
+        ("HEIMDALL_REGISTRATION_TOKEN", "hmd_x"),
+        ("TF_CLI_CONFIG_FILE", "/etc/tf.rc"),
+        ("TF_VAR_input", "{}"),
+        ("AWS_ACCESS_KEY_ID", "AKIA"),
+        ("GOOGLE_APPLICATION_CREDENTIALS", "/gcp.json"),
+        ("DATABASE_URL", "postgres://u:pw@h/db"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.into(), v.into()))
+    .collect();
+    let pass = vec!["GOOGLE_APPLICATION_CREDENTIALS".to_owned(), "HEIMDALL_MASTER_KEY".to_owned()];
+    let env = job_env(agent, &pass, Some("HEIMDALL_MASTER_KEY"), Path::new("/work/job-1"));
+    let mut names: Vec<&str> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "AWS_ACCESS_KEY_ID",
+            "CHECKPOINT_DISABLE",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "HOME",
+            "PATH",
+            "TF_CLI_CONFIG_FILE",
+            "TF_INPUT",
+            "TF_IN_AUTOMATION"
+        ]
+    );
+    assert!(env.iter().any(|(k, v)| k == "HOME" && v == "/work/job-1"));
+}
