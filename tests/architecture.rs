@@ -1,6 +1,7 @@
 //! The Architecture Invariants of ARCHITECTURE.md that are about how the
 //! crates depend on each other and where decisions are made. Each test
 //! names the invariant it enforces; ARCHITECTURE.md names the test.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

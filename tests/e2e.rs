@@ -1,5 +1,6 @@
 //! End to end: the README's two commands are trusted to set up; here the
 //! built binaries are driven exactly as the README's tour says.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 use heimdall_e2e::{free_port, readme_tour, Dev};
 

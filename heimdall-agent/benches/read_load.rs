@@ -20,6 +20,7 @@
 //! cargo bench -p heimdall-agent --bench read_load -- --url https://127.0.0.1:8200/v1/secret/data/db \
 //!     --ca ca.pem --header 'X-Vault-Token: root' --expect-substring s3cr3t
 //! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -217,6 +217,7 @@ impl MasterKey {
         Ok(true)
     }
 
+    #[allow(clippy::expect_used, reason = "from_bytes, the only constructor, checks the 32 bytes")]
     fn cipher(&self) -> Aes256Gcm {
         Aes256Gcm::new_from_slice(&self.bytes).expect("a master key is 32 bytes")
     }
@@ -314,6 +315,7 @@ impl DataKey {
             .is_some_and(|c| c.as_slice() == CHECK_PLAINTEXT)
     }
 
+    #[allow(clippy::expect_used, reason = "generate and from_parts, the only constructors, make 32 bytes")]
     fn cipher(&self) -> Aes256Gcm {
         Aes256Gcm::new_from_slice(&self.key).expect("a data key is 32 bytes")
     }
@@ -372,6 +374,7 @@ fn open(cipher: &Aes256Gcm, sealed: &[u8], aad: &[u8]) -> Option<Zeroizing<Vec<u
 
 /// Appends `field` with a 4-byte big-endian length prefix, so no two
 /// different field lists encode to the same bytes.
+#[allow(clippy::expect_used, reason = "fields are ids, names and numbers, far below 4 GiB")]
 fn push_field(out: &mut Vec<u8>, field: &[u8]) {
     let len = u32::try_from(field.len()).expect("associated data fields are short");
     out.extend_from_slice(&len.to_be_bytes());

@@ -3,6 +3,7 @@
 //! scripts/install-test-tools.sh) and the S3 protocol (moto), with the
 //! fixture module in tests/fixtures/modules/bucket; and the Agent's
 //! encrypted value store on SQLite and PostgreSQL.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 #[path = "agent/support.rs"]
 mod support;

@@ -1,5 +1,6 @@
 //! Test support (feature `testing`): a real API server on a loopback port,
 //! over SQLite in a temporary directory or a fresh PostgreSQL database.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 use std::net::SocketAddr;
 

@@ -1,6 +1,7 @@
 //! heimdall-api's integration tests, one binary. Each scenario runs on
 //! SQLite (always) and on PostgreSQL at 127.0.0.1:5432 (or
 //! HEIMDALL_TEST_POSTGRES_URL), each test in its own fresh database.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 #[path = "api/access.rs"]
 mod access;

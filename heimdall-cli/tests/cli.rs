@@ -6,6 +6,7 @@
 //! timestamps, tokens, ports and temp paths redacted. Update them with
 //! `INSTA_UPDATE=always cargo test -p heimdall-cli --test cli` (or
 //! `cargo insta review`) and read the diff.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 #[path = "cli/agents.rs"]
 mod agents;

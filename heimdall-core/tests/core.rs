@@ -1,5 +1,6 @@
 //! heimdall-core's integration tests, one binary: the error table,
 //! authorization, and the purity of the crate's dependency closure.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 #[path = "core/authz.rs"]
 mod authz;

@@ -1,6 +1,7 @@
 //! Helpers for the end-to-end tests: find the built binaries, start
 //! `heimdall dev`, run CLI commands the way a person would.
 #![forbid(unsafe_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
