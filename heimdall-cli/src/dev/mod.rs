@@ -1,0 +1,287 @@
+//! `heimdall dev`: the quickstart. Runs `heimdall-api` on SQLite under a
+//! data directory, bootstraps an organization once, makes a `dev` profile
+//! current (with a client certificate, renewed on every start before the
+//! Agent starts, so that its first sync knows it), runs an Agent enrolled
+//! with that organization, and stays in the foreground until Ctrl-C,
+//! SIGTERM or SIGHUP. It spawns, supervises and prints: the API and the
+//! Agent write their own files.
+//!
+//! The data directory holds `heimdall.db` (the API's database),
+//! `owner.token` (the owner's token, mode 0600, written once by the
+//! bootstrap; its presence means "already bootstrapped"), `api.log`, `ca/`
+//! (the installation CA, made by the API), `agent/` (the Agent's key,
+//! certificate and `agent.toml`, written once by `heimdall-agent enroll`:
+//! `agent/agent.toml` means "already enrolled"; `heimdall-agent configure`
+//! points it at this run on every start), `state/` (Terraform state, one
+//! file per Resource: the dev Agent uses Terraform's local backend, so no
+//! bucket is needed), `agent.log`, `agent-values.db` (the Agent's encrypted
+//! value store) and `master.key` (its 32-byte master key as hex, mode 0600,
+//! made once by `heimdall-agent configure --create-master-key`).
+//!
+//! The API listens on `--listen`, the Agent channel (mTLS) on the next port
+//! and the Agent's local API (where values are written and read) on the one
+//! after. The children run in their own process groups, so a Ctrl-C in the
+//! terminal reaches only `heimdall dev`, which stops them in order: the
+//! Agent (it finishes the jobs it is running, for up to 30 s), then the API.
+
+mod agent;
+mod banner;
+mod supervisor;
+
+use std::ffi::OsString;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use heimdall_core::wire::{Bootstrapped, IssuedCertificate, WhoAmI};
+use heimdall_core::{ErrorCode, Redacted};
+use heimdall_sdk::Client;
+use tokio::process::Command;
+
+use crate::args::DevArgs;
+use crate::commands::Context;
+use crate::config::{self, Config, Profile};
+use crate::error::{CliError, Result};
+use agent::AgentState;
+use supervisor::{tail_block, Service, Signals};
+
+const DEV_PROFILE: &str = "dev";
+const API_BINARY: &str = "heimdall-api";
+const LOG_FILE: &str = "api.log";
+const STATE_DIR: &str = "state";
+
+/// What this start set up, and where.
+struct Dev {
+    data: PathBuf,
+    cwd: PathBuf,
+    config_dir: PathBuf,
+    config_file: PathBuf,
+    api_url: String,
+    agent_url: String,
+    local_api: SocketAddr,
+    me: WhoAmI,
+    certificate: Option<IssuedCertificate>,
+}
+
+pub async fn run(ctx: &Context, args: DevArgs) -> Result<()> {
+    // Listening from the start: a Ctrl-C during start-up stops the children
+    // too (they are in their own process groups, out of the terminal's reach).
+    let mut signals = Signals::listen()?;
+    let (mut api, mut agent, data) = tokio::select! {
+        started = start(ctx, &args) => started?,
+        // Dropping `start` killed whatever it had started.
+        stop = signals.recv() => {
+            return Err(CliError::local(format!("{stop} while starting; nothing is left running")));
+        }
+    };
+    supervisor::wait_for_stop(&mut signals, &mut api, &mut agent).await?;
+    if let AgentState::Running { service, .. } = agent {
+        eprintln!("Stopping the Agent (it finishes the jobs it is running first)…");
+        if let Some(why) = service.terminate(Duration::from_secs(30), &mut signals).await {
+            eprintln!(
+                "warning: the Agent was killed ({why}); any job it was running is retried once its \
+                 lease expires"
+            );
+        }
+    }
+    eprintln!("Stopping the API…");
+    if let Some(why) = api.terminate(Duration::from_secs(5), &mut signals).await {
+        eprintln!("warning: the API was killed ({why})");
+    }
+    eprintln!("✓ Stopped. Data kept in {}.", data.display());
+    Ok(())
+}
+
+async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, PathBuf)> {
+    let api_binary = locate_binary(API_BINARY).ok_or_else(|| {
+        CliError::local(format!(
+            "cannot find the `{API_BINARY}` binary next to `heimdall` or on PATH; \
+             build it with `cargo build -p heimdall-api` (it lands next to `heimdall`)"
+        ))
+    })?;
+    let (dir, config_dir) = (&args.data, ctx.config_dir()?);
+    let cwd = std::env::current_dir()
+        .map_err(|err| CliError::local(format!("cannot tell the current directory: {err}")))?;
+    let created = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+    created.map_err(|err| {
+        CliError::local(format!("cannot create the data directory {}: {err}", dir.display()))
+    })?;
+    let data = dir
+        .canonicalize()
+        .map_err(|err| CliError::local(format!("cannot resolve {}: {err}", dir.display())))?;
+    let database_url = format!("sqlite://{}", data.join("heimdall.db").display());
+    let agent_listen = next_port(args.listen)?;
+    let local_api = next_port(agent_listen).map_err(|_| {
+        CliError::usage("--listen's port must leave room for the Agent channel and its local API after it")
+    })?;
+    ensure_port_free(args.listen, "--listen")?;
+    ensure_port_free(agent_listen, "the Agent channel, on the port after --listen's")?;
+    // Before anything runs: a wrong --terraform is a usage error.
+    let plan = agent::plan(args, &data, &cwd)?;
+    if plan.is_ok() {
+        ensure_port_free(local_api, "the Agent's local API, two ports after --listen's")?;
+    }
+
+    let token = ensure_bootstrapped(&api_binary, &data, &database_url).await?;
+    let agent_url = format!("https://{}", client_addr(agent_listen));
+    let mut command = Command::new(&api_binary);
+    command.args(["serve", "--database-url", &database_url, "--listen", &args.listen.to_string()]);
+    command.args(["--agent-listen", &agent_listen.to_string(), "--agent-public-url", &agent_url]);
+    command.arg("--ca-dir").arg(data.join("ca"));
+    if agent_listen.ip().is_unspecified() {
+        // The URL Agents dial names loopback: the certificate must too.
+        command.args(["--agent-tls-name", &client_addr(agent_listen).ip().to_string()]);
+    }
+    let mut api = Service::spawn(API_BINARY, command, &data.join(LOG_FILE))?;
+    // HTTPS with a certificate from the installation CA, which the API
+    // makes in `ca/` on its first start; the dev profile trusts only it.
+    let api_url = format!("https://{}", client_addr(args.listen));
+    let ca_pem = supervisor::wait_until_healthy(&mut api, &api_url, &data.join("ca/ca.pem")).await?;
+    let client = Client::with_ca(&api_url, Some(token.expose().as_str()), &ca_pem)?;
+    let me = match client.whoami().await {
+        Err(err) if err.code() == Some(ErrorCode::Unauthenticated) => {
+            let (token, db) = (data.join("owner.token"), data.join("heimdall.db"));
+            let (token, db, data) = (token.display(), db.display(), data.display());
+            let why = format!(
+                "{token} does not open {db}: the two are from different runs; remove {data} to start over"
+            );
+            return Err(CliError::local(why));
+        }
+        me => me?,
+    };
+
+    let mut config = Config::load(&config_dir)?;
+    let profile = Profile { api_url: api_url.clone(), token, ca: Some(ca_pem) };
+    config.profiles.insert(DEV_PROFILE.to_owned(), profile);
+    config.current_profile = Some(DEV_PROFILE.to_owned());
+    let config_file = config.save(&config_dir)?;
+    // Before the Agent starts: its first sync then knows this certificate.
+    let issued = crate::identity::issue(&client, &config_dir, DEV_PROFILE, false).await;
+    let certificate = issued
+        .inspect_err(|err| {
+            eprintln!(
+                "warning: no client certificate for the dev profile ({err}); `heimdall secret set|get` \
+                 need one: run `heimdall login` with the dev profile's URL and token"
+            )
+        })
+        .ok();
+    let dev = Dev { data, cwd, config_dir, config_file, api_url, agent_url, local_api, me, certificate };
+    let agent = agent::start(plan, &client, &dev).await;
+    banner::print(&dev, &agent, ctx.out.is_json())?;
+    Ok((api, agent, dev.data))
+}
+
+/// The owner's token: read from `DIR/owner.token`, or made by running
+/// `heimdall-api bootstrap` once and kept there (0600).
+async fn ensure_bootstrapped(api_binary: &Path, data: &Path, database_url: &str) -> Result<Redacted<String>> {
+    let (token_path, start_over) =
+        (data.join("owner.token"), format!("remove {} to start over", data.display()));
+    match std::fs::read_to_string(&token_path) {
+        Ok(text) if !text.trim().is_empty() => return Ok(Redacted::new(text.trim().to_owned())),
+        Ok(_) => return Err(CliError::local(format!("{} is empty; {start_over}", token_path.display()))),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(CliError::local(format!("cannot read {}: {err}", token_path.display()))),
+    }
+    let mut command = Command::new(api_binary);
+    command.args(["bootstrap", "--database-url", database_url, "--org", "dev", "--owner", "dev@localhost"]);
+    let output =
+        command.args(["--output", "json"]).stdin(std::process::Stdio::null()).kill_on_drop(true).output();
+    let output =
+        output.await.map_err(|err| CliError::local(format!("cannot run {}: {err}", api_binary.display())))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() && stderr.contains(ErrorCode::AlreadyBootstrapped.as_str()) {
+        let (db, token) = (data.join("heimdall.db"), token_path.display());
+        let why = format!(
+            "{} was bootstrapped before, but {token} is gone, so the owner's token is lost; {start_over}",
+            db.display()
+        );
+        return Err(CliError::local(why));
+    } else if !output.status.success() {
+        let tail = tail_block(stderr.lines().map(str::to_owned), None);
+        return Err(CliError::local(format!("`{API_BINARY} bootstrap` failed ({}){tail}", output.status)));
+    }
+    // stdout holds the token: never quote it in an error.
+    let bootstrapped: Bootstrapped = serde_json::from_slice(&output.stdout).map_err(|_| {
+        CliError::local(format!(
+            "`{API_BINARY} bootstrap` succeeded but its output is not the expected JSON; {start_over}"
+        ))
+    })?;
+    let token = Redacted::new(bootstrapped.token.clone());
+    let mut contents = format!("{}\n", token.expose());
+    let written = config::write_private(data, &token_path, contents.as_bytes());
+    zeroize::Zeroize::zeroize(&mut contents);
+    written.map(|()| token)
+}
+
+/// `name` next to this executable (as `cargo build` lays them out), else on `PATH`.
+fn locate_binary(name: &str) -> Option<PathBuf> {
+    let name = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    let sibling = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join(&name)));
+    let cwd = std::env::current_dir().unwrap_or_default();
+    sibling.filter(|p| is_executable(p)).or_else(|| on_path(&name, std::env::var_os("PATH"), &cwd))
+}
+
+/// The first executable `name` in the directories of `path_env`, made absolute against `cwd`.
+fn on_path(name: &str, path_env: Option<OsString>, cwd: &Path) -> Option<PathBuf> {
+    let dirs: Vec<PathBuf> = path_env.map(|path| std::env::split_paths(&path).collect()).unwrap_or_default();
+    dirs.into_iter().map(|dir| cwd.join(dir).join(name)).find(|p| is_executable(p))
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn ensure_port_free(addr: SocketAddr, what: &str) -> Result<()> {
+    match std::net::TcpListener::bind(addr) {
+        Ok(_) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::AddrInUse => Err(CliError::local(format!(
+            "{addr} ({what}) is already in use (another `heimdall dev`?); stop it, or pick another \
+             address with --listen 127.0.0.1:PORT"
+        ))),
+        Err(err) => Err(CliError::local(format!("cannot listen on {addr} ({what}): {err}"))),
+    }
+}
+
+/// The Agent channel: the port after the API's (and its local API the one after that).
+fn next_port(listen: SocketAddr) -> Result<SocketAddr> {
+    match listen.port() {
+        0 => Err(CliError::usage("--listen needs a port (the Agent channel takes the one after it)")),
+        port => port.checked_add(1).map(|next| SocketAddr::new(listen.ip(), next)).ok_or_else(|| {
+            CliError::usage("--listen's port must leave room for the Agent channel on the port after it")
+        }),
+    }
+}
+
+/// Where a client reaches a server listening on `addr`.
+fn client_addr(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), addr.port()),
+        IpAddr::V6(ip) if ip.is_unspecified() => SocketAddr::new(Ipv6Addr::LOCALHOST.into(), addr.port()),
+        _ => addr,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_and_addresses() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap();
+        let err = ensure_port_free(addr, "--listen").unwrap_err().to_string();
+        assert!(err.contains(&addr.to_string()) && err.contains("already in use"), "{err}");
+        let client = |addr: &str| client_addr(addr.parse().unwrap()).to_string();
+        assert_eq!(
+            [client("0.0.0.0:1"), client("[::]:1"), client("127.0.0.2:1")],
+            ["127.0.0.1:1", "[::1]:1", "127.0.0.2:1"]
+        );
+        let next = |addr: &str| next_port(addr.parse().unwrap()).ok().map(|a| a.to_string());
+        assert_eq!(
+            [next("127.0.0.1:7480"), next("[::]:9000")],
+            [Some("127.0.0.1:7481".into()), Some("[::]:9001".into())]
+        );
+        assert_eq!([next("127.0.0.1:65535"), next("127.0.0.1:0")], [None, None]);
+    }
+}

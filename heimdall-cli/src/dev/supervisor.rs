@@ -1,0 +1,252 @@
+//! The children of `heimdall dev`: each in its own process group with its
+//! output appended to a log file, waited for until ready, and stopped in
+//! order on a signal.
+
+use std::future::Future;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use heimdall_sdk::Client;
+use tokio::process::{Child, Command};
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::time::{sleep, timeout, Instant};
+
+use super::agent::{log_fix, AgentState, Off, AGENT_BINARY, AGENT_NAME};
+use crate::error::{CliError, Result};
+
+const TAIL_LINES: usize = 20;
+/// How long the Agent has to reach the API before the banner says so.
+pub(super) const AGENT_READY: Duration = Duration::from_secs(15);
+const POLL: Duration = Duration::from_millis(100);
+
+/// SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed): each stops
+/// `heimdall dev`, in order.
+pub(super) struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+    hangup: Signal,
+}
+
+impl Signals {
+    pub(super) fn listen() -> Result<Self> {
+        let listen = |kind, name: &str| {
+            signal(kind).map_err(|err| CliError::local(format!("cannot listen for {name}: {err}")))
+        };
+        let (interrupt, terminate) =
+            (listen(SignalKind::interrupt(), "Ctrl-C")?, listen(SignalKind::terminate(), "SIGTERM")?);
+        Ok(Self { interrupt, terminate, hangup: listen(SignalKind::hangup(), "SIGHUP")? })
+    }
+
+    /// The next signal, as what it does to `heimdall dev`.
+    pub(super) async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "interrupted",
+            _ = self.terminate.recv() => "terminated",
+            _ = self.hangup.recv() => "hung up",
+        }
+    }
+}
+
+/// Until a signal, or the API dying on its own (an error). The Agent dying
+/// on its own is a warning: the API carries on without it.
+pub(super) async fn wait_for_stop(
+    signals: &mut Signals,
+    api: &mut Service,
+    agent: &mut AgentState,
+) -> Result<()> {
+    loop {
+        let agent_exit = async {
+            match agent {
+                AgentState::Running { service, .. } => service.child.wait().await,
+                AgentState::Off(_) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = signals.recv() => return Ok(()),
+            status = api.child.wait() => {
+                let status = status.map_err(|err| CliError::local(err.to_string()))?;
+                return Err(api.exited(status, "unexpectedly"));
+            }
+            status = agent_exit => {
+                if let AgentState::Running { service, .. } = agent {
+                    let why = match status {
+                        Ok(status) => service.exited(status, "unexpectedly").to_string(),
+                        Err(err) => format!("{AGENT_BINARY}: {err}"),
+                    };
+                    eprintln!("warning: {why}\nJobs stay queued until `heimdall dev` restarts.");
+                    *agent = AgentState::Off(Off { why, fix: log_fix(&service.log_path) });
+                }
+            }
+        }
+    }
+}
+
+/// A child process (the API or the Agent), its output appended to a log
+/// file from where that file ended when it started.
+pub(super) struct Service {
+    name: &'static str,
+    child: Child,
+    log_path: PathBuf,
+    log_start: u64,
+}
+
+impl Service {
+    /// Starts `command` in its own process group (a terminal's Ctrl-C
+    /// reaches only `heimdall dev`, which stops the children in order).
+    pub(super) fn spawn(name: &'static str, mut command: Command, log_path: &Path) -> Result<Self> {
+        let cannot = |err| CliError::local(format!("cannot open {}: {err}", log_path.display()));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(log_path)
+            .map_err(cannot)?;
+        let log_start = log.metadata().map_err(cannot)?.len();
+        // Plain text in the log, not terminal colours.
+        command
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(cannot)?)
+            .stderr(log);
+        let child = command.process_group(0).kill_on_drop(true).spawn();
+        let child = child.map_err(|err| CliError::local(format!("cannot start {name}: {err}")))?;
+        Ok(Self { name, child, log_path: log_path.to_owned(), log_start })
+    }
+
+    /// The end of what this child wrote, for an error message.
+    fn tail(&self) -> String {
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(&self.log_path).and_then(|mut log| {
+            log.seek(SeekFrom::Start(self.log_start))?;
+            log.read_to_end(&mut bytes)
+        });
+        let text = if read.is_ok() { String::from_utf8_lossy(&bytes) } else { "".into() };
+        tail_block(text.lines().map(str::to_owned), Some(&self.log_path))
+    }
+
+    fn exited(&self, status: ExitStatus, when: &str) -> CliError {
+        CliError::local(format!("{} exited {when} ({status}){}", self.name, self.tail()))
+    }
+
+    /// Polls `ready` until it answers, for up to `limit` (then `None`); the
+    /// child exiting first is an error.
+    async fn until<T, F>(
+        &mut self,
+        limit: Duration,
+        when: &str,
+        mut ready: impl FnMut() -> F,
+    ) -> Result<Option<T>>
+    where
+        F: Future<Output = Option<T>>,
+    {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().map_err(|err| CliError::local(err.to_string()))? {
+                return Err(self.exited(status, when));
+            }
+            match ready().await {
+                Some(answer) => return Ok(Some(answer)),
+                None if Instant::now() >= deadline => return Ok(None),
+                None => sleep(POLL).await,
+            }
+        }
+    }
+
+    /// SIGTERM, then up to `grace` for it to exit; then (or at a second
+    /// signal) SIGKILL, and why.
+    pub(super) async fn terminate(mut self, grace: Duration, signals: &mut Signals) -> Option<String> {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return None;
+        }
+        let pid = self.child.id()?.to_string();
+        // `kill` the command: this crate has no unsafe code, so no libc::kill.
+        let why = match Command::new("kill").args(["-TERM", &pid]).output().await {
+            Ok(out) if out.status.success() => tokio::select! {
+                exited = timeout(grace, self.child.wait()) => match exited {
+                    Ok(_) => return None,
+                    Err(_) => format!("still running {}s after SIGTERM", grace.as_secs()),
+                },
+                stop = signals.recv() => format!("{stop} again"),
+            },
+            _ => "SIGTERM could not be sent".to_owned(),
+        };
+        let _ = self.child.kill().await;
+        Some(why)
+    }
+}
+
+/// Waits for the API to make its CA (first start) and answer its health
+/// check over HTTPS with a certificate from that CA; returns the CA (PEM).
+pub(super) async fn wait_until_healthy(api: &mut Service, api_url: &str, ca_file: &Path) -> Result<String> {
+    let ready = move || async move {
+        let ca_pem = std::fs::read_to_string(ca_file).ok()?;
+        let probe = match Client::with_ca(api_url, None, &ca_pem) {
+            Ok(probe) => probe,
+            Err(err) => return Some(Err(err)),
+        };
+        matches!(timeout(Duration::from_secs(2), probe.health()).await, Ok(Ok(_))).then_some(Ok(ca_pem))
+    };
+    let limit = Duration::from_secs(30);
+    match api.until(limit, "before it was ready", ready).await? {
+        Some(ca_pem) => Ok(ca_pem?),
+        None => Err(CliError::local(format!(
+            "{} did not answer {api_url}/v1/health within {}s{}",
+            api.name,
+            limit.as_secs(),
+            api.tail()
+        ))),
+    }
+}
+
+/// Until the dev Agent's first claim reaches the API (its `last_seen_at`
+/// moves past `since`): `Ok(true)`; `Ok(false)` if that takes longer than
+/// [`AGENT_READY`]. An Agent that exits, or was revoked, is `Err`.
+pub(super) async fn wait_until_connected(
+    client: &Client,
+    agent: &mut Service,
+    agent_dir: &Path,
+    since: time::OffsetDateTime,
+) -> std::result::Result<bool, Off> {
+    let ready = move || async move {
+        let agents = client.list_agents().await.ok()?;
+        let mine: Vec<_> = agents.iter().filter(|a| a.name == AGENT_NAME).collect();
+        if mine.iter().any(|a| a.revoked_at.is_none() && a.last_seen_at.is_some_and(|at| at >= since)) {
+            return Some(Ok(true));
+        }
+        let revoked = !mine.is_empty() && mine.iter().all(|a| a.revoked_at.is_some());
+        let fix = || format!("remove {} and restart `heimdall dev` to enroll a new one", agent_dir.display());
+        revoked.then(|| Err(Off { why: format!("the Agent \"{AGENT_NAME}\" was revoked"), fix: fix() }))
+    };
+    match agent.until(AGENT_READY, "at start", ready).await {
+        Ok(answer) => answer.unwrap_or(Ok(false)),
+        Err(err) => Err(Off { why: err.to_string(), fix: log_fix(&agent.log_path) }),
+    }
+}
+
+/// The last lines of a child's output, to end an error message with.
+pub(super) fn tail_block(lines: impl Iterator<Item = String>, log: Option<&Path>) -> String {
+    let lines: Vec<String> = lines.collect();
+    let log = log.map(|log| log.display().to_string());
+    if lines.is_empty() {
+        return log.map_or("; it printed nothing".into(), |log| format!("; it printed nothing (log: {log})"));
+    }
+    let full_log = log.map_or(String::new(), |log| format!(" (full log: {log})"));
+    let last: String =
+        lines[lines.len().saturating_sub(TAIL_LINES)..].iter().map(|l| format!("\n  {l}")).collect();
+    format!("\n--- last lines of its output{full_log} ---{last}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tails_are_bounded() {
+        let text = super::tail_block((0..50).map(|i| format!("line {i}")), None);
+        assert!(
+            text.starts_with("\n--- last lines of its output ---\n  line 30\n") && text.ends_with("line 49")
+        );
+        assert_eq!(super::tail_block(std::iter::empty(), None), "; it printed nothing");
+    }
+}
