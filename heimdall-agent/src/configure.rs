@@ -32,7 +32,8 @@ pub struct Settings {
     /// Serve the local API (where people write and read values) on this address.
     #[arg(long, value_name = "ADDR:PORT")]
     pub local_api_listen: Option<String>,
-    /// The URL people use for the local API.
+    /// The URL people use for the local API; its host is added to the
+    /// names the certificate holds.
     #[arg(long, value_name = "URL")]
     pub local_api_url: Option<String>,
     /// A DNS name or IP address the local API's certificate holds
@@ -144,8 +145,25 @@ fn apply(config: &mut AgentConfig, s: &Settings) -> Result<(), String> {
         if !s.local_api_names.is_empty() {
             local.names = s.local_api_names.clone();
         }
+        // The certificate must name what the URL names.
+        if let Some(host) = local.url.as_deref().and_then(url_host) {
+            if !local.names.iter().any(|n| n.eq_ignore_ascii_case(&host)) {
+                local.names.push(host);
+            }
+        }
     }
     Ok(())
+}
+
+/// The host of an `https://host[:port][/…]` URL, brackets removed.
+fn url_host(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("https://")?;
+    let authority = rest.split('/').next()?;
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => authority.rsplit_once(':').map_or(authority, |(host, _)| host),
+    };
+    (!host.is_empty()).then(|| host.to_owned())
 }
 
 fn empty_values() -> ValuesConfig {
@@ -258,6 +276,16 @@ mod tests {
         let again = configure(&path, &settings).unwrap();
         assert!(again.changed.is_empty() && !again.master_key_created, "{again:?}");
         assert_eq!(std::fs::read(&key).unwrap(), key_before, "an existing key is never replaced");
+
+        // A URL on another host: the certificate names it too.
+        let v6 = Settings {
+            local_api_listen: Some("[::1]:7482".into()),
+            local_api_url: Some("https://[::1]:7482".into()),
+            ..Settings::default()
+        };
+        configure(&path, &v6).unwrap();
+        let names = AgentConfig::load(&path).unwrap().local_api.unwrap().names;
+        assert_eq!(names, ["localhost", "127.0.0.1", "::1"]);
 
         let moved = Settings { api_url: Some("https://127.0.0.1:9481".into()), ..Settings::default() };
         let moved = configure(&path, &moved).unwrap();

@@ -227,11 +227,8 @@ async fn configure(binary: &Path, dev: &Dev, config_file: &Path, notes: bool) ->
         "--local-api-listen",
         &local_api.to_string(),
     ]);
+    // The Agent adds the URL's host to the names its certificate holds.
     command.args(["--local-api-url", &format!("https://{}", client_addr(local_api))]);
-    if local_api.is_ipv6() {
-        // The certificate names what the URL names (the Agent's default is localhost and 127.0.0.1).
-        command.args(["--local-api-name", "localhost", "--local-api-name", "::1"]);
-    }
     let stdout = agent_command(command, "configure", &dev.data, |whole, error| {
         let why = error.unwrap_or(whole);
         let fix = if why.contains("is gone") {
