@@ -88,7 +88,7 @@ fn main() -> ExitCode {
             // environment is taken and removed, so Terraform never sees it.
             runtime::prepare(&config).and_then(|prepared| {
                 let clock = Arc::new(runtime::SystemClock);
-                block_on(runtime::run(prepared, clock, runtime::shutdown_signal()))
+                block_on(runtime::run(prepared, clock, heimdall_tls::server::shutdown_signal()))
             })
         }
         Command::Configure { config, settings, json } => {

@@ -156,3 +156,19 @@ pub fn error_response(err: heimdall_core::ApiError) -> axum::response::Response 
     }
     (status, axum::Json(heimdall_core::wire::ErrorBody { error: public })).into_response()
 }
+
+/// SIGTERM or Ctrl-C: when both servers start shutting down.
+pub async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        () = term => {},
+    }
+}

@@ -233,6 +233,25 @@ impl DynamoRows {
         Ok(out.item)
     }
 
+    /// Puts `item` unless its key is taken; `false` if it was.
+    async fn put_new(&self, item: Item, operation: &str) -> Result<bool, StoreError> {
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                Ok(false)
+            }
+            Err(e) => Err(unavailable(operation, &e)),
+        }
+    }
+
     async fn read_numbering(&self, agent: AgentId) -> Result<Option<Numbering>, StoreError> {
         let Some(item) = self.get(COUNTER_PK.into(), counter_sk(agent), "access counter").await? else {
             return Ok(None);
@@ -479,19 +498,10 @@ impl SealedStore for DynamoRows {
         item.insert("key_id".into(), s(&first.key_id));
         item.insert("sealed_key".into(), b(first.sealed_key.clone()));
         item.insert("check_value".into(), b(first.check_value.clone()));
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        match put {
-            Err(e) if !e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                Err(StoreError::Open(format!("DynamoDB PutItem (keyring): {}", describe(&e))))
-            }
-            _ => Ok(()),
+        // Two Agents opening a new table at once: one put wins.
+        match self.put_new(item, "PutItem (keyring)").await {
+            Err(StoreError::Unavailable(e)) => Err(StoreError::Open(e)),
+            other => other.map(drop),
         }
     }
 
@@ -505,21 +515,7 @@ impl SealedStore for DynamoRows {
         item.insert("key_id".into(), s(&sealed.key_id));
         item.insert("nonce".into(), b(sealed.nonce.clone()));
         item.insert("ciphertext".into(), b(sealed.ciphertext.clone()));
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        match put {
-            Ok(_) => Ok(true),
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                Ok(false)
-            }
-            Err(e) => Err(unavailable("PutItem", &e)),
-        }
+        self.put_new(item, "PutItem").await
     }
 
     async fn get(&self, at: &ValueAddress) -> Result<Option<Row>, StoreError> {
@@ -654,19 +650,7 @@ impl SealedStore for DynamoRows {
             Numbering { epoch: new_epoch(), last_seq: 0 }
         };
         // Two handles starting one Agent's numbering at once: one put wins.
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(counter_item(agent, &start)))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        if let Err(e) = put {
-            if !e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) {
-                return Err(unavailable("PutItem (access counter)", &e));
-            }
-        }
+        self.put_new(counter_item(agent, &start), "PutItem (access counter)").await?;
         self.read_numbering(agent)
             .await?
             .ok_or_else(|| StoreError::Unavailable("the access counter item is missing".into()))
