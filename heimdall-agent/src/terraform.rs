@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use heimdall_core::infra::{JobOperation, JobRequest};
-use heimdall_core::runner::{check_run, job_env, Pin};
+use heimdall_core::runner::{check_run, job_env, with_job, Pin, REGION_VARIABLE};
 use heimdall_core::ErrorCode;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -88,8 +88,14 @@ fn is_registry_source(source: &str) -> bool {
         || source.starts_with("git@"))
 }
 
-/// Writes the root module for a job into `dir`.
-pub fn write_root_module(dir: &Path, request: &JobRequest, state: &StateConfig) -> Result<(), String> {
+/// Writes the root module for a job into `dir`; with `region`, the module
+/// call also sets [`REGION_VARIABLE`] (for modules that declare it).
+pub fn write_root_module(
+    dir: &Path,
+    request: &JobRequest,
+    state: &StateConfig,
+    region: Option<&str>,
+) -> Result<(), String> {
     let module = request.module.as_ref().ok_or("no module")?;
     let backend = match &state.local_dir {
         Some(local) => format!(
@@ -123,6 +129,9 @@ pub fn write_root_module(dir: &Path, request: &JobRequest, state: &StateConfig) 
             main.push_str(&format!("  {key} = var.input[{}]\n", hcl_string(key)));
         }
     }
+    if let Some(region) = region {
+        main.push_str(&format!("  {REGION_VARIABLE} = {}\n", hcl_string(region)));
+    }
     main.push_str("}\n");
     std::fs::write(dir.join("main.tf"), main).map_err(|e| e.to_string())?;
     let vars = serde_json::json!({ "input": request.effective_input });
@@ -132,33 +141,72 @@ pub fn write_root_module(dir: &Path, request: &JobRequest, state: &StateConfig) 
 
 /// The module's outputs (name → sensitive), read from its source after
 /// `init` placed it (`.terraform/modules/modules.json`).
-pub fn module_outputs(dir: &Path) -> Result<BTreeMap<String, bool>, String> {
-    let manifest = std::fs::read_to_string(dir.join(".terraform/modules/modules.json"))
-        .map_err(|e| format!("no module manifest: {e}"))?;
-    let manifest: serde_json::Value = serde_json::from_str(&manifest).map_err(|e| e.to_string())?;
-    let module_dir = manifest["Modules"]
-        .as_array()
-        .and_then(|mods| mods.iter().find(|m| m["Key"] == "resource"))
-        .and_then(|m| m["Dir"].as_str())
-        .ok_or("module `resource` missing from the manifest")?;
-    let module_dir =
-        if Path::new(module_dir).is_absolute() { PathBuf::from(module_dir) } else { dir.join(module_dir) };
+/// The module's `output` blocks, and whether each is sensitive.
+pub fn module_outputs(dir: &Path, source: &str) -> Result<BTreeMap<String, bool>, String> {
+    module_blocks(&installed_module(dir, source)?, "output")
+}
+
+/// Whether the module declares `variable "name"`. It may be asked after an
+/// `init` that failed on the module's arguments: the module is installed
+/// by then, though the manifest is not written.
+pub fn module_declares_variable(dir: &Path, source: &str, name: &str) -> bool {
+    installed_module(dir, source)
+        .and_then(|module| module_blocks(&module, "variable"))
+        .is_ok_and(|vars| vars.contains_key(name))
+}
+
+/// Where `terraform init` put the module `resource`: the manifest's
+/// directory, else a local source's own directory, else Terraform's
+/// download directory (with the source's `//subdir`).
+fn installed_module(dir: &Path, source: &str) -> Result<PathBuf, String> {
+    let from_manifest = std::fs::read_to_string(dir.join(".terraform/modules/modules.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|manifest| {
+            let modules = manifest["Modules"].as_array()?.clone();
+            let found = modules.into_iter().find(|m| m["Key"] == "resource")?;
+            found["Dir"].as_str().map(PathBuf::from)
+        });
+    let module = match from_manifest {
+        Some(found) => found,
+        None if source.starts_with("./") || source.starts_with("../") || source.starts_with('/') => {
+            PathBuf::from(source)
+        }
+        None => {
+            let without_query = source.split('?').next().unwrap_or(source);
+            let after_scheme = without_query.split_once("://").map_or(without_query, |(_, rest)| rest);
+            let subdir = after_scheme.split_once("//").map(|(_, sub)| sub);
+            let downloaded = PathBuf::from(".terraform/modules/resource");
+            subdir.map_or(downloaded.clone(), |sub| downloaded.join(sub))
+        }
+    };
+    let module = if module.is_absolute() { module } else { dir.join(module) };
+    if module.is_dir() {
+        Ok(module)
+    } else {
+        Err(format!("the module is not installed at {}", module.display()))
+    }
+}
+
+/// The `kind` blocks (`output`, `variable`) of the module in `module_dir`
+/// by name, each with whether it says `sensitive = true`.
+fn module_blocks(module_dir: &Path, kind: &str) -> Result<BTreeMap<String, bool>, String> {
     let mut outputs = BTreeMap::new();
-    for entry in std::fs::read_dir(&module_dir).map_err(|e| format!("{}: {e}", module_dir.display()))? {
+    for entry in std::fs::read_dir(module_dir).map_err(|e| format!("{}: {e}", module_dir.display()))? {
         let path = entry.map_err(|e| e.to_string())?.path();
         if path.extension().is_some_and(|e| e == "tf") {
             let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
-            scan_outputs(&text, &mut outputs);
+            scan_blocks(&text, kind, &mut outputs);
         }
     }
     Ok(outputs)
 }
 
-/// Finds `output "name" { … }` blocks and whether they say `sensitive = true`.
-fn scan_outputs(text: &str, outputs: &mut BTreeMap<String, bool>) {
+fn scan_blocks(text: &str, kind: &str, outputs: &mut BTreeMap<String, bool>) {
+    let opening = format!("{kind} \"");
     let mut rest = text;
-    while let Some(at) = rest.find("output \"") {
-        let after = &rest[at + 8..];
+    while let Some(at) = rest.find(&opening) {
+        let after = &rest[at + opening.len()..];
         let Some(end) = after.find('"') else { break };
         let name = after[..end].to_owned();
         let Some(open) = after.find('{') else { break };
@@ -377,8 +425,8 @@ pub async fn execute(
 ) -> Result<serde_json::Value, RunFailure> {
     let tf = &config.terraform.path;
     let refused = config.values.as_ref().and_then(|v| v.master_key_env.as_deref());
-    let env = job_env(std::env::vars_os(), &config.terraform.pass_env, refused, dir);
-    write_root_module(dir, request, &config.state).map_err(RunFailure::failed)?;
+    let env = with_job(job_env(std::env::vars_os(), &config.terraform.pass_env, refused, dir), request);
+    write_root_module(dir, request, &config.state, None).map_err(RunFailure::failed)?;
     let step = |ok: bool, tail: &str, what: &str| {
         if ok {
             Ok(())
@@ -386,11 +434,21 @@ pub async fn execute(
             Err(RunFailure::failed(format!("terraform {what} failed: {}", error_summary(tail))))
         }
     };
-    let (ok, _, tail) = run(tf, dir, &env, &["init", "-input=false", "-no-color"], log, Stdout::Log)
-        .await
-        .map_err(RunFailure::failed)?;
+    let init = ["init", "-input=false", "-no-color"];
+    let (mut ok, _, mut tail) =
+        run(tf, dir, &env, &init, log, Stdout::Log).await.map_err(RunFailure::failed)?;
+    // The module is installed now (init installs modules before it checks
+    // their arguments): one that declares the region variable gets it, and
+    // an init that failed for the lack of it runs again.
+    let source = request.module.as_ref().map_or("", |m| m.source.as_str());
+    if module_declares_variable(dir, source, REGION_VARIABLE) {
+        write_root_module(dir, request, &config.state, Some(&request.region)).map_err(RunFailure::failed)?;
+        if !ok {
+            (ok, _, tail) = run(tf, dir, &env, &init, log, Stdout::Log).await.map_err(RunFailure::failed)?;
+        }
+    }
     step(ok, &tail, "init")?;
-    let outputs = module_outputs(dir).map_err(RunFailure::failed)?;
+    let outputs = module_outputs(dir, source).map_err(RunFailure::failed)?;
     write_outputs(dir, &outputs).map_err(RunFailure::failed)?;
     if let Some(lock) = stale_lock {
         let _ = log.send(format!("Taking over the state lock {lock} left by the previous attempt\n"));
@@ -449,7 +507,7 @@ output "secret" {
 output "nested" { value = { a = { b = 1 } } }
 "#;
         let mut outs = BTreeMap::new();
-        scan_outputs(tf, &mut outs);
+        scan_blocks(tf, "output", &mut outs);
         assert_eq!(
             outs,
             BTreeMap::from([("id".into(), false), ("nested".into(), false), ("secret".into(), true)])

@@ -28,6 +28,7 @@ use crate::infra::{
 use crate::input::{effective_input, revision_hash, InputSchema};
 use crate::names::{validate_name, validate_region, validate_text};
 use crate::queue::{self, MAX_ATTEMPTS};
+use crate::runner::check_input_keys;
 
 /// Where a Resource sits, by name: the environment picks the schema's
 /// defaults, and all three name the place when no account is linked.
@@ -455,10 +456,12 @@ fn cancel_for_delete(plan: &mut ResourcePlan) {
 
 /// The effective input (defaults for the environment, overlaid by the
 /// input), validated against the schema in full; errors name fields and
-/// rules only, never values.
+/// rules only, never values. Each key must also be a module argument the
+/// Agent will pass (`runner::check_input_keys`).
 fn validated_input(schema: &ResourceSchema, environment: &str, input: &Value) -> Result<Value, ApiError> {
     let effective = effective_input(&schema.defaults, environment, input);
     InputSchema::compile(&schema.input_schema)?.validate(&effective)?;
+    check_input_keys(&effective)?;
     Ok(effective)
 }
 

@@ -1,6 +1,6 @@
 //! What an Agent agrees to run, decided before anything runs: the pinned
 //! Terraform, a module from its allowlist, input keys Terraform accepts,
-//! and the environment Terraform gets. The Agent measures (hashes the
+//! and the environment Terraform gets (the job's region included). The Agent measures (hashes the
 //! executable, reads its environment) and applies; the rules are here.
 
 use std::ffi::OsString;
@@ -9,7 +9,7 @@ use std::path::Path;
 use globset::{Glob, GlobSetBuilder};
 
 use crate::error::{ApiError, ErrorCode};
-use crate::infra::JobRequest;
+use crate::infra::{JobRequest, Provider};
 
 /// The Agent's pin: the executable it agreed to run.
 #[derive(Clone, Copy, Debug)]
@@ -57,11 +57,25 @@ pub fn check_run(
             module.source
         )));
     }
-    let keys = request.effective_input.as_object().map(|o| o.keys().collect::<Vec<_>>()).unwrap_or_default();
-    if let Some(key) = keys.into_iter().find(|k| !is_identifier(k)) {
+    check_input_keys(&request.effective_input)?;
+    Ok(())
+}
+
+/// Every input key becomes a module argument: it must be a Terraform
+/// variable name, and not one Heimdall sets itself (`heimdall_*`). The API
+/// checks this when a Resource is requested, the Agent again before it runs.
+pub fn check_input_keys(input: &serde_json::Value) -> Result<(), ApiError> {
+    let keys = input.as_object().map(|o| o.keys().collect::<Vec<_>>()).unwrap_or_default();
+    if let Some(key) = keys.iter().find(|k| !is_identifier(k)) {
         return Err(ApiError::new(
             ErrorCode::SchemaViolation,
             format!("input key {key:?} is not a valid Terraform variable name"),
+        ));
+    }
+    if let Some(key) = keys.iter().find(|k| k.starts_with(RESERVED_PREFIX)) {
+        return Err(ApiError::new(
+            ErrorCode::SchemaViolation,
+            format!("input key {key:?} is Heimdall's to set ({RESERVED_PREFIX}* names are reserved)"),
         ));
     }
     Ok(())
@@ -134,10 +148,32 @@ pub fn job_env(
         .collect();
     env.push(("HOME".into(), home.as_os_str().to_owned()));
     for (name, value) in [("TF_IN_AUTOMATION", "1"), ("TF_INPUT", "0"), ("CHECKPOINT_DISABLE", "1")] {
-        env.retain(|(n, _)| n != name);
-        env.push((name.into(), value.into()));
+        set(&mut env, name, value.into());
     }
     env
+}
+
+/// The variable a module declares to be told the region its job runs in.
+pub const REGION_VARIABLE: &str = "heimdall_region";
+
+/// Input keys Heimdall sets itself: a request may not.
+const RESERVED_PREFIX: &str = "heimdall_";
+
+/// What the job itself adds to Terraform's environment: for AWS, the
+/// region it runs in (the Resource's, else its account's), over whatever
+/// the Agent's own environment says.
+pub fn with_job(mut env: Vec<(OsString, OsString)>, request: &JobRequest) -> Vec<(OsString, OsString)> {
+    if request.account.provider == Provider::Aws {
+        for name in ["AWS_REGION", "AWS_DEFAULT_REGION"] {
+            set(&mut env, name, request.region.clone().into());
+        }
+    }
+    env
+}
+
+fn set(env: &mut Vec<(OsString, OsString)>, name: &str, value: OsString) {
+    env.retain(|(n, _)| n != name);
+    env.push((name.into(), value));
 }
 
 #[cfg(test)]

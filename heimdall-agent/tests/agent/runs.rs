@@ -332,3 +332,62 @@ async fn terraform_runs_with_an_allowlisted_environment_and_never_the_master_key
         assert!(!run.contains(&key) && !run.contains("leak-marker-3f9"), "a secret reached Terraform");
     }
 }
+
+/// A job runs in the Resource's region, else its account's: modules that
+/// declare `heimdall_region` get it, and Terraform's AWS environment
+/// (`AWS_REGION`, `AWS_DEFAULT_REGION`) names it, whatever the Agent's own
+/// environment says. A module may not set `heimdall_*` itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_run_in_the_resources_region_else_the_accounts() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    let module = crate::support::repo().join("tests/fixtures/modules/regional").display().to_string();
+    w.post(
+        &owner,
+        "/v1/schemas",
+        json!({ "type": "regional", "input_schema": { "type": "object" },
+        "module": { "source": module, "version": "1.0.0" } }),
+    )
+    .await;
+    let dump = w.dir.path().join("terraform-env");
+    let wrapper = w.dir.path().join("terraform");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n{{ echo \"AWS_REGION=$AWS_REGION AWS_DEFAULT_REGION=$AWS_DEFAULT_REGION\"; }} >> '{}'\nexec '{}' \"$@\"\n",
+            dump.display(),
+            crate::support::terraform().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = w.enroll_with("agent-1", &wrapper).await;
+    let _ = std::fs::remove_file(&dump); // what enroll's `terraform version` saw
+    let _agent = w.run_agent_with(&config, &[("AWS_REGION", "ap-south-1")]);
+
+    let body = json!({ "component": "receipts", "schema": "regional", "environment": "dev",
+        "name": "paris", "region": "eu-west-3", "input": { "name": "paris" } });
+    let paris = w.post(&owner, "/v1/resources", body).await["id"].as_str().unwrap().to_owned();
+    let r = w.wait_for(&paris, &["provisioned", "failed"], RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&paris).await);
+    assert_eq!(r["outputs"]["region"], "eu-west-3", "{r}");
+    let seen = std::fs::read_to_string(&dump).unwrap();
+    assert!(seen.lines().all(|l| l == "AWS_REGION=eu-west-3 AWS_DEFAULT_REGION=eu-west-3"), "{seen}");
+
+    std::fs::remove_file(&dump).unwrap();
+    let home = w.create("home", "regional", json!({ "name": "home" })).await;
+    let r = w.wait_for(&home, &["provisioned", "failed"], RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&home).await);
+    assert_eq!(r["outputs"]["region"], "us-east-1", "the account's region: {r}");
+    let seen = std::fs::read_to_string(&dump).unwrap();
+    assert!(seen.lines().all(|l| l == "AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1"), "{seen}");
+
+    // The region is Heimdall's to set: a request naming it is refused, nothing queued.
+    let body = json!({ "component": "receipts", "schema": "regional", "environment": "dev",
+        "name": "own", "input": { "name": "own", "heimdall_region": "xx" } });
+    let (status, refused) = w.call(reqwest::Method::POST, "/v1/resources", Some(body)).await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (422, Some("SCHEMA_VIOLATION")), "{refused}");
+    let (_, all) = w.call(reqwest::Method::GET, "/v1/resources", None).await;
+    assert_eq!(all.as_array().unwrap().len(), 2, "{all}");
+}

@@ -250,6 +250,12 @@ fn bad_input_or_no_account_refuses_before_anything_is_planned() {
     assert_eq!(err.code, ErrorCode::SchemaViolation);
     let err = w.create(ANA, json!({ "size": 3, "extra": true })).unwrap_err();
     assert_eq!(err.code, ErrorCode::SchemaViolation);
+    // Keys a module cannot take, or that Heimdall sets itself, are refused now, not by the Agent.
+    for key in ["heimdall_region", "not a name"] {
+        w.schema.input_schema["additionalProperties"] = json!(true);
+        let err = w.create(ANA, json!({ "size": 3, key: "x" })).unwrap_err();
+        assert_eq!(err.code, ErrorCode::SchemaViolation, "{key}: {err:?}");
+    }
     let err = w.create_named("Not A Name", input()).unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidInput);
     // Refused now, even though it would wait for approval first.

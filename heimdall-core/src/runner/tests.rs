@@ -52,6 +52,24 @@ fn runs_only_the_pinned_terraform_with_an_allowed_module() {
 
     let bad_key = request("git::https://github.com/acme/terraform-bucket", json!({ "a b": 1 }));
     assert_eq!(check_run(pin(), SHA, &allowed, &bad_key).unwrap_err().code, ErrorCode::SchemaViolation);
+    let reserved =
+        request("git::https://github.com/acme/terraform-bucket", json!({ "heimdall_region": "x" }));
+    let err = check_run(pin(), SHA, &allowed, &reserved).unwrap_err();
+    assert!(err.code == ErrorCode::SchemaViolation && err.message.contains("reserved"), "{err:?}");
+}
+
+#[test]
+fn aws_jobs_run_in_their_region_over_the_agents() {
+    let mut job = request("x", json!({}));
+    job.region = "eu-west-3".into();
+    let agent = vec![(OsString::from("AWS_REGION"), OsString::from("us-east-1"))];
+    let env = with_job(agent.clone(), &job);
+    let get = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    assert_eq!(get("AWS_REGION"), Some("eu-west-3".into()));
+    assert_eq!(get("AWS_DEFAULT_REGION"), Some("eu-west-3".into()));
+    assert_eq!(env.len(), 2, "replaced, not added twice: {env:?}");
+    job.account.provider = Provider::Cloudflare;
+    assert_eq!(with_job(agent.clone(), &job), agent, "no AWS variables for other providers");
 }
 
 #[test]
