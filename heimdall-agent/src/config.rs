@@ -144,6 +144,11 @@ pub struct TerraformPin {
 pub struct Modules {
     #[serde(default)]
     pub allowed_sources: Vec<String>,
+    /// The module to run for a schema type whose schema names none, e.g.
+    /// `bucket = { source = "git::https://github.com/acme/terraform-bucket.git", version = "v1.2.0" }`.
+    /// The allowlist still applies.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub by_type: heimdall_core::runner::ModulesByType,
 }
 
 /// Where state goes. By default, the account's S3 bucket with S3-native

@@ -186,7 +186,7 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
         work_dir: data.join("work"),
         concurrency: options.concurrency,
         terraform: TerraformPin { path: options.terraform.clone(), version, sha256, pass_env: Vec::new() },
-        modules: Modules { allowed_sources: options.allowed_modules },
+        modules: Modules { allowed_sources: options.allowed_modules, by_type: Default::default() },
         state: options.state,
         values: None,
         local_api: None,

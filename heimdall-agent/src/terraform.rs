@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use heimdall_core::infra::{JobOperation, JobRequest};
-use heimdall_core::runner::{check_run, job_env, with_job, Pin, REGION_VARIABLE};
+use heimdall_core::infra::{JobOperation, JobRequest, ModuleRef};
+use heimdall_core::runner::{check_run, job_env, with_job, Modules, Pin, REGION_VARIABLE};
 use heimdall_core::ErrorCode;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -58,8 +58,9 @@ pub async fn identify(path: &Path) -> Result<(String, String), String> {
 }
 
 /// The checks made before anything runs (`heimdall_core::runner::check_run`
-/// on the executable's measured SHA-256); neither failure is retried.
-pub async fn preflight(config: &AgentConfig, request: &JobRequest) -> Result<(), RunFailure> {
+/// on the executable's measured SHA-256), and the module the job runs; a
+/// refusal is not retried.
+pub async fn preflight(config: &AgentConfig, request: &JobRequest) -> Result<ModuleRef, RunFailure> {
     let pin = Pin {
         path: &config.terraform.path,
         version: &config.terraform.version,
@@ -68,8 +69,9 @@ pub async fn preflight(config: &AgentConfig, request: &JobRequest) -> Result<(),
     let measured = sha256_file(&config.terraform.path)
         .await
         .map_err(|e| RunFailure::refused(ErrorCode::TerraformChecksumMismatch, e))?;
-    check_run(pin, &measured, &config.modules.allowed_sources, request)
-        .map_err(|e| RunFailure::refused(e.code, e.message))
+    let modules =
+        Modules { allowed_sources: &config.modules.allowed_sources, by_type: &config.modules.by_type };
+    check_run(pin, &measured, modules, request).map_err(|e| RunFailure::refused(e.code, e.message))
 }
 
 fn hcl_string(s: &str) -> String {
@@ -93,10 +95,10 @@ fn is_registry_source(source: &str) -> bool {
 pub fn write_root_module(
     dir: &Path,
     request: &JobRequest,
+    module: &ModuleRef,
     state: &StateConfig,
     region: Option<&str>,
 ) -> Result<(), String> {
-    let module = request.module.as_ref().ok_or("no module")?;
     let backend = match &state.local_dir {
         Some(local) => format!(
             "  backend \"local\" {{\n    path = {}\n  }}\n",
@@ -419,6 +421,7 @@ pub async fn execute(
     config: &AgentConfig,
     dir: &Path,
     request: &JobRequest,
+    module: &ModuleRef,
     stale_lock: Option<&str>,
     log: &mpsc::UnboundedSender<String>,
     lock_id: &tokio::sync::watch::Sender<Option<String>>,
@@ -426,7 +429,7 @@ pub async fn execute(
     let tf = &config.terraform.path;
     let refused = config.values.as_ref().and_then(|v| v.master_key_env.as_deref());
     let env = with_job(job_env(std::env::vars_os(), &config.terraform.pass_env, refused, dir), request);
-    write_root_module(dir, request, &config.state, None).map_err(RunFailure::failed)?;
+    write_root_module(dir, request, module, &config.state, None).map_err(RunFailure::failed)?;
     let step = |ok: bool, tail: &str, what: &str| {
         if ok {
             Ok(())
@@ -440,9 +443,10 @@ pub async fn execute(
     // The module is installed now (init installs modules before it checks
     // their arguments): one that declares the region variable gets it, and
     // an init that failed for the lack of it runs again.
-    let source = request.module.as_ref().map_or("", |m| m.source.as_str());
+    let source = module.source.as_str();
     if module_declares_variable(dir, source, REGION_VARIABLE) {
-        write_root_module(dir, request, &config.state, Some(&request.region)).map_err(RunFailure::failed)?;
+        write_root_module(dir, request, module, &config.state, Some(&request.region))
+            .map_err(RunFailure::failed)?;
         if !ok {
             (ok, _, tail) = run(tf, dir, &env, &init, log, Stdout::Log).await.map_err(RunFailure::failed)?;
         }

@@ -121,13 +121,14 @@ async fn run_job(config: &AgentConfig, channel: &Channel, claimed: ClaimedJob) {
 
     let dir: PathBuf = config.work_dir.join(format!("{}-{}", job.id, job.attempts));
     let outcome = async {
-        terraform::preflight(config, &job.request).await?;
+        let module = terraform::preflight(config, &job.request).await?;
         std::fs::create_dir_all(&dir).map_err(|e| terraform::RunFailure {
             code: None,
             reason: format!("cannot create {}: {e}", dir.display()),
             retryable: true,
         })?;
-        terraform::execute(config, &dir, &job.request, stale_lock_id.as_deref(), &log_tx, &lock_tx).await
+        let request = &job.request;
+        terraform::execute(config, &dir, request, &module, stale_lock_id.as_deref(), &log_tx, &lock_tx).await
     };
     let result = tokio::select! {
         r = outcome => Some(r),

@@ -257,6 +257,10 @@ pub struct JobRequest {
     pub effective_input: serde_json::Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<ModuleRef>,
+    /// The schema's type: which module to run when the schema names none
+    /// (the Agent's operator maps types to modules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_type: Option<String>,
     pub account: AccountRef,
     /// The Resource's region, else the account's.
     pub region: String,

@@ -401,6 +401,7 @@ pub fn job_for(
             operation,
             effective_input: revision.effective_input.clone(),
             module: schema.module.clone(),
+            schema_type: Some(schema.type_name.clone()),
             account: AccountRef {
                 id: account.id,
                 provider: account.provider,

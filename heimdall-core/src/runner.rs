@@ -3,13 +3,14 @@
 //! and the environment Terraform gets (the job's region included). The Agent measures (hashes the
 //! executable, reads its environment) and applies; the rules are here.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::Path;
 
 use globset::{Glob, GlobSetBuilder};
 
 use crate::error::{ApiError, ErrorCode};
-use crate::infra::{JobRequest, Provider};
+use crate::infra::{JobRequest, ModuleRef, Provider};
 
 /// The Agent's pin: the executable it agreed to run.
 #[derive(Clone, Copy, Debug)]
@@ -20,17 +21,24 @@ pub struct Pin<'a> {
     pub sha256: &'a str,
 }
 
-/// Whether `request` may run here: the executable at the pin's path hashes
-/// to `measured_sha256`, its module's source matches `allowed_sources`
-/// (globs), and every input key is a Terraform variable name. Refusals are
-/// final (`TERRAFORM_CHECKSUM_MISMATCH`, `MODULE_NOT_ALLOWED`,
+/// Modules the Agent's operator maps to schema types, for schemas that
+/// name none.
+pub type ModulesByType = BTreeMap<String, ModuleRef>;
+
+/// Whether `request` may run here, and the module it runs: the executable
+/// at the pin's path hashes to `measured_sha256`; the module is the
+/// schema's, else the one `by_type` maps its type to; its source, without
+/// its query string, matches `allowed_sources` (globs), so a `?ref=` cannot
+/// widen a glob; a git source's `ref` is the module's version (added when
+/// the source has none); and every input key is one a module can take.
+/// Refusals are final (`TERRAFORM_CHECKSUM_MISMATCH`, `MODULE_NOT_ALLOWED`,
 /// `SCHEMA_VIOLATION`): nothing was run.
 pub fn check_run(
     pin: Pin<'_>,
     measured_sha256: &str,
-    allowed_sources: &[String],
+    modules: Modules<'_>,
     request: &JobRequest,
-) -> Result<(), ApiError> {
+) -> Result<ModuleRef, ApiError> {
     if !measured_sha256.eq_ignore_ascii_case(pin.sha256) {
         return Err(ApiError::new(
             ErrorCode::TerraformChecksumMismatch,
@@ -43,22 +51,55 @@ pub fn check_run(
         ));
     }
     let not_allowed = |why: String| ApiError::new(ErrorCode::ModuleNotAllowed, why);
-    let Some(module) = &request.module else {
-        return Err(not_allowed("the schema names no module; nothing was run".into()));
+    let module = match (&request.module, request.schema_type.as_deref()) {
+        (Some(module), _) => module.clone(),
+        (None, Some(kind)) => modules.by_type.get(kind).cloned().ok_or_else(|| {
+            not_allowed(format!(
+                "the schema {kind} names no module and this Agent maps none to it ([modules.by_type] in agent.toml); nothing was run"
+            ))
+        })?,
+        (None, None) => return Err(not_allowed("the schema names no module; nothing was run".into())),
     };
+    let (base, query) = module.source.split_once('?').unwrap_or((module.source.as_str(), ""));
     let mut set = GlobSetBuilder::new();
-    for pattern in allowed_sources {
+    for pattern in modules.allowed_sources {
         set.add(Glob::new(pattern).map_err(|e| not_allowed(format!("bad allowlist glob: {e}")))?);
     }
     let set = set.build().map_err(|e| not_allowed(e.to_string()))?;
-    if !set.is_match(&module.source) {
+    if !set.is_match(base) {
         return Err(not_allowed(format!(
-            "module source {} is not in this Agent's modules.allowed_sources; nothing was run",
-            module.source
+            "module source {base} is not in this Agent's modules.allowed_sources; nothing was run"
         )));
     }
     check_input_keys(&request.effective_input)?;
-    Ok(())
+    if !is_git_source(base) {
+        return Ok(module);
+    }
+    let refs: Vec<&str> = query.split('&').filter_map(|pair| pair.strip_prefix("ref=")).collect();
+    match refs.as_slice() {
+        [] => {
+            let joiner = if query.is_empty() { "?" } else { "&" };
+            let source = format!("{}{joiner}ref={}", module.source, module.version);
+            Ok(ModuleRef { source, version: module.version })
+        }
+        [one] if *one == module.version => Ok(module),
+        _ => Err(not_allowed(format!(
+            "module source {} asks for another ref than its version {}; nothing was run",
+            module.source, module.version
+        ))),
+    }
+}
+
+/// What the Agent's operator allows: source globs, and modules by type.
+#[derive(Clone, Copy, Debug)]
+pub struct Modules<'a> {
+    pub allowed_sources: &'a [String],
+    pub by_type: &'a ModulesByType,
+}
+
+/// Sources Terraform fetches with git, where `?ref=` picks the revision.
+fn is_git_source(source: &str) -> bool {
+    ["git::", "git@", "github.com/", "bitbucket.org/"].iter().any(|p| source.starts_with(p))
 }
 
 /// Every input key becomes a module argument: it must be a Terraform

@@ -391,3 +391,89 @@ async fn jobs_run_in_the_resources_region_else_the_accounts() {
     let (_, all) = w.call(reqwest::Method::GET, "/v1/resources", None).await;
     assert_eq!(all.as_array().unwrap().len(), 2, "{all}");
 }
+
+/// A schema that names no module runs the module the Agent's operator maps
+/// to its type in agent.toml, still under the allowlist; a type with no
+/// mapping fails with MODULE_NOT_ALLOWED naming it, and nothing runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_without_a_module_runs_what_the_agent_maps_to_its_type() {
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    for kind in ["mapped", "unmapped"] {
+        w.post(&owner, "/v1/schemas", json!({ "type": kind, "input_schema": { "type": "object" } })).await;
+    }
+    let config = w.enroll("agent-1").await;
+    let text = std::fs::read_to_string(&config).unwrap();
+    let module = crate::support::module_dir().display().to_string();
+    std::fs::write(
+        &config,
+        format!("{text}\n[modules.by_type.mapped]\nsource = {module:?}\nversion = \"1.0.0\"\n"),
+    )
+    .unwrap();
+    let _agent = w.run_agent(&config);
+
+    let mapped = w.create("mapped", "mapped", json!({ "bucket": "mapped-bucket" })).await;
+    let r = w.wait_for(&mapped, &["provisioned", "failed"], RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&mapped).await);
+    assert_eq!(r["outputs"]["bucket"], "mapped-bucket", "{r}");
+
+    let unmapped = w.create("unmapped", "unmapped", json!({ "bucket": "unmapped-bucket" })).await;
+    let r = w.wait_for(&unmapped, &["provisioned", "failed"], RUN).await;
+    let reason = r["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("MODULE_NOT_ALLOWED") && reason.contains("schema unmapped"), "{r}");
+    assert_eq!(w.jobs(&unmapped).await[0]["attempts"], 1, "a refusal is not retried");
+    assert!(!s3_keys(&w.bucket, "heimdall/").iter().any(|k| k.contains(&unmapped)), "nothing ran");
+}
+
+/// A git module runs at its version: Heimdall adds `?ref=<version>` to a
+/// source that names no ref (a real git repository here, fetched by
+/// Terraform over file://), and a source asking for another ref is refused
+/// before anything runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_git_module_runs_at_its_version_and_no_other_ref() {
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    let repo = w.dir.path().join("modules.git");
+    let git = |args: &[&str], dir: &std::path::Path| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::copy(crate::support::module_dir().join("main.tf"), repo.join("main.tf")).unwrap();
+    git(&["init", "-q"], &repo);
+    git(&["add", "main.tf"], &repo);
+    git(&["commit", "-q", "-m", "bucket"], &repo);
+    git(&["tag", "v1.0.0"], &repo);
+    let source = format!("git::file://{}", repo.display());
+    for (kind, source) in [("pinned", source.clone()), ("moving", format!("{source}?ref=main"))] {
+        w.post(
+            &owner,
+            "/v1/schemas",
+            json!({ "type": kind, "input_schema": { "type": "object" },
+            "module": { "source": source, "version": "v1.0.0" } }),
+        )
+        .await;
+    }
+    let config = w.enroll("agent-1").await;
+    let mut table: toml::Table = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let allowed = table["modules"]["allowed_sources"].as_array_mut().unwrap();
+    allowed.push(toml::Value::String(format!("git::file://{}*", w.dir.path().display())));
+    std::fs::write(&config, toml::to_string(&table).unwrap()).unwrap();
+    let _agent = w.run_agent(&config);
+
+    let pinned = w.create("pinned", "pinned", json!({ "bucket": "pinned-bucket" })).await;
+    let r = w.wait_for(&pinned, &["provisioned", "failed"], RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&pinned).await);
+    let log = w.job_log(w.jobs(&pinned).await[0]["id"].as_str().unwrap()).await;
+    assert!(log.contains("ref=v1.0.0"), "Terraform fetched the version's ref: {log}");
+
+    let moving = w.create("moving", "moving", json!({ "bucket": "moving-bucket" })).await;
+    let r = w.wait_for(&moving, &["provisioned", "failed"], RUN).await;
+    let reason = r["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("MODULE_NOT_ALLOWED") && reason.contains("another ref"), "{r}");
+}

@@ -19,6 +19,7 @@ fn request(source: &str, input: serde_json::Value) -> JobRequest {
         operation: JobOperation::Apply,
         effective_input: input,
         module: Some(ModuleRef { source: source.into(), version: "1.0.0".into() }),
+        schema_type: Some("bucket".into()),
         account: AccountRef {
             id: CloudAccountId::from_uuid(Uuid::from_u128(2)),
             provider: Provider::Aws,
@@ -32,30 +33,89 @@ fn request(source: &str, input: serde_json::Value) -> JobRequest {
     }
 }
 
+fn allowed(globs: &[&str]) -> Vec<String> {
+    globs.iter().map(|g| (*g).to_owned()).collect()
+}
+
+fn check(allowed: &[String], by_type: &ModulesByType, request: &JobRequest) -> Result<ModuleRef, ApiError> {
+    check_run(pin(), SHA, Modules { allowed_sources: allowed, by_type }, request)
+}
+
 #[test]
 fn runs_only_the_pinned_terraform_with_an_allowed_module() {
-    let allowed = vec!["git::https://github.com/acme/terraform-*".to_owned()];
+    let globs = allowed(&["git::https://github.com/acme/terraform-*"]);
+    let none = ModulesByType::new();
     let ok = request("git::https://github.com/acme/terraform-bucket", json!({ "size": 1 }));
-    check_run(pin(), &SHA.to_uppercase(), &allowed, &ok).unwrap();
+    let modules = Modules { allowed_sources: &globs, by_type: &none };
+    check_run(pin(), &SHA.to_uppercase(), modules, &ok).unwrap();
 
-    let err = check_run(pin(), &SHA.replace('a', "b"), &allowed, &ok).unwrap_err();
+    let err = check_run(pin(), &SHA.replace('a', "b"), modules, &ok).unwrap_err();
     assert_eq!(err.code, ErrorCode::TerraformChecksumMismatch);
     assert!(err.message.contains("nothing was run"), "{}", err.message);
 
     let other = request("git::https://github.com/evil/terraform-bucket", json!({}));
-    assert_eq!(check_run(pin(), SHA, &allowed, &other).unwrap_err().code, ErrorCode::ModuleNotAllowed);
+    assert_eq!(check(&globs, &none, &other).unwrap_err().code, ErrorCode::ModuleNotAllowed);
     // An empty allowlist runs nothing.
-    assert_eq!(check_run(pin(), SHA, &[], &ok).unwrap_err().code, ErrorCode::ModuleNotAllowed);
-    let mut none = ok.clone();
-    none.module = None;
-    assert_eq!(check_run(pin(), SHA, &allowed, &none).unwrap_err().code, ErrorCode::ModuleNotAllowed);
+    assert_eq!(check(&[], &none, &ok).unwrap_err().code, ErrorCode::ModuleNotAllowed);
 
     let bad_key = request("git::https://github.com/acme/terraform-bucket", json!({ "a b": 1 }));
-    assert_eq!(check_run(pin(), SHA, &allowed, &bad_key).unwrap_err().code, ErrorCode::SchemaViolation);
+    assert_eq!(check(&globs, &none, &bad_key).unwrap_err().code, ErrorCode::SchemaViolation);
     let reserved =
         request("git::https://github.com/acme/terraform-bucket", json!({ "heimdall_region": "x" }));
-    let err = check_run(pin(), SHA, &allowed, &reserved).unwrap_err();
+    let err = check(&globs, &none, &reserved).unwrap_err();
     assert!(err.code == ErrorCode::SchemaViolation && err.message.contains("reserved"), "{err:?}");
+}
+
+#[test]
+fn a_git_module_runs_at_its_version_and_a_query_cannot_widen_the_allowlist() {
+    let none = ModulesByType::new();
+    let globs = allowed(&["git::https://github.com/acme/terraform-*.git"]);
+    // No ref: the version is the ref.
+    let plain = request("git::https://github.com/acme/terraform-bucket.git", json!({}));
+    assert_eq!(
+        check(&globs, &none, &plain).unwrap().source,
+        "git::https://github.com/acme/terraform-bucket.git?ref=1.0.0"
+    );
+    let depth = request("git::https://github.com/acme/terraform-bucket.git?depth=1", json!({}));
+    assert_eq!(
+        check(&globs, &none, &depth).unwrap().source,
+        "git::https://github.com/acme/terraform-bucket.git?depth=1&ref=1.0.0"
+    );
+    // The version's own ref passes; another is refused.
+    let same = request("git::https://github.com/acme/terraform-bucket.git?ref=1.0.0", json!({}));
+    assert_eq!(check(&globs, &none, &same).unwrap().source, same.module.as_ref().unwrap().source);
+    let other = request("git::https://github.com/acme/terraform-bucket.git?ref=main", json!({}));
+    assert_eq!(check(&globs, &none, &other).unwrap_err().code, ErrorCode::ModuleNotAllowed);
+    let twice = request("git::https://github.com/acme/terraform-bucket.git?ref=1.0.0&ref=main", json!({}));
+    assert_eq!(check(&globs, &none, &twice).unwrap_err().code, ErrorCode::ModuleNotAllowed);
+    // A glob ending in `*` is matched against the source without its query.
+    let wide = allowed(&["git::https://github.com/acme/terraform-bucket.git*"]);
+    let sneaky =
+        request("git::https://github.com/acme/terraform-bucket.git?ref=1.0.0//../../evil", json!({}));
+    assert_eq!(check(&wide, &none, &sneaky).unwrap_err().code, ErrorCode::ModuleNotAllowed);
+    // Local paths and registry modules take no ref.
+    let local = request("/srv/modules/bucket", json!({}));
+    assert_eq!(check(&allowed(&["/srv/modules/*"]), &none, &local).unwrap().source, "/srv/modules/bucket");
+}
+
+#[test]
+fn a_schema_without_a_module_runs_the_one_the_operator_maps_to_its_type() {
+    let globs = allowed(&["/srv/modules/*"]);
+    let mut job = request("unused", json!({}));
+    job.module = None;
+    let none = ModulesByType::new();
+    let err = check(&globs, &none, &job).unwrap_err();
+    assert!(err.code == ErrorCode::ModuleNotAllowed && err.message.contains("schema bucket"), "{err:?}");
+    let mapped = ModulesByType::from([(
+        "bucket".to_owned(),
+        ModuleRef { source: "/srv/modules/bucket".into(), version: "2.0.0".into() },
+    )]);
+    assert_eq!(check(&globs, &mapped, &job).unwrap().source, "/srv/modules/bucket");
+    // The allowlist still applies to a mapped module.
+    assert_eq!(
+        check(&allowed(&["/elsewhere/*"]), &mapped, &job).unwrap_err().code,
+        ErrorCode::ModuleNotAllowed
+    );
 }
 
 #[test]
