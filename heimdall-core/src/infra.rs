@@ -262,6 +262,12 @@ pub struct JobRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema_type: Option<String>,
     pub account: AccountRef,
+    /// The Resource's environment: where a static credential's value is
+    /// read from (absent in jobs queued before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_id: Option<CatalogId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
     /// The Resource's region, else the account's.
     pub region: String,
     /// `heimdall/<resource-id>.tfstate`

@@ -14,6 +14,7 @@ pub mod approval;
 pub mod authz;
 pub mod body;
 pub mod clock;
+pub mod credentials;
 pub mod domain;
 pub mod error;
 pub mod grant;

@@ -410,6 +410,8 @@ pub fn job_for(
                 state_endpoint: account.state_endpoint.clone(),
                 auth: account.auth.clone(),
             },
+            environment_id: Some(resource.environment_id),
+            environment: Some(ctx.place.environment.to_owned()),
             region: revision.region.clone().unwrap_or_else(|| account.region.clone()),
             state_key: state_key(resource.id),
         },

@@ -28,6 +28,8 @@ fn request(source: &str, input: serde_json::Value) -> JobRequest {
             state_endpoint: None,
             auth: AccountAuth::Oidc { role_arn: "arn:aws:iam::1:role/x".into() },
         },
+        environment_id: None,
+        environment: None,
         region: "eu-west-1".into(),
         state_key: "heimdall/x.tfstate".into(),
     }

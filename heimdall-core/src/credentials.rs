@@ -1,0 +1,218 @@
+//! A static cloud credential, read from the Agent's own store for a job,
+//! turned into what each provider's Terraform reads. The value goes into
+//! files in the job's directory (mode 0600, removed with it); Terraform's
+//! environment gets only their paths and ids that are not secret, and
+//! loses the Agent's own credentials so that the account's are the ones
+//! used. Nothing secret is ever in a child process's environment.
+//!
+//! The secret's value, per provider:
+//!
+//! | provider | value | Terraform gets |
+//! |---|---|---|
+//! | `aws` | `{"access_key_id", "secret_access_key", "session_token"?}` | a shared credentials file, `AWS_SHARED_CREDENTIALS_FILE`, `AWS_PROFILE=heimdall` |
+//! | `gcp` | a service-account key (JSON, as Google gives it) | `GOOGLE_APPLICATION_CREDENTIALS` |
+//! | `azure` | `{"client_id", "client_secret", "tenant_id", "subscription_id"}` | `ARM_CLIENT_ID`, `ARM_TENANT_ID`, `ARM_SUBSCRIPTION_ID`, `ARM_CLIENT_SECRET_FILE_PATH` |
+//! | `kubernetes`, `helm` | a kubeconfig | `KUBE_CONFIG_PATH` |
+//! | `cloudflare` | `{"api_token"}` | a `provider "cloudflare"` block reading a sensitive variable from a `.auto.tfvars.json` file |
+
+use serde::Deserialize;
+use zeroize::Zeroizing;
+
+use crate::error::{ApiError, ErrorCode};
+use crate::infra::Provider;
+use crate::Redacted;
+
+/// The profile the AWS credentials file defines.
+pub const AWS_PROFILE: &str = "heimdall";
+
+/// Bytes written to a file: secret, so `Debug` shows none of them.
+pub type SecretBytes = Redacted<Zeroizing<Vec<u8>>>;
+
+/// An environment variable's value: plain text (an id, a profile name) or
+/// the absolute path of one of [`Credentials::files`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EnvValue {
+    Text(String),
+    File(&'static str),
+}
+
+/// What a job's Terraform gets from a static credential.
+#[derive(Debug)]
+pub struct Credentials {
+    /// Files to write, by path relative to the job's directory, mode 0600
+    /// (in `.heimdall-credentials/`, but for a `.auto.tfvars.json` file,
+    /// which Terraform reads only beside the root module).
+    pub files: Vec<(&'static str, SecretBytes)>,
+    /// Variables to set.
+    pub env: Vec<(&'static str, EnvValue)>,
+    /// Variables of the Agent's environment that would override the
+    /// account's credentials: removed from Terraform's.
+    pub unset: &'static [&'static str],
+    /// Configuration to add to the root module (a file of its own), for
+    /// providers that read a credential only from their configuration.
+    pub root_config: Option<&'static str>,
+}
+
+const AWS_UNSET: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+];
+const GCP_UNSET: &[&str] =
+    &["GOOGLE_CREDENTIALS", "GOOGLE_OAUTH_ACCESS_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS"];
+const AZURE_UNSET: &[&str] = &[
+    "ARM_CLIENT_SECRET",
+    "ARM_CLIENT_CERTIFICATE_PATH",
+    "ARM_CLIENT_CERTIFICATE_PASSWORD",
+    "ARM_USE_MSI",
+    "ARM_USE_OIDC",
+    "ARM_OIDC_TOKEN",
+];
+const KUBE_UNSET: &[&str] = &["KUBECONFIG", "KUBE_CONFIG_PATHS", "KUBE_TOKEN"];
+const CLOUDFLARE_UNSET: &[&str] = &["CLOUDFLARE_API_TOKEN", "CLOUDFLARE_API_KEY", "CLOUDFLARE_EMAIL"];
+
+/// The Cloudflare provider takes its token only from its configuration or
+/// the environment: a root-module block reads it from a variable instead.
+const CLOUDFLARE_ROOT: &str = "terraform {\n  required_providers {\n    cloudflare = {\n      source = \"cloudflare/cloudflare\"\n    }\n  }\n}\n\nvariable \"heimdall_cloudflare_api_token\" {\n  type      = string\n  sensitive = true\n}\n\nprovider \"cloudflare\" {\n  api_token = var.heimdall_cloudflare_api_token\n}\n";
+
+#[derive(Deserialize)]
+struct AwsKey {
+    access_key_id: Redacted<String>,
+    secret_access_key: Redacted<String>,
+    #[serde(default)]
+    session_token: Option<Redacted<String>>,
+}
+
+#[derive(Deserialize)]
+struct GcpKey {
+    #[serde(rename = "type")]
+    _kind: Redacted<String>,
+}
+
+#[derive(Deserialize)]
+struct AzureSecret {
+    client_id: Redacted<String>,
+    client_secret: Redacted<String>,
+    tenant_id: Redacted<String>,
+    subscription_id: Redacted<String>,
+}
+
+#[derive(Deserialize)]
+struct CloudflareToken {
+    api_token: Redacted<String>,
+}
+
+/// Turns the secret `name`'s value into what `provider`'s Terraform reads.
+/// A value of the wrong shape is `INVALID_INPUT`, naming what it should
+/// be, never quoting the value. Every copy of it is zeroized on drop.
+pub fn for_provider(provider: Provider, name: &str, value: &[u8]) -> Result<Credentials, ApiError> {
+    let bad = |what: &str| {
+        ApiError::new(
+            ErrorCode::InvalidInput,
+            format!("the value of secret {name} is not {what} (see the README's cloud credentials)"),
+        )
+    };
+    let secret = |bytes: &[u8]| Redacted::new(Zeroizing::new(bytes.to_vec()));
+    match provider {
+        Provider::Aws => {
+            let shape = "{\"access_key_id\", \"secret_access_key\", \"session_token\"?}, each on one line";
+            let key: AwsKey = serde_json::from_slice(value).map_err(|_| bad(shape))?;
+            let fields = [Some(&key.access_key_id), Some(&key.secret_access_key), key.session_token.as_ref()];
+            if fields.iter().flatten().any(|f| !one_line(f)) {
+                return Err(bad(shape));
+            }
+            let mut text = Zeroizing::new(format!(
+                "[{AWS_PROFILE}]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+                key.access_key_id.expose(),
+                key.secret_access_key.expose()
+            ));
+            if let Some(token) = &key.session_token {
+                text.push_str(&format!("aws_session_token = {}\n", token.expose()));
+            }
+            Ok(Credentials {
+                files: vec![(".heimdall-credentials/aws-credentials", secret(text.as_bytes()))],
+                env: vec![
+                    ("AWS_SHARED_CREDENTIALS_FILE", EnvValue::File(".heimdall-credentials/aws-credentials")),
+                    ("AWS_PROFILE", EnvValue::Text(AWS_PROFILE.into())),
+                ],
+                unset: AWS_UNSET,
+                root_config: None,
+            })
+        }
+        Provider::Gcp => {
+            let _: GcpKey = serde_json::from_slice(value)
+                .map_err(|_| bad("a service-account key (JSON with a \"type\")"))?;
+            Ok(Credentials {
+                files: vec![(".heimdall-credentials/gcp-credentials.json", secret(value))],
+                env: vec![(
+                    "GOOGLE_APPLICATION_CREDENTIALS",
+                    EnvValue::File(".heimdall-credentials/gcp-credentials.json"),
+                )],
+                unset: GCP_UNSET,
+                root_config: None,
+            })
+        }
+        Provider::Azure => {
+            let shape = "{\"client_id\", \"client_secret\", \"tenant_id\", \"subscription_id\"}";
+            let found: AzureSecret = serde_json::from_slice(value).map_err(|_| bad(shape))?;
+            let text = |f: &Redacted<String>| EnvValue::Text(f.expose().clone());
+            Ok(Credentials {
+                files: vec![(
+                    ".heimdall-credentials/azure-client-secret",
+                    secret(found.client_secret.expose().as_bytes()),
+                )],
+                env: vec![
+                    ("ARM_CLIENT_ID", text(&found.client_id)),
+                    ("ARM_TENANT_ID", text(&found.tenant_id)),
+                    ("ARM_SUBSCRIPTION_ID", text(&found.subscription_id)),
+                    (
+                        "ARM_CLIENT_SECRET_FILE_PATH",
+                        EnvValue::File(".heimdall-credentials/azure-client-secret"),
+                    ),
+                ],
+                unset: AZURE_UNSET,
+                root_config: None,
+            })
+        }
+        Provider::Kubernetes | Provider::Helm => {
+            if value.is_empty() || std::str::from_utf8(value).is_err() {
+                return Err(bad("a kubeconfig (UTF-8 text)"));
+            }
+            Ok(Credentials {
+                files: vec![(".heimdall-credentials/kubeconfig", secret(value))],
+                env: vec![("KUBE_CONFIG_PATH", EnvValue::File(".heimdall-credentials/kubeconfig"))],
+                unset: KUBE_UNSET,
+                root_config: None,
+            })
+        }
+        Provider::Cloudflare => {
+            let found: CloudflareToken = serde_json::from_slice(value).map_err(|_| bad("{\"api_token\"}"))?;
+            let vars = Zeroizing::new(
+                serde_json::json!({ "heimdall_cloudflare_api_token": found.api_token.expose() }).to_string(),
+            );
+            Ok(Credentials {
+                // In the root module's directory: Terraform reads *.auto.tfvars.json there.
+                files: vec![("heimdall-credentials.auto.tfvars.json", secret(vars.as_bytes()))],
+                env: Vec::new(),
+                unset: CLOUDFLARE_UNSET,
+                root_config: Some(CLOUDFLARE_ROOT),
+            })
+        }
+    }
+}
+
+/// Non-empty and without line breaks (it goes into an INI file).
+fn one_line(field: &Redacted<String>) -> bool {
+    let text = field.expose();
+    !text.is_empty() && !text.contains(['\n', '\r'])
+}
+
+#[cfg(test)]
+mod tests;
