@@ -67,6 +67,18 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
 
+    // The account's credential was read by the dev Agent for the job, and recorded.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let out = dev.sh("heimdall secret access-log aws-dev --output json");
+        let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if log.as_array().is_some_and(|l| l.iter().any(|e| e["accessor"] == "agent dev")) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the Agent's read of aws-dev never showed: {log}");
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+
     // The README's schema refusal, verbatim.
     let bad = dev.sh(r#"heimdall resource create --component receipts --schema bucket --environment dev --name bad --input '{"bucket":"NO","colour":"x"}'"#);
     assert_eq!(bad.status.code(), Some(7));

@@ -98,6 +98,19 @@ impl PolicySnapshot {
             .map(|(id, name)| (*id, name.as_str()))
     }
 
+    /// Whether this Agent may read `secret` as a job's static credential
+    /// (`heimdall_core::secrets::usable_as_credential`): `NOT_FOUND` for a
+    /// secret the last sync did not list.
+    pub fn credential(&self, secret: &str) -> Result<(), ApiError> {
+        let found = self.secrets.get(secret).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::NotFound,
+                format!("secret {secret} not found (as of this Agent's last sync)"),
+            )
+        })?;
+        heimdall_core::secrets::usable_as_credential(found.owner_id)
+    }
+
     /// The member a certificate belongs to; `UNAUTHENTICATED` for a
     /// certificate the API did not list (unknown, revoked, expired, or its
     /// member removed).

@@ -13,6 +13,7 @@ pub mod configure;
 pub mod crypto;
 pub mod enroll;
 pub mod grant;
+pub mod job_credentials;
 pub mod kms;
 pub mod local_api;
 pub mod local_cert;

@@ -16,6 +16,7 @@ use crate::access::SharedPolicy;
 use crate::channel::Channel;
 use crate::config::{AgentConfig, LocalApiConfig, ValuesConfig};
 use crate::crypto::{KeyError, KeySealer, MasterKey};
+use crate::job_credentials::CredentialSource;
 use crate::local_cert::LocalCertificate;
 use crate::store::{dynamodb, postgres, sqlite, Vault};
 use crate::{grant, kms, local_api, recorder, sync, worker};
@@ -76,15 +77,25 @@ pub async fn run(
     tracing::info!(api = %config.api_url, concurrency = config.concurrency, "agent running");
     let agent = config.agent_id()?;
     let policy = SharedPolicy::default();
+    // One group committer for every read this Agent serves: people's, and
+    // the credentials its jobs run with.
+    let credentials = values.as_ref().map(|store| CredentialSource {
+        vault: store.clone(),
+        recorder: recorder::Recorder::start(store.clone()),
+        policy: policy.clone(),
+        agent,
+        clock: clock.clone(),
+    });
     let mut local_cert = None;
-    let serving = match (&values, &config.local_api) {
-        (Some(store), Some(local)) => {
+    let serving = match (&credentials, &config.local_api) {
+        (Some(source), Some(local)) => {
             let cert = LocalCertificate::load_or_issue(&config, local, &channel, clock.now()).await?;
             local_cert = Some(cert.clone());
             let parts = LocalParts {
                 agent,
                 cert,
-                store: store.clone(),
+                store: source.vault.clone(),
+                recorder: source.recorder.clone(),
                 policy: policy.clone(),
                 clock: clock.clone(),
             };
@@ -109,7 +120,7 @@ pub async fn run(
         }
         _ => None,
     };
-    worker::run(config, channel, stop_rx).await;
+    worker::run(config, channel, credentials, stop_rx).await;
     for task in [serving, syncing].into_iter().flatten() {
         let _ = task.await;
     }
@@ -165,6 +176,7 @@ struct LocalParts {
     agent: AgentId,
     cert: Arc<LocalCertificate>,
     store: Arc<Vault>,
+    recorder: recorder::Recorder,
     policy: SharedPolicy,
     clock: Arc<dyn Clock>,
 }
@@ -183,8 +195,8 @@ async fn start_local_api(
     let state = local_api::LocalApi {
         agent: parts.agent,
         clock: parts.clock,
-        store: parts.store.clone(),
-        recorder: recorder::Recorder::start(parts.store),
+        store: parts.store,
+        recorder: parts.recorder,
         policy: parts.policy,
         grants: grant::GrantVerifier::from_ca_pem(&ca_pem)?,
     };

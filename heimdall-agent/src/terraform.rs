@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use heimdall_core::credentials::{Credentials, EnvValue};
 use heimdall_core::infra::{JobOperation, JobRequest, ModuleRef};
 use heimdall_core::runner::{check_run, job_env, with_job, Modules, Pin, REGION_VARIABLE};
 use heimdall_core::ErrorCode;
@@ -415,20 +416,77 @@ pub fn error_summary(stderr: &str) -> String {
     summary.chars().take(1000).collect()
 }
 
-/// Runs the whole job in `dir`. `stale_lock` is a lock a dead earlier
-/// attempt of this job reported; only that lock is ever forced.
+/// Writes a static credential's files into the job's directory (0600, in a
+/// 0700 directory) and points Terraform's environment at them, without the
+/// Agent's own credentials.
+fn with_credentials(
+    mut env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    dir: &Path,
+    credentials: &Credentials,
+) -> Result<Vec<(std::ffi::OsString, std::ffi::OsString)>, String> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    for (path, bytes) in &credentials.files {
+        let path = dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(|e| e.to_string())?;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| format!("cannot write a credential file in {}: {e}", dir.display()))?;
+        file.write_all(bytes.expose()).map_err(|e| e.to_string())?;
+    }
+    if let Some(config) = credentials.root_config {
+        std::fs::write(dir.join("heimdall-credentials.tf"), config).map_err(|e| e.to_string())?;
+    }
+    env.retain(|(name, _)| !credentials.unset.iter().any(|u| name == u));
+    for (name, value) in &credentials.env {
+        let value: std::ffi::OsString = match value {
+            EnvValue::Text(text) => text.into(),
+            EnvValue::File(path) => dir.join(path).into_os_string(),
+        };
+        env.retain(|(n, _)| n != name);
+        env.push(((*name).into(), value));
+    }
+    Ok(env)
+}
+
+/// One run of a job, as preflight settled it.
+#[derive(Debug)]
+pub struct JobRun<'a> {
+    pub request: &'a JobRequest,
+    /// The module `heimdall_core::runner::check_run` chose.
+    pub module: &'a ModuleRef,
+    /// A static credential's files, if the account has one.
+    pub credentials: Option<&'a Credentials>,
+    /// A lock a dead earlier attempt of this job reported; only that lock
+    /// is ever forced.
+    pub stale_lock: Option<&'a str>,
+}
+
+/// Runs the whole job in `dir`.
 pub async fn execute(
     config: &AgentConfig,
     dir: &Path,
-    request: &JobRequest,
-    module: &ModuleRef,
-    stale_lock: Option<&str>,
+    job: &JobRun<'_>,
     log: &mpsc::UnboundedSender<String>,
     lock_id: &tokio::sync::watch::Sender<Option<String>>,
 ) -> Result<serde_json::Value, RunFailure> {
+    let JobRun { request, module, credentials, stale_lock } = *job;
     let tf = &config.terraform.path;
     let refused = config.values.as_ref().and_then(|v| v.master_key_env.as_deref());
     let env = with_job(job_env(std::env::vars_os(), &config.terraform.pass_env, refused, dir), request);
+    let env = match credentials {
+        Some(credentials) => with_credentials(env, dir, credentials).map_err(RunFailure::failed)?,
+        None => env,
+    };
     write_root_module(dir, request, module, &config.state, None).map_err(RunFailure::failed)?;
     let step = |ok: bool, tail: &str, what: &str| {
         if ok {

@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::channel::Channel;
 use crate::config::AgentConfig;
+use crate::job_credentials::{self, CredentialSource};
 use crate::terraform;
 
 /// How long a claim waits at the API when nothing is queued. A claim in
@@ -23,12 +24,19 @@ const CLAIM_WAIT: Duration = Duration::from_secs(10);
 
 /// Runs `config.concurrency` workers until `stop` turns true, then waits
 /// for the jobs in hand.
-pub async fn run(config: AgentConfig, channel: Channel, mut stop: watch::Receiver<bool>) {
+pub async fn run(
+    config: AgentConfig,
+    channel: Channel,
+    credentials: Option<CredentialSource>,
+    mut stop: watch::Receiver<bool>,
+) {
     let config = Arc::new(config);
+    let credentials = Arc::new(credentials);
     let mut workers = Vec::new();
     for n in 0..config.concurrency {
         let (config, channel, stop) = (config.clone(), channel.clone(), stop.clone());
-        workers.push(tokio::spawn(async move { worker(n, config, channel, stop).await }));
+        let credentials = credentials.clone();
+        workers.push(tokio::spawn(async move { worker(n, config, channel, credentials, stop).await }));
     }
     let _ = stop.wait_for(|s| *s).await;
     tracing::info!("stopping: no new jobs; waiting for running jobs to finish");
@@ -37,7 +45,13 @@ pub async fn run(config: AgentConfig, channel: Channel, mut stop: watch::Receive
     }
 }
 
-async fn worker(n: usize, config: Arc<AgentConfig>, channel: Channel, mut stop: watch::Receiver<bool>) {
+async fn worker(
+    n: usize,
+    config: Arc<AgentConfig>,
+    channel: Channel,
+    credentials: Arc<Option<CredentialSource>>,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut backoff = Duration::from_millis(500);
     loop {
         if *stop.borrow() {
@@ -46,7 +60,7 @@ async fn worker(n: usize, config: Arc<AgentConfig>, channel: Channel, mut stop: 
         match channel.claim(CLAIM_WAIT).await {
             Ok(Some(job)) => {
                 backoff = Duration::from_millis(500);
-                run_job(&config, &channel, job).await;
+                run_job(&config, &channel, credentials.as_ref().as_ref(), job).await;
             }
             Ok(None) => {}
             Err(e) => {
@@ -87,7 +101,12 @@ async fn ship_logs(channel: Channel, job: JobId, lease: LeaseId, mut rx: mpsc::U
     }
 }
 
-async fn run_job(config: &AgentConfig, channel: &Channel, claimed: ClaimedJob) {
+async fn run_job(
+    config: &AgentConfig,
+    channel: &Channel,
+    credentials: Option<&CredentialSource>,
+    claimed: ClaimedJob,
+) {
     let ClaimedJob { job, lease, stale_lock_id, .. } = claimed;
     tracing::info!(job = %job.id, attempt = job.attempts, operation = %job.operation, resource = %job.request.resource_name, "running job");
     let (log_tx, log_rx) = mpsc::unbounded_channel();
@@ -122,13 +141,19 @@ async fn run_job(config: &AgentConfig, channel: &Channel, claimed: ClaimedJob) {
     let dir: PathBuf = config.work_dir.join(format!("{}-{}", job.id, job.attempts));
     let outcome = async {
         let module = terraform::preflight(config, &job.request).await?;
+        let credentials = job_credentials::for_job(credentials, &job).await?;
         std::fs::create_dir_all(&dir).map_err(|e| terraform::RunFailure {
             code: None,
             reason: format!("cannot create {}: {e}", dir.display()),
             retryable: true,
         })?;
-        let request = &job.request;
-        terraform::execute(config, &dir, request, &module, stale_lock_id.as_deref(), &log_tx, &lock_tx).await
+        let run = terraform::JobRun {
+            request: &job.request,
+            module: &module,
+            credentials: credentials.as_ref(),
+            stale_lock: stale_lock_id.as_deref(),
+        };
+        terraform::execute(config, &dir, &run, &log_tx, &lock_tx).await
     };
     let result = tokio::select! {
         r = outcome => Some(r),

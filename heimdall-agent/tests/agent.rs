@@ -8,6 +8,9 @@
 #[path = "agent/support.rs"]
 mod support;
 
+#[path = "agent/credentials.rs"]
+mod credentials;
+
 #[path = "agent/identity.rs"]
 mod identity;
 

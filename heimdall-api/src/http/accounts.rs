@@ -10,8 +10,9 @@ use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::CloudAccountId;
 use heimdall_core::infra::{AccountAuth, AccountLink, CloudAccount, LinkScope};
 use heimdall_core::names::{validate_name, validate_region, validate_text};
+use heimdall_core::secrets::usable_as_credential;
 use heimdall_core::wire::{CloudAccountDetail, CreateCloudAccount, LinkCloudAccount};
-use heimdall_core::ApiError;
+use heimdall_core::{ApiError, ErrorCode};
 use uuid::Uuid;
 
 use super::catalog::resolve as resolve_catalog;
@@ -98,6 +99,19 @@ async fn create(
 ) -> HttpResult<(StatusCode, Json<CloudAccount>)> {
     validate_account(&body)?;
     state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
+    if let AccountAuth::Static { secret } = &body.auth {
+        // The job will carry only this name: it must be an organization
+        // secret that exists now (its value lives in the Agents).
+        let found = state.store.find_secret_by_name(caller.org.id, secret).await?.ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::NotFound,
+                format!(
+                    "secret {secret} not found: `heimdall secret create {secret}` and set its value first"
+                ),
+            )
+        })?;
+        usable_as_credential(found.owner_id)?;
+    }
     let account = CloudAccount {
         id: CloudAccountId::from_uuid(Uuid::new_v4()),
         org_id: caller.org.id,

@@ -459,15 +459,14 @@ async fn values_are_refused_everywhere(db: TestDatabase) {
     assert_eq!(c.get("/v1/members", owner).await.expect(200).as_array().unwrap().len(), 1);
     let events_after = c.get("/v1/events?limit=1000", owner).await.expect(200).as_array().unwrap().len();
     assert_eq!(events_before, events_after);
-    // A secret's *name* in a cloud account is fine.
-    c.post(
-        "/v1/cloud-accounts",
-        owner,
-        json!({ "name": "gcp", "provider": "gcp", "region": "europe-west1", "state_bucket": "acme-state",
-                "auth": { "kind": "static", "secret": "gcp-sa-key" } }),
-    )
-    .await
-    .expect(201);
+    // A secret's *name* in a cloud account is fine, once that secret exists
+    // as an organization secret.
+    let account = json!({ "name": "gcp", "provider": "gcp", "region": "europe-west1", "state_bucket": "acme-state",
+                          "auth": { "kind": "static", "secret": "gcp-sa-key" } });
+    let missing = c.post("/v1/cloud-accounts", owner, account.clone()).await;
+    assert!(missing.expect_error(404, "NOT_FOUND").to_string().contains("secret gcp-sa-key not found"));
+    c.post("/v1/secrets", owner, json!({ "name": "gcp-sa-key" })).await.expect(201);
+    c.post("/v1/cloud-accounts", owner, account).await.expect(201);
 }
 
 crate::on_every_backend!(secret_metadata);

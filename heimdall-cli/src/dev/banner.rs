@@ -153,10 +153,13 @@ fn infra_tour(cwd: &Path, data: &Path) -> String {
     };
     format!(
         "\n\
-         Then a Resource, applied by the Agent (state in {state}; in dev the account's bucket and\n\
-         secret are never read, but every Resource needs an account linked for its environment):\n\
+         Then a Resource, applied by the Agent (state in {state}; in dev the account's bucket is never\n\
+         used and its keys are placeholders, but every Resource needs an account linked for its environment):\n\
          \x20 heimdall environment create dev\n\
-         \x20 heimdall cloud-account create local --provider aws --region us-east-1 --state-bucket local-state --auth static --secret none\n\
+         \x20 heimdall environment assign-agent dev {AGENT_NAME}\n\
+         \x20 heimdall secret create aws-dev\n\
+         \x20 printf '{{\"access_key_id\":\"dev\",\"secret_access_key\":\"dev\"}}' | heimdall secret set aws-dev --environment dev\n\
+         \x20 heimdall cloud-account create local --provider aws --region us-east-1 --state-bucket local-state --auth static --secret aws-dev\n\
          \x20 heimdall cloud-account link local --scope organization --environment dev\n\
          \x20 heimdall schema create --type {kind} --input-schema {schema} --module-source {module} --module-version 1.0.0\n\
          \x20 heimdall resource create --component api --schema {kind} --environment dev --name {name} --input '{input}' --wait\n",
@@ -171,7 +174,6 @@ fn secrets_tour(local_api_url: &str) -> String {
     format!(
         "\n\
          Then a secret, whose value only the Agent holds (its local API: {local_api_url}):\n\
-         \x20 heimdall environment assign-agent dev {AGENT_NAME}\n\
          \x20 heimdall secret create db-password\n\
          \x20 printf 's3cret-value' | heimdall secret set db-password --environment dev\n\
          \x20 heimdall secret get db-password --environment dev\n\
@@ -189,7 +191,9 @@ mod tests {
         let tour = secrets_tour("https://127.0.0.1:7482");
         assert!(tour.contains("its local API: https://127.0.0.1:7482"), "{tour}");
         assert!(tour.contains("printf 's3cret-value' | heimdall secret set db-password --environment dev"));
-        assert!(tour.contains("heimdall environment assign-agent dev dev"), "{tour}");
+        let infra = infra_tour(Path::new("/repo"), Path::new("/data"));
+        assert!(infra.contains("heimdall environment assign-agent dev dev"), "{infra}");
+        assert!(infra.contains("--auth static --secret aws-dev"), "{infra}");
 
         let off = AgentState::Off(Off { why: "no terraform found".into(), fix: INSTALL_TERRAFORM.into() });
         let banner = agent_banner(&off, Path::new("/data"));

@@ -133,10 +133,12 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
             if with_terraform {
                 // The banner's Resource example, with the repository's schema and offline module.
                 assert!(banner.contains(&format!("--module-source {}", module.display())), "{banner}");
-                let world: [&[&str]; 6] = [
+                let world: [&[&str]; 8] = [
                     &["system", "create", "checkout", "--domain", "payments"],
                     &["component", "create", "api", "--system", "checkout"],
                     &["environment", "create", "dev"],
+                    &["environment", "assign-agent", "dev", "dev"],
+                    &["secret", "create", "aws-dev"],
                     &[
                         "cloud-account",
                         "create",
@@ -150,7 +152,7 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
                         "--auth",
                         "static",
                         "--secret",
-                        "none",
+                        "aws-dev",
                     ],
                     &["cloud-account", "link", "local", "--scope", "organization", "--environment", "dev"],
                     &[
@@ -169,6 +171,13 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
                 for args in world {
                     let run = h.run(args).await;
                     assert_eq!(run.code, 0, "{args:?}: {run:?}");
+                    if args[..2] == ["secret", "create"] {
+                        // The account's placeholder keys, held by the dev Agent.
+                        let keys = r#"{"access_key_id":"dev","secret_access_key":"dev"}"#;
+                        let set = ["secret", "set", "aws-dev", "--environment", "dev"];
+                        let run = h.run_with_stdin(&set, Some(keys)).await;
+                        assert_eq!(run.code, 0, "{run:?}");
+                    }
                 }
                 let create = [
                     "resource",
@@ -208,12 +217,8 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
                 assert_eq!(state["outputs"]["bucket"]["value"], "acme-receipts", "{state}");
 
                 // A value, written to the dev Agent and read back, byte for byte.
-                for args in
-                    [&["environment", "assign-agent", "dev", "dev"][..], &["secret", "create", "db-password"]]
-                {
-                    let run = h.run(args).await;
-                    assert_eq!(run.code, 0, "{args:?}: {run:?}");
-                }
+                let run = h.run(&["secret", "create", "db-password"]).await;
+                assert_eq!(run.code, 0, "{run:?}");
                 let set = h
                     .run_with_stdin(
                         &["secret", "set", "db-password", "--environment", "dev"],
