@@ -69,6 +69,7 @@ pub async fn run(
     let channel = Channel::new(&config).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(&config.work_dir)
         .map_err(|e| format!("cannot create {}: {e}", config.work_dir.display()))?;
+    clear_work_dir(&config.work_dir);
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
@@ -129,6 +130,22 @@ pub async fn run(
     }
     tracing::info!("agent stopped");
     Ok(())
+}
+
+/// Job directories left by a run that did not end (the Agent was killed):
+/// an attempt never reuses one, and they may hold a job's credential
+/// files, so they go before anything runs.
+fn clear_work_dir(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) && std::fs::remove_dir_all(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        tracing::info!(removed, "removed job directories left by an earlier run");
+    }
 }
 
 /// SIGHUP: sync now (who may read what, deactivations, the access

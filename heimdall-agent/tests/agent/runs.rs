@@ -129,6 +129,8 @@ async fn an_agent_killed_mid_apply_loses_nothing() {
         s3_keys(&w.bucket, "heimdall/").iter().any(|k| k.ends_with(".tflock")),
         "the dead apply's lock is there"
     );
+    let left = first.with_file_name("work");
+    assert!(std::fs::read_dir(&left).unwrap().next().is_some(), "the killed run left its directory");
 
     let _b = w.run_agent(&second);
     let r = w.wait_for(&id, &["provisioned", "failed"], Duration::from_secs(180)).await;
@@ -137,6 +139,14 @@ async fn an_agent_killed_mid_apply_loses_nothing() {
     assert_eq!((job["attempts"].as_i64(), job["agent"].as_str()), (Some(2), Some("agent-b")), "{job}");
     assert!(w.job_log(job["id"].as_str().unwrap()).await.contains("Taking over the state lock"));
     assert!(!s3_keys(&w.bucket, "heimdall/").iter().any(|k| k.ends_with(".tflock")), "the lock was released");
+    // Restarted, the killed Agent clears what its dead run left (it may
+    // hold a job's credential files) before it runs anything.
+    let _a = w.run_agent(&first);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::fs::read_dir(&left).unwrap().next().is_some() {
+        assert!(std::time::Instant::now() < deadline, "the dead run's directory is still there");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
