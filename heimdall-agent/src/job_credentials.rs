@@ -9,6 +9,7 @@ use heimdall_core::clock::Clock;
 use heimdall_core::credentials::{self, Credentials};
 use heimdall_core::ids::AgentId;
 use heimdall_core::infra::{AccountAuth, Job};
+use heimdall_core::wire::JobCredentials;
 use heimdall_core::{ApiError, ErrorCode};
 use time::OffsetDateTime;
 
@@ -33,16 +34,25 @@ pub struct CredentialSource {
 /// How long a job waits for the sync it asked for.
 const REFRESH_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The credentials `job` runs with: none for an account that federates
-/// (OIDC), else its static secret's, read for it. A refusal is final
-/// (`NOT_FOUND`, `VERSION_DEACTIVATED`, `FORBIDDEN`, `INVALID_INPUT`):
+/// The credentials `job` runs with: for an `oidc` account what the API
+/// obtained with the job's identity token (`federated`, from the claim);
+/// for a static one its secret's value, read for it here. A refusal is
+/// final (`NOT_FOUND`, `VERSION_DEACTIVATED`, `FORBIDDEN`, `INVALID_INPUT`):
 /// Terraform never starts. A store or recorder that fails is retried.
 pub async fn for_job(
     source: Option<&CredentialSource>,
     job: &Job,
+    federated: Option<&JobCredentials>,
 ) -> Result<Option<Credentials>, RunFailure> {
-    let AccountAuth::Static { secret } = &job.request.account.auth else { return Ok(None) };
     let refused = |e: ApiError| RunFailure { code: Some(e.code), reason: e.message, retryable: false };
+    let secret = match (&job.request.account.auth, federated) {
+        (AccountAuth::Oidc { .. }, Some(federated)) => {
+            return credentials::federated(federated).map(Some).map_err(refused);
+        }
+        // An API from before federation: the Agent's own credentials, as then.
+        (AccountAuth::Oidc { .. }, None) => return Ok(None),
+        (AccountAuth::Static { secret }, _) => secret,
+    };
     let Some(source) = source else {
         return Err(refused(ApiError::new(
             ErrorCode::NotFound,

@@ -107,7 +107,7 @@ async fn run_job(
     credentials: Option<&CredentialSource>,
     claimed: ClaimedJob,
 ) {
-    let ClaimedJob { job, lease, stale_lock_id, .. } = claimed;
+    let ClaimedJob { job, lease, stale_lock_id, credentials: federated, .. } = claimed;
     tracing::info!(job = %job.id, attempt = job.attempts, operation = %job.operation, resource = %job.request.resource_name, "running job");
     let (log_tx, log_rx) = mpsc::unbounded_channel();
     let shipper = tokio::spawn(ship_logs(channel.clone(), job.id, lease, log_rx));
@@ -141,7 +141,7 @@ async fn run_job(
     let dir: PathBuf = config.work_dir.join(format!("{}-{}", job.id, job.attempts));
     let outcome = async {
         let module = terraform::preflight(config, &job.request).await?;
-        let credentials = job_credentials::for_job(credentials, &job).await?;
+        let credentials = job_credentials::for_job(credentials, &job, federated.as_ref()).await?;
         std::fs::create_dir_all(&dir).map_err(|e| terraform::RunFailure {
             code: None,
             reason: format!("cannot create {}: {e}", dir.display()),

@@ -8,7 +8,9 @@
 pub mod bootstrap;
 pub mod config;
 pub mod db;
+pub mod federation;
 pub mod http;
+pub mod oidc;
 pub mod pki;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -45,6 +47,8 @@ pub struct AgentListener {
     pub public_url: String,
     /// DNS names / IPs for the listener's server certificate.
     pub tls_names: Vec<String>,
+    /// OIDC federation for jobs of `oidc` accounts (its keys live beside the CA).
+    pub federation: Option<federation::Federation>,
 }
 
 /// Serves the API on `listener` (HTTPS with `people_tls`, plain HTTP
@@ -73,6 +77,7 @@ pub async fn serve_on(
         state.ca = Some(agents.ca.clone());
         state.agent_api_url = Some(agents.public_url.clone());
         state.api_names = agents.tls_names.clone();
+        state.federation = agents.federation.clone();
         let channel = http::agent_channel::router(state.clone());
         agent_task = Some(tokio::spawn(tls::serve_mtls(
             agents.listener,

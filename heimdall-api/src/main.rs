@@ -53,6 +53,21 @@ enum Command {
         /// Serve people plain HTTP (only behind a proxy that terminates TLS).
         #[arg(long, conflicts_with_all = ["tls_cert", "tls_key", "tls_names"])]
         insecure_http: bool,
+        /// The issuer URL of job identity tokens (`oidc` accounts): the
+        /// people's HTTPS URL a cloud can reach, where /.well-known/ is
+        /// served [default: https://<first --tls-name, else listen>].
+        #[arg(long, env = "HEIMDALL_OIDC_ISSUER_URL")]
+        oidc_issuer_url: Option<String>,
+        /// Where STS is, for AWS `oidc` accounts [default: AWS's, by the account's region].
+        #[arg(long, env = "HEIMDALL_STS_ENDPOINT_URL")]
+        sts_endpoint_url: Option<String>,
+    },
+    /// Add a new signing key for job identity tokens; it signs from the next
+    /// start on, and the previous key stays published until the next rotation.
+    RotateOidcKey {
+        /// The directory given to `serve --ca-dir`.
+        #[arg(long, env = "HEIMDALL_CA_DIR")]
+        ca_dir: PathBuf,
     },
     /// Create the first organization and its owner; prints the owner's API
     /// token once. Refused on a database that already has an organization.
@@ -139,7 +154,13 @@ async fn run(cli: Cli) -> Result<(), RunError> {
             tls_key,
             tls_names,
             insecure_http,
+            oidc_issuer_url,
+            sts_endpoint_url,
         } => {
+            let issuer_url = oidc_issuer_url.unwrap_or_else(|| match tls_names.first() {
+                Some(name) => format!("https://{name}:{}", listen_port(&config_listen(&listen))),
+                None => format!("https://{}", config_listen(&listen)),
+            });
             let config = config(database_url, listen, file)?;
             // The CA first: both listeners may need it.
             let ca = match &ca_dir {
@@ -194,7 +215,21 @@ async fn run(cli: Cli) -> Result<(), RunError> {
                     tls_names.extend(agent_tls_names);
                     let public_url = agent_public_url.unwrap_or_else(|| format!("https://{addr}"));
                     tracing::info!(listen = %addr, url = %public_url, "agent channel (mTLS) serving");
-                    Some(heimdall_api::AgentListener { listener: agent_listener, ca, public_url, tls_names })
+                    let dir = ca_dir.as_deref().unwrap_or(std::path::Path::new(".")).join("oidc");
+                    let issuer = heimdall_api::oidc::Issuer::load_or_create(&dir, &issuer_url)
+                        .map_err(|e| ("INVALID_INPUT", e))?;
+                    tracing::info!(issuer = %issuer.url(), "job identity tokens (OIDC) issued");
+                    let federation = Some(heimdall_api::federation::Federation {
+                        issuer: std::sync::Arc::new(issuer),
+                        sts_endpoint: sts_endpoint_url,
+                    });
+                    Some(heimdall_api::AgentListener {
+                        listener: agent_listener,
+                        ca,
+                        public_url,
+                        tls_names,
+                        federation,
+                    })
                 }
                 _ => None,
             };
@@ -248,6 +283,11 @@ async fn run(cli: Cli) -> Result<(), RunError> {
             store.close().await;
             Ok(())
         }
+        Command::RotateOidcKey { ca_dir } => {
+            let kid = heimdall_api::oidc::rotate(&ca_dir.join("oidc")).map_err(|e| ("INVALID_INPUT", e))?;
+            println!("✓ New OIDC signing key {kid}: it signs from the API's next start; the previous one stays published");
+            Ok(())
+        }
         Command::Migrate { database_url, config: file } => {
             let config = config(database_url, None, file)?;
             let store = open(&config).await?;
@@ -256,6 +296,15 @@ async fn run(cli: Cli) -> Result<(), RunError> {
             Ok(())
         }
     }
+}
+
+/// What `--listen` will be, for the issuer's default URL.
+fn config_listen(listen: &Option<String>) -> String {
+    listen.clone().unwrap_or_else(|| "127.0.0.1:7480".to_owned())
+}
+
+fn listen_port(listen: &str) -> &str {
+    listen.rsplit_once(':').map_or("7480", |(_, port)| port)
 }
 
 async fn shutdown_signal() {

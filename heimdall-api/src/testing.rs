@@ -120,7 +120,16 @@ impl TestApi {
         Self::start_with(database, true).await
     }
 
+    /// The API federating `oidc` accounts' jobs with the STS at `sts_endpoint` (moto).
+    pub async fn with_sts(database: TestDatabase, sts_endpoint: &str) -> Self {
+        Self::start_opts(database, false, Some(sts_endpoint.to_owned())).await
+    }
+
     async fn start_with(database: TestDatabase, https: bool) -> Self {
+        Self::start_opts(database, https, None).await
+    }
+
+    async fn start_opts(database: TestDatabase, https: bool, sts_endpoint: Option<String>) -> Self {
         let config = ServeConfig::resolve(
             Some(database.url().to_owned()),
             Some("127.0.0.1:0".into()),
@@ -149,6 +158,16 @@ impl TestApi {
             // A name of the API's own, beside the loopback ones: Agents may
             // not get a certificate for it.
             tls_names: vec!["localhost".into(), "127.0.0.1".into(), API_TEST_NAME.into()],
+            federation: Some(crate::federation::Federation {
+                issuer: std::sync::Arc::new(
+                    crate::oidc::Issuer::load_or_create(
+                        &ca_tmp.path().join("oidc"),
+                        &format!("{}://{addr}", if https { "https" } else { "http" }),
+                    )
+                    .expect("test OIDC issuer"),
+                ),
+                sts_endpoint,
+            }),
         };
         let (tx, rx) = oneshot::channel();
         let server_store = store.clone();

@@ -128,23 +128,7 @@ pub fn for_provider(provider: Provider, name: &str, value: &[u8]) -> Result<Cred
             if fields.iter().flatten().any(|f| !one_line(f)) {
                 return Err(bad(shape));
             }
-            let mut text = Zeroizing::new(format!(
-                "[{AWS_PROFILE}]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
-                key.access_key_id.expose(),
-                key.secret_access_key.expose()
-            ));
-            if let Some(token) = &key.session_token {
-                text.push_str(&format!("aws_session_token = {}\n", token.expose()));
-            }
-            Ok(Credentials {
-                files: vec![(".heimdall-credentials/aws-credentials", secret(text.as_bytes()))],
-                env: vec![
-                    ("AWS_SHARED_CREDENTIALS_FILE", EnvValue::File(".heimdall-credentials/aws-credentials")),
-                    ("AWS_PROFILE", EnvValue::Text(AWS_PROFILE.into())),
-                ],
-                unset: AWS_UNSET,
-                root_config: None,
-            })
+            Ok(aws(key.access_key_id.expose(), &key.secret_access_key, key.session_token.as_ref()))
         }
         Provider::Gcp => {
             let _: GcpKey = serde_json::from_slice(value)
@@ -204,6 +188,50 @@ pub fn for_provider(provider: Provider, name: &str, value: &[u8]) -> Result<Cred
                 unset: CLOUDFLARE_UNSET,
                 root_config: Some(CLOUDFLARE_ROOT),
             })
+        }
+    }
+}
+
+/// AWS keys (static, or temporary ones from STS) as a shared credentials
+/// file with one profile. The caller checked each is one line.
+pub fn aws(
+    access_key_id: &str,
+    secret_access_key: &Redacted<String>,
+    session_token: Option<&Redacted<String>>,
+) -> Credentials {
+    let mut text = Zeroizing::new(format!(
+        "[{AWS_PROFILE}]\naws_access_key_id = {access_key_id}\naws_secret_access_key = {}\n",
+        secret_access_key.expose()
+    ));
+    if let Some(token) = session_token {
+        text.push_str(&format!("aws_session_token = {}\n", token.expose()));
+    }
+    Credentials {
+        files: vec![(
+            ".heimdall-credentials/aws-credentials",
+            Redacted::new(Zeroizing::new(text.as_bytes().to_vec())),
+        )],
+        env: vec![
+            ("AWS_SHARED_CREDENTIALS_FILE", EnvValue::File(".heimdall-credentials/aws-credentials")),
+            ("AWS_PROFILE", EnvValue::Text(AWS_PROFILE.into())),
+        ],
+        unset: AWS_UNSET,
+        root_config: None,
+    }
+}
+
+/// What a job of an `oidc` account runs with: what the API obtained.
+pub fn federated(credentials: &crate::wire::JobCredentials) -> Result<Credentials, ApiError> {
+    match credentials {
+        crate::wire::JobCredentials::Aws { access_key_id, secret_access_key, session_token, .. } => {
+            let lines = [secret_access_key, session_token].iter().all(|f| one_line(f));
+            if access_key_id.is_empty() || access_key_id.contains(['\n', '\r']) || !lines {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidInput,
+                    "the temporary AWS credentials are malformed",
+                ));
+            }
+            Ok(aws(access_key_id, secret_access_key, Some(session_token)))
         }
     }
 }

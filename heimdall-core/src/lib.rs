@@ -23,6 +23,7 @@ pub mod infra;
 pub mod input;
 pub mod members;
 pub mod names;
+pub mod oidc;
 pub mod ports;
 pub mod queue;
 pub mod redacted;

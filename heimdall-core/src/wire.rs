@@ -36,6 +36,7 @@ pub use crate::domain::{
 };
 use crate::error::ApiError;
 use crate::ids::CatalogId;
+use crate::Redacted;
 
 /// Every error response: `{"error": {"code", "message", "fields"?}}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -341,6 +342,25 @@ pub struct ClaimedJob {
     pub lease_expires_at: time::OffsetDateTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_lock_id: Option<String>,
+    /// For a job of an `oidc` account: what the API obtained with the
+    /// job's identity token. In memory only, on either side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<JobCredentials>,
+}
+
+/// Temporary credentials for one job, from OIDC federation. Never stored,
+/// logged or shown: `Debug` redacts the secret parts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum JobCredentials {
+    /// AWS STS `AssumeRoleWithWebIdentity`'s answer.
+    Aws {
+        access_key_id: String,
+        secret_access_key: Redacted<String>,
+        session_token: Redacted<String>,
+        #[serde(with = "time::serde::rfc3339")]
+        expires_at: time::OffsetDateTime,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -115,3 +115,163 @@ async fn a_static_credential_reaches_terraform_as_a_file_and_its_read_is_recorde
     agent.start_kill().unwrap();
     let _ = agent.wait().await;
 }
+
+/// What went through the STS proxy: each request's form, each answer.
+#[derive(Clone, Default)]
+struct Exchanges(std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>);
+
+/// A proxy in front of moto's STS that writes down each exchange (the
+/// token the API sent, the credentials moto answered), and answers as STS
+/// does when a role's trust policy refuses the token for the role named
+/// `denied`: moto itself checks no trust policy.
+async fn sts_proxy(moto: String) -> (String, Exchanges) {
+    let seen = Exchanges::default();
+    let recorded = seen.clone();
+    let app = axum::Router::new().fallback(move |body: String| {
+        let (moto, seen) = (moto.clone(), recorded.clone());
+        async move {
+            if body.contains("role%2Fdenied") || body.contains("role/denied") {
+                let refusal = "<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>Not authorized to perform sts:AssumeRoleWithWebIdentity</Message></Error></ErrorResponse>";
+                return (axum::http::StatusCode::FORBIDDEN, refusal.to_owned());
+            }
+            let answer = reqwest::Client::new()
+                .post(format!("{moto}/"))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body.clone())
+                .send()
+                .await
+                .unwrap();
+            let (status, text) = (answer.status().as_u16(), answer.text().await.unwrap());
+            seen.0.lock().unwrap().push((body, text.clone()));
+            (axum::http::StatusCode::from_u16(status).unwrap(), text)
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, seen)
+}
+
+fn form_field(form: &str, name: &str) -> String {
+    let fields: Vec<(String, String)> = serde_urlencoded::from_str(form).unwrap();
+    fields.into_iter().find(|(k, _)| k == name).map(|(_, v)| v).unwrap()
+}
+
+fn xml_field(xml: &str, tag: &str) -> String {
+    let start = xml.find(&format!("<{tag}>")).unwrap() + tag.len() + 2;
+    let end = xml[start..].find(&format!("</{tag}>")).unwrap() + start;
+    xml[start..end].to_owned()
+}
+
+/// Checks an ES256 JWT against a JWK Set, as a cloud does; returns its claims.
+fn verified_claims(token: &str, jwks: &serde_json::Value) -> serde_json::Value {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine as _;
+    let parts: Vec<&str> = token.split('.').collect();
+    assert_eq!(parts.len(), 3, "a compact JWT");
+    let header: serde_json::Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[0]).unwrap()).unwrap();
+    assert_eq!(header["alg"], "ES256");
+    let key =
+        jwks["keys"].as_array().unwrap().iter().find(|k| k["kid"] == header["kid"]).expect("published kid");
+    let mut point = vec![4u8];
+    point.extend(URL_SAFE_NO_PAD.decode(key["x"].as_str().unwrap()).unwrap());
+    point.extend(URL_SAFE_NO_PAD.decode(key["y"].as_str().unwrap()).unwrap());
+    let signed = format!("{}.{}", parts[0], parts[1]);
+    ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, point)
+        .verify(signed.as_bytes(), &URL_SAFE_NO_PAD.decode(parts[2]).unwrap())
+        .expect("the token verifies against the API's published key");
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oidc_job_runs_with_sts_credentials_its_identity_token_was_traded_for() {
+    let moto = crate::support::moto_start();
+    let (sts, exchanges) = sts_proxy(moto).await;
+    let w = World::with_sts(heimdall_api::testing::TestDatabase::postgres().await, Some(sts)).await;
+    let owner = w.api.owner_token.clone();
+    let dump = w.dir.path().join("terraform-saw");
+    let wrapper = w.dir.path().join("terraform");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n{{ echo \"key-in-env=${{AWS_ACCESS_KEY_ID:-none}} profile=$AWS_PROFILE\"; \
+             cat \"$AWS_SHARED_CREDENTIALS_FILE\" 2>/dev/null; }} >> '{}'\nexec '{}' \"$@\"\n",
+            dump.display(),
+            crate::support::terraform().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = w.enroll_with("agent-1", &wrapper).await;
+    let _ = std::fs::remove_file(&dump);
+    let mut agent = w.run_agent(&config);
+
+    // The world's account federates (auth oidc, a role to assume).
+    let id = w.create("federated", "bucket", json!({ "bucket": "federated" })).await;
+    let r = w.wait_for(&id, &["provisioned", "failed"], RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&id).await);
+
+    // The API sent STS a token its own published keys verify, for this job.
+    let (request, answer) = exchanges.0.lock().unwrap()[0].clone();
+    assert_eq!(form_field(&request, "Action"), "AssumeRoleWithWebIdentity");
+    assert_eq!(form_field(&request, "RoleArn"), "arn:aws:iam::123456789012:role/heimdall");
+    let job = &w.jobs(&id).await[0];
+    let job_id = job["id"].as_str().unwrap();
+    assert!(form_field(&request, "RoleSessionName").contains(&job_id.replace('-', "")[..16]));
+    let (_, discovery) = w.call(Method::GET, "/.well-known/openid-configuration", None).await;
+    let jwks = reqwest::get(discovery["jwks_uri"].as_str().unwrap()).await.unwrap().json().await.unwrap();
+    let claims = verified_claims(&form_field(&request, "WebIdentityToken"), &jwks);
+    assert_eq!(claims["iss"], discovery["issuer"]);
+    assert_eq!(claims["aud"], "sts.amazonaws.com");
+    assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 300);
+    assert_eq!(claims["job_id"], job_id);
+    let org = w.api.bootstrapped.organization.id.to_string();
+    let sub = claims["sub"].as_str().unwrap();
+    assert!(
+        sub.starts_with(&format!("organization:{org}:system:")) && sub.ends_with(&format!(":resource:{id}")),
+        "{sub}"
+    );
+
+    // Terraform ran with STS's temporary keys, from a file, not the Agent's.
+    let (key_id, secret, session) = (
+        xml_field(&answer, "AccessKeyId"),
+        xml_field(&answer, "SecretAccessKey"),
+        xml_field(&answer, "SessionToken"),
+    );
+    let saw = std::fs::read_to_string(&dump).unwrap();
+    assert!(
+        saw.lines().filter(|l| l.starts_with("key-in-env=")).all(|l| l == "key-in-env=none profile=heimdall"),
+        "{saw}"
+    );
+    assert!(saw.contains(&format!("aws_access_key_id = {key_id}")) && saw.contains(&session), "{saw}");
+    // Nowhere else: not the API's database, the job log or the Agent's log.
+    let rows = heimdall_api::testing::dump_rows(w.api.store.pool()).await;
+    let job_log = w.job_log(job_id).await;
+    let agent_log = std::fs::read_to_string(config.with_extension("log")).unwrap();
+    for (place, text) in [("API database", &rows), ("job log", &job_log), ("Agent log", &agent_log)] {
+        assert!(!text.contains(&secret) && !text.contains(&session), "STS's credentials are in the {place}");
+        assert!(!text.contains(&form_field(&request, "WebIdentityToken")), "the token is in the {place}");
+    }
+
+    // A role that refuses the token: the job fails with STS's reason, once, and nothing runs.
+    w.post(&owner, "/v1/cloud-accounts", json!({ "name": "denied", "provider": "aws", "region": "us-east-1",
+        "state_bucket": w.bucket, "auth": { "kind": "oidc", "role_arn": "arn:aws:iam::123456789012:role/denied" } }))
+        .await;
+    w.post(
+        &owner,
+        "/v1/cloud-accounts/denied/links",
+        json!({ "scope": "organization", "environment": "dev" }),
+    )
+    .await;
+    std::fs::remove_file(&dump).unwrap();
+    let denied = w.create("denied", "bucket", json!({ "bucket": "denied" })).await;
+    let r = w.wait_for(&denied, &["provisioned", "failed"], RUN).await;
+    let reason = r["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("AccessDenied") && reason.contains("AssumeRoleWithWebIdentity"), "{r}");
+    assert_eq!(w.jobs(&denied).await[0]["attempts"], 1, "a refused role is not retried");
+    assert!(!dump.exists(), "Terraform started");
+
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+}

@@ -331,9 +331,14 @@ async fn terraform_runs_with_an_allowlisted_environment_and_never_the_master_key
     let work = config.with_file_name("work");
     for run in runs {
         let names: Vec<&str> = run.lines().filter_map(|l| l.split_once('=').map(|(k, _)| k)).collect();
-        for needed in ["PATH", "HOME", "TF_CLI_CONFIG_FILE", "TF_IN_AUTOMATION", "AWS_ACCESS_KEY_ID"] {
+        // The account federates: its temporary keys come in a file, and the
+        // Agent's own keys stay out.
+        for needed in
+            ["PATH", "HOME", "TF_CLI_CONFIG_FILE", "TF_IN_AUTOMATION", "AWS_SHARED_CREDENTIALS_FILE"]
+        {
             assert!(names.contains(&needed), "{needed} missing from Terraform's environment: {names:?}");
         }
+        assert!(!names.contains(&"AWS_ACCESS_KEY_ID"), "the Agent's own keys reached Terraform: {names:?}");
         let home = run.lines().find_map(|l| l.strip_prefix("HOME=")).unwrap();
         assert!(home.starts_with(&work.display().to_string()), "HOME is not the job's directory: {home}");
         for never in ["HEIMDALL_TEST_MASTER_KEY", "UNRELATED_SECRET", "TF_VAR_input", "HEIMDALL_LOG"] {

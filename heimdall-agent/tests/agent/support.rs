@@ -69,10 +69,15 @@ impl World {
         Self::on(heimdall_api::testing::TestDatabase::postgres().await).await
     }
 
-    /// The API on `database`.
+    /// The API on `database`, federating `oidc` jobs with moto's STS.
     pub async fn on(database: heimdall_api::testing::TestDatabase) -> Self {
-        let api = TestApi::start(database).await;
+        Self::with_sts(database, None).await
+    }
+
+    /// [`Self::on`] with STS at `sts` instead of moto's.
+    pub async fn with_sts(database: heimdall_api::testing::TestDatabase, sts: Option<String>) -> Self {
         let moto_url = moto(&["start"]);
+        let api = TestApi::with_sts(database, sts.as_deref().unwrap_or(&moto_url)).await;
         let bucket = format!("state-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         moto(&["bucket", &bucket]);
         let world =

@@ -114,10 +114,25 @@ async fn claim(
         let lease = LeaseId::from_uuid(Uuid::new_v4());
         let now = state.clock.now();
         if let Some(job) = state.store.claim(agent.org_id, &agent.name, lease, now).await? {
+            let credentials = match crate::federation::credentials(&state, &job, now).await {
+                Ok(credentials) => credentials,
+                Err(refused) => {
+                    // The attempt ends here, as a run that failed would; the
+                    // Agent looks for another job.
+                    tracing::warn!(job = %job.id, reason = %refused.reason, "no credentials for the job");
+                    let outcome = JobOutcome::Failed { reason: refused.reason, retryable: refused.retryable };
+                    let ended = state.store.finish(job.id, lease, outcome, state.clock.now()).await?;
+                    if ended.status == heimdall_core::infra::JobStatus::Queued {
+                        state.jobs_queued.notify_waiters();
+                    }
+                    continue;
+                }
+            };
             let stale_lock_id = if job.attempts > 1 { job.state_lock_id.clone() } else { None };
             let lease_expires_at = job.lease_expires_at.unwrap_or(now);
             tracing::info!(job = %job.id, agent = %agent.name, attempt = job.attempts, "job claimed");
-            return Ok(Json(ClaimedJob { job, lease, lease_expires_at, stale_lock_id }).into_response());
+            let claimed = ClaimedJob { job, lease, lease_expires_at, stale_lock_id, credentials };
+            return Ok(Json(claimed).into_response());
         }
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
         if remaining.is_zero() {

@@ -53,6 +53,8 @@ pub struct AppState {
     pub agent_api_url: Option<String>,
     /// The names in the API's own certificates: never signed for an Agent.
     pub api_names: Vec<String>,
+    /// The OIDC issuer and STS, for jobs of `oidc` accounts.
+    pub federation: Option<crate::federation::Federation>,
 }
 
 impl AppState {
@@ -64,6 +66,7 @@ impl AppState {
             ca: None,
             agent_api_url: None,
             api_names: Vec::new(),
+            federation: None,
         }
     }
 
@@ -171,6 +174,8 @@ impl Decider {
 pub fn router(state: AppState, max_body_bytes: usize) -> Router {
     let mut app = Router::new()
         .route("/v1/health", get(health))
+        .route(heimdall_core::oidc::DISCOVERY_PATH, get(oidc_discovery))
+        .route(heimdall_core::oidc::JWKS_PATH, get(oidc_jwks))
         .route("/v1/ca", get(ca))
         .route("/v1/whoami", get(whoami))
         .merge(members::routes())
@@ -196,6 +201,22 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
             tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
         }))
         .with_state(state)
+}
+
+/// The issuer's discovery document and keys: public, as an issuer's must
+/// be (a cloud fetches them to verify job tokens). 404 without an issuer.
+async fn oidc_discovery(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> Result<Json<serde_json::Value>, HttpError> {
+    let federation = state.federation.as_ref().ok_or_else(|| ApiError::not_found("OIDC issuer"))?;
+    Ok(Json(federation.issuer.discovery()))
+}
+
+async fn oidc_jwks(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> Result<Json<serde_json::Value>, HttpError> {
+    let federation = state.federation.as_ref().ok_or_else(|| ApiError::not_found("OIDC issuer"))?;
+    Ok(Json(federation.issuer.jwks()))
 }
 
 async fn health() -> Json<Health> {

@@ -1,0 +1,144 @@
+//! OIDC federation at claim time: a job of an `oidc` account gets a
+//! 5-minute identity token signed by the API's issuer, which the API trades
+//! with the cloud for temporary credentials (AWS STS
+//! `AssumeRoleWithWebIdentity`). The credentials go to the Agent in the
+//! claim's answer, over mTLS, and are kept nowhere: not in a row, a log,
+//! the job log or an error.
+
+use std::sync::Arc;
+
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_sts::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider as TlsProvider};
+use heimdall_core::infra::{AccountAuth, Job, Provider};
+use heimdall_core::oidc;
+use heimdall_core::wire::JobCredentials;
+use heimdall_core::Redacted;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::http::AppState;
+use crate::oidc::Issuer;
+
+/// What federation needs: the issuer, and where STS is (`None`: AWS's).
+#[derive(Clone, Debug)]
+pub struct Federation {
+    pub issuer: Arc<Issuer>,
+    pub sts_endpoint: Option<String>,
+}
+
+/// How long the temporary credentials last: the job's attempt, its
+/// heartbeats and Terraform's own retries fit in it.
+const SESSION_SECONDS: i32 = 3600;
+
+/// Why a job could not get its credentials; `retryable` is false when the
+/// cloud refused the role (trying again would be refused again).
+#[derive(Debug)]
+pub struct Refused {
+    pub reason: String,
+    pub retryable: bool,
+}
+
+fn refused(reason: impl Into<String>, retryable: bool) -> Refused {
+    Refused { reason: reason.into(), retryable }
+}
+
+/// The credentials `job` runs with: none for a static account (the Agent
+/// reads its own secret), else what its identity token was traded for.
+pub async fn credentials(
+    state: &AppState,
+    job: &Job,
+    now: OffsetDateTime,
+) -> Result<Option<JobCredentials>, Refused> {
+    let AccountAuth::Oidc { role_arn } = &job.request.account.auth else { return Ok(None) };
+    let Some(federation) = &state.federation else {
+        return Err(refused("this API has no OIDC issuer (serve it with --ca-dir); nothing was run", false));
+    };
+    let token = identity_token(state, &federation.issuer, job, now).await?;
+    match job.request.account.provider {
+        Provider::Aws => assume_role(federation, job, role_arn, &token).await.map(Some),
+        other => Err(refused(
+            format!("OIDC federation for {other} accounts is not built yet; nothing was run"),
+            false,
+        )),
+    }
+}
+
+/// The job's identity token: its place by ids, its attempt, 5 minutes.
+async fn identity_token(
+    state: &AppState,
+    issuer: &Issuer,
+    job: &Job,
+    now: OffsetDateTime,
+) -> Result<Redacted<String>, Refused> {
+    let lookup = |e: heimdall_core::ports::StoreError| refused(format!("cannot place the job: {e}"), true);
+    let resource = state.store.get_resource(job.org_id, job.resource_id).await.map_err(lookup)?;
+    let component = state.store.get_catalog_entry(job.org_id, resource.component_id).await.map_err(lookup)?;
+    let system =
+        component.parent_id.ok_or_else(|| refused("the Resource's component has no system", false))?;
+    let environment = job.request.environment_id.unwrap_or(resource.environment_id);
+    let claims = oidc::job_claims(issuer.url(), job, system, environment, now, Uuid::new_v4().to_string());
+    issuer.sign(&claims).map(Redacted::new).map_err(|e| refused(e, true))
+}
+
+async fn assume_role(
+    federation: &Federation,
+    job: &Job,
+    role_arn: &str,
+    token: &Redacted<String>,
+) -> Result<JobCredentials, Refused> {
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(TlsProvider::Rustls(CryptoMode::Ring))
+        .build_https();
+    // AssumeRoleWithWebIdentity is not signed: no credentials of the API's own.
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(http)
+        .no_credentials()
+        .region(Region::new(job.request.account.region.clone()));
+    if let Some(url) = &federation.sts_endpoint {
+        loader = loader.endpoint_url(url);
+    }
+    let client = aws_sdk_sts::Client::new(&loader.load().await);
+    let session = format!("heimdall-job-{}", job.id.to_string().replace('-', ""));
+    let answer = client
+        .assume_role_with_web_identity()
+        .role_arn(role_arn)
+        .role_session_name(session.chars().take(64).collect::<String>())
+        .web_identity_token(token.expose())
+        .duration_seconds(SESSION_SECONDS)
+        .send()
+        .await
+        .map_err(describe)?;
+    let creds = answer.credentials.ok_or_else(|| refused("STS answered without credentials", true))?;
+    let expires_at =
+        OffsetDateTime::from_unix_timestamp(creds.expiration.secs()).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    tracing::info!(job = %job.id, role = %role_arn, "temporary AWS credentials obtained for the job");
+    Ok(JobCredentials::Aws {
+        access_key_id: creds.access_key_id,
+        secret_access_key: Redacted::new(creds.secret_access_key),
+        session_token: Redacted::new(creds.session_token),
+        expires_at,
+    })
+}
+
+/// STS's refusal, by its code and message (never the token); the role's
+/// refusals are final, the rest may pass on a later attempt.
+fn describe<E, R>(err: SdkError<E, R>) -> Refused
+where
+    E: std::error::Error + ProvideErrorMetadata + 'static,
+    R: std::fmt::Debug,
+{
+    match &err {
+        SdkError::ServiceError(service) => {
+            let e = service.err();
+            let code = e.code().unwrap_or("STS error");
+            let retryable = matches!(code, "IDPCommunicationError" | "Throttling" | "ServiceUnavailable");
+            let reason = match e.message() {
+                Some(message) => format!("STS AssumeRoleWithWebIdentity: {code}: {message}"),
+                None => format!("STS AssumeRoleWithWebIdentity: {code}"),
+            };
+            refused(reason, retryable)
+        }
+        other => refused(format!("STS AssumeRoleWithWebIdentity: {}", DisplayErrorContext(other)), true),
+    }
+}
