@@ -98,17 +98,17 @@ impl PolicySnapshot {
             .map(|(id, name)| (*id, name.as_str()))
     }
 
-    /// Whether this Agent may read `secret` as a job's static credential
-    /// (`heimdall_core::secrets::usable_as_credential`): `NOT_FOUND` for a
+    /// Whether this Agent may read `secret` for a job
+    /// (`heimdall_core::secrets::usable_by_jobs`): `NOT_FOUND` for a
     /// secret the last sync did not list.
-    pub fn credential(&self, secret: &str) -> Result<(), ApiError> {
+    pub fn job_secret(&self, secret: &str) -> Result<(), ApiError> {
         let found = self.secrets.get(secret).ok_or_else(|| {
             ApiError::new(
                 ErrorCode::NotFound,
                 format!("secret {secret} not found (as of this Agent's last sync)"),
             )
         })?;
-        heimdall_core::secrets::usable_as_credential(found.owner_id)
+        heimdall_core::secrets::usable_by_jobs(found.owner_id)
     }
 
     /// The member a certificate belongs to; `UNAUTHENTICATED` for a

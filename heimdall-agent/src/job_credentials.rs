@@ -1,7 +1,9 @@
-//! A job's static cloud credential: the value its account names, read from
-//! this Agent's own store the way every read is (decided, then recorded
-//! before it is used), and turned by `heimdall_core::credentials` into the
-//! files Terraform reads. The accessor in the access log is `agent <name>`.
+//! The secrets a job runs with: its account's static credential and the
+//! secrets its input names, read from this Agent's own store the way every
+//! read is (decided, then recorded before it is used; the accessor in the
+//! access log is `agent <name>`), and a federated account's temporary
+//! credentials from the claim. `heimdall_core::credentials` says what
+//! Terraform gets.
 
 use std::sync::Arc;
 
@@ -10,8 +12,9 @@ use heimdall_core::credentials::{self, Credentials};
 use heimdall_core::ids::AgentId;
 use heimdall_core::infra::{AccountAuth, Job};
 use heimdall_core::wire::JobCredentials;
-use heimdall_core::{ApiError, ErrorCode};
+use heimdall_core::{ApiError, ErrorCode, Redacted};
 use time::OffsetDateTime;
+use zeroize::Zeroizing;
 
 use crate::access::SharedPolicy;
 use crate::recorder::Recorder;
@@ -34,44 +37,82 @@ pub struct CredentialSource {
 /// How long a job waits for the sync it asked for.
 const REFRESH_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The credentials `job` runs with: for an `oidc` account what the API
-/// obtained with the job's identity token (`federated`, from the claim);
-/// for a static one its secret's value, read for it here. A refusal is
-/// final (`NOT_FOUND`, `VERSION_DEACTIVATED`, `FORBIDDEN`, `INVALID_INPUT`):
-/// Terraform never starts. A store or recorder that fails is retried.
+/// What a job runs with besides its request: its account's credentials
+/// (none when the Agent's own serve, for an API from before federation),
+/// and the values of the secrets its input names, by module variable.
+#[derive(Debug, Default)]
+pub struct JobSecrets {
+    pub credentials: Option<Credentials>,
+    pub inputs: Vec<(String, Redacted<String>)>,
+}
+
+/// For an `oidc` account what the API obtained with the job's identity
+/// token (`federated`, from the claim); for a static one its secret's
+/// value; and each secret input's value. A refusal is final (`NOT_FOUND`,
+/// `VERSION_DEACTIVATED`, `FORBIDDEN`, `INVALID_INPUT`): Terraform never
+/// starts. A store or recorder that fails is retried.
 pub async fn for_job(
     source: Option<&CredentialSource>,
     job: &Job,
     federated: Option<&JobCredentials>,
-) -> Result<Option<Credentials>, RunFailure> {
-    let refused = |e: ApiError| RunFailure { code: Some(e.code), reason: e.message, retryable: false };
-    let secret = match (&job.request.account.auth, federated) {
+) -> Result<JobSecrets, RunFailure> {
+    let credentials = match (&job.request.account.auth, federated) {
         (AccountAuth::Oidc { .. }, Some(federated)) => {
-            return credentials::federated(federated).map(Some).map_err(refused);
+            Some(credentials::federated(federated).map_err(refused)?)
         }
         // An API from before federation: the Agent's own credentials, as then.
-        (AccountAuth::Oidc { .. }, None) => return Ok(None),
-        (AccountAuth::Static { secret }, _) => secret,
+        (AccountAuth::Oidc { .. }, None) => None,
+        (AccountAuth::Static { secret }, _) => {
+            let value = read_for_job(source, job, secret).await?;
+            Some(credentials::for_provider(job.request.account.provider, secret, &value).map_err(refused)?)
+        }
     };
+    let mut inputs = Vec::new();
+    for input in &job.request.secret_inputs {
+        let value = read_for_job(source, job, &input.secret).await?;
+        let text = String::from_utf8(value.to_vec()).map_err(|_| {
+            refused(ApiError::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "secret {} is not UTF-8 text, so it cannot be the input {}",
+                    input.secret, input.variable
+                ),
+            ))
+        })?;
+        inputs.push((input.variable.clone(), Redacted::new(text)));
+    }
+    Ok(JobSecrets { credentials, inputs })
+}
+
+fn refused(e: ApiError) -> RunFailure {
+    RunFailure { code: Some(e.code), reason: e.message, retryable: false }
+}
+
+/// The latest value of `secret` in the job's environment, read as every
+/// read is: decided (an organization secret this Agent's snapshot lists,
+/// a sync asked for first if it does not), then recorded as `agent <name>`
+/// before it is used.
+async fn read_for_job(
+    source: Option<&CredentialSource>,
+    job: &Job,
+    secret: &str,
+) -> Result<Zeroizing<Vec<u8>>, RunFailure> {
     let Some(source) = source else {
         return Err(refused(ApiError::new(
             ErrorCode::NotFound,
-            format!(
-                "account {} uses secret {secret}, but this Agent keeps no values ([values] in agent.toml)",
-                job.request.account.id
-            ),
+            format!("the job needs secret {secret}, but this Agent keeps no values ([values] in agent.toml)"),
         )));
     };
     let Some(environment) = job.request.environment_id else {
         return Err(refused(ApiError::new(
             ErrorCode::NotFound,
-            "the job names no environment to read its credential in",
+            "the job names no environment to read its secrets in",
         )));
     };
     // A secret created a moment ago may be newer than the last sync: ask
     // for one before refusing.
     let than = match source.policy.current() {
-        Some(snapshot) if snapshot.credential(secret).is_ok() => None,
+        Some(snapshot) if snapshot.job_secret(secret).is_ok() => None,
         Some(snapshot) => Some(snapshot.received_at()),
         None => Some(OffsetDateTime::UNIX_EPOCH),
     };
@@ -80,7 +121,7 @@ pub async fn for_job(
             let reason = "this Agent has not synced with the API yet; the job is retried".to_owned();
             return Err(RunFailure { code: Some(ErrorCode::PolicyStale), reason, retryable: true });
         };
-        snapshot.credential(secret).map_err(refused)?;
+        snapshot.job_secret(secret).map_err(refused)?;
     }
     let unavailable = |e: StoreError| RunFailure {
         code: Some(ErrorCode::Unavailable),
@@ -111,7 +152,7 @@ pub async fn for_job(
     let record = ServedRead {
         accessor: format!("agent {}", job.agent.as_deref().unwrap_or("?")),
         at_micros: i64::try_from(now.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX),
-        secret: secret.clone(),
+        secret: secret.to_owned(),
         environment,
         version,
         source: SOURCE.into(),
@@ -123,6 +164,6 @@ pub async fn for_job(
         reason: format!("the read of secret {secret} could not be recorded, so it was not used: {e}"),
         retryable: true,
     })?;
-    tracing::info!(job = %job.id, secret = %secret, version, "static credential read for the job");
-    credentials::for_provider(job.request.account.provider, secret, &value).map(Some).map_err(refused)
+    tracing::info!(job = %job.id, secret = %secret, version, "secret read for the job");
+    Ok(value)
 }

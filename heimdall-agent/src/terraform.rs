@@ -10,6 +10,7 @@ use heimdall_core::credentials::{Credentials, EnvValue};
 use heimdall_core::infra::{JobOperation, JobRequest, ModuleRef};
 use heimdall_core::runner::{check_run, job_env, with_job, Modules, Pin, REGION_VARIABLE};
 use heimdall_core::ErrorCode;
+use heimdall_core::Redacted;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -98,6 +99,7 @@ pub fn write_root_module(
     request: &JobRequest,
     module: &ModuleRef,
     state: &StateConfig,
+    secret_vars: &[&str],
     region: Option<&str>,
 ) -> Result<(), String> {
     let backend = match &state.local_dir {
@@ -129,13 +131,22 @@ pub fn write_root_module(
     }
     if let Some(input) = request.effective_input.as_object() {
         for key in input.keys() {
-            main.push_str(&format!("  {key} = var.input[{}]\n", hcl_string(key)));
+            if secret_vars.contains(&key.as_str()) {
+                main.push_str(&format!("  {key} = var.{SECRET_VAR_PREFIX}{key}\n"));
+            } else {
+                main.push_str(&format!("  {key} = var.input[{}]\n", hcl_string(key)));
+            }
         }
     }
     if let Some(region) = region {
         main.push_str(&format!("  {REGION_VARIABLE} = {}\n", hcl_string(region)));
     }
     main.push_str("}\n");
+    for key in secret_vars {
+        main.push_str(&format!(
+            "\nvariable \"{SECRET_VAR_PREFIX}{key}\" {{\n  type      = string\n  sensitive = true\n}}\n"
+        ));
+    }
     std::fs::write(dir.join("main.tf"), main).map_err(|e| e.to_string())?;
     let vars = serde_json::json!({ "input": request.effective_input });
     std::fs::write(dir.join("terraform.tfvars.json"), vars.to_string()).map_err(|e| e.to_string())?;
@@ -458,14 +469,42 @@ fn with_credentials(
     Ok(env)
 }
 
+/// The root variables that carry secret inputs' values.
+const SECRET_VAR_PREFIX: &str = "heimdall_secret_";
+
+/// Secret inputs' values for the root module, in a file Terraform reads
+/// beside it (mode 0600, deleted with the job's directory).
+fn write_secret_inputs(dir: &Path, inputs: &[(String, Redacted<String>)]) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if inputs.is_empty() {
+        return Ok(());
+    }
+    let values: serde_json::Map<String, serde_json::Value> = inputs
+        .iter()
+        .map(|(variable, value)| (format!("{SECRET_VAR_PREFIX}{variable}"), value.expose().clone().into()))
+        .collect();
+    let text = zeroize::Zeroizing::new(serde_json::Value::Object(values).to_string());
+    let path = dir.join("heimdall-secrets.auto.tfvars.json");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    file.write_all(text.as_bytes()).map_err(|e| e.to_string())
+}
+
 /// One run of a job, as preflight settled it.
 #[derive(Debug)]
 pub struct JobRun<'a> {
     pub request: &'a JobRequest,
     /// The module `heimdall_core::runner::check_run` chose.
     pub module: &'a ModuleRef,
-    /// A static credential's files, if the account has one.
+    /// The account's credential files, if it has some.
     pub credentials: Option<&'a Credentials>,
+    /// Secrets' values for module variables, by variable.
+    pub secret_inputs: &'a [(String, Redacted<String>)],
     /// A lock a dead earlier attempt of this job reported; only that lock
     /// is ever forced.
     pub stale_lock: Option<&'a str>,
@@ -479,7 +518,8 @@ pub async fn execute(
     log: &mpsc::UnboundedSender<String>,
     lock_id: &tokio::sync::watch::Sender<Option<String>>,
 ) -> Result<serde_json::Value, RunFailure> {
-    let JobRun { request, module, credentials, stale_lock } = *job;
+    let JobRun { request, module, credentials, secret_inputs, stale_lock } = *job;
+    let secret_vars: Vec<&str> = secret_inputs.iter().map(|(v, _)| v.as_str()).collect();
     let tf = &config.terraform.path;
     let refused = config.values.as_ref().and_then(|v| v.master_key_env.as_deref());
     let env = with_job(job_env(std::env::vars_os(), &config.terraform.pass_env, refused, dir), request);
@@ -487,7 +527,8 @@ pub async fn execute(
         Some(credentials) => with_credentials(env, dir, credentials).map_err(RunFailure::failed)?,
         None => env,
     };
-    write_root_module(dir, request, module, &config.state, None).map_err(RunFailure::failed)?;
+    write_secret_inputs(dir, secret_inputs).map_err(RunFailure::failed)?;
+    write_root_module(dir, request, module, &config.state, &secret_vars, None).map_err(RunFailure::failed)?;
     let step = |ok: bool, tail: &str, what: &str| {
         if ok {
             Ok(())
@@ -503,7 +544,7 @@ pub async fn execute(
     // an init that failed for the lack of it runs again.
     let source = module.source.as_str();
     if module_declares_variable(dir, source, REGION_VARIABLE) {
-        write_root_module(dir, request, module, &config.state, Some(&request.region))
+        write_root_module(dir, request, module, &config.state, &secret_vars, Some(&request.region))
             .map_err(RunFailure::failed)?;
         if !ok {
             (ok, _, tail) = run(tf, dir, &env, &init, log, Stdout::Log).await.map_err(RunFailure::failed)?;

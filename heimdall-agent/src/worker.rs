@@ -141,7 +141,7 @@ async fn run_job(
     let dir: PathBuf = config.work_dir.join(format!("{}-{}", job.id, job.attempts));
     let outcome = async {
         let module = terraform::preflight(config, &job.request).await?;
-        let credentials = job_credentials::for_job(credentials, &job, federated.as_ref()).await?;
+        let secrets = job_credentials::for_job(credentials, &job, federated.as_ref()).await?;
         std::fs::create_dir_all(&dir).map_err(|e| terraform::RunFailure {
             code: None,
             reason: format!("cannot create {}: {e}", dir.display()),
@@ -150,7 +150,8 @@ async fn run_job(
         let run = terraform::JobRun {
             request: &job.request,
             module: &module,
-            credentials: credentials.as_ref(),
+            credentials: secrets.credentials.as_ref(),
+            secret_inputs: &secrets.inputs,
             stale_lock: stale_lock_id.as_deref(),
         };
         terraform::execute(config, &dir, &run, &log_tx, &lock_tx).await

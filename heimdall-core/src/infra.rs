@@ -268,10 +268,23 @@ pub struct JobRequest {
     pub environment_id: Option<CatalogId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<String>,
+    /// Module arguments given secrets' values by the Agent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_inputs: Vec<SecretInput>,
     /// The Resource's region, else the account's.
     pub region: String,
     /// `heimdall/<resource-id>.tfstate`
     pub state_key: String,
+}
+
+/// A module argument whose value is a secret's, named in the input and
+/// read by the Agent at run time (`input::SECRET_REFERENCE`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretInput {
+    /// The input key (the module's variable).
+    pub variable: String,
+    /// The secret it names, in the Resource's environment.
+    pub secret: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -45,6 +45,7 @@ impl InputSchema {
                 ));
             }
         }
+        check_secret_marks(schema, "", true)?;
         let validator = jsonschema::draft202012::options()
             .with_pattern_options(PatternOptions::regex())
             .should_validate_formats(true)
@@ -111,6 +112,71 @@ fn pointer_or_root(p: &str) -> &str {
 
 fn escape_pointer(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
+}
+
+/// The keyword that makes a top-level string property of an input schema
+/// a secret reference: the request names a secret there, never a value,
+/// and the Agent gives the module the secret's value at run time.
+pub const SECRET_REFERENCE: &str = "x-heimdall-secret";
+
+/// The input keys whose property the schema marks as a secret reference,
+/// with the secret each names; `SCHEMA_VIOLATION` if one is not a name.
+pub fn secret_references(schema: &Value, input: &Value) -> Result<Vec<crate::infra::SecretInput>, ApiError> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Ok(Vec::new()) };
+    let mut found = Vec::new();
+    for (key, property) in properties {
+        if property.get(SECRET_REFERENCE) != Some(&Value::Bool(true)) {
+            continue;
+        }
+        let Some(named) = input.get(key) else { continue };
+        let secret =
+            named.as_str().filter(|s| crate::names::validate_name("secret", s).is_ok()).ok_or_else(|| {
+                ApiError::new(ErrorCode::SchemaViolation, "input does not match the schema").with_fields(
+                    vec![FieldError {
+                        path: format!("/{}", escape_pointer(key)),
+                        rule: SECRET_REFERENCE.to_owned(),
+                    }],
+                )
+            })?;
+        found.push(crate::infra::SecretInput { variable: key.clone(), secret: secret.to_owned() });
+    }
+    Ok(found)
+}
+
+/// The secret-reference mark works on a top-level property of type
+/// string, set to `true`; anywhere else it would be silently ignored and
+/// a value typed in its place would reach the job as plain input. Refused.
+fn check_secret_marks(schema: &Value, at: &str, top: bool) -> Result<(), ApiError> {
+    let bad = |why: &str| {
+        ApiError::invalid_input(format!("input_schema: {SECRET_REFERENCE} at {}: {why}", pointer_or_root(at)))
+    };
+    match schema {
+        Value::Object(map) => {
+            if let Some(mark) = map.get(SECRET_REFERENCE) {
+                let top_property = !top && at.matches('/').count() == 2 && at.starts_with("/properties/");
+                if !top_property {
+                    return Err(bad("only a top-level property may be a secret reference"));
+                }
+                if mark != &Value::Bool(true) {
+                    return Err(bad("must be true"));
+                }
+                if map.get("type") != Some(&Value::String("string".into())) {
+                    return Err(bad("the property must be of type string (a secret's name)"));
+                }
+            }
+            for (key, sub) in map {
+                check_secret_marks(sub, &format!("{at}/{}", escape_pointer(key)), false)?;
+            }
+            Ok(())
+        }
+        Value::Array(items) => {
+            for (i, sub) in items.iter().enumerate() {
+                check_secret_marks(sub, &format!("{at}/{i}"), false)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The effective input: the environment's defaults with the request laid
@@ -291,5 +357,41 @@ mod tests {
         let b: Value = serde_json::from_str(r#"{"a":[1,2],"b":1}"#).unwrap();
         assert_eq!(revision_hash(&a, Some("eu")), revision_hash(&b, Some("eu")));
         assert_ne!(revision_hash(&a, Some("eu")), revision_hash(&a, None));
+    }
+
+    #[test]
+    fn secret_references_name_secrets_and_refuse_anything_else() {
+        let schema = json!({ "type": "object", "properties": {
+            "name": { "type": "string" },
+            "admin_password": { "type": "string", "x-heimdall-secret": true } } });
+        InputSchema::compile(&schema).unwrap();
+        let found =
+            secret_references(&schema, &json!({ "name": "x", "admin_password": "orders-admin" })).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0].variable.as_str(), found[0].secret.as_str()),
+            ("admin_password", "orders-admin")
+        );
+        assert!(secret_references(&schema, &json!({ "name": "x" })).unwrap().is_empty());
+        for named in [json!("Not A Name"), json!(""), json!(7), json!({ "value": "hunter2" })] {
+            let err = secret_references(&schema, &json!({ "admin_password": named })).unwrap_err();
+            assert_eq!(err.code, ErrorCode::SchemaViolation);
+            assert!(!err.message.contains("hunter2") && !err.message.contains("Not A Name"));
+            assert_eq!(err.fields.as_ref().unwrap()[0].path, "/admin_password");
+        }
+    }
+
+    #[test]
+    fn a_secret_mark_where_it_would_be_ignored_is_refused() {
+        let nested = json!({ "type": "object", "properties": { "db": { "type": "object",
+            "properties": { "password": { "type": "string", "x-heimdall-secret": true } } } } });
+        let not_string = json!({ "properties": { "p": { "type": "integer", "x-heimdall-secret": true } } });
+        let not_true = json!({ "properties": { "p": { "type": "string", "x-heimdall-secret": "yes" } } });
+        let at_root = json!({ "type": "string", "x-heimdall-secret": true });
+        for schema in [nested, not_string, not_true, at_root] {
+            let err = InputSchema::compile(&schema).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidInput, "{schema}");
+            assert!(err.message.contains("x-heimdall-secret"), "{}", err.message);
+        }
     }
 }

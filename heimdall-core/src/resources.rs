@@ -25,7 +25,7 @@ use crate::infra::{
     state_key, AccountRef, CloudAccount, Job, JobOperation, JobRequest, JobStatus, Resource, ResourceSchema,
     ResourceStatus, Revision, RevisionState,
 };
-use crate::input::{effective_input, revision_hash, InputSchema};
+use crate::input::{effective_input, revision_hash, secret_references, InputSchema};
 use crate::names::{validate_name, validate_region, validate_text};
 use crate::queue::{self, MAX_ATTEMPTS};
 use crate::runner::check_input_keys;
@@ -412,6 +412,7 @@ pub fn job_for(
             },
             environment_id: Some(resource.environment_id),
             environment: Some(ctx.place.environment.to_owned()),
+            secret_inputs: secret_references(&schema.input_schema, &revision.effective_input)?,
             region: revision.region.clone().unwrap_or_else(|| account.region.clone()),
             state_key: state_key(resource.id),
         },

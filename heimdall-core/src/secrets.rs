@@ -164,16 +164,16 @@ pub const MAX_TAGS: usize = 32;
 
 /// Tags: up to 32, keys are names, values short printable text. A tag is
 /// metadata: nothing that looks like room for a value fits.
-/// Whether a secret may be a cloud account's static credential, read by an
-/// Agent for a job: an organization secret, never a personal one (its
-/// value is its owner's alone). The API checks it when the account is
-/// created, the Agent again when it reads the value.
-pub fn usable_as_credential(owner: Option<MemberId>) -> Result<(), ApiError> {
+/// Whether an Agent may read a secret for a job (a cloud account's static
+/// credential, a module input): an organization secret, never a personal
+/// one (its value is its owner's alone). The API checks it when the
+/// account or the Resource is created, the Agent again when it reads.
+pub fn usable_by_jobs(owner: Option<MemberId>) -> Result<(), ApiError> {
     match owner {
         None => Ok(()),
         Some(_) => Err(ApiError::new(
             crate::ErrorCode::Forbidden,
-            "a personal secret cannot be a cloud account's credential; use an organization secret",
+            "a personal secret is its owner's alone: a job (a cloud account, a module input) cannot use it; use an organization secret",
         )),
     }
 }

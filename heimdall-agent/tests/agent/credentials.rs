@@ -275,3 +275,73 @@ async fn an_oidc_job_runs_with_sts_credentials_its_identity_token_was_traded_for
     agent.start_kill().unwrap();
     let _ = agent.wait().await;
 }
+
+/// A schema property marked `x-heimdall-secret` takes a secret's name; the
+/// Agent reads that secret for the job (recorded first, as its own read)
+/// and gives the module its value as a sensitive variable. The value is in
+/// no row, job log or Agent log, and its tfvars file goes with the job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_input_reaches_the_module_as_a_sensitive_variable() {
+    use sha2::Digest;
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    let module = crate::support::repo().join("tests/fixtures/modules/with-password").display().to_string();
+    w.post(
+        &owner,
+        "/v1/schemas",
+        json!({ "type": "database", "module": { "source": module, "version": "1.0.0" },
+            "input_schema": { "type": "object", "required": ["name", "admin_password"],
+                "properties": { "name": { "type": "string" },
+                    "admin_password": { "type": "string", "x-heimdall-secret": true } } } }),
+    )
+    .await;
+    let config = w.enroll("agent-1").await;
+    let (local_url, _) = configure(&config, Store::Sqlite, None);
+    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
+    w.post(&owner, "/v1/secrets", json!({ "name": "orders-admin" })).await;
+    let mut agent = w.run_agent(&config);
+    eventually(&config, "the Agent's local URL", || async {
+        let (_, holders) =
+            w.call(Method::GET, "/v1/secrets/orders-admin/holders?environment=dev", None).await;
+        holders[0]["url"].as_str() == Some(local_url.as_str())
+    })
+    .await;
+    let ana = identity(&w, &owner).await;
+    let marker = format!("pw-{}", uuid::Uuid::new_v4().simple());
+    assert_eq!(set(&w, &owner, &ana, "orders-admin", "dev", &marker).await, 1);
+
+    let id =
+        w.create("orders", "database", json!({ "name": "orders", "admin_password": "orders-admin" })).await;
+    let r = w.wait_for(&id, &["provisioned", "failed"], RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&id).await);
+    let digest = hex::encode(sha2::Sha256::digest(marker.as_bytes()));
+    assert_eq!(r["outputs"]["admin_password_sha256"], digest.as_str(), "{r}");
+
+    eventually(&config, "the Agent's read in the access log", || async {
+        let (_, log) = w.call(Method::GET, "/v1/secrets/orders-admin/access-log", None).await;
+        log.as_array()
+            .is_some_and(|l| l.iter().any(|e| e["accessor"] == "agent agent-1" && e["version"] == 1))
+    })
+    .await;
+    let job = &w.jobs(&id).await[0];
+    let job_log = w.job_log(job["id"].as_str().unwrap()).await;
+    let rows = heimdall_api::testing::dump_rows(w.api.store.pool()).await;
+    let agent_log = std::fs::read_to_string(config.with_extension("log")).unwrap();
+    for (place, text) in [("job log", &job_log), ("API database", &rows), ("Agent log", &agent_log)] {
+        assert!(!text.contains(&marker), "the secret input's value is in the {place}");
+    }
+    let work = config.parent().unwrap().join("work");
+    assert!(work.is_dir(), "{}", work.display());
+    let left: Vec<_> =
+        walk(&work).into_iter().filter(|p| p.ends_with("heimdall-secrets.auto.tfvars.json")).collect();
+    assert!(left.is_empty(), "the values file outlived the job: {left:?}");
+
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+}
+
+/// Every file under `dir` (none if it does not exist).
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries.flatten().flat_map(|e| if e.path().is_dir() { walk(&e.path()) } else { vec![e.path()] }).collect()
+}

@@ -10,7 +10,7 @@ use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::CloudAccountId;
 use heimdall_core::infra::{AccountAuth, AccountLink, CloudAccount, LinkScope};
 use heimdall_core::names::{validate_name, validate_region, validate_text};
-use heimdall_core::secrets::usable_as_credential;
+use heimdall_core::secrets::usable_by_jobs;
 use heimdall_core::wire::{CloudAccountDetail, CreateCloudAccount, LinkCloudAccount};
 use heimdall_core::{ApiError, ErrorCode};
 use uuid::Uuid;
@@ -110,7 +110,7 @@ async fn create(
                 ),
             )
         })?;
-        usable_as_credential(found.owner_id)?;
+        usable_by_jobs(found.owner_id)?;
     }
     let account = CloudAccount {
         id: CloudAccountId::from_uuid(Uuid::new_v4()),

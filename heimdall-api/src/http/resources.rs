@@ -120,6 +120,24 @@ impl Placement {
     }
 }
 
+/// Every secret the plan's revision names as a module input exists and the
+/// requester may read it where the Resource lives.
+async fn check_secret_inputs(
+    state: &AppState,
+    caller: &Caller,
+    placement: &Placement,
+    schema: &heimdall_core::infra::ResourceSchema,
+    plan: &ResourcePlan,
+) -> Result<(), ApiError> {
+    let Some(revision) = &plan.revision else { return Ok(()) };
+    let named = heimdall_core::input::secret_references(&schema.input_schema, &revision.effective_input)?;
+    for input in named {
+        super::secrets::check_input_reference(state, caller, &input.secret, &placement.environment.name)
+            .await?;
+    }
+    Ok(())
+}
+
 /// Applies a plan in one transaction, with its audit event, and wakes the
 /// Agents if it queued a job.
 async fn apply(state: &AppState, caller: &Caller, plan: &ResourcePlan) -> Result<Resource, ApiError> {
@@ -239,6 +257,7 @@ async fn create(
         region: body.region,
     };
     let plan = resources::create(new, &placement.context(&caller, account.as_ref(), state.clock.now()))?;
+    check_secret_inputs(&state, &caller, &placement, &schema, &plan).await?;
     Ok((StatusCode::CREATED, Json(apply(&state, &caller, &plan).await?)))
 }
 
@@ -256,6 +275,7 @@ async fn change(
     let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
     let plan =
         resources::change(&resource, &schema, Change { input: body.input, region: body.region }, &ctx)?;
+    check_secret_inputs(&state, &caller, &placement, &schema, &plan).await?;
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
 

@@ -36,6 +36,23 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/environments/{key}/agents", get(assignments).post(assign))
 }
 
+/// Before a Resource names `secret` as a module input: it exists, it is an
+/// organization secret (the Agent reads it for the job), and the requester
+/// may read it in the Resource's environment. 404 or 403, nothing stored.
+pub(crate) async fn check_input_reference(
+    state: &AppState,
+    caller: &Caller,
+    secret: &str,
+    environment: &str,
+) -> Result<(), ApiError> {
+    let found = resolve(state, caller, secret).await.map_err(|_| {
+        ApiError::new(ErrorCode::NotFound, format!("secret {secret}, named in the input, not found"))
+    })?;
+    heimdall_core::secrets::usable_by_jobs(found.owner_id)?;
+    let target = target(state, caller, &found).await?;
+    state.authorize(caller, Action::SecretRead, &target, Some(environment)).await
+}
+
 /// A secret as policies see it: under its Components, with its owner.
 async fn target(state: &AppState, caller: &Caller, secret: &Secret) -> Result<Target, ApiError> {
     let tree = super::catalog::tree(state, caller.org.id).await?;

@@ -20,6 +20,7 @@ crate::on_every_backend!(
     delete_after_a_run_queues_a_real_destroy,
     retry_and_roles,
     bad_input_on_infra_endpoints,
+    secret_inputs_are_checked_before_anything_is_stored,
 );
 
 fn id(v: &Value) -> String {
@@ -619,4 +620,67 @@ async fn approval_edge_cases(db: TestDatabase) {
     let second = id(&c.post("/v1/resources", owner, body("scratch-2")).await.expect(201));
     let jobs = c.get("/v1/jobs?resource=scratch", owner).await.expect(200);
     assert_eq!(jobs[0]["resource_id"], second);
+}
+
+/// A property marked `x-heimdall-secret` takes a secret's name. The API
+/// checks, before it stores anything, that the secret exists, is an
+/// organization secret and that the requester may read it in the
+/// Resource's environment; the job carries the name, never a value.
+async fn secret_inputs_are_checked_before_anything_is_stored(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let w = world(&c, owner).await;
+    let admin = c.add_member(owner, "ana@example.com", "admin").await;
+    c.post(
+        "/v1/schemas",
+        owner,
+        json!({ "type": "database", "module": { "source": "./modules/db", "version": "1.0.0" },
+            "input_schema": { "type": "object", "required": ["name", "admin_password"],
+                "properties": { "name": { "type": "string" },
+                    "admin_password": { "type": "string", "x-heimdall-secret": true } } } }),
+    )
+    .await
+    .expect(201);
+    c.post("/v1/secrets", owner, json!({ "name": "orders-admin" })).await.expect(201);
+    c.post("/v1/secrets", owner, json!({ "name": "guarded", "components": [w.component] })).await.expect(201);
+    c.personal_secret(owner, "mine").await;
+    let domain = c.get("/v1/domains/payments", owner).await.expect(200)["id"].as_str().unwrap().to_owned();
+    let forbid = format!(
+        r#"forbid (principal, action == Heimdall::Action::"secret.read", resource in Heimdall::Domain::"{domain}") unless {{ principal.role == "owner" }};"#
+    );
+    c.post("/v1/policies", owner, json!({ "name": "guarded-read", "text": forbid })).await.expect(201);
+    let body = |name: &str, secret: &str| {
+        json!({ "component": w.component, "schema": "database", "environment": "dev", "name": name,
+            "input": { "name": name, "admin_password": secret } })
+    };
+
+    c.post("/v1/resources", &admin, body("a", "nope")).await.expect_error(404, "NOT_FOUND");
+    let reply = c.post("/v1/resources", &admin, body("b", "Not A Name LEAK-91c")).await;
+    assert!(!reply.text.contains("LEAK-91c"), "the refusal echoed the input: {}", reply.text);
+    let err = reply.expect_error(422, "SCHEMA_VIOLATION");
+    assert_eq!(err["error"]["fields"][0]["path"], "/admin_password", "{err}");
+    assert_eq!(err["error"]["fields"][0]["rule"], "x-heimdall-secret", "{err}");
+    c.post("/v1/resources", &admin, body("c", "guarded")).await.expect_error(403, "FORBIDDEN");
+    c.post("/v1/resources", owner, body("d", "mine")).await.expect_error(403, "FORBIDDEN");
+    assert!(c.get("/v1/resources", owner).await.expect(200).as_array().unwrap().is_empty());
+    assert!(c.get("/v1/jobs", owner).await.expect(200).as_array().unwrap().is_empty());
+
+    let rid = id(&c.post("/v1/resources", &admin, body("orders", "orders-admin")).await.expect(201));
+    let jobs = c.get(&format!("/v1/jobs?resource={rid}"), owner).await.expect(200);
+    let request = &jobs[0]["request"];
+    assert_eq!(request["secret_inputs"], json!([{ "variable": "admin_password", "secret": "orders-admin" }]));
+    assert_eq!(request["effective_input"]["admin_password"], "orders-admin");
+
+    // A change is checked the same way, and a refused one leaves revision 1.
+    let patch = json!({ "input": { "name": "orders", "admin_password": "guarded" } });
+    c.call(Method::PATCH, &format!("/v1/resources/{rid}"), &admin, Some(patch))
+        .await
+        .expect_error(403, "FORBIDDEN");
+    let detail = c.get(&format!("/v1/resources/{rid}"), owner).await.expect(200);
+    assert_eq!(detail["revisions"].as_array().unwrap().len(), 1, "{detail}");
+    assert_eq!(
+        c.get(&format!("/v1/jobs?resource={rid}"), owner).await.expect(200).as_array().unwrap().len(),
+        1
+    );
 }
