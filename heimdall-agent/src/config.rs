@@ -23,6 +23,8 @@ pub struct AgentConfig {
     pub modules: Modules,
     #[serde(default)]
     pub state: StateConfig,
+    #[serde(default, skip_serializing_if = "FederationConfig::is_default")]
+    pub federation: FederationConfig,
     /// Where this Agent keeps secret values (encrypted); absent: it holds none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub values: Option<ValuesConfig>,
@@ -153,6 +155,26 @@ pub struct Modules {
 
 /// Where state goes. By default, the account's S3 bucket with S3-native
 /// locking; `s3_endpoint` overrides the endpoint for S3-compatible stores;
+/// Where federated tokens are traded, when not at the cloud's own
+/// endpoint (a private endpoint, or an emulator in tests).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FederationConfig {
+    /// Google's STS for `external_account` files (default `https://sts.googleapis.com/v1/token`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gcp_token_url: Option<String>,
+}
+
+impl FederationConfig {
+    fn is_default(&self) -> bool {
+        self == &Self::default()
+    }
+
+    pub fn gcp_token_url(&self) -> &str {
+        self.gcp_token_url.as_deref().unwrap_or(heimdall_core::credentials::GCP_TOKEN_URL)
+    }
+}
+
 /// `local_dir` (the quickstart) keeps state on local disk instead.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -188,6 +188,7 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
         terraform: TerraformPin { path: options.terraform.clone(), version, sha256, pass_env: Vec::new() },
         modules: Modules { allowed_sources: options.allowed_modules, by_type: Default::default() },
         state: options.state,
+        federation: Default::default(),
         values: None,
         local_api: None,
     };

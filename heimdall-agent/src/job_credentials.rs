@@ -55,10 +55,12 @@ pub async fn for_job(
     source: Option<&CredentialSource>,
     job: &Job,
     federated: Option<&JobCredentials>,
+    place: credentials::JobPlace<'_>,
 ) -> Result<JobSecrets, RunFailure> {
-    let credentials = match (&job.request.account.auth, federated) {
+    let account = &job.request.account;
+    let credentials = match (&account.auth, federated) {
         (AccountAuth::Oidc { .. }, Some(federated)) => {
-            Some(credentials::federated(federated).map_err(refused)?)
+            Some(credentials::federated(federated, account.provider, &account.auth, place).map_err(refused)?)
         }
         // An API from before federation: the Agent's own credentials, as then.
         (AccountAuth::Oidc { .. }, None) => None,

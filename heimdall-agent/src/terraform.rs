@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use heimdall_core::credentials::{Credentials, EnvValue};
-use heimdall_core::infra::{JobOperation, JobRequest, ModuleRef};
+use heimdall_core::infra::{JobOperation, JobRequest, ModuleRef, StateBackend};
 use heimdall_core::runner::{check_run, job_env, with_job, Modules, Pin, REGION_VARIABLE};
 use heimdall_core::ErrorCode;
 use heimdall_core::Redacted;
@@ -92,6 +92,67 @@ fn is_registry_source(source: &str) -> bool {
         || source.starts_with("git@"))
 }
 
+/// The backend block: the account's state store with its own lock, one
+/// state per Resource (`heimdall/<id>.tfstate`; for GCS the prefix
+/// `heimdall/<id>`, which holds `default.tfstate`), or local disk for the
+/// quickstart.
+fn backend_block(request: &JobRequest, state: &StateConfig) -> String {
+    let account = &request.account;
+    if let Some(local) = &state.local_dir {
+        return format!(
+            "  backend \"local\" {{\n    path = {}\n  }}\n",
+            hcl_string(&local.join(format!("{}.tfstate", request.resource_id)).display().to_string())
+        );
+    }
+    match account.state_backend {
+        StateBackend::S3 => {
+            let mut b = format!(
+                "  backend \"s3\" {{\n    bucket       = {}\n    key          = {}\n    region       = {}\n    use_lockfile = true\n",
+                hcl_string(&account.state_bucket),
+                hcl_string(&request.state_key),
+                hcl_string(&account.region),
+            );
+            if let Some(endpoint) = state.s3_endpoint.as_ref().or(account.state_endpoint.as_ref()) {
+                b.push_str(&format!(
+                    "    endpoints = {{ s3 = {} }}\n    use_path_style = true\n    skip_credentials_validation = true\n    skip_requesting_account_id = true\n    skip_metadata_api_check = true\n    skip_region_validation = true\n",
+                    hcl_string(endpoint)
+                ));
+            }
+            b.push_str("  }\n");
+            b
+        }
+        StateBackend::Gcs => {
+            let prefix = request.state_key.strip_suffix(".tfstate").unwrap_or(&request.state_key);
+            let mut b = format!(
+                "  backend \"gcs\" {{\n    bucket = {}\n    prefix = {}\n",
+                hcl_string(&account.state_bucket),
+                hcl_string(prefix)
+            );
+            if let Some(endpoint) = &account.state_endpoint {
+                b.push_str(&format!("    storage_custom_endpoint = {}\n", hcl_string(endpoint)));
+            }
+            b.push_str("  }\n");
+            b
+        }
+        StateBackend::Azurerm => {
+            let mut b = format!(
+                "  backend \"azurerm\" {{\n    storage_account_name = {}\n    container_name       = {}\n    key                  = {}\n",
+                hcl_string(account.state_storage_account.as_deref().unwrap_or_default()),
+                hcl_string(&account.state_bucket),
+                hcl_string(&request.state_key),
+            );
+            // Entra ID for the blobs, with the account's identity (a
+            // federated token or a client secret, from the environment).
+            b.push_str("    use_azuread_auth     = true\n");
+            if matches!(account.auth, heimdall_core::infra::AccountAuth::Oidc(_)) {
+                b.push_str("    use_oidc             = true\n");
+            }
+            b.push_str("  }\n");
+            b
+        }
+    }
+}
+
 /// Writes the root module for a job into `dir`; with `region`, the module
 /// call also sets [`REGION_VARIABLE`] (for modules that declare it).
 pub fn write_root_module(
@@ -102,29 +163,7 @@ pub fn write_root_module(
     secret_vars: &[&str],
     region: Option<&str>,
 ) -> Result<(), String> {
-    let backend = match &state.local_dir {
-        Some(local) => format!(
-            "  backend \"local\" {{\n    path = {}\n  }}\n",
-            hcl_string(&local.join(format!("{}.tfstate", request.resource_id)).display().to_string())
-        ),
-        None => {
-            let mut b = format!(
-                "  backend \"s3\" {{\n    bucket       = {}\n    key          = {}\n    region       = {}\n    use_lockfile = true\n",
-                hcl_string(&request.account.state_bucket),
-                hcl_string(&request.state_key),
-                hcl_string(&request.account.region),
-            );
-            let endpoint = state.s3_endpoint.as_ref().or(request.account.state_endpoint.as_ref());
-            if let Some(endpoint) = endpoint {
-                b.push_str(&format!(
-                    "    endpoints = {{ s3 = {} }}\n    use_path_style = true\n    skip_credentials_validation = true\n    skip_requesting_account_id = true\n    skip_metadata_api_check = true\n    skip_region_validation = true\n",
-                    hcl_string(endpoint)
-                ));
-            }
-            b.push_str("  }\n");
-            b
-        }
-    };
+    let backend = backend_block(request, state);
     let mut main = format!("terraform {{\n{backend}}}\n\nvariable \"input\" {{\n  type = any\n}}\n\nmodule \"resource\" {{\n  source = {}\n", hcl_string(&module.source));
     if is_registry_source(&module.source) {
         main.push_str(&format!("  version = {}\n", hcl_string(&module.version)));

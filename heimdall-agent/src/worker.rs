@@ -141,7 +141,11 @@ async fn run_job(
     let dir: PathBuf = config.work_dir.join(format!("{}-{}", job.id, job.attempts));
     let outcome = async {
         let module = terraform::preflight(config, &job.request).await?;
-        let secrets = job_credentials::for_job(credentials, &job, federated.as_ref()).await?;
+        let place = heimdall_core::credentials::JobPlace {
+            dir: &dir.to_string_lossy(),
+            gcp_token_url: config.federation.gcp_token_url(),
+        };
+        let secrets = job_credentials::for_job(credentials, &job, federated.as_ref(), place).await?;
         std::fs::create_dir_all(&dir).map_err(|e| terraform::RunFailure {
             code: None,
             reason: format!("cannot create {}: {e}", dir.display()),

@@ -11,6 +11,9 @@ mod support;
 #[path = "agent/credentials.rs"]
 mod credentials;
 
+#[path = "agent/gcp.rs"]
+mod gcp;
+
 #[path = "agent/identity.rs"]
 mod identity;
 

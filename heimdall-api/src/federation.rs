@@ -1,8 +1,10 @@
 //! OIDC federation at claim time: a job of an `oidc` account gets a
 //! 5-minute identity token signed by the API's issuer, which the API trades
 //! with the cloud for temporary credentials (AWS STS
-//! `AssumeRoleWithWebIdentity`). The credentials go to the Agent in the
-//! claim's answer, over mTLS, and are kept nowhere: not in a row, a log,
+//! `AssumeRoleWithWebIdentity`), or hands to the Agent as is for the
+//! providers that trade it where Terraform runs (GCP, Azure) or take it as
+//! a bearer token (Kubernetes, Helm). Either goes to the Agent in the
+//! claim's answer, over mTLS, and is kept nowhere: not in a row, a log,
 //! the job log or an error.
 
 use std::sync::Arc;
@@ -50,17 +52,24 @@ pub async fn credentials(
     job: &Job,
     now: OffsetDateTime,
 ) -> Result<Option<JobCredentials>, Refused> {
-    let AccountAuth::Oidc { role_arn } = &job.request.account.auth else { return Ok(None) };
+    let AccountAuth::Oidc(target) = &job.request.account.auth else { return Ok(None) };
     let Some(federation) = &state.federation else {
         return Err(refused("this API has no OIDC issuer (serve it with --ca-dir); nothing was run", false));
     };
     let token = identity_token(state, &federation.issuer, job, now).await?;
-    match job.request.account.provider {
-        Provider::Aws => assume_role(federation, job, role_arn, &token).await.map(Some),
-        other => Err(refused(
-            format!("OIDC federation for {other} accounts is not built yet; nothing was run"),
-            false,
-        )),
+    match (job.request.account.provider, &target.role_arn) {
+        (Provider::Aws, Some(role_arn)) => assume_role(federation, job, role_arn, &token).await.map(Some),
+        (Provider::Aws, None) => {
+            Err(refused("the AWS account names no role to assume; nothing was run", false))
+        }
+        // The others trade it where Terraform runs, or take it as is.
+        (Provider::Gcp | Provider::Azure | Provider::Kubernetes | Provider::Helm, _) => {
+            tracing::info!(job = %job.id, provider = %job.request.account.provider, "identity token issued for the job");
+            Ok(Some(JobCredentials::IdentityToken { token, expires_at: now + oidc::TOKEN_TTL }))
+        }
+        (Provider::Cloudflare, _) => {
+            Err(refused("Cloudflare has no OIDC federation: give the account a static API token", false))
+        }
     }
 }
 

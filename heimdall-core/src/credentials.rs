@@ -19,7 +19,7 @@ use serde::Deserialize;
 use zeroize::Zeroizing;
 
 use crate::error::{ApiError, ErrorCode};
-use crate::infra::Provider;
+use crate::infra::{AccountAuth, Provider};
 use crate::Redacted;
 
 /// The profile the AWS credentials file defines.
@@ -74,6 +74,11 @@ const AZURE_UNSET: &[&str] = &[
     "ARM_USE_MSI",
     "ARM_USE_OIDC",
     "ARM_OIDC_TOKEN",
+    "ARM_OIDC_TOKEN_FILE_PATH",
+    "ARM_OIDC_REQUEST_TOKEN",
+    "ARM_OIDC_REQUEST_URL",
+    "ARM_CLIENT_SECRET_FILE_PATH",
+    "ARM_ACCESS_KEY",
 ];
 const KUBE_UNSET: &[&str] = &["KUBECONFIG", "KUBE_CONFIG_PATHS", "KUBE_TOKEN"];
 const CLOUDFLARE_UNSET: &[&str] = &["CLOUDFLARE_API_TOKEN", "CLOUDFLARE_API_KEY", "CLOUDFLARE_EMAIL"];
@@ -220,18 +225,139 @@ pub fn aws(
     }
 }
 
-/// What a job of an `oidc` account runs with: what the API obtained.
-pub fn federated(credentials: &crate::wire::JobCredentials) -> Result<Credentials, ApiError> {
-    match credentials {
+/// Google's token exchange, which an `external_account` file names.
+pub const GCP_TOKEN_URL: &str = "https://sts.googleapis.com/v1/token";
+
+/// Where the job's files are, for files that name other files (Google's
+/// `external_account` reads its token from a path), and Google's STS.
+#[derive(Clone, Copy, Debug)]
+pub struct JobPlace<'a> {
+    /// The job's directory, absolute.
+    pub dir: &'a str,
+    /// [`GCP_TOKEN_URL`] unless the Agent's operator names another.
+    pub gcp_token_url: &'a str,
+}
+
+const TOKEN_FILE: &str = ".heimdall-credentials/oidc-token";
+const GCP_EXTERNAL_ACCOUNT: &str = ".heimdall-credentials/gcp-external-account.json";
+const KUBECONFIG: &str = ".heimdall-credentials/kubeconfig";
+
+/// What a job of an `oidc` account runs with: what the API obtained. AWS
+/// keys become a credentials file; the identity token itself goes where
+/// each provider reads a federated token: GCP an `external_account` file
+/// reading it from a file, Azure `ARM_USE_OIDC` with
+/// `ARM_OIDC_TOKEN_FILE_PATH` (a file, never the token in the
+/// environment), Kubernetes and Helm a kubeconfig with it as the bearer
+/// token. Every file is 0600 in the job's directory.
+pub fn federated(
+    credentials: &crate::wire::JobCredentials,
+    provider: Provider,
+    auth: &AccountAuth,
+    place: JobPlace<'_>,
+) -> Result<Credentials, ApiError> {
+    let malformed = |what: &str| {
+        ApiError::new(ErrorCode::InvalidInput, format!("the federated credentials are malformed: {what}"))
+    };
+    let token = match credentials {
         crate::wire::JobCredentials::Aws { access_key_id, secret_access_key, session_token, .. } => {
             let lines = [secret_access_key, session_token].iter().all(|f| one_line(f));
-            if access_key_id.is_empty() || access_key_id.contains(['\n', '\r']) || !lines {
-                return Err(ApiError::new(
-                    ErrorCode::InvalidInput,
-                    "the temporary AWS credentials are malformed",
-                ));
+            if provider != Provider::Aws
+                || access_key_id.is_empty()
+                || access_key_id.contains(['\n', '\r'])
+                || !lines
+            {
+                return Err(malformed("temporary AWS keys"));
             }
-            Ok(aws(access_key_id, secret_access_key, Some(session_token)))
+            return Ok(aws(access_key_id, secret_access_key, Some(session_token)));
+        }
+        crate::wire::JobCredentials::IdentityToken { token, .. } => token,
+    };
+    let AccountAuth::Oidc(target) = auth else {
+        return Err(malformed("an identity token for a static account"));
+    };
+    // A JWT is three base64url parts: nothing that could break a file's syntax.
+    let jwt_ok = token.expose().split('.').count() == 3
+        && token.expose().chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !jwt_ok {
+        return Err(malformed("not a JWT"));
+    }
+    let bytes = |text: &str| Redacted::new(Zeroizing::new(text.as_bytes().to_vec()));
+    let missing = |field: &str| malformed(&format!("the account has no {field}"));
+    match provider {
+        Provider::Gcp => {
+            let pool = target
+                .workload_identity_provider
+                .as_deref()
+                .ok_or_else(|| missing("workload_identity_provider"))?;
+            let mut file = serde_json::json!({
+                "type": "external_account",
+                "audience": format!("//iam.googleapis.com/{pool}"),
+                "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+                "token_url": place.gcp_token_url,
+                "credential_source": { "file": format!("{}/{TOKEN_FILE}", place.dir) },
+            });
+            if let Some(account) = &target.service_account {
+                file["service_account_impersonation_url"] = format!(
+                    "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/{account}:generateAccessToken"
+                )
+                .into();
+            }
+            Ok(Credentials {
+                files: vec![
+                    (TOKEN_FILE, bytes(token.expose())),
+                    (GCP_EXTERNAL_ACCOUNT, bytes(&file.to_string())),
+                ],
+                env: vec![("GOOGLE_APPLICATION_CREDENTIALS", EnvValue::File(GCP_EXTERNAL_ACCOUNT))],
+                unset: GCP_UNSET,
+                root_config: None,
+            })
+        }
+        Provider::Azure => {
+            let text = |field: &Option<String>, name: &str| {
+                field.clone().map(EnvValue::Text).ok_or_else(|| missing(name))
+            };
+            Ok(Credentials {
+                files: vec![(TOKEN_FILE, bytes(token.expose()))],
+                env: vec![
+                    ("ARM_USE_OIDC", EnvValue::Text("true".into())),
+                    ("ARM_OIDC_TOKEN_FILE_PATH", EnvValue::File(TOKEN_FILE)),
+                    ("ARM_CLIENT_ID", text(&target.client_id, "client_id")?),
+                    ("ARM_TENANT_ID", text(&target.tenant_id, "tenant_id")?),
+                    ("ARM_SUBSCRIPTION_ID", text(&target.subscription_id, "subscription_id")?),
+                ],
+                unset: AZURE_UNSET,
+                root_config: None,
+            })
+        }
+        Provider::Kubernetes | Provider::Helm => {
+            let server = target.cluster_url.as_deref().ok_or_else(|| missing("cluster_url"))?;
+            let mut cluster = serde_json::json!({ "server": server });
+            if let Some(ca) = &target.cluster_ca {
+                use base64::Engine as _;
+                cluster["certificate-authority-data"] =
+                    base64::engine::general_purpose::STANDARD.encode(ca.as_bytes()).into();
+            }
+            // JSON is YAML: a kubeconfig without a YAML writer.
+            let config = Zeroizing::new(
+                serde_json::json!({
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{ "name": "heimdall", "cluster": cluster }],
+                    "users": [{ "name": "heimdall", "user": { "token": token.expose() } }],
+                    "contexts": [{ "name": "heimdall", "context": { "cluster": "heimdall", "user": "heimdall" } }],
+                    "current-context": "heimdall",
+                })
+                .to_string(),
+            );
+            Ok(Credentials {
+                files: vec![(KUBECONFIG, bytes(&config))],
+                env: vec![("KUBE_CONFIG_PATH", EnvValue::File(KUBECONFIG))],
+                unset: KUBE_UNSET,
+                root_config: None,
+            })
+        }
+        Provider::Aws | Provider::Cloudflare => {
+            Err(malformed(&format!("an identity token for a {provider} account")))
         }
     }
 }

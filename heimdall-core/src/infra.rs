@@ -167,13 +167,87 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// Where a Resource's state lives, each with its cloud's own lock: S3
+    /// or any S3-compatible store such as Cloudflare R2 (`use_lockfile`),
+    /// Google Cloud Storage (a conditional write), Azure Blob (a lease).
+    StateBackend {
+        S3 = "s3",
+        Gcs = "gcs",
+        Azurerm = "azurerm",
+    }
+);
+
+impl StateBackend {
+    /// Each provider's own store: GCS for GCP, Azure Blob for Azure, S3
+    /// for the rest (Cloudflare R2 is S3-compatible; Kubernetes and Helm
+    /// have no bucket of their own).
+    pub fn default_for(provider: Provider) -> Self {
+        match provider {
+            Provider::Gcp => StateBackend::Gcs,
+            Provider::Azure => StateBackend::Azurerm,
+            Provider::Aws | Provider::Cloudflare | Provider::Kubernetes | Provider::Helm => StateBackend::S3,
+        }
+    }
+}
+
+/// Accounts and jobs from before backends were chosen all used S3.
+fn s3() -> StateBackend {
+    StateBackend::S3
+}
+
 /// How the Agent obtains credentials for an account. Neither holds a
-/// credential: a role to assume, or the *name* of a secret in the Agent.
+/// credential: where to federate to, or the *name* of a secret in the Agent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum AccountAuth {
-    Oidc { role_arn: String },
-    Static { secret: String },
+    /// The job's identity token, traded by the API (AWS) or placed where
+    /// the provider reads a federated token (the rest). Which fields a
+    /// provider needs: `heimdall_core::accounts::check_auth`.
+    Oidc(OidcTarget),
+    Static {
+        secret: String,
+    },
+}
+
+/// Where an `oidc` account's token is trusted; none of it is secret.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcTarget {
+    /// AWS: the role to assume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role_arn: Option<String>,
+    /// GCP: `projects/<number>/locations/global/workloadIdentityPools/<pool>/providers/<provider>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_identity_provider: Option<String>,
+    /// GCP: a service account to impersonate (else the pool's principal is used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<String>,
+    /// Azure: the application (client) id with the federated credential.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Azure: the directory (tenant) id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<String>,
+    /// Azure: the subscription.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription_id: Option<String>,
+    /// Kubernetes, Helm: the API server's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_url: Option<String>,
+    /// Kubernetes, Helm: the cluster's CA certificate (PEM), if the system's roots do not hold it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_ca: Option<String>,
+    /// The token's `aud`, instead of the provider's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+}
+
+impl OidcTarget {
+    /// An AWS target: the role to assume.
+    pub fn aws(role_arn: impl Into<String>) -> Self {
+        Self { role_arn: Some(role_arn.into()), ..Self::default() }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -183,9 +257,15 @@ pub struct CloudAccount {
     pub name: String,
     pub provider: Provider,
     pub region: String,
+    /// The S3 or GCS bucket, or the Azure container.
     pub state_bucket: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_endpoint: Option<String>,
+    #[serde(default = "s3")]
+    pub state_backend: StateBackend,
+    /// Azure: the storage account that holds the container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_storage_account: Option<String>,
     pub auth: AccountAuth,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
@@ -241,9 +321,15 @@ pub struct AccountRef {
     pub id: CloudAccountId,
     pub provider: Provider,
     pub region: String,
+    /// The S3 or GCS bucket, or the Azure container.
     pub state_bucket: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_endpoint: Option<String>,
+    #[serde(default = "s3")]
+    pub state_backend: StateBackend,
+    /// Azure: the storage account that holds the container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_storage_account: Option<String>,
     pub auth: AccountAuth,
 }
 

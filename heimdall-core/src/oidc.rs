@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use time::{Duration, OffsetDateTime};
 
 use crate::ids::{CatalogId, JobId, OrgId, ResourceId};
-use crate::infra::{Job, JobOperation, Provider};
+use crate::infra::{AccountAuth, Job, JobOperation, OidcTarget, Provider};
 
 /// How long a job's identity token is valid.
 pub const TOKEN_TTL: Duration = Duration::minutes(5);
@@ -31,14 +31,23 @@ pub const JWKS_PATH: &str = "/.well-known/jwks.json";
 pub const DISCOVERY_PATH: &str = "/.well-known/openid-configuration";
 
 /// The audience a provider's token exchange expects, unless the account
-/// names another: AWS STS `sts.amazonaws.com`, Azure
-/// `api://AzureADTokenExchange`; GCP and Kubernetes have no fixed one, so
-/// Heimdall's own (`heimdall`), which their trust configuration names.
-pub fn default_audience(provider: Provider) -> &'static str {
+/// names another: AWS STS `sts.amazonaws.com`; GCP the workload identity
+/// provider's own name (`https://iam.googleapis.com/projects/…/providers/…`,
+/// which GCP accepts by default); Azure `api://AzureADTokenExchange`;
+/// Kubernetes and Helm `heimdall`, which the cluster's authentication
+/// configuration names.
+pub fn audience(provider: Provider, target: &OidcTarget) -> String {
+    if let Some(audience) = &target.audience {
+        return audience.clone();
+    }
     match provider {
-        Provider::Aws => "sts.amazonaws.com",
-        Provider::Azure => "api://AzureADTokenExchange",
-        Provider::Gcp | Provider::Kubernetes | Provider::Helm | Provider::Cloudflare => "heimdall",
+        Provider::Aws => "sts.amazonaws.com".into(),
+        Provider::Gcp => match &target.workload_identity_provider {
+            Some(pool) => format!("https://iam.googleapis.com/{pool}"),
+            None => "heimdall".into(),
+        },
+        Provider::Azure => "api://AzureADTokenExchange".into(),
+        Provider::Kubernetes | Provider::Helm | Provider::Cloudflare => "heimdall".into(),
     }
 }
 
@@ -79,7 +88,10 @@ pub fn job_claims(
     JobClaims {
         iss: issuer.to_owned(),
         sub: subject(job.org_id, system, environment, job.resource_id),
-        aud: default_audience(job.request.account.provider).to_owned(),
+        aud: match &job.request.account.auth {
+            AccountAuth::Oidc(target) => audience(job.request.account.provider, target),
+            AccountAuth::Static { .. } => audience(job.request.account.provider, &OidcTarget::default()),
+        },
         iat: at,
         nbf: at,
         exp: (now + TOKEN_TTL).unix_timestamp(),
@@ -156,7 +168,7 @@ mod tests {
         let claims = JobClaims {
             iss: "https://api.example".into(),
             sub: "s".into(),
-            aud: default_audience(Provider::Aws).into(),
+            aud: audience(Provider::Aws, &OidcTarget::default()),
             iat: 1,
             nbf: 1,
             exp: 301,

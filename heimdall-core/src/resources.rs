@@ -408,6 +408,8 @@ pub fn job_for(
                 region: account.region.clone(),
                 state_bucket: account.state_bucket.clone(),
                 state_endpoint: account.state_endpoint.clone(),
+                state_backend: account.state_backend,
+                state_storage_account: account.state_storage_account.clone(),
                 auth: account.auth.clone(),
             },
             environment_id: Some(resource.environment_id),

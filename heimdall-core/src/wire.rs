@@ -172,8 +172,8 @@ pub struct CreatePolicy {
 // | GET | `/jobs/{id}`, `/jobs/{id}/log` | → `Job`, [`JobLog`] |
 
 pub use crate::infra::{
-    AccountAuth, AccountLink, CloudAccount, Job, JobOperation, JobStatus, LinkScope, ModuleRef, Provider,
-    Resource, ResourceSchema, ResourceStatus, Revision, RevisionState,
+    AccountAuth, AccountLink, CloudAccount, Job, JobOperation, JobStatus, LinkScope, ModuleRef, OidcTarget,
+    Provider, Resource, ResourceSchema, ResourceStatus, Revision, RevisionState, StateBackend,
 };
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -199,6 +199,11 @@ pub struct CreateCloudAccount {
     pub state_bucket: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_endpoint: Option<String>,
+    /// Default: the provider's own ([`crate::infra::StateBackend::default_for`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_backend: Option<crate::infra::StateBackend>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_storage_account: Option<String>,
     pub auth: AccountAuth,
 }
 
@@ -358,6 +363,13 @@ pub enum JobCredentials {
         access_key_id: String,
         secret_access_key: Redacted<String>,
         session_token: Redacted<String>,
+        #[serde(with = "time::serde::rfc3339")]
+        expires_at: time::OffsetDateTime,
+    },
+    /// The job's identity token itself, for a provider that trades it
+    /// where Terraform runs (GCP, Azure) or takes it as is (Kubernetes).
+    IdentityToken {
+        token: Redacted<String>,
         #[serde(with = "time::serde::rfc3339")]
         expires_at: time::OffsetDateTime,
     },

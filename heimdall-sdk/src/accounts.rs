@@ -12,7 +12,7 @@ impl Client {
     ///
     /// ```no_run
     /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
-    /// use heimdall_sdk::wire::{AccountAuth, CreateCloudAccount, LinkCloudAccount, LinkScope, Provider};
+    /// use heimdall_sdk::wire::{AccountAuth, CreateCloudAccount, LinkCloudAccount, LinkScope, OidcTarget, Provider};
     /// let account = client
     ///     .create_cloud_account(&CreateCloudAccount {
     ///         name: "aws-dev".into(),
@@ -20,7 +20,9 @@ impl Client {
     ///         region: "eu-west-1".into(),
     ///         state_bucket: "acme-tf-state".into(),
     ///         state_endpoint: None,
-    ///         auth: AccountAuth::Oidc { role_arn: "arn:aws:iam::123456789012:role/heimdall".into() },
+    ///         state_backend: None, // the provider's own: S3 for AWS
+    ///         state_storage_account: None,
+    ///         auth: AccountAuth::Oidc(OidcTarget::aws("arn:aws:iam::123456789012:role/heimdall")),
     ///     })
     ///     .await?;
     /// let link = LinkCloudAccount { scope: LinkScope::Organization, scope_id: None, environment: "dev".into() };

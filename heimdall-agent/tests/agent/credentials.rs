@@ -164,7 +164,7 @@ fn xml_field(xml: &str, tag: &str) -> String {
 }
 
 /// Checks an ES256 JWT against a JWK Set, as a cloud does; returns its claims.
-fn verified_claims(token: &str, jwks: &serde_json::Value) -> serde_json::Value {
+pub(crate) fn verified_claims(token: &str, jwks: &serde_json::Value) -> serde_json::Value {
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use base64::Engine as _;
     let parts: Vec<&str> = token.split('.').collect();

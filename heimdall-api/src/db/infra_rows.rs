@@ -68,7 +68,7 @@ impl SchemaRow {
 }
 
 pub(super) const ACCOUNT_COLUMNS: &str =
-    "id, org_id, name, provider, region, state_bucket, state_endpoint, auth, created_at, created_by";
+    "id, org_id, name, provider, region, state_bucket, state_endpoint, auth, created_at, created_by, state_backend, state_storage_account";
 
 #[derive(FromRow)]
 pub(super) struct AccountRow {
@@ -82,6 +82,8 @@ pub(super) struct AccountRow {
     auth: String,
     created_at: i64,
     created_by: String,
+    state_backend: String,
+    state_storage_account: Option<String>,
 }
 
 impl AccountRow {
@@ -95,6 +97,8 @@ impl AccountRow {
             region: self.region,
             state_bucket: self.state_bucket,
             state_endpoint: self.state_endpoint,
+            state_backend: parse_enum(&self.state_backend)?,
+            state_storage_account: self.state_storage_account,
             auth,
             created_at: from_micros(self.created_at),
             created_by: self.created_by,

@@ -138,7 +138,7 @@ impl InfraStore for SqlStore {
     async fn create_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         sqlx::query(&format!(
-            "INSERT INTO cloud_accounts ({ACCOUNT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+            "INSERT INTO cloud_accounts ({ACCOUNT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
         ))
         .bind(account.id.to_string())
         .bind(account.org_id.to_string())
@@ -150,6 +150,8 @@ impl InfraStore for SqlStore {
         .bind(json_text(&account.auth)?)
         .bind(to_micros(account.created_at))
         .bind(account.created_by.clone())
+        .bind(account.state_backend.as_str())
+        .bind(account.state_storage_account.clone())
         .execute(&mut *tx)
         .await
         .map_err(unique_as("cloud account"))?;

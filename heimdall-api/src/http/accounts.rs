@@ -9,7 +9,6 @@ use heimdall_core::authz::{Action, Target};
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::CloudAccountId;
 use heimdall_core::infra::{AccountAuth, AccountLink, CloudAccount, LinkScope};
-use heimdall_core::names::{validate_name, validate_region, validate_text};
 use heimdall_core::secrets::usable_by_jobs;
 use heimdall_core::wire::{CloudAccountDetail, CreateCloudAccount, LinkCloudAccount};
 use heimdall_core::{ApiError, ErrorCode};
@@ -36,38 +35,6 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<CloudAc
         .find_account_by_name(caller.org.id, key)
         .await?
         .ok_or_else(|| ApiError::not_found("cloud account"))
-}
-
-fn validate_account(body: &CreateCloudAccount) -> Result<(), ApiError> {
-    validate_name("name", &body.name)?;
-    validate_region(&body.region)?;
-    // S3 bucket naming rules, which the other providers' buckets also meet.
-    let bucket_ok = (3..=63).contains(&body.state_bucket.len())
-        && body
-            .state_bucket
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        && !body.state_bucket.starts_with(['-', '.']);
-    if !bucket_ok {
-        return Err(ApiError::invalid_input(
-            "state_bucket must be a bucket name: 3-63 lowercase letters, digits, '-' or '.'",
-        ));
-    }
-    if let Some(endpoint) = &body.state_endpoint {
-        if !(endpoint.starts_with("https://") || endpoint.starts_with("http://")) || endpoint.len() > 300 {
-            return Err(ApiError::invalid_input("state_endpoint must be an http(s) URL"));
-        }
-    }
-    match &body.auth {
-        AccountAuth::Oidc { role_arn } => {
-            validate_text("auth.role_arn", role_arn, 300)?;
-            if role_arn.trim().is_empty() {
-                return Err(ApiError::invalid_input("auth.role_arn must not be empty"));
-            }
-        }
-        AccountAuth::Static { secret } => validate_name("auth.secret (a secret's name)", secret)?,
-    }
-    Ok(())
 }
 
 async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<CloudAccount>>> {
@@ -97,7 +64,7 @@ async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<CreateCloudAccount>,
 ) -> HttpResult<(StatusCode, Json<CloudAccount>)> {
-    validate_account(&body)?;
+    let state_backend = heimdall_core::accounts::check_new_account(&body)?;
     state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
     if let AccountAuth::Static { secret } = &body.auth {
         // The job will carry only this name: it must be an organization
@@ -120,6 +87,8 @@ async fn create(
         region: body.region,
         state_bucket: body.state_bucket,
         state_endpoint: body.state_endpoint,
+        state_backend,
+        state_storage_account: body.state_storage_account,
         auth: body.auth,
         created_at: state.clock.now(),
         created_by: caller.member.email.clone(),

@@ -16,15 +16,20 @@ pub enum CloudAccountCommand {
         /// Bucket holding Terraform state (one object per Resource)
         #[arg(long, value_name = "BUCKET")]
         state_bucket: String,
-        /// S3-compatible endpoint for the state bucket
+        /// The state store's endpoint: an S3-compatible one (Cloudflare R2), or a private endpoint
         #[arg(long, value_name = "URL")]
         state_endpoint: Option<String>,
+        /// Where state lives (default: the provider's own: gcs for gcp, azurerm for azure, else s3)
+        #[arg(long, value_enum, value_name = "BACKEND")]
+        state_backend: Option<StateBackendArg>,
+        /// With the azurerm backend: the storage account holding the container (--state-bucket)
+        #[arg(long, value_name = "NAME")]
+        state_storage_account: Option<String>,
         /// How the Agent gets credentials
         #[arg(long, value_enum)]
         auth: AuthArg,
-        /// With --auth oidc: the role to assume
-        #[arg(long, value_name = "ARN")]
-        role_arn: Option<String>,
+        #[command(flatten)]
+        oidc: Box<OidcArgs>,
         /// With --auth static: the name of the secret, in the Agent, that holds the credentials
         #[arg(long, value_name = "NAME")]
         secret: Option<String>,
@@ -119,6 +124,84 @@ mod tests {
         assert_eq!(system.scope, LinkScope::System);
         for bad in ["", "org", "domain", "domain:", "organization:x", "team:a"] {
             assert!(parse_scope(bad).is_err(), "{bad}");
+        }
+    }
+}
+
+/// Where an `--auth oidc` account's token is trusted, per provider.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct OidcArgs {
+    /// AWS: the role to assume
+    #[arg(long, value_name = "ARN")]
+    pub role_arn: Option<String>,
+    /// GCP: projects/<number>/locations/global/workloadIdentityPools/<pool>/providers/<provider>
+    #[arg(long, value_name = "NAME")]
+    pub workload_identity_provider: Option<String>,
+    /// GCP: a service account to impersonate (optional)
+    #[arg(long, value_name = "EMAIL")]
+    pub service_account: Option<String>,
+    /// Azure: the application (client) id with the federated credential
+    #[arg(long, value_name = "ID")]
+    pub client_id: Option<String>,
+    /// Azure: the directory (tenant) id
+    #[arg(long, value_name = "ID")]
+    pub tenant_id: Option<String>,
+    /// Azure: the subscription id
+    #[arg(long, value_name = "ID")]
+    pub subscription_id: Option<String>,
+    /// Kubernetes, Helm: the API server's URL
+    #[arg(long, value_name = "URL")]
+    pub cluster_url: Option<String>,
+    /// Kubernetes, Helm: a PEM file with the cluster's CA certificate (optional)
+    #[arg(long, value_name = "FILE")]
+    pub cluster_ca_file: Option<std::path::PathBuf>,
+    /// The token's audience, instead of the provider's default
+    #[arg(long, value_name = "AUD")]
+    pub audience: Option<String>,
+}
+
+impl OidcArgs {
+    pub fn any(&self) -> bool {
+        let Self {
+            role_arn,
+            workload_identity_provider,
+            service_account,
+            client_id,
+            tenant_id,
+            subscription_id,
+            cluster_url,
+            cluster_ca_file,
+            audience,
+        } = self;
+        [
+            role_arn,
+            workload_identity_provider,
+            service_account,
+            client_id,
+            tenant_id,
+            subscription_id,
+            cluster_url,
+            audience,
+        ]
+        .iter()
+        .any(|f| f.is_some())
+            || cluster_ca_file.is_some()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StateBackendArg {
+    S3,
+    Gcs,
+    Azurerm,
+}
+
+impl From<StateBackendArg> for heimdall_core::wire::StateBackend {
+    fn from(backend: StateBackendArg) -> Self {
+        match backend {
+            StateBackendArg::S3 => Self::S3,
+            StateBackendArg::Gcs => Self::Gcs,
+            StateBackendArg::Azurerm => Self::Azurerm,
         }
     }
 }

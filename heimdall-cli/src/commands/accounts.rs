@@ -5,11 +5,12 @@ use std::collections::HashMap;
 use heimdall_core::ids::CatalogId;
 use heimdall_core::wire::{
     AccountAuth, AccountLink, CatalogKind, CloudAccount, CreateCloudAccount, LinkCloudAccount, LinkScope,
+    OidcTarget, Provider,
 };
 use heimdall_sdk::Client;
 
 use super::Context;
-use crate::args::{AuthArg, CloudAccountCommand};
+use crate::args::{AuthArg, CloudAccountCommand, OidcArgs};
 use crate::error::{CliError, Result};
 use crate::output::timestamp;
 
@@ -22,17 +23,22 @@ pub async fn run(ctx: &Context, cmd: CloudAccountCommand) -> Result<()> {
             region,
             state_bucket,
             state_endpoint,
+            state_backend,
+            state_storage_account,
             auth,
-            role_arn,
+            oidc,
             secret,
         } => {
-            let auth = account_auth(auth, role_arn, secret)?;
+            let provider = provider.into();
+            let auth = account_auth(auth, provider, *oidc, secret)?;
             let request = CreateCloudAccount {
                 name,
-                provider: provider.into(),
+                provider,
                 region,
                 state_bucket,
                 state_endpoint,
+                state_backend: state_backend.map(Into::into),
+                state_storage_account,
                 auth,
             };
             let account = ctx.client()?.create_cloud_account(&request).await?;
@@ -75,25 +81,23 @@ pub async fn run(ctx: &Context, cmd: CloudAccountCommand) -> Result<()> {
             let client = ctx.client()?;
             let detail = client.get_cloud_account(&account).await?;
             let a = &detail.account;
-            let (auth_key, auth_value) = match &a.auth {
-                AccountAuth::Oidc { role_arn } => ("ROLE ARN", role_arn.clone()),
-                AccountAuth::Static { secret } => ("SECRET", secret.clone()),
-            };
-            out.record(
-                &detail,
-                &[
-                    ("ID", a.id.to_string()),
-                    ("NAME", a.name.clone()),
-                    ("PROVIDER", a.provider.to_string()),
-                    ("REGION", a.region.clone()),
-                    ("STATE BUCKET", a.state_bucket.clone()),
-                    ("STATE ENDPOINT", a.state_endpoint.clone().unwrap_or_default()),
-                    ("AUTH", auth_kind(&a.auth).to_owned()),
-                    (auth_key, auth_value),
-                    ("CREATED BY", a.created_by.clone()),
-                    ("CREATED AT", timestamp(a.created_at)),
-                ],
-            )?;
+            let mut fields = vec![
+                ("ID", a.id.to_string()),
+                ("NAME", a.name.clone()),
+                ("PROVIDER", a.provider.to_string()),
+                ("REGION", a.region.clone()),
+                ("STATE BACKEND", a.state_backend.to_string()),
+                ("STATE BUCKET", a.state_bucket.clone()),
+            ];
+            if let Some(storage) = &a.state_storage_account {
+                fields.push(("STATE STORAGE ACCOUNT", storage.clone()));
+            }
+            fields.push(("STATE ENDPOINT", a.state_endpoint.clone().unwrap_or_default()));
+            fields.push(("AUTH", auth_kind(&a.auth).to_owned()));
+            fields.extend(auth_fields(&a.auth));
+            fields.push(("CREATED BY", a.created_by.clone()));
+            fields.push(("CREATED AT", timestamp(a.created_at)));
+            out.record(&detail, &fields)?;
             if out.is_json() {
                 return Ok(());
             }
@@ -104,25 +108,43 @@ pub async fn run(ctx: &Context, cmd: CloudAccountCommand) -> Result<()> {
     }
 }
 
-/// `--auth` with exactly the flag it needs, checked before any request.
-fn account_auth(auth: AuthArg, role_arn: Option<String>, secret: Option<String>) -> Result<AccountAuth> {
+/// `--auth` with exactly the flags it needs, checked before any request
+/// by the rule the API applies (`heimdall_core::accounts::check_oidc`).
+fn account_auth(
+    auth: AuthArg,
+    provider: Provider,
+    oidc: OidcArgs,
+    secret: Option<String>,
+) -> Result<AccountAuth> {
     match auth {
         AuthArg::Oidc => {
             if secret.is_some() {
-                return Err(CliError::usage(
-                    "--secret goes with --auth static; --auth oidc takes --role-arn",
-                ));
+                return Err(CliError::usage("--secret goes with --auth static; --auth oidc takes the provider's --role-arn, --workload-identity-provider, --client-id…"));
             }
-            match role_arn {
-                Some(role_arn) if !role_arn.trim().is_empty() => Ok(AccountAuth::Oidc { role_arn }),
-                _ => Err(CliError::usage("--auth oidc needs --role-arn ARN (the role to assume)")),
-            }
+            let cluster_ca = match &oidc.cluster_ca_file {
+                Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+                    CliError::usage(format!("cannot read --cluster-ca-file {}: {e}", path.display()))
+                })?),
+                None => None,
+            };
+            let target = OidcTarget {
+                role_arn: oidc.role_arn,
+                workload_identity_provider: oidc.workload_identity_provider,
+                service_account: oidc.service_account,
+                client_id: oidc.client_id,
+                tenant_id: oidc.tenant_id,
+                subscription_id: oidc.subscription_id,
+                cluster_url: oidc.cluster_url,
+                cluster_ca,
+                audience: oidc.audience,
+            };
+            heimdall_core::accounts::check_oidc(provider, &target)
+                .map_err(|e| CliError::usage(flag_names(&e.message)))?;
+            Ok(AccountAuth::Oidc(target))
         }
         AuthArg::Static => {
-            if role_arn.is_some() {
-                return Err(CliError::usage(
-                    "--role-arn goes with --auth oidc; --auth static takes --secret",
-                ));
+            if oidc.any() {
+                return Err(CliError::usage("--role-arn and the other federation flags go with --auth oidc; --auth static takes --secret"));
             }
             match secret {
                 Some(secret) if !secret.trim().is_empty() => Ok(AccountAuth::Static { secret }),
@@ -131,6 +153,50 @@ fn account_auth(auth: AuthArg, role_arn: Option<String>, secret: Option<String>)
                 )),
             }
         }
+    }
+}
+
+/// The API's field names (`auth.role_arn`) as the flags that set them.
+fn flag_names(message: &str) -> String {
+    let mut out = message.to_owned();
+    for field in [
+        "role_arn",
+        "workload_identity_provider",
+        "service_account",
+        "client_id",
+        "tenant_id",
+        "subscription_id",
+        "cluster_url",
+        "cluster_ca",
+        "audience",
+    ] {
+        let flag = if field == "cluster_ca" {
+            "--cluster-ca-file".to_owned()
+        } else {
+            format!("--{}", field.replace('_', "-"))
+        };
+        out = out.replace(&format!("auth.{field}"), &flag);
+    }
+    out
+}
+
+/// What `show` prints of where an account's token or secret is.
+fn auth_fields(auth: &AccountAuth) -> Vec<(&'static str, String)> {
+    match auth {
+        AccountAuth::Static { secret } => vec![("SECRET", secret.clone())],
+        AccountAuth::Oidc(t) => [
+            ("ROLE ARN", &t.role_arn),
+            ("WORKLOAD IDENTITY PROVIDER", &t.workload_identity_provider),
+            ("SERVICE ACCOUNT", &t.service_account),
+            ("CLIENT ID", &t.client_id),
+            ("TENANT ID", &t.tenant_id),
+            ("SUBSCRIPTION ID", &t.subscription_id),
+            ("CLUSTER URL", &t.cluster_url),
+            ("AUDIENCE", &t.audience),
+        ]
+        .into_iter()
+        .filter_map(|(label, value)| value.clone().map(|v| (label, v)))
+        .collect(),
     }
 }
 
@@ -169,25 +235,37 @@ mod tests {
     #[test]
     fn auth_flags_must_match_the_kind() {
         let s = |v: &str| Some(v.to_owned());
+        let role = |arn: Option<String>| OidcArgs { role_arn: arn, ..OidcArgs::default() };
         assert_eq!(
-            account_auth(AuthArg::Oidc, s("arn:aws:iam::1:role/x"), None).unwrap(),
-            AccountAuth::Oidc { role_arn: "arn:aws:iam::1:role/x".into() }
+            account_auth(AuthArg::Oidc, Provider::Aws, role(s("arn:aws:iam::1:role/x")), None).unwrap(),
+            AccountAuth::Oidc(OidcTarget::aws("arn:aws:iam::1:role/x"))
         );
         assert_eq!(
-            account_auth(AuthArg::Static, None, s("aws-creds")).unwrap(),
+            account_auth(AuthArg::Static, Provider::Aws, OidcArgs::default(), s("aws-creds")).unwrap(),
             AccountAuth::Static { secret: "aws-creds".into() }
         );
-        for (auth, role_arn, secret) in [
-            (AuthArg::Oidc, None, None),
-            (AuthArg::Oidc, s(" "), None),
-            (AuthArg::Oidc, s("arn"), s("creds")),
-            (AuthArg::Oidc, None, s("creds")),
-            (AuthArg::Static, None, None),
-            (AuthArg::Static, s("arn"), None),
-            (AuthArg::Static, s("arn"), s("creds")),
+        let pool = "projects/1/locations/global/workloadIdentityPools/p/providers/h";
+        let gcp = OidcArgs { workload_identity_provider: s(pool), ..OidcArgs::default() };
+        assert!(matches!(
+            account_auth(AuthArg::Oidc, Provider::Gcp, gcp.clone(), None),
+            Ok(AccountAuth::Oidc(_))
+        ));
+        for (auth, provider, oidc, secret) in [
+            (AuthArg::Oidc, Provider::Aws, role(None), None),
+            (AuthArg::Oidc, Provider::Aws, role(s(" ")), None),
+            (AuthArg::Oidc, Provider::Aws, role(s("arn")), s("creds")),
+            (AuthArg::Oidc, Provider::Aws, role(None), s("creds")),
+            (AuthArg::Oidc, Provider::Aws, gcp.clone(), None),
+            (AuthArg::Oidc, Provider::Gcp, role(s("arn")), None),
+            (AuthArg::Oidc, Provider::Azure, role(None), None),
+            (AuthArg::Static, Provider::Aws, role(None), None),
+            (AuthArg::Static, Provider::Aws, role(s("arn")), None),
+            (AuthArg::Static, Provider::Aws, role(s("arn")), s("creds")),
         ] {
-            let err = account_auth(auth, role_arn.clone(), secret.clone()).unwrap_err();
-            assert_eq!(err.exit_code(), crate::error::exit::USAGE, "{auth:?} {role_arn:?} {secret:?}");
+            let err = account_auth(auth, provider, oidc.clone(), secret.clone()).unwrap_err();
+            assert_eq!(err.exit_code(), crate::error::exit::USAGE, "{auth:?} {provider} {oidc:?} {secret:?}");
         }
+        let err = account_auth(AuthArg::Oidc, Provider::Aws, role(None), None).unwrap_err();
+        assert!(err.to_string().contains("--role-arn"), "{err}");
     }
 }

@@ -74,3 +74,117 @@ fn a_value_of_the_wrong_shape_is_refused_without_quoting_it() {
         assert!(err.message.contains("secret cred") && !err.message.contains("hunter2"), "{}", err.message);
     }
 }
+
+fn identity_token() -> crate::wire::JobCredentials {
+    crate::wire::JobCredentials::IdentityToken {
+        token: Redacted::new("eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln".into()),
+        expires_at: time::OffsetDateTime::UNIX_EPOCH,
+    }
+}
+
+const PLACE: JobPlace<'static> = JobPlace { dir: "/work/job-1", gcp_token_url: GCP_TOKEN_URL };
+
+fn oidc(target: crate::infra::OidcTarget) -> AccountAuth {
+    AccountAuth::Oidc(target)
+}
+
+#[test]
+fn a_gcp_token_becomes_an_external_account_reading_it_from_a_file() {
+    let pool = "projects/1/locations/global/workloadIdentityPools/p/providers/h";
+    let target = crate::infra::OidcTarget {
+        workload_identity_provider: Some(pool.into()),
+        service_account: Some("tf@acme.iam.gserviceaccount.com".into()),
+        ..Default::default()
+    };
+    let creds = federated(&identity_token(), Provider::Gcp, &oidc(target), PLACE).unwrap();
+    let file = |name: &str| creds.files.iter().find(|(p, _)| *p == name).map(|(_, f)| text(f)).unwrap();
+    assert_eq!(file(".heimdall-credentials/oidc-token"), "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln");
+    let account: serde_json::Value =
+        serde_json::from_str(&file(".heimdall-credentials/gcp-external-account.json")).unwrap();
+    assert_eq!(account["type"], "external_account");
+    assert_eq!(account["audience"], format!("//iam.googleapis.com/{pool}"));
+    assert_eq!(account["token_url"], GCP_TOKEN_URL);
+    assert_eq!(account["credential_source"]["file"], "/work/job-1/.heimdall-credentials/oidc-token");
+    assert_eq!(
+        account["service_account_impersonation_url"],
+        "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/tf@acme.iam.gserviceaccount.com:generateAccessToken"
+    );
+    assert_eq!(
+        creds.env,
+        [(
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            EnvValue::File(".heimdall-credentials/gcp-external-account.json")
+        )]
+    );
+}
+
+#[test]
+fn an_azure_token_is_a_file_the_provider_reads_never_the_environment() {
+    let target = crate::infra::OidcTarget {
+        client_id: Some("app-id".into()),
+        tenant_id: Some("tenant".into()),
+        subscription_id: Some("sub".into()),
+        ..Default::default()
+    };
+    let creds = federated(&identity_token(), Provider::Azure, &oidc(target), PLACE).unwrap();
+    assert!(creds.env.contains(&("ARM_USE_OIDC", EnvValue::Text("true".into()))));
+    assert!(creds
+        .env
+        .contains(&("ARM_OIDC_TOKEN_FILE_PATH", EnvValue::File(".heimdall-credentials/oidc-token"))));
+    assert!(creds.env.contains(&("ARM_CLIENT_ID", EnvValue::Text("app-id".into()))));
+    assert!(!format!("{:?}", creds.env).contains("eyJ"), "the token is in the environment");
+    assert!(creds.unset.contains(&"ARM_OIDC_TOKEN") && creds.unset.contains(&"ARM_CLIENT_SECRET"));
+}
+
+#[test]
+fn a_kubernetes_token_is_the_bearer_token_of_a_generated_kubeconfig() {
+    let target = crate::infra::OidcTarget {
+        cluster_url: Some("https://k8s.acme.internal:6443".into()),
+        cluster_ca: Some("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".into()),
+        ..Default::default()
+    };
+    for provider in [Provider::Kubernetes, Provider::Helm] {
+        let creds = federated(&identity_token(), provider, &oidc(target.clone()), PLACE).unwrap();
+        let (path, file) = &creds.files[0];
+        let config: serde_json::Value = serde_json::from_str(&text(file)).unwrap();
+        assert_eq!(config["current-context"], "heimdall");
+        assert_eq!(config["clusters"][0]["cluster"]["server"], "https://k8s.acme.internal:6443");
+        use base64::Engine as _;
+        let ca = base64::engine::general_purpose::STANDARD
+            .decode(config["clusters"][0]["cluster"]["certificate-authority-data"].as_str().unwrap())
+            .unwrap();
+        assert!(String::from_utf8(ca).unwrap().starts_with("-----BEGIN CERTIFICATE-----"));
+        assert_eq!(config["users"][0]["user"]["token"], "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln");
+        assert_eq!(creds.env, [("KUBE_CONFIG_PATH", EnvValue::File(path))]);
+    }
+}
+
+#[test]
+fn a_federated_credential_that_does_not_fit_is_refused() {
+    let gcp = oidc(crate::infra::OidcTarget {
+        workload_identity_provider: Some(
+            "projects/1/locations/global/workloadIdentityPools/p/providers/h".into(),
+        ),
+        ..Default::default()
+    });
+    let not_jwt = crate::wire::JobCredentials::IdentityToken {
+        token: Redacted::new("a\"b".into()),
+        expires_at: time::OffsetDateTime::UNIX_EPOCH,
+    };
+    let aws_keys = crate::wire::JobCredentials::Aws {
+        access_key_id: "AKIA".into(),
+        secret_access_key: Redacted::new("s".into()),
+        session_token: Redacted::new("t".into()),
+        expires_at: time::OffsetDateTime::UNIX_EPOCH,
+    };
+    for (creds, provider, auth) in [
+        (&not_jwt, Provider::Gcp, &gcp),
+        (&aws_keys, Provider::Gcp, &gcp),
+        (&identity_token(), Provider::Aws, &gcp),
+        (&identity_token(), Provider::Azure, &gcp), // no client, tenant, subscription
+        (&identity_token(), Provider::Gcp, &AccountAuth::Static { secret: "x".into() }),
+    ] {
+        let err = federated(creds, provider, auth, PLACE).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidInput, "{provider}");
+    }
+}

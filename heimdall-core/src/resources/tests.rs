@@ -53,8 +53,10 @@ fn account() -> CloudAccount {
         provider: Provider::Aws,
         region: "eu-west-1".into(),
         state_bucket: "state".into(),
+        state_backend: crate::infra::StateBackend::S3,
+        state_storage_account: None,
         state_endpoint: None,
-        auth: AccountAuth::Oidc { role_arn: "arn:aws:iam::1:role/x".into() },
+        auth: AccountAuth::Oidc(crate::infra::OidcTarget::aws("arn:aws:iam::1:role/x")),
         created_at: OffsetDateTime::UNIX_EPOCH,
         created_by: ANA.into(),
     }

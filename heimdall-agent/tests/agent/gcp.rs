@@ -1,0 +1,230 @@
+//! GCP end to end: an `oidc` account federates through workload identity.
+//! The API hands the job's identity token to the Agent; the Agent writes
+//! an `external_account` credentials file reading it from a file; real
+//! Terraform's Google client trades it at Google's STS (here a recording
+//! stand-in: Google's STS does not run here) for an access token, and
+//! keeps the state in a GCS bucket (the real fake-gcs-server, its JSON
+//! API) with the backend's native lock, authenticated with that token.
+
+use std::sync::{Arc, Mutex};
+
+use reqwest::Method;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::World;
+
+const RUN: std::time::Duration = std::time::Duration::from_secs(120);
+const POOL: &str = "projects/123456/locations/global/workloadIdentityPools/heimdall/providers/api";
+
+/// fake-gcs-server on a free port, in memory; killed with the test.
+struct FakeGcs {
+    url: String,
+    _process: tokio::process::Child,
+}
+
+impl FakeGcs {
+    async fn start() -> Self {
+        let binary = crate::support::repo().join(".venv/bin/fake-gcs-server");
+        assert!(binary.exists(), "{} is missing: run scripts/install-test-tools.sh", binary.display());
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let process = tokio::process::Command::new(binary)
+            .args(["-scheme", "http", "-host", "127.0.0.1", "-backend", "memory", "-log-level", "warn"])
+            .args(["-port", &port.to_string(), "-public-host", &format!("127.0.0.1:{port}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let url = format!("http://127.0.0.1:{port}");
+        for _ in 0..100 {
+            if reqwest::get(format!("{url}/storage/v1/b")).await.is_ok_and(|r| r.status().is_success()) {
+                return Self { url, _process: process };
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("fake-gcs-server did not start");
+    }
+
+    async fn bucket(&self, name: &str) {
+        let r = reqwest::Client::new()
+            .post(format!("{}/storage/v1/b", self.url))
+            .json(&json!({ "name": name }))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{:?}", r.text().await);
+    }
+
+    async fn objects(&self, bucket: &str) -> Vec<String> {
+        let listed: serde_json::Value = reqwest::get(format!("{}/storage/v1/b/{bucket}/o", self.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        listed["items"]
+            .as_array()
+            .map(|items| items.iter().map(|o| o["name"].as_str().unwrap().to_owned()).collect())
+            .unwrap_or_default()
+    }
+
+    async fn object(&self, bucket: &str, name: &str) -> String {
+        reqwest::get(format!("{}/{bucket}/{name}", self.url)).await.unwrap().text().await.unwrap()
+    }
+}
+
+/// Bytes clients sent through [`tee_proxy`].
+type Seen = Arc<Mutex<Vec<u8>>>;
+
+/// A TCP proxy to `upstream` that keeps what clients send (request heads
+/// and bodies): what Terraform's GCS client presented.
+async fn tee_proxy(upstream: &str) -> (String, Seen) {
+    let upstream = upstream.trim_start_matches("http://").to_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Seen::default();
+    let kept = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let (upstream, kept) = (upstream.clone(), kept.clone());
+            tokio::spawn(async move {
+                let mut server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+                let (mut client_rd, mut client_wr) = client.split();
+                let (mut server_rd, mut server_wr) = server.split();
+                let up = async {
+                    let mut buf = vec![0u8; 16 * 1024];
+                    loop {
+                        let n = client_rd.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 {
+                            let _ = server_wr.shutdown().await;
+                            break;
+                        }
+                        kept.lock().unwrap().extend_from_slice(&buf[..n]);
+                        if server_wr.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                let down = tokio::io::copy(&mut server_rd, &mut client_wr);
+                let _ = tokio::join!(up, down);
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// Each token exchange's form, and the access token it was answered with.
+type Exchanges = Arc<Mutex<Vec<(Vec<(String, String)>, String)>>>;
+
+/// Google's STS token exchange, as `external_account` clients call it:
+/// writes down each form and answers with a fresh access token.
+async fn google_sts() -> (String, Exchanges) {
+    let exchanges = Exchanges::default();
+    let kept = exchanges.clone();
+    let app = axum::Router::new().route(
+        "/v1/token",
+        axum::routing::post(move |body: String| {
+            let kept = kept.clone();
+            async move {
+                let form: Vec<(String, String)> = serde_urlencoded::from_str(&body).unwrap();
+                let access = format!("ya29.heimdall-test-{}", uuid::Uuid::new_v4().simple());
+                kept.lock().unwrap().push((form, access.clone()));
+                axum::Json(json!({ "access_token": access, "expires_in": 3600, "token_type": "Bearer",
+                    "issued_token_type": "urn:ietf:params:oauth:token-type:access_token" }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, exchanges)
+}
+
+fn field<'a>(form: &'a [(String, String)], name: &str) -> &'a str {
+    form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gcp_job_federates_through_workload_identity_and_keeps_state_in_gcs() {
+    let gcs = FakeGcs::start().await;
+    let bucket = format!("gcs-state-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    gcs.bucket(&bucket).await;
+    let (gcs_proxy, presented) = tee_proxy(&gcs.url).await;
+    let (sts, exchanges) = google_sts().await;
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    // A GCP account whose state backend defaults to GCS; linked in place of the world's.
+    let account = w
+        .post(
+            &owner,
+            "/v1/cloud-accounts",
+            json!({ "name": "gcp", "provider": "gcp", "region": "europe-west1", "state_bucket": bucket,
+                "state_endpoint": format!("{gcs_proxy}/storage/v1/"),
+                "auth": { "kind": "oidc", "workload_identity_provider": POOL } }),
+        )
+        .await;
+    assert_eq!(account["state_backend"], "gcs", "{account}");
+    w.post(&owner, "/v1/cloud-accounts/gcp/links", json!({ "scope": "organization", "environment": "dev" }))
+        .await;
+    let config = w.enroll("agent-1").await;
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}\n[federation]\ngcp_token_url = \"{sts}/v1/token\"\n")).unwrap();
+    let mut agent = w.run_agent(&config);
+
+    let id = w.create("in-gcp", "bucket", json!({ "bucket": "in-gcp" })).await;
+    let r = w.wait_for(&id, &["provisioned", "failed"], RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&id).await);
+
+    // Terraform traded the API's token, for this job, at the pool's audience.
+    let (form, access) = exchanges.lock().unwrap().first().cloned().expect("a token exchange");
+    assert_eq!(field(&form, "grant_type"), "urn:ietf:params:oauth:grant-type:token-exchange");
+    assert_eq!(field(&form, "audience"), format!("//iam.googleapis.com/{POOL}"));
+    assert_eq!(field(&form, "subject_token_type"), "urn:ietf:params:oauth:token-type:jwt");
+    let token = field(&form, "subject_token").to_owned();
+    let (_, discovery) = w.call(Method::GET, "/.well-known/openid-configuration", None).await;
+    let jwks = reqwest::get(discovery["jwks_uri"].as_str().unwrap()).await.unwrap().json().await.unwrap();
+    let claims = crate::credentials::verified_claims(&token, &jwks);
+    assert_eq!(claims["aud"], format!("https://iam.googleapis.com/{POOL}"));
+    assert_eq!(claims["iss"], discovery["issuer"]);
+    assert!(claims["sub"].as_str().unwrap().ends_with(&format!(":resource:{id}")), "{claims}");
+    let job = w.jobs(&id).await[0].clone();
+    assert_eq!(claims["job_id"], job["id"]);
+
+    // The state is in the bucket, under the Resource's prefix, written with
+    // the access token STS gave, behind the backend's lock object.
+    let objects = gcs.objects(&bucket).await;
+    assert_eq!(objects, [format!("heimdall/{id}/default.tfstate")], "the lock is released too: {objects:?}");
+    let state: serde_json::Value =
+        serde_json::from_str(&gcs.object(&bucket, &format!("heimdall/{id}/default.tfstate")).await).unwrap();
+    assert!(!state["resources"].as_array().unwrap().is_empty(), "{state}");
+    let sent = String::from_utf8_lossy(&presented.lock().unwrap()).to_string();
+    assert!(sent
+        .to_ascii_lowercase()
+        .contains(&format!("authorization: bearer {}", access.to_ascii_lowercase())));
+    assert!(sent.contains("default.tflock") && sent.contains("ifGenerationMatch=0"), "no native lock taken");
+
+    // The token is in no row, job log or Agent log.
+    let rows = heimdall_api::testing::dump_rows(w.api.store.pool()).await;
+    let job_log = w.job_log(job["id"].as_str().unwrap()).await;
+    let agent_log = std::fs::read_to_string(config.with_extension("log")).unwrap();
+    for (place, text) in [("API database", &rows), ("job log", &job_log), ("Agent log", &agent_log)] {
+        assert!(!text.contains(&token) && !text.contains(&access), "a token is in the {place}");
+    }
+
+    // Destroy through the same backend and identity.
+    let (status, _) = w.call(Method::DELETE, &format!("/v1/resources/{id}"), None).await;
+    assert_eq!(status, 202);
+    let r = w.wait_for(&id, &["deleted", "failed"], RUN).await;
+    assert_eq!(r["status"], "deleted", "{:?}", w.jobs(&id).await);
+    let state: serde_json::Value =
+        serde_json::from_str(&gcs.object(&bucket, &format!("heimdall/{id}/default.tfstate")).await).unwrap();
+    assert!(state["resources"].as_array().unwrap().is_empty(), "{state}");
+    // Each Terraform process trades the token itself; each job has its own.
+    let tokens: std::collections::BTreeSet<String> =
+        exchanges.lock().unwrap().iter().map(|(form, _)| field(form, "subject_token").to_owned()).collect();
+    assert_eq!(tokens.len(), 2, "one token per job");
+
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+}
