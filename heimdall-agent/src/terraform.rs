@@ -689,4 +689,48 @@ output "nested" { value = { a = { b = 1 } } }
         assert!(!is_registry_source("./modules/bucket"));
         assert!(!is_registry_source("git::https://example.com/x.git"));
     }
+
+    fn request(
+        backend: StateBackend,
+        storage: Option<&str>,
+        auth: heimdall_core::infra::AccountAuth,
+    ) -> JobRequest {
+        serde_json::from_value(serde_json::json!({
+            "resource_id": "7d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f", "resource_name": "r", "revision": 1,
+            "operation": "apply", "effective_input": {}, "region": "westeurope",
+            "state_key": "heimdall/7d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f.tfstate",
+            "account": { "id": "1d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f", "provider": "azure", "region": "westeurope",
+                "state_bucket": "tfstate", "state_backend": backend, "state_storage_account": storage,
+                "state_endpoint": null, "auth": auth },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn each_backend_keeps_one_state_per_resource_with_its_own_lock() {
+        use heimdall_core::infra::{AccountAuth, OidcTarget};
+        let static_auth = AccountAuth::Static { secret: "azure-sp".into() };
+        let oidc = AccountAuth::Oidc(OidcTarget::default());
+        let state = StateConfig::default();
+        let azure =
+            backend_block(&request(StateBackend::Azurerm, Some("acmestate"), static_auth.clone()), &state);
+        assert_eq!(
+            azure,
+            "  backend \"azurerm\" {\n    storage_account_name = \"acmestate\"\n    container_name       = \"tfstate\"\n    key                  = \"heimdall/7d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f.tfstate\"\n    use_azuread_auth     = true\n  }\n"
+        );
+        let azure_oidc =
+            backend_block(&request(StateBackend::Azurerm, Some("acmestate"), oidc.clone()), &state);
+        assert!(azure_oidc.contains("use_oidc             = true"), "{azure_oidc}");
+        let gcs = backend_block(&request(StateBackend::Gcs, None, oidc.clone()), &state);
+        assert_eq!(
+            gcs,
+            "  backend \"gcs\" {\n    bucket = \"tfstate\"\n    prefix = \"heimdall/7d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f\"\n  }\n"
+        );
+        let s3 = backend_block(&request(StateBackend::S3, None, oidc), &state);
+        assert!(s3.contains("backend \"s3\"") && s3.contains("use_lockfile = true"), "{s3}");
+        let local =
+            StateConfig { local_dir: Some("/var/lib/heimdall/state".into()), ..StateConfig::default() };
+        let quickstart = backend_block(&request(StateBackend::Gcs, None, static_auth), &local);
+        assert!(quickstart.contains("backend \"local\""), "{quickstart}");
+    }
 }
