@@ -1,4 +1,7 @@
-//! GCP end to end: an `oidc` account federates through workload identity.
+//! GCP end to end, both credential kinds. A static account's secret is a
+//! service-account key the Agent reads for the job; Terraform's Google
+//! client signs a grant with it at the key's `token_uri`. An `oidc`
+//! account federates through workload identity.
 //! The API hands the job's identity token to the Agent; the Agent writes
 //! an `external_account` credentials file reading it from a file; real
 //! Terraform's Google client trades it at Google's STS (here a recording
@@ -224,6 +227,107 @@ async fn a_gcp_job_federates_through_workload_identity_and_keeps_state_in_gcs() 
     let tokens: std::collections::BTreeSet<String> =
         exchanges.lock().unwrap().iter().map(|(form, _)| field(form, "subject_token").to_owned()).collect();
     assert_eq!(tokens.len(), 2, "one token per job");
+
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+}
+
+/// Google's OAuth token endpoint as a service-account key's `token_uri`
+/// names it: writes down each form (a JWT-bearer grant signed with the
+/// key) and answers with a fresh access token.
+async fn google_oauth() -> (String, Exchanges) {
+    let exchanges = Exchanges::default();
+    let kept = exchanges.clone();
+    let app = axum::Router::new().route(
+        "/token",
+        axum::routing::post(move |body: String| {
+            let kept = kept.clone();
+            async move {
+                let form: Vec<(String, String)> = serde_urlencoded::from_str(&body).unwrap();
+                let access = format!("ya29.static-test-{}", uuid::Uuid::new_v4().simple());
+                kept.lock().unwrap().push((form, access.clone()));
+                axum::Json(json!({ "access_token": access, "expires_in": 3600, "token_type": "Bearer" }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, exchanges)
+}
+
+/// A service-account key as Google issues it, with a fresh RSA key and
+/// its `token_uri` at `oauth`.
+fn service_account_key(dir: &std::path::Path, oauth: &str) -> serde_json::Value {
+    let pem = dir.join("sa.pem");
+    let made = std::process::Command::new("openssl")
+        .args(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out"])
+        .arg(&pem)
+        .output()
+        .expect("openssl");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    json!({ "type": "service_account", "project_id": "acme", "private_key_id": "k1",
+        "private_key": std::fs::read_to_string(&pem).unwrap(),
+        "client_email": "terraform@acme.iam.gserviceaccount.com", "client_id": "1",
+        "token_uri": format!("{oauth}/token") })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gcp_service_account_key_from_the_agent_keeps_state_in_gcs() {
+    use crate::values::{configure, eventually, identity, set, Store};
+    let gcs = FakeGcs::start().await;
+    let bucket = format!("gcs-static-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    gcs.bucket(&bucket).await;
+    let (gcs_proxy, presented) = tee_proxy(&gcs.url).await;
+    let (oauth, grants) = google_oauth().await;
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    let config = w.enroll("agent-1").await;
+    let (local_url, _) = configure(&config, Store::Sqlite, None);
+    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
+    w.post(&owner, "/v1/secrets", json!({ "name": "gcp-key" })).await;
+    let mut agent = w.run_agent(&config);
+    eventually(&config, "the Agent's local URL", || async {
+        let (_, holders) = w.call(Method::GET, "/v1/secrets/gcp-key/holders?environment=dev", None).await;
+        holders[0]["url"].as_str() == Some(local_url.as_str())
+    })
+    .await;
+    let ana = identity(&w, &owner).await;
+    let key = service_account_key(w.dir.path(), &oauth);
+    assert_eq!(set(&w, &owner, &ana, "gcp-key", "dev", &key.to_string()).await, 1);
+    w.post(
+        &owner,
+        "/v1/cloud-accounts",
+        json!({ "name": "gcp", "provider": "gcp", "region": "europe-west1", "state_bucket": bucket,
+            "state_endpoint": format!("{gcs_proxy}/storage/v1/"), "auth": { "kind": "static", "secret": "gcp-key" } }),
+    )
+    .await;
+    w.post(&owner, "/v1/cloud-accounts/gcp/links", json!({ "scope": "organization", "environment": "dev" }))
+        .await;
+
+    let id = w.create("keyed", "bucket", json!({ "bucket": "keyed" })).await;
+    let r = w.wait_for(&id, &["provisioned", "failed"], RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&id).await);
+    // Terraform signed a grant with the key and used what it got for the state.
+    let (form, access) = grants.lock().unwrap().first().cloned().expect("a token grant");
+    assert_eq!(field(&form, "grant_type"), "urn:ietf:params:oauth:grant-type:jwt-bearer");
+    let sent = String::from_utf8_lossy(&presented.lock().unwrap()).to_string();
+    assert!(sent
+        .to_ascii_lowercase()
+        .contains(&format!("authorization: bearer {}", access.to_ascii_lowercase())));
+    assert_eq!(gcs.objects(&bucket).await, [format!("heimdall/{id}/default.tfstate")]);
+    eventually(&config, "the Agent's read in the access log", || async {
+        let (_, log) = w.call(Method::GET, "/v1/secrets/gcp-key/access-log", None).await;
+        log.as_array().is_some_and(|l| l.iter().any(|e| e["accessor"] == "agent agent-1"))
+    })
+    .await;
+    let private = key["private_key"].as_str().unwrap().lines().nth(1).unwrap().to_owned();
+    let rows = heimdall_api::testing::dump_rows(w.api.store.pool()).await;
+    let job_log = w.job_log(w.jobs(&id).await[0]["id"].as_str().unwrap()).await;
+    let agent_log = std::fs::read_to_string(config.with_extension("log")).unwrap();
+    for (place, text) in [("API database", &rows), ("job log", &job_log), ("Agent log", &agent_log)] {
+        assert!(!text.contains(&private) && !text.contains(&access), "the key is in the {place}");
+    }
 
     agent.start_kill().unwrap();
     let _ = agent.wait().await;
