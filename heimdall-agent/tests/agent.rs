@@ -8,6 +8,9 @@
 #[path = "agent/support.rs"]
 mod support;
 
+#[path = "agent/azure.rs"]
+mod azure;
+
 #[path = "agent/credentials.rs"]
 mod credentials;
 

@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | `aws` | `{"access_key_id", "secret_access_key", "session_token"?}` | a shared credentials file, `AWS_SHARED_CREDENTIALS_FILE`, `AWS_PROFILE=heimdall` |
 //! | `gcp` | a service-account key (JSON, as Google gives it) | `GOOGLE_APPLICATION_CREDENTIALS` |
-//! | `azure` | `{"client_id", "client_secret", "tenant_id", "subscription_id"}` | `ARM_CLIENT_ID`, `ARM_TENANT_ID`, `ARM_SUBSCRIPTION_ID`, `ARM_CLIENT_SECRET_FILE_PATH` |
+//! | `azure` | `{"client_id", "client_secret", "tenant_id", "subscription_id", "storage_access_key"?}` | `ARM_CLIENT_ID`, `ARM_TENANT_ID`, `ARM_SUBSCRIPTION_ID`, `ARM_CLIENT_SECRET_FILE_PATH`; the storage key in a `-backend-config` file |
 //! | `kubernetes`, `helm` | a kubeconfig | `KUBE_CONFIG_PATH` |
 //! | `cloudflare` | `{"api_token"}` | a `provider "cloudflare"` block reading a sensitive variable from a `.auto.tfvars.json` file |
 
@@ -51,6 +51,9 @@ pub struct Credentials {
     /// Configuration to add to the root module (a file of its own), for
     /// providers that read a credential only from their configuration.
     pub root_config: Option<&'static str>,
+    /// One of `files` to give `terraform init` as `-backend-config`: a
+    /// credential the state backend takes only from its configuration.
+    pub backend_config: Option<&'static str>,
 }
 
 const AWS_UNSET: &[&str] = &[
@@ -107,7 +110,15 @@ struct AzureSecret {
     client_secret: Redacted<String>,
     tenant_id: Redacted<String>,
     subscription_id: Redacted<String>,
+    /// The state storage account's key, for an azurerm backend reached by
+    /// key instead of through Entra ID.
+    #[serde(default)]
+    storage_access_key: Option<Redacted<String>>,
 }
+
+/// The azurerm backend's settings file when the value carries the storage
+/// account's key (read by `init -backend-config`, never the environment).
+const AZURE_BACKEND: &str = ".heimdall-credentials/azurerm-backend.tfbackend";
 
 #[derive(Deserialize)]
 struct CloudflareToken {
@@ -146,17 +157,33 @@ pub fn for_provider(provider: Provider, name: &str, value: &[u8]) -> Result<Cred
                 )],
                 unset: GCP_UNSET,
                 root_config: None,
+                backend_config: None,
             })
         }
         Provider::Azure => {
-            let shape = "{\"client_id\", \"client_secret\", \"tenant_id\", \"subscription_id\"}";
+            let shape =
+                "{\"client_id\", \"client_secret\", \"tenant_id\", \"subscription_id\", \"storage_access_key\"?}";
             let found: AzureSecret = serde_json::from_slice(value).map_err(|_| bad(shape))?;
             let text = |f: &Redacted<String>| EnvValue::Text(f.expose().clone());
+            let mut files = vec![(
+                ".heimdall-credentials/azure-client-secret",
+                secret(found.client_secret.expose().as_bytes()),
+            )];
+            let mut backend_config = None;
+            if let Some(key) = &found.storage_access_key {
+                // A storage key is base64: nothing in it can leave the HCL string.
+                let base64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=');
+                if key.expose().is_empty() || !key.expose().chars().all(base64) {
+                    return Err(bad(&format!(
+                        "{shape} with storage_access_key a storage account key (base64)"
+                    )));
+                }
+                let line = Zeroizing::new(format!("access_key = \"{}\"\n", key.expose()));
+                files.push((AZURE_BACKEND, secret(line.as_bytes())));
+                backend_config = Some(AZURE_BACKEND);
+            }
             Ok(Credentials {
-                files: vec![(
-                    ".heimdall-credentials/azure-client-secret",
-                    secret(found.client_secret.expose().as_bytes()),
-                )],
+                files,
                 env: vec![
                     ("ARM_CLIENT_ID", text(&found.client_id)),
                     ("ARM_TENANT_ID", text(&found.tenant_id)),
@@ -168,6 +195,7 @@ pub fn for_provider(provider: Provider, name: &str, value: &[u8]) -> Result<Cred
                 ],
                 unset: AZURE_UNSET,
                 root_config: None,
+                backend_config,
             })
         }
         Provider::Kubernetes | Provider::Helm => {
@@ -179,6 +207,7 @@ pub fn for_provider(provider: Provider, name: &str, value: &[u8]) -> Result<Cred
                 env: vec![("KUBE_CONFIG_PATH", EnvValue::File(".heimdall-credentials/kubeconfig"))],
                 unset: KUBE_UNSET,
                 root_config: None,
+                backend_config: None,
             })
         }
         Provider::Cloudflare => {
@@ -192,6 +221,7 @@ pub fn for_provider(provider: Provider, name: &str, value: &[u8]) -> Result<Cred
                 env: Vec::new(),
                 unset: CLOUDFLARE_UNSET,
                 root_config: Some(CLOUDFLARE_ROOT),
+                backend_config: None,
             })
         }
     }
@@ -222,6 +252,7 @@ pub fn aws(
         ],
         unset: AWS_UNSET,
         root_config: None,
+        backend_config: None,
     }
 }
 
@@ -310,6 +341,7 @@ pub fn federated(
                 env: vec![("GOOGLE_APPLICATION_CREDENTIALS", EnvValue::File(GCP_EXTERNAL_ACCOUNT))],
                 unset: GCP_UNSET,
                 root_config: None,
+                backend_config: None,
             })
         }
         Provider::Azure => {
@@ -327,6 +359,7 @@ pub fn federated(
                 ],
                 unset: AZURE_UNSET,
                 root_config: None,
+                backend_config: None,
             })
         }
         Provider::Kubernetes | Provider::Helm => {
@@ -354,6 +387,7 @@ pub fn federated(
                 env: vec![("KUBE_CONFIG_PATH", EnvValue::File(KUBECONFIG))],
                 unset: KUBE_UNSET,
                 root_config: None,
+                backend_config: None,
             })
         }
         Provider::Aws | Provider::Cloudflare => {

@@ -5,7 +5,7 @@ use heimdall_core::wire::{LinkScope, Provider};
 
 #[derive(Debug, Subcommand)]
 pub enum CloudAccountCommand {
-    /// Register an account: a role to assume (oidc) or a secret's name in the Agent (static)
+    /// Register an account: where to federate (oidc) or a secret's name in the Agent (static), and where state lives
     Create {
         name: String,
         #[arg(long, value_enum)]
@@ -13,7 +13,7 @@ pub enum CloudAccountCommand {
         /// Default region of the account's Resources
         #[arg(long)]
         region: String,
-        /// Bucket holding Terraform state (one object per Resource)
+        /// Bucket holding Terraform state, one per Resource (for azurerm: the container)
         #[arg(long, value_name = "BUCKET")]
         state_bucket: String,
         /// The state store's endpoint: an S3-compatible one (Cloudflare R2), or a private endpoint
@@ -76,7 +76,7 @@ impl From<ProviderArg> for Provider {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum AuthArg {
-    /// Assume --role-arn with an identity token the API signs
+    /// Federate with an identity token the API signs (AWS --role-arn, GCP --workload-identity-provider, Azure --client-id…, Kubernetes --cluster-url)
     Oidc,
     /// Read credentials from the secret --secret in the Agent
     Static,

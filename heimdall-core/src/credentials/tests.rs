@@ -188,3 +188,23 @@ fn a_federated_credential_that_does_not_fit_is_refused() {
         assert_eq!(err.code, ErrorCode::InvalidInput, "{provider}");
     }
 }
+
+#[test]
+fn an_azure_storage_key_goes_to_the_backend_by_file() {
+    let value = br#"{"client_id":"c","client_secret":"cs","tenant_id":"t","subscription_id":"s","storage_access_key":"a2V5Kw=="}"#;
+    let creds = for_provider(Provider::Azure, "azure-sp", value).unwrap();
+    let path = creds.backend_config.unwrap();
+    let file = creds.files.iter().find(|(p, _)| *p == path).map(|(_, f)| text(f)).unwrap();
+    assert_eq!(file, "access_key = \"a2V5Kw==\"\n");
+    assert!(!format!("{:?} {creds:?}", creds.env).contains("a2V5Kw"));
+    // Without it the backend signs in with the identity; with a key that is not base64, refused.
+    let plain = for_provider(
+        Provider::Azure,
+        "azure-sp",
+        br#"{"client_id":"c","client_secret":"cs","tenant_id":"t","subscription_id":"s"}"#,
+    );
+    assert!(plain.unwrap().backend_config.is_none());
+    let bad = br#"{"client_id":"c","client_secret":"cs","tenant_id":"t","subscription_id":"s","storage_access_key":"x\"\n}"}"#;
+    let err = for_provider(Provider::Azure, "azure-sp", bad).unwrap_err();
+    assert!(!err.message.contains("x\""), "{}", err.message);
+}
