@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use heimdall_core::credentials::{Credentials, EnvValue};
-use heimdall_core::infra::{JobOperation, JobRequest, ModuleRef, StateBackend};
+use heimdall_core::infra::{JobOperation, JobRequest, ModuleRef};
+use heimdall_core::root_module::{
+    backend_block, module_call, output_blocks, tfvars, StateSettings, SECRET_VAR_PREFIX, SENSITIVE,
+};
 use heimdall_core::runner::{check_run, job_env, with_job, Modules, Pin, REGION_VARIABLE};
 use heimdall_core::ErrorCode;
 use heimdall_core::Redacted;
@@ -76,90 +79,6 @@ pub async fn preflight(config: &AgentConfig, request: &JobRequest) -> Result<Mod
     check_run(pin, &measured, modules, request).map_err(|e| RunFailure::refused(e.code, e.message))
 }
 
-fn hcl_string(s: &str) -> String {
-    // JSON string syntax is valid HCL for plain strings; `${` and `%{`
-    // would be templates in HCL, so escape them.
-    serde_json::to_string(s).unwrap_or_default().replace("${", "$${").replace("%{", "%%{")
-}
-
-/// Registry sources take `version`; local paths and URLs do not.
-fn is_registry_source(source: &str) -> bool {
-    !(source.starts_with("./")
-        || source.starts_with("../")
-        || source.starts_with('/')
-        || source.contains("::")
-        || source.contains("://")
-        || source.starts_with("git@"))
-}
-
-/// The backend block: the account's state store with its own lock, one
-/// state per Resource (`heimdall/<id>.tfstate`; for GCS the prefix
-/// `heimdall/<id>`, which holds `default.tfstate`), or local disk for the
-/// quickstart.
-///
-/// `keyed`: the job's credentials give the backend a key of its own (an
-/// Azure storage account key, through `init -backend-config`), so it does
-/// not sign in with the account's identity.
-fn backend_block(request: &JobRequest, state: &StateConfig, keyed: bool) -> String {
-    let account = &request.account;
-    if let Some(local) = &state.local_dir {
-        return format!(
-            "  backend \"local\" {{\n    path = {}\n  }}\n",
-            hcl_string(&local.join(format!("{}.tfstate", request.resource_id)).display().to_string())
-        );
-    }
-    match account.state_backend {
-        StateBackend::S3 => {
-            let mut b = format!(
-                "  backend \"s3\" {{\n    bucket       = {}\n    key          = {}\n    region       = {}\n    use_lockfile = true\n",
-                hcl_string(&account.state_bucket),
-                hcl_string(&request.state_key),
-                hcl_string(&account.region),
-            );
-            if let Some(endpoint) = state.s3_endpoint.as_ref().or(account.state_endpoint.as_ref()) {
-                b.push_str(&format!(
-                    "    endpoints = {{ s3 = {} }}\n    use_path_style = true\n    skip_credentials_validation = true\n    skip_requesting_account_id = true\n    skip_metadata_api_check = true\n    skip_region_validation = true\n",
-                    hcl_string(endpoint)
-                ));
-            }
-            b.push_str("  }\n");
-            b
-        }
-        StateBackend::Gcs => {
-            let prefix = request.state_key.strip_suffix(".tfstate").unwrap_or(&request.state_key);
-            let mut b = format!(
-                "  backend \"gcs\" {{\n    bucket = {}\n    prefix = {}\n",
-                hcl_string(&account.state_bucket),
-                hcl_string(prefix)
-            );
-            if let Some(endpoint) = &account.state_endpoint {
-                b.push_str(&format!("    storage_custom_endpoint = {}\n", hcl_string(endpoint)));
-            }
-            b.push_str("  }\n");
-            b
-        }
-        StateBackend::Azurerm => {
-            let mut b = format!(
-                "  backend \"azurerm\" {{\n    storage_account_name = {}\n    container_name       = {}\n    key                  = {}\n",
-                hcl_string(account.state_storage_account.as_deref().unwrap_or_default()),
-                hcl_string(&account.state_bucket),
-                hcl_string(&request.state_key),
-            );
-            // Entra ID for the blobs, with the account's identity (a
-            // federated token or a client secret, from the environment),
-            // unless the credential carries the storage account's key.
-            if !keyed {
-                b.push_str("    use_azuread_auth     = true\n");
-                if matches!(account.auth, heimdall_core::infra::AccountAuth::Oidc(_)) {
-                    b.push_str("    use_oidc             = true\n");
-                }
-            }
-            b.push_str("  }\n");
-            b
-        }
-    }
-}
-
 /// Writes the root module for a job into `dir`; with `region`, the module
 /// call also sets [`REGION_VARIABLE`] (for modules that declare it).
 pub fn write_root_module(
@@ -171,32 +90,16 @@ pub fn write_root_module(
     region: Option<&str>,
     keyed: bool,
 ) -> Result<(), String> {
-    let backend = backend_block(request, state, keyed);
-    let mut main = format!("terraform {{\n{backend}}}\n\nvariable \"input\" {{\n  type = any\n}}\n\nmodule \"resource\" {{\n  source = {}\n", hcl_string(&module.source));
-    if is_registry_source(&module.source) {
-        main.push_str(&format!("  version = {}\n", hcl_string(&module.version)));
-    }
-    if let Some(input) = request.effective_input.as_object() {
-        for key in input.keys() {
-            if secret_vars.contains(&key.as_str()) {
-                main.push_str(&format!("  {key} = var.{SECRET_VAR_PREFIX}{key}\n"));
-            } else {
-                main.push_str(&format!("  {key} = var.input[{}]\n", hcl_string(key)));
-            }
-        }
-    }
-    if let Some(region) = region {
-        main.push_str(&format!("  {REGION_VARIABLE} = {}\n", hcl_string(region)));
-    }
-    main.push_str("}\n");
-    for key in secret_vars {
-        main.push_str(&format!(
-            "\nvariable \"{SECRET_VAR_PREFIX}{key}\" {{\n  type      = string\n  sensitive = true\n}}\n"
-        ));
-    }
+    let local = state.local_dir.as_ref().map(|d| d.display().to_string());
+    let settings =
+        StateSettings { local_dir: local.as_deref(), s3_endpoint: state.s3_endpoint.as_deref(), keyed };
+    let main = format!(
+        "terraform {{\n{}}}\n\n{}",
+        backend_block(request, settings),
+        module_call(request, module, secret_vars, region)
+    );
     std::fs::write(dir.join("main.tf"), main).map_err(|e| e.to_string())?;
-    let vars = serde_json::json!({ "input": request.effective_input });
-    std::fs::write(dir.join("terraform.tfvars.json"), vars.to_string()).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("terraform.tfvars.json"), tfvars(request)).map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -297,13 +200,7 @@ fn scan_blocks(text: &str, kind: &str, outputs: &mut BTreeMap<String, bool>) {
 }
 
 pub fn write_outputs(dir: &Path, outputs: &BTreeMap<String, bool>) -> Result<(), String> {
-    let mut text = String::new();
-    for (name, sensitive) in outputs {
-        text.push_str(&format!(
-            "output \"{name}\" {{\n  value     = module.resource.{name}\n  sensitive = {sensitive}\n}}\n"
-        ));
-    }
-    std::fs::write(dir.join("outputs.tf"), text).map_err(|e| e.to_string())
+    std::fs::write(dir.join("outputs.tf"), output_blocks(outputs)).map_err(|e| e.to_string())
 }
 
 /// `terraform output -json` → outputs with sensitive values replaced.
@@ -313,7 +210,7 @@ pub fn redact_outputs(json: &[u8]) -> Result<serde_json::Value, String> {
     let mut out = serde_json::Map::new();
     for (name, o) in parsed {
         let value = if o["sensitive"].as_bool().unwrap_or(true) {
-            serde_json::json!("<sensitive>")
+            serde_json::json!(SENSITIVE)
         } else {
             o["value"].clone()
         };
@@ -516,9 +413,6 @@ fn with_credentials(
     Ok(env)
 }
 
-/// The root variables that carry secret inputs' values.
-const SECRET_VAR_PREFIX: &str = "heimdall_secret_";
-
 /// Secret inputs' values for the root module, in a file Terraform reads
 /// beside it (mode 0600, deleted with the job's directory).
 fn write_secret_inputs(dir: &Path, inputs: &[(String, Redacted<String>)]) -> Result<(), String> {
@@ -701,63 +595,5 @@ output "nested" { value = { a = { b = 1 } } }
             "Resource precondition failed: heimdall fixture: failing on purpose."
         );
         assert_eq!(error_summary("boom\n"), "boom");
-    }
-
-    #[test]
-    fn strings_are_escaped_for_hcl() {
-        assert_eq!(hcl_string("a\"b${x}"), "\"a\\\"b$${x}\"");
-        assert!(is_registry_source("acme/bucket/aws"));
-        assert!(!is_registry_source("./modules/bucket"));
-        assert!(!is_registry_source("git::https://example.com/x.git"));
-    }
-
-    fn request(
-        backend: StateBackend,
-        storage: Option<&str>,
-        auth: heimdall_core::infra::AccountAuth,
-    ) -> JobRequest {
-        serde_json::from_value(serde_json::json!({
-            "resource_id": "7d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f", "resource_name": "r", "revision": 1,
-            "operation": "apply", "effective_input": {}, "region": "westeurope",
-            "state_key": "heimdall/7d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f.tfstate",
-            "account": { "id": "1d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f", "provider": "azure", "region": "westeurope",
-                "state_bucket": "tfstate", "state_backend": backend, "state_storage_account": storage,
-                "state_endpoint": null, "auth": auth },
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn each_backend_keeps_one_state_per_resource_with_its_own_lock() {
-        use heimdall_core::infra::{AccountAuth, OidcTarget};
-        let static_auth = AccountAuth::Static { secret: "azure-sp".into() };
-        let oidc = AccountAuth::Oidc(OidcTarget::default());
-        let state = StateConfig::default();
-        let azure = backend_block(
-            &request(StateBackend::Azurerm, Some("acmestate"), static_auth.clone()),
-            &state,
-            false,
-        );
-        assert_eq!(
-            azure,
-            "  backend \"azurerm\" {\n    storage_account_name = \"acmestate\"\n    container_name       = \"tfstate\"\n    key                  = \"heimdall/7d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f.tfstate\"\n    use_azuread_auth     = true\n  }\n"
-        );
-        let azure_oidc =
-            backend_block(&request(StateBackend::Azurerm, Some("acmestate"), oidc.clone()), &state, false);
-        let keyed =
-            backend_block(&request(StateBackend::Azurerm, Some("acmestate"), oidc.clone()), &state, true);
-        assert!(!keyed.contains("use_azuread_auth") && !keyed.contains("use_oidc"), "{keyed}");
-        assert!(azure_oidc.contains("use_oidc             = true"), "{azure_oidc}");
-        let gcs = backend_block(&request(StateBackend::Gcs, None, oidc.clone()), &state, false);
-        assert_eq!(
-            gcs,
-            "  backend \"gcs\" {\n    bucket = \"tfstate\"\n    prefix = \"heimdall/7d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f\"\n  }\n"
-        );
-        let s3 = backend_block(&request(StateBackend::S3, None, oidc), &state, false);
-        assert!(s3.contains("backend \"s3\"") && s3.contains("use_lockfile = true"), "{s3}");
-        let local =
-            StateConfig { local_dir: Some("/var/lib/heimdall/state".into()), ..StateConfig::default() };
-        let quickstart = backend_block(&request(StateBackend::Gcs, None, static_auth), &local, false);
-        assert!(quickstart.contains("backend \"local\""), "{quickstart}");
     }
 }

@@ -14,6 +14,9 @@ mod azure;
 #[path = "agent/credentials.rs"]
 mod credentials;
 
+#[path = "agent/export.rs"]
+mod export;
+
 #[path = "agent/gcp.rs"]
 mod gcp;
 

@@ -60,7 +60,7 @@ pub fn check_run(
         })?,
         (None, None) => return Err(not_allowed("the schema names no module; nothing was run".into())),
     };
-    let (base, query) = module.source.split_once('?').unwrap_or((module.source.as_str(), ""));
+    let base = module.source.split_once('?').map_or(module.source.as_str(), |(base, _)| base);
     let mut set = GlobSetBuilder::new();
     for pattern in modules.allowed_sources {
         set.add(Glob::new(pattern).map_err(|e| not_allowed(format!("bad allowlist glob: {e}")))?);
@@ -72,6 +72,15 @@ pub fn check_run(
         )));
     }
     check_input_keys(&request.effective_input)?;
+    at_its_version(module)
+}
+
+/// The module as Terraform must fetch it: a git source at its version
+/// (`?ref=<version>` added; another `ref` refused), anything else as is
+/// (registry sources take `version` in the module block). The Agent runs
+/// this and `terraform export` writes it.
+pub fn at_its_version(module: ModuleRef) -> Result<ModuleRef, ApiError> {
+    let (base, query) = module.source.split_once('?').unwrap_or((module.source.as_str(), ""));
     if !is_git_source(base) {
         return Ok(module);
     }
@@ -83,10 +92,13 @@ pub fn check_run(
             Ok(ModuleRef { source, version: module.version })
         }
         [one] if *one == module.version => Ok(module),
-        _ => Err(not_allowed(format!(
-            "module source {} asks for another ref than its version {}; nothing was run",
-            module.source, module.version
-        ))),
+        _ => Err(ApiError::new(
+            ErrorCode::ModuleNotAllowed,
+            format!(
+                "module source {} asks for another ref than its version {}; nothing was run",
+                module.source, module.version
+            ),
+        )),
     }
 }
 

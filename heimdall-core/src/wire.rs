@@ -168,6 +168,7 @@ pub struct CreatePolicy {
 // | GET, PATCH, DELETE | `/resources/{id-or-name}` | [`ChangeResource`] → [`ResourceDetail`] / `Resource` |
 // | POST | `/resources/{id}/approve`, `/resources/{id}/refuse` | [`Decide`] → `Resource` |
 // | POST | `/resources/{id}/retry` | → `Resource` |
+// | GET | `/resources/{id-or-name}/export` | → [`ExportPackage`] |
 // | GET | `/jobs?resource=&component=` | → `[Job]` |
 // | GET | `/jobs/{id}`, `/jobs/{id}/log` | → `Job`, [`JobLog`] |
 
@@ -276,6 +277,7 @@ pub struct JobLog {
 // Agents, on the mTLS listener only: `POST /v1/agent/claim`,
 // `POST /v1/agent/jobs/{id}/heartbeat|log|finish`.
 
+pub use crate::export::{ExportFile, ExportPackage};
 pub use crate::infra::Agent;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

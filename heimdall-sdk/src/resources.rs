@@ -2,7 +2,9 @@
 
 use reqwest::Method;
 
-use crate::wire::{ChangeResource, CreateResource, Decide, Resource, ResourceDetail, ResourceStatus};
+use crate::wire::{
+    ChangeResource, CreateResource, Decide, ExportPackage, Resource, ResourceDetail, ResourceStatus,
+};
 #[cfg(doc)]
 use crate::ApiError;
 use crate::{Client, Result};
@@ -116,5 +118,13 @@ impl Client {
     pub async fn retry_resource(&self, id_or_name: &str) -> Result<Resource> {
         let url = self.url(&["resources", id_or_name, "retry"])?;
         self.send(self.authed(Method::POST, url)).await
+    }
+
+    /// `GET /v1/resources/{id-or-name}/export`: the root module of the
+    /// Resource's last applied job, file by file, for plain `terraform`
+    /// against the same state. No credential is in it. `CONFLICT` before
+    /// the current revision was applied.
+    pub async fn export_resource(&self, id_or_name: &str) -> Result<ExportPackage> {
+        self.get(&["resources", id_or_name, "export"]).await
     }
 }

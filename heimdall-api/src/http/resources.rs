@@ -36,6 +36,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/resources/{key}/approve", post(approve))
         .route("/v1/resources/{key}/refuse", post(refuse))
         .route("/v1/resources/{key}/retry", post(retry))
+        .route("/v1/resources/{key}/export", get(export))
 }
 
 /// Where a Resource sits: its component's system and domain, and its
@@ -233,6 +234,21 @@ async fn show(
     placement.authorize(&state, &caller, Action::ResourceRead, Some(resource.id)).await?;
     let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
     Ok(Json(ResourceDetail { resource, revisions }))
+}
+
+/// The root module of the last applied job, for plain `terraform`
+/// (`heimdall_core::export::package`): readable by whoever reads the
+/// Resource; it holds no credential.
+async fn export(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> HttpResult<Json<heimdall_core::export::ExportPackage>> {
+    let resource = resolve(&state, &caller, &key).await?;
+    let placement = Placement::of_resource(&state, &caller, &resource).await?;
+    placement.authorize(&state, &caller, Action::ResourceRead, Some(resource.id)).await?;
+    let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
+    Ok(Json(heimdall_core::export::package(&resource, &jobs)?))
 }
 
 async fn create(

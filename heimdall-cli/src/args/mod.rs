@@ -14,6 +14,7 @@ mod policies;
 mod resources;
 mod schemas;
 mod secrets;
+mod terraform;
 mod tokens;
 mod wait;
 
@@ -32,6 +33,7 @@ pub use policies::*;
 pub use resources::*;
 pub use schemas::*;
 pub use secrets::*;
+pub use terraform::*;
 pub use tokens::*;
 pub use wait::*;
 
@@ -119,6 +121,9 @@ pub enum Command {
     /// Jobs that Agents run for Resources, and their logs
     #[command(subcommand)]
     Job(JobCommand),
+    /// A Resource's Terraform, for plain `terraform`: export
+    #[command(subcommand)]
+    Terraform(TerraformCommand),
     /// Agents: enroll one with a one-time token, list them, revoke one
     #[command(subcommand)]
     Agent(AgentCommand),

@@ -13,6 +13,7 @@ mod policies;
 mod resources;
 mod schemas;
 mod secrets;
+mod terraform;
 mod tokens;
 mod values;
 mod wait;
@@ -141,6 +142,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::CloudAccount(cmd) => accounts::run(&ctx, cmd).await,
         Command::Resource(cmd) => resources::run(&ctx, cmd).await,
         Command::Job(cmd) => jobs::run(&ctx, cmd).await,
+        Command::Terraform(cmd) => terraform::run(&ctx, cmd).await,
         Command::Agent(cmd) => agents::run(&ctx, cmd).await,
         Command::Certificate(cmd) => certificates::run(&ctx, cmd).await,
         Command::Secret(cmd) => secrets::run(&ctx, cmd).await,

@@ -547,3 +547,58 @@ async fn wait_follows_the_job_to_its_end() {
         "{run:?}"
     );
 }
+
+/// `terraform export` writes the package of the last apply into a new
+/// directory; before an apply it is CONFLICT, and it never writes over
+/// files already there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_export_writes_the_last_applied_root_module() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    infra_world(&mut Transcript::default(), &h, tmp.path()).await;
+    let create = [
+        "resource",
+        "create",
+        "--component",
+        "api",
+        "--schema",
+        "s3-bucket",
+        "--environment",
+        "dev",
+        "--name",
+        "exported",
+        "--input",
+        r#"{"bucket":"exported-1"}"#,
+    ];
+    assert_eq!(h.run(&create).await.code, 0);
+    let out = tmp.path().join("package");
+    let out_arg = out.display().to_string();
+    let early = h.run(&["terraform", "export", "exported", "--out", &out_arg]).await;
+    assert_eq!(early.code, 6, "CONFLICT before an apply: {early:?}");
+    assert!(!out.exists(), "nothing written");
+
+    let (job, lease) = claim(&api).await;
+    finish(&api, job.id, lease, JobOutcome::Completed { outputs: json!({}) }).await;
+    let run = h.run(&["terraform", "export", "exported", "--out", &out_arg]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.starts_with("✓ Exported "), "{run:?}");
+    let backend = std::fs::read_to_string(out.join("backend.tf")).expect("backend.tf");
+    assert!(
+        backend.contains(&format!("key          = \"heimdall/{}.tfstate\"", job.resource_id)),
+        "{backend}"
+    );
+    assert!(backend.contains("bucket       = \"acme-tf-state\""), "{backend}");
+    let main = std::fs::read_to_string(out.join("main.tf")).expect("main.tf");
+    assert!(
+        main.contains("source = \"git::https://git.example.com/modules/s3-bucket?ref=v1.2.0\""),
+        "{main}"
+    );
+    for name in ["terraform.tfvars.json", "README.md"] {
+        assert!(out.join(name).is_file(), "{name}");
+    }
+
+    let again = h.run(&["terraform", "export", "exported", "--out", &out_arg]).await;
+    assert_eq!(again.code, 2, "a directory with files is refused: {again:?}");
+    assert_eq!(std::fs::read_to_string(out.join("backend.tf")).expect("still there"), backend);
+}
