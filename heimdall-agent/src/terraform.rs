@@ -228,6 +228,9 @@ pub enum Stdout {
     /// human text, keep the `outputs` message, and turn error diagnostics
     /// into `Error:` lines for the failure reason.
     JsonUi,
+    /// [`Stdout::JsonUi`] for a plan: keep what it would do instead
+    /// ([`heimdall_core::import::PlanSummary`], as JSON).
+    PlanSummary,
 }
 
 /// A terraform command in `dir` with [`job_env`] and nothing else.
@@ -273,6 +276,7 @@ pub async fn run(
     });
     let mut captured = Vec::new();
     let mut errors = String::new();
+    let mut planned = heimdall_core::import::PlanSummary::default();
     let mut lines = BufReader::new(stdout).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if mode == Stdout::Log {
@@ -288,6 +292,18 @@ pub async fn run(
         }
         match message["type"].as_str() {
             Some("outputs") => captured = message["outputs"].to_string().into_bytes(),
+            Some("planned_change") if mode == Stdout::PlanSummary => {
+                let action = message["change"]["action"].as_str().unwrap_or_default();
+                if !matches!(action, "noop" | "read" | "import" | "move") {
+                    let address = message["change"]["resource"]["addr"].as_str().unwrap_or("?");
+                    planned.changes.push(format!("{address} {action}"));
+                }
+            }
+            Some("change_summary") if mode == Stdout::PlanSummary => {
+                let count = |key: &str| message["changes"][key].as_u64().unwrap_or(0);
+                (planned.add, planned.change, planned.remove, planned.import) =
+                    (count("add"), count("change"), count("remove"), count("import"));
+            }
             Some("diagnostic") if message["diagnostic"]["severity"] == "error" => {
                 let d = &message["diagnostic"];
                 let detail = d["detail"].as_str().unwrap_or_default();
@@ -303,7 +319,51 @@ pub async fn run(
     }
     let status = child.wait().await.map_err(|e| e.to_string())?;
     let tail = err_task.await.unwrap_or_default();
+    if mode == Stdout::PlanSummary {
+        captured = serde_json::to_vec(&planned).map_err(|e| e.to_string())?;
+    }
     Ok((status.success(), captured, format!("{tail}{errors}")))
+}
+
+/// The plan file of an import job, in its directory.
+const IMPORT_PLAN: &str = "heimdall-import.tfplan";
+
+/// An import's plan (`imports.tf` in place), saved for the apply only if
+/// it changes nothing (`heimdall_core::import::verdict`). Otherwise the
+/// objects go into the state one by one (`terraform import`, which
+/// changes nothing that exists) and the job fails `IMPORT_WOULD_CHANGE`;
+/// the plan is in the job log.
+async fn import_plan(
+    tf: &Path,
+    dir: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    request: &JobRequest,
+    log: &mpsc::UnboundedSender<String>,
+) -> Result<(), RunFailure> {
+    let plan_out = format!("-out={IMPORT_PLAN}");
+    let args = ["plan", "-input=false", "-lock-timeout=10s", "-json", plan_out.as_str()];
+    let (ok, summary, tail) =
+        run(tf, dir, env, &args, log, Stdout::PlanSummary).await.map_err(RunFailure::failed)?;
+    if !ok {
+        return Err(RunFailure::failed(format!("terraform plan failed: {}", error_summary(&tail))));
+    }
+    let summary: heimdall_core::import::PlanSummary =
+        serde_json::from_slice(&summary).map_err(|e| RunFailure::failed(e.to_string()))?;
+    let Err(refused) = heimdall_core::import::verdict(&summary) else { return Ok(()) };
+    // Keep the objects under management without changing them: the legacy
+    // import writes the state only. Without the import blocks, which it
+    // would refuse alongside.
+    std::fs::remove_file(dir.join("imports.tf")).map_err(|e| RunFailure::failed(e.to_string()))?;
+    for target in &request.imports {
+        let to = format!("module.{}.{}", heimdall_core::root_module::MODULE_NAME, target.address);
+        let args =
+            ["import", "-input=false", "-no-color", "-lock-timeout=10s", to.as_str(), target.id.as_str()];
+        let (ok, _, tail) = run(tf, dir, env, &args, log, Stdout::Log).await.map_err(RunFailure::failed)?;
+        if !ok {
+            let _ = log.send(format!("could not keep {to} in the state: {}\n", error_summary(&tail)));
+        }
+    }
+    Err(RunFailure::refused(refused.code, refused.message))
 }
 
 /// Asks for the state lock without waiting; the refusal names the holder.
@@ -472,6 +532,10 @@ pub async fn execute(
     let keyed = credentials.and_then(|c| c.backend_config);
     write_root_module(dir, request, module, &config.state, &secret_vars, None, keyed.is_some())
         .map_err(RunFailure::failed)?;
+    if request.operation == JobOperation::Import {
+        std::fs::write(dir.join("imports.tf"), heimdall_core::import::import_blocks(&request.imports))
+            .map_err(|e| RunFailure::failed(e.to_string()))?;
+    }
     let step = |ok: bool, tail: &str, what: &str| {
         if ok {
             Ok(())
@@ -519,10 +583,16 @@ pub async fn execute(
     }
     // One `apply -json`: it plans (the plan is in the log), applies, and
     // reports the outputs — the same two Terraform runs as a bare
-    // `init && apply`, so Heimdall adds next to nothing to a job.
+    // `init && apply`, so Heimdall adds next to nothing to a job. An
+    // import plans first and applies that plan only if it changes nothing.
     let mut apply_args = vec!["apply", "-input=false", "-auto-approve", "-lock-timeout=10s", "-json"];
-    if request.operation == JobOperation::Destroy {
-        apply_args.push("-destroy");
+    match request.operation {
+        JobOperation::Destroy => apply_args.push("-destroy"),
+        JobOperation::Import => {
+            import_plan(tf, dir, &env, request, log).await?;
+            apply_args.push(IMPORT_PLAN);
+        }
+        JobOperation::Apply => {}
     }
     let apply = run(tf, dir, &env, &apply_args, log, Stdout::JsonUi);
     tokio::pin!(apply);

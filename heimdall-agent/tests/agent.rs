@@ -20,6 +20,9 @@ mod export;
 #[path = "agent/gcp.rs"]
 mod gcp;
 
+#[path = "agent/import.rs"]
+mod import;
+
 #[path = "agent/identity.rs"]
 mod identity;
 

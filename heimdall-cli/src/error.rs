@@ -37,6 +37,7 @@ pub fn exit_code(code: ErrorCode) -> u8 {
         | ErrorCode::AlreadyBootstrapped
         | ErrorCode::ValueMayPersist
         | ErrorCode::NoAgent
+        | ErrorCode::ImportWouldChange
         | ErrorCode::Conflict => exit::CONFLICT,
         ErrorCode::BadRequest
         | ErrorCode::InvalidInput
@@ -156,6 +157,7 @@ mod tests {
             ("GRANT_INVALID", 4),
             ("NO_AGENT", 6),
             ("AGENT_REVOKED", 4),
+            ("IMPORT_WOULD_CHANGE", 6),
         ];
         assert_eq!(expected.len(), ErrorCode::ALL.len(), "every code has a pinned exit status");
         for (name, status) in expected {

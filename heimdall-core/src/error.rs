@@ -62,6 +62,7 @@ error_codes! {
     GrantInvalid = 403,
     NoAgent = 409,
     AgentRevoked = 403,
+    ImportWouldChange = 409,
 }
 
 impl ErrorCode {
@@ -96,6 +97,7 @@ impl ErrorCode {
             ErrorCode::GrantInvalid => "GRANT_INVALID",
             ErrorCode::NoAgent => "NO_AGENT",
             ErrorCode::AgentRevoked => "AGENT_REVOKED",
+            ErrorCode::ImportWouldChange => "IMPORT_WOULD_CHANGE",
         }
     }
 

@@ -143,6 +143,9 @@ pub struct Revision {
     pub effective_input: serde_json::Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+    /// The objects its first apply imports (an imported Resource's first revision).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub imports: Vec<ImportTarget>,
     pub state: RevisionState,
     pub requested_by: String,
     #[serde(with = "time::serde::rfc3339")]
@@ -357,10 +360,22 @@ pub struct JobRequest {
     /// Module arguments given secrets' values by the Agent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secret_inputs: Vec<SecretInput>,
+    /// For an `import` job: the objects to bring under management.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub imports: Vec<ImportTarget>,
     /// The Resource's region, else the account's.
     pub region: String,
     /// `heimdall/<resource-id>.tfstate`
     pub state_key: String,
+}
+
+/// An object created outside Heimdall, to import: its resource address
+/// inside the schema's module (`aws_s3_bucket.this`) and the provider's id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportTarget {
+    pub address: String,
+    pub id: String,
 }
 
 /// A module argument whose value is a secret's, named in the input and

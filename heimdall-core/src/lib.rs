@@ -20,6 +20,7 @@ pub mod error;
 pub mod export;
 pub mod grant;
 pub mod ids;
+pub mod import;
 pub mod infra;
 pub mod input;
 pub mod members;

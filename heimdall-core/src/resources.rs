@@ -65,6 +65,9 @@ pub struct NewResource<'a> {
     pub schema: &'a ResourceSchema,
     pub input: Value,
     pub region: Option<String>,
+    /// Objects created outside Heimdall that its first apply imports
+    /// (`heimdall resource import`); empty for a plain create.
+    pub imports: Vec<crate::infra::ImportTarget>,
 }
 
 /// A requested change: new input, and a region if it moves.
@@ -182,12 +185,17 @@ pub fn create(new: NewResource<'_>, ctx: &Context<'_>) -> Result<ResourcePlan, A
         created_by: ctx.actor.to_owned(),
         updated_at: ctx.now,
     };
-    let revision = requested_revision(&resource, 1, new.input, effective, new.region, schema, ctx);
+    crate::import::check_targets(&new.imports)?;
+    let mut revision = requested_revision(&resource, 1, new.input, effective, new.region, schema, ctx);
+    revision.imports = new.imports;
     let job = job_for(&resource, schema, &revision, JobOperation::Apply, ctx)?;
-    let detail =
+    let action = if revision.imports.is_empty() { "resource.created" } else { "resource.import_requested" };
+    let mut detail =
         json!({ "name": resource.name, "revision": 1, "hash": revision.hash, "status": resource.status });
-    let mut plan =
-        ResourcePlan::new(resource.id, StatusUpdate::Set(status), ctx.now, event("resource.created", detail));
+    if !revision.imports.is_empty() {
+        detail["imports"] = json!(revision.imports);
+    }
+    let mut plan = ResourcePlan::new(resource.id, StatusUpdate::Set(status), ctx.now, event(action, detail));
     plan.job = (!schema.requires_approval).then_some(job);
     plan.revision = Some(revision);
     plan.create = Some(resource);
@@ -368,7 +376,8 @@ pub fn settle(
 }
 
 /// The job that applies (or destroys) `revision`, with everything the
-/// Agent needs frozen now. Refused `NO_CLOUD_ACCOUNT` when none resolved.
+/// Agent needs frozen now. Applying a revision that names objects to
+/// import is an `import` job. Refused `NO_CLOUD_ACCOUNT` when none resolved.
 pub fn job_for(
     resource: &Resource,
     schema: &ResourceSchema,
@@ -384,6 +393,11 @@ pub fn job_for(
                 "no cloud account is linked for environment {environment} to system {system}, domain {domain} or the organization"
             ),
         ));
+    };
+    let operation = match operation {
+        JobOperation::Apply | JobOperation::Import if !revision.imports.is_empty() => JobOperation::Import,
+        JobOperation::Import => JobOperation::Apply,
+        other => other,
     };
     Ok(Job {
         id: ctx.job_id,
@@ -415,6 +429,7 @@ pub fn job_for(
             environment_id: Some(resource.environment_id),
             environment: Some(ctx.place.environment.to_owned()),
             secret_inputs: secret_references(&schema.input_schema, &revision.effective_input)?,
+            imports: if operation == JobOperation::Import { revision.imports.clone() } else { Vec::new() },
             region: revision.region.clone().unwrap_or_else(|| account.region.clone()),
             state_key: state_key(resource.id),
         },
@@ -488,6 +503,7 @@ fn requested_revision(
         input,
         effective_input,
         region,
+        imports: Vec::new(),
         state: approval::initial_state(schema.requires_approval),
         requested_by: ctx.actor.to_owned(),
         requested_at: ctx.now,

@@ -173,8 +173,8 @@ pub struct CreatePolicy {
 // | GET | `/jobs/{id}`, `/jobs/{id}/log` | → `Job`, [`JobLog`] |
 
 pub use crate::infra::{
-    AccountAuth, AccountLink, CloudAccount, Job, JobOperation, JobStatus, LinkScope, ModuleRef, OidcTarget,
-    Provider, Resource, ResourceSchema, ResourceStatus, Revision, RevisionState, StateBackend,
+    AccountAuth, AccountLink, CloudAccount, ImportTarget, Job, JobOperation, JobStatus, LinkScope, ModuleRef,
+    OidcTarget, Provider, Resource, ResourceSchema, ResourceStatus, Revision, RevisionState, StateBackend,
 };
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -237,6 +237,10 @@ pub struct CreateResource {
     pub input: serde_json::Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+    /// Objects created outside Heimdall to bring under management
+    /// (`heimdall resource import`): the first apply is an `import` job.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub imports: Vec<crate::infra::ImportTarget>,
 }
 
 /// Change a Resource's input (a new revision).

@@ -48,6 +48,7 @@ impl Client {
     ///     name: "recibos".into(),
     ///     input: serde_json::json!({ "bucket": "checkout-recibos" }),
     ///     region: None,
+    ///     imports: Vec::new(), // or objects to import (`heimdall resource import`)
     /// };
     /// match client.create_resource(&request).await {
     ///     Ok(resource) => println!("{} is {}", resource.id, resource.status),

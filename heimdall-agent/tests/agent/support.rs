@@ -204,6 +204,24 @@ impl World {
     }
 
     /// Waits until the Resource reaches one of `statuses`.
+    /// Waits until the Resource is at `revision` and done with it
+    /// (`provisioned` or `failed`).
+    pub async fn wait_for_revision(&self, id: &str, revision: i64, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let r = self.resource(id).await;
+            let done = matches!(r["status"].as_str(), Some("provisioned" | "failed"));
+            if done
+                && r["revision"] == revision
+                && self.jobs(id).await.iter().all(|j| j["status"] != "queued")
+            {
+                return r;
+            }
+            assert!(Instant::now() < deadline, "resource stuck at {r}: jobs {:?}", self.jobs(id).await);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     pub async fn wait_for(&self, id: &str, statuses: &[&str], within: Duration) -> Value {
         let deadline = Instant::now() + within;
         loop {

@@ -171,7 +171,7 @@ impl ResourceRow {
     }
 }
 
-pub(super) const REVISION_COLUMNS: &str = "resource_id, number, hash, input, effective_input, region, state, requested_by, requested_at, decided_by, decided_at, decision_reason";
+pub(super) const REVISION_COLUMNS: &str = "resource_id, number, hash, input, effective_input, region, state, requested_by, requested_at, decided_by, decided_at, decision_reason, imports";
 
 #[derive(FromRow)]
 pub(super) struct RevisionRow {
@@ -187,6 +187,7 @@ pub(super) struct RevisionRow {
     decided_by: Option<String>,
     decided_at: Option<i64>,
     decision_reason: Option<String>,
+    imports: Option<String>,
 }
 
 impl RevisionRow {
@@ -198,6 +199,7 @@ impl RevisionRow {
             input: parse_json(&self.input)?,
             effective_input: parse_json(&self.effective_input)?,
             region: self.region,
+            imports: self.imports.as_deref().map(parse_json).transpose()?.unwrap_or_default(),
             state: parse_enum(&self.state)?,
             requested_by: self.requested_by,
             requested_at: from_micros(self.requested_at),
@@ -283,8 +285,8 @@ pub(super) async fn fetch_job(tx: &mut Transaction<'_, Any>, id: JobId) -> Store
 
 pub(super) async fn insert_revision(tx: &mut Transaction<'_, Any>, rev: &Revision) -> StoreResult<()> {
     sqlx::query(
-        "INSERT INTO resource_revisions (resource_id, number, hash, input, effective_input, region, state, requested_by, requested_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        "INSERT INTO resource_revisions (resource_id, number, hash, input, effective_input, region, state, requested_by, requested_at, imports)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(rev.resource_id.to_string())
     .bind(rev.number)
@@ -295,6 +297,7 @@ pub(super) async fn insert_revision(tx: &mut Transaction<'_, Any>, rev: &Revisio
     .bind(rev.state.as_str())
     .bind(rev.requested_by.clone())
     .bind(to_micros(rev.requested_at))
+    .bind(if rev.imports.is_empty() { None } else { Some(json_text(&rev.imports)?) })
     .execute(&mut **tx)
     .await
     .map_err(unique_as("revision"))?;

@@ -271,6 +271,7 @@ async fn create(
         schema: &schema,
         input: body.input,
         region: body.region,
+        imports: body.imports,
     };
     let plan = resources::create(new, &placement.context(&caller, account.as_ref(), state.clock.now()))?;
     check_secret_inputs(&state, &caller, &placement, &schema, &plan).await?;

@@ -21,6 +21,7 @@ crate::on_every_backend!(
     retry_and_roles,
     bad_input_on_infra_endpoints,
     secret_inputs_are_checked_before_anything_is_stored,
+    an_import_queues_an_import_job_and_bad_targets_store_nothing,
 );
 
 fn id(v: &Value) -> String {
@@ -683,4 +684,39 @@ async fn secret_inputs_are_checked_before_anything_is_stored(db: TestDatabase) {
         c.get(&format!("/v1/jobs?resource={rid}"), owner).await.expect(200).as_array().unwrap().len(),
         1
     );
+}
+
+/// `imports` on a create: each target checked before anything is stored;
+/// a good one queues an `import` job that carries them.
+async fn an_import_queues_an_import_job_and_bad_targets_store_nothing(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let w = world(&c, owner).await;
+    let body = |imports: Value| {
+        json!({ "component": w.component, "schema": w.schema, "environment": "dev", "name": "legacy",
+            "input": { "bucket": "legacy-logs" }, "imports": imports })
+    };
+    for bad in [
+        json!([{ "address": "aws_s3_bucket", "id": "legacy-logs" }]),
+        json!([{ "address": "aws_s3_bucket.this", "id": "" }]),
+        json!([{ "address": "a.b", "id": "1" }, { "address": "a.b", "id": "2" }]),
+    ] {
+        c.post("/v1/resources", owner, body(bad)).await.expect_error(422, "INVALID_INPUT");
+    }
+    c.post("/v1/resources", owner, body(json!([{ "address": "a.b", "id": "1", "extra": 1 }])))
+        .await
+        .expect_error(400, "BAD_REQUEST");
+    assert!(c.get("/v1/resources", owner).await.expect(200).as_array().unwrap().is_empty());
+    assert!(c.get("/v1/jobs", owner).await.expect(200).as_array().unwrap().is_empty());
+
+    let imports = json!([{ "address": "aws_s3_bucket.this", "id": "legacy-logs" }]);
+    let rid = id(&c.post("/v1/resources", owner, body(imports.clone())).await.expect(201));
+    let jobs = c.get(&format!("/v1/jobs?resource={rid}"), owner).await.expect(200);
+    assert_eq!(jobs[0]["operation"], "import");
+    assert_eq!(jobs[0]["request"]["imports"], imports);
+    let detail = c.get(&format!("/v1/resources/{rid}"), owner).await.expect(200);
+    assert_eq!(detail["revisions"][0]["imports"], imports);
+    let events = c.get("/v1/events?action=resource.import_requested", owner).await.expect(200);
+    assert_eq!(events.as_array().unwrap().len(), 1, "{events}");
 }

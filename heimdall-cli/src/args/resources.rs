@@ -42,6 +42,34 @@ pub enum ResourceCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Bring objects created outside Heimdall under management, without recreating them: the
+    /// request is validated like a create; its job imports each object, then applies only if the
+    /// plan changes nothing (else it fails IMPORT_WOULD_CHANGE, the plan in the job log)
+    Import {
+        /// The component it belongs to (id or name)
+        #[arg(long)]
+        component: String,
+        /// The schema (id, or a type for its newest version)
+        #[arg(long)]
+        schema: String,
+        /// The environment (id or name)
+        #[arg(long)]
+        environment: String,
+        /// The Resource's name
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        input: InputArgs,
+        /// ADDRESS=ID: a resource address inside the schema's module (e.g. aws_s3_bucket.this)
+        /// and the object's id at its provider; repeat for each object
+        #[arg(long = "import", value_name = "ADDRESS=ID", required = true, value_parser = parse_import)]
+        imports: Vec<heimdall_core::wire::ImportTarget>,
+        /// Run in this region rather than the account's
+        #[arg(long)]
+        region: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// List Resources (deleted ones stay listed)
     List {
         /// Only this component's (id or name)
@@ -126,5 +154,15 @@ impl From<StatusArg> for ResourceStatus {
             StatusArg::Deleting => ResourceStatus::Deleting,
             StatusArg::Deleted => ResourceStatus::Deleted,
         }
+    }
+}
+
+/// `ADDRESS=ID`, split at the first `=` (an id may hold more).
+fn parse_import(text: &str) -> Result<heimdall_core::wire::ImportTarget, String> {
+    match text.split_once('=') {
+        Some((address, id)) if !address.is_empty() && !id.is_empty() => {
+            Ok(heimdall_core::wire::ImportTarget { address: address.to_owned(), id: id.to_owned() })
+        }
+        _ => Err("expected ADDRESS=ID, e.g. aws_s3_bucket.this=acme-logs".into()),
     }
 }

@@ -1,4 +1,4 @@
-//! `resource create|list|show|update|approve|refuse|retry|delete`.
+//! `resource create|import|list|show|update|approve|refuse|retry|delete`.
 
 use std::collections::HashMap;
 
@@ -24,9 +24,20 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
             // The input first: a typo should not cost a round trip.
             let input = read_input(&input)?;
             let client = ctx.client()?;
-            let request = CreateResource { component, schema, environment, name, input, region };
+            let request =
+                CreateResource { component, schema, environment, name, input, region, imports: Vec::new() };
             let r = client.create_resource(&request).await?;
             let line = format!("Resource created: {} ({})", r.name, r.id);
+            done_then_wait(&client, out, wait, r, line).await
+        }
+        ResourceCommand::Import { component, schema, environment, name, input, imports, region, wait } => {
+            let input = read_input(&input)?;
+            heimdall_core::import::check_targets(&imports).map_err(|e| CliError::usage(e.message))?;
+            let client = ctx.client()?;
+            let count = imports.len();
+            let request = CreateResource { component, schema, environment, name, input, region, imports };
+            let r = client.create_resource(&request).await?;
+            let line = format!("Resource import requested: {} ({}), {count} object(s)", r.name, r.id);
             done_then_wait(&client, out, wait, r, line).await
         }
         ResourceCommand::List { component, environment, status } => {

@@ -110,6 +110,16 @@ impl World {
     }
 
     fn create_as(&mut self, actor: &str, name: &str, input: Value) -> Result<ResourcePlan, ApiError> {
+        self.create_importing(actor, name, input, Vec::new())
+    }
+
+    fn create_importing(
+        &mut self,
+        actor: &str,
+        name: &str,
+        input: Value,
+        imports: Vec<crate::infra::ImportTarget>,
+    ) -> Result<ResourcePlan, ApiError> {
         let schema = self.schema.clone();
         let new = NewResource {
             id: ResourceId::from_uuid(Uuid::from_u128(9)),
@@ -120,6 +130,7 @@ impl World {
             schema: &schema,
             input,
             region: None,
+            imports,
         };
         create(new, &self.ctx(actor))
     }
@@ -397,4 +408,45 @@ fn settle_shows_what_the_resource_waits_on() {
     assert_eq!(settle(Failed, Some((Destroy, JobStatus::Running)), false), Deleting);
     assert_eq!(settle(Provisioned, None, true), PendingApproval);
     assert_eq!(settle(Deleted, None, true), Deleted, "a deleted Resource waits on nothing");
+}
+
+#[test]
+fn an_import_is_an_import_job_until_it_lands_then_changes_are_applies() {
+    let target = crate::infra::ImportTarget { address: "terraform_data.bucket".into(), id: "f19f".into() };
+    for requires_approval in [false, true] {
+        let mut w = World::new(requires_approval);
+        let bad = crate::infra::ImportTarget { address: "not an address".into(), id: "x".into() };
+        let refused = w.create_importing(ANA, "orders", input(), vec![bad]).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InvalidInput);
+        let plan = w.create_importing(ANA, "orders", input(), vec![target.clone()]).unwrap();
+        assert_eq!(plan.event.action, "resource.import_requested");
+        w.apply(plan);
+        if requires_approval {
+            assert!(w.jobs.is_empty(), "nothing runs before approval");
+            let plan = w.decide(BEN, 1, Verdict::Approve).unwrap();
+            w.apply(plan);
+        }
+        let job = w.jobs.last().unwrap();
+        assert_eq!(
+            (job.operation, job.request.imports.as_slice()),
+            (JobOperation::Import, [target.clone()].as_slice())
+        );
+        // A failed import is retried as an import.
+        w.run_job(JobStatus::Failed);
+        let plan = w.retry().unwrap();
+        w.apply(plan);
+        assert_eq!(w.jobs.last().unwrap().operation, JobOperation::Import);
+        w.run_job(JobStatus::Completed);
+        assert_eq!(w.status(), ResourceStatus::Provisioned);
+        // Later revisions apply; they import nothing.
+        let plan = w.change(ANA, json!({ "size": 4 })).unwrap();
+        w.apply(plan);
+        if requires_approval {
+            let plan = w.decide(BEN, 2, Verdict::Approve).unwrap();
+            w.apply(plan);
+        }
+        let job = w.jobs.last().unwrap();
+        assert_eq!(job.operation, JobOperation::Apply);
+        assert!(job.request.imports.is_empty());
+    }
 }

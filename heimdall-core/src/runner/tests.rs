@@ -33,6 +33,7 @@ fn request(source: &str, input: serde_json::Value) -> JobRequest {
         environment_id: None,
         environment: None,
         secret_inputs: Vec::new(),
+        imports: Vec::new(),
         region: "eu-west-1".into(),
         state_key: "heimdall/x.tfstate".into(),
     }

@@ -30,6 +30,7 @@ const PINNED: &[(&str, u16)] = &[
     ("GRANT_INVALID", 403),
     ("NO_AGENT", 409),
     ("AGENT_REVOKED", 403),
+    ("IMPORT_WOULD_CHANGE", 409),
 ];
 
 #[test]
