@@ -17,5 +17,11 @@ pub enum JobCommand {
     /// Show one job
     Show { job: JobId },
     /// Print a job's Terraform output
-    Log { job: JobId },
+    Log {
+        job: JobId,
+        /// Keep printing as the Agent reports more, until the job ends; exits 0 if it completed,
+        /// 1 if it failed or was cancelled
+        #[arg(long, short = 'f')]
+        follow: bool,
+    },
 }

@@ -63,7 +63,8 @@ pub async fn run(ctx: &Context, cmd: JobCommand) -> Result<()> {
                 ],
             )
         }
-        JobCommand::Log { job } => {
+        JobCommand::Log { job, follow: true } => follow_log(ctx, job).await,
+        JobCommand::Log { job, follow: false } => {
             let log = ctx.client()?.get_job_log(job).await?;
             if out.is_json() {
                 return output::json(&log);
@@ -85,4 +86,43 @@ pub async fn run(ctx: &Context, cmd: JobCommand) -> Result<()> {
 /// `1/3`: attempts so far (counted when an Agent claims the job) of the most.
 fn attempts(j: &Job) -> String {
     format!("{}/{}", j.attempts, j.max_attempts)
+}
+
+/// How often `job log --follow` asks for more.
+const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Prints the log as it grows (what was printed is not printed again),
+/// until the job is completed, failed or cancelled; then its status.
+async fn follow_log(ctx: &Context, job: heimdall_core::ids::JobId) -> Result<()> {
+    use heimdall_core::wire::JobStatus;
+    let client = ctx.client()?;
+    let mut printed = 0usize;
+    loop {
+        // The status first: a log read after the job ended holds all of it.
+        let state = client.get_job(job).await?;
+        let log = client.get_job_log(job).await?;
+        if let Some(more) = log.content.get(printed..).filter(|more| !more.is_empty()) {
+            if !ctx.out.is_json() {
+                ctx.out.text(more)?;
+            }
+            printed = log.content.len();
+        }
+        match state.status {
+            JobStatus::Queued | JobStatus::Running => tokio::time::sleep(FOLLOW_POLL).await,
+            status => {
+                if ctx.out.is_json() {
+                    output::json(&serde_json::json!({ "job": state, "log": log }))?;
+                } else if log.truncated {
+                    eprintln!("note: the log was truncated at 1 MiB; later output was dropped");
+                }
+                return match status {
+                    JobStatus::Completed => Ok(()),
+                    _ => Err(crate::error::CliError::local(format!(
+                        "job {job} {status}: {}",
+                        state.reason.as_deref().unwrap_or("no reason given")
+                    ))),
+                };
+            }
+        }
+    }
 }

@@ -602,3 +602,86 @@ async fn terraform_export_writes_the_last_applied_root_module() {
     assert_eq!(again.code, 2, "a directory with files is refused: {again:?}");
     assert_eq!(std::fs::read_to_string(out.join("backend.tf")).expect("still there"), backend);
 }
+
+/// `job log --follow` prints the log as the Agent reports it, each part
+/// once, and exits with the job: 0 completed, 1 failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_log_follow_streams_until_the_job_ends() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    infra_world(&mut Transcript::default(), &h, tmp.path()).await;
+    for (name, outcome, code) in [("followed", true, 0), ("followed-fail", false, 1)] {
+        let input = format!(r#"{{"bucket":"{name}"}}"#);
+        let create = [
+            "resource",
+            "create",
+            "--component",
+            "api",
+            "--schema",
+            "s3-bucket",
+            "--environment",
+            "dev",
+            "--name",
+            name,
+            "--input",
+            &input,
+        ];
+        assert_eq!(h.run(&create).await.code, 0);
+        let (job, lease) = claim(&api).await;
+        let id = job.id.to_string();
+        let child = h.command(&["job", "log", &id, "--follow"]).spawn().expect("spawn");
+        api.store.append_log(job.id, lease, "Plan: 1 to add\n").await.expect("log");
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        api.store.append_log(job.id, lease, "Apply complete!\n").await.expect("log");
+        let result = if outcome {
+            JobOutcome::Completed { outputs: json!({}) }
+        } else {
+            JobOutcome::Failed { reason: "boom".into(), retryable: false }
+        };
+        finish(&api, job.id, lease, result).await;
+        let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+            .await
+            .expect("follow ends with the job")
+            .expect("output");
+        let stdout = String::from_utf8(output.stdout).expect("utf-8");
+        assert_eq!(stdout, "Plan: 1 to add\nApply complete!\n", "each part once");
+        assert_eq!(output.status.code(), Some(code), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+}
+
+/// `resource import` checks its `--import ADDRESS=ID` flags before asking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_import_flags_are_checked_before_any_request() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    infra_world(&mut Transcript::default(), &h, tmp.path()).await;
+    let base = [
+        "resource",
+        "import",
+        "--component",
+        "api",
+        "--schema",
+        "s3-bucket",
+        "--environment",
+        "dev",
+        "--name",
+        "legacy",
+        "--input",
+        r#"{"bucket":"legacy-logs"}"#,
+    ];
+    for bad in ["no-equals", "aws_s3_bucket=legacy", "aws_s3_bucket.this="] {
+        let args: Vec<&str> = base.iter().copied().chain(["--import", bad]).collect();
+        let run = h.run(&args).await;
+        assert_eq!(run.code, 2, "{bad}: {run:?}");
+    }
+    assert_eq!(h.run(&base).await.code, 2, "--import is required");
+    let args: Vec<&str> =
+        base.iter().copied().chain(["--import", "aws_s3_bucket.this=legacy-logs"]).collect();
+    let run = h.run(&args).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.starts_with("✓ Resource import requested: legacy ("), "{run:?}");
+    let jobs = json_of(&h, &["job", "list", "--resource", "legacy"]).await;
+    assert_eq!(jobs[0]["operation"], "import", "{jobs}");
+}
