@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::World;
-use crate::values::{configure, eventually, identity, set, Store};
+use crate::values::holding_secret;
 
 const RUN: std::time::Duration = std::time::Duration::from_secs(120);
 const ACCOUNT: &str = "heimdallstate";
@@ -175,24 +175,14 @@ async fn an_azure_job_keeps_its_state_in_blob_storage_under_a_lease() {
     let (proxy, asked) = connect_proxy(azurite.port).await;
     let owner = w.api.owner_token.clone();
     let config = w.enroll("agent-1").await;
-    let (local_url, _) = configure(&config, Store::Sqlite, None);
-    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
-    w.post(&owner, "/v1/secrets", json!({ "name": "azure-sp" })).await;
     let bundle = bundle.display().to_string();
     let env =
         [("HTTPS_PROXY", proxy.as_str()), ("NO_PROXY", "127.0.0.1,localhost"), ("SSL_CERT_FILE", &bundle)];
-    let mut agent = w.run_agent_with(&config, &env);
-    eventually(&config, "the Agent's local URL", || async {
-        let (_, holders) = w.call(Method::GET, "/v1/secrets/azure-sp/holders?environment=dev", None).await;
-        holders[0]["url"].as_str() == Some(local_url.as_str())
-    })
-    .await;
-    let ana = identity(&w, &owner).await;
     let client_secret = format!("sp-secret-{}", uuid::Uuid::new_v4().simple());
     let value = json!({ "client_id": "00000000-0000-0000-0000-0000000000c1", "client_secret": client_secret,
         "tenant_id": "00000000-0000-0000-0000-0000000000d1", "subscription_id": "00000000-0000-0000-0000-0000000000e1",
         "storage_access_key": azurite.key });
-    assert_eq!(set(&w, &owner, &ana, "azure-sp", "dev", &value.to_string()).await, 1);
+    let mut agent = holding_secret(&w, &config, "azure-sp", &value.to_string(), &env).await.process;
     let account = w
         .post(
             &owner,

@@ -9,7 +9,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::support::World;
-use crate::values::{configure, eventually, identity, set, Store};
+use crate::values::{eventually, holding_secret, HoldingAgent};
 
 const RUN: std::time::Duration = std::time::Duration::from_secs(120);
 
@@ -36,20 +36,11 @@ async fn a_static_credential_reaches_terraform_as_a_file_and_its_read_is_recorde
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     let config = w.enroll_with("agent-1", &wrapper).await;
     let _ = std::fs::remove_file(&dump);
-    let (local_url, _) = configure(&config, Store::Sqlite, None);
-    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
-    w.post(&owner, "/v1/secrets", json!({ "name": "aws-keys" })).await;
-    let mut agent = w.run_agent(&config);
-    eventually(&config, "the Agent's local URL", || async {
-        let (_, holders) = w.call(Method::GET, "/v1/secrets/aws-keys/holders?environment=dev", None).await;
-        holders[0]["url"].as_str() == Some(local_url.as_str())
-    })
-    .await;
-    let ana = identity(&w, &owner).await;
     let marker = format!("static-secret-{}", uuid::Uuid::new_v4().simple());
     let value =
         json!({ "access_key_id": "AKIASTATIC", "secret_access_key": marker, "session_token": "tok-marker" });
-    assert_eq!(set(&w, &owner, &ana, "aws-keys", "dev", &value.to_string()).await, 1);
+    let HoldingAgent { process: mut agent, local_url, owner: ana } =
+        holding_secret(&w, &config, "aws-keys", &value.to_string(), &[]).await;
     // An account that uses it, linked in place of the world's.
     w.post(
         &owner,
@@ -296,19 +287,8 @@ async fn a_secret_input_reaches_the_module_as_a_sensitive_variable() {
     )
     .await;
     let config = w.enroll("agent-1").await;
-    let (local_url, _) = configure(&config, Store::Sqlite, None);
-    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
-    w.post(&owner, "/v1/secrets", json!({ "name": "orders-admin" })).await;
-    let mut agent = w.run_agent(&config);
-    eventually(&config, "the Agent's local URL", || async {
-        let (_, holders) =
-            w.call(Method::GET, "/v1/secrets/orders-admin/holders?environment=dev", None).await;
-        holders[0]["url"].as_str() == Some(local_url.as_str())
-    })
-    .await;
-    let ana = identity(&w, &owner).await;
     let marker = format!("pw-{}", uuid::Uuid::new_v4().simple());
-    assert_eq!(set(&w, &owner, &ana, "orders-admin", "dev", &marker).await, 1);
+    let mut agent = holding_secret(&w, &config, "orders-admin", &marker, &[]).await.process;
 
     let id =
         w.create("orders", "database", json!({ "name": "orders", "admin_password": "orders-admin" })).await;

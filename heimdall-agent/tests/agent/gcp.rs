@@ -120,13 +120,24 @@ async fn tee_proxy(upstream: &str) -> (String, Seen) {
 /// Each token exchange's form, and the access token it was answered with.
 type Exchanges = Arc<Mutex<Vec<(Vec<(String, String)>, String)>>>;
 
-/// Google's STS token exchange, as `external_account` clients call it:
-/// writes down each form and answers with a fresh access token.
+/// Google's STS token exchange, as `external_account` clients call it.
 async fn google_sts() -> (String, Exchanges) {
+    token_endpoint("/v1/token").await
+}
+
+/// Google's OAuth token endpoint, as a service-account key's `token_uri`
+/// names it (a JWT-bearer grant signed with the key).
+async fn google_oauth() -> (String, Exchanges) {
+    token_endpoint("/token").await
+}
+
+/// A token endpoint at `path` that writes down each form and answers with
+/// a fresh access token.
+async fn token_endpoint(path: &str) -> (String, Exchanges) {
     let exchanges = Exchanges::default();
     let kept = exchanges.clone();
     let app = axum::Router::new().route(
-        "/v1/token",
+        path,
         axum::routing::post(move |body: String| {
             let kept = kept.clone();
             async move {
@@ -232,30 +243,6 @@ async fn a_gcp_job_federates_through_workload_identity_and_keeps_state_in_gcs() 
     let _ = agent.wait().await;
 }
 
-/// Google's OAuth token endpoint as a service-account key's `token_uri`
-/// names it: writes down each form (a JWT-bearer grant signed with the
-/// key) and answers with a fresh access token.
-async fn google_oauth() -> (String, Exchanges) {
-    let exchanges = Exchanges::default();
-    let kept = exchanges.clone();
-    let app = axum::Router::new().route(
-        "/token",
-        axum::routing::post(move |body: String| {
-            let kept = kept.clone();
-            async move {
-                let form: Vec<(String, String)> = serde_urlencoded::from_str(&body).unwrap();
-                let access = format!("ya29.static-test-{}", uuid::Uuid::new_v4().simple());
-                kept.lock().unwrap().push((form, access.clone()));
-                axum::Json(json!({ "access_token": access, "expires_in": 3600, "token_type": "Bearer" }))
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (url, exchanges)
-}
-
 /// A service-account key as Google issues it, with a fresh RSA key and
 /// its `token_uri` at `oauth`.
 fn service_account_key(dir: &std::path::Path, oauth: &str) -> serde_json::Value {
@@ -274,7 +261,7 @@ fn service_account_key(dir: &std::path::Path, oauth: &str) -> serde_json::Value 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gcp_service_account_key_from_the_agent_keeps_state_in_gcs() {
-    use crate::values::{configure, eventually, identity, set, Store};
+    use crate::values::{eventually, holding_secret};
     let gcs = FakeGcs::start().await;
     let bucket = format!("gcs-static-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
     gcs.bucket(&bucket).await;
@@ -283,18 +270,8 @@ async fn a_gcp_service_account_key_from_the_agent_keeps_state_in_gcs() {
     let w = World::new().await;
     let owner = w.api.owner_token.clone();
     let config = w.enroll("agent-1").await;
-    let (local_url, _) = configure(&config, Store::Sqlite, None);
-    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
-    w.post(&owner, "/v1/secrets", json!({ "name": "gcp-key" })).await;
-    let mut agent = w.run_agent(&config);
-    eventually(&config, "the Agent's local URL", || async {
-        let (_, holders) = w.call(Method::GET, "/v1/secrets/gcp-key/holders?environment=dev", None).await;
-        holders[0]["url"].as_str() == Some(local_url.as_str())
-    })
-    .await;
-    let ana = identity(&w, &owner).await;
     let key = service_account_key(w.dir.path(), &oauth);
-    assert_eq!(set(&w, &owner, &ana, "gcp-key", "dev", &key.to_string()).await, 1);
+    let mut agent = holding_secret(&w, &config, "gcp-key", &key.to_string(), &[]).await.process;
     w.post(
         &owner,
         "/v1/cloud-accounts",

@@ -114,6 +114,43 @@ fn signed_by(ca: &heimdall_api::pki::Ca, member: heimdall_core::ids::MemberId, t
 
 /// Waits until `check` holds, polling; after 30 s panics with `what` and
 /// the Agent's log (next to its `config`).
+/// An Agent that holds `dev`, keeps values (SQLite) and runs with `env`,
+/// and `secret` set to `value` by the owner through it: what a job that
+/// reads a secret needs.
+pub(crate) struct HoldingAgent {
+    pub process: tokio::process::Child,
+    pub local_url: String,
+    pub owner: Identity,
+}
+
+pub(crate) async fn holding_secret(
+    w: &World,
+    config: &Path,
+    secret: &str,
+    value: &str,
+    env: &[(&str, &str)],
+) -> HoldingAgent {
+    let owner = w.api.owner_token.clone();
+    let (local_url, _) = configure(config, Store::Sqlite, None);
+    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": config_agent_name(config) })).await;
+    w.post(&owner, "/v1/secrets", json!({ "name": secret })).await;
+    let process = w.run_agent_with(config, env);
+    eventually(config, "the Agent's local URL", || async {
+        let path = format!("/v1/secrets/{secret}/holders?environment=dev");
+        let (_, holders) = w.call(reqwest::Method::GET, &path, None).await;
+        holders[0]["url"].as_str() == Some(local_url.as_str())
+    })
+    .await;
+    let who = identity(w, &owner).await;
+    assert_eq!(set(w, &owner, &who, secret, "dev", value).await, 1);
+    HoldingAgent { process, local_url, owner: who }
+}
+
+/// The Agent's name: its data directory's, as `World::enroll` makes it.
+fn config_agent_name(config: &Path) -> String {
+    config.parent().and_then(|d| d.file_name()).unwrap().to_string_lossy().into_owned()
+}
+
 pub(crate) async fn eventually<F, Fut>(config: &Path, what: &str, mut check: F)
 where
     F: FnMut() -> Fut,

@@ -18,22 +18,29 @@ pub struct InputArgs {
     pub input_file: Option<PathBuf>,
 }
 
+/// Where a new Resource goes and what it is.
+#[derive(Clone, Debug, Args)]
+pub struct NewResourceArgs {
+    /// The component it belongs to (id or name)
+    #[arg(long)]
+    pub component: String,
+    /// The schema (id, or a type for its newest version)
+    #[arg(long)]
+    pub schema: String,
+    /// The environment (id or name)
+    #[arg(long)]
+    pub environment: String,
+    /// The Resource's name
+    #[arg(long)]
+    pub name: String,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ResourceCommand {
     /// Request a Resource from a schema
     Create {
-        /// The component it belongs to (id or name)
-        #[arg(long)]
-        component: String,
-        /// The schema (id, or a type for its newest version)
-        #[arg(long)]
-        schema: String,
-        /// The environment (id or name)
-        #[arg(long)]
-        environment: String,
-        /// The Resource's name
-        #[arg(long)]
-        name: String,
+        #[command(flatten)]
+        new: NewResourceArgs,
         #[command(flatten)]
         input: InputArgs,
         /// Run in this region rather than the account's
@@ -46,18 +53,8 @@ pub enum ResourceCommand {
     /// request is validated like a create; its job imports each object, then applies only if the
     /// plan changes nothing (else it fails IMPORT_WOULD_CHANGE, the plan in the job log)
     Import {
-        /// The component it belongs to (id or name)
-        #[arg(long)]
-        component: String,
-        /// The schema (id, or a type for its newest version)
-        #[arg(long)]
-        schema: String,
-        /// The environment (id or name)
-        #[arg(long)]
-        environment: String,
-        /// The Resource's name
-        #[arg(long)]
-        name: String,
+        #[command(flatten)]
+        new: NewResourceArgs,
         #[command(flatten)]
         input: InputArgs,
         /// ADDRESS=ID: a resource address inside the schema's module (e.g. aws_s3_bucket.this)

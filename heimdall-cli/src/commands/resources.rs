@@ -9,7 +9,7 @@ use heimdall_core::wire::{
 use heimdall_sdk::{Client, ResourceQuery};
 
 use super::{parse_json, read_json_file, wait, Context};
-use crate::args::{InputArgs, ResourceCommand, WaitArgs};
+use crate::args::{InputArgs, NewResourceArgs, ResourceCommand, WaitArgs};
 use crate::error::{CliError, Result};
 use crate::output::{self, timestamp, Out};
 
@@ -20,22 +20,21 @@ const REVISION_HEADERS: &[&str] =
 pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
     let out = &ctx.out;
     match cmd {
-        ResourceCommand::Create { component, schema, environment, name, input, region, wait } => {
+        ResourceCommand::Create { new, input, region, wait } => {
             // The input first: a typo should not cost a round trip.
             let input = read_input(&input)?;
             let client = ctx.client()?;
-            let request =
-                CreateResource { component, schema, environment, name, input, region, imports: Vec::new() };
+            let request = new_resource(new, input, region, Vec::new());
             let r = client.create_resource(&request).await?;
             let line = format!("Resource created: {} ({})", r.name, r.id);
             done_then_wait(&client, out, wait, r, line).await
         }
-        ResourceCommand::Import { component, schema, environment, name, input, imports, region, wait } => {
+        ResourceCommand::Import { new, input, imports, region, wait } => {
             let input = read_input(&input)?;
             heimdall_core::import::check_targets(&imports).map_err(|e| CliError::usage(e.message))?;
             let client = ctx.client()?;
             let count = imports.len();
-            let request = CreateResource { component, schema, environment, name, input, region, imports };
+            let request = new_resource(new, input, region, imports);
             let r = client.create_resource(&request).await?;
             let line = format!("Resource import requested: {} ({}), {count} object(s)", r.name, r.id);
             done_then_wait(&client, out, wait, r, line).await
@@ -214,6 +213,16 @@ fn revision_row(rev: &Revision) -> Vec<String> {
         timestamp(rev.requested_at),
         rev.decided_by.clone().unwrap_or_default(),
     ]
+}
+
+fn new_resource(
+    new: NewResourceArgs,
+    input: serde_json::Value,
+    region: Option<String>,
+    imports: Vec<heimdall_core::wire::ImportTarget>,
+) -> CreateResource {
+    let NewResourceArgs { component, schema, environment, name } = new;
+    CreateResource { component, schema, environment, name, input, region, imports }
 }
 
 #[cfg(test)]
