@@ -80,13 +80,8 @@ async fn a_static_credential_reaches_terraform_as_a_file_and_its_read_is_recorde
     .await;
 
     // Nothing of the value in the API's database, the job log or the Agent's log.
-    let job = &w.jobs(&id).await[0];
-    let job_log = w.job_log(job["id"].as_str().unwrap()).await;
-    let rows = heimdall_api::testing::dump_rows(w.api.store.pool()).await;
-    let agent_log = std::fs::read_to_string(config.with_extension("log")).unwrap();
-    for (place, text) in [("job log", &job_log), ("API database", &rows), ("Agent log", &agent_log)] {
-        assert!(!text.contains(&marker) && !text.contains("tok-marker"), "the credential is in the {place}");
-    }
+    let job = w.jobs(&id).await[0]["id"].as_str().unwrap().to_owned();
+    w.assert_kept_out(&config, &job, &[&marker, "tok-marker"]).await;
 
     // A deactivated latest version: the job fails at once, nothing runs.
     w.post(&owner, "/v1/secrets/aws-keys/deactivate", json!({ "environment": "dev", "version": 1 })).await;
@@ -237,13 +232,8 @@ async fn an_oidc_job_runs_with_sts_credentials_its_identity_token_was_traded_for
     );
     assert!(saw.contains(&format!("aws_access_key_id = {key_id}")) && saw.contains(&session), "{saw}");
     // Nowhere else: not the API's database, the job log or the Agent's log.
-    let rows = heimdall_api::testing::dump_rows(w.api.store.pool()).await;
-    let job_log = w.job_log(job_id).await;
-    let agent_log = std::fs::read_to_string(config.with_extension("log")).unwrap();
-    for (place, text) in [("API database", &rows), ("job log", &job_log), ("Agent log", &agent_log)] {
-        assert!(!text.contains(&secret) && !text.contains(&session), "STS's credentials are in the {place}");
-        assert!(!text.contains(&form_field(&request, "WebIdentityToken")), "the token is in the {place}");
-    }
+    let token = form_field(&request, "WebIdentityToken");
+    w.assert_kept_out(&config, job_id, &[&secret, &session, &token]).await;
 
     // A role that refuses the token: the job fails with STS's reason, once, and nothing runs.
     w.post(&owner, "/v1/cloud-accounts", json!({ "name": "denied", "provider": "aws", "region": "us-east-1",
@@ -303,13 +293,8 @@ async fn a_secret_input_reaches_the_module_as_a_sensitive_variable() {
             .is_some_and(|l| l.iter().any(|e| e["accessor"] == "agent agent-1" && e["version"] == 1))
     })
     .await;
-    let job = &w.jobs(&id).await[0];
-    let job_log = w.job_log(job["id"].as_str().unwrap()).await;
-    let rows = heimdall_api::testing::dump_rows(w.api.store.pool()).await;
-    let agent_log = std::fs::read_to_string(config.with_extension("log")).unwrap();
-    for (place, text) in [("job log", &job_log), ("API database", &rows), ("Agent log", &agent_log)] {
-        assert!(!text.contains(&marker), "the secret input's value is in the {place}");
-    }
+    let job = w.jobs(&id).await[0]["id"].as_str().unwrap().to_owned();
+    w.assert_kept_out(&config, &job, &[&marker]).await;
     let work = config.parent().unwrap().join("work");
     assert!(work.is_dir(), "{}", work.display());
     let left: Vec<_> =

@@ -219,12 +219,7 @@ async fn a_gcp_job_federates_through_workload_identity_and_keeps_state_in_gcs() 
     assert!(sent.contains("default.tflock") && sent.contains("ifGenerationMatch=0"), "no native lock taken");
 
     // The token is in no row, job log or Agent log.
-    let rows = heimdall_api::testing::dump_rows(w.api.store.pool()).await;
-    let job_log = w.job_log(job["id"].as_str().unwrap()).await;
-    let agent_log = std::fs::read_to_string(config.with_extension("log")).unwrap();
-    for (place, text) in [("API database", &rows), ("job log", &job_log), ("Agent log", &agent_log)] {
-        assert!(!text.contains(&token) && !text.contains(&access), "a token is in the {place}");
-    }
+    w.assert_kept_out(&config, job["id"].as_str().unwrap(), &[&token, &access]).await;
 
     // Destroy through the same backend and identity.
     let (status, _) = w.call(Method::DELETE, &format!("/v1/resources/{id}"), None).await;
@@ -299,12 +294,8 @@ async fn a_gcp_service_account_key_from_the_agent_keeps_state_in_gcs() {
     })
     .await;
     let private = key["private_key"].as_str().unwrap().lines().nth(1).unwrap().to_owned();
-    let rows = heimdall_api::testing::dump_rows(w.api.store.pool()).await;
-    let job_log = w.job_log(w.jobs(&id).await[0]["id"].as_str().unwrap()).await;
-    let agent_log = std::fs::read_to_string(config.with_extension("log")).unwrap();
-    for (place, text) in [("API database", &rows), ("job log", &job_log), ("Agent log", &agent_log)] {
-        assert!(!text.contains(&private) && !text.contains(&access), "the key is in the {place}");
-    }
+    let job = w.jobs(&id).await[0]["id"].as_str().unwrap().to_owned();
+    w.assert_kept_out(&config, &job, &[&private, &access]).await;
 
     agent.start_kill().unwrap();
     let _ = agent.wait().await;

@@ -239,6 +239,20 @@ impl World {
         }
     }
 
+    /// Fails if any of `needles` is in the API's database rows, `job`'s
+    /// log or the log of the Agent configured at `config`: where a
+    /// credential or a value must never land.
+    pub async fn assert_kept_out(&self, config: &Path, job: &str, needles: &[&str]) {
+        let rows = heimdall_api::testing::dump_rows(self.api.store.pool()).await;
+        let job_log = self.job_log(job).await;
+        let agent_log = std::fs::read_to_string(config.with_extension("log")).unwrap();
+        for (place, text) in [("API database", &rows), ("job log", &job_log), ("Agent log", &agent_log)] {
+            for needle in needles {
+                assert!(!needle.is_empty() && !text.contains(needle), "{needle:?} is in the {place}");
+            }
+        }
+    }
+
     pub async fn job_log(&self, job: &str) -> String {
         self.call(reqwest::Method::GET, &format!("/v1/jobs/{job}/log"), None).await.1["content"]
             .as_str()

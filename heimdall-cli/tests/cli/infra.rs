@@ -111,6 +111,29 @@ async fn infra_world(t: &mut Transcript, h: &Heimdall, tmp: &Path) {
     assert_eq!(t.run(h, &link).await.code, 0);
 }
 
+/// The API on SQLite with [`infra_world`], and the CLI pointed at it.
+async fn infra_cli() -> (TestApi, tempfile::TempDir, Heimdall) {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    infra_world(&mut Transcript::default(), &h, tmp.path()).await;
+    (api, tmp, h)
+}
+
+/// `resource <verb>` of a Resource `name` of component api in dev, from
+/// the s3-bucket schema, with `input`.
+fn new_resource_args(verb: &str, name: &str, input: &str) -> Vec<String> {
+    let args = ["resource", verb, "--component", "api", "--schema", "s3-bucket", "--environment", "dev"];
+    args.iter()
+        .map(|a| (*a).to_owned())
+        .chain(["--name", name, "--input", input].map(str::to_owned))
+        .collect()
+}
+
+fn as_strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn infra_tour_in_tables() {
     let api = TestApi::sqlite().await;
@@ -553,25 +576,9 @@ async fn wait_follows_the_job_to_its_end() {
 /// files already there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terraform_export_writes_the_last_applied_root_module() {
-    let api = TestApi::sqlite().await;
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
-    infra_world(&mut Transcript::default(), &h, tmp.path()).await;
-    let create = [
-        "resource",
-        "create",
-        "--component",
-        "api",
-        "--schema",
-        "s3-bucket",
-        "--environment",
-        "dev",
-        "--name",
-        "exported",
-        "--input",
-        r#"{"bucket":"exported-1"}"#,
-    ];
-    assert_eq!(h.run(&create).await.code, 0);
+    let (api, tmp, h) = infra_cli().await;
+    let create = new_resource_args("create", "exported", r#"{"bucket":"exported-1"}"#);
+    assert_eq!(h.run(&as_strs(&create)).await.code, 0);
     let out = tmp.path().join("package");
     let out_arg = out.display().to_string();
     let early = h.run(&["terraform", "export", "exported", "--out", &out_arg]).await;
@@ -607,27 +614,11 @@ async fn terraform_export_writes_the_last_applied_root_module() {
 /// once, and exits with the job: 0 completed, 1 failed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_log_follow_streams_until_the_job_ends() {
-    let api = TestApi::sqlite().await;
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
-    infra_world(&mut Transcript::default(), &h, tmp.path()).await;
+    let (api, _tmp, h) = infra_cli().await;
     for (name, outcome, code) in [("followed", true, 0), ("followed-fail", false, 1)] {
         let input = format!(r#"{{"bucket":"{name}"}}"#);
-        let create = [
-            "resource",
-            "create",
-            "--component",
-            "api",
-            "--schema",
-            "s3-bucket",
-            "--environment",
-            "dev",
-            "--name",
-            name,
-            "--input",
-            &input,
-        ];
-        assert_eq!(h.run(&create).await.code, 0);
+        let create = new_resource_args("create", name, &input);
+        assert_eq!(h.run(&as_strs(&create)).await.code, 0);
         let (job, lease) = claim(&api).await;
         let id = job.id.to_string();
         let child = h.command(&["job", "log", &id, "--follow"]).spawn().expect("spawn");
@@ -653,33 +644,17 @@ async fn job_log_follow_streams_until_the_job_ends() {
 /// `resource import` checks its `--import ADDRESS=ID` flags before asking.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resource_import_flags_are_checked_before_any_request() {
-    let api = TestApi::sqlite().await;
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
-    infra_world(&mut Transcript::default(), &h, tmp.path()).await;
-    let base = [
-        "resource",
-        "import",
-        "--component",
-        "api",
-        "--schema",
-        "s3-bucket",
-        "--environment",
-        "dev",
-        "--name",
-        "legacy",
-        "--input",
-        r#"{"bucket":"legacy-logs"}"#,
-    ];
+    let (_api, _tmp, h) = infra_cli().await;
+    let base = new_resource_args("import", "legacy", r#"{"bucket":"legacy-logs"}"#);
+    let with = |import: &str| {
+        base.iter().cloned().chain(["--import".to_owned(), import.to_owned()]).collect::<Vec<_>>()
+    };
     for bad in ["no-equals", "aws_s3_bucket=legacy", "aws_s3_bucket.this="] {
-        let args: Vec<&str> = base.iter().copied().chain(["--import", bad]).collect();
-        let run = h.run(&args).await;
+        let run = h.run(&as_strs(&with(bad))).await;
         assert_eq!(run.code, 2, "{bad}: {run:?}");
     }
-    assert_eq!(h.run(&base).await.code, 2, "--import is required");
-    let args: Vec<&str> =
-        base.iter().copied().chain(["--import", "aws_s3_bucket.this=legacy-logs"]).collect();
-    let run = h.run(&args).await;
+    assert_eq!(h.run(&as_strs(&base)).await.code, 2, "--import is required");
+    let run = h.run(&as_strs(&with("aws_s3_bucket.this=legacy-logs"))).await;
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.starts_with("✓ Resource import requested: legacy ("), "{run:?}");
     let jobs = json_of(&h, &["job", "list", "--resource", "legacy"]).await;
