@@ -62,17 +62,7 @@ pub fn check_new_account(body: &CreateCloudAccount) -> Result<StateBackend, ApiE
 
 /// Each provider's federation needs its own fields, and only those.
 pub fn check_oidc(provider: Provider, target: &OidcTarget) -> Result<(), ApiError> {
-    let fields: [(&str, &Option<String>); 9] = [
-        ("role_arn", &target.role_arn),
-        ("workload_identity_provider", &target.workload_identity_provider),
-        ("service_account", &target.service_account),
-        ("client_id", &target.client_id),
-        ("tenant_id", &target.tenant_id),
-        ("subscription_id", &target.subscription_id),
-        ("cluster_url", &target.cluster_url),
-        ("cluster_ca", &target.cluster_ca),
-        ("audience", &target.audience),
-    ];
+    let fields = target.fields();
     let (required, optional): (&[&str], &[&str]) = match provider {
         Provider::Aws => (&["role_arn"], &["audience"]),
         Provider::Gcp => (&["workload_identity_provider"], &["service_account", "audience"]),

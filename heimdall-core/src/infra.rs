@@ -251,6 +251,21 @@ impl OidcTarget {
     pub fn aws(role_arn: impl Into<String>) -> Self {
         Self { role_arn: Some(role_arn.into()), ..Self::default() }
     }
+
+    /// Every field, by its wire name.
+    pub fn fields(&self) -> [(&'static str, &Option<String>); 9] {
+        [
+            ("role_arn", &self.role_arn),
+            ("workload_identity_provider", &self.workload_identity_provider),
+            ("service_account", &self.service_account),
+            ("client_id", &self.client_id),
+            ("tenant_id", &self.tenant_id),
+            ("subscription_id", &self.subscription_id),
+            ("cluster_url", &self.cluster_url),
+            ("cluster_ca", &self.cluster_ca),
+            ("audience", &self.audience),
+        ]
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -161,31 +161,25 @@ pub struct OidcArgs {
 }
 
 impl OidcArgs {
+    /// The target these flags name, with the CA as read from its file.
+    pub fn target(self, cluster_ca: Option<String>) -> heimdall_core::wire::OidcTarget {
+        heimdall_core::wire::OidcTarget {
+            role_arn: self.role_arn,
+            workload_identity_provider: self.workload_identity_provider,
+            service_account: self.service_account,
+            client_id: self.client_id,
+            tenant_id: self.tenant_id,
+            subscription_id: self.subscription_id,
+            cluster_url: self.cluster_url,
+            cluster_ca,
+            audience: self.audience,
+        }
+    }
+
+    /// Whether any federation flag is given.
     pub fn any(&self) -> bool {
-        let Self {
-            role_arn,
-            workload_identity_provider,
-            service_account,
-            client_id,
-            tenant_id,
-            subscription_id,
-            cluster_url,
-            cluster_ca_file,
-            audience,
-        } = self;
-        [
-            role_arn,
-            workload_identity_provider,
-            service_account,
-            client_id,
-            tenant_id,
-            subscription_id,
-            cluster_url,
-            audience,
-        ]
-        .iter()
-        .any(|f| f.is_some())
-            || cluster_ca_file.is_some()
+        let ca = self.cluster_ca_file.as_ref().map(|_| String::new());
+        self.clone().target(ca).fields().iter().any(|(_, value)| value.is_some())
     }
 }
 

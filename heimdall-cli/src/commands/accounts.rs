@@ -127,17 +127,7 @@ fn account_auth(
                 })?),
                 None => None,
             };
-            let target = OidcTarget {
-                role_arn: oidc.role_arn,
-                workload_identity_provider: oidc.workload_identity_provider,
-                service_account: oidc.service_account,
-                client_id: oidc.client_id,
-                tenant_id: oidc.tenant_id,
-                subscription_id: oidc.subscription_id,
-                cluster_url: oidc.cluster_url,
-                cluster_ca,
-                audience: oidc.audience,
-            };
+            let target = oidc.target(cluster_ca);
             heimdall_core::accounts::check_oidc(provider, &target)
                 .map_err(|e| CliError::usage(flag_names(&e.message)))?;
             Ok(AccountAuth::Oidc(target))
@@ -159,17 +149,7 @@ fn account_auth(
 /// The API's field names (`auth.role_arn`) as the flags that set them.
 fn flag_names(message: &str) -> String {
     let mut out = message.to_owned();
-    for field in [
-        "role_arn",
-        "workload_identity_provider",
-        "service_account",
-        "client_id",
-        "tenant_id",
-        "subscription_id",
-        "cluster_url",
-        "cluster_ca",
-        "audience",
-    ] {
+    for (field, _) in OidcTarget::default().fields() {
         let flag = if field == "cluster_ca" {
             "--cluster-ca-file".to_owned()
         } else {
