@@ -325,6 +325,33 @@ pub async fn run(
     Ok((status.success(), captured, format!("{tail}{errors}")))
 }
 
+/// A drift check: a refreshing plan of the applied revision, never applied
+/// and without the state lock (it writes nothing); reports whether it
+/// would change anything (`heimdall_core::drift::report`). The plan is in
+/// the job log.
+async fn drift_plan(
+    tf: &Path,
+    dir: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    log: &mpsc::UnboundedSender<String>,
+) -> Result<serde_json::Value, RunFailure> {
+    let args = ["plan", "-input=false", "-lock=false", "-refresh=true", "-json"];
+    let (ok, summary, tail) =
+        run(tf, dir, env, &args, log, Stdout::PlanSummary).await.map_err(RunFailure::failed)?;
+    if !ok {
+        return Err(RunFailure::failed(format!("terraform plan failed: {}", error_summary(&tail))));
+    }
+    let summary: heimdall_core::import::PlanSummary =
+        serde_json::from_slice(&summary).map_err(|e| RunFailure::failed(e.to_string()))?;
+    let drifted = summary.changes_anything();
+    let _ = log.send(if drifted {
+        format!("Drift: {}\n", summary.changes.join(", "))
+    } else {
+        "No drift: what exists matches the applied revision.\n".to_owned()
+    });
+    Ok(heimdall_core::drift::report(drifted))
+}
+
 /// The plan file of an import job, in its directory.
 const IMPORT_PLAN: &str = "heimdall-import.tfplan";
 
@@ -587,6 +614,7 @@ pub async fn execute(
     // import plans first and applies that plan only if it changes nothing.
     let mut apply_args = vec!["apply", "-input=false", "-auto-approve", "-lock-timeout=10s", "-json"];
     match request.operation {
+        JobOperation::DriftCheck => return drift_plan(tf, dir, &env, log).await,
         JobOperation::Destroy => apply_args.push("-destroy"),
         JobOperation::Import => {
             import_plan(tf, dir, &env, request, log).await?;

@@ -128,11 +128,19 @@ pub struct PlanSummary {
     pub changes: Vec<String>,
 }
 
+impl PlanSummary {
+    /// Whether applying the plan would add, change or destroy anything
+    /// (imports and reads alone do not).
+    pub fn changes_anything(&self) -> bool {
+        self.add + self.change + self.remove > 0
+    }
+}
+
 /// An import applies only when its plan adds, changes and removes nothing:
 /// else `IMPORT_WOULD_CHANGE`, naming what differs (addresses and actions,
 /// never values).
 pub fn verdict(plan: &PlanSummary) -> Result<(), ApiError> {
-    if plan.add == 0 && plan.change == 0 && plan.remove == 0 {
+    if !plan.changes_anything() {
         return Ok(());
     }
     let mut what = plan.changes.join(", ");

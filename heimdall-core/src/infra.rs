@@ -111,6 +111,10 @@ pub struct Resource {
     /// the string `<sensitive>`.
     #[serde(default)]
     pub outputs: serde_json::Value,
+    /// Since when a drift check found that what exists differs from what
+    /// was applied; cleared by a clean check or an apply.
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub drifted_at: Option<OffsetDateTime>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     pub created_by: String,
@@ -314,10 +318,13 @@ pub struct AccountLink {
 }
 
 string_enum!(
+    /// What a job does. A drift check plans against what exists and is
+    /// never applied.
     JobOperation {
         Apply = "apply",
         Destroy = "destroy",
         Import = "import",
+        DriftCheck = "drift_check",
     }
 );
 

@@ -16,6 +16,7 @@ pub mod body;
 pub mod clock;
 pub mod credentials;
 pub mod domain;
+pub mod drift;
 pub mod error;
 pub mod export;
 pub mod grant;

@@ -60,7 +60,8 @@ pub fn resource_status_for(operation: JobOperation, status: JobStatus) -> Option
         (Destroy, Queued | Running) => Some(ResourceStatus::Deleting),
         (Destroy, Completed) => Some(ResourceStatus::Deleted),
         (Destroy, Failed) => Some(ResourceStatus::Failed),
-        (_, Cancelled) => None,
+        // A drift check moves no status: it marks the Resource (`drift`).
+        (DriftCheck, _) | (_, Cancelled) => None,
     }
 }
 

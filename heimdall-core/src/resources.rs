@@ -181,6 +181,7 @@ pub fn create(new: NewResource<'_>, ctx: &Context<'_>) -> Result<ResourcePlan, A
         revision: 1,
         reason: None,
         outputs: json!({}),
+        drifted_at: None,
         created_at: ctx.now,
         created_by: ctx.actor.to_owned(),
         updated_at: ctx.now,
@@ -298,13 +299,18 @@ pub fn retry(
             format!("only a failed Resource can be retried; this one is {}", resource.status),
         ));
     }
-    let operation = jobs.last().map_or(JobOperation::Apply, |j| j.operation);
+    // A drift check is no Resource operation to repeat.
+    let operation = jobs
+        .iter()
+        .rev()
+        .find(|j| j.operation != JobOperation::DriftCheck)
+        .map_or(JobOperation::Apply, |j| j.operation);
     let revision = last_approved(revisions)
         .ok_or_else(|| ApiError::new(ErrorCode::Conflict, "no approved revision to retry"))?;
     let job = job_for(resource, schema, revision, operation, ctx)?;
     let status = match operation {
         JobOperation::Destroy => ResourceStatus::Deleting,
-        JobOperation::Apply | JobOperation::Import => ResourceStatus::Queued,
+        JobOperation::Apply | JobOperation::Import | JobOperation::DriftCheck => ResourceStatus::Queued,
     };
     let detail = json!({ "operation": operation, "revision": revision.number });
     let mut plan =
@@ -373,6 +379,33 @@ pub fn settle(
         return ResourceStatus::PendingApproval;
     }
     fallback
+}
+
+/// Queues a drift check: a plan of the applied revision against what
+/// exists, never applied (`drift::check_allowed` says when). The status
+/// stays; the result marks the Resource (`drift::after`).
+pub fn drift_check(
+    resource: &Resource,
+    schema: &ResourceSchema,
+    revisions: &[Revision],
+    jobs: &[Job],
+    ctx: &Context<'_>,
+) -> Result<ResourcePlan, ApiError> {
+    crate::drift::check_allowed(resource, jobs)?;
+    let revision = revisions
+        .iter()
+        .find(|r| r.number == resource.revision)
+        .ok_or_else(|| ApiError::not_found("revision"))?;
+    let job = job_for(resource, schema, revision, JobOperation::DriftCheck, ctx)?;
+    let detail = json!({ "revision": revision.number, "job": job.id });
+    let mut plan = ResourcePlan::new(
+        resource.id,
+        StatusUpdate::Set(resource.status),
+        ctx.now,
+        event("resource.drift_check_requested", detail),
+    );
+    plan.job = Some(job);
+    Ok(plan)
 }
 
 /// The job that applies (or destroys) `revision`, with everything the

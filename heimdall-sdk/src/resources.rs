@@ -3,7 +3,7 @@
 use reqwest::Method;
 
 use crate::wire::{
-    ChangeResource, CreateResource, Decide, ExportPackage, Resource, ResourceDetail, ResourceStatus,
+    ChangeResource, CreateResource, Decide, ExportPackage, Job, Resource, ResourceDetail, ResourceStatus,
 };
 #[cfg(doc)]
 use crate::ApiError;
@@ -127,5 +127,14 @@ impl Client {
     /// the current revision was applied.
     pub async fn export_resource(&self, id_or_name: &str) -> Result<ExportPackage> {
         self.get(&["resources", id_or_name, "export"]).await
+    }
+
+    /// `POST /v1/resources/{id-or-name}/drift-check`: queues a plan of the
+    /// applied revision against what exists, never applied (`202` with the
+    /// job). Its result marks the Resource (`drifted_at`) or clears the
+    /// mark. `CONFLICT` unless the Resource is provisioned and idle.
+    pub async fn drift_check_resource(&self, id_or_name: &str) -> Result<Job> {
+        let url = self.url(&["resources", id_or_name, "drift-check"])?;
+        self.send(self.authed(Method::POST, url)).await
     }
 }

@@ -130,7 +130,7 @@ impl LinkRow {
     }
 }
 
-pub(super) const RESOURCE_COLUMNS: &str = "id, org_id, name, component_id, environment_id, schema_id, region, status, revision, reason, outputs, created_at, created_by, updated_at";
+pub(super) const RESOURCE_COLUMNS: &str = "id, org_id, name, component_id, environment_id, schema_id, region, status, revision, reason, outputs, created_at, created_by, updated_at, drifted_at";
 
 #[derive(FromRow)]
 pub(super) struct ResourceRow {
@@ -148,6 +148,7 @@ pub(super) struct ResourceRow {
     created_at: i64,
     created_by: String,
     updated_at: i64,
+    drifted_at: Option<i64>,
 }
 
 impl ResourceRow {
@@ -164,6 +165,7 @@ impl ResourceRow {
             revision: self.revision,
             reason: self.reason,
             outputs: parse_json(&self.outputs)?,
+            drifted_at: self.drifted_at.map(from_micros),
             created_at: from_micros(self.created_at),
             created_by: self.created_by,
             updated_at: from_micros(self.updated_at),

@@ -3,16 +3,61 @@
 //! Resource follows through `resources::settle`.
 
 use async_trait::async_trait;
+use heimdall_core::drift;
+use heimdall_core::ids::EventId;
 use heimdall_core::ids::{JobId, LeaseId, OrgId};
 use heimdall_core::infra::{Job, JobOperation, JobStatus};
-use heimdall_core::ports::{JobOutcome, JobQueue, StoreError, StoreResult};
+use heimdall_core::ports::{JobOutcome, JobQueue, NewEvent, StoreError, StoreResult};
 use heimdall_core::queue::{self, ReapDecision};
 use sqlx::{Any, Transaction};
 use time::OffsetDateTime;
 
 use super::infra_rows::*;
-use super::store::{db_err, parse_id, to_micros, SqlStore};
+use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, SqlStore};
 use super::{claim_sql, expired_sql};
+
+/// What a completed job does to the Resource's drift mark
+/// (`heimdall_core::drift::after`), with its audit event, in the job's
+/// transaction.
+async fn mark_drift(
+    tx: &mut Transaction<'_, Any>,
+    job: &Job,
+    outputs: &serde_json::Value,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    let (since, current_revision): (Option<i64>, i64) =
+        sqlx::query_as("SELECT drifted_at, revision FROM resources WHERE id = $1")
+            .bind(job.resource_id.to_string())
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(db_err)?;
+    let finished = drift::Finished {
+        operation: job.operation,
+        revision: job.request.revision,
+        current_revision,
+        outputs,
+    };
+    let (value, action) = match drift::after(since.map(from_micros), finished, now) {
+        drift::Mark::Keep => return Ok(()),
+        drift::Mark::Set(at) => (Some(to_micros(at)), "resource.drifted"),
+        drift::Mark::Clear => (None, "resource.drift_cleared"),
+    };
+    sqlx::query("UPDATE resources SET drifted_at = $1 WHERE id = $2")
+        .bind(value)
+        .bind(job.resource_id.to_string())
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    let event = NewEvent {
+        id: EventId::from_uuid(uuid::Uuid::new_v4()),
+        at: now,
+        actor: format!("agent:{}", job.agent.as_deref().unwrap_or("unknown")),
+        action: action.into(),
+        target: format!("resource:{}", job.resource_id),
+        detail: serde_json::json!({ "job": job.id, "operation": job.operation, "revision": job.request.revision }),
+    };
+    insert_event(tx, job.org_id, event).await
+}
 
 /// A job held under `lease` that is still running and not expired at `now`.
 async fn leased_job(
@@ -159,6 +204,9 @@ impl JobQueue for SqlStore {
         if let Some(resource_status) = queue::resource_status_for(held.operation, status) {
             settle_resource_status(&mut tx, held.resource_id, resource_status, reason.as_deref(), now)
                 .await?;
+        }
+        if let Some(outputs) = &outputs {
+            mark_drift(&mut tx, &held, outputs, now).await?;
         }
         if let (Some(outputs), JobOperation::Apply | JobOperation::Import) = (outputs, held.operation) {
             sqlx::query("UPDATE resources SET outputs = $1 WHERE id = $2")

@@ -16,7 +16,7 @@ use super::store::{db_err, insert_event, to_micros, unique_as, SqlStore};
 
 async fn insert_resource(tx: &mut Transaction<'_, Any>, resource: &Resource) -> StoreResult<()> {
     sqlx::query(&format!(
-        "INSERT INTO resources ({RESOURCE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+        "INSERT INTO resources ({RESOURCE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
     ))
     .bind(resource.id.to_string())
     .bind(resource.org_id.to_string())
@@ -32,6 +32,7 @@ async fn insert_resource(tx: &mut Transaction<'_, Any>, resource: &Resource) -> 
     .bind(to_micros(resource.created_at))
     .bind(resource.created_by.clone())
     .bind(to_micros(resource.updated_at))
+    .bind(resource.drifted_at.map(to_micros))
     .execute(&mut **tx)
     .await
     .map_err(unique_as("resource"))?;

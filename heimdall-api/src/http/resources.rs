@@ -37,6 +37,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/resources/{key}/refuse", post(refuse))
         .route("/v1/resources/{key}/retry", post(retry))
         .route("/v1/resources/{key}/export", get(export))
+        .route("/v1/resources/{key}/drift-check", post(drift_check))
 }
 
 /// Where a Resource sits: its component's system and domain, and its
@@ -234,6 +235,28 @@ async fn show(
     placement.authorize(&state, &caller, Action::ResourceRead, Some(resource.id)).await?;
     let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
     Ok(Json(ResourceDetail { resource, revisions }))
+}
+
+/// Queues a drift check (`resources::drift_check`): `202` with the job.
+async fn drift_check(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    _: NoBody,
+) -> HttpResult<(StatusCode, Json<heimdall_core::infra::Job>)> {
+    let resource = resolve(&state, &caller, &key).await?;
+    let placement = Placement::of_resource(&state, &caller, &resource).await?;
+    placement.authorize(&state, &caller, Action::ResourceWrite, Some(resource.id)).await?;
+    let schema = state.store.get_schema(caller.org.id, resource.schema_id).await?;
+    let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
+    let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
+    let account = placement.account(&state, &caller).await?;
+    let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
+    let plan = resources::drift_check(&resource, &schema, &revisions, &jobs, &ctx)?;
+    let job =
+        plan.job.clone().ok_or_else(|| ApiError::new(ErrorCode::Internal, "a drift check queues a job"))?;
+    apply(&state, &caller, &plan).await?;
+    Ok((StatusCode::ACCEPTED, Json(job)))
 }
 
 /// The root module of the last applied job, for plain `terraform`

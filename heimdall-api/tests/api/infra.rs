@@ -22,6 +22,7 @@ crate::on_every_backend!(
     bad_input_on_infra_endpoints,
     secret_inputs_are_checked_before_anything_is_stored,
     an_import_queues_an_import_job_and_bad_targets_store_nothing,
+    drift_checks_mark_and_clear_without_moving_the_status,
 );
 
 fn id(v: &Value) -> String {
@@ -718,5 +719,58 @@ async fn an_import_queues_an_import_job_and_bad_targets_store_nothing(db: TestDa
     let detail = c.get(&format!("/v1/resources/{rid}"), owner).await.expect(200);
     assert_eq!(detail["revisions"][0]["imports"], imports);
     let events = c.get("/v1/events?action=resource.import_requested", owner).await.expect(200);
+    assert_eq!(events.as_array().unwrap().len(), 1, "{events}");
+}
+
+/// A drift check is a job of its own: it moves no status; its report
+/// marks the Resource (once, with an event); an apply clears the mark.
+async fn drift_checks_mark_and_clear_without_moving_the_status(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let w = world(&c, owner).await;
+    let org = api.bootstrapped.organization.id;
+    let body = json!({ "component": w.component, "schema": w.schema, "environment": "dev", "name": "r", "input": { "bucket": "abc" } });
+    let rid = id(&c.post("/v1/resources", owner, body).await.expect(201));
+    // Not before it is provisioned, and not while a job works on it.
+    c.call(Method::POST, &format!("/v1/resources/{rid}/drift-check"), owner, None)
+        .await
+        .expect_error(409, "CONFLICT");
+    let run = |outputs: Value| async {
+        let lease = LeaseId::from_uuid(Uuid::new_v4());
+        let now = OffsetDateTime::now_utc();
+        let job = api.store.claim(org, "agent-1", lease, now).await.unwrap().expect("a queued job");
+        api.store.finish(job.id, lease, JobOutcome::Completed { outputs }, now).await.unwrap();
+        job
+    };
+    run(json!({ "id": "x" })).await;
+    for (found, marked) in [(false, false), (true, true), (true, true)] {
+        let job =
+            c.call(Method::POST, &format!("/v1/resources/{rid}/drift-check"), owner, None).await.expect(202);
+        assert_eq!(job["operation"], "drift_check");
+        let detail = c.get(&format!("/v1/resources/{rid}"), owner).await.expect(200);
+        assert_eq!(detail["resource"]["status"], "provisioned", "a queued check moves no status");
+        let ran = run(json!({ "drifted": found })).await;
+        assert_eq!(ran.operation.as_str(), "drift_check");
+        let detail = c.get(&format!("/v1/resources/{rid}"), owner).await.expect(200);
+        assert_eq!(detail["resource"]["drifted_at"].is_string(), marked, "{detail}");
+        assert_eq!(detail["resource"]["status"], "provisioned");
+        assert_eq!(detail["resource"]["outputs"], json!({ "id": "x" }), "a check's report is not outputs");
+    }
+    let events = c.get("/v1/events?action=resource.drifted", owner).await.expect(200);
+    assert_eq!(events.as_array().unwrap().len(), 1, "marked once: {events}");
+    // An apply of the revision clears it.
+    c.call(
+        Method::PATCH,
+        &format!("/v1/resources/{rid}"),
+        owner,
+        Some(json!({ "input": { "bucket": "abc" } })),
+    )
+    .await
+    .expect(200);
+    run(json!({ "id": "x" })).await;
+    let detail = c.get(&format!("/v1/resources/{rid}"), owner).await.expect(200);
+    assert!(detail["resource"].get("drifted_at").is_none(), "{detail}");
+    let events = c.get("/v1/events?action=resource.drift_cleared", owner).await.expect(200);
     assert_eq!(events.as_array().unwrap().len(), 1, "{events}");
 }

@@ -117,6 +117,14 @@ pub enum ResourceCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Check a provisioned Resource for drift: a plan of its applied revision against what exists,
+    /// never applied. A plan with changes marks it drifted; a clean one clears the mark
+    DriftCheck {
+        resource: String,
+        /// Wait for the check and say what it found; exits 1 if the Resource drifted
+        #[arg(long)]
+        wait: bool,
+    },
     /// Destroy a Resource (it stays listed as deleted); cancels any apply still queued
     Delete {
         resource: String,

@@ -13,7 +13,8 @@ use crate::args::{InputArgs, NewResourceArgs, ResourceCommand, WaitArgs};
 use crate::error::{CliError, Result};
 use crate::output::{self, timestamp, Out};
 
-const LIST_HEADERS: &[&str] = &["ID", "NAME", "STATUS", "REVISION", "ENVIRONMENT", "COMPONENT", "UPDATED AT"];
+const LIST_HEADERS: &[&str] =
+    &["ID", "NAME", "STATUS", "REVISION", "ENVIRONMENT", "COMPONENT", "UPDATED AT", "DRIFTED SINCE"];
 const REVISION_HEADERS: &[&str] =
     &["REVISION", "STATE", "HASH", "REQUESTED BY", "REQUESTED AT", "DECIDED BY"];
 
@@ -57,6 +58,7 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
                     name_of(&names, r.environment_id),
                     name_of(&names, r.component_id),
                     timestamp(r.updated_at),
+                    r.drifted_at.map(timestamp).unwrap_or_default(),
                 ]
             })
         }
@@ -85,6 +87,10 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
                     ("STATUS", r.status.to_string()),
                     ("REASON", r.reason.clone().unwrap_or_default()),
                     ("REVISION", r.revision.to_string()),
+                    (
+                        "DRIFTED",
+                        r.drifted_at.map(|at| format!("since {}", timestamp(at))).unwrap_or_default(),
+                    ),
                     ("COMPONENT", label(component.ok().map(|c| c.name), r.component_id.to_string())),
                     ("ENVIRONMENT", label(environment.ok().map(|e| e.name), r.environment_id.to_string())),
                     (
@@ -133,6 +139,44 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
             let r = client.retry_resource(&resource).await?;
             let line = format!("Resource retried: {}, revision {} ({})", r.name, r.revision, r.status);
             done_then_wait(&client, out, wait, r, line).await
+        }
+        ResourceCommand::DriftCheck { resource, wait } => {
+            let client = ctx.client()?;
+            let job = client.drift_check_resource(&resource).await?;
+            if !wait {
+                let line = format!("Drift check queued: job {}", job.id);
+                return out.done(
+                    &job,
+                    &line,
+                    &[format!("  follow it: heimdall job log {} --follow", job.id)],
+                );
+            }
+            let ended = wait::until_job_ends(&client, job.id, std::time::Duration::from_secs(600)).await?;
+            let detail = client.get_resource(&resource).await?;
+            if out.is_json() {
+                output::json(&serde_json::json!({ "job": ended, "resource": detail.resource }))?;
+            }
+            match (ended.status, detail.resource.drifted_at) {
+                (heimdall_core::wire::JobStatus::Completed, None) => {
+                    if !out.is_json() {
+                        println!(
+                            "✓ No drift: {} matches revision {}",
+                            detail.resource.name, ended.request.revision
+                        );
+                    }
+                    Ok(())
+                }
+                (heimdall_core::wire::JobStatus::Completed, Some(since)) => Err(CliError::local(format!(
+                    "{} drifted (since {}): see `heimdall job log {}`",
+                    detail.resource.name,
+                    timestamp(since),
+                    ended.id
+                ))),
+                (status, _) => Err(CliError::local(format!(
+                    "the drift check {status}: {}",
+                    ended.reason.as_deref().unwrap_or("no reason given")
+                ))),
+            }
         }
         ResourceCommand::Delete { resource, wait } => {
             let client = ctx.client()?;

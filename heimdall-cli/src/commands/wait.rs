@@ -178,6 +178,33 @@ impl Drop for Progress {
     }
 }
 
+/// Polls a job until it is completed, failed or cancelled, or `timeout`
+/// passes (an error, exit 1).
+pub async fn until_job_ends(
+    client: &Client,
+    job: heimdall_core::ids::JobId,
+    timeout: Duration,
+) -> Result<heimdall_core::wire::Job> {
+    use heimdall_core::wire::JobStatus;
+    let deadline = Instant::now() + timeout;
+    let mut pause = FIRST_POLL;
+    loop {
+        let state = client.get_job(job).await?;
+        if !matches!(state.status, JobStatus::Queued | JobStatus::Running) {
+            return Ok(state);
+        }
+        if Instant::now() >= deadline {
+            return Err(CliError::local(format!(
+                "timed out after {} waiting for job {job}: it is still {}",
+                human(timeout),
+                state.status
+            )));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 3 / 2).min(MAX_POLL);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

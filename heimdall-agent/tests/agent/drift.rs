@@ -1,0 +1,118 @@
+//! Drift checks: a plan of the applied revision against what exists, never
+//! applied. A change made outside Heimdall (with plain `terraform`, from
+//! the exported package) marks the Resource drifted; applying the revision
+//! again clears the mark.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::World;
+
+const RUN: std::time::Duration = std::time::Duration::from_secs(120);
+
+fn terraform(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new(crate::support::terraform())
+        .args(args)
+        .current_dir(dir)
+        .env("TF_CLI_CONFIG_FILE", crate::support::repo().join(".venv/terraformrc"))
+        .env("CHECKPOINT_DISABLE", "1")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "terraform {args:?}: {text}");
+}
+
+/// Queues a check and waits for its job; the Resource after it.
+async fn checked(w: &World, id: &str) -> serde_json::Value {
+    let (status, job) = w.call(Method::POST, &format!("/v1/resources/{id}/drift-check"), None).await;
+    assert_eq!(status, 202, "{job}");
+    assert_eq!(job["operation"], "drift_check");
+    let deadline = std::time::Instant::now() + RUN;
+    loop {
+        let (_, now) = w.call(Method::GET, &format!("/v1/jobs/{}", job["id"].as_str().unwrap()), None).await;
+        if now["status"] == "completed" {
+            return w.resource(id).await;
+        }
+        assert!(now["status"] != "failed" && std::time::Instant::now() < deadline, "{now}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_made_outside_marks_the_resource_drifted_until_it_is_applied_again() {
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    w.post(
+        &owner,
+        "/v1/cloud-accounts",
+        json!({ "name": "moto", "provider": "aws", "region": "us-east-1", "state_bucket": w.bucket,
+            "state_endpoint": w.moto_url, "auth": { "kind": "oidc", "role_arn": "arn:aws:iam::123456789012:role/heimdall" } }),
+    )
+    .await;
+    w.post(&owner, "/v1/cloud-accounts/moto/links", json!({ "scope": "organization", "environment": "dev" }))
+        .await;
+    let module = crate::support::repo().join("tests/fixtures/modules/regional").display().to_string();
+    w.post(
+        &owner,
+        "/v1/schemas",
+        json!({ "type": "regional", "input_schema": { "type": "object" }, "module": { "source": module, "version": "1.0.0" } }),
+    )
+    .await;
+    let config = w.enroll("agent-1").await;
+    let mut agent = w.run_agent(&config);
+    let id = w.create("paris", "regional", json!({ "name": "paris" })).await;
+    assert_eq!(w.wait_for(&id, &["provisioned", "failed"], RUN).await["status"], "provisioned");
+
+    // Nothing changed yet: a clean check.
+    let r = checked(&w, &id).await;
+    assert!(r.get("drifted_at").is_none(), "{r}");
+    assert_eq!(r["status"], "provisioned");
+
+    // Someone applies another input with plain terraform, from the export.
+    let (_, package) = w.call(Method::GET, &format!("/v1/resources/{id}/export"), None).await;
+    let dir = w.dir.path().join("by-hand");
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in package["files"].as_array().unwrap() {
+        let mut content = file["content"].as_str().unwrap().to_owned();
+        if file["path"] == "main.tf" {
+            content = content.replace(
+                "module \"resource\" {\n",
+                "module \"resource\" {\n  heimdall_region = \"us-east-1\"\n",
+            );
+        }
+        if file["path"] == "terraform.tfvars.json" {
+            content = content.replace("paris", "lyon");
+        }
+        std::fs::write(dir.join(file["path"].as_str().unwrap()), content).unwrap();
+    }
+    terraform(&dir, &["init", "-input=false", "-no-color"]);
+    terraform(&dir, &["apply", "-input=false", "-auto-approve", "-no-color"]);
+
+    let r = checked(&w, &id).await;
+    assert!(r["drifted_at"].is_string(), "not marked: {r}");
+    assert_eq!(r["status"], "provisioned", "a check moves no status");
+    let jobs = w.jobs(&id).await;
+    let log = w.job_log(jobs.last().unwrap()["id"].as_str().unwrap()).await;
+    assert!(log.contains("Drift: module.resource.terraform_data.this update"), "{log}");
+    let (_, events) = w.call(Method::GET, "/v1/events?action=resource.drifted", None).await;
+    assert_eq!(events.as_array().unwrap().len(), 1, "{events}");
+
+    // Applying the revision again clears the mark.
+    let (status, _) = w
+        .call(Method::PATCH, &format!("/v1/resources/{id}"), Some(json!({ "input": { "name": "paris" } })))
+        .await;
+    assert_eq!(status, 200);
+    let r = w.wait_for_revision(&id, 2, RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&id).await);
+    assert!(r.get("drifted_at").is_none(), "still marked: {r}");
+    let (_, events) = w.call(Method::GET, "/v1/events?action=resource.drift_cleared", None).await;
+    assert_eq!(events.as_array().unwrap().len(), 1, "{events}");
+    assert!(checked(&w, &id).await.get("drifted_at").is_none());
+
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+}
