@@ -53,16 +53,23 @@ pub struct Finished<'a> {
     /// The revision the job ran, and the Resource's current one.
     pub revision: i64,
     pub current_revision: i64,
+    /// Where the Resource stands now: a check says nothing about one that
+    /// is no longer `provisioned` (being changed or destroyed).
+    pub current_status: ResourceStatus,
     pub outputs: &'a Value,
 }
 
 /// The mark after `job` completed, on a Resource marked `since`. A check
 /// that found changes marks it (the first time only); a clean check or a
 /// completed apply or import clears it. A check of a revision that is no
-/// longer current says nothing about the current one.
+/// longer current, or of a Resource no longer provisioned, says nothing.
 pub fn after(since: Option<OffsetDateTime>, job: Finished<'_>, now: OffsetDateTime) -> Mark {
     let found = match job.operation {
-        JobOperation::DriftCheck if job.revision != job.current_revision => None,
+        JobOperation::DriftCheck
+            if job.revision != job.current_revision || job.current_status != ResourceStatus::Provisioned =>
+        {
+            None
+        }
         JobOperation::DriftCheck => job.outputs.get(DRIFTED).and_then(Value::as_bool),
         JobOperation::Apply | JobOperation::Import => Some(false),
         JobOperation::Destroy => None,
@@ -79,7 +86,13 @@ mod tests {
     use super::*;
 
     fn job<'a>(operation: JobOperation, revision: i64, outputs: &'a Value) -> Finished<'a> {
-        Finished { operation, revision, current_revision: 2, outputs }
+        Finished {
+            operation,
+            revision,
+            current_revision: 2,
+            current_status: ResourceStatus::Provisioned,
+            outputs,
+        }
     }
 
     #[test]
@@ -100,5 +113,8 @@ mod tests {
         // A report without the key, or about an older revision, decides nothing.
         assert_eq!(after(None, job(JobOperation::DriftCheck, 2, &none), t1), Mark::Keep);
         assert_eq!(after(None, job(JobOperation::DriftCheck, 1, &yes), t1), Mark::Keep);
+        let deleted =
+            Finished { current_status: ResourceStatus::Deleted, ..job(JobOperation::DriftCheck, 2, &yes) };
+        assert_eq!(after(None, deleted, t1), Mark::Keep);
     }
 }

@@ -25,8 +25,8 @@ async fn mark_drift(
     outputs: &serde_json::Value,
     now: OffsetDateTime,
 ) -> StoreResult<()> {
-    let (since, current_revision): (Option<i64>, i64) =
-        sqlx::query_as("SELECT drifted_at, revision FROM resources WHERE id = $1")
+    let (since, current_revision, status): (Option<i64>, i64, String) =
+        sqlx::query_as("SELECT drifted_at, revision, status FROM resources WHERE id = $1")
             .bind(job.resource_id.to_string())
             .fetch_one(&mut **tx)
             .await
@@ -35,6 +35,7 @@ async fn mark_drift(
         operation: job.operation,
         revision: job.request.revision,
         current_revision,
+        current_status: parse_enum(&status)?,
         outputs,
     };
     let (value, action) = match drift::after(since.map(from_micros), finished, now) {
