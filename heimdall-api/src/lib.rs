@@ -87,6 +87,7 @@ pub async fn serve_on(
             stopped(stop.clone()),
         )));
     }
+    let drift = tokio::spawn(drift_forever(state.clone()));
     let app = http::router(state, config.max_body_bytes);
     let people =
         heimdall_tls::server::serve(listener, people_tls, |_, _| Some(()), app, config.limits, stopped(stop));
@@ -99,6 +100,7 @@ pub async fn serve_on(
         }
     }
     reaper.abort();
+    drift.abort();
     if let Some(task) = agent_task {
         let _ = task.await;
     }
@@ -108,6 +110,24 @@ pub async fn serve_on(
 /// How often expired leases are looked for. Every API replica reaps; on
 /// PostgreSQL `SKIP LOCKED` keeps two reapers off the same job.
 pub const REAP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How often schemas' drift schedules are looked at. Every replica scans;
+/// a Resource a check is queued for is not due again (its job counts as
+/// its last check), and one a job works on is refused.
+pub const DRIFT_SCAN_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+async fn drift_forever(state: http::AppState) {
+    let mut tick = tokio::time::interval(DRIFT_SCAN_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match http::resources::queue_due_drift_checks(&state).await {
+            Ok(0) => {}
+            Ok(queued) => tracing::info!(queued, "scheduled drift checks queued"),
+            Err(e) => tracing::error!(error = %e.message, "drift schedule scan failed"),
+        }
+    }
+}
 
 async fn reap_forever(store: Arc<dyn Store>, clock: Arc<dyn Clock>) {
     let mut tick = tokio::time::interval(REAP_EVERY);

@@ -16,6 +16,37 @@ pub fn report(drifted: bool) -> Value {
     serde_json::json!({ DRIFTED: drifted })
 }
 
+/// The shortest schedule: a check is a full refreshing plan.
+pub const MIN_EVERY_SECONDS: i64 = 10;
+
+/// `30s`, `15m`, `24h`, `7d` (one number, one unit) as seconds, at least
+/// [`MIN_EVERY_SECONDS`]; `INVALID_INPUT` otherwise.
+pub fn parse_every(text: &str) -> Result<i64, ApiError> {
+    let bad = || {
+        ApiError::invalid_input(format!(
+            "drift_check_every must be a number and a unit (s, m, h, d), e.g. 24h, of at least {MIN_EVERY_SECONDS}s"
+        ))
+    };
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (number, unit) = text.split_at(split);
+    let number: i64 = number.parse().map_err(|_| bad())?;
+    let unit = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(bad()),
+    };
+    let seconds = number.checked_mul(unit).filter(|s| (MIN_EVERY_SECONDS..=366 * 86_400).contains(s));
+    seconds.ok_or_else(bad)
+}
+
+/// Whether a scheduled check is due: `every` seconds after the Resource's
+/// last check or apply (queued or finished), or now if it never had one.
+pub fn due(every_seconds: i64, last: Option<OffsetDateTime>, now: OffsetDateTime) -> bool {
+    last.is_none_or(|last| now - last >= time::Duration::seconds(every_seconds))
+}
+
 /// A check may run on a `provisioned` Resource that no job is working on.
 pub fn check_allowed(resource: &Resource, jobs: &[Job]) -> Result<(), ApiError> {
     if resource.status != ResourceStatus::Provisioned {
@@ -116,5 +147,19 @@ mod tests {
         let deleted =
             Finished { current_status: ResourceStatus::Deleted, ..job(JobOperation::DriftCheck, 2, &yes) };
         assert_eq!(after(None, deleted, t1), Mark::Keep);
+    }
+
+    #[test]
+    fn schedules_parse_strictly_and_fall_due_after_the_last_check() {
+        assert_eq!(parse_every("24h").unwrap(), 86_400);
+        assert_eq!(parse_every("15m").unwrap(), 900);
+        assert_eq!(parse_every("10s").unwrap(), 10);
+        for bad in ["", "24", "h", "5s", "1.5h", "24 h", "-1h", "400d", "99999999999999999999d", "1w"] {
+            assert!(parse_every(bad).is_err(), "{bad:?}");
+        }
+        let t0 = OffsetDateTime::UNIX_EPOCH;
+        assert!(due(60, None, t0));
+        assert!(!due(60, Some(t0), t0 + time::Duration::seconds(59)));
+        assert!(due(60, Some(t0), t0 + time::Duration::seconds(60)));
     }
 }

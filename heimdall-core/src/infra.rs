@@ -70,6 +70,9 @@ pub struct ResourceSchema {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<ModuleRef>,
     pub requires_approval: bool,
+    /// Seconds between drift checks of each provisioned Resource; none if unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_check_every_seconds: Option<i64>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     pub created_by: String,

@@ -211,6 +211,16 @@ pub enum JobOutcome {
 /// Why a lease-holder's call was refused.
 pub const FENCED: &str = "lease is no longer held: the job was reaped or claimed by another Agent";
 
+/// A Resource a drift schedule may be due for (`drift::due` decides).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DriftCandidate {
+    pub org: OrgId,
+    pub resource: ResourceId,
+    pub every_seconds: i64,
+    /// The newest drift check, apply or import of it, queued or finished.
+    pub last: Option<OffsetDateTime>,
+}
+
 /// Storage for schemas, cloud accounts, Resources and their revisions.
 #[async_trait]
 pub trait InfraStore: Send + Sync + std::fmt::Debug {
@@ -241,6 +251,10 @@ pub trait InfraStore: Send + Sync + std::fmt::Debug {
     async fn get_resource(&self, org: OrgId, id: ResourceId) -> StoreResult<Resource>;
     async fn find_resources_by_name(&self, org: OrgId, name: &str) -> StoreResult<Vec<Resource>>;
     async fn list_resources(&self, org: OrgId, filter: &ResourceFilter) -> StoreResult<Vec<Resource>>;
+    /// Every provisioned Resource, in every organization, whose schema
+    /// checks for drift on a schedule, with when it was last checked or
+    /// applied.
+    async fn list_drift_candidates(&self) -> StoreResult<Vec<DriftCandidate>>;
     async fn list_revisions(&self, org: OrgId, resource: ResourceId) -> StoreResult<Vec<Revision>>;
     async fn list_jobs(&self, org: OrgId, resource: Option<ResourceId>) -> StoreResult<Vec<Job>>;
     async fn get_job(&self, org: OrgId, id: JobId) -> StoreResult<Job>;

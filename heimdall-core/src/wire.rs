@@ -189,6 +189,10 @@ pub struct CreateSchema {
     pub module: Option<ModuleRef>,
     #[serde(default)]
     pub requires_approval: bool,
+    /// E.g. `24h`: check each provisioned Resource for drift that often
+    /// (`heimdall_core::drift::parse_every`). Off when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_check_every: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -116,3 +116,58 @@ async fn a_change_made_outside_marks_the_resource_drifted_until_it_is_applied_ag
     agent.start_kill().unwrap();
     let _ = agent.wait().await;
 }
+
+/// A schema's `drift_check_every` has the API queue checks by itself, as
+/// the drift schedule, every so often after the last check or apply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_schedule_checks_its_resources_by_itself() {
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    let module = crate::support::repo().join("tests/fixtures/modules/regional").display().to_string();
+    let (status, refused) = w
+        .call(
+            Method::POST,
+            "/v1/schemas",
+            Some(json!({ "type": "watched", "input_schema": { "type": "object" }, "drift_check_every": "1s",
+                "module": { "source": module, "version": "1.0.0" } })),
+        )
+        .await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (422, Some("INVALID_INPUT")),
+        "too often: {refused}"
+    );
+    let schema = w
+        .post(
+            &owner,
+            "/v1/schemas",
+            json!({ "type": "watched", "input_schema": { "type": "object" }, "drift_check_every": "10s",
+                "module": { "source": module, "version": "1.0.0" } }),
+        )
+        .await;
+    assert_eq!(schema["drift_check_every_seconds"], 10, "{schema}");
+    let config = w.enroll("agent-1").await;
+    let mut agent = w.run_agent(&config);
+    let id = w.create("watched", "watched", json!({ "name": "watched" })).await;
+    assert_eq!(w.wait_for(&id, &["provisioned", "failed"], RUN).await["status"], "provisioned");
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let check = loop {
+        let jobs = w.jobs(&id).await;
+        if let Some(done) =
+            jobs.iter().find(|j| j["operation"] == "drift_check" && j["status"] == "completed")
+        {
+            break done.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "no scheduled check ran: {jobs:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+    let log = w.job_log(check["id"].as_str().unwrap()).await;
+    assert!(log.contains("No drift"), "{log}");
+    let (_, events) = w.call(Method::GET, "/v1/events?action=resource.drift_check_requested", None).await;
+    assert_eq!(events[0]["actor"], "heimdall (drift schedule)", "{events}");
+    assert!(w.resource(&id).await.get("drifted_at").is_none());
+
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+}

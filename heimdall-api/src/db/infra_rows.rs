@@ -29,7 +29,7 @@ pub(super) fn parse_enum<T: std::str::FromStr<Err = String>>(text: &str) -> Stor
 
 // ---- rows --------------------------------------------------------------------
 
-pub(super) const SCHEMA_COLUMNS: &str = "id, org_id, type_name, version, input_schema, defaults, module_source, module_version, requires_approval, created_at, created_by";
+pub(super) const SCHEMA_COLUMNS: &str = "id, org_id, type_name, version, input_schema, defaults, module_source, module_version, requires_approval, created_at, created_by, drift_check_every_seconds";
 
 #[derive(FromRow)]
 pub(super) struct SchemaRow {
@@ -44,6 +44,7 @@ pub(super) struct SchemaRow {
     requires_approval: i64,
     created_at: i64,
     created_by: String,
+    drift_check_every_seconds: Option<i64>,
 }
 
 impl SchemaRow {
@@ -61,6 +62,7 @@ impl SchemaRow {
                 _ => None,
             },
             requires_approval: self.requires_approval != 0,
+            drift_check_every_seconds: self.drift_check_every_seconds,
             created_at: from_micros(self.created_at),
             created_by: self.created_by,
         })

@@ -6,13 +6,13 @@ use heimdall_core::ids::{CloudAccountId, JobId, OrgId, ResourceId, SchemaId};
 use heimdall_core::infra::{
     AccountLink, CloudAccount, Job, Resource, ResourceSchema, Revision, RevisionState,
 };
-use heimdall_core::ports::{InfraStore, NewEvent, ResourceFilter, StoreError, StoreResult};
+use heimdall_core::ports::{DriftCandidate, InfraStore, NewEvent, ResourceFilter, StoreError, StoreResult};
 use heimdall_core::resources::{ResourcePlan, StatusUpdate};
 use sqlx::{Any, Transaction};
 use time::OffsetDateTime;
 
 use super::infra_rows::*;
-use super::store::{db_err, insert_event, to_micros, unique_as, SqlStore};
+use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, unique_as, SqlStore};
 
 async fn insert_resource(tx: &mut Transaction<'_, Any>, resource: &Resource) -> StoreResult<()> {
     sqlx::query(&format!(
@@ -88,7 +88,7 @@ impl InfraStore for SqlStore {
                 .map_err(db_err)?;
         let mut stored = schema.clone();
         stored.version = newest.unwrap_or(0) + 1;
-        sqlx::query(&format!("INSERT INTO resource_schemas ({SCHEMA_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"))
+        sqlx::query(&format!("INSERT INTO resource_schemas ({SCHEMA_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"))
             .bind(stored.id.to_string())
             .bind(stored.org_id.to_string())
             .bind(stored.type_name.clone())
@@ -100,6 +100,7 @@ impl InfraStore for SqlStore {
             .bind(i64::from(stored.requires_approval))
             .bind(to_micros(stored.created_at))
             .bind(stored.created_by.clone())
+            .bind(stored.drift_check_every_seconds)
             .execute(&mut *tx)
             .await
             .map_err(unique_as("schema version"))?;
@@ -343,6 +344,30 @@ impl InfraStore for SqlStore {
             .map_err(db_err)?
             .into_iter()
             .map(ResourceRow::into_domain)
+            .collect()
+    }
+
+    async fn list_drift_candidates(&self) -> StoreResult<Vec<DriftCandidate>> {
+        let rows: Vec<(String, String, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT r.org_id, r.id, s.drift_check_every_seconds,
+                    (SELECT MAX(COALESCE(j.finished_at, j.queued_at)) FROM jobs j
+                      WHERE j.resource_id = r.id AND j.status <> 'cancelled'
+                        AND j.operation IN ('drift_check', 'apply', 'import'))
+               FROM resources r JOIN resource_schemas s ON s.id = r.schema_id
+              WHERE r.status = 'provisioned' AND s.drift_check_every_seconds IS NOT NULL",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(org, resource, every_seconds, last)| {
+                Ok(DriftCandidate {
+                    org: parse_id(&org)?,
+                    resource: parse_id(&resource)?,
+                    every_seconds,
+                    last: last.map(from_micros),
+                })
+            })
             .collect()
     }
 

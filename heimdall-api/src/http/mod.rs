@@ -111,10 +111,15 @@ impl AppState {
         target: String,
         detail: serde_json::Value,
     ) -> NewEvent {
+        self.event_as(&caller.member.email, action, target, detail)
+    }
+
+    /// [`Self::event`] by an actor that is no member (the drift schedule).
+    pub fn event_as(&self, actor: &str, action: &str, target: String, detail: serde_json::Value) -> NewEvent {
         NewEvent {
             id: EventId::from_uuid(Uuid::new_v4()),
             at: self.clock.now(),
-            actor: caller.member.email.clone(),
+            actor: actor.to_owned(),
             action: action.to_owned(),
             target,
             detail,

@@ -13,7 +13,7 @@ use axum::{Json, Router};
 use heimdall_core::accounts::resolve_account;
 use heimdall_core::authz::{resource_target, Action, CatalogTree, Target};
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
-use heimdall_core::ids::{JobId, ResourceId};
+use heimdall_core::ids::{JobId, OrgId, ResourceId};
 use heimdall_core::infra::{CloudAccount, Resource, ResourceStatus};
 use heimdall_core::ports::ResourceFilter;
 use heimdall_core::resources::{self, Change, Context, DecisionRequest, NewResource, Place, ResourcePlan};
@@ -56,7 +56,15 @@ impl Placement {
         component: CatalogEntry,
         environment: CatalogEntry,
     ) -> Result<Self, ApiError> {
-        let org = caller.org.id;
+        Self::in_org(state, caller.org.id, component, environment).await
+    }
+
+    async fn in_org(
+        state: &AppState,
+        org: OrgId,
+        component: CatalogEntry,
+        environment: CatalogEntry,
+    ) -> Result<Self, ApiError> {
         let system_id = component
             .parent_id
             .ok_or_else(|| ApiError::new(ErrorCode::Internal, "component without system"))?;
@@ -68,10 +76,13 @@ impl Placement {
     }
 
     async fn of_resource(state: &AppState, caller: &Caller, resource: &Resource) -> Result<Self, ApiError> {
-        let org = caller.org.id;
+        Self::of_resource_in(state, caller.org.id, resource).await
+    }
+
+    async fn of_resource_in(state: &AppState, org: OrgId, resource: &Resource) -> Result<Self, ApiError> {
         let component = state.store.get_catalog_entry(org, resource.component_id).await?;
         let environment = state.store.get_catalog_entry(org, resource.environment_id).await?;
-        Self::of(state, caller, component, environment).await
+        Self::in_org(state, org, component, environment).await
     }
 
     fn target(&self, resource: Option<ResourceId>) -> Target {
@@ -93,7 +104,10 @@ impl Placement {
 
     /// The account linked for this place, if any (`resolve_account`).
     async fn account(&self, state: &AppState, caller: &Caller) -> Result<Option<CloudAccount>, ApiError> {
-        let org = caller.org.id;
+        self.account_in(state, caller.org.id).await
+    }
+
+    async fn account_in(&self, state: &AppState, org: OrgId) -> Result<Option<CloudAccount>, ApiError> {
         let links = state.store.list_links(org).await?;
         match resolve_account(&links, self.system.id, self.domain.id, self.environment.id) {
             Some(id) => Ok(Some(state.store.get_account(org, id).await?)),
@@ -108,8 +122,17 @@ impl Placement {
         account: Option<&'a CloudAccount>,
         now: OffsetDateTime,
     ) -> Context<'a> {
+        self.context_as(&caller.member.email, account, now)
+    }
+
+    fn context_as<'a>(
+        &'a self,
+        actor: &'a str,
+        account: Option<&'a CloudAccount>,
+        now: OffsetDateTime,
+    ) -> Context<'a> {
         Context {
-            actor: &caller.member.email,
+            actor,
             now,
             place: Place {
                 environment: &self.environment.name,
@@ -143,13 +166,22 @@ async fn check_secret_inputs(
 /// Applies a plan in one transaction, with its audit event, and wakes the
 /// Agents if it queued a job.
 async fn apply(state: &AppState, caller: &Caller, plan: &ResourcePlan) -> Result<Resource, ApiError> {
-    let event = state.event(
-        caller,
+    apply_as(state, caller.org.id, &caller.member.email, plan).await
+}
+
+async fn apply_as(
+    state: &AppState,
+    org: OrgId,
+    actor: &str,
+    plan: &ResourcePlan,
+) -> Result<Resource, ApiError> {
+    let event = state.event_as(
+        actor,
         plan.event.action,
         format!("resource:{}", plan.resource),
         plan.event.detail.clone(),
     );
-    let resource = state.store.apply_resource_plan(caller.org.id, plan, event).await?;
+    let resource = state.store.apply_resource_plan(org, plan, event).await?;
     if plan.job.is_some() {
         state.jobs_queued.notify_waiters();
     }
@@ -235,6 +267,41 @@ async fn show(
     placement.authorize(&state, &caller, Action::ResourceRead, Some(resource.id)).await?;
     let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
     Ok(Json(ResourceDetail { resource, revisions }))
+}
+
+/// Who queues the checks a schema's `drift_check_every` asks for, in events and jobs.
+pub(crate) const DRIFT_SCHEDULE: &str = "heimdall (drift schedule)";
+
+/// Queues a drift check for every provisioned Resource whose schema's
+/// schedule is due (`drift::due`), as [`DRIFT_SCHEDULE`]; one that cannot
+/// run now (a job works on it, no account) waits for the next scan.
+/// Returns how many were queued.
+pub(crate) async fn queue_due_drift_checks(state: &AppState) -> Result<usize, ApiError> {
+    let now = state.clock.now();
+    let mut queued = 0;
+    for due in state.store.list_drift_candidates().await? {
+        if !heimdall_core::drift::due(due.every_seconds, due.last, now) {
+            continue;
+        }
+        let org = due.org;
+        let resource = state.store.get_resource(org, due.resource).await?;
+        let placement = Placement::of_resource_in(state, org, &resource).await?;
+        let schema = state.store.get_schema(org, resource.schema_id).await?;
+        let revisions = state.store.list_revisions(org, resource.id).await?;
+        let jobs = state.store.list_jobs(org, Some(resource.id)).await?;
+        let account = placement.account_in(state, org).await?;
+        let ctx = placement.context_as(DRIFT_SCHEDULE, account.as_ref(), now);
+        match resources::drift_check(&resource, &schema, &revisions, &jobs, &ctx) {
+            Ok(plan) => {
+                apply_as(state, org, DRIFT_SCHEDULE, &plan).await?;
+                queued += 1;
+            }
+            Err(why) => {
+                tracing::debug!(resource = %resource.id, reason = %why.message, "drift check not queued")
+            }
+        }
+    }
+    Ok(queued)
 }
 
 /// Queues a drift check (`resources::drift_check`): `202` with the job.

@@ -101,6 +101,8 @@ async fn create(
             return Err(ApiError::invalid_input("module needs both source and version").into());
         }
     }
+    let drift_check_every_seconds =
+        body.drift_check_every.as_deref().map(heimdall_core::drift::parse_every).transpose()?;
     let schema = ResourceSchema {
         id: SchemaId::from_uuid(Uuid::new_v4()),
         org_id: caller.org.id,
@@ -110,6 +112,7 @@ async fn create(
         defaults,
         module: body.module,
         requires_approval: body.requires_approval,
+        drift_check_every_seconds,
         created_at: state.clock.now(),
         created_by: caller.member.email.clone(),
     };

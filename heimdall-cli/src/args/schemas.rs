@@ -27,6 +27,9 @@ pub enum SchemaCommand {
         /// Creates and changes wait for another person's approval
         #[arg(long)]
         requires_approval: bool,
+        /// Check each provisioned Resource for drift this often, e.g. 24h (s, m, h, d)
+        #[arg(long, value_name = "DURATION")]
+        drift_check_every: Option<String>,
     },
     /// List schemas (every version)
     List {

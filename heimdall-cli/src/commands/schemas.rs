@@ -19,7 +19,11 @@ pub async fn run(ctx: &Context, cmd: SchemaCommand) -> Result<()> {
             module_source,
             module_version,
             requires_approval,
+            drift_check_every,
         } => {
+            if let Some(every) = &drift_check_every {
+                heimdall_core::drift::parse_every(every).map_err(|e| CliError::usage(e.message))?;
+            }
             // Files first: a typo in a path should not cost a round trip.
             stdin_once(&[("--input-schema", Some(&input_schema)), ("--defaults", defaults.as_deref())])?;
             let input_schema_json = read_json_file("--input-schema", &input_schema)?;
@@ -41,6 +45,7 @@ pub async fn run(ctx: &Context, cmd: SchemaCommand) -> Result<()> {
                 defaults,
                 module,
                 requires_approval,
+                drift_check_every,
             };
             let schema = ctx.client()?.create_schema(&request).await?;
             out.done(

@@ -40,6 +40,7 @@ fn schema(requires_approval: bool) -> ResourceSchema {
         defaults: BTreeMap::from([("prod".to_owned(), json!({ "tier": "gold" }))]),
         module: None,
         requires_approval,
+        drift_check_every_seconds: None,
         created_at: OffsetDateTime::UNIX_EPOCH,
         created_by: ANA.into(),
     }
