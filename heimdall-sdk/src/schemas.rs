@@ -26,6 +26,7 @@ impl Client {
     ///         defaults: None,
     ///         module: None,
     ///         requires_approval: false,
+    ///         drift_check_every: Some("24h".into()),
     ///     })
     ///     .await?;
     /// println!("{} v{} ({})", schema.type_name, schema.version, schema.id);
