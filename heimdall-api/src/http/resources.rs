@@ -274,8 +274,8 @@ pub(crate) const DRIFT_SCHEDULE: &str = "heimdall (drift schedule)";
 
 /// Queues a drift check for every provisioned Resource whose schema's
 /// schedule is due (`drift::due`), as [`DRIFT_SCHEDULE`]; one that cannot
-/// run now (a job works on it, no account) waits for the next scan.
-/// Returns how many were queued.
+/// run now (a job works on it, no account, a store error) waits for the
+/// next scan, and the others still get theirs. Returns how many were queued.
 pub(crate) async fn queue_due_drift_checks(state: &AppState) -> Result<usize, ApiError> {
     let now = state.clock.now();
     let mut queued = 0;
@@ -283,25 +283,31 @@ pub(crate) async fn queue_due_drift_checks(state: &AppState) -> Result<usize, Ap
         if !heimdall_core::drift::due(due.every_seconds, due.last, now) {
             continue;
         }
-        let org = due.org;
-        let resource = state.store.get_resource(org, due.resource).await?;
-        let placement = Placement::of_resource_in(state, org, &resource).await?;
-        let schema = state.store.get_schema(org, resource.schema_id).await?;
-        let revisions = state.store.list_revisions(org, resource.id).await?;
-        let jobs = state.store.list_jobs(org, Some(resource.id)).await?;
-        let account = placement.account_in(state, org).await?;
-        let ctx = placement.context_as(DRIFT_SCHEDULE, account.as_ref(), now);
-        match resources::drift_check(&resource, &schema, &revisions, &jobs, &ctx) {
-            Ok(plan) => {
-                apply_as(state, org, DRIFT_SCHEDULE, &plan).await?;
-                queued += 1;
-            }
+        match queue_drift_check(state, due.org, due.resource, now).await {
+            Ok(()) => queued += 1,
             Err(why) => {
-                tracing::debug!(resource = %resource.id, reason = %why.message, "drift check not queued")
+                tracing::debug!(resource = %due.resource, reason = %why.message, "drift check not queued")
             }
         }
     }
     Ok(queued)
+}
+
+async fn queue_drift_check(
+    state: &AppState,
+    org: OrgId,
+    id: ResourceId,
+    now: OffsetDateTime,
+) -> Result<(), ApiError> {
+    let resource = state.store.get_resource(org, id).await?;
+    let placement = Placement::of_resource_in(state, org, &resource).await?;
+    let schema = state.store.get_schema(org, resource.schema_id).await?;
+    let revisions = state.store.list_revisions(org, resource.id).await?;
+    let jobs = state.store.list_jobs(org, Some(resource.id)).await?;
+    let account = placement.account_in(state, org).await?;
+    let ctx = placement.context_as(DRIFT_SCHEDULE, account.as_ref(), now);
+    let plan = resources::drift_check(&resource, &schema, &revisions, &jobs, &ctx)?;
+    apply_as(state, org, DRIFT_SCHEDULE, &plan).await.map(drop)
 }
 
 /// Queues a drift check (`resources::drift_check`): `202` with the job.
