@@ -325,6 +325,22 @@ pub async fn run(
     Ok((status.success(), captured, format!("{tail}{errors}")))
 }
 
+/// A `plan -json` (its messages in the job log), and what it would do.
+async fn plan_summary(
+    tf: &Path,
+    dir: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    args: &[&str],
+    log: &mpsc::UnboundedSender<String>,
+) -> Result<heimdall_core::import::PlanSummary, RunFailure> {
+    let (ok, summary, tail) =
+        run(tf, dir, env, args, log, Stdout::PlanSummary).await.map_err(RunFailure::failed)?;
+    if !ok {
+        return Err(RunFailure::failed(format!("terraform plan failed: {}", error_summary(&tail))));
+    }
+    serde_json::from_slice(&summary).map_err(|e| RunFailure::failed(e.to_string()))
+}
+
 /// A drift check: a refreshing plan of the applied revision, never applied
 /// and without the state lock (it writes nothing); reports whether it
 /// would change anything (`heimdall_core::drift::report`). The plan is in
@@ -336,13 +352,7 @@ async fn drift_plan(
     log: &mpsc::UnboundedSender<String>,
 ) -> Result<serde_json::Value, RunFailure> {
     let args = ["plan", "-input=false", "-lock=false", "-refresh=true", "-json"];
-    let (ok, summary, tail) =
-        run(tf, dir, env, &args, log, Stdout::PlanSummary).await.map_err(RunFailure::failed)?;
-    if !ok {
-        return Err(RunFailure::failed(format!("terraform plan failed: {}", error_summary(&tail))));
-    }
-    let summary: heimdall_core::import::PlanSummary =
-        serde_json::from_slice(&summary).map_err(|e| RunFailure::failed(e.to_string()))?;
+    let summary = plan_summary(tf, dir, env, &args, log).await?;
     let drifted = summary.changes_anything();
     let _ = log.send(if drifted {
         format!("Drift: {}\n", summary.changes.join(", "))
@@ -369,13 +379,7 @@ async fn import_plan(
 ) -> Result<(), RunFailure> {
     let plan_out = format!("-out={IMPORT_PLAN}");
     let args = ["plan", "-input=false", "-lock-timeout=10s", "-json", plan_out.as_str()];
-    let (ok, summary, tail) =
-        run(tf, dir, env, &args, log, Stdout::PlanSummary).await.map_err(RunFailure::failed)?;
-    if !ok {
-        return Err(RunFailure::failed(format!("terraform plan failed: {}", error_summary(&tail))));
-    }
-    let summary: heimdall_core::import::PlanSummary =
-        serde_json::from_slice(&summary).map_err(|e| RunFailure::failed(e.to_string()))?;
+    let summary = plan_summary(tf, dir, env, &args, log).await?;
     let Err(refused) = heimdall_core::import::verdict(&summary) else { return Ok(()) };
     // Keep the objects under management without changing them: the legacy
     // import writes the state only. Without the import blocks, which it

@@ -10,22 +10,6 @@ use crate::support::World;
 
 const RUN: std::time::Duration = std::time::Duration::from_secs(120);
 
-fn terraform(dir: &std::path::Path, args: &[&str]) {
-    let out = std::process::Command::new(crate::support::terraform())
-        .args(args)
-        .current_dir(dir)
-        .env("TF_CLI_CONFIG_FILE", crate::support::repo().join(".venv/terraformrc"))
-        .env("CHECKPOINT_DISABLE", "1")
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .output()
-        .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "terraform {args:?}: {text}");
-}
-
 /// Queues a check and waits for its job; the Resource after it.
 async fn checked(w: &World, id: &str) -> serde_json::Value {
     let (status, job) = w.call(Method::POST, &format!("/v1/resources/{id}/drift-check"), None).await;
@@ -46,15 +30,7 @@ async fn checked(w: &World, id: &str) -> serde_json::Value {
 async fn a_change_made_outside_marks_the_resource_drifted_until_it_is_applied_again() {
     let w = World::new().await;
     let owner = w.api.owner_token.clone();
-    w.post(
-        &owner,
-        "/v1/cloud-accounts",
-        json!({ "name": "moto", "provider": "aws", "region": "us-east-1", "state_bucket": w.bucket,
-            "state_endpoint": w.moto_url, "auth": { "kind": "oidc", "role_arn": "arn:aws:iam::123456789012:role/heimdall" } }),
-    )
-    .await;
-    w.post(&owner, "/v1/cloud-accounts/moto/links", json!({ "scope": "organization", "environment": "dev" }))
-        .await;
+    w.link_moto_account().await;
     let module = crate::support::repo().join("tests/fixtures/modules/regional").display().to_string();
     w.post(
         &owner,
@@ -89,8 +65,8 @@ async fn a_change_made_outside_marks_the_resource_drifted_until_it_is_applied_ag
         }
         std::fs::write(dir.join(file["path"].as_str().unwrap()), content).unwrap();
     }
-    terraform(&dir, &["init", "-input=false", "-no-color"]);
-    terraform(&dir, &["apply", "-input=false", "-auto-approve", "-no-color"]);
+    crate::support::plain_terraform_ok(&dir, &["init", "-input=false", "-no-color"]);
+    crate::support::plain_terraform_ok(&dir, &["apply", "-input=false", "-auto-approve", "-no-color"]);
 
     let r = checked(&w, &id).await;
     assert!(r["drifted_at"].is_string(), "not marked: {r}");

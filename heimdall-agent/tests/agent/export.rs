@@ -8,37 +8,10 @@ use crate::support::World;
 
 const RUN: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// Runs the pinned terraform in `dir` with the test's S3 keys; exit code and output.
-fn terraform(dir: &std::path::Path, args: &[&str]) -> (i32, String) {
-    let out = std::process::Command::new(crate::support::terraform())
-        .args(args)
-        .current_dir(dir)
-        .env("TF_CLI_CONFIG_FILE", crate::support::repo().join(".venv/terraformrc"))
-        .env("CHECKPOINT_DISABLE", "1")
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .output()
-        .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out.status.code().unwrap_or(-1), text)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exported_package_plans_no_change_against_the_real_state() {
     let w = World::new().await;
-    let owner = w.api.owner_token.clone();
-    // An account whose endpoint is in its own settings, as a user's would be.
-    w.post(
-        &owner,
-        "/v1/cloud-accounts",
-        json!({ "name": "moto", "provider": "aws", "region": "us-east-1", "state_bucket": w.bucket,
-            "state_endpoint": w.moto_url, "auth": { "kind": "oidc", "role_arn": "arn:aws:iam::123456789012:role/heimdall" } }),
-    )
-    .await;
-    w.post(&owner, "/v1/cloud-accounts/moto/links", json!({ "scope": "organization", "environment": "dev" }))
-        .await;
+    w.link_moto_account().await;
     let config = w.enroll("agent-1").await;
     let mut agent = w.run_agent(&config);
 
@@ -66,9 +39,10 @@ async fn an_exported_package_plans_no_change_against_the_real_state() {
     assert_eq!(names, ["README.md", "backend.tf", "main.tf", "outputs.tf", "terraform.tfvars.json"]);
     assert!(!package.to_string().contains("testing"), "a credential in the package");
 
-    let (code, out) = terraform(&dir, &["init", "-input=false", "-no-color"]);
+    let (code, out) = crate::support::plain_terraform(&dir, &["init", "-input=false", "-no-color"]);
     assert_eq!(code, 0, "{out}");
-    let (code, out) = terraform(&dir, &["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+    let (code, out) =
+        crate::support::plain_terraform(&dir, &["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
     assert_eq!(code, 0, "plain terraform plans a change against Heimdall's state: {out}");
     assert!(out.contains("No changes"), "{out}");
 

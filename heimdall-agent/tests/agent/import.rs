@@ -9,20 +9,6 @@ use crate::support::World;
 
 const RUN: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// Runs the pinned terraform in `dir`; panics on failure; its stdout.
-fn terraform(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new(crate::support::terraform())
-        .args(args)
-        .current_dir(dir)
-        .env("TF_CLI_CONFIG_FILE", crate::support::repo().join(".venv/terraformrc"))
-        .env("CHECKPOINT_DISABLE", "1")
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "terraform {args:?}: {stdout}{stderr}");
-    stdout.into_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_made_outside_comes_under_management_without_being_recreated() {
     let w = World::new().await;
@@ -36,9 +22,10 @@ async fn an_object_made_outside_comes_under_management_without_being_recreated()
         format!("module \"made\" {{\n  source = {module:?}\n  bucket = \"legacy-logs\"\n}}\noutput \"id\" {{\n  value = module.made.id\n}}\n"),
     )
     .unwrap();
-    terraform(&outside, &["init", "-input=false", "-no-color"]);
-    terraform(&outside, &["apply", "-input=false", "-auto-approve", "-no-color"]);
-    let made: serde_json::Value = serde_json::from_str(&terraform(&outside, &["output", "-json"])).unwrap();
+    crate::support::plain_terraform_ok(&outside, &["init", "-input=false", "-no-color"]);
+    crate::support::plain_terraform_ok(&outside, &["apply", "-input=false", "-auto-approve", "-no-color"]);
+    let made: serde_json::Value =
+        serde_json::from_str(&crate::support::plain_terraform_ok(&outside, &["output", "-json"])).unwrap();
     let object = made["id"]["value"].as_str().unwrap().to_owned();
 
     let config = w.enroll("agent-1").await;

@@ -55,6 +55,31 @@ pub fn s3_get(bucket: &str, key: &str) -> String {
     moto(&["cat", bucket, key])
 }
 
+/// Plain `terraform` (the pinned one) in `dir`, as a person runs it, with
+/// moto's test keys: its exit code and its output.
+pub fn plain_terraform(dir: &Path, args: &[&str]) -> (i32, String) {
+    let out = std::process::Command::new(terraform())
+        .args(args)
+        .current_dir(dir)
+        .env("TF_CLI_CONFIG_FILE", repo().join(".venv/terraformrc"))
+        .env("CHECKPOINT_DISABLE", "1")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// [`plain_terraform`] that must succeed; its output.
+pub fn plain_terraform_ok(dir: &Path, args: &[&str]) -> String {
+    let (code, text) = plain_terraform(dir, args);
+    assert_eq!(code, 0, "terraform {args:?}: {text}");
+    text
+}
+
 pub struct World {
     pub api: TestApi,
     pub http: reqwest::Client,
@@ -111,6 +136,19 @@ impl World {
             )
             .await;
         world
+    }
+
+    /// An AWS account named `moto` whose state endpoint is moto's in its
+    /// own settings (as a user's account names its store), linked for
+    /// `dev` in place of the world's: what plain `terraform` from an
+    /// exported package reaches too.
+    pub async fn link_moto_account(&self) {
+        let owner = self.api.owner_token.clone();
+        let account = json!({ "name": "moto", "provider": "aws", "region": "us-east-1", "state_bucket": self.bucket,
+            "state_endpoint": self.moto_url, "auth": { "kind": "oidc", "role_arn": "arn:aws:iam::123456789012:role/heimdall" } });
+        self.post(&owner, "/v1/cloud-accounts", account).await;
+        let link = json!({ "scope": "organization", "environment": "dev" });
+        self.post(&owner, "/v1/cloud-accounts/moto/links", link).await;
     }
 
     pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {

@@ -283,8 +283,12 @@ pub(crate) async fn queue_due_drift_checks(state: &AppState) -> Result<usize, Ap
         if !heimdall_core::drift::due(due.every_seconds, due.last, now) {
             continue;
         }
-        match queue_drift_check(state, due.org, due.resource, now).await {
-            Ok(()) => queued += 1,
+        let queue = async {
+            let resource = state.store.get_resource(due.org, due.resource).await?;
+            queue_drift_check(state, due.org, DRIFT_SCHEDULE, &resource, now).await
+        };
+        match queue.await {
+            Ok(_) => queued += 1,
             Err(why) => {
                 tracing::debug!(resource = %due.resource, reason = %why.message, "drift check not queued")
             }
@@ -293,21 +297,25 @@ pub(crate) async fn queue_due_drift_checks(state: &AppState) -> Result<usize, Ap
     Ok(queued)
 }
 
+/// Plans and applies a drift check of `resource` by `actor`; the job.
 async fn queue_drift_check(
     state: &AppState,
     org: OrgId,
-    id: ResourceId,
+    actor: &str,
+    resource: &Resource,
     now: OffsetDateTime,
-) -> Result<(), ApiError> {
-    let resource = state.store.get_resource(org, id).await?;
-    let placement = Placement::of_resource_in(state, org, &resource).await?;
+) -> Result<heimdall_core::infra::Job, ApiError> {
+    let placement = Placement::of_resource_in(state, org, resource).await?;
     let schema = state.store.get_schema(org, resource.schema_id).await?;
     let revisions = state.store.list_revisions(org, resource.id).await?;
     let jobs = state.store.list_jobs(org, Some(resource.id)).await?;
     let account = placement.account_in(state, org).await?;
-    let ctx = placement.context_as(DRIFT_SCHEDULE, account.as_ref(), now);
-    let plan = resources::drift_check(&resource, &schema, &revisions, &jobs, &ctx)?;
-    apply_as(state, org, DRIFT_SCHEDULE, &plan).await.map(drop)
+    let ctx = placement.context_as(actor, account.as_ref(), now);
+    let plan = resources::drift_check(resource, &schema, &revisions, &jobs, &ctx)?;
+    let job =
+        plan.job.clone().ok_or_else(|| ApiError::new(ErrorCode::Internal, "a drift check queues a job"))?;
+    apply_as(state, org, actor, &plan).await?;
+    Ok(job)
 }
 
 /// Queues a drift check (`resources::drift_check`): `202` with the job.
@@ -320,15 +328,8 @@ async fn drift_check(
     let resource = resolve(&state, &caller, &key).await?;
     let placement = Placement::of_resource(&state, &caller, &resource).await?;
     placement.authorize(&state, &caller, Action::ResourceWrite, Some(resource.id)).await?;
-    let schema = state.store.get_schema(caller.org.id, resource.schema_id).await?;
-    let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
-    let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
-    let account = placement.account(&state, &caller).await?;
-    let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
-    let plan = resources::drift_check(&resource, &schema, &revisions, &jobs, &ctx)?;
     let job =
-        plan.job.clone().ok_or_else(|| ApiError::new(ErrorCode::Internal, "a drift check queues a job"))?;
-    apply(&state, &caller, &plan).await?;
+        queue_drift_check(&state, caller.org.id, &caller.member.email, &resource, state.clock.now()).await?;
     Ok((StatusCode::ACCEPTED, Json(job)))
 }
 
