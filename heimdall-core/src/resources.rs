@@ -246,10 +246,7 @@ pub fn approve(
     ctx: &Context<'_>,
 ) -> Result<ResourcePlan, ApiError> {
     let decision = decision(revisions, &request, Verdict::Approve, ctx)?;
-    let revision = revisions
-        .iter()
-        .find(|r| r.number == request.revision)
-        .ok_or_else(|| ApiError::not_found("revision"))?;
+    let revision = numbered(revisions, request.revision)?;
     let job = job_for(resource, schema, revision, JobOperation::Apply, ctx)?;
     let detail = json!({ "revision": request.revision, "reason": request.reason });
     let mut plan = ResourcePlan::new(
@@ -392,10 +389,7 @@ pub fn drift_check(
     ctx: &Context<'_>,
 ) -> Result<ResourcePlan, ApiError> {
     crate::drift::check_allowed(resource, jobs)?;
-    let revision = revisions
-        .iter()
-        .find(|r| r.number == resource.revision)
-        .ok_or_else(|| ApiError::not_found("revision"))?;
+    let revision = numbered(revisions, resource.revision)?;
     let job = job_for(resource, schema, revision, JobOperation::DriftCheck, ctx)?;
     let detail = json!({ "revision": revision.number, "job": job.id });
     let mut plan = ResourcePlan::new(
@@ -473,6 +467,11 @@ pub fn job_for(
         agent: None,
         state_lock_id: None,
     })
+}
+
+/// Revision `number` of the Resource, else `NOT_FOUND`.
+fn numbered(revisions: &[Revision], number: i64) -> Result<&Revision, ApiError> {
+    revisions.iter().find(|r| r.number == number).ok_or_else(|| ApiError::not_found("revision"))
 }
 
 fn check_region(region: Option<&str>) -> Result<(), ApiError> {
