@@ -137,6 +137,11 @@ pub struct TerraformPin {
     /// AWS credentials and proxy settings (`heimdall_core::runner::PASSED_ENV`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_env: Vec<String>,
+    /// Terraform's CLI configuration (`TF_CLI_CONFIG_FILE`), e.g. a
+    /// `provider_installation` block naming a local mirror, so providers
+    /// install with no registry in reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cli_config: Option<PathBuf>,
 }
 
 /// Module sources this Agent agrees to run (globs, e.g.

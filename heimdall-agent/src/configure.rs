@@ -40,6 +40,10 @@ pub struct Settings {
     /// (repeatable; replaces the list).
     #[arg(long = "local-api-name", value_name = "NAME")]
     pub local_api_names: Vec<String>,
+    /// Terraform's CLI configuration file (TF_CLI_CONFIG_FILE for every
+    /// job), e.g. one that installs providers from a local mirror.
+    #[arg(long, value_name = "PATH")]
+    pub terraform_cli_config: Option<PathBuf>,
 }
 
 /// What changed, and the configuration as it now is.
@@ -95,6 +99,12 @@ pub fn print(done: &Configured, json: bool) {
 }
 
 fn apply(config: &mut AgentConfig, s: &Settings) -> Result<(), String> {
+    if let Some(file) = &s.terraform_cli_config {
+        if !file.is_file() {
+            return Err(format!("--terraform-cli-config {}: no such file", file.display()));
+        }
+        config.terraform.cli_config = Some(file.clone());
+    }
     if let Some(url) = &s.api_url {
         config.api_url = url.trim_end_matches('/').to_owned();
     }
@@ -291,6 +301,14 @@ mod tests {
         let moved = configure(&path, &moved).unwrap();
         assert_eq!(moved.changed, ["api_url"]);
         assert_eq!(AgentConfig::load(&path).unwrap().api_url, "https://127.0.0.1:9481");
+
+        // Terraform's CLI configuration: a file that is there, or nothing changes.
+        let rc = dir.path().join("mirror.tfrc");
+        let mirror = Settings { terraform_cli_config: Some(rc.clone()), ..Settings::default() };
+        assert!(configure(&path, &mirror).unwrap_err().contains("no such file"));
+        std::fs::write(&rc, "provider_installation {}\n").unwrap();
+        assert_eq!(configure(&path, &mirror).unwrap().changed, ["terraform.cli_config"]);
+        assert_eq!(AgentConfig::load(&path).unwrap().terraform.cli_config, Some(rc));
     }
 
     #[test]

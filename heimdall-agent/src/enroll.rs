@@ -39,14 +39,51 @@ pub fn take_registration_token() -> Result<Zeroizing<String>, String> {
     Ok(token)
 }
 
-/// `terraform` → the first match on PATH (so the pin names a real file).
-pub fn resolve_on_path(program: &Path) -> PathBuf {
-    if program.components().count() > 1 {
-        return program.to_path_buf();
-    }
-    std::env::var_os("PATH")
-        .and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(program)).find(|p| p.is_file()))
-        .unwrap_or_else(|| program.to_path_buf())
+/// Where to look for Terraform when `--terraform` is not given.
+pub const TERRAFORM_ENV: &str = "HEIMDALL_TERRAFORM";
+
+/// The Terraform to pin: `flag`, else `$HEIMDALL_TERRAFORM` (`env`), else
+/// the first of `candidates` that is executable, else `terraform` on `path`.
+/// A bare name is looked up on `path`; a relative path is taken from `cwd`.
+/// A path asked for by name that is not there is an error; finding none by
+/// looking is `Ok(None)`.
+pub fn locate_terraform(
+    flag: Option<&Path>,
+    env: Option<std::ffi::OsString>,
+    candidates: &[PathBuf],
+    cwd: &Path,
+    path: Option<std::ffi::OsString>,
+) -> Result<Option<PathBuf>, String> {
+    let on_path = |name: &str| {
+        let dirs: Vec<PathBuf> =
+            path.as_ref().map(|p| std::env::split_paths(p).collect()).unwrap_or_default();
+        dirs.into_iter().map(|dir| cwd.join(dir).join(name)).find(|p| is_executable(p))
+    };
+    let env = env.filter(|v| !v.is_empty()).map(PathBuf::from);
+    let Some((named, from)) =
+        flag.map(|p| (p.to_path_buf(), "--terraform")).or(env.map(|p| (p, TERRAFORM_ENV)))
+    else {
+        let found = candidates.iter().map(|c| cwd.join(c)).find(|c| is_executable(c));
+        return Ok(found.or_else(|| on_path("terraform")));
+    };
+    let found = match named.components().count() {
+        1 => on_path(&named.to_string_lossy()),
+        _ => Some(cwd.join(&named)).filter(|p| is_executable(p)),
+    };
+    found.map(Some).ok_or_else(|| format!("{from} {}: not an executable file", named.display()))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// No Terraform anywhere it was looked for, and what to do about it.
+pub fn no_terraform(looked: &str) -> String {
+    format!(
+        "no terraform found (looked for --terraform, ${TERRAFORM_ENV}, {looked}terraform on PATH); install \
+         Terraform (in the Heimdall repository: bash scripts/install-test-tools.sh) or pass --terraform PATH"
+    )
 }
 
 /// What `heimdall-agent enroll` was told besides the token.
@@ -185,7 +222,13 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
         ca: data.join("ca.pem"),
         work_dir: data.join("work"),
         concurrency: options.concurrency,
-        terraform: TerraformPin { path: options.terraform.clone(), version, sha256, pass_env: Vec::new() },
+        terraform: TerraformPin {
+            path: options.terraform.clone(),
+            version,
+            sha256,
+            pass_env: Vec::new(),
+            cli_config: None,
+        },
         modules: Modules { allowed_sources: options.allowed_modules, by_type: Default::default() },
         state: options.state,
         federation: Default::default(),

@@ -11,6 +11,7 @@ pub mod channel;
 pub mod config;
 pub mod configure;
 pub mod crypto;
+pub mod dev;
 pub mod enroll;
 pub mod grant;
 pub mod job_credentials;

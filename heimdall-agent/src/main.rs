@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use heimdall_agent::configure::{self, Settings};
-use heimdall_agent::{config::StateConfig, enroll, runtime};
+use heimdall_agent::{config::StateConfig, dev, enroll, runtime};
 use tracing_subscriber::EnvFilter;
 
 /// mimalloc: the read path allocates per request (TLS records, HTTP,
@@ -43,9 +43,10 @@ enum Command {
         /// Where the key, certificate and agent.toml go.
         #[arg(long)]
         data: PathBuf,
-        /// The terraform executable to pin (its SHA-256 is recorded).
-        #[arg(long, default_value = "terraform")]
-        terraform: PathBuf,
+        /// The terraform executable to pin (its SHA-256 is recorded);
+        /// default: $HEIMDALL_TERRAFORM, else terraform on PATH.
+        #[arg(long)]
+        terraform: Option<PathBuf>,
         /// Module sources this Agent runs (glob; repeatable).
         #[arg(long = "allow-module")]
         allow_module: Vec<String>,
@@ -69,6 +70,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Make the Agent of `heimdall dev` ready under its data directory:
+    /// enroll once (the token as for `enroll`), then configure this start.
+    /// Prints JSON. `heimdall dev` runs this; people need not.
+    #[command(hide = true)]
+    DevSetup(dev::DevSetup),
     /// Run jobs (and serve values, with [values] and [local_api]) until SIGTERM or Ctrl-C.
     Run {
         /// The agent.toml written by `enroll`.
@@ -91,6 +97,7 @@ fn main() -> ExitCode {
                 block_on(runtime::run(prepared, clock, heimdall_tls::server::shutdown_signal()))
             })
         }
+        Command::DevSetup(options) => return dev::main(&options),
         Command::Configure { config, settings, json } => {
             configure::configure(&config, &settings).map(|done| configure::print(&done, json))
         }
@@ -104,11 +111,15 @@ fn main() -> ExitCode {
             local_state,
             concurrency,
         } => enroll::take_registration_token().and_then(|token| {
+            let (env, path, cwd) =
+                (std::env::var_os(enroll::TERRAFORM_ENV), std::env::var_os("PATH"), ".".as_ref());
+            let terraform = enroll::locate_terraform(terraform.as_deref(), env, &[], cwd, path)?
+                .ok_or_else(|| enroll::no_terraform(""))?;
             let options = enroll::EnrollOptions {
                 api,
                 ca_sha256,
                 data,
-                terraform: enroll::resolve_on_path(&terraform),
+                terraform,
                 allowed_modules: allow_module,
                 state: StateConfig { s3_endpoint, local_dir: local_state },
                 concurrency,

@@ -49,7 +49,7 @@ pub async fn identify(path: &Path) -> Result<(String, String), String> {
     let sha = sha256_file(path).await.map_err(|e| {
         format!("{e}\nInstall Terraform first (for tests here: bash scripts/install-test-tools.sh) and pass --terraform PATH")
     })?;
-    let env = job_env(std::env::vars_os(), &[], None, &std::env::temp_dir());
+    let env = job_env(std::env::vars_os(), &[], None, &std::env::temp_dir(), None);
     let out = command(path, &std::env::temp_dir(), &env)
         .args(["version", "-json"])
         .output()
@@ -554,7 +554,8 @@ pub async fn execute(
     let secret_vars: Vec<&str> = secret_inputs.iter().map(|(v, _)| v.as_str()).collect();
     let tf = &config.terraform.path;
     let refused = config.values.as_ref().and_then(|v| v.master_key_env.as_deref());
-    let env = with_job(job_env(std::env::vars_os(), &config.terraform.pass_env, refused, dir), request);
+    let (pass, rc) = (&config.terraform.pass_env, config.terraform.cli_config.as_deref());
+    let env = with_job(job_env(std::env::vars_os(), pass, refused, dir, rc), request);
     let env = match credentials {
         Some(credentials) => with_credentials(env, dir, credentials).map_err(RunFailure::failed)?,
         None => env,

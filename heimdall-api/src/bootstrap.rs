@@ -49,3 +49,47 @@ pub async fn bootstrap(
     store.bootstrap(&org, &owner, &new_token, event).await?;
     Ok(Bootstrapped { organization: org, owner, token: token.expose().clone() })
 }
+
+/// Where `heimdall-api bootstrap --token-file` puts the owner's token:
+/// made (empty, mode 0600) before the organization is, so that a file that
+/// cannot be made stops the bootstrap before it starts; removed again if the
+/// bootstrap fails.
+#[derive(Debug)]
+pub struct TokenFile {
+    pub path: std::path::PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl TokenFile {
+    pub fn create(path: &std::path::Path) -> Result<Self, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path);
+        let file = file.map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        Ok(Self { path: path.to_owned(), file: Some(file) })
+    }
+
+    /// Writes the token and a newline; returns where.
+    pub fn write(mut self, token: &str) -> Result<std::path::PathBuf, String> {
+        use std::io::Write;
+        let file = self.file.take();
+        let written = file.map(|mut f| {
+            f.write_all(token.as_bytes()).and_then(|()| f.write_all(b"\n")).and_then(|()| f.sync_all())
+        });
+        match written {
+            Some(Ok(())) => Ok(self.path.clone()),
+            _ => Err(format!(
+                "cannot write {}; the organization was created, its token is lost",
+                self.path.display()
+            )),
+        }
+    }
+}
+
+impl Drop for TokenFile {
+    /// A file never written (the bootstrap failed) is removed.
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}

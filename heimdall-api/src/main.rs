@@ -82,6 +82,10 @@ enum Command {
         /// The owner's email.
         #[arg(long)]
         owner: String,
+        /// Write the owner's token to this new file (mode 0600) instead of
+        /// printing it. An existing file is refused before anything is created.
+        #[arg(long, value_name = "PATH")]
+        token_file: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Output::Table)]
         output: Output,
     },
@@ -255,32 +259,35 @@ async fn run(cli: Cli) -> Result<(), RunError> {
             tracing::info!("heimdall-api stopped");
             Ok(())
         }
-        Command::Bootstrap { database_url, config: file, org, owner, output } => {
+        Command::Bootstrap { database_url, config: file, org, owner, token_file, output } => {
             let config = config(database_url, None, file)?;
             let store = open(&config).await?;
-            let done = heimdall_api::bootstrap::bootstrap(&store, &SystemClock, &org, &owner)
-                .await
-                .map_err(|e| (e.code.as_str(), e.message))?;
-            match output {
-                Output::Json => {
-                    let json =
-                        serde_json::to_string_pretty(&done).map_err(|e| ("INTERNAL", e.to_string()))?;
-                    println!("{json}");
-                }
-                Output::Table => {
-                    println!("✓ Organization created: {} ({})", done.organization.name, done.organization.id);
-                    println!("✓ Owner: {}", done.owner.email);
-                    println!();
-                    println!("Owner API token (shown once, store it now):");
-                    println!("  {}", done.token);
-                    println!();
+            let token_out = token_file.as_deref().map(heimdall_api::bootstrap::TokenFile::create).transpose();
+            let token_out = token_out.map_err(|e| ("INVALID_INPUT", e))?;
+            let done = heimdall_api::bootstrap::bootstrap(&store, &SystemClock, &org, &owner).await;
+            store.close().await;
+            let done = done.map_err(|e| (e.code.as_str(), e.message))?;
+            let written = token_out.map(|out| out.write(&done.token)).transpose();
+            let written = written.map_err(|e| ("INTERNAL", e))?;
+            let (org, owner) = (&done.organization, &done.owner);
+            match (output, written) {
+                (Output::Json, None) => print_json(&done)?,
+                (Output::Json, Some(path)) => print_json(
+                    &serde_json::json!({ "organization": org, "owner": owner, "token_file": path }),
+                )?,
+                (Output::Table, written) => {
+                    println!("✓ Organization created: {} ({})", org.name, org.id);
+                    println!("✓ Owner: {}", owner.email);
+                    match written {
+                        Some(path) => println!("✓ Owner API token written to {} (mode 0600)", path.display()),
+                        None => println!("\nOwner API token (shown once, store it now):\n  {}\n", done.token),
+                    }
                     println!(
                         "Next: heimdall login --api-url https://{} (the token on standard input)",
                         config.listen
                     );
                 }
             }
-            store.close().await;
             Ok(())
         }
         Command::RotateOidcKey { ca_dir } => {
@@ -310,4 +317,9 @@ fn listen_port(listen: &str) -> &str {
 async fn shutdown_signal() {
     heimdall_tls::server::shutdown_signal().await;
     tracing::info!("shutting down");
+}
+
+fn print_json(value: &impl serde::Serialize) -> Result<(), (&'static str, String)> {
+    println!("{}", serde_json::to_string_pretty(value).map_err(|e| ("INTERNAL", e.to_string()))?);
+    Ok(())
 }

@@ -9,6 +9,8 @@ mod access;
 mod agents;
 #[path = "api/bodies.rs"]
 mod bodies;
+#[path = "api/bootstrap.rs"]
+mod bootstrap;
 #[path = "api/http.rs"]
 mod http;
 #[path = "api/infra.rs"]

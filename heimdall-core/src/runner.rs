@@ -75,6 +75,13 @@ pub fn check_run(
     at_its_version(module)
 }
 
+/// The allowlist glob for every module under the directory `dir`, in the
+/// glob dialect [`check_run`] matches with (`dir`'s own glob characters
+/// taken literally).
+pub fn modules_under(dir: &str) -> String {
+    format!("{}/**", globset::escape(dir.trim_end_matches('/')))
+}
+
 /// The module as Terraform must fetch it: a git source at its version
 /// (`?ref=<version>` added; another `ref` refused), anything else as is
 /// (registry sources take `version` in the module block). The Agent runs
@@ -179,12 +186,14 @@ pub const PASSED_ENV: &[&str] = &[
 /// `HOME` (the job's directory), `TF_*` but `TF_VAR_*`, what
 /// [`PASSED_ENV`] and the operator's `[terraform] pass_env` name, and the
 /// automation switches. `refused` (the master key's variable) never
-/// passes, whatever lists it.
+/// passes, whatever lists it. The Agent's `[terraform] cli_config`, when
+/// set, is `TF_CLI_CONFIG_FILE`, over the Agent's own.
 pub fn job_env(
     vars: impl IntoIterator<Item = (OsString, OsString)>,
     pass_env: &[String],
     refused: Option<&str>,
     home: &Path,
+    cli_config: Option<&Path>,
 ) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = vars
         .into_iter()
@@ -202,6 +211,9 @@ pub fn job_env(
     env.push(("HOME".into(), home.as_os_str().to_owned()));
     for (name, value) in [("TF_IN_AUTOMATION", "1"), ("TF_INPUT", "0"), ("CHECKPOINT_DISABLE", "1")] {
         set(&mut env, name, value.into());
+    }
+    if let Some(file) = cli_config {
+        set(&mut env, "TF_CLI_CONFIG_FILE", file.as_os_str().to_owned());
     }
     env
 }

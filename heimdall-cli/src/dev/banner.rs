@@ -1,14 +1,14 @@
 //! What `heimdall dev` prints once it runs: the banner and its tours, or
 //! with `--output json` the same facts as one object. What the Agent runs
-//! comes from the settings `heimdall-agent configure --json` printed.
+//! comes from the settings `heimdall-agent dev-setup` printed.
 
 use std::io::Write;
 use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::agent::{AgentState, AGENT_LOG_FILE, AGENT_NAME, DEV_SYNC_SECONDS};
-use super::{Dev, DEV_PROFILE, LOG_FILE, STATE_DIR};
+use super::agent::{AgentState, AGENT_LOG_FILE, AGENT_NAME};
+use super::{Dev, DEV_PROFILE, LOG_FILE};
 use crate::error::Result;
 use crate::output::timestamp;
 
@@ -44,8 +44,13 @@ pub(super) fn print(dev: &Dev, agent: &AgentState, json: bool) -> Result<()> {
         )
     });
     let running = matches!(agent, AgentState::Running { .. });
-    let infra = if running { infra_tour(&dev.cwd, data) } else { String::new() };
-    let secrets = agent.local_api_url().map_or(String::new(), secrets_tour);
+    let (infra, secrets) = match agent {
+        AgentState::Running { config, .. } => (
+            infra_tour(&dev.cwd, &text(&config["state"]["local_dir"])),
+            secrets_tour(&text(&config["local_api"]["url"]), &config["values"]["sync_seconds"]),
+        ),
+        AgentState::Off(_) => (String::new(), String::new()),
+    };
     let shown = running || agent_log.exists();
     let agent_log = if shown { format!("Agent log: {}\n", agent_log.display()) } else { String::new() };
     let text = format!(
@@ -73,7 +78,7 @@ pub(super) fn print(dev: &Dev, agent: &AgentState, json: bool) -> Result<()> {
         email = me.member.email,
         role = me.member.role,
         org = me.organization.name,
-        agent_status = agent_banner(agent, data),
+        agent_status = agent_banner(agent),
         log = log.display(),
     );
     let mut stdout = std::io::stdout().lock();
@@ -81,8 +86,12 @@ pub(super) fn print(dev: &Dev, agent: &AgentState, json: bool) -> Result<()> {
     Ok(stdout.flush()?)
 }
 
+fn text(v: &Value) -> String {
+    v.as_str().unwrap_or("?").to_owned()
+}
+
 /// The Agent's lines of the banner: what it runs, or why there is none.
-fn agent_banner(agent: &AgentState, data: &Path) -> String {
+fn agent_banner(agent: &AgentState) -> String {
     let (config_file, config, enrolled_now) = match agent {
         AgentState::Running { config_file, config, enrolled_now, .. } => (config_file, config, *enrolled_now),
         AgentState::Off(off) => {
@@ -94,7 +103,6 @@ fn agent_banner(agent: &AgentState, data: &Path) -> String {
             )
         }
     };
-    let text = |v: &Value| v.as_str().unwrap_or("?").to_owned();
     let terraform =
         format!("{} ({})", text(&config["terraform"]["version"]), text(&config["terraform"]["path"]));
     let modules: Vec<&str> = config["modules"]["allowed_sources"]
@@ -109,7 +117,7 @@ fn agent_banner(agent: &AgentState, data: &Path) -> String {
          \x20 (state in {state_dir}; settings in {config})\n\
          ✓ Agent local API at {url} (values encrypted in {db})\n",
         state = if enrolled_now { "enrolled and running" } else { "running" },
-        state_dir = data.join(STATE_DIR).display(),
+        state_dir = text(&config["state"]["local_dir"]),
         config = config_file.display(),
         url = text(&config["local_api"]["url"]),
         db = text(&config["values"]["sqlite_path"]),
@@ -125,7 +133,7 @@ fn describe(agent: &AgentState, data: &Path) -> Value {
             "enrolled_now": enrolled_now,
             "config_file": config_file,
             "log_file": data.join(AGENT_LOG_FILE),
-            "state_dir": data.join(STATE_DIR),
+            "state_dir": config["state"]["local_dir"],
             "local_api_url": agent.local_api_url(),
             "values_file": config["values"]["sqlite_path"],
         }),
@@ -137,7 +145,7 @@ fn describe(agent: &AgentState, data: &Path) -> Value {
 /// linked for the environment even though, in dev, it keeps state on disk.
 /// Uses the repository's example schema and offline module when `heimdall
 /// dev` runs in the Heimdall repository.
-fn infra_tour(cwd: &Path, data: &Path) -> String {
+fn infra_tour(cwd: &Path, state_dir: &str) -> String {
     let (schema, module) =
         (cwd.join("examples/schemas/bucket.json"), cwd.join("tests/fixtures/modules/bucket"));
     let (schema, module, kind, name, input) = if schema.is_file() && module.join("main.tf").is_file() {
@@ -163,47 +171,20 @@ fn infra_tour(cwd: &Path, data: &Path) -> String {
          \x20 heimdall cloud-account link local --scope organization --environment dev\n\
          \x20 heimdall schema create --type {kind} --input-schema {schema} --module-source {module} --module-version 1.0.0\n\
          \x20 heimdall resource create --component api --schema {kind} --environment dev --name {name} --input '{input}' --wait\n",
-        state = data.join(STATE_DIR).display(),
+        state = state_dir,
     )
 }
 
 /// The secret half of the banner's "Try": the value goes to the Agent's
 /// local API and is read back from it; the API only numbers versions and
 /// keeps the trail.
-fn secrets_tour(local_api_url: &str) -> String {
+fn secrets_tour(local_api_url: &str, sync_seconds: &Value) -> String {
     format!(
         "\n\
          Then a secret, whose value only the Agent holds (its local API: {local_api_url}):\n\
          \x20 heimdall secret create db-password\n\
          \x20 printf 's3cret-value' | heimdall secret set db-password --environment dev\n\
          \x20 heimdall secret get db-password --environment dev\n\
-         \x20 heimdall secret access-log db-password   # reads arrive with the Agent's next sync ({DEV_SYNC_SECONDS} s)\n"
+         \x20 heimdall secret access-log db-password   # reads arrive with the Agent's next sync ({sync_seconds} s)\n"
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::agent::{Off, INSTALL_TERRAFORM};
-    use super::*;
-
-    #[test]
-    fn the_banner_shows_the_secrets_tour_or_what_to_do_without_an_agent() {
-        let tour = secrets_tour("https://127.0.0.1:7482");
-        assert!(tour.contains("its local API: https://127.0.0.1:7482"), "{tour}");
-        assert!(tour.contains("printf 's3cret-value' | heimdall secret set db-password --environment dev"));
-        let infra = infra_tour(Path::new("/repo"), Path::new("/data"));
-        assert!(infra.contains("heimdall environment assign-agent dev dev"), "{infra}");
-        assert!(infra.contains("--auth static --secret aws-dev"), "{infra}");
-
-        let off = AgentState::Off(Off { why: "no terraform found".into(), fix: INSTALL_TERRAFORM.into() });
-        let banner = agent_banner(&off, Path::new("/data"));
-        assert!(
-            banner.starts_with("! No Agent: no terraform found.\n") && banner.contains("jobs stay queued")
-        );
-        assert!(
-            banner.contains("bash scripts/install-test-tools.sh")
-                && banner.contains("restart `heimdall dev`")
-        );
-        assert_eq!(describe(&off, Path::new("/data"))["running"], false);
-    }
 }

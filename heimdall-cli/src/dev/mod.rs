@@ -1,47 +1,35 @@
 //! `heimdall dev`: the quickstart. Runs `heimdall-api` on SQLite under a
-//! data directory, bootstraps an organization once, makes a `dev` profile
-//! current (with a client certificate, renewed on every start before the
-//! Agent starts, so that its first sync knows it), runs an Agent enrolled
-//! with that organization, and stays in the foreground until Ctrl-C,
+//! data directory (bootstrapped once: `owner.token` holds the owner's
+//! token), makes a `dev` profile current with a client certificate (renewed
+//! on every start, before the Agent starts, so that its first sync knows
+//! it), runs the dev Agent (`heimdall-agent dev-setup` keeps its files
+//! under the same directory), and stays in the foreground until Ctrl-C,
 //! SIGTERM or SIGHUP. It spawns, supervises and prints: the API and the
 //! Agent write their own files.
 //!
-//! The data directory holds `heimdall.db` (the API's database),
-//! `owner.token` (the owner's token, mode 0600, written once by the
-//! bootstrap; its presence means "already bootstrapped"), `api.log`, `ca/`
-//! (the installation CA, made by the API), `agent/` (the Agent's key,
-//! certificate and `agent.toml`, written once by `heimdall-agent enroll`:
-//! `agent/agent.toml` means "already enrolled"; `heimdall-agent configure`
-//! points it at this run on every start), `state/` (Terraform state, one
-//! file per Resource: the dev Agent uses Terraform's local backend, so no
-//! bucket is needed), `agent.log`, `agent-values.db` (the Agent's encrypted
-//! value store) and `master.key` (its 32-byte master key as hex, mode 0600,
-//! made once by `heimdall-agent configure --create-master-key`).
-//!
 //! The API listens on `--listen`, the Agent channel (mTLS) on the next port
-//! and the Agent's local API (where values are written and read) on the one
-//! after. The children run in their own process groups, so a Ctrl-C in the
-//! terminal reaches only `heimdall dev`, which stops them in order: the
-//! Agent (it finishes the jobs it is running, for up to 30 s), then the API.
+//! and the Agent's local API on the one after. The children run in their
+//! own process groups, so a Ctrl-C in the terminal reaches only `heimdall
+//! dev`, which stops them in order: the Agent (it finishes the jobs it is
+//! running, for up to 30 s), then the API.
 
 mod agent;
 mod banner;
 mod supervisor;
 
-use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use heimdall_core::wire::{Bootstrapped, IssuedCertificate, WhoAmI};
+use heimdall_core::wire::{IssuedCertificate, WhoAmI};
 use heimdall_core::{ErrorCode, Redacted};
 use heimdall_sdk::Client;
 use tokio::process::Command;
 
 use crate::args::DevArgs;
 use crate::commands::Context;
-use crate::config::{self, Config, Profile};
+use crate::config::{Config, Profile};
 use crate::error::{CliError, Result};
 use agent::AgentState;
 use supervisor::{tail_block, Service, Signals};
@@ -49,7 +37,6 @@ use supervisor::{tail_block, Service, Signals};
 const DEV_PROFILE: &str = "dev";
 const API_BINARY: &str = "heimdall-api";
 const LOG_FILE: &str = "api.log";
-const STATE_DIR: &str = "state";
 
 /// What this start set up, and where.
 struct Dev {
@@ -94,12 +81,7 @@ pub async fn run(ctx: &Context, args: DevArgs) -> Result<()> {
 }
 
 async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, PathBuf)> {
-    let api_binary = locate_binary(API_BINARY).ok_or_else(|| {
-        CliError::local(format!(
-            "cannot find the `{API_BINARY}` binary next to `heimdall` or on PATH; \
-             build it with `cargo build -p heimdall-api` (it lands next to `heimdall`)"
-        ))
-    })?;
+    let api_binary = locate_binary(API_BINARY);
     let (dir, config_dir) = (&args.data, ctx.config_dir()?);
     let cwd = std::env::current_dir()
         .map_err(|err| CliError::local(format!("cannot tell the current directory: {err}")))?;
@@ -117,11 +99,7 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, Pa
     })?;
     ensure_port_free(args.listen, "--listen")?;
     ensure_port_free(agent_listen, "the Agent channel, on the port after --listen's")?;
-    // Before anything runs: a wrong --terraform is a usage error.
-    let plan = agent::plan(args, &data, &cwd)?;
-    if plan.is_ok() {
-        ensure_port_free(local_api, "the Agent's local API, two ports after --listen's")?;
-    }
+    ensure_port_free(local_api, "the Agent's local API, two ports after --listen's")?;
 
     let token = ensure_bootstrapped(&api_binary, &data, &database_url).await?;
     let agent_url = format!("https://{}", client_addr(agent_listen));
@@ -167,69 +145,66 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, Pa
         })
         .ok();
     let dev = Dev { data, cwd, config_dir, config_file, api_url, agent_url, local_api, me, certificate };
-    let agent = agent::start(plan, &client, &dev).await;
+    let agent = agent::start(args, &client, &dev).await;
     banner::print(&dev, &agent, ctx.out.is_json())?;
     Ok((api, agent, dev.data))
 }
 
 /// The owner's token: read from `DIR/owner.token`, or made by running
-/// `heimdall-api bootstrap` once and kept there (0600).
+/// `heimdall-api bootstrap --token-file` once (the API writes it, 0600).
 async fn ensure_bootstrapped(api_binary: &Path, data: &Path, database_url: &str) -> Result<Redacted<String>> {
     let (token_path, start_over) =
         (data.join("owner.token"), format!("remove {} to start over", data.display()));
+    if !token_path.exists() {
+        let mut command = Command::new(api_binary);
+        command.args([
+            "bootstrap",
+            "--database-url",
+            database_url,
+            "--org",
+            "dev",
+            "--owner",
+            "dev@localhost",
+        ]);
+        command.arg("--token-file").arg(&token_path).stdin(std::process::Stdio::null()).kill_on_drop(true);
+        let output = command.output().await;
+        let output = output.map_err(|err| {
+            CliError::local(format!("cannot run {}: {err}; {}", api_binary.display(), build_hint(API_BINARY)))
+        })?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() && stderr.contains(ErrorCode::AlreadyBootstrapped.as_str()) {
+            let (db, token) = (data.join("heimdall.db"), token_path.display());
+            let why = format!(
+                "{} was bootstrapped before, but {token} is gone, so the owner's token is lost; {start_over}",
+                db.display()
+            );
+            return Err(CliError::local(why));
+        } else if !output.status.success() {
+            let tail = tail_block(stderr.lines().map(str::to_owned), None);
+            return Err(CliError::local(format!(
+                "`{API_BINARY} bootstrap` failed ({}){tail}",
+                output.status
+            )));
+        }
+    }
     match std::fs::read_to_string(&token_path) {
-        Ok(text) if !text.trim().is_empty() => return Ok(Redacted::new(text.trim().to_owned())),
-        Ok(_) => return Err(CliError::local(format!("{} is empty; {start_over}", token_path.display()))),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-        Err(err) => return Err(CliError::local(format!("cannot read {}: {err}", token_path.display()))),
+        Ok(text) if !text.trim().is_empty() => Ok(Redacted::new(text.trim().to_owned())),
+        Ok(_) => Err(CliError::local(format!("{} is empty; {start_over}", token_path.display()))),
+        Err(err) => Err(CliError::local(format!("cannot read {}: {err}", token_path.display()))),
     }
-    let mut command = Command::new(api_binary);
-    command.args(["bootstrap", "--database-url", database_url, "--org", "dev", "--owner", "dev@localhost"]);
-    let output =
-        command.args(["--output", "json"]).stdin(std::process::Stdio::null()).kill_on_drop(true).output();
-    let output =
-        output.await.map_err(|err| CliError::local(format!("cannot run {}: {err}", api_binary.display())))?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() && stderr.contains(ErrorCode::AlreadyBootstrapped.as_str()) {
-        let (db, token) = (data.join("heimdall.db"), token_path.display());
-        let why = format!(
-            "{} was bootstrapped before, but {token} is gone, so the owner's token is lost; {start_over}",
-            db.display()
-        );
-        return Err(CliError::local(why));
-    } else if !output.status.success() {
-        let tail = tail_block(stderr.lines().map(str::to_owned), None);
-        return Err(CliError::local(format!("`{API_BINARY} bootstrap` failed ({}){tail}", output.status)));
-    }
-    // stdout holds the token: never quote it in an error.
-    let bootstrapped: Bootstrapped = serde_json::from_slice(&output.stdout).map_err(|_| {
-        CliError::local(format!(
-            "`{API_BINARY} bootstrap` succeeded but its output is not the expected JSON; {start_over}"
-        ))
-    })?;
-    let token = Redacted::new(bootstrapped.token.clone());
-    let mut contents = format!("{}\n", token.expose());
-    let written = config::write_private(data, &token_path, contents.as_bytes());
-    zeroize::Zeroize::zeroize(&mut contents);
-    written.map(|()| token)
 }
 
-/// `name` next to this executable (as `cargo build` lays them out), else on `PATH`.
-fn locate_binary(name: &str) -> Option<PathBuf> {
+/// `name` next to this executable (as `cargo build` lays them out), else
+/// the bare name, for `PATH`.
+fn locate_binary(name: &str) -> PathBuf {
     let name = format!("{name}{}", std::env::consts::EXE_SUFFIX);
     let sibling = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join(&name)));
-    let cwd = std::env::current_dir().unwrap_or_default();
-    sibling.filter(|p| is_executable(p)).or_else(|| on_path(&name, std::env::var_os("PATH"), &cwd))
+    sibling.filter(|p| p.is_file()).unwrap_or_else(|| name.into())
 }
 
-/// The first executable `name` in the directories of `path_env`, made absolute against `cwd`.
-fn on_path(name: &str, path_env: Option<OsString>, cwd: &Path) -> Option<PathBuf> {
-    let dirs: Vec<PathBuf> = path_env.map(|path| std::env::split_paths(&path).collect()).unwrap_or_default();
-    dirs.into_iter().map(|dir| cwd.join(dir).join(name)).find(|p| is_executable(p))
-}
-
-fn is_executable(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+/// What to do when `binary` cannot be run.
+fn build_hint(binary: &str) -> String {
+    format!("build it with `cargo build -p {binary}` (it lands next to `heimdall`), or put it on PATH")
 }
 
 fn ensure_port_free(addr: SocketAddr, what: &str) -> Result<()> {

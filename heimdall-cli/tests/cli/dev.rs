@@ -28,24 +28,15 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root");
     // Physical paths, as the current directory of `heimdall dev` is.
     let repo = repo.canonicalize().expect("repo root");
-    let with_terraform = repo.join(".venv/bin/terraform").exists();
-    if !with_terraform {
-        eprintln!(
-            "NOTE: {} is missing (bash scripts/install-test-tools.sh): the Agent and Resource checks are skipped",
-            repo.join(".venv/bin/terraform").display()
-        );
-    }
+    assert!(
+        repo.join(".venv/bin/terraform").exists(),
+        "{} is missing: run `bash scripts/install-test-tools.sh` first (scripts/test.sh does)",
+        repo.join(".venv/bin/terraform").display()
+    );
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
     let h = Heimdall { url: None, token: None, config_dir: tmp.path().join("config") };
-    // Two free ports in a row: the API's and the Agent channel's.
-    let port = loop {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = l.local_addr().expect("addr").port();
-        if port < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
-            break port;
-        }
-    };
+    let port = free_ports();
     let listen = format!("127.0.0.1:{port}");
     let agent_listen = format!("127.0.0.1:{}", port + 1);
     let data_arg = data.to_str().expect("utf-8 path");
@@ -87,41 +78,31 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
         let token_file = data.join("owner.token");
         assert_eq!(std::fs::metadata(&token_file).expect("token file").permissions().mode() & 0o777, 0o600);
 
-        if with_terraform {
-            // Enrolled the first time only, and connected both times.
-            let expected = if round == 0 {
-                "✓ Agent \"dev\" enrolled and running"
-            } else {
-                "✓ Agent \"dev\" running"
-            };
-            assert!(banner.contains(expected), "{banner}");
-            assert!(data.join("agent/agent.toml").exists());
-            let agents = json_of(&h, &["agent", "list"]).await;
-            let agents = agents.as_array().expect("a list");
-            assert_eq!(agents.len(), 1, "{agents:?}");
-            assert_eq!(agents[0]["name"], "dev");
-            assert!(agents[0].get("revoked_at").is_none(), "active: {agents:?}");
-            assert!(agents[0]["last_seen_at"].is_string(), "it has claimed: {agents:?}");
-            let table = h.run(&["agent", "list"]).await;
-            assert_eq!(cells(&table.stdout)[1][1..3], ["dev", "active"], "{}", table.stdout);
-            // Values: the Agent's local API two ports after the API's, and a
-            // client certificate for the dev profile, renewed on every start.
-            let local_api = format!("https://127.0.0.1:{}", port + 2);
-            assert!(banner.contains(&format!("✓ Agent local API at {local_api}")), "{banner}");
-            assert!(banner.contains("printf 's3cret-value' | heimdall secret set db-password"), "{banner}");
-            assert!(banner.contains("✓ Client certificate for \"dev\" valid until "), "{banner}");
-            let key = h.config_dir.join("profiles/dev/client.key");
-            assert_eq!(std::fs::metadata(&key).expect("client.key").permissions().mode() & 0o777, 0o600);
-            assert_eq!(
-                std::fs::metadata(data.join("master.key")).expect("master.key").permissions().mode() & 0o777,
-                0o600
-            );
-        } else {
-            assert!(
-                banner.contains("✓ Agent \"dev\"") || banner.contains("bash scripts/install-test-tools.sh"),
-                "{banner}"
-            );
-        }
+        // Enrolled the first time only, and connected both times.
+        let expected =
+            if round == 0 { "✓ Agent \"dev\" enrolled and running" } else { "✓ Agent \"dev\" running" };
+        assert!(banner.contains(expected), "{banner}");
+        assert!(data.join("agent/agent.toml").exists());
+        let agents = json_of(&h, &["agent", "list"]).await;
+        let agents = agents.as_array().expect("a list");
+        assert_eq!(agents.len(), 1, "{agents:?}");
+        assert_eq!(agents[0]["name"], "dev");
+        assert!(agents[0].get("revoked_at").is_none(), "active: {agents:?}");
+        assert!(agents[0]["last_seen_at"].is_string(), "it has claimed: {agents:?}");
+        let table = h.run(&["agent", "list"]).await;
+        assert_eq!(cells(&table.stdout)[1][1..3], ["dev", "active"], "{}", table.stdout);
+        // Values: the Agent's local API two ports after the API's, and a
+        // client certificate for the dev profile, renewed on every start.
+        let local_api = format!("https://127.0.0.1:{}", port + 2);
+        assert!(banner.contains(&format!("✓ Agent local API at {local_api}")), "{banner}");
+        assert!(banner.contains("printf 's3cret-value' | heimdall secret set db-password"), "{banner}");
+        assert!(banner.contains("✓ Client certificate for \"dev\" valid until "), "{banner}");
+        let key = h.config_dir.join("profiles/dev/client.key");
+        assert_eq!(std::fs::metadata(&key).expect("client.key").permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(data.join("master.key")).expect("master.key").permissions().mode() & 0o777,
+            0o600
+        );
 
         if round == 0 {
             let created = h.run(&["domain", "create", "payments"]).await;
@@ -130,149 +111,136 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
             let busy = h.run(&dev_args).await;
             assert_eq!(busy.code, 1, "{busy:?}");
             assert!(busy.stderr.contains("already in use"), "{}", busy.stderr);
-            if with_terraform {
-                // The banner's Resource example, with the repository's schema and offline module.
-                assert!(banner.contains(&format!("--module-source {}", module.display())), "{banner}");
-                let world: [&[&str]; 8] = [
-                    &["system", "create", "checkout", "--domain", "payments"],
-                    &["component", "create", "api", "--system", "checkout"],
-                    &["environment", "create", "dev"],
-                    &["environment", "assign-agent", "dev", "dev"],
-                    &["secret", "create", "aws-dev"],
-                    &[
-                        "cloud-account",
-                        "create",
-                        "local",
-                        "--provider",
-                        "aws",
-                        "--region",
-                        "us-east-1",
-                        "--state-bucket",
-                        "local-state",
-                        "--auth",
-                        "static",
-                        "--secret",
-                        "aws-dev",
-                    ],
-                    &["cloud-account", "link", "local", "--scope", "organization", "--environment", "dev"],
-                    &[
-                        "schema",
-                        "create",
-                        "--type",
-                        "bucket",
-                        "--input-schema",
-                        schema.to_str().expect("utf-8"),
-                        "--module-source",
-                        module.to_str().expect("utf-8"),
-                        "--module-version",
-                        "1.0.0",
-                    ],
-                ];
-                for args in world {
-                    let run = h.run(args).await;
-                    assert_eq!(run.code, 0, "{args:?}: {run:?}");
-                    if args[..2] == ["secret", "create"] {
-                        // The account's placeholder keys, held by the dev Agent.
-                        let keys = r#"{"access_key_id":"dev","secret_access_key":"dev"}"#;
-                        let set = ["secret", "set", "aws-dev", "--environment", "dev"];
-                        let run = h.run_with_stdin(&set, Some(keys)).await;
-                        assert_eq!(run.code, 0, "{run:?}");
-                    }
-                }
-                let create = [
-                    "resource",
+            // The banner's Resource example, with the repository's schema and offline module.
+            assert!(banner.contains(&format!("--module-source {}", module.display())), "{banner}");
+            let world: [&[&str]; 8] = [
+                &["system", "create", "checkout", "--domain", "payments"],
+                &["component", "create", "api", "--system", "checkout"],
+                &["environment", "create", "dev"],
+                &["environment", "assign-agent", "dev", "dev"],
+                &["secret", "create", "aws-dev"],
+                &[
+                    "cloud-account",
                     "create",
-                    "--component",
-                    "api",
-                    "--schema",
+                    "local",
+                    "--provider",
+                    "aws",
+                    "--region",
+                    "us-east-1",
+                    "--state-bucket",
+                    "local-state",
+                    "--auth",
+                    "static",
+                    "--secret",
+                    "aws-dev",
+                ],
+                &["cloud-account", "link", "local", "--scope", "organization", "--environment", "dev"],
+                &[
+                    "schema",
+                    "create",
+                    "--type",
                     "bucket",
-                    "--environment",
-                    "dev",
-                    "--name",
-                    "receipts",
-                    "--input",
-                    r#"{"bucket":"acme-receipts","tags":{"team":"payments"}}"#,
-                    "--wait",
-                    "--timeout",
-                    "50s",
-                ];
-                let run = h.run(&create).await;
-                let agent_log = std::fs::read_to_string(data.join("agent.log")).unwrap_or_default();
-                assert_eq!(run.code, 0, "{run:?}\nagent.log:\n{agent_log}");
-                assert!(run.stdout.ends_with("✓ Resource receipts is provisioned (revision 1)\n"), "{run:?}");
-                let shown = json_of(&h, &["resource", "show", "receipts"]).await;
-                let resource = &shown["resource"];
-                assert_eq!(resource["status"], "provisioned", "{shown}");
-                let outputs = &resource["outputs"];
-                assert_eq!(outputs["bucket"], "acme-receipts", "{shown}");
-                assert_eq!(outputs["arn"], "arn:aws:s3:::acme-receipts", "{shown}");
-                assert_eq!(outputs["tags"], json!({ "team": "payments" }), "{shown}");
-                assert_eq!(outputs["secret"], "<sensitive>", "{shown}");
-                resource_id = resource["id"].as_str().expect("id").to_owned();
-                let state = data.join("state").join(format!("{resource_id}.tfstate"));
-                let state: serde_json::Value = serde_json::from_str(
-                    &std::fs::read_to_string(&state).expect("state file under DATA/state"),
-                )
-                .expect("state is JSON");
-                assert_eq!(state["outputs"]["bucket"]["value"], "acme-receipts", "{state}");
-
-                // A value, written to the dev Agent and read back, byte for byte.
-                let run = h.run(&["secret", "create", "db-password"]).await;
-                assert_eq!(run.code, 0, "{run:?}");
-                let set = h
-                    .run_with_stdin(
-                        &["secret", "set", "db-password", "--environment", "dev"],
-                        Some(DEV_VALUE),
-                    )
-                    .await;
-                assert_eq!(set.code, 0, "{set:?}");
-                assert_eq!(set.stdout, "✓ db-password version 1 stored in dev on dev\n");
-                let got = h.run(&["secret", "get", "db-password", "--environment", "dev"]).await;
-                assert_eq!(got.stdout, DEV_VALUE, "exactly the bytes written, no newline added");
-                let got = json_of(&h, &["secret", "get", "db-password", "--environment", "dev"]).await;
-                assert_eq!(
-                    got,
-                    json!({"name": "db-password", "environment": "dev", "version": 1, "value": DEV_VALUE})
-                );
+                    "--input-schema",
+                    schema.to_str().expect("utf-8"),
+                    "--module-source",
+                    module.to_str().expect("utf-8"),
+                    "--module-version",
+                    "1.0.0",
+                ],
+            ];
+            for args in world {
+                let run = h.run(args).await;
+                assert_eq!(run.code, 0, "{args:?}: {run:?}");
+                if args[..2] == ["secret", "create"] {
+                    // The account's placeholder keys, held by the dev Agent.
+                    let keys = r#"{"access_key_id":"dev","secret_access_key":"dev"}"#;
+                    let set = ["secret", "set", "aws-dev", "--environment", "dev"];
+                    let run = h.run_with_stdin(&set, Some(keys)).await;
+                    assert_eq!(run.code, 0, "{run:?}");
+                }
             }
+            let create = [
+                "resource",
+                "create",
+                "--component",
+                "api",
+                "--schema",
+                "bucket",
+                "--environment",
+                "dev",
+                "--name",
+                "receipts",
+                "--input",
+                r#"{"bucket":"acme-receipts","tags":{"team":"payments"}}"#,
+                "--wait",
+                "--timeout",
+                "50s",
+            ];
+            let run = h.run(&create).await;
+            let agent_log = std::fs::read_to_string(data.join("agent.log")).unwrap_or_default();
+            assert_eq!(run.code, 0, "{run:?}\nagent.log:\n{agent_log}");
+            assert!(run.stdout.ends_with("✓ Resource receipts is provisioned (revision 1)\n"), "{run:?}");
+            let shown = json_of(&h, &["resource", "show", "receipts"]).await;
+            let resource = &shown["resource"];
+            assert_eq!(resource["status"], "provisioned", "{shown}");
+            let outputs = &resource["outputs"];
+            assert_eq!(outputs["bucket"], "acme-receipts", "{shown}");
+            assert_eq!(outputs["arn"], "arn:aws:s3:::acme-receipts", "{shown}");
+            assert_eq!(outputs["tags"], json!({ "team": "payments" }), "{shown}");
+            assert_eq!(outputs["secret"], "<sensitive>", "{shown}");
+            resource_id = resource["id"].as_str().expect("id").to_owned();
+            let state = data.join("state").join(format!("{resource_id}.tfstate"));
+            let state: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&state).expect("state file under DATA/state"))
+                    .expect("state is JSON");
+            assert_eq!(state["outputs"]["bucket"]["value"], "acme-receipts", "{state}");
+
+            // A value, written to the dev Agent and read back, byte for byte.
+            let run = h.run(&["secret", "create", "db-password"]).await;
+            assert_eq!(run.code, 0, "{run:?}");
+            let set = h
+                .run_with_stdin(&["secret", "set", "db-password", "--environment", "dev"], Some(DEV_VALUE))
+                .await;
+            assert_eq!(set.code, 0, "{set:?}");
+            assert_eq!(set.stdout, "✓ db-password version 1 stored in dev on dev\n");
+            let got = h.run(&["secret", "get", "db-password", "--environment", "dev"]).await;
+            assert_eq!(got.stdout, DEV_VALUE, "exactly the bytes written, no newline added");
+            let got = json_of(&h, &["secret", "get", "db-password", "--environment", "dev"]).await;
+            assert_eq!(
+                got,
+                json!({"name": "db-password", "environment": "dev", "version": 1, "value": DEV_VALUE})
+            );
         } else {
             // Second round: no new bootstrap, same data.
             let listed = h.run(&["domain", "list", "--output", "json"]).await;
             assert!(listed.stdout.contains("\"payments\""), "{}", listed.stdout);
-            if with_terraform {
-                // The restarted Agent runs the destroy: the state is left with no resources.
-                let run = h.run(&["resource", "delete", "receipts", "--wait", "--timeout", "50s"]).await;
-                assert_eq!(run.code, 0, "{run:?}");
-                assert!(run.stdout.ends_with("✓ Resource receipts is deleted\n"), "{run:?}");
-                let state = data.join("state").join(format!("{resource_id}.tfstate"));
-                let state: serde_json::Value =
-                    serde_json::from_str(&std::fs::read_to_string(&state).expect("state file"))
-                        .expect("JSON");
-                assert_eq!(state["resources"], json!([]), "{state}");
+            // The restarted Agent runs the destroy: the state is left with no resources.
+            let run = h.run(&["resource", "delete", "receipts", "--wait", "--timeout", "50s"]).await;
+            assert_eq!(run.code, 0, "{run:?}");
+            assert!(run.stdout.ends_with("✓ Resource receipts is deleted\n"), "{run:?}");
+            let state = data.join("state").join(format!("{resource_id}.tfstate"));
+            let state: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&state).expect("state file")).expect("JSON");
+            assert_eq!(state["resources"], json!([]), "{state}");
 
-                // The value outlived the restart (same store, same master key);
-                // a deactivated version is refused once the Agent has synced.
-                let got = h.run(&["secret", "get", "db-password", "--environment", "dev"]).await;
-                assert_eq!(got.stdout, DEV_VALUE);
-                let run = h
-                    .run(&["secret", "deactivate", "db-password", "--environment", "dev", "--version", "1"])
-                    .await;
-                assert_eq!(run.code, 0, "{run:?}");
-                let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-                loop {
-                    let got = h
-                        .run(&["secret", "get", "db-password", "--environment", "dev", "--version", "1"])
-                        .await;
-                    if got.code == 5 && got.stderr.contains("VERSION_DEACTIVATED") {
-                        assert_eq!(got.stdout, "", "nothing served");
-                        break;
-                    }
-                    assert!(
-                        tokio::time::Instant::now() < deadline,
-                        "still served after deactivation: {got:?}"
-                    );
-                    tokio::time::sleep(Duration::from_millis(250)).await;
+            // The value outlived the restart (same store, same master key);
+            // a deactivated version is refused once the Agent has synced.
+            let got = h.run(&["secret", "get", "db-password", "--environment", "dev"]).await;
+            assert_eq!(got.stdout, DEV_VALUE);
+            let run = h
+                .run(&["secret", "deactivate", "db-password", "--environment", "dev", "--version", "1"])
+                .await;
+            assert_eq!(run.code, 0, "{run:?}");
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+            loop {
+                let got =
+                    h.run(&["secret", "get", "db-password", "--environment", "dev", "--version", "1"]).await;
+                if got.code == 5 && got.stderr.contains("VERSION_DEACTIVATED") {
+                    assert_eq!(got.stdout, "", "nothing served");
+                    break;
                 }
+                assert!(tokio::time::Instant::now() < deadline, "still served after deactivation: {got:?}");
+                tokio::time::sleep(Duration::from_millis(250)).await;
             }
         }
 
@@ -287,11 +255,9 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{stderr}");
         assert!(stderr.contains("Stopped"), "{stderr}");
-        if with_terraform {
-            assert!(stderr.contains("Stopping the Agent"), "{stderr}");
-            let log = std::fs::read_to_string(data.join("agent.log")).expect("agent.log");
-            assert!(log.trim_end().ends_with("agent stopped"), "the Agent stopped on its own:\n{log}");
-        }
+        assert!(stderr.contains("Stopping the Agent"), "{stderr}");
+        let log = std::fs::read_to_string(data.join("agent.log")).expect("agent.log");
+        assert!(log.trim_end().ends_with("agent stopped"), "the Agent stopped on its own:\n{log}");
         // The children are gone: their ports are free again.
         for addr in [&listen, &agent_listen] {
             let mut free = false;
@@ -310,3 +276,59 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
 /// What the dev test stores: a newline inside and a space at the end, to
 /// show that nothing is trimmed or added.
 const DEV_VALUE: &str = "s3cret\nvalue ";
+
+/// Three free ports in a row: the API's, the Agent channel's and the Agent's local API's.
+fn free_ports() -> u16 {
+    loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        let free = |p: u16| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok();
+        if port < u16::MAX - 1 && free(port + 1) && free(port + 2) {
+            return port;
+        }
+    }
+}
+
+/// Without a Terraform the API runs alone, and the banner says why and
+/// what to do; nothing of an Agent is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_without_terraform_runs_the_api_alone_and_says_how_to_get_one() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (data, h) =
+        (tmp.path().join("data"), Heimdall { url: None, token: None, config_dir: tmp.path().join("config") });
+    let (listen, missing) = (format!("127.0.0.1:{}", free_ports()), tmp.path().join("no/terraform"));
+    let args = ["dev", "--data", data.to_str().expect("utf-8"), "--listen", &listen, "--output", "json"];
+    let mut dev = h.command(&args);
+    dev.arg("--terraform").arg(&missing).current_dir(tmp.path());
+    let mut child = dev.spawn().expect("start heimdall dev");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut printed = String::new();
+    let read = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.expect("read") {
+            printed.push_str(&line);
+            if line == "}" {
+                break;
+            }
+        }
+    });
+    read.await.expect("heimdall dev printed its JSON within 60 s");
+    let started: serde_json::Value = serde_json::from_str(&printed).expect("one JSON object");
+    let agent = &started["agent"];
+    assert_eq!(agent["running"], false, "{started}");
+    let reason = agent["reason"].as_str().expect("a reason");
+    assert_eq!(reason, format!("--terraform {}: not an executable file", missing.display()));
+    assert!(
+        agent["fix"].as_str().is_some_and(|fix| fix.contains("bash scripts/install-test-tools.sh")),
+        "{agent}"
+    );
+    assert!(!data.join("agent").exists(), "no half-made Agent is left");
+    // The API alone still serves.
+    let who = h.run(&["whoami", "--output", "json"]).await;
+    assert_eq!(who.code, 0, "{who:?}");
+
+    let pid = child.id().expect("pid").to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.expect("stops");
+    let out = out.expect("output");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

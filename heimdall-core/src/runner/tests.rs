@@ -155,7 +155,7 @@ fn terraform_gets_an_allowlisted_environment() {
     .map(|(k, v)| (k.into(), v.into()))
     .collect();
     let pass = vec!["GOOGLE_APPLICATION_CREDENTIALS".to_owned(), "HEIMDALL_MASTER_KEY".to_owned()];
-    let env = job_env(agent, &pass, Some("HEIMDALL_MASTER_KEY"), Path::new("/work/job-1"));
+    let env = job_env(agent, &pass, Some("HEIMDALL_MASTER_KEY"), Path::new("/work/job-1"), None);
     let mut names: Vec<&str> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
     names.sort_unstable();
     assert_eq!(
@@ -172,4 +172,27 @@ fn terraform_gets_an_allowlisted_environment() {
         ]
     );
     assert!(env.iter().any(|(k, v)| k == "HOME" && v == "/work/job-1"));
+}
+
+#[test]
+fn every_module_under_a_directory_is_allowed_and_nothing_beside_it() {
+    assert_eq!([modules_under("/home/ana/infra/"), modules_under("/")], ["/home/ana/infra/**", "/**"]);
+    let odd = allowed(&[&modules_under("/srv/a*b/[x]{y}")]);
+    let run = |source: &str| check(&odd, &ModulesByType::new(), &request(source, json!({})));
+    assert!(run("/srv/a*b/[x]{y}/bucket").is_ok(), "{odd:?}");
+    assert!(run("/srv/aXb/x{y}/bucket").is_err(), "glob characters are literal: {odd:?}");
+    assert!(run("/srv/a*b/[x]{y}z/bucket").is_err(), "beside it is not under it: {odd:?}");
+}
+
+#[test]
+fn the_agents_cli_configuration_is_terraforms() {
+    let agent: Vec<(OsString, OsString)> = vec![("TF_CLI_CONFIG_FILE".into(), "/etc/tf.rc".into())];
+    let rc = |cli_config: Option<&Path>| {
+        let env = job_env(agent.clone(), &[], None, Path::new("/work"), cli_config);
+        let rcs: Vec<OsString> =
+            env.into_iter().filter(|(k, _)| k == "TF_CLI_CONFIG_FILE").map(|(_, v)| v).collect();
+        rcs
+    };
+    assert_eq!(rc(None), [OsString::from("/etc/tf.rc")]);
+    assert_eq!(rc(Some(Path::new("/opt/mirror.tfrc"))), [OsString::from("/opt/mirror.tfrc")]);
 }
