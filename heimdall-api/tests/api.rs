@@ -7,6 +7,8 @@
 mod access;
 #[path = "api/agents.rs"]
 mod agents;
+#[path = "api/at_risk.rs"]
+mod at_risk;
 #[path = "api/bodies.rs"]
 mod bodies;
 #[path = "api/bootstrap.rs"]

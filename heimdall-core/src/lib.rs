@@ -11,6 +11,7 @@
 pub mod access;
 pub mod accounts;
 pub mod approval;
+pub mod at_risk;
 pub mod authz;
 pub mod body;
 pub mod clock;

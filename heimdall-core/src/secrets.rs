@@ -45,6 +45,34 @@ pub struct Secret {
     pub created_by: String,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+    /// Where a removed member's reads put it at risk (`heimdall_core::at_risk`),
+    /// until a new version is written there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub at_risk: Vec<AtRisk>,
+}
+
+/// A secret at risk in one environment: who was removed having read which
+/// of its still-current versions, and when it was marked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AtRisk {
+    /// The environment's name.
+    pub environment: String,
+    pub member_id: MemberId,
+    pub email: String,
+    pub versions: Vec<i64>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub marked_at: OffsetDateTime,
+}
+
+impl Secret {
+    /// `at_risk` while any environment holds a mark, else `active`.
+    pub fn status(&self) -> &'static str {
+        if self.at_risk.is_empty() {
+            "active"
+        } else {
+            "at_risk"
+        }
+    }
 }
 
 /// One version of a secret in one environment: who made it and when. The

@@ -106,6 +106,19 @@ impl AccessStore for SqlStore {
             .await
             .map_err(db_err)?;
         }
+        // A removed member's reads that arrive now mark what they still reach.
+        let reads: Vec<heimdall_core::at_risk::Read> = plan
+            .inserts
+            .iter()
+            .map(|(r, _)| heimdall_core::at_risk::Read {
+                accessor: r.accessor.clone(),
+                at: r.at,
+                secret: r.secret.clone(),
+                environment: name_of(&r.environment),
+                version: r.version,
+            })
+            .collect();
+        super::at_risk::mark(&mut tx, org, &reads, &format!("agent:{}", agent.name), now).await?;
         for event in &plan.events {
             let event = NewEvent {
                 id: EventId::from_uuid(Uuid::new_v4()),

@@ -12,6 +12,7 @@
 
 mod access;
 mod agents;
+mod at_risk;
 mod infra_rows;
 mod postgres;
 mod queue;

@@ -91,6 +91,7 @@ impl SecretRow {
             created_at: from_micros(self.created_at),
             created_by: self.created_by,
             updated_at: from_micros(self.updated_at),
+            at_risk: Vec::new(),
         })
     }
 }
@@ -162,7 +163,9 @@ impl SqlStore {
         let components = self.components_of(&row.id).await?;
         let owner_keys =
             if row.personal_owner_id.is_some() { self.owner_keys_of(&row.id).await? } else { Vec::new() };
-        row.into_domain(components, owner_keys)
+        let mut secret = row.into_domain(components, owner_keys)?;
+        secret.at_risk = super::at_risk::of_secret(&self.pool, &secret.id.to_string()).await?;
+        Ok(secret)
     }
 }
 
@@ -357,6 +360,7 @@ impl SecretStore for SqlStore {
             if let Some(key) = bind {
                 bind_key(&mut tx, secret, key, at).await?;
             }
+            super::at_risk::clear(&mut tx, &secret.to_string(), &environment.to_string()).await?;
             insert_event(&mut tx, org, event).await?;
             tx.commit().await.map_err(db_err)?;
             return Ok(SecretVersion {

@@ -439,6 +439,9 @@ impl MetadataStore for SqlStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+        // What their reads put at risk, decided with the removal.
+        let reads = super::at_risk::reads_by(&mut tx, org, &member.email).await?;
+        super::at_risk::mark(&mut tx, org, &reads, &event.actor, event.at).await?;
         for table in ["api_tokens", "member_certificates"] {
             sqlx::query(&format!(
                 "UPDATE {table} SET revoked_at = $1 WHERE member_id = $2 AND revoked_at IS NULL"

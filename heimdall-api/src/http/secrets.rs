@@ -189,6 +189,7 @@ async fn create(
         created_at: now,
         created_by: caller.member.email.clone(),
         updated_at: now,
+        at_risk: Vec::new(),
     };
     // Org secrets are for owners and admins; a personal one is its owner's
     // (`default:personal-owner`); organization `forbid`s apply to both.

@@ -27,7 +27,11 @@ pub enum SecretCommand {
         personal: bool,
     },
     /// List secrets
-    List,
+    List {
+        /// Only secrets a removed member's reads put at risk
+        #[arg(long)]
+        at_risk: bool,
+    },
     /// Show a secret and its versions in every environment (by id or name)
     Show { secret: String },
     /// Change a secret's type, description, tags or components

@@ -36,15 +36,19 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
             let secret = ctx.client()?.create_secret(&request).await?;
             out.done(&secret, &format!("Secret created: {} ({})", secret.name, secret.id), &[])
         }
-        SecretCommand::List => {
+        SecretCommand::List { at_risk } => {
             let client = ctx.client()?;
-            let secrets = client.list_secrets().await?;
+            let mut secrets = client.list_secrets().await?;
+            secrets.retain(|s| !at_risk || !s.at_risk.is_empty());
             let components =
                 if out.is_json() { HashMap::new() } else { names(&client, CatalogKind::Component).await };
-            out.list(&secrets, &["NAME", "TYPE", "TAGS", "COMPONENTS", "UPDATED AT"], |s: &Secret| {
+            let headers = ["NAME", "TYPE", "STATUS", "AT RISK", "TAGS", "COMPONENTS", "UPDATED AT"];
+            out.list(&secrets, &headers, |s: &Secret| {
                 vec![
                     s.name.clone(),
                     s.secret_type.clone(),
+                    s.status().to_owned(),
+                    at_risk_label(s),
                     tags_label(&s.tags),
                     components_label(&components, &s.components),
                     timestamp(s.updated_at),
@@ -75,6 +79,17 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
                     ("UPDATED AT", timestamp(s.updated_at)),
                 ],
             )?;
+            if !s.at_risk.is_empty() {
+                let rows = s.at_risk.iter().map(|m| {
+                    let versions: Vec<String> = m.versions.iter().map(i64::to_string).collect();
+                    vec![m.environment.clone(), m.email.clone(), versions.join(", "), timestamp(m.marked_at)]
+                });
+                out.text("\nAt risk (read by a member since removed; a new version there clears it):")?;
+                out.section(
+                    &["ENVIRONMENT", "REMOVED MEMBER", "VERSIONS READ", "MARKED AT"],
+                    rows.collect(),
+                )?;
+            }
             if detail.versions.is_empty() {
                 return out.text("\nno versions yet\n");
             }
@@ -219,6 +234,17 @@ async fn names(client: &Client, kind: CatalogKind) -> HashMap<CatalogId, String>
         .await
         .map(|entries| entries.into_iter().map(|e| (e.id, e.name)).collect())
         .unwrap_or_default()
+}
+
+/// The environments where `secret` is at risk, or `-`.
+fn at_risk_label(secret: &Secret) -> String {
+    let mut environments: Vec<&str> = secret.at_risk.iter().map(|m| m.environment.as_str()).collect();
+    environments.dedup();
+    if environments.is_empty() {
+        "-".to_owned()
+    } else {
+        environments.join(",")
+    }
 }
 
 #[cfg(test)]

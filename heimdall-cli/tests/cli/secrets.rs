@@ -51,8 +51,8 @@ async fn secrets_metadata_and_the_agents_that_hold_an_environment() {
     assert_eq!(stripe["name"], "stripe-key");
     let listed = t.run(&h, &["secret", "list"]).await;
     assert_eq!(
-        cells(&listed.stdout)[1][..4],
-        ["db-password", "password", "team=payments,tier=critical", "api"],
+        cells(&listed.stdout)[1][..6],
+        ["db-password", "password", "active", "-", "team=payments,tier=critical", "api"],
         "{}",
         listed.stdout
     );
