@@ -111,9 +111,11 @@ fn main() -> ExitCode {
             local_state,
             concurrency,
         } => enroll::take_registration_token().and_then(|token| {
-            let (env, path, cwd) =
-                (std::env::var_os(enroll::TERRAFORM_ENV), std::env::var_os("PATH"), ".".as_ref());
-            let terraform = enroll::locate_terraform(terraform.as_deref(), env, &[], cwd, path)?
+            // The pin names an absolute path: `run` may start elsewhere.
+            let cwd =
+                std::env::current_dir().map_err(|e| format!("cannot tell the current directory: {e}"))?;
+            let (env, path) = (std::env::var_os(enroll::TERRAFORM_ENV), std::env::var_os("PATH"));
+            let terraform = enroll::locate_terraform(terraform.as_deref(), env, &[], &cwd, path)?
                 .ok_or_else(|| enroll::no_terraform(""))?;
             let options = enroll::EnrollOptions {
                 api,
