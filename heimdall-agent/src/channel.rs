@@ -153,14 +153,4 @@ impl Channel {
     }
 }
 
-/// An error and its sources, one line: TLS refusals say why only in a source.
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
+pub use heimdall_core::error::chain;

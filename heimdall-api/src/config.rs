@@ -18,6 +18,9 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     /// Handshake and header timeouts, the connection cap, the shutdown grace.
     pub limits: heimdall_tls::server::Limits,
+    /// How long after a failed notification delivery it is tried again
+    /// (then three times longer each time; `heimdall_core::notify`).
+    pub notification_retry: std::time::Duration,
 }
 
 /// The optional config file (`--config FILE`); every key is optional.
@@ -35,6 +38,8 @@ pub struct FileConfig {
     pub max_connections: Option<usize>,
     /// Seconds open connections get to finish on shutdown (default 30).
     pub shutdown_grace_seconds: Option<u64>,
+    /// Seconds before a failed notification delivery is tried again (default 10).
+    pub notification_retry_seconds: Option<u64>,
 }
 
 impl FileConfig {
@@ -92,7 +97,18 @@ impl ServeConfig {
                 "shutdown_grace_seconds",
             )?,
         };
-        Ok(Self { database_url: Redacted::new(database_url), listen, max_body_bytes, limits })
+        let notification_retry = seconds(
+            file.notification_retry_seconds,
+            std::time::Duration::from_secs(10),
+            "notification_retry_seconds",
+        )?;
+        Ok(Self {
+            database_url: Redacted::new(database_url),
+            listen,
+            max_body_bytes,
+            limits,
+            notification_retry,
+        })
     }
 }
 

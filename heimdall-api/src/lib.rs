@@ -10,6 +10,7 @@ pub mod config;
 pub mod db;
 pub mod federation;
 pub mod http;
+pub mod notifications;
 pub mod oidc;
 pub mod pki;
 #[cfg(feature = "testing")]
@@ -49,6 +50,8 @@ pub struct AgentListener {
     pub tls_names: Vec<String>,
     /// OIDC federation for jobs of `oidc` accounts (its keys live beside the CA).
     pub federation: Option<federation::Federation>,
+    /// The key notification channels are signed with (beside the CA too).
+    pub notifications: Option<Arc<notifications::SigningKey>>,
 }
 
 /// Serves the API on `listener` (HTTPS with `people_tls`, plain HTTP
@@ -78,6 +81,7 @@ pub async fn serve_on(
         state.agent_api_url = Some(agents.public_url.clone());
         state.api_names = agents.tls_names.clone();
         state.federation = agents.federation.clone();
+        state.notifications = agents.notifications.clone();
         let channel = http::agent_channel::router(state.clone());
         agent_task = Some(tokio::spawn(tls::serve_mtls(
             agents.listener,
@@ -88,6 +92,10 @@ pub async fn serve_on(
         )));
     }
     let drift = tokio::spawn(drift_forever(state.clone()));
+    let deliveries = state.notifications.clone().map(|key| {
+        let (store, clock) = (state.store.clone(), state.clock.clone());
+        tokio::spawn(notifications::deliver_forever(store, clock, key, config.notification_retry))
+    });
     let app = http::router(state, config.max_body_bytes);
     let people =
         heimdall_tls::server::serve(listener, people_tls, |_, _| Some(()), app, config.limits, stopped(stop));
@@ -101,6 +109,9 @@ pub async fn serve_on(
     }
     reaper.abort();
     drift.abort();
+    if let Some(deliveries) = deliveries {
+        deliveries.abort();
+    }
     if let Some(task) = agent_task {
         let _ = task.await;
     }

@@ -227,12 +227,17 @@ async fn run(cli: Cli) -> Result<(), RunError> {
                         issuer: std::sync::Arc::new(issuer),
                         sts_endpoint: sts_endpoint_url,
                     });
+                    let key_file =
+                        ca_dir.as_deref().unwrap_or(std::path::Path::new(".")).join("notifications.key");
+                    let notifications = heimdall_api::notifications::SigningKey::load_or_create(&key_file)
+                        .map_err(|e| ("INVALID_INPUT", e))?;
                     Some(heimdall_api::AgentListener {
                         listener: agent_listener,
                         ca,
                         public_url,
                         tls_names,
                         federation,
+                        notifications: Some(std::sync::Arc::new(notifications)),
                     })
                 }
                 _ => None,

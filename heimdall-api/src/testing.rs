@@ -130,12 +130,14 @@ impl TestApi {
     }
 
     async fn start_opts(database: TestDatabase, https: bool, sts_endpoint: Option<String>) -> Self {
-        let config = ServeConfig::resolve(
+        let mut config = ServeConfig::resolve(
             Some(database.url().to_owned()),
             Some("127.0.0.1:0".into()),
             FileConfig::default(),
         )
         .expect("test config");
+        // Failed notifications are tried again within the test's patience.
+        config.notification_retry = std::time::Duration::from_millis(200);
         let store = db::connect(database.url()).await.expect("connect test database");
         let bootstrapped = crate::bootstrap::bootstrap(&store, &SystemClock, "acme", "owner@example.com")
             .await
@@ -168,6 +170,10 @@ impl TestApi {
                 ),
                 sts_endpoint,
             }),
+            notifications: Some(std::sync::Arc::new(
+                crate::notifications::SigningKey::load_or_create(&ca_tmp.path().join("notifications.key"))
+                    .expect("notification key"),
+            )),
         };
         let (tx, rx) = oneshot::channel();
         let server_store = store.clone();

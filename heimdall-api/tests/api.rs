@@ -19,6 +19,8 @@ mod http;
 mod infra;
 #[path = "api/leaks.rs"]
 mod leaks;
+#[path = "api/notifications.rs"]
+mod notifications;
 #[path = "api/policy_scope.rs"]
 mod policy_scope;
 #[path = "api/queue.rs"]

@@ -20,6 +20,8 @@ mod dev;
 mod errors;
 #[path = "cli/infra.rs"]
 mod infra;
+#[path = "cli/notifications.rs"]
+mod notifications;
 #[path = "cli/secrets.rs"]
 mod secrets;
 #[path = "cli/support.rs"]

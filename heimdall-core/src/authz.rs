@@ -54,6 +54,8 @@ actions! {
     PolicyRead = "policy.read",
     PolicyWrite = "policy.write",
     EventRead = "event.read",
+    NotificationRead = "notification.read",
+    NotificationWrite = "notification.write",
     SchemaRead = "schema.read",
     SchemaWrite = "schema.write",
     ResourceRead = "resource.read",
@@ -100,6 +102,7 @@ pub const DEFAULT_POLICIES: &[(&str, &str)] = &[
             Heimdall::Action::"member.write",
             Heimdall::Action::"policy.read",
             Heimdall::Action::"event.read",
+            Heimdall::Action::"notification.read",
             Heimdall::Action::"resource.write",
             Heimdall::Action::"resource.approve",
             Heimdall::Action::"resource.delete",
@@ -128,6 +131,7 @@ pub const DEFAULT_POLICIES: &[(&str, &str)] = &[
         // grant themselves anything the owner keeps.
         r#"permit(principal, action in [
             Heimdall::Action::"policy.write",
+            Heimdall::Action::"notification.write",
             Heimdall::Action::"agent.manage",
             Heimdall::Action::"environment.assign_agent"
         ], resource) when { principal.role == "owner" };"#,

@@ -195,3 +195,16 @@ impl ApiError {
         Self::new(ErrorCode::Forbidden, message)
     }
 }
+
+/// An error and its sources on one line: TLS and HTTP client errors say
+/// why only in a source.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

@@ -27,6 +27,7 @@ pub mod infra;
 pub mod input;
 pub mod members;
 pub mod names;
+pub mod notify;
 pub mod oidc;
 pub mod ports;
 pub mod queue;

@@ -300,8 +300,61 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
 }
 
 /// Everything the API needs from storage.
-pub trait Store: MetadataStore + InfraStore + JobQueue + AgentStore + SecretStore + AccessStore {}
-impl<T: MetadataStore + InfraStore + JobQueue + AgentStore + SecretStore + AccessStore> Store for T {}
+pub trait Store:
+    MetadataStore + InfraStore + JobQueue + AgentStore + SecretStore + AccessStore + NotificationStore
+{
+}
+impl<
+        T: MetadataStore + InfraStore + JobQueue + AgentStore + SecretStore + AccessStore + NotificationStore,
+    > Store for T
+{
+}
+
+// ---- Notifications ------------------------------------------------------------
+
+use crate::notify::{Channel, Delivery, Outcome};
+
+/// A delivery due now, with what sending it needs.
+#[derive(Clone, Debug)]
+pub struct DueDelivery {
+    pub id: String,
+    pub channel_id: String,
+    pub url: String,
+    pub action: String,
+    /// The audit event, as JSON: the request body.
+    pub body: String,
+    /// Tries made before this one.
+    pub attempts: u32,
+}
+
+/// The organization's notification channels and their deliveries. A
+/// delivery is queued by the store itself, in the transaction that writes
+/// an event `notify::is_notified` names, once per channel.
+#[async_trait]
+pub trait NotificationStore: Send + Sync {
+    async fn create_channel(&self, channel: &Channel, event: NewEvent) -> StoreResult<()>;
+    async fn list_channels(&self, org: OrgId) -> StoreResult<Vec<Channel>>;
+    /// Removes a channel (by id or name); its pending deliveries are dropped.
+    async fn delete_channel(&self, org: OrgId, key: &str, event: NewEvent) -> StoreResult<Channel>;
+    async fn list_deliveries(&self, org: OrgId, limit: u32) -> StoreResult<Vec<Delivery>>;
+    /// Takes up to `limit` deliveries due at `now`, each until `lease_until`
+    /// (another replica does not send it meanwhile).
+    async fn claim_deliveries(
+        &self,
+        now: OffsetDateTime,
+        lease_until: OffsetDateTime,
+        limit: u32,
+    ) -> StoreResult<Vec<DueDelivery>>;
+    /// Records try number `attempts` and what the delivery becomes.
+    async fn finish_delivery(
+        &self,
+        id: &str,
+        attempts: u32,
+        outcome: &Outcome,
+        result: &str,
+        now: OffsetDateTime,
+    ) -> StoreResult<()>;
+}
 
 // ---- Agents -------------------------------------------------------------------
 

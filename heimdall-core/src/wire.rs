@@ -114,6 +114,28 @@ pub struct CreateToken {
     pub name: String,
 }
 
+/// `POST /v1/notifications` (owner): a webhook the organization's
+/// notified events go to (`notify::NOTIFIED`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateChannel {
+    pub name: String,
+    pub webhook: String,
+}
+
+/// The channel and its signing secret, shown this once.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatedChannel {
+    pub channel: crate::notify::Channel,
+    pub secret: String,
+}
+
+impl std::fmt::Debug for CreatedChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreatedChannel").field("channel", &self.channel).finish_non_exhaustive()
+    }
+}
+
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreatedToken {
     pub info: TokenInfo,
@@ -761,7 +783,7 @@ macro_rules! bodies {
 }
 
 bodies!(ValuePolicy::Metadata =>
-    AddMember, ChangeRole, CreateToken, CreateCatalogEntry, Rename, CreatePolicy, CreateCloudAccount,
+    AddMember, ChangeRole, CreateToken, CreateChannel, CreateCatalogEntry, Rename, CreatePolicy, CreateCloudAccount,
     LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest,
 );
 // The secret routes: closed. Anything they do not define is where a value would go.

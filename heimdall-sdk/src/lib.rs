@@ -46,6 +46,7 @@ mod error;
 mod events;
 mod jobs;
 mod members;
+mod notifications;
 mod policies;
 mod resources;
 mod schemas;

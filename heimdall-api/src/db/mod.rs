@@ -14,6 +14,7 @@ mod access;
 mod agents;
 mod at_risk;
 mod infra_rows;
+mod notifications;
 mod postgres;
 mod queue;
 mod resources;

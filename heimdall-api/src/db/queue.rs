@@ -61,6 +61,32 @@ async fn mark_drift(
 }
 
 /// A job held under `lease` that is still running and not expired at `now`.
+/// A job that ended failed (no try left, or not retryable): an audit
+/// event `job.failed`, which the organization's channel carries.
+async fn record_failure(
+    tx: &mut Transaction<'_, Any>,
+    job: &Job,
+    reason: Option<&str>,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    let event = NewEvent {
+        id: EventId::from_uuid(uuid::Uuid::new_v4()),
+        at: now,
+        actor: format!("agent:{}", job.agent.as_deref().unwrap_or("unknown")),
+        action: "job.failed".into(),
+        target: format!("job:{}", job.id),
+        detail: serde_json::json!({
+            "resource": job.resource_id,
+            "resource_name": job.request.resource_name,
+            "operation": job.operation,
+            "revision": job.request.revision,
+            "attempts": job.attempts,
+            "reason": reason,
+        }),
+    };
+    insert_event(tx, job.org_id, event).await
+}
+
 async fn leased_job(
     tx: &mut Transaction<'_, Any>,
     job: JobId,
@@ -209,6 +235,9 @@ impl JobQueue for SqlStore {
         if let Some(outputs) = &outputs {
             mark_drift(&mut tx, &held, outputs, now).await?;
         }
+        if status == JobStatus::Failed {
+            record_failure(&mut tx, &held, reason.as_deref(), now).await?;
+        }
         if let (Some(outputs), JobOperation::Apply | JobOperation::Import) = (outputs, held.operation) {
             sqlx::query("UPDATE resources SET outputs = $1 WHERE id = $2")
                 .bind(json_text(&outputs)?)
@@ -251,6 +280,9 @@ impl JobQueue for SqlStore {
             if let Some(resource_status) = queue::resource_status_for(job.operation, status) {
                 settle_resource_status(&mut tx, job.resource_id, resource_status, reason.as_deref(), now)
                     .await?;
+            }
+            if status == JobStatus::Failed {
+                record_failure(&mut tx, &job, reason.as_deref(), now).await?;
             }
             decisions.push((job.id, decision));
         }

@@ -76,6 +76,9 @@ pub(crate) async fn insert_event(
     org: OrgId,
     event: NewEvent,
 ) -> StoreResult<()> {
+    if heimdall_core::notify::is_notified(&event.action) {
+        super::notifications::queue(tx, org, &event).await?;
+    }
     sqlx::query(
         "INSERT INTO audit_events (id, org_id, at, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )

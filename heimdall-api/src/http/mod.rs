@@ -15,6 +15,7 @@ mod events;
 pub(crate) mod extract;
 mod jobs;
 mod members;
+mod notifications;
 mod policies;
 pub(crate) mod resources;
 mod schemas;
@@ -55,6 +56,8 @@ pub struct AppState {
     pub api_names: Vec<String>,
     /// The OIDC issuer and STS, for jobs of `oidc` accounts.
     pub federation: Option<crate::federation::Federation>,
+    /// The key notification channels' secrets derive from (beside the CA).
+    pub notifications: Option<Arc<crate::notifications::SigningKey>>,
 }
 
 impl AppState {
@@ -67,6 +70,7 @@ impl AppState {
             agent_api_url: None,
             api_names: Vec::new(),
             federation: None,
+            notifications: None,
         }
     }
 
@@ -188,6 +192,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
         .merge(certificates::routes())
         .merge(policies::routes())
         .merge(events::routes())
+        .merge(notifications::routes())
         .merge(schemas::routes())
         .merge(accounts::routes())
         .merge(resources::routes())

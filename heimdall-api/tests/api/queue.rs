@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use heimdall_api::testing::{TestApi, TestDatabase};
 use heimdall_core::ids::{LeaseId, OrgId};
 use heimdall_core::infra::{Job, JobStatus};
-use heimdall_core::ports::{InfraStore, JobOutcome, JobQueue, StoreError};
+use heimdall_core::ports::{InfraStore, JobOutcome, JobQueue, MetadataStore, StoreError};
 use heimdall_core::queue::{ReapDecision, LEASE, MAX_LOG_BYTES, TRUNCATION_MARKER};
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
@@ -85,6 +85,23 @@ async fn reaper_requeues_then_fails_after_the_last_attempt(db: TestDatabase) {
             assert!(resource.reason.unwrap().contains("3/3"));
         }
     }
+    // Failed for good: one `job.failed` event (what the notification channel carries).
+    let failed = api
+        .store
+        .list_events(
+            org,
+            &heimdall_core::ports::EventQuery {
+                limit: 10,
+                before: None,
+                action_prefix: Some("job.failed".into()),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].actor, "agent:agent-3");
+    assert!(failed[0].detail["reason"].as_str().is_some_and(|r| r.contains("3/3")), "{:?}", failed[0].detail);
+    assert_eq!(failed[0].detail["attempts"], 3);
     // Nothing left to claim or reap.
     assert!(api.store.claim(org, "agent-9", lease(), now).await.unwrap().is_none());
     assert!(api.store.reap(now + Duration::hours(1)).await.unwrap().is_empty());

@@ -10,6 +10,7 @@ mod dev;
 mod events;
 mod jobs;
 mod members;
+mod notifications;
 mod policies;
 mod resources;
 mod schemas;
@@ -29,6 +30,7 @@ pub use dev::*;
 pub use events::*;
 pub use jobs::*;
 pub use members::*;
+pub use notifications::*;
 pub use policies::*;
 pub use resources::*;
 pub use schemas::*;
@@ -109,6 +111,9 @@ pub enum Command {
     /// The organization's audit feed
     #[command(subcommand)]
     Event(EventCommand),
+    /// Where the organization's notifications go (webhooks), and their deliveries
+    #[command(subcommand)]
+    Notification(NotificationCommand),
     /// Resource schemas: what engineers may request, and its input rules
     #[command(subcommand)]
     Schema(SchemaCommand),

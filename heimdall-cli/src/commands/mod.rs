@@ -9,6 +9,7 @@ mod certificates;
 mod events;
 mod jobs;
 mod members;
+mod notifications;
 mod policies;
 mod resources;
 mod schemas;
@@ -138,6 +139,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Component(cmd) => catalog::run(&ctx, CatalogAction::component(cmd)).await,
         Command::Policy(cmd) => policies::run(&ctx, cmd).await,
         Command::Event(cmd) => events::run(&ctx, cmd).await,
+        Command::Notification(cmd) => notifications::run(&ctx, cmd).await,
         Command::Schema(cmd) => schemas::run(&ctx, cmd).await,
         Command::CloudAccount(cmd) => accounts::run(&ctx, cmd).await,
         Command::Resource(cmd) => resources::run(&ctx, cmd).await,

@@ -45,8 +45,8 @@ fn expected_minimum_role(action: Action) -> Role {
         CatalogRead | SchemaRead | MemberRead | ResourceRead | JobRead | SecretRead => Role::Member,
         CatalogWrite | SchemaWrite | MemberWrite | PolicyRead | EventRead | ResourceWrite
         | ResourceApprove | ResourceDelete | CloudAccountRead | CloudAccountWrite | SecretWrite
-        | SecretAccessLog | AgentRead | CertificateRead | CertificateRevoke => Role::Admin,
-        PolicyWrite | AgentManage | EnvironmentAssignAgent => Role::Owner,
+        | SecretAccessLog | AgentRead | CertificateRead | CertificateRevoke | NotificationRead => Role::Admin,
+        PolicyWrite | AgentManage | EnvironmentAssignAgent | NotificationWrite => Role::Owner,
     }
 }
 

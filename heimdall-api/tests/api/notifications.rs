@@ -1,0 +1,125 @@
+//! The organization's notification channel: an owner points it at a
+//! webhook and is shown its secret once; a notified event (here
+//! `secret.at_risk`) is POSTed signed with HMAC-SHA256 over
+//! `<timestamp>.<body>`, tried again after a failure, and logged.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode};
+use heimdall_api::testing::{TestApi, TestDatabase};
+use hmac::{Hmac, Mac};
+use reqwest::Method;
+use serde_json::{json, Value};
+use time::format_description::well_known::Rfc3339;
+
+use crate::support::{enroll_agent, Client};
+
+crate::on_every_backend!(a_notified_event_reaches_the_webhook_signed_and_is_retried);
+
+type Received = Arc<Mutex<Vec<(HeaderMap, Vec<u8>)>>>;
+
+/// A webhook receiver on 127.0.0.1 that answers 500 the first time, then 204.
+async fn receiver() -> (String, Received) {
+    let received: Received = Arc::default();
+    let kept = received.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: HeaderMap, body: axum::body::Bytes| {
+            let kept = kept.clone();
+            async move {
+                let mut all = kept.lock().unwrap();
+                all.push((headers, body.to_vec()));
+                if all.len() == 1 {
+                    StatusCode::INTERNAL_SERVER_ERROR
+                } else {
+                    StatusCode::NO_CONTENT
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, received)
+}
+
+async fn a_notified_event_reaches_the_webhook_signed_and_is_retried(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let admin = c.add_member(owner, "admin@example.com", "admin").await;
+    c.add_member(owner, "ana@example.com", "member").await;
+    let (url, received) = receiver().await;
+
+    // Only an owner makes one; only https, or http to this machine.
+    let body = json!({ "name": "ops", "webhook": url });
+    c.post("/v1/notifications", &admin, body.clone()).await.expect_error(403, "FORBIDDEN");
+    let plain = json!({ "name": "ops", "webhook": "http://hooks.example.com/x" });
+    c.post("/v1/notifications", owner, plain).await.expect_error(422, "INVALID_INPUT");
+    let created = c.post("/v1/notifications", owner, body).await.expect(201);
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("whsec_"), "{created}");
+    let listed = c.get("/v1/notifications", &admin).await.expect(200);
+    assert_eq!(listed[0]["name"], "ops");
+    assert!(!listed.to_string().contains(&secret), "the secret is shown once: {listed}");
+
+    // A secret at risk: ana read it, then leaves.
+    c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201);
+    let (edge, _) = enroll_agent(&c, &api, owner, "edge-1").await;
+    c.post("/v1/environments/prod/agents", owner, json!({ "agent": "edge-1" })).await.expect(201);
+    c.post("/v1/secrets", owner, json!({ "name": "db-password" })).await.expect(201);
+    c.post("/v1/secrets/db-password/versions", owner, json!({ "environment": "prod" })).await.expect(201);
+    let at = time::OffsetDateTime::now_utc().format(&Rfc3339).unwrap();
+    let read = json!({ "records": [{ "seq": 1, "accessor": "ana@example.com", "at": at, "secret": "db-password",
+                                     "environment": "prod", "version": 1, "from": "10.0.0.7" }] });
+    let synced = edge.post(format!("{}/v1/agent/sync", api.agent_url)).json(&read).send().await.unwrap();
+    assert_eq!(synced.status().as_u16(), 200);
+    c.call(Method::DELETE, "/v1/members/ana@example.com", owner, None).await.expect(200);
+
+    // Refused once (500), delivered on the next try.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while received.lock().unwrap().len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not delivered twice: {:?}",
+            received.lock().unwrap().len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let got = received.lock().unwrap().clone();
+    for (headers, body) in &got {
+        let header =
+            |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+        let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(secret.as_bytes()).unwrap();
+        mac.update(format!("{}.", header("x-heimdall-timestamp")).as_bytes());
+        mac.update(body);
+        let expected = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+        assert_eq!(header("x-heimdall-signature"), expected, "signed with the secret shown");
+        assert_eq!(header("x-heimdall-event"), "secret.at_risk");
+        let event: Value = serde_json::from_slice(body).unwrap();
+        assert_eq!(
+            (event["action"].as_str(), event["detail"]["email"].as_str()),
+            (Some("secret.at_risk"), Some("ana@example.com"))
+        );
+        assert_eq!(event["detail"]["secret"], "db-password");
+    }
+    assert_eq!(got[0].1, got[1].1, "the same event both times");
+    assert_eq!(got[0].0.get("x-heimdall-delivery"), got[1].0.get("x-heimdall-delivery"));
+
+    let log = c.get("/v1/notifications/deliveries", &admin).await.expect(200);
+    let log = log.as_array().unwrap();
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(
+        (log[0]["status"].as_str(), log[0]["attempts"].as_u64()),
+        (Some("delivered"), Some(2)),
+        "{log:?}"
+    );
+    assert_eq!(log[0]["last_result"], "HTTP 204");
+    assert_eq!(log[0]["channel"], "ops");
+
+    // Removed: nothing more goes there.
+    c.call(Method::DELETE, "/v1/notifications/ops", owner, None).await.expect(200);
+    assert_eq!(c.get("/v1/notifications", owner).await.expect(200), json!([]));
+    c.call(Method::DELETE, "/v1/notifications/ops", owner, None).await.expect_error(404, "NOT_FOUND");
+}

@@ -1,0 +1,28 @@
+//! `heimdall notification`.
+
+use clap::Subcommand;
+
+#[derive(Debug, Subcommand)]
+pub enum NotificationCommand {
+    /// Send the organization's notified events (secret.at_risk,
+    /// resource.drifted, job.failed) to a webhook (owner); prints its
+    /// signing secret once
+    Create {
+        /// The channel's name
+        #[arg(long, default_value = "default")]
+        name: String,
+        /// Where to POST: https://, or http:// to this machine only
+        #[arg(long, value_name = "URL")]
+        webhook: String,
+    },
+    /// List the organization's channels
+    List,
+    /// Remove a channel (by id or name); its pending deliveries are dropped
+    Delete { channel: String },
+    /// What was sent where, newest first, and how it went
+    Deliveries {
+        /// At most this many
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        limit: Option<u32>,
+    },
+}

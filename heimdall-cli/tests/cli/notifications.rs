@@ -1,0 +1,46 @@
+//! `heimdall notification`: a webhook channel, its secret shown once, the
+//! list, the delivery log and removal.
+
+use heimdall_api::testing::TestApi;
+
+use crate::support::{cells, json_of, Heimdall};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_is_made_listed_and_removed_and_its_secret_shown_once() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+
+    let created =
+        h.run(&["notification", "create", "--name", "ops", "--webhook", "http://127.0.0.1:9/hook"]).await;
+    assert_eq!(created.code, 0, "{created:?}");
+    assert!(
+        created.stdout.starts_with("✓ Notification channel created: ops → http://127.0.0.1:9/hook\n"),
+        "{created:?}"
+    );
+    let secret = created
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Signing secret (shown once): "))
+        .expect("the secret line")
+        .to_owned();
+    assert!(secret.starts_with("whsec_"), "{secret}");
+
+    let listed = h.run(&["notification", "list"]).await;
+    assert_eq!(cells(&listed.stdout)[0], ["ID", "NAME", "WEBHOOK", "CREATED BY", "CREATED AT"]);
+    assert_eq!(cells(&listed.stdout)[1][1..3], ["ops", "http://127.0.0.1:9/hook"], "{}", listed.stdout);
+    assert!(!listed.stdout.contains(&secret));
+    assert_eq!(json_of(&h, &["notification", "deliveries"]).await, serde_json::json!([]));
+
+    // Plain http elsewhere is refused with the API's code and exit status.
+    let refused =
+        h.run(&["notification", "create", "--name", "x", "--webhook", "http://hooks.example.com/"]).await;
+    assert!(
+        refused.code != 0 && refused.stderr.contains("INVALID_INPUT") && refused.stderr.contains("https"),
+        "{refused:?}"
+    );
+
+    let deleted = h.run(&["notification", "delete", "ops"]).await;
+    assert_eq!((deleted.code, deleted.stdout.as_str()), (0, "✓ Notification channel deleted: ops\n"));
+    assert_eq!(json_of(&h, &["notification", "list"]).await, serde_json::json!([]));
+}
