@@ -354,6 +354,7 @@ mod tests {
             policies,
             assignments: vec![],
             deactivated: vec![],
+            deleted_secrets: vec![],
             received_through: 0,
             local_api_certificates: None,
         }

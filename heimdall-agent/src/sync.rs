@@ -187,6 +187,20 @@ impl Syncer {
             .filter(|e| e.deactivated)
             .map(|e| (e.secret.clone(), e.environment.to_string(), e.version))
             .collect();
+        // Deleted secrets: every value and tombstone goes; the next inventory says so.
+        for name in &response.deleted_secrets {
+            if !held.iter().any(|e| e.org == response.org_id && &e.secret == name) {
+                continue;
+            }
+            match self.store.delete_secret(response.org_id, name).await {
+                Ok(rows) => {
+                    tracing::warn!(secret = %name, rows, "secret deleted: its values are gone from this store")
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, secret = %name, "could not delete a secret; will retry next sync")
+                }
+            }
+        }
         for d in &response.deactivated {
             let Some(env) = response.environments.iter().find(|e| e.name == d.environment) else { continue };
             let Ok(version) = u32::try_from(d.version) else { continue };

@@ -40,3 +40,6 @@ mod store;
 
 #[path = "agent/values.rs"]
 mod values;
+
+#[path = "agent/deletion.rs"]
+mod deletion;

@@ -21,6 +21,9 @@ pub struct ServeConfig {
     /// How long after a failed notification delivery it is tried again
     /// (then three times longer each time; `heimdall_core::notify`).
     pub notification_retry: std::time::Duration,
+    /// An Agent not seen for longer may never sync again: a delete of a
+    /// secret it holds is refused (`heimdall_core::deletion`).
+    pub agent_stale_after: time::Duration,
 }
 
 /// The optional config file (`--config FILE`); every key is optional.
@@ -40,6 +43,8 @@ pub struct FileConfig {
     pub shutdown_grace_seconds: Option<u64>,
     /// Seconds before a failed notification delivery is tried again (default 10).
     pub notification_retry_seconds: Option<u64>,
+    /// Days after which an Agent not seen is taken as one that will not sync again (default 7).
+    pub agent_stale_after_days: Option<u32>,
 }
 
 impl FileConfig {
@@ -102,12 +107,18 @@ impl ServeConfig {
             std::time::Duration::from_secs(10),
             "notification_retry_seconds",
         )?;
+        let agent_stale_after = match file.agent_stale_after_days {
+            Some(0) => return Err("agent_stale_after_days must be at least 1".into()),
+            Some(days) => time::Duration::days(i64::from(days)),
+            None => heimdall_core::deletion::STALE_AFTER,
+        };
         Ok(Self {
             database_url: Redacted::new(database_url),
             listen,
             max_body_bytes,
             limits,
             notification_retry,
+            agent_stale_after,
         })
     }
 }

@@ -70,6 +70,7 @@ pub async fn serve_on(
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let reaper = tokio::spawn(reap_forever(store.clone(), clock.clone()));
     let mut state = http::AppState::new(store, clock);
+    state.agent_stale_after = config.agent_stale_after;
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;

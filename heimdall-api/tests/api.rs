@@ -17,6 +17,8 @@ mod bootstrap;
 mod http;
 #[path = "api/infra.rs"]
 mod infra;
+#[path = "api/inventory.rs"]
+mod inventory;
 #[path = "api/leaks.rs"]
 mod leaks;
 #[path = "api/notifications.rs"]

@@ -300,14 +300,71 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
 }
 
 /// Everything the API needs from storage.
+/// Every port, for the adapters that need them all.
 pub trait Store:
-    MetadataStore + InfraStore + JobQueue + AgentStore + SecretStore + AccessStore + NotificationStore
+    MetadataStore
+    + InfraStore
+    + JobQueue
+    + AgentStore
+    + SecretStore
+    + AccessStore
+    + NotificationStore
+    + InventoryStore
 {
 }
-impl<
-        T: MetadataStore + InfraStore + JobQueue + AgentStore + SecretStore + AccessStore + NotificationStore,
-    > Store for T
+impl<T> Store for T where
+    T: MetadataStore
+        + InfraStore
+        + JobQueue
+        + AgentStore
+        + SecretStore
+        + AccessStore
+        + NotificationStore
+        + InventoryStore
 {
+}
+
+// ---- What Agents hold, and deleting a secret -----------------------------------
+
+/// One version an Agent's last inventory lists (never a value).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Holding {
+    pub agent_id: AgentId,
+    pub agent: String,
+    pub secret: String,
+    /// The environment's name.
+    pub environment: String,
+    pub version: i64,
+    pub deactivated: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub reported_at: OffsetDateTime,
+    /// Whether the Agent is revoked, and when it last synced (for `deletion::may_delete`).
+    #[serde(default)]
+    pub agent_revoked: bool,
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub agent_last_seen_at: Option<OffsetDateTime>,
+}
+
+#[async_trait]
+pub trait InventoryStore: Send + Sync {
+    /// Replaces what `agent` holds with its report (environments by id);
+    /// a secret being deleted that no Agent lists any more is deleted
+    /// (`secret.deleted`), in the same transaction.
+    async fn store_inventory(
+        &self,
+        org: OrgId,
+        agent: &crate::infra::Agent,
+        items: &[crate::wire::InventoryItem],
+        now: OffsetDateTime,
+    ) -> StoreResult<()>;
+    async fn holdings_of_secret(&self, org: OrgId, secret: &str) -> StoreResult<Vec<Holding>>;
+    async fn holdings_of_agent(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<Holding>>;
+    /// The secret goes `deleting` (or `deleted` at once when no Agent holds it).
+    async fn start_deletion(&self, org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()>;
+    /// Names of the organization's secrets being deleted or deleted: Agents drop what they hold of them.
+    async fn deleted_secret_names(&self, org: OrgId) -> StoreResult<Vec<String>>;
+    /// Drops `agent`'s inventory (its store is destroyed), completing deletions it held up.
+    async fn forget_agent(&self, org: OrgId, agent: AgentId, event: NewEvent) -> StoreResult<()>;
 }
 
 // ---- Notifications ------------------------------------------------------------

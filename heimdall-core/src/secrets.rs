@@ -49,6 +49,42 @@ pub struct Secret {
     /// until a new version is written there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub at_risk: Vec<AtRisk>,
+    /// Where it stands ([`SecretStatus::of`]).
+    #[serde(default)]
+    pub status: SecretStatus,
+}
+
+/// A secret's status: `deleting` and `deleted` come from its lifecycle,
+/// `at_risk` from its marks, else `active`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SecretStatus {
+    #[default]
+    Active,
+    AtRisk,
+    Deleting,
+    Deleted,
+}
+
+impl SecretStatus {
+    /// From the stored lifecycle (`active`, `deleting`, `deleted`) and whether any mark is held.
+    pub fn of(lifecycle: &str, at_risk: bool) -> Self {
+        match lifecycle {
+            "deleting" => SecretStatus::Deleting,
+            "deleted" => SecretStatus::Deleted,
+            _ if at_risk => SecretStatus::AtRisk,
+            _ => SecretStatus::Active,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SecretStatus::Active => "active",
+            SecretStatus::AtRisk => "at_risk",
+            SecretStatus::Deleting => "deleting",
+            SecretStatus::Deleted => "deleted",
+        }
+    }
 }
 
 /// A secret at risk in one environment: who was removed having read which
@@ -62,17 +98,6 @@ pub struct AtRisk {
     pub versions: Vec<i64>,
     #[serde(with = "time::serde::rfc3339")]
     pub marked_at: OffsetDateTime,
-}
-
-impl Secret {
-    /// `at_risk` while any environment holds a mark, else `active`.
-    pub fn status(&self) -> &'static str {
-        if self.at_risk.is_empty() {
-            "active"
-        } else {
-            "at_risk"
-        }
-    }
 }
 
 /// One version of a secret in one environment: who made it and when. The

@@ -114,6 +114,21 @@ pub struct CreateToken {
     pub name: String,
 }
 
+/// `POST /v1/agents/{key}/forget` (owner): the Agent's store is destroyed,
+/// so what its last inventory listed is held nowhere any more.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetAgent {
+    pub confirm_store_destroyed: bool,
+}
+
+/// `GET /v1/agents/{key}`: the Agent and what its last inventory listed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentDetail {
+    pub agent: crate::infra::Agent,
+    pub holdings: Vec<crate::ports::Holding>,
+}
+
 /// `POST /v1/notifications` (owner): a webhook the organization's
 /// notified events go to (`notify::NOTIFIED`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -499,6 +514,9 @@ pub struct UpdateSecret {
 pub struct SecretDetail {
     pub secret: Secret,
     pub versions: Vec<SecretVersion>,
+    /// What each Agent's last inventory lists of it (environments you may read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holdings: Vec<crate::ports::Holding>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -623,6 +641,10 @@ pub struct SyncResponse {
     pub policies: Vec<Policy>,
     pub assignments: Vec<crate::secrets::Assignment>,
     pub deactivated: Vec<DeactivatedVersion>,
+    /// Secrets being deleted (or deleted): the Agent deletes every value
+    /// and tombstone it holds of them, and its next inventory says so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deleted_secrets: Vec<String>,
     pub received_through: i64,
     /// SHA-256 of this Agent's unrevoked local API certificates: one it
     /// serves with that is not here was revoked, and it gets a new one.
@@ -783,7 +805,7 @@ macro_rules! bodies {
 }
 
 bodies!(ValuePolicy::Metadata =>
-    AddMember, ChangeRole, CreateToken, CreateChannel, CreateCatalogEntry, Rename, CreatePolicy, CreateCloudAccount,
+    AddMember, ChangeRole, CreateToken, CreateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, CreateCloudAccount,
     LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest,
 );
 // The secret routes: closed. Anything they do not define is where a value would go.

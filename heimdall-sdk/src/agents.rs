@@ -3,7 +3,9 @@
 
 use reqwest::Method;
 
-use crate::wire::{Agent, AssignAgent, Assignment, CreateRegistration, Registration};
+use crate::wire::{
+    Agent, AgentDetail, AssignAgent, Assignment, CreateRegistration, ForgetAgent, Registration,
+};
 use crate::{Client, Result};
 
 impl Client {
@@ -39,6 +41,19 @@ impl Client {
     /// ```
     pub async fn list_agents(&self) -> Result<Vec<Agent>> {
         self.get(&["agents"]).await
+    }
+
+    /// `GET /v1/agents/{id-or-name}` (owner, admin): the Agent and what its
+    /// last inventory listed (names and versions, never a value).
+    pub async fn get_agent(&self, id_or_name: &str) -> Result<AgentDetail> {
+        self.get(&["agents", id_or_name]).await
+    }
+
+    /// `POST /v1/agents/{id-or-name}/forget` (owner): its value store is
+    /// destroyed, so its last inventory no longer holds up a delete. Recorded.
+    pub async fn forget_agent(&self, id_or_name: &str) -> Result<AgentDetail> {
+        let body = ForgetAgent { confirm_store_destroyed: true };
+        self.with_body(Method::POST, &["agents", id_or_name, "forget"], &body).await
     }
 
     /// `DELETE /v1/agents/{id-or-name}` (owner): revokes an Agent; its

@@ -58,6 +58,14 @@ impl Client {
         self.get(&["secrets", id_or_name]).await
     }
 
+    /// `DELETE /v1/secrets/{id-or-name}`: the secret goes `deleting`, and
+    /// `deleted` once every Agent that held it reported it gone. Refused
+    /// `VALUE_MAY_PERSIST` (naming the Agents) while an Agent that will not
+    /// sync again may hold a copy.
+    pub async fn delete_secret(&self, id_or_name: &str) -> Result<SecretDetail> {
+        self.delete(&["secrets", id_or_name]).await
+    }
+
     /// `PATCH /v1/secrets/{id-or-name}` (owner, admin): fields left `None`
     /// are unchanged; `tags` and `components`, when given, replace the
     /// whole set (`Some(empty)` clears it).

@@ -14,6 +14,7 @@ mod access;
 mod agents;
 mod at_risk;
 mod infra_rows;
+mod inventory;
 mod notifications;
 mod postgres;
 mod queue;

@@ -71,6 +71,7 @@ struct SecretRow {
     created_at: i64,
     created_by: String,
     updated_at: i64,
+    lifecycle: String,
 }
 
 impl SecretRow {
@@ -92,6 +93,7 @@ impl SecretRow {
             created_by: self.created_by,
             updated_at: from_micros(self.updated_at),
             at_risk: Vec::new(),
+            status: Default::default(),
         })
     }
 }
@@ -163,8 +165,10 @@ impl SqlStore {
         let components = self.components_of(&row.id).await?;
         let owner_keys =
             if row.personal_owner_id.is_some() { self.owner_keys_of(&row.id).await? } else { Vec::new() };
+        let lifecycle = row.lifecycle.clone();
         let mut secret = row.into_domain(components, owner_keys)?;
         secret.at_risk = super::at_risk::of_secret(&self.pool, &secret.id.to_string()).await?;
+        secret.status = heimdall_core::secrets::SecretStatus::of(&lifecycle, !secret.at_risk.is_empty());
         Ok(secret)
     }
 }
@@ -241,7 +245,7 @@ impl SecretStore for SqlStore {
     }
 
     async fn list_secrets(&self, org: OrgId) -> StoreResult<Vec<Secret>> {
-        let sql = format!("SELECT {SECRET_COLUMNS} FROM secrets WHERE org_id = $1 ORDER BY name");
+        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle FROM secrets WHERE org_id = $1 ORDER BY name");
         let rows = sqlx::query_as::<_, SecretRow>(&sql)
             .bind(org.to_string())
             .fetch_all(&self.pool)
@@ -255,7 +259,7 @@ impl SecretStore for SqlStore {
     }
 
     async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret> {
-        let sql = format!("SELECT {SECRET_COLUMNS} FROM secrets WHERE org_id = $1 AND id = $2");
+        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle FROM secrets WHERE org_id = $1 AND id = $2");
         let row = sqlx::query_as::<_, SecretRow>(&sql)
             .bind(org.to_string())
             .bind(id.to_string())
@@ -267,7 +271,7 @@ impl SecretStore for SqlStore {
     }
 
     async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>> {
-        let sql = format!("SELECT {SECRET_COLUMNS} FROM secrets WHERE org_id = $1 AND name = $2");
+        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle FROM secrets WHERE org_id = $1 AND name = $2");
         let row = sqlx::query_as::<_, SecretRow>(&sql)
             .bind(org.to_string())
             .bind(name.to_owned())

@@ -240,6 +240,15 @@ async fn sync(
         validate_text("records[].environment", &record.environment, 200)?;
         validate_text("records[].from", &record.from, 100)?;
     }
+    if body.inventory.len() > MAX_SYNC_RECORDS {
+        return Err(
+            ApiError::invalid_input(format!("at most {MAX_SYNC_RECORDS} inventory items per sync")).into()
+        );
+    }
+    for item in &body.inventory {
+        validate_text("inventory[].secret", &item.secret, 200)?;
+        validate_text("inventory[].environment", &item.environment, 200)?;
+    }
     if let Some(url) = &body.local_url {
         validate_text("local_url", url, 300)?;
         if !url.starts_with("https://") {
@@ -257,6 +266,8 @@ async fn sync(
     for event in &outcome.events {
         tracing::warn!(agent = %agent.name, action = event.action(), detail = %event.detail(&agent.name), "access records");
     }
+    // What it holds now, revoked or not: a delete waits on what it still holds.
+    state.store.store_inventory(org, &agent, &body.inventory, now).await?;
     if agent.revoked_at.is_some() {
         tracing::warn!(agent = %agent.name, stored = outcome.stored, "a revoked Agent reported its reads");
         return Err(revoked(&agent).into());
@@ -295,6 +306,7 @@ async fn sync(
         .list_secrets(org)
         .await?
         .into_iter()
+        .filter(|s| s.status != heimdall_core::secrets::SecretStatus::Deleted)
         .map(|s| SyncSecret {
             id: s.id,
             name: s.name,
@@ -344,6 +356,7 @@ async fn sync(
         policies,
         assignments,
         deactivated,
+        deleted_secrets: state.store.deleted_secret_names(org).await?,
         received_through: outcome.received_through,
         local_api_certificates: Some(
             state

@@ -4,7 +4,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{delete, get, post};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use heimdall_core::authz::{Action, Target, TargetKind};
 use heimdall_core::ids::{AgentId, RegistrationId};
@@ -12,7 +12,7 @@ use heimdall_core::infra::Agent;
 use heimdall_core::names::validate_name;
 use heimdall_core::ports::{NewEvent, NewRegistration};
 use heimdall_core::token::TokenHash;
-use heimdall_core::wire::{CreateRegistration, Enroll, Enrolled, Registration};
+use heimdall_core::wire::{AgentDetail, CreateRegistration, Enroll, Enrolled, ForgetAgent, Registration};
 use heimdall_core::{ApiError, ErrorCode};
 use time::Duration;
 use uuid::Uuid;
@@ -30,7 +30,8 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/agents", get(list))
         .route("/v1/agents/registrations", post(create_registration))
         .route("/v1/agents/enroll", post(enroll))
-        .route("/v1/agents/{key}", delete(revoke))
+        .route("/v1/agents/{key}", get(show).delete(revoke))
+        .route("/v1/agents/{key}/forget", post(forget))
 }
 
 async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, ApiError> {
@@ -50,6 +51,59 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, 
 async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Agent>>> {
     state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
     Ok(Json(state.store.list_agents(caller.org.id).await?))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> HttpResult<Json<AgentDetail>> {
+    state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
+    let agent = resolve_any(&state, &caller, &key).await?;
+    let holdings = state.store.holdings_of_agent(caller.org.id, agent.id).await?;
+    Ok(Json(AgentDetail { agent, holdings }))
+}
+
+/// An owner says the Agent's store is destroyed: its last inventory no
+/// longer holds up a delete. Recorded as `agent.forgotten`.
+async fn forget(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    JsonBody(body): JsonBody<ForgetAgent>,
+) -> HttpResult<Json<AgentDetail>> {
+    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
+    if !body.confirm_store_destroyed {
+        return Err(ApiError::invalid_input(
+            "forgetting an Agent says its value store is destroyed: confirm it with confirm_store_destroyed",
+        )
+        .into());
+    }
+    let agent = resolve_any(&state, &caller, &key).await?;
+    let held = state.store.holdings_of_agent(caller.org.id, agent.id).await?;
+    let mut secrets: Vec<&str> = held.iter().map(|h| h.secret.as_str()).collect();
+    secrets.dedup();
+    let event = state.event(
+        &caller,
+        "agent.forgotten",
+        format!("agent:{}", agent.id),
+        serde_json::json!({ "name": agent.name, "secrets_it_held": secrets }),
+    );
+    state.store.forget_agent(caller.org.id, agent.id, event).await?;
+    Ok(Json(AgentDetail { agent, holdings: Vec::new() }))
+}
+
+/// By id, or by name: the Agent not revoked with it, else the one revoked
+/// last (a revoked Agent is what one forgets).
+async fn resolve_any(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, ApiError> {
+    match resolve(state, caller, key).await {
+        Err(e) if e.code == ErrorCode::NotFound => {
+            let agents = state.store.list_agents(caller.org.id).await?;
+            let named = agents.into_iter().filter(|a| a.name == key && a.revoked_at.is_some());
+            named.max_by_key(|a| a.revoked_at).ok_or(e)
+        }
+        found => found,
+    }
 }
 
 async fn create_registration(

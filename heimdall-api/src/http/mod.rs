@@ -58,6 +58,8 @@ pub struct AppState {
     pub federation: Option<crate::federation::Federation>,
     /// The key notification channels' secrets derive from (beside the CA).
     pub notifications: Option<Arc<crate::notifications::SigningKey>>,
+    /// An Agent not seen for longer may never sync again (`heimdall_core::deletion`).
+    pub agent_stale_after: time::Duration,
 }
 
 impl AppState {
@@ -71,6 +73,7 @@ impl AppState {
             api_names: Vec::new(),
             federation: None,
             notifications: None,
+            agent_stale_after: heimdall_core::deletion::STALE_AFTER,
         }
     }
 

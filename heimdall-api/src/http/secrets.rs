@@ -6,12 +6,13 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use heimdall_core::authz::{secret_target, Action, Target, TargetKind};
+use heimdall_core::deletion::Holder;
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::grant::{self, WriteGrantClaims};
 use heimdall_core::ids::{AgentId, CatalogId, SecretId};
 use heimdall_core::names::{validate_name, validate_text};
 use heimdall_core::secrets::{
-    reaches, validate_secret_type, validate_tags, Assignment, Reach, Secret, SecretVersion,
+    reaches, validate_secret_type, validate_tags, Assignment, Reach, Secret, SecretStatus, SecretVersion,
 };
 use heimdall_core::wire::{
     AccessLogEntry, AgentLocation, AssignAgent, CreateSecret, CreateVersion, CreatedVersion,
@@ -28,7 +29,7 @@ use super::AppState;
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/secrets", get(list).post(create))
-        .route("/v1/secrets/{key}", get(show).patch(update))
+        .route("/v1/secrets/{key}", get(show).patch(update).delete(delete_secret))
         .route("/v1/secrets/{key}/access-log", get(access_log))
         .route("/v1/secrets/{key}/versions", post(create_version))
         .route("/v1/secrets/{key}/deactivate", post(deactivate_version))
@@ -142,7 +143,53 @@ async fn show(
         versions.iter().map(|v| name_of(v.environment_id)),
     );
     versions.retain(|v| allowed.contains(&name_of(v.environment_id)));
-    Ok(Json(SecretDetail { secret, versions }))
+    let mut holdings = state.store.holdings_of_secret(caller.org.id, &secret.name).await?;
+    holdings.retain(|h| allowed.contains(&h.environment.as_str()));
+    Ok(Json(SecretDetail { secret, versions, holdings }))
+}
+
+/// `DELETE /v1/secrets/{key}` (whoever may write it in every environment
+/// it is held in): refused `VALUE_MAY_PERSIST` while an Agent that will
+/// not sync again may hold a copy (`heimdall_core::deletion`); otherwise
+/// it goes `deleting`, and `deleted` once no Agent's inventory lists it.
+async fn delete_secret(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> HttpResult<Json<SecretDetail>> {
+    let secret = resolve(&state, &caller, &key).await?;
+    let holdings = state.store.holdings_of_secret(caller.org.id, &secret.name).await?;
+    let mut environments: Vec<String> = holdings.iter().map(|h| h.environment.clone()).collect();
+    environments.extend(environment_names(&state, &caller).await?.into_iter().map(|(_, name)| name));
+    environments.sort();
+    environments.dedup();
+    let target = target(&state, &caller, &secret).await?;
+    let decider = state.decider(&caller).await?;
+    decider.require(Action::SecretWrite, &target, None)?;
+    for env in &environments {
+        decider.require(Action::SecretWrite, &target, Some(env))?;
+    }
+    let holders: Vec<Holder> = holdings
+        .iter()
+        .map(|h| Holder {
+            agent: h.agent.clone(),
+            revoked: h.agent_revoked,
+            last_seen_at: h.agent_last_seen_at,
+        })
+        .collect();
+    heimdall_core::deletion::may_delete(&secret.name, &holders, state.clock.now(), state.agent_stale_after)?;
+    let mut agents: Vec<&str> = holdings.iter().map(|h| h.agent.as_str()).collect();
+    agents.dedup();
+    let event = state.event(
+        &caller,
+        "secret.deletion_started",
+        format!("secret:{}", secret.id),
+        serde_json::json!({ "name": secret.name, "held_by": agents }),
+    );
+    state.store.start_deletion(caller.org.id, secret.id, event).await?;
+    let secret = state.store.get_secret(caller.org.id, secret.id).await?;
+    let versions = state.store.list_versions(caller.org.id, secret.id).await?;
+    Ok(Json(SecretDetail { secret, versions, holdings }))
 }
 
 async fn create(
@@ -190,6 +237,7 @@ async fn create(
         created_by: caller.member.email.clone(),
         updated_at: now,
         at_risk: Vec::new(),
+        status: Default::default(),
     };
     // Org secrets are for owners and admins; a personal one is its owner's
     // (`default:personal-owner`); organization `forbid`s apply to both.
@@ -367,6 +415,13 @@ async fn create_version(
     let secret = resolve(&state, &caller, &key).await?;
     let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
     authorize_write(&state, &caller, &secret, &env.name).await?;
+    if matches!(secret.status, SecretStatus::Deleting | SecretStatus::Deleted) {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("{} is {}: it takes no new version", secret.name, secret.status.as_str()),
+        )
+        .into());
+    }
     let Some(ca) = state.ca.clone() else {
         return Err(ApiError::new(
             ErrorCode::Unavailable,

@@ -14,6 +14,16 @@ pub enum AgentCommand {
         /// The Agent (id, or the name of an Agent not revoked)
         agent: String,
     },
+    /// Show an Agent and what its value store held when it last synced
+    Show { agent: String },
+    /// Say an Agent's value store is destroyed (owner): what it held no longer
+    /// holds up a `secret delete`. Recorded in the audit feed
+    Forget {
+        agent: String,
+        /// Required: you confirm the Agent's store, and every copy of it, is gone
+        #[arg(long)]
+        confirm_store_destroyed: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

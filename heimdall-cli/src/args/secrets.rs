@@ -98,6 +98,14 @@ with this profile's client certificate (`heimdall login`).")]
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
         version: i64,
     },
+    /// Delete a secret in every environment: each Agent that holds it deletes its copies on its
+    /// next sync; refused (VALUE_MAY_PERSIST) while an Agent that will not sync again may hold one
+    Delete {
+        secret: String,
+        /// Wait until every Agent has reported its copies gone
+        #[arg(long)]
+        wait: bool,
+    },
     /// Who read a secret, when, which version, through which Agent (owner, admin)
     AccessLog {
         secret: String,

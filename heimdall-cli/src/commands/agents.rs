@@ -5,7 +5,7 @@ use heimdall_core::wire::Agent;
 
 use super::Context;
 use crate::args::{AgentCommand, AgentTokenCommand};
-use crate::error::Result;
+use crate::error::{CliError, Result};
 use crate::output::{self, optional_timestamp, timestamp};
 
 pub async fn run(ctx: &Context, cmd: AgentCommand) -> Result<()> {
@@ -55,6 +55,41 @@ pub async fn run(ctx: &Context, cmd: AgentCommand) -> Result<()> {
                 ]
             })
         }
+        AgentCommand::Show { agent } => {
+            let detail = client.get_agent(&agent).await?;
+            let a = &detail.agent;
+            out.record(
+                &detail,
+                &[
+                    ("ID", a.id.to_string()),
+                    ("NAME", a.name.clone()),
+                    ("STATUS", status(a).to_owned()),
+                    ("LAST SEEN", optional_timestamp(a.last_seen_at)),
+                    ("ENROLLED AT", timestamp(a.created_at)),
+                    ("LOCAL API", a.local_url.clone().unwrap_or_else(|| "-".into())),
+                ],
+            )?;
+            if detail.holdings.is_empty() {
+                return out.text("\nholds no secret values (as of its last sync)\n");
+            }
+            out.section(
+                &["SECRET", "ENVIRONMENT", "VERSION", "STATE", "REPORTED AT"],
+                holdings_rows(&detail.holdings),
+            )
+        }
+        AgentCommand::Forget { agent, confirm_store_destroyed } => {
+            if !confirm_store_destroyed {
+                return Err(CliError::usage(
+                    "agent forget says the Agent's value store is destroyed: add --confirm-store-destroyed",
+                ));
+            }
+            let detail = client.forget_agent(&agent).await?;
+            let line = format!(
+                "Agent forgotten: {} ({}); what it held no longer holds up a delete",
+                detail.agent.name, detail.agent.id
+            );
+            out.done(&detail, &line, &[])
+        }
         AgentCommand::Revoke { agent } => {
             let agent = client.revoke_agent(&agent).await?;
             out.done(
@@ -67,6 +102,23 @@ pub async fn run(ctx: &Context, cmd: AgentCommand) -> Result<()> {
             )
         }
     }
+}
+
+/// One row per version an Agent's inventory listed.
+fn holdings_rows(holdings: &[heimdall_core::ports::Holding]) -> Vec<Vec<String>> {
+    holdings
+        .iter()
+        .map(|h| {
+            let state = if h.deactivated { "tombstone" } else { "value" };
+            vec![
+                h.secret.clone(),
+                h.environment.clone(),
+                h.version.to_string(),
+                state.to_owned(),
+                timestamp(h.reported_at),
+            ]
+        })
+        .collect()
 }
 
 fn status(agent: &Agent) -> &'static str {

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use heimdall_core::ids::CatalogId;
+use heimdall_core::secrets::SecretStatus;
 use heimdall_core::wire::{
     AccessLogEntry, Assignment, CatalogKind, CreateSecret, Secret, SecretVersion, UpdateSecret,
 };
@@ -47,7 +48,7 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
                 vec![
                     s.name.clone(),
                     s.secret_type.clone(),
-                    s.status().to_owned(),
+                    s.status.as_str().to_owned(),
                     at_risk_label(s),
                     tags_label(&s.tags),
                     components_label(&components, &s.components),
@@ -70,6 +71,7 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
                     ("ID", s.id.to_string()),
                     ("NAME", s.name.clone()),
                     ("TYPE", s.secret_type.clone()),
+                    ("STATUS", s.status.as_str().to_owned()),
                     ("DESCRIPTION", s.description.clone()),
                     ("TAGS", tags_label(&s.tags)),
                     ("COMPONENTS", components_label(&components, &s.components)),
@@ -89,6 +91,20 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
                     &["ENVIRONMENT", "REMOVED MEMBER", "VERSIONS READ", "MARKED AT"],
                     rows.collect(),
                 )?;
+            }
+            if !detail.holdings.is_empty() {
+                out.text("\nHeld by (each Agent's last inventory):")?;
+                let rows = detail.holdings.iter().map(|h| {
+                    let state = if h.deactivated { "tombstone" } else { "value" };
+                    vec![
+                        h.agent.clone(),
+                        h.environment.clone(),
+                        h.version.to_string(),
+                        state.to_owned(),
+                        timestamp(h.reported_at),
+                    ]
+                });
+                out.section(&["AGENT", "ENVIRONMENT", "VERSION", "STATE", "REPORTED AT"], rows.collect())?;
             }
             if detail.versions.is_empty() {
                 return out.text("\nno versions yet\n");
@@ -121,6 +137,33 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
         }
         SecretCommand::Get { secret, environment, version, agent_url } => {
             super::values::get(ctx, &secret, &environment, version, agent_url.as_deref()).await
+        }
+        SecretCommand::Delete { secret, wait } => {
+            let client = ctx.client()?;
+            let mut detail = client.delete_secret(&secret).await?;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+            while wait && detail.secret.status == SecretStatus::Deleting {
+                if std::time::Instant::now() > deadline {
+                    return Err(CliError::local(format!(
+                        "{secret} is still being deleted after 10 minutes: an Agent has not synced (see `heimdall secret show {secret}`)"
+                    )));
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                detail = client.get_secret(&secret).await?;
+            }
+            let s = &detail.secret;
+            let line = match s.status {
+                SecretStatus::Deleted => format!("Secret deleted: {} (no Agent holds a copy)", s.name),
+                _ => format!(
+                    "Secret {} is being deleted: each Agent that holds it deletes its copies on its next sync",
+                    s.name
+                ),
+            };
+            let mut agents: Vec<String> = detail.holdings.iter().map(|h| h.agent.clone()).collect();
+            agents.dedup();
+            let extra: Vec<String> =
+                if agents.is_empty() { Vec::new() } else { vec![format!("Held by: {}", agents.join(", "))] };
+            out.done(&detail, &line, &extra)
         }
         SecretCommand::Deactivate { secret, environment, version } => {
             super::values::deactivate(ctx, &secret, &environment, version).await

@@ -44,3 +44,40 @@ async fn a_channel_is_made_listed_and_removed_and_its_secret_shown_once() {
     assert_eq!((deleted.code, deleted.stdout.as_str()), (0, "✓ Notification channel deleted: ops\n"));
     assert_eq!(json_of(&h, &["notification", "list"]).await, serde_json::json!([]));
 }
+
+/// `secret delete` of a secret no Agent holds: deleted at once, kept as
+/// history; `agent show` and `agent forget` (which needs its confirmation).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_no_agent_holds_is_deleted_at_once_and_forgetting_needs_a_confirmation() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    assert_eq!(h.run(&["secret", "create", "old-key"]).await.code, 0);
+    let deleted = h.run(&["secret", "delete", "old-key", "--wait"]).await;
+    assert_eq!(
+        (deleted.code, deleted.stdout.as_str()),
+        (0, "✓ Secret deleted: old-key (no Agent holds a copy)\n"),
+        "{deleted:?}"
+    );
+    let listed = h.run(&["secret", "list"]).await;
+    assert_eq!(cells(&listed.stdout)[1][..3], ["old-key", "generic", "deleted"], "{}", listed.stdout);
+    let again = h.run(&["secret", "delete", "old-key"]).await;
+    assert!(again.code != 0 && again.stderr.contains("CONFLICT"), "{again:?}");
+
+    let token = h.run(&["agent", "token", "create", "--name", "edge-1", "--output", "json"]).await;
+    let token: serde_json::Value = serde_json::from_str(&token.stdout).expect("JSON");
+    crate::support::enroll(&api, token["token"].as_str().expect("token")).await.expect("enrolled");
+    let shown = h.run(&["agent", "show", "edge-1"]).await;
+    assert!(shown.stdout.contains("NAME         edge-1") || shown.stdout.contains("edge-1"), "{shown:?}");
+    assert!(shown.stdout.ends_with("holds no secret values (as of its last sync)\n"), "{shown:?}");
+    let unconfirmed = h.run(&["agent", "forget", "edge-1"]).await;
+    assert_eq!(unconfirmed.code, 2, "{unconfirmed:?}");
+    assert!(unconfirmed.stderr.contains("--confirm-store-destroyed"), "{unconfirmed:?}");
+    let forgotten = h.run(&["agent", "forget", "edge-1", "--confirm-store-destroyed"]).await;
+    assert!(
+        forgotten.code == 0 && forgotten.stdout.starts_with("✓ Agent forgotten: edge-1 ("),
+        "{forgotten:?}"
+    );
+    let events = json_of(&h, &["event", "list", "--action", "agent.forgotten"]).await;
+    assert_eq!(events.as_array().map(Vec::len), Some(1), "recorded: {events}");
+}

@@ -1,0 +1,101 @@
+//! Deleting a secret without leaving a copy behind, with real Agents: one
+//! keeps values in SQLite, one in PostgreSQL. The delete completes through
+//! both Agents' syncs and the rows are gone from both stores; a revoked
+//! Agent that held a secret makes its delete `VALUE_MAY_PERSIST`, until an
+//! owner forgets it.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::World;
+use crate::values::{agent_database, configure, eventually, identity, set, Store};
+
+async fn rows(url: &str, secret: &str) -> i64 {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM secret_values WHERE secret = $1")
+        .bind(secret.to_owned())
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_leaves_no_copy_in_either_agents_store() {
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    let (on_sqlite, on_postgres) = (w.enroll("edge-sqlite").await, w.enroll("edge-postgres").await);
+    let (_, _, pg_url) = agent_database().await;
+    let (_, sqlite_file) = configure(&on_sqlite, Store::Sqlite, None);
+    configure(&on_postgres, Store::Postgres, Some(&pg_url));
+    let sqlite_url = format!("sqlite://{}", sqlite_file.unwrap().display());
+    for agent in ["edge-sqlite", "edge-postgres"] {
+        w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": agent })).await;
+    }
+    for secret in ["db-password", "api-key"] {
+        w.post(&owner, "/v1/secrets", json!({ "name": secret })).await;
+    }
+    let (mut sqlite_agent, mut postgres_agent) = (w.run_agent(&on_sqlite), w.run_agent(&on_postgres));
+    eventually(&on_sqlite, "both Agents' local URLs", || async {
+        let (_, holders) = w.call(Method::GET, "/v1/secrets/db-password/holders?environment=dev", None).await;
+        holders.as_array().is_some_and(|h| h.len() == 2 && h.iter().all(|h| h["url"].is_string()))
+    })
+    .await;
+    let who = identity(&w, &owner).await;
+    for secret in ["db-password", "api-key"] {
+        assert_eq!(set(&w, &owner, &who, secret, "dev", "s3cret").await, 1);
+    }
+    assert_eq!((rows(&sqlite_url, "db-password").await, rows(&pg_url, "db-password").await), (1, 1));
+    let holders = |secret: &'static str| {
+        let w = &w;
+        async move {
+            let (_, detail) = w.call(Method::GET, &format!("/v1/secrets/{secret}"), None).await;
+            let mut agents: Vec<String> = detail["holdings"]
+                .as_array()
+                .map(|h| h.iter().map(|h| h["agent"].as_str().unwrap().to_owned()).collect())
+                .unwrap_or_default();
+            agents.sort();
+            (agents, detail["secret"]["status"].as_str().unwrap_or_default().to_owned())
+        }
+    };
+    eventually(&on_sqlite, "both inventories list db-password", || async {
+        holders("db-password").await.0 == ["edge-postgres", "edge-sqlite"]
+    })
+    .await;
+
+    // Both will sync again: the delete starts, and each Agent deletes on its next sync.
+    let (status, started) = w.call(Method::DELETE, "/v1/secrets/db-password", None).await;
+    assert_eq!((status, started["secret"]["status"].as_str()), (200, Some("deleting")), "{started}");
+    eventually(&on_sqlite, "the delete to complete", || async {
+        holders("db-password").await.1 == "deleted"
+    })
+    .await;
+    assert_eq!(rows(&sqlite_url, "db-password").await, 0, "gone from the SQLite store on disk");
+    assert_eq!(rows(&pg_url, "db-password").await, 0, "gone from the PostgreSQL store");
+    assert_eq!(rows(&sqlite_url, "api-key").await, 1, "nothing else went");
+    let (_, events) = w.call(Method::GET, "/v1/events?action=secret.deleted", None).await;
+    assert_eq!(events.as_array().map(Vec::len), Some(1), "{events}");
+
+    // The PostgreSQL Agent is revoked (and stops) while it holds api-key.
+    let _ = postgres_agent.kill().await;
+    let (status, _) = w.call(Method::DELETE, "/v1/agents/edge-postgres", None).await;
+    assert_eq!(status, 200);
+    let (status, refused) = w.call(Method::DELETE, "/v1/secrets/api-key", None).await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (409, Some("VALUE_MAY_PERSIST")), "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("edge-postgres"), "{refused}");
+    assert_eq!(rows(&sqlite_url, "api-key").await, 1, "refused: nothing deleted anywhere");
+
+    // Its store is destroyed: an owner forgets it, and the delete goes through the other Agent.
+    let forget = json!({ "confirm_store_destroyed": true });
+    let forgotten = w.post(&owner, "/v1/agents/edge-postgres/forget", forget).await;
+    assert_eq!(forgotten["agent"]["name"], "edge-postgres");
+    let (status, _) = w.call(Method::DELETE, "/v1/secrets/api-key", None).await;
+    assert_eq!(status, 200);
+    eventually(&on_sqlite, "api-key deleted", || async { holders("api-key").await.1 == "deleted" }).await;
+    assert_eq!(rows(&sqlite_url, "api-key").await, 0);
+    let (_, events) = w.call(Method::GET, "/v1/events?action=agent.forgotten", None).await;
+    assert_eq!(events[0]["detail"]["secrets_it_held"], json!(["api-key"]), "{events}");
+    let _ = sqlite_agent.kill().await;
+}

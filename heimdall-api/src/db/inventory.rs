@@ -1,0 +1,190 @@
+//! What each Agent reported holding, and deleting a secret: it goes
+//! `deleting` and becomes `deleted` in the transaction of the sync (or the
+//! `agent forget`) after which no Agent's inventory lists it.
+
+use async_trait::async_trait;
+use heimdall_core::ids::{AgentId, EventId, OrgId, SecretId};
+use heimdall_core::infra::Agent;
+use heimdall_core::ports::{Holding, InventoryStore, NewEvent, StoreError, StoreResult};
+use heimdall_core::wire::InventoryItem;
+use sqlx::{Any, FromRow, Transaction};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, SqlStore};
+
+#[derive(FromRow)]
+struct HoldingRow {
+    agent_id: String,
+    agent: String,
+    secret: String,
+    environment: String,
+    version: i64,
+    deactivated: i64,
+    reported_at: i64,
+    revoked_at: Option<i64>,
+    last_seen_at: Option<i64>,
+}
+
+impl HoldingRow {
+    fn into_domain(self) -> StoreResult<Holding> {
+        Ok(Holding {
+            agent_id: parse_id(&self.agent_id)?,
+            agent: self.agent,
+            secret: self.secret,
+            environment: self.environment,
+            version: self.version,
+            deactivated: self.deactivated != 0,
+            reported_at: from_micros(self.reported_at),
+            agent_revoked: self.revoked_at.is_some(),
+            agent_last_seen_at: self.last_seen_at.map(from_micros),
+        })
+    }
+}
+
+/// The environment's name where it is known, else the id the Agent sent.
+const HOLDINGS: &str = "SELECT i.agent_id, a.name AS agent, i.secret_name AS secret, \
+     COALESCE(e.name, i.environment_id) AS environment, i.version, i.deactivated, i.reported_at, \
+     a.revoked_at, a.last_seen_at \
+     FROM agent_inventory i JOIN agents a ON a.id = i.agent_id \
+     LEFT JOIN catalog_entries e ON e.id = i.environment_id";
+
+/// Every secret of `org` being deleted that no inventory lists any more becomes `deleted`.
+async fn complete_deletions(
+    tx: &mut Transaction<'_, Any>,
+    org: OrgId,
+    actor: &str,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    let done: Vec<(String, String)> = sqlx::query_as(
+        "SELECT s.id, s.name FROM secrets s WHERE s.org_id = $1 AND s.lifecycle = 'deleting' \
+         AND NOT EXISTS (SELECT 1 FROM agent_inventory i WHERE i.org_id = s.org_id AND i.secret_name = s.name)",
+    )
+    .bind(org.to_string())
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    for (id, name) in done {
+        sqlx::query("UPDATE secrets SET lifecycle = 'deleted', deleted_at = $1 WHERE id = $2")
+            .bind(to_micros(now))
+            .bind(id.clone())
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+        let event = NewEvent {
+            id: EventId::from_uuid(Uuid::new_v4()),
+            at: now,
+            actor: actor.to_owned(),
+            action: "secret.deleted".into(),
+            target: format!("secret:{id}"),
+            detail: serde_json::json!({ "name": name }),
+        };
+        insert_event(tx, org, event).await?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl InventoryStore for SqlStore {
+    async fn store_inventory(
+        &self,
+        org: OrgId,
+        agent: &Agent,
+        items: &[InventoryItem],
+        now: OffsetDateTime,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query("DELETE FROM agent_inventory WHERE agent_id = $1")
+            .bind(agent.id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        for item in items {
+            sqlx::query(
+                "INSERT INTO agent_inventory (agent_id, org_id, secret_name, environment_id, version, deactivated, reported_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+            )
+            .bind(agent.id.to_string())
+            .bind(org.to_string())
+            .bind(item.secret.clone())
+            .bind(item.environment.clone())
+            .bind(item.version)
+            .bind(i64::from(item.deactivated))
+            .bind(to_micros(now))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        complete_deletions(&mut tx, org, &format!("agent:{}", agent.name), now).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn holdings_of_secret(&self, org: OrgId, secret: &str) -> StoreResult<Vec<Holding>> {
+        let rows: Vec<HoldingRow> = sqlx::query_as(&format!(
+            "{HOLDINGS} WHERE i.org_id = $1 AND i.secret_name = $2 ORDER BY a.name, environment, i.version"
+        ))
+        .bind(org.to_string())
+        .bind(secret.to_owned())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter().map(HoldingRow::into_domain).collect()
+    }
+
+    async fn holdings_of_agent(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<Holding>> {
+        let rows: Vec<HoldingRow> = sqlx::query_as(&format!(
+            "{HOLDINGS} WHERE i.org_id = $1 AND i.agent_id = $2 ORDER BY i.secret_name, environment, i.version"
+        ))
+        .bind(org.to_string())
+        .bind(agent.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter().map(HoldingRow::into_domain).collect()
+    }
+
+    async fn start_deletion(&self, org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let (actor, at) = (event.actor.clone(), event.at);
+        let changed = sqlx::query(
+            "UPDATE secrets SET lifecycle = 'deleting', updated_at = $1 WHERE org_id = $2 AND id = $3 AND lifecycle = 'active'",
+        )
+        .bind(to_micros(at))
+        .bind(org.to_string())
+        .bind(secret.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if changed.rows_affected() != 1 {
+            return Err(StoreError::Conflict("the secret is already being deleted".into()));
+        }
+        insert_event(&mut tx, org, event).await?;
+        complete_deletions(&mut tx, org, &actor, at).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn deleted_secret_names(&self, org: OrgId) -> StoreResult<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT name FROM secrets WHERE org_id = $1 AND lifecycle <> 'active' ORDER BY name",
+        )
+        .bind(org.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows.into_iter().map(|(name,)| name).collect())
+    }
+
+    async fn forget_agent(&self, org: OrgId, agent: AgentId, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let (actor, at) = (event.actor.clone(), event.at);
+        sqlx::query("DELETE FROM agent_inventory WHERE org_id = $1 AND agent_id = $2")
+            .bind(org.to_string())
+            .bind(agent.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        complete_deletions(&mut tx, org, &actor, at).await?;
+        tx.commit().await.map_err(db_err)
+    }
+}

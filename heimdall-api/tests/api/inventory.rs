@@ -1,0 +1,116 @@
+//! What each Agent holds, as it reports it, and deleting a secret without
+//! leaving a copy behind: refused `VALUE_MAY_PERSIST` while an Agent that
+//! will not sync again holds it, `deleting` until every holder reported it
+//! gone, then `deleted`; `agent forget` unblocks a destroyed store.
+
+use heimdall_api::testing::{TestApi, TestDatabase};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::support::{enroll_agent, Client};
+
+crate::on_every_backend!(a_delete_completes_when_every_holder_reported_and_waits_for_none_that_will_not_sync);
+
+async fn a_delete_completes_when_every_holder_reported_and_waits_for_none_that_will_not_sync(
+    db: TestDatabase,
+) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let admin = c.add_member(owner, "admin@example.com", "admin").await;
+    let prod = c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201)["id"].clone();
+    let (edge1, _) = enroll_agent(&c, &api, owner, "edge-1").await;
+    let (edge2, _) = enroll_agent(&c, &api, owner, "edge-2").await;
+    for agent in ["edge-1", "edge-2"] {
+        c.post("/v1/environments/prod/agents", owner, json!({ "agent": agent })).await.expect(201);
+    }
+    for secret in ["db-password", "api-key"] {
+        c.post("/v1/secrets", owner, json!({ "name": secret })).await.expect(201);
+        c.post(&format!("/v1/secrets/{secret}/versions"), owner, json!({ "environment": "prod" }))
+            .await
+            .expect(201);
+    }
+    let item =
+        |secret: &str| json!({ "secret": secret, "environment": prod, "version": 1, "deactivated": false });
+    let sync = |agent: &reqwest::Client, inventory: Value| {
+        let (agent, api) = (agent.clone(), &api);
+        async move {
+            let resp = agent
+                .post(format!("{}/v1/agent/sync", api.agent_url))
+                .json(&json!({ "inventory": inventory }));
+            let resp = resp.send().await.unwrap();
+            assert_eq!(resp.status().as_u16(), 200);
+            resp.json::<Value>().await.unwrap()
+        }
+    };
+    sync(&edge1, json!([item("db-password")])).await;
+    sync(&edge2, json!([item("db-password"), item("api-key")])).await;
+
+    // What each Agent holds, and who holds a secret: never a value.
+    let edge1_detail = c.get("/v1/agents/edge-1", &admin).await.expect(200);
+    let held = &edge1_detail["holdings"];
+    assert_eq!(held.as_array().map(Vec::len), Some(1), "{edge1_detail}");
+    assert_eq!(
+        (held[0]["secret"].as_str(), held[0]["environment"].as_str()),
+        (Some("db-password"), Some("prod"))
+    );
+    let detail = c.get("/v1/secrets/db-password", owner).await.expect(200);
+    let agents: Vec<&str> =
+        detail["holdings"].as_array().unwrap().iter().map(|h| h["agent"].as_str().unwrap()).collect();
+    assert_eq!(agents, ["edge-1", "edge-2"]);
+    assert_eq!(detail["secret"]["status"], "active");
+
+    // Delete: both will sync again, so it starts; Agents are told; no new version.
+    let started = c.call(Method::DELETE, "/v1/secrets/db-password", owner, None).await.expect(200);
+    assert_eq!(started["secret"]["status"], "deleting", "{started}");
+    let body = json!({ "environment": "prod" });
+    c.post("/v1/secrets/db-password/versions", owner, body).await.expect_error(409, "CONFLICT");
+    let told = sync(&edge1, json!([])).await;
+    assert_eq!(told["deleted_secrets"], json!(["db-password"]), "{told}");
+    assert!(
+        told["secrets"].as_array().unwrap().iter().any(|s| s["name"] == "db-password"),
+        "still known while deleting"
+    );
+    let c = &c;
+    let status = || async move {
+        c.get("/v1/secrets/db-password", owner).await.expect(200)["secret"]["status"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(status().await, "deleting", "edge-2 has not reported yet");
+    sync(&edge2, json!([item("api-key")])).await;
+    assert_eq!(status().await, "deleted");
+    let events = c.get("/v1/events?action=secret.deleted", owner).await.expect(200);
+    assert_eq!(events[0]["actor"], "agent:edge-2", "{events}");
+    let listed = c.get("/v1/secrets", owner).await.expect(200);
+    assert!(
+        listed.as_array().unwrap().iter().any(|s| s["name"] == "db-password" && s["status"] == "deleted"),
+        "kept as history"
+    );
+
+    // edge-2 is revoked while it holds api-key: the delete would leave a copy.
+    c.call(Method::DELETE, "/v1/agents/edge-2", owner, None).await.expect(200);
+    let refused = c
+        .call(Method::DELETE, "/v1/secrets/api-key", owner, None)
+        .await
+        .expect_error(409, "VALUE_MAY_PERSIST");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("edge-2") && message.contains("agent forget"), "{message}");
+    assert_eq!(
+        c.get("/v1/secrets/api-key", owner).await.expect(200)["secret"]["status"],
+        "active",
+        "nothing changed"
+    );
+
+    // Forgetting takes an owner and a confirmation, and is recorded.
+    let confirm = json!({ "confirm_store_destroyed": true });
+    c.post("/v1/agents/edge-2/forget", &admin, confirm.clone()).await.expect_error(403, "FORBIDDEN");
+    let unconfirmed = json!({ "confirm_store_destroyed": false });
+    c.post("/v1/agents/edge-2/forget", owner, unconfirmed).await.expect_error(422, "INVALID_INPUT");
+    c.post("/v1/agents/edge-2/forget", owner, confirm).await.expect(200);
+    let forgotten = c.get("/v1/events?action=agent.forgotten", owner).await.expect(200);
+    assert_eq!(forgotten[0]["detail"], json!({ "name": "edge-2", "secrets_it_held": ["api-key"] }));
+    let deleted = c.call(Method::DELETE, "/v1/secrets/api-key", owner, None).await.expect(200);
+    assert_eq!(deleted["secret"]["status"], "deleted", "nobody holds it: deleted at once");
+}
