@@ -201,6 +201,25 @@ impl Syncer {
                 }
             }
         }
+        // Environments it no longer holds: what it has there goes.
+        for env in &response.released_environments {
+            let mut secrets: Vec<&str> = held
+                .iter()
+                .filter(|e| e.org == response.org_id && e.environment == *env)
+                .map(|e| e.secret.as_str())
+                .collect();
+            secrets.dedup();
+            for secret in secrets {
+                match self.store.delete_in_environment(response.org_id, secret, *env).await {
+                    Ok(rows) => {
+                        tracing::warn!(secret, environment = %env, rows, "unassigned: its values there are gone from this store")
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, secret, "could not delete an unassigned environment's values; will retry next sync")
+                    }
+                }
+            }
+        }
         for d in &response.deactivated {
             let Some(env) = response.environments.iter().find(|e| e.name == d.environment) else { continue };
             let Ok(version) = u32::try_from(d.version) else { continue };

@@ -144,7 +144,21 @@ impl Vault {
     /// how many rows went.
     pub async fn delete_secret(&self, org: OrgId, secret: &str) -> Result<u64, StoreError> {
         validate_name(secret)?;
-        let done = self.rows.delete(org, secret).await;
+        let done = self.rows.delete(org, secret, None).await;
+        self.latest.invalidate(org, secret);
+        done
+    }
+
+    /// Deletes every version of the secret in one environment (this Agent
+    /// no longer holds it); returns how many rows went.
+    pub async fn delete_in_environment(
+        &self,
+        org: OrgId,
+        secret: &str,
+        environment: CatalogId,
+    ) -> Result<u64, StoreError> {
+        validate_name(secret)?;
+        let done = self.rows.delete(org, secret, Some(environment)).await;
         self.latest.invalidate(org, secret);
         done
     }

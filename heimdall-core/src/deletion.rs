@@ -52,6 +52,42 @@ pub fn may_delete(
     ))
 }
 
+/// Refuses taking `agent` off `environment` (`CONFLICT`) while it is the
+/// only Agent there holding a current version of a secret: a value is
+/// written to the Agents that hold the environment at the time, and no
+/// other Agent would ever get that one. `holdings` are what the
+/// environment's Agents last reported there; `current` is each secret's
+/// highest version in the environment.
+pub fn may_unassign(
+    agent: crate::ids::AgentId,
+    environment: &str,
+    holdings: &[crate::ports::Holding],
+    current: impl Fn(&str) -> Option<i64>,
+) -> Result<(), ApiError> {
+    let mut only_here: Vec<String> = holdings
+        .iter()
+        .filter(|h| h.agent_id == agent && !h.deactivated && current(&h.secret) == Some(h.version))
+        .filter(|mine| {
+            !holdings.iter().any(|h| {
+                h.agent_id != agent && h.secret == mine.secret && h.version == mine.version && !h.deactivated
+            })
+        })
+        .map(|h| format!("{} v{}", h.secret, h.version))
+        .collect();
+    only_here.sort();
+    if only_here.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::Conflict,
+        format!(
+            "this Agent is the only one in {environment} holding {}: unassigned, it would delete the last copy; \
+             write a new version while another Agent holds {environment}, or delete the secret",
+            only_here.join(", ")
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +119,41 @@ mod tests {
         assert!(may_delete("db", &[edge], now, STALE_AFTER).is_ok());
         let never = Holder { agent: "edge-4".into(), revoked: false, last_seen_at: None };
         assert!(will_not_sync(&never, now, STALE_AFTER));
+    }
+
+    #[test]
+    fn the_last_agent_holding_a_current_version_stays() {
+        use crate::ids::AgentId;
+        use crate::ports::Holding;
+        let (a, b) =
+            (AgentId::from_uuid(uuid::Uuid::from_u128(1)), AgentId::from_uuid(uuid::Uuid::from_u128(2)));
+        let held = |agent: AgentId, secret: &str, version: i64, deactivated: bool| Holding {
+            agent_id: agent,
+            agent: format!("{agent}"),
+            secret: secret.into(),
+            environment: "prod".into(),
+            version,
+            deactivated,
+            reported_at: at(0),
+            agent_revoked: false,
+            agent_last_seen_at: None,
+        };
+        let current = |secret: &str| if secret == "db" { Some(2) } else { Some(1) };
+        // Both hold db v2: either may go.
+        let both = [held(a, "db", 2, false), held(b, "db", 2, false)];
+        assert!(may_unassign(a, "prod", &both, current).is_ok());
+        // Only a holds db v2, and api v1; an old version or a tombstone does not count.
+        let only = [
+            held(a, "db", 2, false),
+            held(a, "db", 1, false),
+            held(b, "db", 1, false),
+            held(a, "api", 1, false),
+        ];
+        let err = may_unassign(a, "prod", &only, current).unwrap_err();
+        assert_eq!(err.code, ErrorCode::Conflict);
+        assert!(err.message.contains("api v1, db v2") && !err.message.contains("db v1"), "{}", err.message);
+        assert!(may_unassign(b, "prod", &only, current).is_ok(), "b holds only an old version");
+        let tombstoned = [held(a, "db", 2, true)];
+        assert!(may_unassign(a, "prod", &tombstoned, current).is_ok());
     }
 }

@@ -345,6 +345,15 @@ pub struct Holding {
     pub agent_last_seen_at: Option<OffsetDateTime>,
 }
 
+/// One version an Agent reports holding (the environment as the Agent keys it: its id).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reported {
+    pub secret: String,
+    pub environment: String,
+    pub version: i64,
+    pub deactivated: bool,
+}
+
 #[async_trait]
 pub trait InventoryStore: Send + Sync {
     /// Replaces what `agent` holds with its report (environments by id);
@@ -354,7 +363,7 @@ pub trait InventoryStore: Send + Sync {
         &self,
         org: OrgId,
         agent: &crate::infra::Agent,
-        items: &[crate::wire::InventoryItem],
+        items: &[Reported],
         now: OffsetDateTime,
     ) -> StoreResult<()>;
     async fn holdings_of_secret(&self, org: OrgId, secret: &str) -> StoreResult<Vec<Holding>>;
@@ -365,6 +374,17 @@ pub trait InventoryStore: Send + Sync {
     async fn deleted_secret_names(&self, org: OrgId) -> StoreResult<Vec<String>>;
     /// Drops `agent`'s inventory (its store is destroyed), completing deletions it held up.
     async fn forget_agent(&self, org: OrgId, agent: AgentId, event: NewEvent) -> StoreResult<()>;
+    /// Takes `agent` off `environment`: it deletes what it holds there on
+    /// its next sync (until its inventory lists nothing there).
+    async fn unassign_agent(
+        &self,
+        org: OrgId,
+        environment: CatalogId,
+        agent: AgentId,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+    /// The environments `agent` must delete what it holds of.
+    async fn released_environments(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<CatalogId>>;
 }
 
 // ---- Notifications ------------------------------------------------------------

@@ -645,6 +645,10 @@ pub struct SyncResponse {
     /// and tombstone it holds of them, and its next inventory says so.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deleted_secrets: Vec<String>,
+    /// Environments this Agent was unassigned from: it deletes what it
+    /// holds there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub released_environments: Vec<CatalogId>,
     pub received_through: i64,
     /// SHA-256 of this Agent's unrevoked local API certificates: one it
     /// serves with that is not here was revoked, and it gets a new one.

@@ -81,6 +81,14 @@ impl Client {
         self.with_body(Method::POST, &["environments", environment, "agents"], &body).await
     }
 
+    /// `DELETE /v1/environments/{id-or-name}/agents/{agent}` (owner): the
+    /// Agent no longer holds `environment`, and deletes its values there on
+    /// its next sync. Refused `CONFLICT` while it holds the only copy of a
+    /// current version.
+    pub async fn unassign_agent(&self, environment: &str, agent: &str) -> Result<Assignment> {
+        self.delete(&["environments", environment, "agents", agent]).await
+    }
+
     /// `GET /v1/environments/{id-or-name}/agents`: the Agents that hold
     /// `environment`'s values, who assigned each and when.
     pub async fn list_assignments(&self, environment: &str) -> Result<Vec<Assignment>> {

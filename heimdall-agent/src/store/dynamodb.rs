@@ -571,15 +571,22 @@ impl SealedStore for DynamoRows {
         Ok(())
     }
 
-    async fn delete(&self, org: OrgId, secret: &str) -> Result<u64, StoreError> {
-        let keys = self
-            .query_all(
-                "pk = :pk",
-                HashMap::from([(":pk".to_owned(), s(value_pk(org, secret)))]),
-                Some("pk, sk"),
-                0,
-            )
-            .await?;
+    async fn delete(
+        &self,
+        org: OrgId,
+        secret: &str,
+        environment: Option<CatalogId>,
+    ) -> Result<u64, StoreError> {
+        let mut values = HashMap::from([(":pk".to_owned(), s(value_pk(org, secret)))]);
+        let condition = match environment {
+            None => "pk = :pk",
+            Some(env) => {
+                // The sort key is `<environment>#<version>`.
+                values.insert(":env".to_owned(), s(format!("{env}#")));
+                "pk = :pk AND begins_with(sk, :env)"
+            }
+        };
+        let keys = self.query_all(condition, values, Some("pk, sk"), 0).await?;
         let mut deleted = 0;
         for k in keys {
             let out = self

@@ -300,13 +300,21 @@ impl SealedStore for SqlRows {
         Ok(())
     }
 
-    async fn delete(&self, org: OrgId, secret: &str) -> Result<u64, StoreError> {
-        let done = sqlx::query("DELETE FROM secret_values WHERE org_id = $1 AND secret = $2")
-            .bind(org.to_string())
-            .bind(secret)
-            .execute(&self.pool)
-            .await
-            .map_err(db)?;
+    async fn delete(
+        &self,
+        org: OrgId,
+        secret: &str,
+        environment: Option<CatalogId>,
+    ) -> Result<u64, StoreError> {
+        let sql = match environment {
+            None => "DELETE FROM secret_values WHERE org_id = $1 AND secret = $2",
+            Some(_) => "DELETE FROM secret_values WHERE org_id = $1 AND secret = $2 AND environment_id = $3",
+        };
+        let mut query = sqlx::query(sql).bind(org.to_string()).bind(secret);
+        if let Some(env) = environment {
+            query = query.bind(env.to_string());
+        }
+        let done = query.execute(&self.pool).await.map_err(db)?;
         Ok(done.rows_affected())
     }
 

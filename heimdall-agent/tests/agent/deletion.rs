@@ -2,7 +2,8 @@
 //! keeps values in SQLite, one in PostgreSQL. The delete completes through
 //! both Agents' syncs and the rows are gone from both stores; a revoked
 //! Agent that held a secret makes its delete `VALUE_MAY_PERSIST`, until an
-//! owner forgets it.
+//! owner forgets it. An Agent unassigned from an environment deletes what
+//! it holds there, unless it holds the only copy of a current version.
 
 use reqwest::Method;
 use serde_json::json;
@@ -97,5 +98,46 @@ async fn a_delete_leaves_no_copy_in_either_agents_store() {
     assert_eq!(rows(&sqlite_url, "api-key").await, 0);
     let (_, events) = w.call(Method::GET, "/v1/events?action=agent.forgotten", None).await;
     assert_eq!(events[0]["detail"]["secrets_it_held"], json!(["api-key"]), "{events}");
+
+    // Unassigned from an environment, an Agent deletes what it holds there, and only that.
+    w.post(&owner, "/v1/environments", json!({ "name": "staging" })).await;
+    w.post(&owner, "/v1/environments/staging/agents", json!({ "agent": "edge-sqlite" })).await;
+    w.post(&owner, "/v1/secrets", json!({ "name": "cache-key" })).await;
+    assert_eq!(set(&w, &owner, &who, "cache-key", "staging", "c4che").await, 1);
+    assert_eq!(set(&w, &owner, &who, "cache-key", "dev", "c4che-dev").await, 1);
+    let unassign = "/v1/environments/staging/agents/edge-sqlite";
+    eventually(&on_sqlite, "the inventory to list cache-key in staging", || async {
+        let (status, detail) = w.call(Method::GET, "/v1/agents/edge-sqlite", None).await;
+        status == 200 && detail["holdings"].as_array().unwrap().iter().any(|h| h["environment"] == "staging")
+    })
+    .await;
+    let (status, refused) = w.call(Method::DELETE, unassign, None).await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (409, Some("CONFLICT")),
+        "the only copy: {refused}"
+    );
+    // Its only copy deactivated (a tombstone, once synced), it may go.
+    w.post(&owner, "/v1/secrets/cache-key/deactivate", json!({ "environment": "staging", "version": 1 }))
+        .await;
+    eventually(&on_sqlite, "the tombstone in the inventory", || async {
+        let (_, detail) = w.call(Method::GET, "/v1/agents/edge-sqlite", None).await;
+        detail["holdings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["environment"] == "staging" && h["deactivated"] == true)
+    })
+    .await;
+    let (status, _) = w.call(Method::DELETE, unassign, None).await;
+    assert_eq!(status, 200);
+    eventually(&on_sqlite, "staging's rows to go", || async { rows(&sqlite_url, "cache-key").await == 1 })
+        .await;
+    eventually(&on_sqlite, "its next inventory to list only dev's copy", || async {
+        let (_, detail) = w.call(Method::GET, "/v1/agents/edge-sqlite", None).await;
+        let held = detail["holdings"].as_array().unwrap().iter().filter(|h| h["secret"] == "cache-key");
+        held.map(|h| h["environment"].as_str().unwrap().to_owned()).collect::<Vec<_>>() == ["dev"]
+    })
+    .await;
     let _ = sqlite_agent.kill().await;
 }

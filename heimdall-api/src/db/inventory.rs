@@ -3,10 +3,9 @@
 //! `agent forget`) after which no Agent's inventory lists it.
 
 use async_trait::async_trait;
-use heimdall_core::ids::{AgentId, EventId, OrgId, SecretId};
+use heimdall_core::ids::{AgentId, CatalogId, EventId, OrgId, SecretId};
 use heimdall_core::infra::Agent;
-use heimdall_core::ports::{Holding, InventoryStore, NewEvent, StoreError, StoreResult};
-use heimdall_core::wire::InventoryItem;
+use heimdall_core::ports::{Holding, InventoryStore, NewEvent, Reported, StoreError, StoreResult};
 use sqlx::{Any, FromRow, Transaction};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -90,7 +89,7 @@ impl InventoryStore for SqlStore {
         &self,
         org: OrgId,
         agent: &Agent,
-        items: &[InventoryItem],
+        items: &[Reported],
         now: OffsetDateTime,
     ) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
@@ -116,6 +115,16 @@ impl InventoryStore for SqlStore {
             .map_err(db_err)?;
         }
         complete_deletions(&mut tx, org, &format!("agent:{}", agent.name), now).await?;
+        // A released environment it holds nothing of any more is done with.
+        sqlx::query(
+            "DELETE FROM agent_releases WHERE agent_id = $1 AND NOT EXISTS \
+             (SELECT 1 FROM agent_inventory i WHERE i.agent_id = agent_releases.agent_id \
+              AND i.environment_id = agent_releases.environment_id)",
+        )
+        .bind(agent.id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
         tx.commit().await.map_err(db_err)
     }
 
@@ -186,5 +195,52 @@ impl InventoryStore for SqlStore {
         insert_event(&mut tx, org, event).await?;
         complete_deletions(&mut tx, org, &actor, at).await?;
         tx.commit().await.map_err(db_err)
+    }
+
+    async fn unassign_agent(
+        &self,
+        org: OrgId,
+        environment: CatalogId,
+        agent: AgentId,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let removed = sqlx::query(
+            "DELETE FROM environment_agents WHERE org_id = $1 AND environment_id = $2 AND agent_id = $3",
+        )
+        .bind(org.to_string())
+        .bind(environment.to_string())
+        .bind(agent.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if removed.rows_affected() == 0 {
+            return Err(StoreError::NotFound("assignment"));
+        }
+        sqlx::query(
+            "INSERT INTO agent_releases (org_id, agent_id, environment_id, released_at, released_by) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+        )
+        .bind(org.to_string())
+        .bind(agent.to_string())
+        .bind(environment.to_string())
+        .bind(to_micros(event.at))
+        .bind(event.actor.clone())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn released_environments(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<CatalogId>> {
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT environment_id FROM agent_releases WHERE org_id = $1 AND agent_id = $2")
+                .bind(org.to_string())
+                .bind(agent.to_string())
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+        rows.into_iter().map(|(id,)| parse_id(&id)).collect()
     }
 }

@@ -581,6 +581,13 @@ impl SecretStore for SqlStore {
         .execute(&mut *tx)
         .await
         .map_err(unique_as("assignment"))?;
+        // Assigned again: what it still holds there is its to keep.
+        sqlx::query("DELETE FROM agent_releases WHERE agent_id = $1 AND environment_id = $2")
+            .bind(a.agent_id.to_string())
+            .bind(a.environment_id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         insert_event(&mut tx, org, event).await?;
         tx.commit().await.map_err(db_err)
     }

@@ -267,7 +267,17 @@ async fn sync(
         tracing::warn!(agent = %agent.name, action = event.action(), detail = %event.detail(&agent.name), "access records");
     }
     // What it holds now, revoked or not: a delete waits on what it still holds.
-    state.store.store_inventory(org, &agent, &body.inventory, now).await?;
+    let reported: Vec<heimdall_core::ports::Reported> = body
+        .inventory
+        .iter()
+        .map(|i| heimdall_core::ports::Reported {
+            secret: i.secret.clone(),
+            environment: i.environment.clone(),
+            version: i.version,
+            deactivated: i.deactivated,
+        })
+        .collect();
+    state.store.store_inventory(org, &agent, &reported, now).await?;
     if agent.revoked_at.is_some() {
         tracing::warn!(agent = %agent.name, stored = outcome.stored, "a revoked Agent reported its reads");
         return Err(revoked(&agent).into());
@@ -357,6 +367,7 @@ async fn sync(
         assignments,
         deactivated,
         deleted_secrets: state.store.deleted_secret_names(org).await?,
+        released_environments: state.store.released_environments(org, agent.id).await?,
         received_through: outcome.received_through,
         local_api_certificates: Some(
             state

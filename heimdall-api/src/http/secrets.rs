@@ -35,6 +35,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/secrets/{key}/deactivate", post(deactivate_version))
         .route("/v1/secrets/{key}/holders", get(holders))
         .route("/v1/environments/{key}/agents", get(assignments).post(assign))
+        .route("/v1/environments/{key}/agents/{agent}", axum::routing::delete(unassign))
 }
 
 /// Before a Resource names `secret` as a module input: it exists, it is an
@@ -365,6 +366,55 @@ async fn assign(
     );
     state.store.assign_agent(caller.org.id, &assignment, event).await?;
     Ok((StatusCode::CREATED, Json(assignment)))
+}
+
+/// `DELETE /v1/environments/{key}/agents/{agent}` (owner): the Agent no
+/// longer holds the environment and deletes its values there on its next
+/// sync; refused while it holds the only copy of a current version
+/// (`heimdall_core::deletion::may_unassign`).
+async fn unassign(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((env, key)): Path<(String, String)>,
+) -> HttpResult<Json<Assignment>> {
+    let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &env).await?;
+    let target = Target::new(TargetKind::Environment, env.id);
+    state.authorize(&caller, Action::EnvironmentAssignAgent, &target, Some(&env.name)).await?;
+    let assignments = state.store.list_assignments(caller.org.id, env.id).await?;
+    let agents = state.store.list_agents(caller.org.id).await?;
+    let by_id = key.parse::<AgentId>().ok();
+    let assigned = |a: &&heimdall_core::infra::Agent| assignments.iter().any(|x| x.agent_id == a.id);
+    let agent = agents
+        .iter()
+        .filter(assigned)
+        .find(|a| Some(a.id) == by_id || a.name == key)
+        .ok_or_else(|| ApiError::not_found(format!("agent holding {}", env.name)))?;
+    let assignment = assignments.iter().find(|x| x.agent_id == agent.id).cloned();
+    // What the environment's Agents hold there, and each secret's current version there.
+    let mut holdings = Vec::new();
+    for secret in state.store.list_secrets(caller.org.id).await? {
+        let held = state.store.holdings_of_secret(caller.org.id, &secret.name).await?;
+        holdings.extend(held.into_iter().filter(|h| h.environment == env.name));
+    }
+    let mut current = std::collections::HashMap::new();
+    for h in holdings.iter().filter(|h| h.agent_id == agent.id) {
+        if let Some(secret) = state.store.find_secret_by_name(caller.org.id, &h.secret).await? {
+            let versions = state.store.list_versions(caller.org.id, secret.id).await?;
+            let top = versions.iter().filter(|v| v.environment_id == env.id).map(|v| v.version).max();
+            current.insert(h.secret.clone(), top);
+        }
+    }
+    heimdall_core::deletion::may_unassign(agent.id, &env.name, &holdings, |s| {
+        current.get(s).copied().flatten()
+    })?;
+    let event = state.event(
+        &caller,
+        "environment.agent_unassigned",
+        format!("environment:{}", env.id),
+        serde_json::json!({ "environment": env.name, "agent": agent.name }),
+    );
+    state.store.unassign_agent(caller.org.id, env.id, agent.id, event).await?;
+    assignment.map(Json).ok_or_else(|| ApiError::not_found("assignment").into())
 }
 
 /// Who may write or deactivate versions: owner and admin by default (a

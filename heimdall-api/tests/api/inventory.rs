@@ -9,7 +9,10 @@ use serde_json::{json, Value};
 
 use crate::support::{enroll_agent, Client};
 
-crate::on_every_backend!(a_delete_completes_when_every_holder_reported_and_waits_for_none_that_will_not_sync);
+crate::on_every_backend!(
+    a_delete_completes_when_every_holder_reported_and_waits_for_none_that_will_not_sync,
+    an_agent_is_unassigned_unless_it_holds_the_last_copy_and_is_told_to_drop_the_rest
+);
 
 async fn a_delete_completes_when_every_holder_reported_and_waits_for_none_that_will_not_sync(
     db: TestDatabase,
@@ -113,4 +116,61 @@ async fn a_delete_completes_when_every_holder_reported_and_waits_for_none_that_w
     assert_eq!(forgotten[0]["detail"], json!({ "name": "edge-2", "secrets_it_held": ["api-key"] }));
     let deleted = c.call(Method::DELETE, "/v1/secrets/api-key", owner, None).await.expect(200);
     assert_eq!(deleted["secret"]["status"], "deleted", "nobody holds it: deleted at once");
+}
+
+async fn an_agent_is_unassigned_unless_it_holds_the_last_copy_and_is_told_to_drop_the_rest(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let admin = c.add_member(owner, "admin@example.com", "admin").await;
+    let prod = c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201)["id"].clone();
+    let (edge1, _) = enroll_agent(&c, &api, owner, "edge-1").await;
+    let (edge2, _) = enroll_agent(&c, &api, owner, "edge-2").await;
+    c.post("/v1/environments/prod/agents", owner, json!({ "agent": "edge-1" })).await.expect(201);
+    c.post("/v1/secrets", owner, json!({ "name": "db-password" })).await.expect(201);
+    c.post("/v1/secrets/db-password/versions", owner, json!({ "environment": "prod" })).await.expect(201);
+    let v1 = json!([{ "secret": "db-password", "environment": prod, "version": 1, "deactivated": false }]);
+    let sync = |agent: &reqwest::Client, inventory: Value| {
+        let (agent, api) = (agent.clone(), &api);
+        async move {
+            let resp = agent
+                .post(format!("{}/v1/agent/sync", api.agent_url))
+                .json(&json!({ "inventory": inventory }));
+            resp.send().await.unwrap().json::<Value>().await.unwrap()
+        }
+    };
+    sync(&edge1, v1.clone()).await;
+
+    // edge-1 holds the only copy of prod's current version: it stays.
+    let path = "/v1/environments/prod/agents/edge-1";
+    c.call(Method::DELETE, path, admin.as_str(), None).await.expect_error(403, "FORBIDDEN");
+    let refused = c.call(Method::DELETE, path, owner, None).await.expect_error(409, "CONFLICT");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("db-password v1"), "{refused}");
+
+    // edge-2 holds prod too, and got v2 as edge-1 did: now edge-1 may go, and is told to drop prod.
+    c.post("/v1/environments/prod/agents", owner, json!({ "agent": "edge-2" })).await.expect(201);
+    c.post("/v1/secrets/db-password/versions", owner, json!({ "environment": "prod" })).await.expect(201);
+    let both = json!([
+        { "secret": "db-password", "environment": prod, "version": 1, "deactivated": false },
+        { "secret": "db-password", "environment": prod, "version": 2, "deactivated": false },
+    ]);
+    sync(&edge1, both.clone()).await;
+    sync(
+        &edge2,
+        json!([{ "secret": "db-password", "environment": prod, "version": 2, "deactivated": false }]),
+    )
+    .await;
+    c.call(Method::DELETE, path, owner, None).await.expect(200);
+    c.call(Method::DELETE, path, owner, None).await.expect_error(404, "NOT_FOUND");
+    let told = sync(&edge1, both).await;
+    assert_eq!(told["released_environments"], json!([prod]), "{told}");
+    assert_eq!(told["assignments"].as_array().map(Vec::len), Some(1), "only edge-2 holds prod: {told}");
+    // Once its inventory lists nothing in prod, it is no longer told.
+    sync(&edge1, json!([])).await;
+    let after = sync(&edge1, json!([])).await;
+    assert!(after.get("released_environments").is_none(), "{after}");
+    let events = c.get("/v1/events?action=environment.agent_unassigned", owner).await.expect(200);
+    assert_eq!(events[0]["detail"], json!({ "environment": "prod", "agent": "edge-1" }));
+    let holders = c.get("/v1/environments/prod/agents", owner).await.expect(200);
+    assert_eq!(holders.as_array().map(Vec::len), Some(1), "{holders}");
 }

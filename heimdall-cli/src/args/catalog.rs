@@ -33,6 +33,14 @@ pub enum EnvironmentCommand {
         /// The Agent (id or name)
         agent: String,
     },
+    /// Stop an Agent holding this environment (owner): it deletes its values there on its next
+    /// sync; refused while it holds the only copy of a current version
+    UnassignAgent {
+        /// The environment (id or name)
+        environment: String,
+        /// The Agent (id or name)
+        agent: String,
+    },
     /// List the Agents that hold this environment's secret values
     Agents {
         /// The environment (id or name)

@@ -132,6 +132,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Environment(EnvironmentCommand::AssignAgent { environment, agent }) => {
             secrets::assign_agent(&ctx, &environment, &agent).await
         }
+        Command::Environment(EnvironmentCommand::UnassignAgent { environment, agent }) => {
+            secrets::unassign_agent(&ctx, &environment, &agent).await
+        }
         Command::Environment(EnvironmentCommand::Agents { environment }) => {
             secrets::list_assignments(&ctx, &environment).await
         }

@@ -202,6 +202,14 @@ pub async fn assign_agent(ctx: &Context, environment: &str, agent: &str) -> Resu
     )
 }
 
+pub async fn unassign_agent(ctx: &Context, environment: &str, agent: &str) -> Result<()> {
+    let assignment = ctx.client()?.unassign_agent(environment, agent).await?;
+    let line = format!(
+        "Agent unassigned: {agent} no longer holds {environment}; it deletes its values there on its next sync"
+    );
+    ctx.out.done(&assignment, &line, &[])
+}
+
 /// `environment agents ENV`.
 pub async fn list_assignments(ctx: &Context, environment: &str) -> Result<()> {
     let assignments = ctx.client()?.list_assignments(environment).await?;
