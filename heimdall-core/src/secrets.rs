@@ -52,6 +52,19 @@ pub struct Secret {
     /// Where it stands ([`SecretStatus::of`]).
     #[serde(default)]
     pub status: SecretStatus,
+    /// When its deletion completed.
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub deleted_at: Option<OffsetDateTime>,
+}
+
+/// Whether a read of `version` in `environment` is in a secret's trail,
+/// where the trail is kept by name and another secret of the same name
+/// existed (a deleted one, or the one that took its name again): their
+/// versions never overlap (numbering goes on past a deleted namesake), so
+/// a read of one of the namesakes' versions is theirs; any other read
+/// stays, so that no read is ever hidden.
+pub fn in_trail(environment: &str, version: i64, namesakes: &[(String, i64)]) -> bool {
+    !namesakes.iter().any(|(env, v)| env == environment && *v == version)
 }
 
 /// A secret's status: `deleting` and `deleted` come from its lifecycle,
@@ -252,6 +265,15 @@ pub fn validate_secret_type(t: &str) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_namesakes_reads_leave_the_trail_and_nothing_else_does() {
+        let old = [("prod".to_owned(), 1), ("prod".to_owned(), 2), ("dev".to_owned(), 1)];
+        assert!(!in_trail("prod", 2, &old), "the deleted secret's v2");
+        assert!(in_trail("prod", 3, &old), "numbering went on: v3 is the new one's");
+        assert!(in_trail("staging", 1, &old), "no namesake read there");
+        assert!(in_trail("prod", 1, &[]), "no namesake: every read stays");
+    }
 
     #[test]
     fn personal_secrets_reach_their_owner_by_id_and_key_only() {

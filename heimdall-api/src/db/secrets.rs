@@ -72,6 +72,8 @@ struct SecretRow {
     created_by: String,
     updated_at: i64,
     lifecycle: String,
+    deleted_name: Option<String>,
+    deleted_at: Option<i64>,
 }
 
 impl SecretRow {
@@ -81,7 +83,8 @@ impl SecretRow {
         Ok(Secret {
             id: parse_id(&self.id)?,
             org_id: parse_id(&self.org_id)?,
-            name: self.name,
+            // A deleted secret whose name was taken again keeps showing its own.
+            name: self.deleted_name.unwrap_or(self.name),
             secret_type: self.secret_type,
             description: self.description,
             tags,
@@ -94,6 +97,7 @@ impl SecretRow {
             updated_at: from_micros(self.updated_at),
             at_risk: Vec::new(),
             status: Default::default(),
+            deleted_at: self.deleted_at.map(from_micros),
         })
     }
 }
@@ -219,6 +223,16 @@ fn certificate_from_row(org: OrgId, row: CertificateRow) -> StoreResult<MemberCe
 impl SecretStore for SqlStore {
     async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // A deleted secret gives its name up to the new one (and stays as history).
+        sqlx::query(
+            "UPDATE secrets SET deleted_name = name, name = name || '#deleted-' || id \
+             WHERE org_id = $1 AND name = $2 AND lifecycle = 'deleted'",
+        )
+        .bind(secret.org_id.to_string())
+        .bind(secret.name.clone())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
         sqlx::query(&format!(
             "INSERT INTO secrets ({SECRET_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
         ))
@@ -245,7 +259,7 @@ impl SecretStore for SqlStore {
     }
 
     async fn list_secrets(&self, org: OrgId) -> StoreResult<Vec<Secret>> {
-        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle FROM secrets WHERE org_id = $1 ORDER BY name");
+        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle, deleted_name, deleted_at FROM secrets WHERE org_id = $1 ORDER BY name");
         let rows = sqlx::query_as::<_, SecretRow>(&sql)
             .bind(org.to_string())
             .fetch_all(&self.pool)
@@ -259,7 +273,7 @@ impl SecretStore for SqlStore {
     }
 
     async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret> {
-        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle FROM secrets WHERE org_id = $1 AND id = $2");
+        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle, deleted_name, deleted_at FROM secrets WHERE org_id = $1 AND id = $2");
         let row = sqlx::query_as::<_, SecretRow>(&sql)
             .bind(org.to_string())
             .bind(id.to_string())
@@ -271,7 +285,7 @@ impl SecretStore for SqlStore {
     }
 
     async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>> {
-        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle FROM secrets WHERE org_id = $1 AND name = $2");
+        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle, deleted_name, deleted_at FROM secrets WHERE org_id = $1 AND name = $2");
         let row = sqlx::query_as::<_, SecretRow>(&sql)
             .bind(org.to_string())
             .bind(name.to_owned())
@@ -334,9 +348,12 @@ impl SecretStore for SqlStore {
         // takes the next number.
         for _ in 0..5 {
             let mut tx = self.pool.begin().await.map_err(db_err)?;
+            // Numbering goes on past a deleted secret of the same name, so no
+            // Agent ever holds two values under one (name, environment, version).
             let (next,): (i64,) = sqlx::query_as(
                 "SELECT COALESCE(MAX(v.version), 0) + 1 FROM secret_versions v JOIN secrets s ON s.id = v.secret_id \
-                 WHERE s.org_id = $1 AND v.secret_id = $2 AND v.environment_id = $3",
+                 WHERE s.org_id = $1 AND v.environment_id = $3 AND (v.secret_id = $2 OR s.deleted_name = \
+                 (SELECT name FROM secrets WHERE id = $2))",
             )
             .bind(org.to_string())
             .bind(secret.to_string())

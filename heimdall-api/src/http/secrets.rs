@@ -239,6 +239,7 @@ async fn create(
         updated_at: now,
         at_risk: Vec::new(),
         status: Default::default(),
+        deleted_at: None,
     };
     // Org secrets are for owners and admins; a personal one is its owner's
     // (`default:personal-owner`); organization `forbid`s apply to both.
@@ -317,6 +318,19 @@ async fn access_log(
     let target = target(&state, &caller, &secret).await?;
     decider.require(Action::SecretAccessLog, &target, environment.as_deref())?;
     let mut entries = state.store.access_log(caller.org.id, &secret.name, environment.as_deref()).await?;
+    // The trail is by name: a namesake's reads (a deleted secret's, or its
+    // successor's) are not this one's.
+    let names = environment_names(&state, &caller).await?;
+    let mut namesakes = Vec::new();
+    for other in state.store.list_secrets(caller.org.id).await? {
+        if other.name == secret.name && other.id != secret.id {
+            for v in state.store.list_versions(caller.org.id, other.id).await? {
+                let env = names.iter().find(|(id, _)| *id == v.environment_id).map(|(_, n)| n.clone());
+                namesakes.extend(env.map(|env| (env, v.version)));
+            }
+        }
+    }
+    entries.retain(|e| heimdall_core::secrets::in_trail(&e.environment, e.version, &namesakes));
     let allowed = decider.allowed_environments(
         Action::SecretAccessLog,
         &target,

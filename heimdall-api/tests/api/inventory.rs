@@ -92,6 +92,31 @@ async fn a_delete_completes_when_every_holder_reported_and_waits_for_none_that_w
         "kept as history"
     );
 
+    // The name can be taken again: a new secret, numbered on past the deleted one.
+    let old_id = started["secret"]["id"].as_str().unwrap().to_owned();
+    let again = c.post("/v1/secrets", owner, json!({ "name": "db-password" })).await.expect(201);
+    assert_ne!(again["id"].as_str(), Some(old_id.as_str()));
+    let body = json!({ "environment": "prod" });
+    let v = c.post("/v1/secrets/db-password/versions", owner, body).await.expect(201);
+    assert_eq!(v["version"], 2, "no Agent ever holds two values as db-password v1");
+    let old = c.get(&format!("/v1/secrets/{old_id}"), owner).await.expect(200);
+    assert_eq!(
+        (old["secret"]["name"].as_str(), old["secret"]["status"].as_str()),
+        (Some("db-password"), Some("deleted"))
+    );
+    assert!(old["secret"]["deleted_at"].is_string(), "{old}");
+    // Each one's trail: a read of v1 is the deleted secret's, of v2 the new one's.
+    let at = time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap();
+    let read = |seq: i64, version: i64| json!({ "seq": seq, "accessor": "owner@example.com", "at": at, "secret": "db-password", "environment": "prod", "version": version, "from": "10.0.0.9" });
+    let records = json!({ "records": [read(1, 1), read(2, 2)], "inventory": [{ "secret": "db-password", "environment": prod, "version": 2, "deactivated": false }] });
+    let resp = edge1.post(format!("{}/v1/agent/sync", api.agent_url)).json(&records).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let versions = |log: Value| {
+        log.as_array().unwrap().iter().map(|e| e["version"].as_i64().unwrap()).collect::<Vec<_>>()
+    };
+    assert_eq!(versions(c.get("/v1/secrets/db-password/access-log", owner).await.expect(200)), [2]);
+    assert_eq!(versions(c.get(&format!("/v1/secrets/{old_id}/access-log"), owner).await.expect(200)), [1]);
+
     // edge-2 is revoked while it holds api-key: the delete would leave a copy.
     c.call(Method::DELETE, "/v1/agents/edge-2", owner, None).await.expect(200);
     let refused = c
