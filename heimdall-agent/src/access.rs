@@ -355,6 +355,7 @@ mod tests {
             assignments: vec![],
             deactivated: vec![],
             deleted_secrets: vec![],
+            deleted_in_environments: vec![],
             released_environments: vec![],
             received_through: 0,
             local_api_certificates: None,

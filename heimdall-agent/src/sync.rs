@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::access::{PolicySnapshot, SharedPolicy};
 use crate::store::{ValueAddress, Vault};
 use heimdall_core::clock::Clock;
-use heimdall_core::ids::AgentId;
+use heimdall_core::ids::{AgentId, CatalogId};
 use heimdall_core::wire::{AccessRecord, InventoryItem, SyncRequest, SyncResponse};
 use time::OffsetDateTime;
 use tokio::sync::watch;
@@ -201,6 +201,23 @@ impl Syncer {
                 }
             }
         }
+        // A secret deleted in one environment: what it holds of it there goes.
+        for d in &response.deleted_in_environments {
+            if !held
+                .iter()
+                .any(|e| e.org == response.org_id && e.secret == d.secret && e.environment == d.environment)
+            {
+                continue;
+            }
+            match self.store.delete_in_environment(response.org_id, &d.secret, d.environment).await {
+                Ok(rows) => {
+                    tracing::warn!(secret = %d.secret, environment = %d.environment, rows, "secret deleted in an environment: its values there are gone")
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, secret = %d.secret, "could not delete a secret in an environment; will retry next sync")
+                }
+            }
+        }
         // Environments it no longer holds: what it has there goes.
         for env in &response.released_environments {
             let mut secrets: Vec<&str> = held
@@ -220,8 +237,19 @@ impl Syncer {
                 }
             }
         }
+        // Tombstones only where this Agent holds the environment: elsewhere no
+        // write can reach it, and one it was taken off keeps nothing.
+        let mine: HashSet<CatalogId> = response
+            .assignments
+            .iter()
+            .filter(|a| a.agent_id == self.agent)
+            .map(|a| a.environment_id)
+            .collect();
         for d in &response.deactivated {
             let Some(env) = response.environments.iter().find(|e| e.name == d.environment) else { continue };
+            if !mine.contains(&env.id) {
+                continue;
+            }
             let Ok(version) = u32::try_from(d.version) else { continue };
             if tombstoned.contains(&(d.secret.clone(), env.id.to_string(), version)) {
                 continue;

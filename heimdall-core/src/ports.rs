@@ -345,6 +345,21 @@ pub struct Holding {
     pub agent_last_seen_at: Option<OffsetDateTime>,
 }
 
+/// A secret being deleted (or deleted) in one environment.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EnvironmentDeletion {
+    pub secret: String,
+    pub environment_id: CatalogId,
+    /// The environment's name.
+    pub environment: String,
+    /// `deleting` or `deleted`.
+    pub status: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub started_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub deleted_at: Option<OffsetDateTime>,
+}
+
 /// One version an Agent reports holding (the environment as the Agent keys it: its id).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reported {
@@ -372,6 +387,17 @@ pub trait InventoryStore: Send + Sync {
     async fn start_deletion(&self, org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()>;
     /// Names of the organization's secrets being deleted or deleted: Agents drop what they hold of them.
     async fn deleted_secret_names(&self, org: OrgId) -> StoreResult<Vec<String>>;
+    /// The secret goes `deleting` in one environment only (or `deleted`
+    /// there at once when no Agent holds it there).
+    async fn start_environment_deletion(
+        &self,
+        org: OrgId,
+        secret: SecretId,
+        environment: CatalogId,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+    /// (secret name, environment) pairs being deleted: Agents drop what they hold there.
+    async fn environment_deletions(&self, org: OrgId) -> StoreResult<Vec<EnvironmentDeletion>>;
     /// Drops `agent`'s inventory (its store is destroyed), completing deletions it held up.
     async fn forget_agent(&self, org: OrgId, agent: AgentId, event: NewEvent) -> StoreResult<()>;
     /// Takes `agent` off `environment`: it deletes what it holds there on

@@ -517,6 +517,9 @@ pub struct SecretDetail {
     /// What each Agent's last inventory lists of it (environments you may read).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub holdings: Vec<crate::ports::Holding>,
+    /// Where it is being (or was) deleted on its own (`secret delete --environment`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub environment_deletions: Vec<crate::ports::EnvironmentDeletion>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -536,6 +539,14 @@ pub struct AssignAgent {
 // value was read or is held, never what it is.
 
 pub use crate::access::AccessRecord;
+
+/// A secret being deleted in one environment (by id, as Agents key it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeletedInEnvironment {
+    pub secret: String,
+    pub environment: CatalogId,
+}
 
 /// One version an Agent's store holds (or holds as a tombstone).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -645,6 +656,10 @@ pub struct SyncResponse {
     /// and tombstone it holds of them, and its next inventory says so.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deleted_secrets: Vec<String>,
+    /// Secrets being deleted in one environment: the Agent deletes what it
+    /// holds of each there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deleted_in_environments: Vec<DeletedInEnvironment>,
     /// Environments this Agent was unassigned from: it deletes what it
     /// holds there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -62,8 +62,15 @@ impl Client {
     /// `deleted` once every Agent that held it reported it gone. Refused
     /// `VALUE_MAY_PERSIST` (naming the Agents) while an Agent that will not
     /// sync again may hold a copy.
-    pub async fn delete_secret(&self, id_or_name: &str) -> Result<SecretDetail> {
-        self.delete(&["secrets", id_or_name]).await
+    ///
+    /// With `environment`, only that environment's values go (the secret
+    /// stays, and takes new versions there once that is done).
+    pub async fn delete_secret(&self, id_or_name: &str, environment: Option<&str>) -> Result<SecretDetail> {
+        let mut url = self.url(&["secrets", id_or_name])?;
+        if let Some(env) = environment {
+            url.query_pairs_mut().append_pair("environment", env);
+        }
+        self.send(self.authed(Method::DELETE, url)).await
     }
 
     /// `PATCH /v1/secrets/{id-or-name}` (owner, admin): fields left `None`

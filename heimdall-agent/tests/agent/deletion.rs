@@ -3,7 +3,8 @@
 //! both Agents' syncs and the rows are gone from both stores; a revoked
 //! Agent that held a secret makes its delete `VALUE_MAY_PERSIST`, until an
 //! owner forgets it. An Agent unassigned from an environment deletes what
-//! it holds there, unless it holds the only copy of a current version.
+//! it holds there, unless it holds the only copy of a current version; a
+//! secret deleted in one environment goes from there only.
 
 use reqwest::Method;
 use serde_json::json;
@@ -11,14 +12,17 @@ use serde_json::json;
 use crate::support::World;
 use crate::values::{agent_database, configure, eventually, identity, set, Store};
 
+/// How many values (not tombstones: an Agent writes those for every
+/// deactivated version, held or not) the store at `url` keeps of `secret`.
 async fn rows(url: &str, secret: &str) -> i64 {
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(url).await.unwrap();
-    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM secret_values WHERE secret = $1")
-        .bind(secret.to_owned())
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let (n,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM secret_values WHERE secret = $1 AND deactivated = 0")
+            .bind(secret.to_owned())
+            .fetch_one(&pool)
+            .await
+            .unwrap();
     pool.close().await;
     n
 }
@@ -131,13 +135,21 @@ async fn a_delete_leaves_no_copy_in_either_agents_store() {
     .await;
     let (status, _) = w.call(Method::DELETE, unassign, None).await;
     assert_eq!(status, 200);
-    eventually(&on_sqlite, "staging's rows to go", || async { rows(&sqlite_url, "cache-key").await == 1 })
-        .await;
     eventually(&on_sqlite, "its next inventory to list only dev's copy", || async {
         let (_, detail) = w.call(Method::GET, "/v1/agents/edge-sqlite", None).await;
         let held = detail["holdings"].as_array().unwrap().iter().filter(|h| h["secret"] == "cache-key");
         held.map(|h| h["environment"].as_str().unwrap().to_owned()).collect::<Vec<_>>() == ["dev"]
     })
     .await;
+
+    // Deleted in dev only: the Agent deletes its dev copy; the secret stays.
+    let (status, started) = w.call(Method::DELETE, "/v1/secrets/cache-key?environment=dev", None).await;
+    assert_eq!((status, started["secret"]["status"].as_str()), (200, Some("active")), "{started}");
+    eventually(&on_sqlite, "cache-key deleted in dev", || async {
+        let (_, detail) = w.call(Method::GET, "/v1/secrets/cache-key", None).await;
+        detail["environment_deletions"][0]["status"] == "deleted"
+    })
+    .await;
+    assert_eq!(rows(&sqlite_url, "cache-key").await, 0);
     let _ = sqlite_agent.kill().await;
 }

@@ -5,7 +5,9 @@
 use async_trait::async_trait;
 use heimdall_core::ids::{AgentId, CatalogId, EventId, OrgId, SecretId};
 use heimdall_core::infra::Agent;
-use heimdall_core::ports::{Holding, InventoryStore, NewEvent, Reported, StoreError, StoreResult};
+use heimdall_core::ports::{
+    EnvironmentDeletion, Holding, InventoryStore, NewEvent, Reported, StoreError, StoreResult,
+};
 use sqlx::{Any, FromRow, Transaction};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -63,6 +65,7 @@ async fn complete_deletions(
     .fetch_all(&mut **tx)
     .await
     .map_err(db_err)?;
+    complete_environment_deletions(tx, org, actor, now).await?;
     for (id, name) in done {
         sqlx::query("UPDATE secrets SET lifecycle = 'deleted', deleted_at = $1 WHERE id = $2")
             .bind(to_micros(now))
@@ -77,6 +80,48 @@ async fn complete_deletions(
             action: "secret.deleted".into(),
             target: format!("secret:{id}"),
             detail: serde_json::json!({ "name": name }),
+        };
+        insert_event(tx, org, event).await?;
+    }
+    Ok(())
+}
+
+/// Every secret of `org` being deleted in one environment that no
+/// inventory lists there any more becomes `deleted` there.
+async fn complete_environment_deletions(
+    tx: &mut Transaction<'_, Any>,
+    org: OrgId,
+    actor: &str,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    let done: Vec<(String, String, String, String)> = sqlx::query_as(
+        "SELECT s.id, s.name, d.environment_id, e.name FROM secret_environment_deletions d \
+         JOIN secrets s ON s.id = d.secret_id JOIN catalog_entries e ON e.id = d.environment_id \
+         WHERE s.org_id = $1 AND d.lifecycle = 'deleting' AND NOT EXISTS (SELECT 1 FROM agent_inventory i \
+         WHERE i.org_id = s.org_id AND i.secret_name = s.name AND i.environment_id = d.environment_id)",
+    )
+    .bind(org.to_string())
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    for (id, name, environment_id, environment) in done {
+        sqlx::query(
+            "UPDATE secret_environment_deletions SET lifecycle = 'deleted', deleted_at = $1 \
+             WHERE secret_id = $2 AND environment_id = $3",
+        )
+        .bind(to_micros(now))
+        .bind(id.clone())
+        .bind(environment_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        let event = NewEvent {
+            id: EventId::from_uuid(Uuid::new_v4()),
+            at: now,
+            actor: actor.to_owned(),
+            action: "secret.deleted".into(),
+            target: format!("secret:{id}"),
+            detail: serde_json::json!({ "name": name, "environment": environment }),
         };
         insert_event(tx, org, event).await?;
     }
@@ -242,5 +287,66 @@ impl InventoryStore for SqlStore {
                 .await
                 .map_err(db_err)?;
         rows.into_iter().map(|(id,)| parse_id(&id)).collect()
+    }
+
+    async fn start_environment_deletion(
+        &self,
+        org: OrgId,
+        secret: SecretId,
+        environment: CatalogId,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let (actor, at) = (event.actor.clone(), event.at);
+        let held: Option<(String,)> = sqlx::query_as(
+            "SELECT lifecycle FROM secret_environment_deletions WHERE secret_id = $1 AND environment_id = $2",
+        )
+        .bind(secret.to_string())
+        .bind(environment.to_string())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if let Some((lifecycle,)) = held {
+            return Err(StoreError::Conflict(format!(
+                "the secret is already {lifecycle} in that environment"
+            )));
+        }
+        sqlx::query(
+            "INSERT INTO secret_environment_deletions (secret_id, environment_id, lifecycle, started_at) \
+             VALUES ($1, $2, 'deleting', $3)",
+        )
+        .bind(secret.to_string())
+        .bind(environment.to_string())
+        .bind(to_micros(at))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        complete_environment_deletions(&mut tx, org, &actor, at).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn environment_deletions(&self, org: OrgId) -> StoreResult<Vec<EnvironmentDeletion>> {
+        let rows: Vec<(String, String, String, String, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT s.name, d.environment_id, e.name, d.lifecycle, d.started_at, d.deleted_at \
+             FROM secret_environment_deletions d JOIN secrets s ON s.id = d.secret_id \
+             JOIN catalog_entries e ON e.id = d.environment_id WHERE s.org_id = $1 ORDER BY s.name, e.name",
+        )
+        .bind(org.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(secret, environment_id, environment, status, started, deleted)| {
+                Ok(EnvironmentDeletion {
+                    secret,
+                    environment_id: parse_id(&environment_id)?,
+                    environment,
+                    status,
+                    started_at: from_micros(started),
+                    deleted_at: deleted.map(from_micros),
+                })
+            })
+            .collect()
     }
 }

@@ -382,6 +382,15 @@ impl SecretStore for SqlStore {
                 bind_key(&mut tx, secret, key, at).await?;
             }
             super::at_risk::clear(&mut tx, &secret.to_string(), &environment.to_string()).await?;
+            // Deleted there before: a new version makes it live there again.
+            sqlx::query(
+                "DELETE FROM secret_environment_deletions WHERE secret_id = $1 AND environment_id = $2 AND lifecycle = 'deleted'",
+            )
+            .bind(secret.to_string())
+            .bind(environment.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
             insert_event(&mut tx, org, event).await?;
             tx.commit().await.map_err(db_err)?;
             return Ok(SecretVersion {

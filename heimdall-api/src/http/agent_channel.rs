@@ -367,6 +367,17 @@ async fn sync(
         assignments,
         deactivated,
         deleted_secrets: state.store.deleted_secret_names(org).await?,
+        deleted_in_environments: state
+            .store
+            .environment_deletions(org)
+            .await?
+            .into_iter()
+            .filter(|d| d.status == "deleting")
+            .map(|d| heimdall_core::wire::DeletedInEnvironment {
+                secret: d.secret,
+                environment: d.environment_id,
+            })
+            .collect(),
         released_environments: state.store.released_environments(org, agent.id).await?,
         received_through: outcome.received_through,
         local_api_certificates: Some(

@@ -146,22 +146,49 @@ async fn show(
     versions.retain(|v| allowed.contains(&name_of(v.environment_id)));
     let mut holdings = state.store.holdings_of_secret(caller.org.id, &secret.name).await?;
     holdings.retain(|h| allowed.contains(&h.environment.as_str()));
-    Ok(Json(SecretDetail { secret, versions, holdings }))
+    let mut environment_deletions = environment_deletions_of(&state, &caller, &secret.name).await?;
+    environment_deletions.retain(|d| allowed.contains(&d.environment.as_str()));
+    Ok(Json(SecretDetail { secret, versions, holdings, environment_deletions }))
 }
 
-/// `DELETE /v1/secrets/{key}` (whoever may write it in every environment
-/// it is held in): refused `VALUE_MAY_PERSIST` while an Agent that will
-/// not sync again may hold a copy (`heimdall_core::deletion`); otherwise
-/// it goes `deleting`, and `deleted` once no Agent's inventory lists it.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeleteQuery {
+    /// Only this environment (id or name).
+    environment: Option<String>,
+}
+
+impl heimdall_core::body::Query for DeleteQuery {
+    const VALUES: heimdall_core::body::ValuePolicy = heimdall_core::body::ValuePolicy::Closed;
+}
+
+/// `DELETE /v1/secrets/{key}[?environment=E]` (whoever may write it in
+/// every environment it goes from): refused `VALUE_MAY_PERSIST` while an
+/// Agent that will not sync again may hold a copy there
+/// (`heimdall_core::deletion`); otherwise it goes `deleting` (the secret,
+/// or the secret in that environment), and `deleted` once no Agent's
+/// inventory lists it (there).
 async fn delete_secret(
     State(state): State<AppState>,
     caller: Caller,
     Path(key): Path<String>,
+    QueryParams(query): QueryParams<DeleteQuery>,
 ) -> HttpResult<Json<SecretDetail>> {
     let secret = resolve(&state, &caller, &key).await?;
-    let holdings = state.store.holdings_of_secret(caller.org.id, &secret.name).await?;
-    let mut environments: Vec<String> = holdings.iter().map(|h| h.environment.clone()).collect();
-    environments.extend(environment_names(&state, &caller).await?.into_iter().map(|(_, name)| name));
+    let only = match query.environment.as_deref() {
+        Some(env) => Some(resolve_catalog(&state, &caller, CatalogKind::Environment, env).await?),
+        None => None,
+    };
+    let mut holdings = state.store.holdings_of_secret(caller.org.id, &secret.name).await?;
+    holdings.retain(|h| only.as_ref().is_none_or(|env| h.environment == env.name));
+    let mut environments: Vec<String> = match &only {
+        Some(env) => vec![env.name.clone()],
+        None => {
+            let mut all: Vec<String> = holdings.iter().map(|h| h.environment.clone()).collect();
+            all.extend(environment_names(&state, &caller).await?.into_iter().map(|(_, name)| name));
+            all
+        }
+    };
     environments.sort();
     environments.dedup();
     let target = target(&state, &caller, &secret).await?;
@@ -178,19 +205,54 @@ async fn delete_secret(
             last_seen_at: h.agent_last_seen_at,
         })
         .collect();
-    heimdall_core::deletion::may_delete(&secret.name, &holders, state.clock.now(), state.agent_stale_after)?;
+    let what = match &only {
+        Some(env) => format!("{} in {}", secret.name, env.name),
+        None => secret.name.clone(),
+    };
+    heimdall_core::deletion::may_delete(&what, &holders, state.clock.now(), state.agent_stale_after)?;
+    if secret.status == SecretStatus::Deleted || secret.status == SecretStatus::Deleting {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("{} is already {}", secret.name, secret.status.as_str()),
+        )
+        .into());
+    }
     let mut agents: Vec<&str> = holdings.iter().map(|h| h.agent.as_str()).collect();
     agents.dedup();
     let event = state.event(
         &caller,
         "secret.deletion_started",
         format!("secret:{}", secret.id),
-        serde_json::json!({ "name": secret.name, "held_by": agents }),
+        serde_json::json!({ "name": secret.name, "environment": only.as_ref().map(|e| &e.name), "held_by": agents }),
     );
-    state.store.start_deletion(caller.org.id, secret.id, event).await?;
-    let secret = state.store.get_secret(caller.org.id, secret.id).await?;
-    let versions = state.store.list_versions(caller.org.id, secret.id).await?;
-    Ok(Json(SecretDetail { secret, versions, holdings }))
+    match &only {
+        Some(env) => state.store.start_environment_deletion(caller.org.id, secret.id, env.id, event).await?,
+        None => state.store.start_deletion(caller.org.id, secret.id, event).await?,
+    }
+    detail(&state, &caller, secret.id, holdings).await
+}
+
+/// A secret, its versions and where it is deleted on its own, after a change.
+async fn detail(
+    state: &AppState,
+    caller: &Caller,
+    id: SecretId,
+    holdings: Vec<heimdall_core::ports::Holding>,
+) -> HttpResult<Json<SecretDetail>> {
+    let secret = state.store.get_secret(caller.org.id, id).await?;
+    let versions = state.store.list_versions(caller.org.id, id).await?;
+    let environment_deletions = environment_deletions_of(state, caller, &secret.name).await?;
+    Ok(Json(SecretDetail { secret, versions, holdings, environment_deletions }))
+}
+
+async fn environment_deletions_of(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+) -> Result<Vec<heimdall_core::ports::EnvironmentDeletion>, ApiError> {
+    let mut all = state.store.environment_deletions(caller.org.id).await?;
+    all.retain(|d| d.secret == name);
+    Ok(all)
 }
 
 async fn create(
@@ -479,6 +541,20 @@ async fn create_version(
     let secret = resolve(&state, &caller, &key).await?;
     let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
     authorize_write(&state, &caller, &secret, &env.name).await?;
+    let deleting_here = environment_deletions_of(&state, &caller, &secret.name)
+        .await?
+        .into_iter()
+        .any(|d| d.environment_id == env.id && d.status == "deleting");
+    if deleting_here {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!(
+                "{} is being deleted in {}: it takes a new version there once that is done",
+                secret.name, env.name
+            ),
+        )
+        .into());
+    }
     if matches!(secret.status, SecretStatus::Deleting | SecretStatus::Deleted) {
         return Err(ApiError::new(
             ErrorCode::Conflict,

@@ -11,7 +11,8 @@ use crate::support::{enroll_agent, Client};
 
 crate::on_every_backend!(
     a_delete_completes_when_every_holder_reported_and_waits_for_none_that_will_not_sync,
-    an_agent_is_unassigned_unless_it_holds_the_last_copy_and_is_told_to_drop_the_rest
+    an_agent_is_unassigned_unless_it_holds_the_last_copy_and_is_told_to_drop_the_rest,
+    a_secret_deleted_in_one_environment_stays_in_the_others
 );
 
 async fn a_delete_completes_when_every_holder_reported_and_waits_for_none_that_will_not_sync(
@@ -198,4 +199,73 @@ async fn an_agent_is_unassigned_unless_it_holds_the_last_copy_and_is_told_to_dro
     assert_eq!(events[0]["detail"], json!({ "environment": "prod", "agent": "edge-1" }));
     let holders = c.get("/v1/environments/prod/agents", owner).await.expect(200);
     assert_eq!(holders.as_array().map(Vec::len), Some(1), "{holders}");
+}
+
+async fn a_secret_deleted_in_one_environment_stays_in_the_others(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let mut ids = Vec::new();
+    for env in ["dev", "prod"] {
+        ids.push(c.post("/v1/environments", owner, json!({ "name": env })).await.expect(201)["id"].clone());
+    }
+    let (dev, prod) = (ids[0].clone(), ids[1].clone());
+    let (edge, _) = enroll_agent(&c, &api, owner, "edge-1").await;
+    c.post("/v1/secrets", owner, json!({ "name": "db-password" })).await.expect(201);
+    for env in ["dev", "prod"] {
+        c.post(&format!("/v1/environments/{env}/agents"), owner, json!({ "agent": "edge-1" }))
+            .await
+            .expect(201);
+        c.post("/v1/secrets/db-password/versions", owner, json!({ "environment": env })).await.expect(201);
+    }
+    let item = |env: &Value| json!({ "secret": "db-password", "environment": env, "version": 1, "deactivated": false });
+    let sync = |inventory: Value| {
+        let (edge, api) = (edge.clone(), &api);
+        async move {
+            let resp = edge
+                .post(format!("{}/v1/agent/sync", api.agent_url))
+                .json(&json!({ "inventory": inventory }));
+            resp.send().await.unwrap().json::<Value>().await.unwrap()
+        }
+    };
+    sync(json!([item(&dev), item(&prod)])).await;
+
+    let started =
+        c.call(Method::DELETE, "/v1/secrets/db-password?environment=prod", owner, None).await.expect(200);
+    assert_eq!(started["secret"]["status"], "active", "it stays elsewhere: {started}");
+    assert_eq!(started["environment_deletions"][0]["environment"], "prod");
+    assert_eq!(started["environment_deletions"][0]["status"], "deleting");
+    let told = sync(json!([item(&dev), item(&prod)])).await;
+    assert_eq!(
+        told["deleted_in_environments"],
+        json!([{ "secret": "db-password", "environment": prod }]),
+        "{told}"
+    );
+    assert!(told.get("deleted_secrets").is_none(), "not the whole secret: {told}");
+    let body = |env: &str| json!({ "environment": env });
+    c.post("/v1/secrets/db-password/versions", owner, body("prod")).await.expect_error(409, "CONFLICT");
+    assert_eq!(
+        c.post("/v1/secrets/db-password/versions", owner, body("dev")).await.expect(201)["version"],
+        2
+    );
+    c.call(Method::DELETE, "/v1/secrets/db-password?environment=prod", owner, None)
+        .await
+        .expect_error(409, "CONFLICT");
+    c.call(Method::DELETE, "/v1/secrets/db-password?environment=nope", owner, None)
+        .await
+        .expect_error(404, "NOT_FOUND");
+
+    // The Agent reports prod gone: deleted there; prod takes versions again, numbered on.
+    let after = sync(json!([item(&dev)])).await;
+    assert!(after.get("deleted_in_environments").is_none(), "{after}");
+    let detail = c.get("/v1/secrets/db-password", owner).await.expect(200);
+    assert_eq!(detail["environment_deletions"][0]["status"], "deleted", "{detail}");
+    let events = c.get("/v1/events?action=secret.deleted", owner).await.expect(200);
+    assert_eq!(events[0]["detail"], json!({ "name": "db-password", "environment": "prod" }));
+    assert_eq!(
+        c.post("/v1/secrets/db-password/versions", owner, body("prod")).await.expect(201)["version"],
+        2
+    );
+    let detail = c.get("/v1/secrets/db-password", owner).await.expect(200);
+    assert!(detail.get("environment_deletions").is_none(), "live in prod again: {detail}");
 }

@@ -102,6 +102,9 @@ with this profile's client certificate (`heimdall login`).")]
     /// next sync; refused (VALUE_MAY_PERSIST) while an Agent that will not sync again may hold one
     Delete {
         secret: String,
+        /// Only in this environment (id or name): the secret stays elsewhere
+        #[arg(long)]
+        environment: Option<String>,
         /// Wait until every Agent has reported its copies gone
         #[arg(long)]
         wait: bool,

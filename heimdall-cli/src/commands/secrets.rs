@@ -92,6 +92,10 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
                     rows.collect(),
                 )?;
             }
+            for d in &detail.environment_deletions {
+                let when = d.deleted_at.map_or_else(|| "in progress".to_owned(), timestamp);
+                out.text(&format!("\n{} in {} ({when})\n", d.status, d.environment))?;
+            }
             if !detail.holdings.is_empty() {
                 out.text("\nHeld by (each Agent's last inventory):")?;
                 let rows = detail.holdings.iter().map(|h| {
@@ -138,31 +142,40 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
         SecretCommand::Get { secret, environment, version, agent_url } => {
             super::values::get(ctx, &secret, &environment, version, agent_url.as_deref()).await
         }
-        SecretCommand::Delete { secret, wait } => {
+        SecretCommand::Delete { secret, environment, wait } => {
             let client = ctx.client()?;
-            let mut detail = client.delete_secret(&secret).await?;
+            let mut detail = client.delete_secret(&secret, environment.as_deref()).await?;
+            let id = detail.secret.id.to_string();
+            let pending = |d: &heimdall_core::wire::SecretDetail| match environment.as_deref() {
+                None => d.secret.status == SecretStatus::Deleting,
+                Some(env) => d.environment_deletions.iter().any(|x| {
+                    x.status == "deleting" && (x.environment == env || x.environment_id.to_string() == env)
+                }),
+            };
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
-            while wait && detail.secret.status == SecretStatus::Deleting {
+            while wait && pending(&detail) {
                 if std::time::Instant::now() > deadline {
                     return Err(CliError::local(format!(
                         "{secret} is still being deleted after 10 minutes: an Agent has not synced (see `heimdall secret show {secret}`)"
                     )));
                 }
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                detail = client.get_secret(&secret).await?;
+                detail = client.get_secret(&id).await?;
             }
-            let s = &detail.secret;
-            let line = match s.status {
-                SecretStatus::Deleted => format!("Secret deleted: {} (no Agent holds a copy)", s.name),
-                _ => format!(
-                    "Secret {} is being deleted: each Agent that holds it deletes its copies on its next sync",
-                    s.name
-                ),
+            let (name, place) =
+                (&detail.secret.name, environment.as_deref().map_or(String::new(), |e| format!(" in {e}")));
+            let line = if pending(&detail) {
+                format!("Secret {name} is being deleted{place}: each Agent that holds it deletes its copies on its next sync")
+            } else {
+                format!("Secret deleted{place}: {name} (no Agent holds a copy)")
             };
             let mut agents: Vec<String> = detail.holdings.iter().map(|h| h.agent.clone()).collect();
             agents.dedup();
-            let extra: Vec<String> =
-                if agents.is_empty() { Vec::new() } else { vec![format!("Held by: {}", agents.join(", "))] };
+            let extra: Vec<String> = if agents.is_empty() || !pending(&detail) {
+                Vec::new()
+            } else {
+                vec![format!("Held by: {}", agents.join(", "))]
+            };
             out.done(&detail, &line, &extra)
         }
         SecretCommand::Deactivate { secret, environment, version } => {
