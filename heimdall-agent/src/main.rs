@@ -9,7 +9,6 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use heimdall_agent::configure::{self, Settings};
 use heimdall_agent::{config::StateConfig, dev, enroll, runtime};
-use tracing_subscriber::EnvFilter;
 
 /// mimalloc: the read path allocates per request (TLS records, HTTP,
 /// JSON), and it is markedly cheaper than glibc's malloc there.
@@ -84,10 +83,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_env("HEIMDALL_LOG").unwrap_or_else(|_| EnvFilter::new("info")))
-        .with_writer(std::io::stderr)
-        .init();
+    if let Err(message) = heimdall_tls::logging::init() {
+        eprintln!("error: {message}");
+        return ExitCode::from(2);
+    }
     let result = match Cli::parse().command {
         Command::Run { config } => {
             // Before any thread starts: a master key held in the

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use heimdall_api::config::{FileConfig, ServeConfig};
 use heimdall_api::{db, SystemClock};
-use tracing_subscriber::EnvFilter;
 
 #[derive(Parser, Debug)]
 #[command(name = "heimdall-api", version, about = "The Heimdall API server")]
@@ -105,10 +104,10 @@ enum Output {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_env("HEIMDALL_LOG").unwrap_or_else(|_| EnvFilter::new("info")))
-        .with_writer(std::io::stderr)
-        .init();
+    if let Err(message) = heimdall_tls::logging::init() {
+        eprintln!("error: {message}");
+        return ExitCode::from(2);
+    }
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

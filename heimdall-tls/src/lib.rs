@@ -6,10 +6,13 @@
 //! - [`verify`]: what clients check of a server: the identity they meant
 //!   to reach, not just a host name.
 //! - [`server`] (feature `server`): the accept loop with handshake and
-//!   header timeouts, a connection cap and graceful shutdown.
+//!   header timeouts, a connection cap and graceful shutdown; and
+//!   [`logging`], the servers' log format.
 #![forbid(unsafe_code)]
 
 pub mod identity;
+#[cfg(feature = "server")]
+pub mod logging;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod verify;

@@ -178,18 +178,24 @@ async fn a_store_restored_under_a_running_agent_keeps_the_reads_that_reuse_numbe
     let w = World::new().await;
     let config = w.enroll("agent-1").await;
     let (role, db, url) = agent_database().await;
-    let (local, _) = configure(&config, Store::Postgres, Some(&url));
+    // Syncs only when told (SIGHUP): a periodic one between the restore
+    // and the next read would start the new epoch before the conflict.
+    let (local, _) = crate::values::configure_syncing_every(&config, Store::Postgres, Some(&url), 3600);
     let owner = w.api.owner_token.clone();
     w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
     w.post(&owner, "/v1/secrets", json!({ "name": "db-password" })).await;
     let ana = identity(&w, &owner).await;
     let mut agent = w.run_agent(&config);
+    let pid = agent.id().unwrap().to_string();
+    let sync_now =
+        || assert!(std::process::Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
     reported(&w, &config, "agent-1", &local).await;
     set(&w, &owner, &ana, "db-password", "dev", "one").await;
     let reader = agent_client(&config, &local, &ana);
     for _ in 0..2 {
         reader.get_value("db-password", "dev", None).await.unwrap();
     }
+    sync_now();
     eventually(&config, "two reads in the log", || async { reads_by(&w, "agent-1").await == 2 }).await;
     // The store's database goes back to before those reads (a
     // point-in-time restore) while the Agent runs.
@@ -205,11 +211,13 @@ async fn a_store_restored_under_a_running_agent_keeps_the_reads_that_reuse_numbe
     // The next read takes number 1 again, with other content: the API
     // keeps it and flags it; the Agent then moves to a new epoch.
     reader.get_value("db-password", "dev", None).await.unwrap();
+    sync_now();
     eventually(&config, "the reused number kept", || async {
         reads_by(&w, "agent-1").await == 3 && events(&w, "secret.record_conflict").await.len() == 1
     })
     .await;
     reader.get_value("db-password", "dev", None).await.unwrap();
+    sync_now();
     eventually(&config, "the new epoch", || async {
         reads_by(&w, "agent-1").await == 4 && events(&w, "secret.sequence_restarted").await.len() == 1
     })

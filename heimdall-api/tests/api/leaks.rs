@@ -49,6 +49,8 @@ async fn refused_input_leaves_no_trace_in_responses_logs_or_rows() {
     let mut server = tokio::process::Command::new(bin)
         .args(["serve", "--database-url", &url, "--listen", &format!("127.0.0.1:{port}"), "--insecure-http"])
         .env("HEIMDALL_LOG", "debug,tower_http=trace")
+        // Structured logs, as a log shipper takes them.
+        .env("HEIMDALL_LOG_FORMAT", "json")
         .stdout(Stdio::from(log_file.try_clone().unwrap()))
         .stderr(Stdio::from(log_file))
         .kill_on_drop(true)
@@ -116,6 +118,12 @@ async fn refused_input_leaves_no_trace_in_responses_logs_or_rows() {
     let logs = std::fs::read_to_string(&log_path).unwrap();
     assert!(logs.contains("request"), "expected debug logs, got: {logs:.500}");
     assert!(!logs.contains(MARKER), "the marker reached the logs");
+    // One JSON object per line, and no terminal colours in a file.
+    for line in logs.lines().filter(|l| !l.trim().is_empty()) {
+        let event: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(event["level"].is_string() && event["fields"].is_object(), "{line}");
+    }
+    assert!(!logs.contains('\u{1b}'), "escape sequences in a log file");
 
     // Every byte the database holds, WAL included.
     for entry in std::fs::read_dir(dir.path()).unwrap() {

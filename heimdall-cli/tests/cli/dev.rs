@@ -258,6 +258,8 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
         assert!(stderr.contains("Stopping the Agent"), "{stderr}");
         let log = std::fs::read_to_string(data.join("agent.log")).expect("agent.log");
         assert!(log.trim_end().ends_with("agent stopped"), "the Agent stopped on its own:\n{log}");
+        let api_log = std::fs::read_to_string(data.join("api.log")).expect("api.log");
+        assert!(!log.contains('\u{1b}') && !api_log.contains('\u{1b}'), "terminal colours in a log file");
         // The children are gone: their ports are free again.
         for addr in [&listen, &agent_listen] {
             let mut free = false;
