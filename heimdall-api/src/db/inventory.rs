@@ -73,17 +73,22 @@ async fn complete_deletions(
             .execute(&mut **tx)
             .await
             .map_err(db_err)?;
-        let event = NewEvent {
-            id: EventId::from_uuid(Uuid::new_v4()),
-            at: now,
-            actor: actor.to_owned(),
-            action: "secret.deleted".into(),
-            target: format!("secret:{id}"),
-            detail: serde_json::json!({ "name": name }),
-        };
-        insert_event(tx, org, event).await?;
+        let detail = serde_json::json!({ "name": name });
+        insert_event(tx, org, deleted_event(&id, detail, actor, now)).await?;
     }
     Ok(())
+}
+
+/// `secret.deleted`: no Agent holds a copy any more (there, with an environment in `detail`).
+fn deleted_event(secret_id: &str, detail: serde_json::Value, actor: &str, now: OffsetDateTime) -> NewEvent {
+    NewEvent {
+        id: EventId::from_uuid(Uuid::new_v4()),
+        at: now,
+        actor: actor.to_owned(),
+        action: "secret.deleted".into(),
+        target: format!("secret:{secret_id}"),
+        detail,
+    }
 }
 
 /// Every secret of `org` being deleted in one environment that no
@@ -115,15 +120,8 @@ async fn complete_environment_deletions(
         .execute(&mut **tx)
         .await
         .map_err(db_err)?;
-        let event = NewEvent {
-            id: EventId::from_uuid(Uuid::new_v4()),
-            at: now,
-            actor: actor.to_owned(),
-            action: "secret.deleted".into(),
-            target: format!("secret:{id}"),
-            detail: serde_json::json!({ "name": name, "environment": environment }),
-        };
-        insert_event(tx, org, event).await?;
+        let detail = serde_json::json!({ "name": name, "environment": environment });
+        insert_event(tx, org, deleted_event(&id, detail, actor, now)).await?;
     }
     Ok(())
 }
