@@ -138,6 +138,13 @@ pub enum Command {
     /// Secrets: names, types, tags and versions (values live only in Agents)
     #[command(subcommand)]
     Secret(SecretCommand),
+    /// Print a shell completion script, e.g. `heimdall completion bash > /etc/bash_completion.d/heimdall`
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `heimdall man | man -l -`
+    Man,
     /// Quickstart: run a local API on SQLite and an Agent, and log in to it
     Dev(DevArgs),
 }

@@ -7,6 +7,7 @@ mod auth;
 mod catalog;
 mod certificates;
 mod events;
+mod help_files;
 mod jobs;
 mod members;
 mod notifications;
@@ -152,6 +153,8 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Certificate(cmd) => certificates::run(&ctx, cmd).await,
         Command::Secret(cmd) => secrets::run(&ctx, cmd).await,
         Command::Dev(args) => crate::dev::run(&ctx, args).await,
+        Command::Completion { shell } => help_files::completion(shell),
+        Command::Man => help_files::man(),
     }
 }
 

@@ -63,3 +63,40 @@ async fn errors_print_the_code_and_exit_with_its_status() {
     }
     crate::snapshot("errors", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
 }
+
+/// Shell completion and the manual page come from the definition the CLI
+/// parses with: every command and flag is in them, nothing needs an API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_and_the_manual_page_cover_every_command() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = crate::support::Heimdall { url: None, token: None, config_dir: tmp.path().to_owned() };
+    let bash = h.run(&["completion", "bash"]).await;
+    assert_eq!(bash.code, 0, "{bash:?}");
+    assert!(
+        bash.stdout.contains("_heimdall()") && bash.stdout.contains("complete -F _heimdall"),
+        "{}",
+        &bash.stdout[..200]
+    );
+    for word in ["secret", "notification", "unassign-agent", "--confirm-store-destroyed", "--at-risk"] {
+        assert!(bash.stdout.contains(word), "{word} is not completed");
+    }
+    let zsh = h.run(&["completion", "zsh"]).await;
+    assert!(zsh.stdout.starts_with("#compdef heimdall"), "{}", &zsh.stdout[..100]);
+    for shell in ["fish", "powershell", "elvish"] {
+        let out = h.run(&["completion", shell]).await;
+        assert!(out.code == 0 && out.stdout.contains("heimdall"), "{shell}: {out:?}");
+    }
+    let unknown = h.run(&["completion", "tcsh"]).await;
+    assert_eq!(unknown.code, 2, "{unknown:?}");
+    let man = h.run(&["man"]).await;
+    assert!(
+        man.stdout.starts_with(".ie \\n(.g .ds Aq \\(aq") || man.stdout.contains(".TH heimdall"),
+        "{}",
+        &man.stdout[..200]
+    );
+    assert!(
+        man.stdout.contains(".TH heimdall") && man.stdout.contains("Heimdall: infrastructure and secrets"),
+        "{}",
+        &man.stdout[..300]
+    );
+}
