@@ -41,13 +41,21 @@ pub use wait::*;
 
 /// Heimdall: infrastructure and secrets, self-hosted.
 #[derive(Debug, Parser)]
-#[command(name = "heimdall", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "heimdall",
+    disable_version_flag = true,
+    arg_required_else_help = true,
+    max_term_width = 100
+)]
 #[command(after_help = "New here? `heimdall dev` starts a local API and logs you in to it.")]
 pub struct Cli {
+    /// Print this client's version and, when the API is reachable, the server's
+    #[arg(short = 'V', long = "version")]
+    pub version: bool,
     #[command(flatten)]
     pub global: GlobalArgs,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Args)]

@@ -119,7 +119,13 @@ pub fn connect(url: &str, token: &str, ca: Option<&str>) -> Result<Client> {
 
 pub async fn run(cli: Cli) -> Result<()> {
     let ctx = Context::new(cli.global);
-    match cli.command {
+    let Some(command) = cli.command else {
+        if cli.version {
+            return help_files::version(&ctx).await;
+        }
+        return Err(CliError::usage("a command is needed: see `heimdall --help`"));
+    };
+    match command {
         Command::Login(args) => auth::login(&ctx, args).await,
         Command::Logout => auth::logout(&ctx),
         Command::Whoami => auth::whoami(&ctx).await,

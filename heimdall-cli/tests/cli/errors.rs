@@ -95,3 +95,28 @@ async fn completions_and_the_manual_page_cover_every_command() {
         &man.stdout[..300]
     );
 }
+
+/// `--version`: this client's, and the server's when its API answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_names_the_client_and_the_server_it_reaches() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let client = env!("CARGO_PKG_VERSION");
+    let alone = crate::support::Heimdall { url: None, token: None, config_dir: tmp.path().to_owned() };
+    let out = alone.run(&["--version"]).await;
+    assert_eq!(out.code, 0, "{out:?}");
+    let mut lines = out.stdout.lines();
+    assert_eq!(lines.next(), Some(format!("heimdall {client}").as_str()));
+    assert!(lines.next().is_some_and(|l| l.starts_with("server: not reached (")), "{out:?}");
+
+    let api = heimdall_api::testing::TestApi::sqlite().await;
+    let h = crate::support::Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    let out = h.run(&["--version", "--output", "json"]).await;
+    let versions: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_eq!(
+        versions,
+        serde_json::json!({ "client": client, "server": { "version": client, "unreachable": null } })
+    );
+    // No command at all: the help, as a usage error.
+    let bare = alone.run(&[]).await;
+    assert!(bare.code == 2 && bare.stderr.contains("Usage: heimdall"), "{bare:?}");
+}
