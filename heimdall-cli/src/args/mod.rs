@@ -195,7 +195,7 @@ mod tests {
         assert!(with(&["--input", "{}", "--input-file", "x.json"]).is_err());
         assert!(with(&["--timeout", "1m", "--input", "{}"]).is_err(), "--timeout needs --wait");
         let cli = with(&["--input-file", "-", "--wait", "--timeout", "30s"]).unwrap();
-        match cli.command {
+        match cli.command.unwrap() {
             Command::Resource(ResourceCommand::Create { input, wait, .. }) => {
                 assert_eq!(input.input_file, Some(PathBuf::from("-")));
                 assert!(wait.wait);
@@ -209,11 +209,11 @@ mod tests {
     fn environments_keep_the_catalog_commands_and_add_agents() {
         let cli = Cli::try_parse_from(["heimdall", "environment", "create", "prod"]).unwrap();
         assert!(matches!(
-            cli.command,
+            cli.command.unwrap(),
             Command::Environment(EnvironmentCommand::Catalog(PlainCatalogCommand::Create { .. }))
         ));
         let cli = Cli::try_parse_from(["heimdall", "environment", "assign-agent", "prod", "edge-1"]).unwrap();
-        match cli.command {
+        match cli.command.unwrap() {
             Command::Environment(EnvironmentCommand::AssignAgent { environment, agent }) => {
                 assert_eq!((environment.as_str(), agent.as_str()), ("prod", "edge-1"));
             }
@@ -238,7 +238,7 @@ mod tests {
             "--personal",
         ])
         .unwrap();
-        match cli.command {
+        match cli.command.unwrap() {
             Command::Secret(SecretCommand::Create { tags, components, personal, .. }) => {
                 assert_eq!(tags, ["a=1", "b=2"]);
                 assert_eq!(components, ["api"]);
@@ -272,7 +272,7 @@ mod tests {
             "3",
         ])
         .unwrap();
-        match get.command {
+        match get.command.unwrap() {
             Command::Secret(SecretCommand::Get { version, agent_url, .. }) => {
                 assert_eq!((version, agent_url), (Some(3), None));
             }
