@@ -467,17 +467,26 @@ async fn unassign(
         .ok_or_else(|| ApiError::not_found(format!("agent holding {}", env.name)))?;
     let assignment = assignments.iter().find(|x| x.agent_id == agent.id).cloned();
     // What the environment's Agents hold there, and each secret's current version there.
-    let mut holdings = Vec::new();
-    for secret in state.store.list_secrets(caller.org.id).await? {
-        let held = state.store.holdings_of_secret(caller.org.id, &secret.name).await?;
+    // Only the secrets this Agent holds there matter: who else holds them
+    // there, and each one's current version there (one lookup per secret).
+    let mut secrets: Vec<String> = state
+        .store
+        .holdings_of_agent(caller.org.id, agent.id)
+        .await?
+        .into_iter()
+        .filter(|h| h.environment == env.name)
+        .map(|h| h.secret)
+        .collect();
+    secrets.sort();
+    secrets.dedup();
+    let (mut holdings, mut current) = (Vec::new(), std::collections::HashMap::new());
+    for name in &secrets {
+        let held = state.store.holdings_of_secret(caller.org.id, name).await?;
         holdings.extend(held.into_iter().filter(|h| h.environment == env.name));
-    }
-    let mut current = std::collections::HashMap::new();
-    for h in holdings.iter().filter(|h| h.agent_id == agent.id) {
-        if let Some(secret) = state.store.find_secret_by_name(caller.org.id, &h.secret).await? {
+        if let Some(secret) = state.store.find_secret_by_name(caller.org.id, name).await? {
             let versions = state.store.list_versions(caller.org.id, secret.id).await?;
             let top = versions.iter().filter(|v| v.environment_id == env.id).map(|v| v.version).max();
-            current.insert(h.secret.clone(), top);
+            current.insert(name.clone(), top);
         }
     }
     heimdall_core::deletion::may_unassign(agent.id, &env.name, &holdings, |s| {

@@ -74,7 +74,7 @@ pub async fn run(ctx: &Context, cmd: AgentCommand) -> Result<()> {
             }
             out.section(
                 &["SECRET", "ENVIRONMENT", "VERSION", "STATE", "REPORTED AT"],
-                holdings_rows(&detail.holdings),
+                detail.holdings.iter().map(|h| holding_row(&h.secret, h)).collect(),
             )
         }
         AgentCommand::Forget { agent, confirm_store_destroyed } => {
@@ -104,21 +104,16 @@ pub async fn run(ctx: &Context, cmd: AgentCommand) -> Result<()> {
     }
 }
 
-/// One row per version an Agent's inventory listed.
-fn holdings_rows(holdings: &[heimdall_core::ports::Holding]) -> Vec<Vec<String>> {
-    holdings
-        .iter()
-        .map(|h| {
-            let state = if h.deactivated { "tombstone" } else { "value" };
-            vec![
-                h.secret.clone(),
-                h.environment.clone(),
-                h.version.to_string(),
-                state.to_owned(),
-                timestamp(h.reported_at),
-            ]
-        })
-        .collect()
+/// One version an Agent's inventory listed, after `first` (the secret, or the Agent).
+pub(super) fn holding_row(first: &str, h: &heimdall_core::ports::Holding) -> Vec<String> {
+    let state = if h.deactivated { "tombstone" } else { "value" };
+    vec![
+        first.to_owned(),
+        h.environment.clone(),
+        h.version.to_string(),
+        state.to_owned(),
+        timestamp(h.reported_at),
+    ]
 }
 
 fn status(agent: &Agent) -> &'static str {

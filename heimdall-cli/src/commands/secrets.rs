@@ -98,16 +98,7 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
             }
             if !detail.holdings.is_empty() {
                 out.text("\nHeld by (each Agent's last inventory):")?;
-                let rows = detail.holdings.iter().map(|h| {
-                    let state = if h.deactivated { "tombstone" } else { "value" };
-                    vec![
-                        h.agent.clone(),
-                        h.environment.clone(),
-                        h.version.to_string(),
-                        state.to_owned(),
-                        timestamp(h.reported_at),
-                    ]
-                });
+                let rows = detail.holdings.iter().map(|h| super::agents::holding_row(&h.agent, h));
                 out.section(&["AGENT", "ENVIRONMENT", "VERSION", "STATE", "REPORTED AT"], rows.collect())?;
             }
             if detail.versions.is_empty() {
