@@ -54,6 +54,41 @@ impl SigningKey {
         }
     }
 
+    /// `url` sealed (AES-256-GCM, the channel id as associated data) for the database.
+    pub fn seal_url(&self, channel_id: &str, url: &str) -> Result<String, String> {
+        use aes_gcm::aead::{Aead, KeyInit, Payload};
+        use rand::RngCore;
+        let cipher =
+            aes_gcm::Aes256Gcm::new_from_slice(self.url_key().as_ref()).map_err(|e| e.to_string())?;
+        let mut nonce = [0u8; 12];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        let payload = Payload { msg: url.as_bytes(), aad: channel_id.as_bytes() };
+        let sealed =
+            cipher.encrypt(&nonce.into(), payload).map_err(|_| "cannot seal the webhook URL".to_owned())?;
+        Ok(format!("v1:{}:{}", hex::encode(nonce), hex::encode(sealed)))
+    }
+
+    /// The URL [`Self::seal_url`] sealed for `channel_id`.
+    pub fn open_url(&self, channel_id: &str, sealed: &str) -> Result<Zeroizing<String>, String> {
+        use aes_gcm::aead::{Aead, KeyInit, Payload};
+        let bad = || "the webhook URL cannot be opened with this API's notifications.key".to_owned();
+        let mut parts = sealed.splitn(3, ':');
+        let (Some("v1"), Some(nonce), Some(body)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad());
+        };
+        let nonce: [u8; 12] = hex::decode(nonce).ok().and_then(|n| n.try_into().ok()).ok_or_else(bad)?;
+        let body = hex::decode(body).map_err(|_| bad())?;
+        let cipher =
+            aes_gcm::Aes256Gcm::new_from_slice(self.url_key().as_ref()).map_err(|e| e.to_string())?;
+        let opened = cipher.decrypt(&nonce.into(), Payload { msg: &body, aad: channel_id.as_bytes() });
+        let opened = Zeroizing::new(opened.map_err(|_| bad())?);
+        String::from_utf8(opened.to_vec()).map(Zeroizing::new).map_err(|_| bad())
+    }
+
+    fn url_key(&self) -> Zeroizing<[u8; 32]> {
+        notify::subkey(&self.0, b"webhook url")
+    }
+
     /// The signing secret of the channel `channel_id`.
     pub fn channel_secret(&self, channel_id: &str) -> Zeroizing<String> {
         notify::channel_secret(&self.0, channel_id)
@@ -116,11 +151,15 @@ async fn send(
     delivery: &DueDelivery,
     now: time::OffsetDateTime,
 ) -> (Option<u16>, String) {
+    let url = match key.open_url(&delivery.channel_id, &delivery.url) {
+        Ok(url) => url,
+        Err(why) => return (None, why),
+    };
     let timestamp = now.unix_timestamp();
     let secret = key.channel_secret(&delivery.channel_id);
     let signature = notify::signature(&secret, timestamp, delivery.body.as_bytes());
     let sent = http
-        .post(&delivery.url)
+        .post(url.as_str())
         .header("content-type", "application/json")
         .header("x-heimdall-event", &delivery.action)
         .header("x-heimdall-delivery", &delivery.id)

@@ -74,6 +74,21 @@ pub fn channel_secret(api_key: &[u8; 32], channel_id: &str) -> zeroize::Zeroizin
     ))
 }
 
+/// A key for `purpose`, derived from the API's key (each use its own).
+pub fn subkey(api_key: &[u8; 32], purpose: &[u8]) -> zeroize::Zeroizing<[u8; 32]> {
+    zeroize::Zeroizing::new(mac(api_key, &[b"heimdall subkey v1\n", purpose]))
+}
+
+/// How a webhook URL is shown and logged: its scheme and host only. Its
+/// path and query may hold the receiver's credential (a Slack-style URL),
+/// so the full URL is kept only sealed.
+pub fn display_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let more = if rest.len() > host.len() { "/…" } else { "" };
+    format!("{scheme}://{host}{more}")
+}
+
 /// `X-Heimdall-Signature` for `body` sent at `timestamp` (Unix seconds).
 pub fn signature(secret: &str, timestamp: i64, body: &[u8]) -> String {
     format!("sha256={}", hex::encode(mac(secret.as_bytes(), &[timestamp.to_string().as_bytes(), b".", body])))
@@ -90,15 +105,29 @@ fn mac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
 }
 
 /// A channel as the API keeps it (its secret is not kept).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Channel {
     pub id: String,
     pub org_id: OrgId,
     pub name: String,
+    /// Scheme and host only ([`display_url`]).
     pub url: String,
+    /// The whole URL, sealed under the API's key; never shown.
+    #[serde(skip)]
+    pub sealed_url: String,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     pub created_by: String,
+}
+
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One event's delivery to one channel, and how it went.
@@ -201,6 +230,18 @@ mod tests {
             signature("s", 1700000001, b"{}"),
             "the time is signed"
         );
+    }
+
+    #[test]
+    fn a_webhook_url_shows_its_host_only() {
+        assert_eq!(
+            display_url("https://hooks.slack.com/services/T0/B0/XyZsecret"),
+            "https://hooks.slack.com/…"
+        );
+        assert_eq!(display_url("http://127.0.0.1:9"), "http://127.0.0.1:9");
+        assert_eq!(display_url("https://h.example.com?token=abc"), "https://h.example.com/…");
+        let key = [1u8; 32];
+        assert_ne!(*subkey(&key, b"a"), *subkey(&key, b"b"));
     }
 
     #[test]

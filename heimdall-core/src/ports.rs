@@ -422,6 +422,7 @@ use crate::notify::{Channel, Delivery, Outcome};
 pub struct DueDelivery {
     pub id: String,
     pub channel_id: String,
+    /// The webhook URL, sealed (the sender opens it).
     pub url: String,
     pub action: String,
     /// The audit event, as JSON: the request body.

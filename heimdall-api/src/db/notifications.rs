@@ -49,6 +49,7 @@ struct ChannelRow {
     org_id: String,
     name: String,
     url: String,
+    sealed_url: String,
     created_at: i64,
     created_by: String,
 }
@@ -60,6 +61,7 @@ impl ChannelRow {
             org_id: parse_id(&self.org_id)?,
             name: self.name,
             url: self.url,
+            sealed_url: self.sealed_url,
             created_at: from_micros(self.created_at),
             created_by: self.created_by,
         })
@@ -80,19 +82,20 @@ struct DeliveryRow {
     delivered_at: Option<i64>,
 }
 
-const CHANNEL_COLUMNS: &str = "id, org_id, name, url, created_at, created_by";
+const CHANNEL_COLUMNS: &str = "id, org_id, name, url, sealed_url, created_at, created_by";
 
 #[async_trait]
 impl NotificationStore for SqlStore {
     async fn create_channel(&self, channel: &Channel, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         sqlx::query(
-            "INSERT INTO notification_channels (id, org_id, name, url, created_at, created_by) VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO notification_channels (id, org_id, name, url, sealed_url, created_at, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(channel.id.clone())
         .bind(channel.org_id.to_string())
         .bind(channel.name.clone())
         .bind(channel.url.clone())
+        .bind(channel.sealed_url.clone())
         .bind(to_micros(channel.created_at))
         .bind(channel.created_by.clone())
         .execute(&mut *tx)
@@ -172,7 +175,7 @@ impl NotificationStore for SqlStore {
         limit: u32,
     ) -> StoreResult<Vec<DueDelivery>> {
         let due: Vec<(String, String, String, String, String, i64, i64)> = sqlx::query_as(
-            "SELECT d.id, d.channel_id, c.url, d.action, d.body, d.attempts, d.next_attempt_at \
+            "SELECT d.id, d.channel_id, c.sealed_url, d.action, d.body, d.attempts, d.next_attempt_at \
              FROM notification_deliveries d JOIN notification_channels c ON c.id = d.channel_id \
              WHERE d.status = 'pending' AND d.next_attempt_at <= $1 ORDER BY d.next_attempt_at LIMIT $2",
         )

@@ -7,7 +7,7 @@ use axum::routing::{delete, get};
 use axum::{Json, Router};
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::names::validate_name;
-use heimdall_core::notify::{check_webhook_url, Channel, Delivery};
+use heimdall_core::notify::{check_webhook_url, display_url, Channel, Delivery};
 use heimdall_core::wire::{CreateChannel, CreatedChannel};
 use heimdall_core::{ApiError, ErrorCode};
 use serde::Deserialize;
@@ -38,21 +38,24 @@ async fn create(
             "this API runs without --ca-dir, where its notification signing key lives",
         )
     })?;
+    // The URL's path may hold the receiver's credential: it is kept sealed,
+    // and shown (and recorded) by its host only.
+    let id = Uuid::new_v4().to_string();
+    let sealed_url = key.seal_url(&id, &body.webhook).map_err(|e| ApiError::new(ErrorCode::Internal, e))?;
     let channel = Channel {
-        id: Uuid::new_v4().to_string(),
+        id,
         org_id: caller.org.id,
         name: body.name,
-        url: body.webhook,
+        url: display_url(&body.webhook),
+        sealed_url,
         created_at: state.clock.now(),
         created_by: caller.member.email.clone(),
     };
-    // The URL's path may hold a token of the receiver's: the event names the host only.
-    let host = channel.url.split("://").nth(1).and_then(|r| r.split(['/', '?']).next()).unwrap_or_default();
     let event = state.event(
         &caller,
         "notification.created",
         format!("notification:{}", channel.id),
-        serde_json::json!({ "name": channel.name, "host": host }),
+        serde_json::json!({ "name": channel.name, "webhook": channel.url }),
     );
     state.store.create_channel(&channel, event).await?;
     let secret = key.channel_secret(&channel.id);

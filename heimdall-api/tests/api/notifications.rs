@@ -63,6 +63,19 @@ async fn a_notified_event_reaches_the_webhook_signed_and_is_retried(db: TestData
     let listed = c.get("/v1/notifications", &admin).await.expect(200);
     assert_eq!(listed[0]["name"], "ops");
     assert!(!listed.to_string().contains(&secret), "the secret is shown once: {listed}");
+    // The URL's path (a receiver's credential, for some) is shown nowhere and stored only sealed.
+    let host = url.trim_end_matches("/hook").to_owned();
+    assert_eq!(listed[0]["url"], format!("{host}/…"), "{listed}");
+    assert!(!listed.to_string().contains("/hook"), "{listed}");
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(api.database.url()).await.unwrap();
+    let (shown, sealed): (String, String) =
+        sqlx::query_as("SELECT url, sealed_url FROM notification_channels").fetch_one(&pool).await.unwrap();
+    pool.close().await;
+    assert!(
+        !shown.contains("/hook") && !sealed.contains("hook") && sealed.starts_with("v1:"),
+        "{shown} {sealed}"
+    );
 
     // A secret at risk: ana read it, then leaves.
     c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201);
