@@ -7,7 +7,7 @@ use heimdall_core::names::{normalize_email, validate_name};
 use heimdall_core::ports::{MetadataStore, NewEvent, NewToken};
 use heimdall_core::token::TokenHash;
 use heimdall_core::wire::Bootstrapped;
-use heimdall_core::{ApiError, Redacted};
+use heimdall_core::{ApiError, ErrorCode, Redacted};
 use uuid::Uuid;
 
 use crate::http::tokens::generate_token;
@@ -48,6 +48,30 @@ pub async fn bootstrap(
     };
     store.bootstrap(&org, &owner, &new_token, event).await?;
     Ok(Bootstrapped { organization: org, owner, token: token.expose().clone() })
+}
+
+/// `bootstrap --if-absent` with a token file that is already there: the
+/// member and organization its token opens in this database. A file from
+/// another database (or with a revoked token) is refused, so that a script
+/// that bootstraps on every start never carries on with a token that opens
+/// nothing.
+pub async fn kept_token(
+    store: &dyn MetadataStore,
+    path: &std::path::Path,
+) -> Result<(Member, Organization), ApiError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ApiError::invalid_input(format!("cannot read {}: {e}", path.display())))?;
+    let token = Redacted::new(text.trim().to_owned());
+    match store.authenticate(&TokenHash::of(token.expose())).await? {
+        Some(opened) => Ok(opened),
+        None => Err(ApiError::new(
+            ErrorCode::Unauthenticated,
+            format!(
+                "{} holds no active token of this database: it is from another database, or was revoked",
+                path.display()
+            ),
+        )),
+    }
 }
 
 /// Where `heimdall-api bootstrap --token-file` puts the owner's token:

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use heimdall_api::config::{FileConfig, ServeConfig};
 use heimdall_api::{db, SystemClock};
+use heimdall_core::ErrorCode;
 
 #[derive(Parser, Debug)]
 #[command(name = "heimdall-api", version, about = "The Heimdall API server")]
@@ -36,7 +37,8 @@ enum Command {
         /// The URL Agents dial [default: https://<agent-listen>].
         #[arg(long, env = "HEIMDALL_AGENT_PUBLIC_URL")]
         agent_public_url: Option<String>,
-        /// Extra DNS name or IP for the Agent listener's certificate (repeatable).
+        /// Extra DNS name or IP for the Agent listener's certificate, besides
+        /// localhost, the listen address and --agent-public-url's host (repeatable).
         #[arg(long = "agent-tls-name")]
         agent_tls_names: Vec<String>,
         /// The people's HTTPS certificate chain (PEM), e.g. from your own CA or a public one.
@@ -85,6 +87,11 @@ enum Command {
         /// printing it. An existing file is refused before anything is created.
         #[arg(long, value_name = "PATH")]
         token_file: Option<PathBuf>,
+        /// With --token-file: when that file is already there and opens this
+        /// database, change nothing and succeed (for a script that runs on
+        /// every start); a file from another database is refused.
+        #[arg(long, requires = "token_file")]
+        if_absent: bool,
         #[arg(long, value_enum, default_value_t = Output::Table)]
         output: Output,
     },
@@ -214,9 +221,14 @@ async fn run(cli: Cli) -> Result<(), RunError> {
                     let agent_listener = tokio::net::TcpListener::bind(addr)
                         .await
                         .map_err(|e| ("UNAVAILABLE", format!("cannot listen on {addr}: {e}")))?;
-                    let mut tls_names = vec!["localhost".to_owned(), addr.ip().to_string()];
-                    tls_names.extend(agent_tls_names);
                     let public_url = agent_public_url.unwrap_or_else(|| format!("https://{addr}"));
+                    // The host Agents dial is named by the certificate without being asked.
+                    let dialed = reqwest::Url::parse(&public_url).ok().and_then(|url| {
+                        Some(url.host_str()?.trim_start_matches('[').trim_end_matches(']').to_owned())
+                    });
+                    let mut tls_names = vec!["localhost".to_owned(), addr.ip().to_string()];
+                    tls_names.extend(agent_tls_names.into_iter().chain(dialed));
+                    tls_names.dedup();
                     tracing::info!(listen = %addr, url = %public_url, "agent channel (mTLS) serving");
                     let dir = ca_dir.as_deref().unwrap_or(std::path::Path::new(".")).join("oidc");
                     let issuer = heimdall_api::oidc::Issuer::load_or_create(&dir, &issuer_url)
@@ -263,22 +275,43 @@ async fn run(cli: Cli) -> Result<(), RunError> {
             tracing::info!("heimdall-api stopped");
             Ok(())
         }
-        Command::Bootstrap { database_url, config: file, org, owner, token_file, output } => {
+        Command::Bootstrap { database_url, config: file, org, owner, token_file, if_absent, output } => {
             let config = config(database_url, None, file)?;
             let store = open(&config).await?;
+            if let Some(path) = token_file.as_deref().filter(|path| if_absent && path.exists()) {
+                let kept = heimdall_api::bootstrap::kept_token(&store, path).await;
+                store.close().await;
+                let (owner, org) = kept.map_err(|e| (e.code.as_str(), e.message))?;
+                return match output {
+                    Output::Json => print_json(&serde_json::json!({
+                        "organization": org, "owner": owner, "token_file": path, "created": false,
+                    })),
+                    Output::Table => {
+                        println!("✓ Already bootstrapped: organization {}, owner {}", org.name, owner.email);
+                        println!("✓ Owner API token in {}", path.display());
+                        Ok(())
+                    }
+                };
+            }
             let token_out = token_file.as_deref().map(heimdall_api::bootstrap::TokenFile::create).transpose();
             let token_out = token_out.map_err(|e| ("INVALID_INPUT", e))?;
             let done = heimdall_api::bootstrap::bootstrap(&store, &SystemClock, &org, &owner).await;
             store.close().await;
-            let done = done.map_err(|e| (e.code.as_str(), e.message))?;
+            let done = done.map_err(|e| match (&token_out, e.code) {
+                (Some(out), ErrorCode::AlreadyBootstrapped) => (
+                    e.code.as_str(),
+                    format!("{}; its owner's token is not in {}", e.message, out.path.display()),
+                ),
+                _ => (e.code.as_str(), e.message),
+            })?;
             let written = token_out.map(|out| out.write(&done.token)).transpose();
             let written = written.map_err(|e| ("INTERNAL", e))?;
             let (org, owner) = (&done.organization, &done.owner);
             match (output, written) {
                 (Output::Json, None) => print_json(&done)?,
-                (Output::Json, Some(path)) => print_json(
-                    &serde_json::json!({ "organization": org, "owner": owner, "token_file": path }),
-                )?,
+                (Output::Json, Some(path)) => print_json(&serde_json::json!({
+                    "organization": org, "owner": owner, "token_file": path, "created": true,
+                }))?,
                 (Output::Table, written) => {
                     println!("✓ Organization created: {} ({})", org.name, org.id);
                     println!("✓ Owner: {}", owner.email);

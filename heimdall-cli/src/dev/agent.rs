@@ -3,17 +3,14 @@
 //! `heimdall-agent run` runs it. With no Terraform or no `heimdall-agent`,
 //! the API runs alone.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use heimdall_core::Redacted;
 use heimdall_sdk::Client;
 use serde_json::Value;
 use tokio::process::Command;
 
-use super::supervisor::{self, tail_block, Service};
+use super::supervisor::{self, Service};
 use super::{build_hint, client_addr, locate_binary, Dev, LOG_FILE};
 use crate::args::DevArgs;
 
@@ -53,6 +50,13 @@ pub(super) enum AgentState {
 }
 
 impl AgentState {
+    pub(super) fn service(&mut self) -> Option<&mut Service> {
+        match self {
+            AgentState::Running { service, .. } => Some(service),
+            AgentState::Off(_) => None,
+        }
+    }
+
     /// Where the running Agent serves values (`dev-setup` always sets it).
     pub(super) fn local_api_url(&self) -> Option<&str> {
         match self {
@@ -95,8 +99,6 @@ pub(super) async fn start(args: &DevArgs, client: &Client, dev: &Dev) -> AgentSt
 
 /// `heimdall-agent dev-setup`, with a registration token made here (in
 /// the environment, never on the command line) if it was never enrolled.
-/// Its output goes to the Agent's log (it names the Agent and its files,
-/// never a secret); a failure ends with the `error:` line it printed.
 async fn setup(binary: &Path, args: &DevArgs, client: &Client, dev: &Dev) -> OrOff<Value> {
     let (data, log) = (&dev.data, dev.data.join(AGENT_LOG_FILE));
     let mut command = Command::new(binary);
@@ -114,30 +116,15 @@ async fn setup(binary: &Path, args: &DevArgs, client: &Client, dev: &Dev) -> OrO
         command.args(["--ca-sha256", registration.ca_sha256.as_deref().unwrap_or_default()]);
         command.env("HEIMDALL_REGISTRATION_TOKEN", token.expose());
     }
-    let output = command.env("NO_COLOR", "1").stdin(Stdio::null()).kill_on_drop(true).output().await;
-    let output = output.map_err(|err| Off {
-        why: format!("cannot run {}: {err}", binary.display()),
-        fix: build_hint(AGENT_BINARY) + ", then restart `heimdall dev`",
+    let name = format!("{AGENT_BINARY} dev-setup");
+    let stdout = supervisor::run_step(&name, command, &log).await.map_err(|failed| Off {
+        fix: match failed.exit.map(|status| status.code()) {
+            None => build_hint(AGENT_BINARY) + ", then restart `heimdall dev`",
+            Some(Some(NO_TERRAFORM_EXIT)) => INSTALL_TERRAFORM.to_owned(),
+            Some(_) => log_fix(&log),
+        },
+        why: failed.why,
     })?;
-    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    let lines: Vec<String> = stdout.lines().chain(stderr.lines()).map(str::to_owned).collect();
-    if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(&log) {
-        lines.iter().for_each(|line| drop(writeln!(file, "{line}")));
-    }
-    if output.status.success() {
-        return serde_json::from_str(&stdout).map_err(|err| Off {
-            why: format!("`{AGENT_BINARY} dev-setup` printed no JSON ({err})"),
-            fix: log_fix(&log),
-        });
-    }
-    let error = lines.iter().rev().find_map(|line| line.strip_prefix("error: ")).map(str::to_owned);
-    let why = error.unwrap_or_else(|| {
-        let tail = tail_block(lines.into_iter(), Some(&log));
-        format!("`{AGENT_BINARY} dev-setup` failed ({}){tail}", output.status)
-    });
-    let fix = match output.status.code() {
-        Some(NO_TERRAFORM_EXIT) => INSTALL_TERRAFORM.to_owned(),
-        _ => log_fix(&log),
-    };
-    Err(Off { why, fix })
+    serde_json::from_str(&stdout)
+        .map_err(|err| Off { why: format!("`{name}` printed no JSON ({err})"), fix: log_fix(&log) })
 }

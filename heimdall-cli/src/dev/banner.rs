@@ -133,9 +133,7 @@ fn describe(agent: &AgentState, data: &Path) -> Value {
             "enrolled_now": enrolled_now,
             "config_file": config_file,
             "log_file": data.join(AGENT_LOG_FILE),
-            "state_dir": config["state"]["local_dir"],
-            "local_api_url": agent.local_api_url(),
-            "values_file": config["values"]["sqlite_path"],
+            "settings": config,
         }),
         AgentState::Off(off) => json!({ "running": false, "reason": off.why, "fix": off.fix }),
     }

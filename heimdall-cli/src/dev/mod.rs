@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use heimdall_core::wire::{IssuedCertificate, WhoAmI};
-use heimdall_core::{ErrorCode, Redacted};
+use heimdall_core::Redacted;
 use heimdall_sdk::Client;
 use tokio::process::Command;
 
@@ -32,7 +32,7 @@ use crate::commands::Context;
 use crate::config::{Config, Profile};
 use crate::error::{CliError, Result};
 use agent::AgentState;
-use supervisor::{tail_block, Service, Signals};
+use supervisor::{Service, Signals};
 
 const DEV_PROFILE: &str = "dev";
 const API_BINARY: &str = "heimdall-api";
@@ -62,7 +62,7 @@ pub async fn run(ctx: &Context, args: DevArgs) -> Result<()> {
             return Err(CliError::local(format!("{stop} while starting; nothing is left running")));
         }
     };
-    supervisor::wait_for_stop(&mut signals, &mut api, &mut agent).await?;
+    let stopped = supervisor::wait_for_stop(&mut signals, &mut api, agent.service()).await;
     if let AgentState::Running { service, .. } = agent {
         eprintln!("Stopping the Agent (it finishes the jobs it is running first)…");
         if let Some(why) = service.terminate(Duration::from_secs(30), &mut signals).await {
@@ -76,6 +76,7 @@ pub async fn run(ctx: &Context, args: DevArgs) -> Result<()> {
     if let Some(why) = api.terminate(Duration::from_secs(5), &mut signals).await {
         eprintln!("warning: the API was killed ({why})");
     }
+    stopped?;
     eprintln!("✓ Stopped. Data kept in {}.", data.display());
     Ok(())
 }
@@ -93,13 +94,11 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, Pa
         .canonicalize()
         .map_err(|err| CliError::local(format!("cannot resolve {}: {err}", dir.display())))?;
     let database_url = format!("sqlite://{}", data.join("heimdall.db").display());
-    let agent_listen = next_port(args.listen)?;
-    let local_api = next_port(agent_listen).map_err(|_| {
-        CliError::usage("--listen's port must leave room for the Agent channel and its local API after it")
-    })?;
-    ensure_port_free(args.listen, "--listen")?;
-    ensure_port_free(agent_listen, "the Agent channel, on the port after --listen's")?;
-    ensure_port_free(local_api, "the Agent's local API, two ports after --listen's")?;
+    let [agent_listen, local_api] = ports_after(args.listen)?;
+    let uses = ["--listen", "the Agent channel, on the port after --listen's", "its local API, on the next"];
+    for (addr, what) in [args.listen, agent_listen, local_api].into_iter().zip(uses) {
+        ensure_port_free(addr, what)?;
+    }
 
     let token = ensure_bootstrapped(&api_binary, &data, &database_url).await?;
     let agent_url = format!("https://{}", client_addr(agent_listen));
@@ -107,27 +106,13 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, Pa
     command.args(["serve", "--database-url", &database_url, "--listen", &args.listen.to_string()]);
     command.args(["--agent-listen", &agent_listen.to_string(), "--agent-public-url", &agent_url]);
     command.arg("--ca-dir").arg(data.join("ca"));
-    if agent_listen.ip().is_unspecified() {
-        // The URL Agents dial names loopback: the certificate must too.
-        command.args(["--agent-tls-name", &client_addr(agent_listen).ip().to_string()]);
-    }
     let mut api = Service::spawn(API_BINARY, command, &data.join(LOG_FILE))?;
     // HTTPS with a certificate from the installation CA, which the API
     // makes in `ca/` on its first start; the dev profile trusts only it.
     let api_url = format!("https://{}", client_addr(args.listen));
     let ca_pem = supervisor::wait_until_healthy(&mut api, &api_url, &data.join("ca/ca.pem")).await?;
     let client = Client::with_ca(&api_url, Some(token.expose().as_str()), &ca_pem)?;
-    let me = match client.whoami().await {
-        Err(err) if err.code() == Some(ErrorCode::Unauthenticated) => {
-            let (token, db) = (data.join("owner.token"), data.join("heimdall.db"));
-            let (token, db, data) = (token.display(), db.display(), data.display());
-            let why = format!(
-                "{token} does not open {db}: the two are from different runs; remove {data} to start over"
-            );
-            return Err(CliError::local(why));
-        }
-        me => me?,
-    };
+    let me = client.whoami().await?;
 
     let mut config = Config::load(&config_dir)?;
     let profile = Profile { api_url: api_url.clone(), token, ca: Some(ca_pem) };
@@ -150,48 +135,22 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, Pa
     Ok((api, agent, dev.data))
 }
 
-/// The owner's token: read from `DIR/owner.token`, or made by running
-/// `heimdall-api bootstrap --token-file` once (the API writes it, 0600).
+/// The owner's token, in `DIR/owner.token`: `heimdall-api bootstrap
+/// --if-absent` writes it (0600) on the first start, and on every later one
+/// checks that it still opens the database.
 async fn ensure_bootstrapped(api_binary: &Path, data: &Path, database_url: &str) -> Result<Redacted<String>> {
-    let (token_path, start_over) =
-        (data.join("owner.token"), format!("remove {} to start over", data.display()));
-    if !token_path.exists() {
-        let mut command = Command::new(api_binary);
-        command.args([
-            "bootstrap",
-            "--database-url",
-            database_url,
-            "--org",
-            "dev",
-            "--owner",
-            "dev@localhost",
-        ]);
-        command.arg("--token-file").arg(&token_path).stdin(std::process::Stdio::null()).kill_on_drop(true);
-        let output = command.output().await;
-        let output = output.map_err(|err| {
-            CliError::local(format!("cannot run {}: {err}; {}", api_binary.display(), build_hint(API_BINARY)))
-        })?;
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        if !output.status.success() && stderr.contains(ErrorCode::AlreadyBootstrapped.as_str()) {
-            let (db, token) = (data.join("heimdall.db"), token_path.display());
-            let why = format!(
-                "{} was bootstrapped before, but {token} is gone, so the owner's token is lost; {start_over}",
-                db.display()
-            );
-            return Err(CliError::local(why));
-        } else if !output.status.success() {
-            let tail = tail_block(stderr.lines().map(str::to_owned), None);
-            return Err(CliError::local(format!(
-                "`{API_BINARY} bootstrap` failed ({}){tail}",
-                output.status
-            )));
-        }
-    }
-    match std::fs::read_to_string(&token_path) {
-        Ok(text) if !text.trim().is_empty() => Ok(Redacted::new(text.trim().to_owned())),
-        Ok(_) => Err(CliError::local(format!("{} is empty; {start_over}", token_path.display()))),
-        Err(err) => Err(CliError::local(format!("cannot read {}: {err}", token_path.display()))),
-    }
+    let token_path = data.join("owner.token");
+    let mut command = Command::new(api_binary);
+    command.args(["bootstrap", "--if-absent", "--database-url", database_url, "--org", "dev"]);
+    command.args(["--owner", "dev@localhost", "--token-file"]).arg(&token_path);
+    let run = supervisor::run_step(&format!("{API_BINARY} bootstrap"), command, &data.join(LOG_FILE)).await;
+    run.map_err(|failed| match failed.exit {
+        None => CliError::local(format!("{}; {}", failed.why, build_hint(API_BINARY))),
+        Some(_) => CliError::local(format!("{}; remove {} to start over", failed.why, data.display())),
+    })?;
+    let text = std::fs::read_to_string(&token_path);
+    let text = text.map_err(|err| CliError::local(format!("cannot read {}: {err}", token_path.display())))?;
+    Ok(Redacted::new(text.trim().to_owned()))
 }
 
 /// `name` next to this executable (as `cargo build` lays them out), else
@@ -218,13 +177,13 @@ fn ensure_port_free(addr: SocketAddr, what: &str) -> Result<()> {
     }
 }
 
-/// The Agent channel: the port after the API's (and its local API the one after that).
-fn next_port(listen: SocketAddr) -> Result<SocketAddr> {
-    match listen.port() {
-        0 => Err(CliError::usage("--listen needs a port (the Agent channel takes the one after it)")),
-        port => port.checked_add(1).map(|next| SocketAddr::new(listen.ip(), next)).ok_or_else(|| {
-            CliError::usage("--listen's port must leave room for the Agent channel on the port after it")
-        }),
+/// The Agent channel's port and its local API's: the two after the API's.
+fn ports_after(listen: SocketAddr) -> Result<[SocketAddr; 2]> {
+    let after = |n| listen.port().checked_add(n).map(|port| SocketAddr::new(listen.ip(), port));
+    match (listen.port(), after(1), after(2)) {
+        (0, ..) => Err(CliError::usage("--listen needs a port (the Agent takes the two after it)")),
+        (_, Some(channel), Some(local_api)) => Ok([channel, local_api]),
+        _ => Err(CliError::usage("--listen's port must leave room for the Agent's two after it")),
     }
 }
 
@@ -252,11 +211,9 @@ mod tests {
             [client("0.0.0.0:1"), client("[::]:1"), client("127.0.0.2:1")],
             ["127.0.0.1:1", "[::1]:1", "127.0.0.2:1"]
         );
-        let next = |addr: &str| next_port(addr.parse().unwrap()).ok().map(|a| a.to_string());
-        assert_eq!(
-            [next("127.0.0.1:7480"), next("[::]:9000")],
-            [Some("127.0.0.1:7481".into()), Some("[::]:9001".into())]
-        );
-        assert_eq!([next("127.0.0.1:65535"), next("127.0.0.1:0")], [None, None]);
+        let next = |addr: &str| ports_after(addr.parse().unwrap()).ok().map(|a| a.map(|a| a.to_string()));
+        assert_eq!(next("127.0.0.1:7480"), Some(["127.0.0.1:7481".into(), "127.0.0.1:7482".into()]));
+        assert_eq!(next("[::]:9000"), Some(["[::]:9001".into(), "[::]:9002".into()]));
+        assert_eq!([next("127.0.0.1:65534"), next("127.0.0.1:0")], [None, None]);
     }
 }

@@ -3,7 +3,7 @@
 //! order on a signal.
 
 use std::future::Future;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -14,7 +14,7 @@ use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::{sleep, timeout, Instant};
 
-use super::agent::{log_fix, AgentState, Off, AGENT_BINARY, AGENT_NAME};
+use super::agent::{log_fix, Off, AGENT_NAME};
 use crate::error::{CliError, Result};
 
 const TAIL_LINES: usize = 20;
@@ -50,38 +50,29 @@ impl Signals {
     }
 }
 
-/// Until a signal, or the API dying on its own (an error). The Agent dying
-/// on its own is a warning: the API carries on without it.
+/// Until a signal (`Ok`), or a child exiting on its own: an error naming
+/// it, with the end of its log (`heimdall dev` then stops the other).
 pub(super) async fn wait_for_stop(
     signals: &mut Signals,
     api: &mut Service,
-    agent: &mut AgentState,
+    agent: Option<&mut Service>,
 ) -> Result<()> {
-    loop {
-        let agent_exit = async {
-            match agent {
-                AgentState::Running { service, .. } => service.child.wait().await,
-                AgentState::Off(_) => std::future::pending().await,
+    let agent_exit = async move {
+        match agent {
+            Some(agent) => {
+                let status = agent.child.wait().await;
+                (&*agent, status)
             }
-        };
-        tokio::select! {
-            _ = signals.recv() => return Ok(()),
-            status = api.child.wait() => {
-                let status = status.map_err(|err| CliError::local(err.to_string()))?;
-                return Err(api.exited(status, "unexpectedly"));
-            }
-            status = agent_exit => {
-                if let AgentState::Running { service, .. } = agent {
-                    let why = match status {
-                        Ok(status) => service.exited(status, "unexpectedly").to_string(),
-                        Err(err) => format!("{AGENT_BINARY}: {err}"),
-                    };
-                    eprintln!("warning: {why}\nJobs stay queued until `heimdall dev` restarts.");
-                    *agent = AgentState::Off(Off { why, fix: log_fix(&service.log_path) });
-                }
-            }
+            None => std::future::pending().await,
         }
-    }
+    };
+    let (service, status) = tokio::select! {
+        _ = signals.recv() => return Ok(()),
+        status = api.child.wait() => (&*api, status),
+        exited = agent_exit => exited,
+    };
+    let status = status.map_err(|err| CliError::local(format!("{}: {err}", service.name)))?;
+    Err(service.exited(status, "unexpectedly"))
 }
 
 /// A child process (the API or the Agent), its output appended to a log
@@ -224,6 +215,39 @@ pub(super) async fn wait_until_connected(
         Ok(answer) => answer.unwrap_or(Ok(false)),
         Err(err) => Err(Off { why: err.to_string(), fix: log_fix(&agent.log_path) }),
     }
+}
+
+/// Why a set-up step failed: `exit` is `None` when it could not be started.
+pub(super) struct StepFailed {
+    pub why: String,
+    pub exit: Option<ExitStatus>,
+}
+
+/// A set-up step (`heimdall-api bootstrap`, `heimdall-agent dev-setup`) run
+/// to its end, its output appended to `log` (it names files, never a
+/// secret). Its standard output on success; else the `error:` line it
+/// printed, or the end of its output.
+pub(super) async fn run_step(
+    name: &str,
+    mut command: Command,
+    log: &Path,
+) -> std::result::Result<String, StepFailed> {
+    let output = command.env("NO_COLOR", "1").stdin(Stdio::null()).kill_on_drop(true).output().await;
+    let output = output.map_err(|err| StepFailed { why: format!("cannot run {name}: {err}"), exit: None })?;
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<String> = stdout.lines().chain(stderr.lines()).map(str::to_owned).collect();
+    if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(log) {
+        lines.iter().for_each(|line| drop(writeln!(file, "{line}")));
+    }
+    if output.status.success() {
+        return Ok(stdout.into_owned());
+    }
+    let error = lines.iter().rev().find_map(|line| line.strip_prefix("error: ")).map(str::to_owned);
+    let why = error.unwrap_or_else(|| {
+        let tail = tail_block(lines.into_iter(), Some(log));
+        format!("`{name}` failed ({}){tail}", output.status)
+    });
+    Err(StepFailed { why, exit: Some(output.status) })
 }
 
 /// The last lines of a child's output, to end an error message with.
