@@ -123,7 +123,7 @@ pub async fn serve_on(
 /// PostgreSQL `SKIP LOCKED` keeps two reapers off the same job.
 pub const REAP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// How often schemas' drift schedules are looked at. Every replica scans;
+/// How often the drift schedules of schemas and accounts are looked at. Every replica scans;
 /// a Resource a check is queued for is not due again (its job counts as
 /// its last check), and one a job works on is refused.
 pub const DRIFT_SCAN_EVERY: std::time::Duration = std::time::Duration::from_secs(5);

@@ -41,6 +41,16 @@ pub fn parse_every(text: &str) -> Result<i64, ApiError> {
     seconds.ok_or_else(bad)
 }
 
+/// The schedule of a Resource: its schema's or its account's, the shorter
+/// when both are set (either one may ask for checks; neither can make the
+/// other's less frequent).
+pub fn every(schema_seconds: Option<i64>, account_seconds: Option<i64>) -> Option<i64> {
+    match (schema_seconds, account_seconds) {
+        (Some(schema), Some(account)) => Some(schema.min(account)),
+        (schema, account) => schema.or(account),
+    }
+}
+
 /// Whether a scheduled check is due: `every` seconds after the Resource's
 /// last check or apply (queued or finished), or now if it never had one.
 pub fn due(every_seconds: i64, last: Option<OffsetDateTime>, now: OffsetDateTime) -> bool {
@@ -161,5 +171,12 @@ mod tests {
         assert!(due(60, None, t0));
         assert!(!due(60, Some(t0), t0 + time::Duration::seconds(59)));
         assert!(due(60, Some(t0), t0 + time::Duration::seconds(60)));
+    }
+
+    #[test]
+    fn the_shorter_of_the_schema_and_account_schedules_applies() {
+        assert_eq!(every(None, None), None);
+        assert_eq!([every(Some(60), None), every(None, Some(60))], [Some(60), Some(60)]);
+        assert_eq!([every(Some(60), Some(3600)), every(Some(3600), Some(60))], [Some(60), Some(60)]);
     }
 }

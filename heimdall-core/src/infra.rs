@@ -292,6 +292,10 @@ pub struct CloudAccount {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_storage_account: Option<String>,
     pub auth: AccountAuth,
+    /// Seconds between drift checks of each provisioned Resource placed on
+    /// this account; none if unset (`drift::every` picks the schedule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_check_every_seconds: Option<i64>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     pub created_by: String,

@@ -216,7 +216,8 @@ pub const FENCED: &str = "lease is no longer held: the job was reaped or claimed
 pub struct DriftCandidate {
     pub org: OrgId,
     pub resource: ResourceId,
-    pub every_seconds: i64,
+    /// Its schema's schedule; its account's is found through its placement.
+    pub schema_every_seconds: Option<i64>,
     /// The newest drift check, apply or import of it, queued or finished.
     pub last: Option<OffsetDateTime>,
 }

@@ -247,6 +247,10 @@ pub struct CreateCloudAccount {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_storage_account: Option<String>,
     pub auth: AccountAuth,
+    /// Check each provisioned Resource placed on this account for drift
+    /// this often, e.g. `24h` (`heimdall_core::drift::parse_every`). Off when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_check_every: Option<String>,
 }
 
 /// Link an account: `scope` `organization` (no `scope_id`), or `domain` /

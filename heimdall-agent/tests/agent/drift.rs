@@ -147,3 +147,46 @@ async fn a_schema_schedule_checks_its_resources_by_itself() {
     agent.start_kill().unwrap();
     let _ = agent.wait().await;
 }
+
+/// An account's `drift_check_every` checks the Resources placed on it,
+/// whatever their schema says; a schema with no schedule is no exception.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_account_schedule_checks_the_resources_placed_on_it() {
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    let account = |every: &str| {
+        json!({ "name": "watched", "provider": "aws", "region": "us-east-1", "state_bucket": w.bucket,
+            "auth": { "kind": "oidc", "role_arn": "arn:aws:iam::123456789012:role/heimdall" },
+            "drift_check_every": every })
+    };
+    let (status, refused) = w.call(Method::POST, "/v1/cloud-accounts", Some(account("1s"))).await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (422, Some("INVALID_INPUT")), "{refused}");
+    let created = w.post(&owner, "/v1/cloud-accounts", account("10s")).await;
+    assert_eq!(created["drift_check_every_seconds"], 10, "{created}");
+    // For the Resource's domain, in place of the world's organization-wide account.
+    let link = json!({ "scope": "domain", "scope_id": "payments", "environment": "dev" });
+    w.post(&owner, "/v1/cloud-accounts/watched/links", link).await;
+    let config = w.enroll("agent-1").await;
+    let mut agent = w.run_agent(&config);
+    let module = crate::support::repo().join("tests/fixtures/modules/regional").display().to_string();
+    let schema = json!({ "type": "unscheduled", "input_schema": { "type": "object" },
+        "module": { "source": module, "version": "1.0.0" } });
+    assert!(w.post(&owner, "/v1/schemas", schema).await.get("drift_check_every_seconds").is_none());
+    let id = w.create("watched", "unscheduled", json!({ "name": "watched" })).await;
+    assert_eq!(w.wait_for(&id, &["provisioned", "failed"], RUN).await["status"], "provisioned");
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let jobs = w.jobs(&id).await;
+        if jobs.iter().any(|j| j["operation"] == "drift_check" && j["status"] == "completed") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no scheduled check ran: {jobs:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    let (_, events) = w.call(Method::GET, "/v1/events?action=resource.drift_check_requested", None).await;
+    assert_eq!(events[0]["actor"], "heimdall (drift schedule)", "{events}");
+
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+}

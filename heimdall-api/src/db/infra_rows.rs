@@ -70,7 +70,7 @@ impl SchemaRow {
 }
 
 pub(super) const ACCOUNT_COLUMNS: &str =
-    "id, org_id, name, provider, region, state_bucket, state_endpoint, auth, created_at, created_by, state_backend, state_storage_account";
+    "id, org_id, name, provider, region, state_bucket, state_endpoint, auth, created_at, created_by, state_backend, state_storage_account, drift_check_every_seconds";
 
 #[derive(FromRow)]
 pub(super) struct AccountRow {
@@ -86,6 +86,7 @@ pub(super) struct AccountRow {
     created_by: String,
     state_backend: String,
     state_storage_account: Option<String>,
+    drift_check_every_seconds: Option<i64>,
 }
 
 impl AccountRow {
@@ -102,6 +103,7 @@ impl AccountRow {
             state_backend: parse_enum(&self.state_backend)?,
             state_storage_account: self.state_storage_account,
             auth,
+            drift_check_every_seconds: self.drift_check_every_seconds,
             created_at: from_micros(self.created_at),
             created_by: self.created_by,
         })

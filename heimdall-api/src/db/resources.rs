@@ -140,7 +140,7 @@ impl InfraStore for SqlStore {
     async fn create_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         sqlx::query(&format!(
-            "INSERT INTO cloud_accounts ({ACCOUNT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+            "INSERT INTO cloud_accounts ({ACCOUNT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
         ))
         .bind(account.id.to_string())
         .bind(account.org_id.to_string())
@@ -154,6 +154,7 @@ impl InfraStore for SqlStore {
         .bind(account.created_by.clone())
         .bind(account.state_backend.as_str())
         .bind(account.state_storage_account.clone())
+        .bind(account.drift_check_every_seconds)
         .execute(&mut *tx)
         .await
         .map_err(unique_as("cloud account"))?;
@@ -348,23 +349,26 @@ impl InfraStore for SqlStore {
     }
 
     async fn list_drift_candidates(&self) -> StoreResult<Vec<DriftCandidate>> {
-        let rows: Vec<(String, String, i64, Option<i64>)> = sqlx::query_as(
+        let rows: Vec<(String, String, Option<i64>, Option<i64>)> = sqlx::query_as(
             "SELECT r.org_id, r.id, s.drift_check_every_seconds,
                     (SELECT MAX(COALESCE(j.finished_at, j.queued_at)) FROM jobs j
                       WHERE j.resource_id = r.id AND j.status <> 'cancelled'
                         AND j.operation IN ('drift_check', 'apply', 'import'))
                FROM resources r JOIN resource_schemas s ON s.id = r.schema_id
-              WHERE r.status = 'provisioned' AND s.drift_check_every_seconds IS NOT NULL",
+              WHERE r.status = 'provisioned'
+                AND (s.drift_check_every_seconds IS NOT NULL
+                     OR EXISTS (SELECT 1 FROM cloud_accounts a
+                                 WHERE a.org_id = r.org_id AND a.drift_check_every_seconds IS NOT NULL))",
         )
         .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;
         rows.into_iter()
-            .map(|(org, resource, every_seconds, last)| {
+            .map(|(org, resource, schema_every_seconds, last)| {
                 Ok(DriftCandidate {
                     org: parse_id(&org)?,
                     resource: parse_id(&resource)?,
-                    every_seconds,
+                    schema_every_seconds,
                     last: last.map(from_micros),
                 })
             })

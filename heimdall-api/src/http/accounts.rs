@@ -65,6 +65,8 @@ async fn create(
     JsonBody(body): JsonBody<CreateCloudAccount>,
 ) -> HttpResult<(StatusCode, Json<CloudAccount>)> {
     let state_backend = heimdall_core::accounts::check_new_account(&body)?;
+    let drift_check_every_seconds =
+        body.drift_check_every.as_deref().map(heimdall_core::drift::parse_every).transpose()?;
     state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
     if let AccountAuth::Static { secret } = &body.auth {
         // The job will carry only this name: it must be an organization
@@ -90,6 +92,7 @@ async fn create(
         state_backend,
         state_storage_account: body.state_storage_account,
         auth: body.auth,
+        drift_check_every_seconds,
         created_at: state.clock.now(),
         created_by: caller.member.email.clone(),
     };

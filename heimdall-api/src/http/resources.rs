@@ -269,47 +269,54 @@ async fn show(
     Ok(Json(ResourceDetail { resource, revisions }))
 }
 
-/// Who queues the checks a schema's `drift_check_every` asks for, in events and jobs.
+/// Who queues the checks a schema's or an account's `drift_check_every`
+/// asks for, in events and jobs.
 pub(crate) const DRIFT_SCHEDULE: &str = "heimdall (drift schedule)";
 
-/// Queues a drift check for every provisioned Resource whose schema's
-/// schedule is due (`drift::due`), as [`DRIFT_SCHEDULE`]; one that cannot
-/// run now (a job works on it, no account, a store error) waits for the
-/// next scan, and the others still get theirs. Returns how many were queued.
+/// Queues a drift check for every provisioned Resource whose schedule
+/// (`drift::every` of its schema's and its account's) is due
+/// (`drift::due`), as [`DRIFT_SCHEDULE`]; one that cannot run now (a job
+/// works on it, no account, a store error) waits for the next scan, and
+/// the others still get theirs. Returns how many were queued.
 pub(crate) async fn queue_due_drift_checks(state: &AppState) -> Result<usize, ApiError> {
     let now = state.clock.now();
     let mut queued = 0;
-    for due in state.store.list_drift_candidates().await? {
-        if !heimdall_core::drift::due(due.every_seconds, due.last, now) {
-            continue;
-        }
+    for candidate in state.store.list_drift_candidates().await? {
+        let (org, id) = (candidate.org, candidate.resource);
         let queue = async {
-            let resource = state.store.get_resource(due.org, due.resource).await?;
-            queue_drift_check(state, due.org, DRIFT_SCHEDULE, &resource, now).await
+            let resource = state.store.get_resource(org, id).await?;
+            let placement = Placement::of_resource_in(state, org, &resource).await?;
+            let account = placement.account_in(state, org).await?;
+            let account_every = account.as_ref().and_then(|a| a.drift_check_every_seconds);
+            let every = heimdall_core::drift::every(candidate.schema_every_seconds, account_every);
+            if !every.is_some_and(|every| heimdall_core::drift::due(every, candidate.last, now)) {
+                return Ok(false);
+            }
+            queue_drift_check(state, org, DRIFT_SCHEDULE, &resource, (&placement, account), now).await?;
+            Ok::<_, ApiError>(true)
         };
         match queue.await {
-            Ok(_) => queued += 1,
-            Err(why) => {
-                tracing::debug!(resource = %due.resource, reason = %why.message, "drift check not queued")
-            }
+            Ok(true) => queued += 1,
+            Ok(false) => {}
+            Err(why) => tracing::debug!(resource = %id, reason = %why.message, "drift check not queued"),
         }
     }
     Ok(queued)
 }
 
-/// Plans and applies a drift check of `resource` by `actor`; the job.
+/// Plans and applies a drift check of `resource` by `actor`, placed on
+/// `account` by `placement`; the job.
 async fn queue_drift_check(
     state: &AppState,
     org: OrgId,
     actor: &str,
     resource: &Resource,
+    (placement, account): (&Placement, Option<CloudAccount>),
     now: OffsetDateTime,
 ) -> Result<heimdall_core::infra::Job, ApiError> {
-    let placement = Placement::of_resource_in(state, org, resource).await?;
     let schema = state.store.get_schema(org, resource.schema_id).await?;
     let revisions = state.store.list_revisions(org, resource.id).await?;
     let jobs = state.store.list_jobs(org, Some(resource.id)).await?;
-    let account = placement.account_in(state, org).await?;
     let ctx = placement.context_as(actor, account.as_ref(), now);
     let plan = resources::drift_check(resource, &schema, &revisions, &jobs, &ctx)?;
     let job =
@@ -328,8 +335,9 @@ async fn drift_check(
     let resource = resolve(&state, &caller, &key).await?;
     let placement = Placement::of_resource(&state, &caller, &resource).await?;
     placement.authorize(&state, &caller, Action::ResourceWrite, Some(resource.id)).await?;
-    let job =
-        queue_drift_check(&state, caller.org.id, &caller.member.email, &resource, state.clock.now()).await?;
+    let account = placement.account_in(&state, caller.org.id).await?;
+    let (actor, now) = (&caller.member.email, state.clock.now());
+    let job = queue_drift_check(&state, caller.org.id, actor, &resource, (&placement, account), now).await?;
     Ok((StatusCode::ACCEPTED, Json(job)))
 }
 

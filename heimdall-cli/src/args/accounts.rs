@@ -25,6 +25,10 @@ pub enum CloudAccountCommand {
         /// With the azurerm backend: the storage account holding the container (--state-bucket)
         #[arg(long, value_name = "NAME")]
         state_storage_account: Option<String>,
+        /// Check each provisioned Resource placed on this account for drift
+        /// this often, e.g. 24h (s, m, h, d); a schema's shorter schedule still applies
+        #[arg(long, value_name = "DURATION")]
+        drift_check_every: Option<String>,
         /// How the Agent gets credentials
         #[arg(long, value_enum)]
         auth: AuthArg,

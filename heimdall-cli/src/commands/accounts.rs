@@ -25,10 +25,14 @@ pub async fn run(ctx: &Context, cmd: CloudAccountCommand) -> Result<()> {
             state_endpoint,
             state_backend,
             state_storage_account,
+            drift_check_every,
             auth,
             oidc,
             secret,
         } => {
+            if let Some(every) = &drift_check_every {
+                heimdall_core::drift::parse_every(every).map_err(|e| CliError::usage(e.message))?;
+            }
             let provider = provider.into();
             let auth = account_auth(auth, provider, *oidc, secret)?;
             let request = CreateCloudAccount {
@@ -40,6 +44,7 @@ pub async fn run(ctx: &Context, cmd: CloudAccountCommand) -> Result<()> {
                 state_backend: state_backend.map(Into::into),
                 state_storage_account,
                 auth,
+                drift_check_every,
             };
             let account = ctx.client()?.create_cloud_account(&request).await?;
             out.done(&account, &format!("Cloud account created: {} ({})", account.name, account.id), &[])
@@ -95,6 +100,9 @@ pub async fn run(ctx: &Context, cmd: CloudAccountCommand) -> Result<()> {
             fields.push(("STATE ENDPOINT", a.state_endpoint.clone().unwrap_or_default()));
             fields.push(("AUTH", auth_kind(&a.auth).to_owned()));
             fields.extend(auth_fields(&a.auth));
+            if let Some(every) = a.drift_check_every_seconds {
+                fields.push(("DRIFT CHECK EVERY", format!("{every}s")));
+            }
             fields.push(("CREATED BY", a.created_by.clone()));
             fields.push(("CREATED AT", timestamp(a.created_at)));
             out.record(&detail, &fields)?;

@@ -58,6 +58,7 @@ fn account() -> CloudAccount {
         state_storage_account: None,
         state_endpoint: None,
         auth: AccountAuth::Oidc(crate::infra::OidcTarget::aws("arn:aws:iam::1:role/x")),
+        drift_check_every_seconds: None,
         created_at: OffsetDateTime::UNIX_EPOCH,
         created_by: ANA.into(),
     }
