@@ -23,6 +23,7 @@ impl Client {
     ///         state_backend: None, // the provider's own: S3 for AWS
     ///         state_storage_account: None,
     ///         auth: AccountAuth::Oidc(OidcTarget::aws("arn:aws:iam::123456789012:role/heimdall")),
+    ///         drift_check_every: Some("24h".into()), // or None: no schedule of its own
     ///     })
     ///     .await?;
     /// let link = LinkCloudAccount { scope: LinkScope::Organization, scope_id: None, environment: "dev".into() };

@@ -9,7 +9,7 @@ use heimdall_core::wire::{AgentLocation, ValueAnswer, WriteValue};
 use heimdall_core::Redacted;
 use reqwest::Method;
 
-use crate::client::{chain, CONNECT_TIMEOUT, REQUEST_TIMEOUT, USER_AGENT};
+use crate::client::Timeouts;
 use crate::{Client, Error, Result};
 
 /// A person's client certificate and key (PEM), and the CA that issued it.
@@ -81,15 +81,14 @@ impl AgentClient {
             Some((&identity.certificate_pem, identity.key_pem.expose())),
         )
         .map_err(|e| Error::Invalid(format!("the client certificate or key is not valid: {e}")))?;
-        let http = reqwest::Client::builder()
-            .use_preconfigured_tls(tls)
-            .user_agent(USER_AGENT)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| Error::Transport(format!("cannot set up the HTTP client: {}", chain(&e))))?;
-        Ok(Self { inner: Client::with_http(http, url)? })
+        let mut inner = Client::unauthenticated(url)?;
+        inner.set_tls(tls)?;
+        Ok(Self { inner })
+    }
+
+    /// This client, waiting as long as `timeouts` says.
+    pub fn with_timeouts(self, timeouts: Timeouts) -> Result<Self> {
+        Ok(Self { inner: self.inner.with_timeouts(timeouts)? })
     }
 
     /// [`AgentClient::new`] for a holder from the API's holders list.

@@ -14,8 +14,23 @@ use crate::wire::{self, ErrorBody, Health, WhoAmI};
 use crate::{error, ApiError, Error, ErrorCode, Result};
 
 pub(crate) const USER_AGENT: &str = concat!("heimdall-sdk/", env!("CARGO_PKG_VERSION"));
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a client waits. A server that accepts connections but never
+/// answers (stopped, overloaded, a black-holed port) fails within these,
+/// as [`Error::Transport`], instead of holding the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// For the TCP connection and the TLS handshake (5 s by default).
+    pub connect: Duration,
+    /// For a whole request, from sending to the end of the answer (30 s by default).
+    pub request: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self { connect: Duration::from_secs(5), request: Duration::from_secs(30) }
+    }
+}
 
 /// A client for one Heimdall API and one identity. Cheap to clone (the
 /// connection pool is shared).
@@ -24,6 +39,8 @@ pub struct Client {
     pub(crate) http: reqwest::Client,
     base: Url,
     token: Option<Redacted<String>>,
+    /// The TLS settings `http` was made with, to make it again with other [`Timeouts`].
+    tls: Option<rustls::ClientConfig>,
 }
 
 impl fmt::Debug for Client {
@@ -77,7 +94,7 @@ impl Client {
                 .map_err(Error::Invalid)?;
         let tls = heimdall_tls::verify::client_config(std::sync::Arc::new(verifier), None)
             .map_err(Error::Invalid)?;
-        client.http = Self::http(Some(tls))?;
+        client.set_tls(tls)?;
         Ok(client)
     }
 
@@ -89,7 +106,7 @@ impl Client {
         let verifier = heimdall_tls::verify::PinnedRoot::new(ca_sha256).map_err(Error::Invalid)?;
         let tls = heimdall_tls::verify::client_config(std::sync::Arc::new(verifier), None)
             .map_err(Error::Invalid)?;
-        client.http = Self::http(Some(tls))?;
+        client.set_tls(tls)?;
         Ok(client)
     }
 
@@ -113,11 +130,32 @@ impl Client {
         Ok(pem)
     }
 
-    fn http(tls: Option<rustls::ClientConfig>) -> Result<reqwest::Client> {
+    /// This client, waiting as long as `timeouts` says (the defaults are
+    /// [`Timeouts::default`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let timeouts = heimdall_sdk::Timeouts { connect: Duration::from_secs(2), request: Duration::from_secs(10) };
+    /// let client = heimdall_sdk::Client::new("https://heimdall.example.com", "hmd_example")?.with_timeouts(timeouts)?;
+    /// # Ok::<(), heimdall_sdk::Error>(())
+    /// ```
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Result<Self> {
+        self.http = Self::http(self.tls.clone(), timeouts)?;
+        Ok(self)
+    }
+
+    /// Trusts what `tls` trusts (and presents its client certificate, if any).
+    pub(crate) fn set_tls(&mut self, tls: rustls::ClientConfig) -> Result<()> {
+        self.http = Self::http(Some(tls.clone()), Timeouts::default())?;
+        self.tls = Some(tls);
+        Ok(())
+    }
+
+    fn http(tls: Option<rustls::ClientConfig>, timeouts: Timeouts) -> Result<reqwest::Client> {
         let mut builder = reqwest::Client::builder()
             .user_agent(USER_AGENT)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(timeouts.connect)
+            .timeout(timeouts.request)
             // An API does not redirect; following one could carry the token elsewhere.
             .redirect(reqwest::redirect::Policy::none());
         if let Some(tls) = tls {
@@ -126,14 +164,6 @@ impl Client {
         builder
             .build()
             .map_err(|err| Error::Transport(format!("cannot set up the HTTP client: {}", chain(&err))))
-    }
-
-    /// A client over a prepared `http` (the Agent client's, with a client
-    /// certificate), without a token.
-    pub(crate) fn with_http(http: reqwest::Client, base_url: &str) -> Result<Self> {
-        let mut client = Self::build(base_url, None)?;
-        client.http = http;
-        Ok(client)
     }
 
     fn build(base_url: &str, token: Option<Redacted<String>>) -> Result<Self> {
@@ -145,8 +175,8 @@ impl Client {
         if base.query().is_some() || base.fragment().is_some() {
             return Err(Error::Invalid("API URL must not have a query or a fragment".to_owned()));
         }
-        let http = Self::http(None)?;
-        Ok(Self { http, base, token })
+        let http = Self::http(None, Timeouts::default())?;
+        Ok(Self { http, base, token, tls: None })
     }
 
     /// The API root this client talks to.

@@ -55,7 +55,7 @@ mod tokens;
 mod values;
 
 pub use agent::{AgentClient, Identity};
-pub use client::Client;
+pub use client::{Client, Timeouts};
 pub use error::Error;
 pub use events::EventQuery;
 pub use heimdall_core::wire;

@@ -72,6 +72,15 @@ pub struct GlobalArgs {
     /// HEIMDALL_TOKEN or the profile.
     #[arg(long, global = true, value_name = "URL")]
     pub api_url: Option<String>,
+
+    /// Give up connecting (TCP and TLS) to the API or an Agent after this long
+    /// [env: HEIMDALL_CONNECT_TIMEOUT] [default: 5s]
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    pub connect_timeout: Option<std::time::Duration>,
+
+    /// Give up on one request after this long [env: HEIMDALL_REQUEST_TIMEOUT] [default: 30s]
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    pub request_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]

@@ -23,7 +23,7 @@ mod wait;
 use std::path::PathBuf;
 
 use heimdall_core::wire::CatalogKind;
-use heimdall_sdk::Client;
+use heimdall_sdk::{Client, Timeouts};
 
 use crate::args::{Cli, Command, EnvironmentCommand, GlobalArgs, ProfileCommand};
 use crate::config::{self, Config};
@@ -39,6 +39,8 @@ pub const API_URL_ENV: &str = "HEIMDALL_API_URL";
 pub const PROFILE_ENV: &str = "HEIMDALL_PROFILE";
 /// A file holding the API's installation CA (PEM), overriding the profile's.
 pub const CA_FILE_ENV: &str = "HEIMDALL_CA_FILE";
+pub const CONNECT_TIMEOUT_ENV: &str = "HEIMDALL_CONNECT_TIMEOUT";
+pub const REQUEST_TIMEOUT_ENV: &str = "HEIMDALL_REQUEST_TIMEOUT";
 
 /// What every command may need: how to print, and who to be.
 #[derive(Debug)]
@@ -48,6 +50,8 @@ pub struct Context {
     pub profile: Option<String>,
     /// `--api-url` / `HEIMDALL_API_URL`.
     pub api_url: Option<String>,
+    /// `--connect-timeout`, `--request-timeout` (their variables are read by [`Context::timeouts`]).
+    timeout_flags: (Option<std::time::Duration>, Option<std::time::Duration>),
 }
 
 impl Context {
@@ -59,7 +63,32 @@ impl Context {
             out: Out::new(global.output),
             profile: non_empty(global.profile).or_else(|| env(PROFILE_ENV)),
             api_url: non_empty(global.api_url).or_else(|| env(API_URL_ENV)),
+            timeout_flags: (global.connect_timeout, global.request_timeout),
         }
+    }
+
+    /// How long every request to the API or an Agent may take: the flags,
+    /// else their variables, else the SDK's defaults.
+    pub fn timeouts(&self) -> Result<Timeouts> {
+        let from_env = |name: &str| match std::env::var(name).ok().filter(|v| !v.trim().is_empty()) {
+            Some(text) => crate::args::parse_duration(&text)
+                .map(Some)
+                .map_err(|why| CliError::usage(format!("{name}={text}: {why}"))),
+            None => Ok(None),
+        };
+        let defaults = Timeouts::default();
+        let connect = match self.timeout_flags.0 {
+            Some(flag) => flag,
+            None => from_env(CONNECT_TIMEOUT_ENV)?.unwrap_or(defaults.connect),
+        };
+        let request = match self.timeout_flags.1 {
+            Some(flag) => flag,
+            None => from_env(REQUEST_TIMEOUT_ENV)?.unwrap_or(defaults.request),
+        };
+        if connect.is_zero() || request.is_zero() {
+            return Err(CliError::usage("a timeout must be longer than zero"));
+        }
+        Ok(Timeouts { connect, request })
     }
 
     pub fn config_dir(&self) -> Result<PathBuf> {
@@ -72,15 +101,17 @@ impl Context {
     pub fn client(&self) -> Result<Client> {
         let env_token = std::env::var(TOKEN_ENV).ok().filter(|t| !t.trim().is_empty());
         let env_ca = ca_from_env()?;
+        let timeouts = self.timeouts()?;
         if let (Some(url), Some(token)) = (&self.api_url, &env_token) {
-            return connect(url, token.trim(), env_ca.as_deref());
+            return Ok(connect(url, token.trim(), env_ca.as_deref())?.with_timeouts(timeouts)?);
         }
         let dir = self.config_dir()?;
         let config = Config::load(&dir)?;
         let (_, profile) = config.profile(self.profile.as_deref())?;
         let url = self.api_url.as_deref().unwrap_or(&profile.api_url);
         let token = env_token.as_deref().unwrap_or(profile.token.expose());
-        connect(url, token.trim(), env_ca.as_deref().or(profile.ca.as_deref()))
+        Ok(connect(url, token.trim(), env_ca.as_deref().or(profile.ca.as_deref()))?
+            .with_timeouts(timeouts)?)
     }
 
     /// The client certificate of the profile in use (`--profile` /

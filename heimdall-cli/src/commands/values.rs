@@ -16,7 +16,7 @@ use std::path::Path;
 
 use heimdall_core::wire::AgentLocation;
 use heimdall_core::{ApiError, ErrorCode};
-use heimdall_sdk::{AgentClient, Identity};
+use heimdall_sdk::{AgentClient, Identity, Timeouts};
 use serde::Serialize;
 use zeroize::Zeroizing;
 
@@ -37,7 +37,7 @@ pub async fn set(
     // Everything that can be checked here is checked before the API is
     // asked for a version: bad input creates no version.
     let client = ctx.client()?;
-    let identity = ctx.identity()?;
+    let (identity, timeouts) = (ctx.identity()?, ctx.timeouts()?);
     let value = read_value(secret, environment, from_file)?;
     let holders = client.secret_holders(secret, environment).await?;
     if agent_url.is_some() && holders.len() > 1 {
@@ -73,7 +73,8 @@ pub async fn set(
                 continue;
             }
         };
-        let sent = match AgentClient::for_holder(location, url, &identity) {
+        let agent = AgentClient::for_holder(location, url, &identity).and_then(|a| a.with_timeouts(timeouts));
+        let sent = match agent {
             Ok(agent) => agent
                 .put_value(
                     &created.secret,
@@ -147,7 +148,7 @@ pub async fn get(
     version: Option<i64>,
     agent_url: Option<&str>,
 ) -> Result<()> {
-    let identity = ctx.identity()?;
+    let (identity, timeouts) = (ctx.identity()?, ctx.timeouts()?);
     // Who is expected at each URL comes from the API: the Agent's id (its
     // certificate's URI SAN) and its certificates; a host name proves nothing.
     let holders = ctx.client()?.secret_holders(secret, environment).await?;
@@ -182,7 +183,7 @@ pub async fn get(
     let mut unreachable: Vec<(String, heimdall_sdk::Error)> = Vec::new();
     for (holder, url) in &targets {
         let agent = &holder.agent;
-        match read_from(holder, url, &identity, secret, environment, version).await {
+        match read_from(holder, url, (&identity, timeouts), secret, environment, version).await {
             Ok(answer) => return print_value(ctx, answer),
             // A typed answer is the Agent's decision (FORBIDDEN,
             // VERSION_DEACTIVATED, AUDIT_UNAVAILABLE, POLICY_STALE, …):
@@ -201,12 +202,13 @@ pub async fn get(
 async fn read_from(
     holder: &AgentLocation,
     url: &str,
-    identity: &Identity,
+    (identity, timeouts): (&Identity, Timeouts),
     secret: &str,
     environment: &str,
     version: Option<i64>,
 ) -> heimdall_sdk::Result<heimdall_core::wire::ValueAnswer> {
-    AgentClient::for_holder(holder, url, identity)?.get_value(secret, environment, version).await
+    let agent = AgentClient::for_holder(holder, url, identity)?.with_timeouts(timeouts)?;
+    agent.get_value(secret, environment, version).await
 }
 
 /// The value on stdout exactly as stored (a newline after it only for a

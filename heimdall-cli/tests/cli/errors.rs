@@ -1,6 +1,7 @@
 //! Errors: the code, the message, the exit status.
 
 use heimdall_api::testing::TestApi;
+use std::time::Duration;
 
 use crate::support::{cedar_file, Heimdall, Transcript};
 
@@ -119,4 +120,44 @@ async fn version_names_the_client_and_the_server_it_reaches() {
     // No command at all: the help, as a usage error.
     let bare = alone.run(&[]).await;
     assert!(bare.code == 2 && bare.stderr.contains("Usage: heimdall"), "{bare:?}");
+}
+
+/// An API that accepts connections and never answers (stopped with
+/// SIGSTOP, overloaded, a black-holed port: the kernel still completes the
+/// TCP handshake) counts as unreachable within the connect timeout: 5 s by
+/// default, `--connect-timeout` or `HEIMDALL_CONNECT_TIMEOUT` to change it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_api_is_unreachable_within_the_connect_timeout() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    // Listening, never accepting: connections wait in the backlog with no TLS answer.
+    let hung = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("https://{}", hung.local_addr().expect("addr"));
+    let h = Heimdall { url: Some(url.clone()), token: Some("hmd_x".into()), config_dir: tmp.path().into() };
+
+    let timed = |args: &'static [&'static str], env: Option<&'static str>| {
+        let mut command = h.command(args);
+        if let Some(value) = env {
+            command.env("HEIMDALL_CONNECT_TIMEOUT", value);
+        }
+        async move {
+            let began = std::time::Instant::now();
+            let output = tokio::time::timeout(Duration::from_secs(60), command.output()).await;
+            let output = output.expect("heimdall gave up by itself").expect("ran");
+            (began.elapsed(), output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+        }
+    };
+    let (took, code, stderr) = timed(&["whoami"], None).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("timed out") && stderr.contains(&url), "{stderr}");
+    assert!((Duration::from_secs(4)..Duration::from_secs(9)).contains(&took), "default 5 s: {took:?}");
+
+    let (took, code, stderr) = timed(&["--connect-timeout", "1s", "whoami"], Some("30s")).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(took < Duration::from_secs(4), "the flag wins over the variable: {took:?}");
+    let (took, code, _) = timed(&["whoami"], Some("1s")).await;
+    assert!(code == Some(1) && took < Duration::from_secs(4), "the variable: {took:?}");
+    let (_, code, stderr) = timed(&["whoami"], Some("soon")).await;
+    assert_eq!(code, Some(2), "a bad variable is a usage error: {stderr}");
+    assert!(stderr.contains("HEIMDALL_CONNECT_TIMEOUT"), "{stderr}");
+    drop(hung);
 }

@@ -44,6 +44,8 @@ impl Heimdall {
             .env_remove("HEIMDALL_API_URL")
             .env_remove("HEIMDALL_TOKEN")
             .env_remove("HEIMDALL_PROFILE")
+            .env_remove("HEIMDALL_CONNECT_TIMEOUT")
+            .env_remove("HEIMDALL_REQUEST_TIMEOUT")
             .env("HEIMDALL_CONFIG_DIR", &self.config_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
