@@ -36,6 +36,9 @@ const DATA_KEY_AAD: &[u8] = b"heimdall/datakey/v1";
 const CHECK_AAD: &[u8] = b"heimdall/check/v1";
 const CHECK_PLAINTEXT: &[u8] = b"heimdall/check/v1: this store opens";
 const VALUE_AAD: &[u8] = b"heimdall/value/v1";
+/// Associated data of a record the Agent keeps for itself (not a value):
+/// what it is for and whose it is are bound in after this prefix.
+const RECORD_AAD: &[u8] = b"heimdall/record/v1";
 
 /// Why a master key could not be loaded. Never carries key material, not
 /// even a fragment (base64 and hex decoders' own errors quote the offending
@@ -331,6 +334,35 @@ impl DataKey {
         Ok(SealedValue { key_id: self.id.clone(), nonce: nonce.to_vec(), ciphertext })
     }
 
+    /// Seals a record of the Agent's own (its policy snapshot) for
+    /// `purpose` and `owner`: it opens only with both named again, so a
+    /// record cannot pass for a value, another purpose, or another Agent's.
+    pub fn seal_record(
+        &self,
+        purpose: &str,
+        owner: &str,
+        plaintext: &[u8],
+    ) -> Result<SealedValue, CryptoError> {
+        let sealed = seal(&self.cipher(), plaintext, &record_aad(&self.id, purpose, owner))?;
+        let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
+        Ok(SealedValue { key_id: self.id.clone(), nonce: nonce.to_vec(), ciphertext: ciphertext.to_vec() })
+    }
+
+    /// Opens what [`Self::seal_record`] sealed for the same `purpose` and `owner`.
+    pub fn open_record(
+        &self,
+        purpose: &str,
+        owner: &str,
+        sealed: &SealedValue,
+    ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        let fail = || CryptoError::Undecryptable { key_id: sealed.key_id.clone() };
+        if sealed.key_id != self.id || sealed.nonce.len() != NONCE_LEN {
+            return Err(fail());
+        }
+        let joined = [sealed.nonce.as_slice(), sealed.ciphertext.as_slice()].concat();
+        open(&self.cipher(), &joined, &record_aad(&self.id, purpose, owner)).ok_or_else(fail)
+    }
+
     /// Opens a value read from the row at `at`. Fails unless the ciphertext
     /// was sealed by this key for exactly this address.
     pub fn open_value(
@@ -390,6 +422,14 @@ fn data_key_aad(key_id: &str) -> Vec<u8> {
 fn check_aad(key_id: &str) -> Vec<u8> {
     let mut aad = CHECK_AAD.to_vec();
     push_field(&mut aad, key_id.as_bytes());
+    aad
+}
+
+fn record_aad(key_id: &str, purpose: &str, owner: &str) -> Vec<u8> {
+    let mut aad = RECORD_AAD.to_vec();
+    push_field(&mut aad, key_id.as_bytes());
+    push_field(&mut aad, purpose.as_bytes());
+    push_field(&mut aad, owner.as_bytes());
     aad
 }
 

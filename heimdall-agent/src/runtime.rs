@@ -12,12 +12,13 @@ use time::OffsetDateTime;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::access::SharedPolicy;
+use crate::access::{PolicySnapshot, SharedPolicy};
 use crate::channel::Channel;
 use crate::config::{AgentConfig, LocalApiConfig, ValuesConfig};
 use crate::crypto::{KeyError, KeySealer, MasterKey};
 use crate::job_credentials::CredentialSource;
 use crate::local_cert::LocalCertificate;
+use crate::policy_file::PolicyFile;
 use crate::store::{dynamodb, postgres, sqlite, Vault};
 use crate::{grant, kms, local_api, recorder, sync, worker};
 
@@ -78,6 +79,12 @@ pub async fn run(
     tracing::info!(api = %config.api_url, concurrency = config.concurrency, "agent running");
     let agent = config.agent_id()?;
     let policy = SharedPolicy::default();
+    let identity_dir = config.cert.parent().unwrap_or(std::path::Path::new("."));
+    let policy_file =
+        values.as_ref().map(|vault| Arc::new(PolicyFile::new(identity_dir, agent, vault.clone())));
+    if let Some(file) = &policy_file {
+        restore_policy(file, &policy);
+    }
     // One group committer for every read this Agent serves: people's, and
     // the credentials its jobs run with.
     let credentials = values.as_ref().map(|store| CredentialSource {
@@ -115,6 +122,7 @@ pub async fn run(
                 agent,
                 local_url: config.local_api.as_ref().map(LocalApiConfig::public_url),
                 local_cert,
+                policy_file,
             };
             let period = std::time::Duration::from_secs(v.sync_seconds);
             Some(tokio::spawn(sync::run(syncer, period, stop_rx.clone())))
@@ -130,6 +138,28 @@ pub async fn run(
     }
     tracing::info!("agent stopped");
     Ok(())
+}
+
+/// Decides with the snapshot kept on disk until the first sync answers:
+/// an Agent restarted while the API is unreachable serves what it served
+/// before, for the rest of the snapshot's 24 hours.
+fn restore_policy(file: &PolicyFile, policy: &SharedPolicy) {
+    let restored = file.load().and_then(|kept| match kept {
+        Some((response, received_at)) => {
+            Ok(Some((PolicySnapshot::new(&response, received_at)?, received_at)))
+        }
+        None => Ok(None),
+    });
+    match restored {
+        Ok(Some((snapshot, received_at))) => {
+            policy.install(snapshot);
+            tracing::info!(%received_at, "deciding with the policy snapshot kept on disk until the API answers");
+        }
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, "the policy snapshot on disk is not used; nothing is decided until the first sync")
+        }
+    }
 }
 
 /// Job directories left by a run that did not end (the Agent was killed):

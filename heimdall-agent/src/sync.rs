@@ -41,6 +41,8 @@ pub struct Syncer {
     pub local_url: Option<String>,
     /// The local API's certificate, renewed when the API stops listing it.
     pub local_cert: Option<Arc<crate::local_cert::LocalCertificate>>,
+    /// Where each new snapshot is kept for a restart during an outage.
+    pub policy_file: Option<Arc<crate::policy_file::PolicyFile>>,
 }
 
 /// How far the API has this Agent's records: an epoch and a number in it.
@@ -140,6 +142,9 @@ impl Syncer {
                         );
                     }
                     self.policy.revoke();
+                    if let Some(file) = &self.policy_file {
+                        file.remove();
+                    }
                     return Err(e.to_string());
                 }
                 Err(e) => return Err(e.to_string()),
@@ -176,8 +181,16 @@ impl Syncer {
     /// Takes the new policy snapshot and writes tombstones for versions
     /// deactivated since (or never held: a late write cannot revive them).
     async fn apply(&self, response: &SyncResponse, held: &[crate::store::InventoryEntry]) {
-        match PolicySnapshot::new(response, self.clock.now()) {
-            Ok(snapshot) => self.policy.install(snapshot),
+        let received_at = self.clock.now();
+        match PolicySnapshot::new(response, received_at) {
+            Ok(snapshot) => {
+                self.policy.install(snapshot);
+                let kept = self.policy_file.as_ref().map(|file| (file, file.save(response, received_at)));
+                if let Some((file, Err(e))) = kept {
+                    let path = file.path().display();
+                    tracing::warn!(error = %e, file = %path, "could not keep the policy snapshot on disk");
+                }
+            }
             Err(e) => {
                 tracing::error!(error = %e, "the API's policies do not compile here; keeping the previous ones")
             }

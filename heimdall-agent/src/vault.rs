@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use heimdall_core::ids::{AgentId, CatalogId, OrgId};
 use zeroize::Zeroizing;
 
-use crate::crypto::{CryptoError, DataKey, KeySealer, SealedDataKey};
+use crate::crypto::{CryptoError, DataKey, KeySealer, SealedDataKey, SealedValue};
 use crate::store::{
     Backend, InventoryEntry, Numbering, RecordedAccess, Row, SealedStore, ServedRead, StoreError,
     ValueAddress, MAX_NAME_LEN, MAX_VALUE_LEN,
@@ -71,6 +71,34 @@ impl Vault {
     /// The id of the data key new values are sealed under.
     pub fn current_key_id(&self) -> &str {
         &self.keyring.current
+    }
+
+    /// Seals a record of the Agent's own under the current data key
+    /// (`DataKey::seal_record`); the caller keeps it where it likes.
+    pub fn seal_record(
+        &self,
+        purpose: &str,
+        owner: &str,
+        plaintext: &[u8],
+    ) -> Result<SealedValue, StoreError> {
+        let key = self.keyring.current();
+        key.seal_record(purpose, owner, plaintext).map_err(|e| StoreError::Invalid(e.to_string()))
+    }
+
+    /// Opens a record [`Self::seal_record`] sealed, with the key that sealed it.
+    pub fn open_record(
+        &self,
+        purpose: &str,
+        owner: &str,
+        sealed: &SealedValue,
+    ) -> Result<Zeroizing<Vec<u8>>, StoreError> {
+        let key = self.keyring.keys.get(&sealed.key_id).ok_or_else(|| {
+            StoreError::Invalid(format!(
+                "sealed under data key {}, which this store does not have",
+                sealed.key_id
+            ))
+        })?;
+        key.open_record(purpose, owner, sealed).map_err(|e| StoreError::Invalid(e.to_string()))
     }
 
     /// Seals and stores a value; refuses (`AlreadyExists`) if the address

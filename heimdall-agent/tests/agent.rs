@@ -29,6 +29,9 @@ mod import;
 #[path = "agent/identity.rs"]
 mod identity;
 
+#[path = "agent/outage.rs"]
+mod outage;
+
 #[path = "agent/records.rs"]
 mod records;
 

@@ -1,0 +1,206 @@
+//! The last policy snapshot, kept on disk sealed under the value store's
+//! current data key, so that an Agent restarted while the API is
+//! unreachable keeps deciding with what it last received: for the rest of
+//! [`crate::access::MAX_POLICY_AGE`] counted from when that arrived, not
+//! from the restart. Sealing authenticates it too: a file edited by someone
+//! who can write the disk but has no master key (a certificate pin added, a
+//! policy dropped) does not open, and the Agent then decides nothing until
+//! its first sync.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use heimdall_core::ids::AgentId;
+use heimdall_core::wire::SyncResponse;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use time::{Duration, OffsetDateTime};
+use zeroize::Zeroizing;
+
+use crate::crypto::SealedValue;
+use crate::vault::Vault;
+
+/// The file's name, next to the Agent's certificate and key.
+pub const FILE_NAME: &str = "policy-snapshot.sealed";
+/// Bound into the seal: the file opens as nothing else.
+const PURPOSE: &str = "policy-snapshot";
+/// A snapshot whose content did not change is written again after this
+/// long, so its date on disk trails the last sync by at most this much.
+pub const REWRITE_AFTER: Duration = Duration::minutes(5);
+
+/// What is sealed: the sync answer, and when this Agent received it.
+#[derive(Serialize, Deserialize)]
+struct Snapshot {
+    #[serde(with = "time::serde::rfc3339")]
+    received_at: OffsetDateTime,
+    response: SyncResponse,
+}
+
+/// The file: which data key sealed it, and the sealed bytes.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SealedFile {
+    key_id: String,
+    nonce: String,
+    ciphertext: String,
+}
+
+/// Where this Agent keeps its snapshot, and what it last wrote there.
+#[derive(Debug)]
+pub struct PolicyFile {
+    path: PathBuf,
+    /// The Agent's id: a file copied from another Agent does not open here.
+    owner: String,
+    vault: Arc<Vault>,
+    /// The SHA-256 of the last content written, and when it was received.
+    written: Mutex<Option<([u8; 32], OffsetDateTime)>>,
+}
+
+impl PolicyFile {
+    pub fn new(dir: &Path, agent: AgentId, vault: Arc<Vault>) -> Self {
+        Self { path: dir.join(FILE_NAME), owner: agent.to_string(), vault, written: Mutex::new(None) }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Keeps `response`, received at `received_at`, unless the same content
+    /// was written less than [`REWRITE_AFTER`] before. Written to a new
+    /// file (0600) that replaces the old one whole. Whether it wrote.
+    pub fn save(&self, response: &SyncResponse, received_at: OffsetDateTime) -> Result<bool, String> {
+        // The API's clock and how far it has this Agent's records change
+        // every sync and decide nothing.
+        let content =
+            SyncResponse { at: OffsetDateTime::UNIX_EPOCH, received_through: 0, ..response.clone() };
+        let json = Zeroizing::new(serde_json::to_vec(&content).map_err(|e| e.to_string())?);
+        let digest: [u8; 32] = Sha256::digest(json.as_slice()).into();
+        let mut written = self.written.lock().map_err(|_| "the policy file's lock is poisoned".to_owned())?;
+        if written.is_some_and(|(last, at)| last == digest && received_at - at < REWRITE_AFTER) {
+            return Ok(false);
+        }
+        let snapshot = Snapshot { received_at, response: content };
+        let plaintext = Zeroizing::new(serde_json::to_vec(&snapshot).map_err(|e| e.to_string())?);
+        let sealed = self.vault.seal_record(PURPOSE, &self.owner, &plaintext).map_err(|e| e.to_string())?;
+        let file = SealedFile {
+            key_id: sealed.key_id,
+            nonce: BASE64.encode(&sealed.nonce),
+            ciphertext: BASE64.encode(&sealed.ciphertext),
+        };
+        let bytes = serde_json::to_vec(&file).map_err(|e| e.to_string())?;
+        let temporary = self.path.with_extension("sealed.new");
+        let cannot = |e: std::io::Error| format!("cannot write {}: {e}", temporary.display());
+        let _ = std::fs::remove_file(&temporary);
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temporary)
+            .map_err(cannot)?;
+        out.write_all(&bytes).and_then(|()| out.sync_all()).map_err(cannot)?;
+        std::fs::rename(&temporary, &self.path)
+            .map_err(|e| format!("cannot replace {}: {e}", self.path.display()))?;
+        *written = Some((digest, received_at));
+        Ok(true)
+    }
+
+    /// The snapshot on disk and when it was received; `None` without a
+    /// file. A file that does not open (edited, another Agent's, another
+    /// store's key) is an error, and nothing of it is used.
+    pub fn load(&self) -> Result<Option<(SyncResponse, OffsetDateTime)>, String> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("cannot read {}: {e}", self.path.display())),
+        };
+        let file: SealedFile = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{} is not a sealed snapshot: {e}", self.path.display()))?;
+        let decode =
+            |text: &str| BASE64.decode(text).map_err(|_| format!("{} is damaged", self.path.display()));
+        let sealed = SealedValue {
+            key_id: file.key_id,
+            nonce: decode(&file.nonce)?,
+            ciphertext: decode(&file.ciphertext)?,
+        };
+        let plaintext = self.vault.open_record(PURPOSE, &self.owner, &sealed).map_err(|_| {
+            format!(
+                "{} does not open with this Agent's keys (edited, or not this Agent's)",
+                self.path.display()
+            )
+        })?;
+        let snapshot: Snapshot = serde_json::from_slice(&plaintext).map_err(|e| e.to_string())?;
+        Ok(Some((snapshot.response, snapshot.received_at)))
+    }
+
+    /// The API revoked this Agent: nothing of what it knew may outlive that.
+    pub fn remove(&self) {
+        let _ = std::fs::remove_file(&self.path);
+        if let Ok(mut written) = self.written.lock() {
+            *written = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::MasterKey;
+
+    async fn vault(dir: &Path, key: &str) -> Arc<Vault> {
+        let master = MasterKey::from_text(&key.repeat(32), "test").unwrap();
+        Arc::new(crate::store::sqlite::open(&dir.join("values.db"), &master).await.unwrap())
+    }
+
+    fn response(through: i64) -> SyncResponse {
+        serde_json::from_value(serde_json::json!({
+            "org_id": uuid::Uuid::new_v4(), "at": "2026-12-01T00:00:00Z", "received_through": through,
+            "members": [], "secrets": [], "environments": [], "catalog": [], "policies": [],
+            "assignments": [], "deactivated": [],
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_opens_only_as_it_was_sealed_by_this_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        let (agent, other) =
+            (AgentId::from_uuid(uuid::Uuid::new_v4()), AgentId::from_uuid(uuid::Uuid::new_v4()));
+        let vault = vault(dir.path(), "5e").await;
+        let file = PolicyFile::new(dir.path(), agent, vault.clone());
+        assert_eq!(file.load().unwrap(), None, "no file yet");
+        let at = OffsetDateTime::UNIX_EPOCH + Duration::days(20_000);
+        let sent = response(7);
+        assert!(file.save(&sent, at).unwrap());
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(file.path()).unwrap().permissions().mode() & 0o777, 0o600);
+        let (loaded, received_at) = file.load().unwrap().unwrap();
+        assert_eq!((loaded.org_id, received_at), (sent.org_id, at), "its date is when it arrived");
+        assert!(!std::fs::read_to_string(file.path()).unwrap().contains(&sent.org_id.to_string()));
+
+        // The same content again: not rewritten until REWRITE_AFTER.
+        assert!(!file.save(&response_like(&sent, 8), at + Duration::seconds(30)).unwrap());
+        assert!(file.save(&response_like(&sent, 9), at + REWRITE_AFTER).unwrap());
+
+        // Another Agent's file, or one edited by a byte, does not open.
+        let stranger = PolicyFile::new(dir.path(), other, vault);
+        assert!(stranger.load().is_err());
+        let mut text: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(file.path()).unwrap()).unwrap();
+        let mut sealed = BASE64.decode(text["ciphertext"].as_str().unwrap()).unwrap();
+        sealed[0] ^= 1;
+        text["ciphertext"] = BASE64.encode(&sealed).into();
+        std::fs::write(file.path(), text.to_string()).unwrap();
+        assert!(file.load().is_err());
+
+        file.remove();
+        assert_eq!(file.load().unwrap(), None);
+    }
+
+    fn response_like(sent: &SyncResponse, through: i64) -> SyncResponse {
+        SyncResponse { received_through: through, ..sent.clone() }
+    }
+}
