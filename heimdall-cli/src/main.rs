@@ -8,6 +8,7 @@ mod commands;
 mod config;
 mod dev;
 mod error;
+mod holders;
 mod identity;
 mod output;
 

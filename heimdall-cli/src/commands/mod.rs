@@ -117,15 +117,25 @@ impl Context {
     /// The client certificate of the profile in use (`--profile` /
     /// `HEIMDALL_PROFILE`, else the current one), for Agents' local APIs.
     pub fn identity(&self) -> Result<heimdall_sdk::Identity> {
-        let dir = self.config_dir()?;
+        crate::identity::load(&self.config_dir()?, &self.profile_name()?)
+    }
+
+    /// The directory of the profile in use, where its key, certificate and
+    /// the Agents it last read from are kept.
+    pub fn profile_dir(&self) -> Result<PathBuf> {
+        Ok(crate::identity::profile_dir(&self.config_dir()?, &self.profile_name()?))
+    }
+
+    /// `--profile` / `HEIMDALL_PROFILE`, else the current one.
+    fn profile_name(&self) -> Result<String> {
         let name = match &self.profile {
             Some(name) => name.clone(),
-            None => Config::load(&dir)?.current_profile.ok_or_else(|| {
+            None => Config::load(&self.config_dir()?)?.current_profile.ok_or_else(|| {
                 CliError::not_logged_in("no client certificate: there is no current profile")
             })?,
         };
         config::validate_profile_name(&name)?;
-        crate::identity::load(&dir, &name)
+        Ok(name)
     }
 }
 

@@ -151,7 +151,26 @@ pub async fn get(
     let (identity, timeouts) = (ctx.identity()?, ctx.timeouts()?);
     // Who is expected at each URL comes from the API: the Agent's id (its
     // certificate's URI SAN) and its certificates; a host name proves nothing.
-    let holders = ctx.client()?.secret_holders(secret, environment).await?;
+    // With the API unreachable, from what it said last.
+    let profile_dir = ctx.profile_dir()?;
+    let holders = match ctx.client()?.secret_holders(secret, environment).await {
+        Ok(holders) => {
+            crate::holders::remember(&profile_dir, environment, &holders, time::OffsetDateTime::now_utc());
+            holders
+        }
+        Err(heimdall_sdk::Error::Transport(why)) => match crate::holders::recall(&profile_dir, environment) {
+            Some(learned) => {
+                eprintln!(
+                    "warning: the API is unreachable ({why}); reading from the Agents it named for {environment} \
+                     at {}",
+                    crate::output::timestamp(learned.at)
+                );
+                learned.holders
+            }
+            None => return Err(heimdall_sdk::Error::Transport(why).into()),
+        },
+        Err(err) => return Err(err.into()),
+    };
     if holders.is_empty() {
         return Err(CliError::Coded(ApiError::new(
             ErrorCode::NoAgent,

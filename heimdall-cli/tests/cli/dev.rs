@@ -210,6 +210,21 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
                 got,
                 json!({"name": "db-password", "environment": "dev", "version": 1, "value": DEV_VALUE})
             );
+
+            // The API stopped (SIGSTOP: its port still accepts, nothing answers):
+            // `secret get` gives up on it within the connect timeout and reads from
+            // the Agent the API named last time, and says so.
+            let api = api_pid(&data).to_string();
+            let signal = |which: &str| std::process::Command::new("kill").args([which, &api]).status();
+            assert!(signal("-STOP").expect("kill -STOP").success());
+            let began = std::time::Instant::now();
+            let get = ["--connect-timeout", "1s", "secret", "get", "db-password", "--environment", "dev"];
+            let got = h.run(&get).await;
+            let took = began.elapsed();
+            assert!(signal("-CONT").expect("kill -CONT").success());
+            assert_eq!((got.code, got.stdout.as_str()), (0, DEV_VALUE), "{got:?}");
+            assert!(got.stderr.contains("warning: the API is unreachable"), "{}", got.stderr);
+            assert!(took < Duration::from_secs(10), "{took:?}");
         } else {
             // Second round: no new bootstrap, same data.
             let listed = h.run(&["domain", "list", "--output", "json"]).await;
@@ -278,6 +293,24 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
 /// What the dev test stores: a newline inside and a space at the end, to
 /// show that nothing is trimmed or added.
 const DEV_VALUE: &str = "s3cret\nvalue ";
+
+/// The `heimdall-api serve` that `heimdall dev` runs on `data`.
+fn api_pid(data: &Path) -> u32 {
+    let database = data.join("heimdall.db").display().to_string();
+    let procs = std::fs::read_dir("/proc").expect("/proc");
+    procs
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let args: Vec<String> =
+                cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+            let is_api = args.first()?.ends_with("heimdall-api") && args.get(1).is_some_and(|a| a == "serve");
+            (is_api && args.iter().any(|a| a.contains(&database))).then_some(pid)
+        })
+        .next()
+        .expect("the dev API's process")
+}
 
 /// Three free ports in a row: the API's, the Agent channel's and the Agent's local API's.
 fn free_ports() -> u16 {
