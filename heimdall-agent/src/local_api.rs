@@ -12,6 +12,9 @@
 //!   the access record is committed (group commit, [`Recorder`]), and only
 //!   then is the value sent. A record that cannot be written means
 //!   `503 AUDIT_UNAVAILABLE` and no value.
+//! - Read many (`POST /v1/values`, for `heimdall run`): each decided and
+//!   loaded like a read, then every record in one commit, then the
+//!   values; one refusal refuses them all, and nothing is recorded.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,7 +27,7 @@ use axum::{Extension, Json, Router};
 use heimdall_core::clock::Clock;
 use heimdall_core::grant::GrantTarget;
 use heimdall_core::ids::AgentId;
-use heimdall_core::wire::{ValueAnswer, WriteValue};
+use heimdall_core::wire::{ReadValues, ValueAnswer, ValuesAnswer, WriteValue};
 use heimdall_core::{ApiError, ErrorCode, Redacted};
 use rustls::server::WebPkiClientVerifier;
 use time::OffsetDateTime;
@@ -91,6 +94,7 @@ pub fn router(state: LocalApi) -> Router {
     Router::new()
         .route("/v1/health", get(health))
         .route("/v1/secrets/{name}/value", get(read).put(write))
+        .route("/v1/values", axum::routing::post(read_many))
         .fallback(|| async { Refusal(ApiError::new(ErrorCode::NotFound, "no such route")) })
         // A 1 MiB value, JSON-escaped, with room for the grant.
         .layer(axum::extract::DefaultBodyLimit::max(8 * MAX_VALUE_LEN))
@@ -230,10 +234,89 @@ async fn read(
     Query(query): Query<ReadQuery>,
 ) -> Result<Json<ValueAnswer>, Refusal> {
     let now = state.clock.now();
-    let (_, allowed) = with_fresh(&state, |s| {
-        s.decide_read(&peer.cert_sha256, &peer.key_sha256, &name, &query.environment, now)
-    })
-    .await?;
+    let loaded = load(&state, &peer, &name, &query.environment, query.version, now).await?;
+    // Durable first; nothing is served that was not recorded.
+    record(&state, vec![loaded.record(&peer, state.agent, now)], &loaded.allowed.secret).await?;
+    Ok(Json(loaded.answer()?))
+}
+
+/// At most this many secrets in one `POST /v1/values` (one commit).
+const MAX_READ_VALUES: usize = crate::recorder::MAX_BATCH;
+
+/// `POST /v1/values`: the latest version of each secret, decided and
+/// loaded one by one, then every read recorded in one commit, and only
+/// then the values. Any refusal refuses the whole request, names the
+/// secret and records nothing.
+async fn read_many(
+    State(state): State<LocalApi>,
+    Extension(peer): Extension<Peer>,
+    body: axum::body::Bytes,
+) -> Result<Json<ValuesAnswer>, Refusal> {
+    let body: ReadValues = heimdall_core::body::decode(&body)?;
+    if body.secrets.is_empty() || body.secrets.len() > MAX_READ_VALUES {
+        return Err(Refusal(ApiError::invalid_input(format!(
+            "secrets[] names 1 to {MAX_READ_VALUES} secrets"
+        ))));
+    }
+    let now = state.clock.now();
+    let mut loaded = Vec::with_capacity(body.secrets.len());
+    for name in &body.secrets {
+        let one = load(&state, &peer, name, &body.environment, None, now)
+            .await
+            .map_err(|Refusal(e)| Refusal(ApiError::new(e.code, format!("{name}: {}", e.message))))?;
+        loaded.push(one);
+    }
+    let records = loaded.iter().map(|l| l.record(&peer, state.agent, now)).collect();
+    record(&state, records, &body.environment).await?;
+    let values = loaded.into_iter().map(Loaded::answer).collect::<Result<Vec<_>, _>>()?;
+    Ok(Json(ValuesAnswer { values }))
+}
+
+/// A read decided and its value decrypted, not yet recorded nor served.
+struct Loaded {
+    allowed: crate::access::AllowedRead,
+    version: u32,
+    value: zeroize::Zeroizing<Vec<u8>>,
+}
+
+impl Loaded {
+    fn record(&self, peer: &Peer, agent: AgentId, now: OffsetDateTime) -> ServedRead {
+        ServedRead {
+            accessor: self.allowed.reader.clone(),
+            at_micros: i64::try_from(now.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX),
+            secret: self.allowed.secret.clone(),
+            environment: self.allowed.environment_id,
+            version: self.version,
+            source: peer.addr.ip().to_string(),
+            served_by: agent,
+        }
+    }
+
+    fn answer(self) -> Result<ValueAnswer, Refusal> {
+        let text = String::from_utf8(self.value.to_vec())
+            .map_err(|_| Refusal(ApiError::new(ErrorCode::Internal, "the stored value is not UTF-8 text")))?;
+        Ok(ValueAnswer {
+            name: self.allowed.secret,
+            environment: self.allowed.environment,
+            version: i64::from(self.version),
+            value: Redacted::new(text),
+        })
+    }
+}
+
+/// Decides a read of `name` in `environment` (its `version`, else the
+/// latest) and loads the value.
+async fn load(
+    state: &LocalApi,
+    peer: &Peer,
+    name: &str,
+    environment: &str,
+    version: Option<i64>,
+    now: OffsetDateTime,
+) -> Result<Loaded, Refusal> {
+    let (_, allowed) =
+        with_fresh(state, |s| s.decide_read(&peer.cert_sha256, &peer.key_sha256, name, environment, now))
+            .await?;
     let no_value = |version: Option<u32>| {
         let which = version.map_or_else(|| "no value".to_owned(), |v| format!("no version {v}"));
         Refusal(ApiError::new(
@@ -241,7 +324,7 @@ async fn read(
             format!("this Agent holds {which} of {} in {}", allowed.secret, allowed.environment),
         ))
     };
-    let (version, value) = match query.version {
+    let (version, value) = match version {
         Some(v) => {
             let version = to_u32_version(v)?;
             let at = ValueAddress {
@@ -260,31 +343,20 @@ async fn read(
             .map_err(store_refusal)?
             .ok_or_else(|| no_value(None))?,
     };
-    let record = ServedRead {
-        accessor: allowed.reader.clone(),
-        at_micros: i64::try_from(now.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX),
-        secret: allowed.secret.clone(),
-        environment: allowed.environment_id,
-        version,
-        source: peer.addr.ip().to_string(),
-        served_by: state.agent,
-    };
-    // Durable first; nothing is served that was not recorded.
-    if let Err(e) = state.recorder.record(record).await {
-        tracing::error!(error = %e, secret = %allowed.secret, "read refused: its access record was not written");
+    Ok(Loaded { allowed, version, value })
+}
+
+/// Makes `records` durable in one commit, or refuses (`AUDIT_UNAVAILABLE`):
+/// nothing is served that was not recorded. `what` names them in the log.
+async fn record(state: &LocalApi, records: Vec<ServedRead>, what: &str) -> Result<(), Refusal> {
+    if let Err(e) = state.recorder.record_all(records).await {
+        tracing::error!(error = %e, what, "read refused: its access record was not written");
         return Err(Refusal(ApiError::new(
             ErrorCode::AuditUnavailable,
             "the read could not be recorded, so nothing is served; try again later",
         )));
     }
-    let text = String::from_utf8(value.to_vec())
-        .map_err(|_| Refusal(ApiError::new(ErrorCode::Internal, "the stored value is not UTF-8 text")))?;
-    Ok(Json(ValueAnswer {
-        name: allowed.secret,
-        environment: allowed.environment,
-        version: i64::from(version),
-        value: Redacted::new(text),
-    }))
+    Ok(())
 }
 
 /// TLS for the local API: the certificate `resolver` serves (swapped on

@@ -13,7 +13,9 @@ use crate::store::{ServedRead, StoreError, Vault};
 /// of which is the counter).
 pub const MAX_BATCH: usize = 99;
 
-type Pending = (ServedRead, oneshot::Sender<Result<u64, StoreError>>);
+/// Records committed together (never split across commits), and who waits
+/// for the first one's sequence number.
+type Pending = (Vec<ServedRead>, oneshot::Sender<Result<u64, StoreError>>);
 
 /// A handle to the committing task; cheap to clone.
 #[derive(Clone, Debug)]
@@ -33,31 +35,51 @@ impl Recorder {
     /// Returns once `record` is durable, with its sequence number; an error
     /// means it was not written and the read must not be served.
     pub async fn record(&self, record: ServedRead) -> Result<u64, StoreError> {
+        self.record_all(vec![record]).await
+    }
+
+    /// Returns once all of `records` (1 to [`MAX_BATCH`]) are durable, in
+    /// one commit: all of them or none. The first one's sequence number;
+    /// the others follow it.
+    pub async fn record_all(&self, records: Vec<ServedRead>) -> Result<u64, StoreError> {
+        if records.is_empty() || records.len() > MAX_BATCH {
+            return Err(StoreError::Invalid(format!("one commit holds 1 to {MAX_BATCH} access records")));
+        }
         let (done, wait) = oneshot::channel();
         let stopped = || StoreError::Unavailable("the access recorder stopped".into());
-        self.queue.send((record, done)).await.map_err(|_| stopped())?;
+        self.queue.send((records, done)).await.map_err(|_| stopped())?;
         wait.await.map_err(|_| stopped())?
     }
 }
 
 async fn commit_loop(store: Arc<Vault>, mut rx: mpsc::Receiver<Pending>) {
-    let mut records: Vec<ServedRead> = Vec::with_capacity(MAX_BATCH);
-    let mut waiting = Vec::with_capacity(MAX_BATCH);
-    while let Some((record, done)) = rx.recv().await {
-        records.push(record);
-        waiting.push(done);
+    // A group that did not fit in the last commit opens the next one.
+    let mut carried: Option<Pending> = None;
+    loop {
+        let (mut records, first_done) = match carried.take() {
+            Some(pending) => pending,
+            None => match rx.recv().await {
+                Some(pending) => pending,
+                None => return,
+            },
+        };
+        // Who waits, and where their group starts in this commit.
+        let mut waiting = vec![(first_done, 0_u64)];
         while records.len() < MAX_BATCH {
-            let Ok((record, done)) = rx.try_recv() else { break };
-            records.push(record);
-            waiting.push(done);
+            let Ok((group, done)) = rx.try_recv() else { break };
+            if records.len() + group.len() > MAX_BATCH {
+                carried = Some((group, done));
+                break;
+            }
+            waiting.push((done, records.len() as u64));
+            records.extend(group);
         }
         let committed = store.append_access_records(&records).await;
         if let Err(e) = &committed {
             tracing::error!(error = %e, records = records.len(), "access records could not be written; refusing those reads");
         }
-        for (done, seq) in waiting.drain(..).zip(0..) {
-            let _ = done.send(committed.clone().map(|first| first + seq));
+        for (done, offset) in waiting {
+            let _ = done.send(committed.clone().map(|first| first + offset));
         }
-        records.clear();
     }
 }

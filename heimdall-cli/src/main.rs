@@ -11,6 +11,7 @@ mod error;
 mod holders;
 mod identity;
 mod output;
+mod run_file;
 
 use std::process::ExitCode;
 

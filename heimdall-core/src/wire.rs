@@ -819,6 +819,22 @@ impl std::fmt::Debug for ValueAnswer {
     }
 }
 
+/// `POST /v1/values` on an Agent's local API: the latest version of each
+/// of `secrets` in `environment`, all or none (what `heimdall run` asks).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadValues {
+    pub environment: String,
+    pub secrets: Vec<String>,
+}
+
+/// The values of a [`ReadValues`], in its order, served only after every
+/// read was recorded in one commit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValuesAnswer {
+    pub values: Vec<ValueAnswer>,
+}
+
 // ---- What counts as a value in each request body (see `crate::body`) ---------
 
 macro_rules! bodies {
@@ -832,7 +848,7 @@ bodies!(ValuePolicy::Metadata =>
     LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest,
 );
 // The secret routes: closed. Anything they do not define is where a value would go.
-bodies!(ValuePolicy::Closed => CreateSecret, UpdateSecret, CreateVersion, DeactivateVersion, AssignAgent);
+bodies!(ValuePolicy::Closed => CreateSecret, UpdateSecret, CreateVersion, DeactivateVersion, AssignAgent, ReadValues);
 // Resource inputs and schemas are judged by their JSON Schema, not by key names.
 bodies!(ValuePolicy::SchemaGoverned(&["input"]) => CreateResource, ChangeResource);
 bodies!(ValuePolicy::SchemaGoverned(&["input_schema", "defaults"]) => CreateSchema);

@@ -5,7 +5,7 @@
 use std::fmt;
 
 use heimdall_core::ids::AgentId;
-use heimdall_core::wire::{AgentLocation, ValueAnswer, WriteValue};
+use heimdall_core::wire::{AgentLocation, ReadValues, ValueAnswer, ValuesAnswer, WriteValue};
 use heimdall_core::Redacted;
 use reqwest::Method;
 
@@ -130,6 +130,18 @@ impl AgentClient {
             &[("environment", Some(environment)), ("version", version.as_deref())],
         )?;
         self.inner.send(self.inner.http.request(Method::GET, url)).await
+    }
+
+    /// `POST /v1/values`: the latest version of each of `secrets` in
+    /// `environment`, in that order, all or none: every read is recorded
+    /// in one commit before any value is sent, and one refusal (naming its
+    /// secret) refuses them all.
+    pub async fn get_values(&self, environment: &str, secrets: &[String]) -> Result<Vec<ValueAnswer>> {
+        let body = ReadValues { environment: environment.to_owned(), secrets: secrets.to_vec() };
+        let url = self.inner.url(&["values"])?;
+        let answer: ValuesAnswer =
+            self.inner.send(self.inner.http.request(Method::POST, url).json(&body)).await?;
+        Ok(answer.values)
     }
 
     /// `GET /v1/health` of the Agent.

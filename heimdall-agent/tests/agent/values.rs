@@ -532,3 +532,39 @@ async fn a_new_certificate_and_a_new_secret_work_before_the_next_periodic_sync()
     })
     .await;
 }
+
+/// `POST /v1/values` (what `heimdall run` asks): every secret's latest
+/// value in the order asked, every read recorded before any is sent; one
+/// secret refused refuses them all, and records none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_values_are_read_all_or_none() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let held = holding_secret(&w, &config, "db-password", "s3cret", &[]).await;
+    let owner = w.api.owner_token.clone();
+    w.post(&owner, "/v1/secrets", json!({ "name": "api-key" })).await;
+    assert_eq!(set(&w, &owner, &held.owner, "api-key", "dev", "k3y").await, 1);
+    let reader = agent_client(&config, &held.local_url, &held.owner);
+    let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let reads = || async {
+        let mut total = 0;
+        for secret in ["db-password", "api-key"] {
+            let (_, log) = w.call(Method::GET, &format!("/v1/secrets/{secret}/access-log"), None).await;
+            total += log.as_array().unwrap().iter().map(|r| r["reads"].as_u64().unwrap()).sum::<u64>();
+        }
+        total
+    };
+
+    let refused = reader.get_values("dev", &names(&["db-password", "never-created"])).await.unwrap_err();
+    assert_eq!(code(&refused), Some(ErrorCode::NotFound), "{refused}");
+    assert!(refused.to_string().contains("never-created"), "{refused}");
+    let got = reader.get_values("dev", &names(&["api-key", "db-password"])).await.unwrap();
+    let got: Vec<(String, String)> = got.into_iter().map(|v| (v.name, v.value.expose().clone())).collect();
+    assert_eq!(got, [("api-key".into(), "k3y".into()), ("db-password".into(), "s3cret".into())]);
+    // The two reads of the answer, and none of the refusal.
+    eventually(&config, "both reads in the access logs", || async { reads().await == 2 }).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(reads().await, 2, "the refused request recorded nothing");
+    let empty = reader.get_values("dev", &[]).await.unwrap_err();
+    assert_eq!(code(&empty), Some(ErrorCode::InvalidInput), "{empty}");
+}

@@ -13,6 +13,7 @@ mod members;
 mod notifications;
 mod policies;
 mod resources;
+mod run;
 mod schemas;
 mod secrets;
 mod terraform;
@@ -33,6 +34,7 @@ pub use members::*;
 pub use notifications::*;
 pub use policies::*;
 pub use resources::*;
+pub use run::*;
 pub use schemas::*;
 pub use secrets::*;
 pub use terraform::*;
@@ -155,6 +157,8 @@ pub enum Command {
     /// Secrets: names, types, tags and versions (values live only in Agents)
     #[command(subcommand)]
     Secret(SecretCommand),
+    /// Run a program with the secrets heimdall.yaml names as environment variables
+    Run(RunArgs),
     /// Print a shell completion script, e.g. `heimdall completion bash > /etc/bash_completion.d/heimdall`
     Completion {
         #[arg(value_enum)]

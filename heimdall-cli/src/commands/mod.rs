@@ -13,6 +13,7 @@ mod members;
 mod notifications;
 mod policies;
 mod resources;
+mod run;
 mod schemas;
 mod secrets;
 mod terraform;
@@ -199,6 +200,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Agent(cmd) => agents::run(&ctx, cmd).await,
         Command::Certificate(cmd) => certificates::run(&ctx, cmd).await,
         Command::Secret(cmd) => secrets::run(&ctx, cmd).await,
+        Command::Run(args) => run::run(&ctx, args).await,
         Command::Dev(args) => crate::dev::run(&ctx, args).await,
         Command::Completion { shell } => help_files::completion(shell),
         Command::Man => help_files::man(),

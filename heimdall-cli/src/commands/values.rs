@@ -16,7 +16,7 @@ use std::path::Path;
 
 use heimdall_core::wire::AgentLocation;
 use heimdall_core::{ApiError, ErrorCode};
-use heimdall_sdk::{AgentClient, Identity, Timeouts};
+use heimdall_sdk::AgentClient;
 use serde::Serialize;
 use zeroize::Zeroizing;
 
@@ -148,10 +148,37 @@ pub async fn get(
     version: Option<i64>,
     agent_url: Option<&str>,
 ) -> Result<()> {
+    let mut answers = ask_holders(ctx, environment, agent_url, Ask::One { secret, version }).await?;
+    let answer = answers.pop().ok_or_else(|| CliError::local("the Agent answered with no value"))?;
+    print_value(ctx, answer)
+}
+
+/// What to ask an Agent that holds the environment for.
+#[derive(Clone, Copy, Debug)]
+pub enum Ask<'a> {
+    /// One secret, at `version` or its latest.
+    One { secret: &'a str, version: Option<i64> },
+    /// The latest of each, all or none, every read recorded in one commit (`heimdall run`).
+    Many(&'a [String]),
+}
+
+/// Asks the Agents holding `environment`, in order, until one answers. Who
+/// is expected at each URL comes from the API: the Agent's id (its
+/// certificate's URI SAN) and its certificates; a host name proves
+/// nothing. With the API unreachable, from what it said last
+/// (`crate::holders`), with a warning. An Agent's refusal is final; only
+/// an Agent that cannot be reached is skipped for the next.
+pub async fn ask_holders(
+    ctx: &Context,
+    environment: &str,
+    agent_url: Option<&str>,
+    ask: Ask<'_>,
+) -> Result<Vec<heimdall_core::wire::ValueAnswer>> {
     let (identity, timeouts) = (ctx.identity()?, ctx.timeouts()?);
-    // Who is expected at each URL comes from the API: the Agent's id (its
-    // certificate's URI SAN) and its certificates; a host name proves nothing.
-    // With the API unreachable, from what it said last.
+    let secret = match ask {
+        Ask::One { secret, .. } => secret,
+        Ask::Many(secrets) => secrets.first().map_or("", String::as_str),
+    };
     let profile_dir = ctx.profile_dir()?;
     let holders = match ctx.client()?.secret_holders(secret, environment).await {
         Ok(holders) => {
@@ -202,8 +229,17 @@ pub async fn get(
     let mut unreachable: Vec<(String, heimdall_sdk::Error)> = Vec::new();
     for (holder, url) in &targets {
         let agent = &holder.agent;
-        match read_from(holder, url, (&identity, timeouts), secret, environment, version).await {
-            Ok(answer) => return print_value(ctx, answer),
+        let asked = async {
+            let client = AgentClient::for_holder(holder, url, &identity)?.with_timeouts(timeouts)?;
+            match ask {
+                Ask::One { secret, version } => {
+                    Ok(vec![client.get_value(secret, environment, version).await?])
+                }
+                Ask::Many(secrets) => client.get_values(environment, secrets).await,
+            }
+        };
+        match asked.await {
+            Ok(answers) => return Ok(answers),
             // A typed answer is the Agent's decision (FORBIDDEN,
             // VERSION_DEACTIVATED, AUDIT_UNAVAILABLE, POLICY_STALE, …):
             // asking another Agent would only ask again.
@@ -216,18 +252,6 @@ pub async fn get(
     }
     let why: Vec<String> = unreachable.iter().map(|(agent, err)| format!("{agent}: {err}")).collect();
     Err(CliError::local(format!("no Agent holding {environment} answered: {}", why.join("; "))))
-}
-
-async fn read_from(
-    holder: &AgentLocation,
-    url: &str,
-    (identity, timeouts): (&Identity, Timeouts),
-    secret: &str,
-    environment: &str,
-    version: Option<i64>,
-) -> heimdall_sdk::Result<heimdall_core::wire::ValueAnswer> {
-    let agent = AgentClient::for_holder(holder, url, identity)?.with_timeouts(timeouts)?;
-    agent.get_value(secret, environment, version).await
 }
 
 /// The value on stdout exactly as stored (a newline after it only for a

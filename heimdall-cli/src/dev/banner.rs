@@ -1,6 +1,7 @@
-//! What `heimdall dev` prints once it runs: the banner and its tours, or
+//! What `heimdall dev` prints once it runs: the banner and the tour, or
 //! with `--output json` the same facts as one object. What the Agent runs
-//! comes from the settings `heimdall-agent dev-setup` printed.
+//! comes from the settings `heimdall-agent dev-setup` printed; the tour is
+//! the README's, the block `tests/e2e.rs` runs against `heimdall dev`.
 
 use std::io::Write;
 use std::path::Path;
@@ -44,13 +45,6 @@ pub(super) fn print(dev: &Dev, agent: &AgentState, json: bool) -> Result<()> {
         )
     });
     let running = matches!(agent, AgentState::Running { .. });
-    let (infra, secrets) = match agent {
-        AgentState::Running { config, .. } => (
-            infra_tour(&dev.cwd, &text(&config["state"]["local_dir"])),
-            secrets_tour(&text(&config["local_api"]["url"]), &config["values"]["sync_seconds"]),
-        ),
-        AgentState::Off(_) => (String::new(), String::new()),
-    };
     let shown = running || agent_log.exists();
     let agent_log = if shown { format!("Agent log: {}\n", agent_log.display()) } else { String::new() };
     let text = format!(
@@ -59,16 +53,7 @@ pub(super) fn print(dev: &Dev, agent: &AgentState, json: bool) -> Result<()> {
          {certificate}\
          {agent_status}\
          \n\
-         Try, in another terminal:\n\
-         \x20 heimdall whoami\n\
-         \x20 heimdall domain create payments\n\
-         \x20 heimdall system create checkout --domain payments\n\
-         \x20 heimdall component create api --system checkout\n\
-         \x20 heimdall environment create prod\n\
-         \x20 heimdall member add ana@example.com --role admin\n\
-         \x20 heimdall event list\n\
-         {infra}\
-         {secrets}\
+         {tour}\
          \n\
          API log: {log}\n\
          {agent_log}\
@@ -79,6 +64,7 @@ pub(super) fn print(dev: &Dev, agent: &AgentState, json: bool) -> Result<()> {
         role = me.member.role,
         org = me.organization.name,
         agent_status = agent_banner(agent),
+        tour = tour(running),
         log = log.display(),
     );
     let mut stdout = std::io::stdout().lock();
@@ -139,50 +125,42 @@ fn describe(agent: &AgentState, data: &Path) -> Value {
     }
 }
 
-/// The Resource half of the banner's "Try": the Agent needs a cloud account
-/// linked for the environment even though, in dev, it keeps state on disk.
-/// Uses the repository's example schema and offline module when `heimdall
-/// dev` runs in the Heimdall repository.
-fn infra_tour(cwd: &Path, state_dir: &str) -> String {
-    let (schema, module) =
-        (cwd.join("examples/schemas/bucket.json"), cwd.join("tests/fixtures/modules/bucket"));
-    let (schema, module, kind, name, input) = if schema.is_file() && module.join("main.tf").is_file() {
-        (
-            schema.display().to_string(),
-            module.display().to_string(),
-            "bucket",
-            "receipts",
-            r#"{"bucket":"acme-receipts"}"#,
-        )
-    } else {
-        ("<schema.json>".to_owned(), format!("{}/<module dir>", cwd.display()), "<type>", "<name>", "<json>")
-    };
+/// The README's tour: every line with an Agent to run its Resources and
+/// hold its values; without one, the few that need none.
+fn tour(agent_running: bool) -> String {
+    if !agent_running {
+        return "Try, in another terminal:\n  heimdall whoami\n  heimdall domain create payments\n  \
+                heimdall event list\n"
+            .to_owned();
+    }
+    let lines: String = readme_tour().map(|line| format!("  {line}\n")).collect();
     format!(
-        "\n\
-         Then a Resource, applied by the Agent (state in {state}; in dev the account's bucket is never\n\
-         used and its keys are placeholders, but every Resource needs an account linked for its environment):\n\
-         \x20 heimdall environment create dev\n\
-         \x20 heimdall environment assign-agent dev {AGENT_NAME}\n\
-         \x20 heimdall secret create aws-dev\n\
-         \x20 printf '{{\"access_key_id\":\"dev\",\"secret_access_key\":\"dev\"}}' | heimdall secret set aws-dev --environment dev\n\
-         \x20 heimdall cloud-account create local --provider aws --region us-east-1 --state-bucket local-state --auth static --secret aws-dev\n\
-         \x20 heimdall cloud-account link local --scope organization --environment dev\n\
-         \x20 heimdall schema create --type {kind} --input-schema {schema} --module-source {module} --module-version 1.0.0\n\
-         \x20 heimdall resource create --component api --schema {kind} --environment dev --name {name} --input '{input}' --wait\n",
-        state = state_dir,
+        "Try, in another terminal, from the Heimdall repository (the tour of its README, which\n\
+         says what each line shows; it uses the repository's example schema and offline module):\n{lines}"
     )
 }
 
-/// The secret half of the banner's "Try": the value goes to the Agent's
-/// local API and is read back from it; the API only numbers versions and
-/// keeps the trail.
-fn secrets_tour(local_api_url: &str, sync_seconds: &Value) -> String {
-    format!(
-        "\n\
-         Then a secret, whose value only the Agent holds (its local API: {local_api_url}):\n\
-         \x20 heimdall secret create db-password\n\
-         \x20 printf 's3cret-value' | heimdall secret set db-password --environment dev\n\
-         \x20 heimdall secret get db-password --environment dev\n\
-         \x20 heimdall secret access-log db-password   # reads arrive with the Agent's next sync ({sync_seconds} s)\n"
-    )
+/// The README has the tour between these markers, and `tests/e2e.rs` runs
+/// exactly those lines against `heimdall dev`: what the banner shows works.
+const README: &str = include_str!("../../../README.md");
+
+fn readme_tour() -> impl Iterator<Item = &'static str> {
+    let block =
+        README.split_once("<!-- tour:start").and_then(|(_, rest)| rest.split_once("<!-- tour:end -->"));
+    let lines = block.map_or("", |(block, _)| block).lines().map(str::trim);
+    lines.filter(|line| line.starts_with("heimdall ") || line.contains("| heimdall "))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_tour_is_the_readmes() {
+        let tour: Vec<&str> = super::readme_tour().collect();
+        assert!(tour.len() >= 10, "{tour:?}");
+        assert!(
+            tour.iter().any(|l| l.starts_with("printf ") && l.contains("heimdall secret set")),
+            "{tour:?}"
+        );
+        assert!(tour.iter().any(|l| l.starts_with("heimdall resource create ")), "{tour:?}");
+    }
 }

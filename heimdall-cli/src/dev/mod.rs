@@ -41,7 +41,6 @@ const LOG_FILE: &str = "api.log";
 /// What this start set up, and where.
 struct Dev {
     data: PathBuf,
-    cwd: PathBuf,
     config_dir: PathBuf,
     config_file: PathBuf,
     api_url: String,
@@ -84,8 +83,6 @@ pub async fn run(ctx: &Context, args: DevArgs) -> Result<()> {
 async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, PathBuf)> {
     let api_binary = locate_binary(API_BINARY);
     let (dir, config_dir) = (&args.data, ctx.config_dir()?);
-    let cwd = std::env::current_dir()
-        .map_err(|err| CliError::local(format!("cannot tell the current directory: {err}")))?;
     let created = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
     created.map_err(|err| {
         CliError::local(format!("cannot create the data directory {}: {err}", dir.display()))
@@ -129,7 +126,7 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, Pa
             )
         })
         .ok();
-    let dev = Dev { data, cwd, config_dir, config_file, api_url, agent_url, local_api, me, certificate };
+    let dev = Dev { data, config_dir, config_file, api_url, agent_url, local_api, me, certificate };
     let agent = agent::start(args, &client, &dev).await;
     banner::print(&dev, &agent, ctx.out.is_json())?;
     Ok((api, agent, dev.data))

@@ -112,7 +112,7 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
             assert_eq!(busy.code, 1, "{busy:?}");
             assert!(busy.stderr.contains("already in use"), "{}", busy.stderr);
             // The banner's Resource example, with the repository's schema and offline module.
-            assert!(banner.contains(&format!("--module-source {}", module.display())), "{banner}");
+            assert!(banner.contains(r#"--module-source "$PWD/tests/fixtures/modules/bucket""#), "{banner}");
             let world: [&[&str]; 8] = [
                 &["system", "create", "checkout", "--domain", "payments"],
                 &["component", "create", "api", "--system", "checkout"],
@@ -210,6 +210,30 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
                 got,
                 json!({"name": "db-password", "environment": "dev", "version": 1, "value": DEV_VALUE})
             );
+
+            // `heimdall run`: heimdall.yaml names the secret, the program gets its
+            // value as a variable and its exit status is the program's.
+            let project = tmp.path().join("project");
+            std::fs::create_dir_all(&project).expect("project dir");
+            let yaml = "environment: dev\nsecrets:\n  DB_PASSWORD: db-password\n";
+            std::fs::write(project.join("heimdall.yaml"), yaml).expect("heimdall.yaml");
+            let script = r#"printf %s "$DB_PASSWORD"; exit 7"#;
+            let mut run = h.command(&["run", "--", "sh", "-c", script]);
+            let out = run.current_dir(&project).output().await.expect("heimdall run");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                (out.status.code(), out.stdout.as_slice()),
+                (Some(7), DEV_VALUE.as_bytes()),
+                "{stderr}"
+            );
+            // One secret the Agent cannot serve: nothing starts, and it says which.
+            let yaml = "environment: dev\nsecrets:\n  - db-password\n  - never-created\n";
+            std::fs::write(project.join("heimdall.yaml"), yaml).expect("heimdall.yaml");
+            let mut run = h.command(&["run", "--", "touch", "started"]);
+            let out = run.current_dir(&project).output().await.expect("heimdall run");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.code() != Some(0) && stderr.contains("never-created"), "{stderr}");
+            assert!(!project.join("started").exists(), "the program was not started");
 
             // The API stopped (SIGSTOP: its port still accepts, nothing answers):
             // `secret get` gives up on it within the connect timeout and reads from
