@@ -24,6 +24,8 @@ pub struct ServeConfig {
     /// An Agent not seen for longer may never sync again: a delete of a
     /// secret it holds is refused (`heimdall_core::deletion`).
     pub agent_stale_after: time::Duration,
+    /// Where `GET /metrics` is served (plain HTTP); `None`: metrics are off.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// The optional config file (`--config FILE`); every key is optional.
@@ -45,6 +47,8 @@ pub struct FileConfig {
     pub notification_retry_seconds: Option<u64>,
     /// Days after which an Agent not seen is taken as one that will not sync again (default 7).
     pub agent_stale_after_days: Option<u32>,
+    /// Where `GET /metrics` is served, e.g. 127.0.0.1:9480 (off by default).
+    pub metrics_listen: Option<String>,
 }
 
 impl FileConfig {
@@ -112,6 +116,7 @@ impl ServeConfig {
             Some(days) => time::Duration::days(i64::from(days)),
             None => heimdall_core::deletion::STALE_AFTER,
         };
+        let metrics_listen = file.metrics_listen.as_deref().map(parse_metrics_listen).transpose()?;
         Ok(Self {
             database_url: Redacted::new(database_url),
             listen,
@@ -119,8 +124,14 @@ impl ServeConfig {
             limits,
             notification_retry,
             agent_stale_after,
+            metrics_listen,
         })
     }
+}
+
+/// `--metrics-listen` / `metrics_listen`: an address like 127.0.0.1:9480.
+pub fn parse_metrics_listen(text: &str) -> Result<SocketAddr, String> {
+    text.parse().map_err(|_| format!("metrics_listen must be an address like 127.0.0.1:9480, not {text:?}"))
 }
 
 #[cfg(test)]

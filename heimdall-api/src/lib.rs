@@ -10,6 +10,7 @@ pub mod config;
 pub mod db;
 pub mod federation;
 pub mod http;
+pub mod metrics;
 pub mod notifications;
 pub mod oidc;
 pub mod pki;
@@ -75,6 +76,16 @@ pub async fn serve_on(
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
+    // Before any router is made: each counts its requests when metrics are on.
+    let metrics_listener = match config.metrics_listen {
+        Some(addr) => {
+            state.metrics = Some(Arc::new(metrics::Metrics::default()));
+            let listener = TcpListener::bind(addr).await?;
+            tracing::info!(listen = %addr, "metrics (Prometheus) serving at /metrics");
+            Some(listener)
+        }
+        None => None,
+    };
     let mut agent_task = None;
     if let Some(agents) = agents {
         let tls = agents.ca.mtls_server_config(&agents.tls_names).map_err(std::io::Error::other)?;
@@ -92,6 +103,10 @@ pub async fn serve_on(
             stopped(stop.clone()),
         )));
     }
+    let metrics_task = metrics_listener.map(|listener| {
+        let (app, stop) = (metrics::router(state.clone()), stopped(stop.clone()));
+        tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stop).await })
+    });
     let drift = tokio::spawn(drift_forever(state.clone()));
     let deliveries = state.notifications.clone().map(|key| {
         let (store, clock) = (state.store.clone(), state.clock.clone());
@@ -114,6 +129,9 @@ pub async fn serve_on(
         deliveries.abort();
     }
     if let Some(task) = agent_task {
+        let _ = task.await;
+    }
+    if let Some(task) = metrics_task {
         let _ = task.await;
     }
     Ok(())

@@ -62,6 +62,10 @@ enum Command {
         /// Where STS is, for AWS `oidc` accounts [default: AWS's, by the account's region].
         #[arg(long, env = "HEIMDALL_STS_ENDPOINT_URL")]
         sts_endpoint_url: Option<String>,
+        /// Serve `GET /metrics` (Prometheus, plain HTTP) on this address, e.g.
+        /// 127.0.0.1:9480 [default: off]
+        #[arg(long, env = "HEIMDALL_METRICS_LISTEN")]
+        metrics_listen: Option<String>,
     },
     /// Add a new signing key for job identity tokens; it signs from the next
     /// start on, and the previous key stays published until the next rotation.
@@ -166,12 +170,18 @@ async fn run(cli: Cli) -> Result<(), RunError> {
             insecure_http,
             oidc_issuer_url,
             sts_endpoint_url,
+            metrics_listen,
         } => {
             let issuer_url = oidc_issuer_url.unwrap_or_else(|| match tls_names.first() {
                 Some(name) => format!("https://{name}:{}", listen_port(&config_listen(&listen))),
                 None => format!("https://{}", config_listen(&listen)),
             });
-            let config = config(database_url, listen, file)?;
+            let mut config = config(database_url, listen, file)?;
+            if let Some(text) = metrics_listen {
+                let addr =
+                    heimdall_api::config::parse_metrics_listen(&text).map_err(|e| ("INVALID_INPUT", e))?;
+                config.metrics_listen = Some(addr);
+            }
             // The CA first: both listeners may need it.
             let ca = match &ca_dir {
                 Some(dir) => Some(std::sync::Arc::new(

@@ -21,6 +21,8 @@ mod infra;
 mod inventory;
 #[path = "api/leaks.rs"]
 mod leaks;
+#[path = "api/metrics.rs"]
+mod metrics;
 #[path = "api/notifications.rs"]
 mod notifications;
 #[path = "api/policy_scope.rs"]

@@ -189,7 +189,10 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
 // ---- Infrastructure Manager ---------------------------------------------------
 
 use crate::ids::{CloudAccountId, JobId, LeaseId, ResourceId, SchemaId};
-use crate::infra::{AccountLink, CloudAccount, Job, Resource, ResourceSchema, ResourceStatus, Revision};
+use crate::infra::{
+    AccountLink, CloudAccount, Job, JobOperation, JobStatus, Resource, ResourceSchema, ResourceStatus,
+    Revision,
+};
 use crate::queue::ReapDecision;
 use crate::resources::ResourcePlan;
 
@@ -298,6 +301,9 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
     ) -> StoreResult<Job>;
     /// Requeues or fails every running job whose lease expired before `now`.
     async fn reap(&self, now: OffsetDateTime) -> StoreResult<Vec<(JobId, ReapDecision)>>;
+    /// How many jobs are queued and running, by operation (every
+    /// organization: what the metrics scrape reports as the queue).
+    async fn count_active_jobs(&self) -> StoreResult<Vec<(JobOperation, JobStatus, i64)>>;
 }
 
 /// Everything the API needs from storage.

@@ -251,6 +251,18 @@ impl JobQueue for SqlStore {
         Ok(job)
     }
 
+    async fn count_active_jobs(&self) -> StoreResult<Vec<(JobOperation, JobStatus, i64)>> {
+        let rows: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT operation, status, COUNT(*) FROM jobs WHERE status IN ('queued', 'running') GROUP BY operation, status",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(op, status, count)| Ok((parse_enum(&op)?, parse_enum(&status)?, count)))
+            .collect()
+    }
+
     async fn reap(&self, now: OffsetDateTime) -> StoreResult<Vec<(JobId, ReapDecision)>> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let expired: Vec<(String,)> = sqlx::query_as(expired_sql(self.backend))

@@ -44,13 +44,14 @@ pub const MAX_WAIT: Duration = Duration::from_secs(30);
 const RECHECK: Duration = Duration::from_millis(1000);
 
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/v1/agent/claim", post(claim))
         .route("/v1/agent/sync", post(sync))
         .route("/v1/agent/server-certificate", post(server_certificate))
         .route("/v1/agent/jobs/{id}/heartbeat", post(heartbeat))
         .route("/v1/agent/jobs/{id}/log", post(log))
-        .route("/v1/agent/jobs/{id}/finish", post(finish))
+        .route("/v1/agent/jobs/{id}/finish", post(finish));
+    crate::metrics::layer(routes, "agents", state.metrics.clone())
         .fallback(|| async { HttpError(ApiError::new(ErrorCode::NotFound, "no such route")) })
         .layer(axum::extract::DefaultBodyLimit::max(MAX_LOG_BYTES + 64 * 1024))
         .with_state(state)
@@ -114,6 +115,9 @@ async fn claim(
         let lease = LeaseId::from_uuid(Uuid::new_v4());
         let now = state.clock.now();
         if let Some(job) = state.store.claim(agent.org_id, &agent.name, lease, now).await? {
+            if let Some(metrics) = &state.metrics {
+                metrics.claimed(now - job.queued_at);
+            }
             let credentials = match crate::federation::credentials(&state, &job, now).await {
                 Ok(credentials) => credentials,
                 Err(refused) => {
@@ -122,6 +126,9 @@ async fn claim(
                     tracing::warn!(job = %job.id, reason = %refused.reason, "no credentials for the job");
                     let outcome = JobOutcome::Failed { reason: refused.reason, retryable: refused.retryable };
                     let ended = state.store.finish(job.id, lease, outcome, state.clock.now()).await?;
+                    if let Some(metrics) = &state.metrics {
+                        metrics.finished(ended.operation, ended.status);
+                    }
                     if ended.status == heimdall_core::infra::JobStatus::Queued {
                         state.jobs_queued.notify_waiters();
                     }
@@ -199,6 +206,9 @@ async fn finish(
         }
     };
     let job = state.store.finish(job, body.lease, outcome, state.clock.now()).await.map_err(fenced)?;
+    if let Some(metrics) = &state.metrics {
+        metrics.finished(job.operation, job.status);
+    }
     if job.status == heimdall_core::infra::JobStatus::Queued {
         state.jobs_queued.notify_waiters();
     }

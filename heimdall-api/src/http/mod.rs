@@ -60,6 +60,8 @@ pub struct AppState {
     pub notifications: Option<Arc<crate::notifications::SigningKey>>,
     /// An Agent not seen for longer may never sync again (`heimdall_core::deletion`).
     pub agent_stale_after: time::Duration,
+    /// Counted and served on `--metrics-listen`; `None` when that is off.
+    pub metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 impl AppState {
@@ -74,6 +76,7 @@ impl AppState {
             federation: None,
             notifications: None,
             agent_stale_after: heimdall_core::deletion::STALE_AFTER,
+            metrics: None,
         }
     }
 
@@ -205,7 +208,8 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
     for kind in CatalogKind::ALL {
         app = app.merge(catalog::routes(kind));
     }
-    app.fallback(not_found)
+    crate::metrics::layer(app, "people", state.metrics.clone())
+        .fallback(not_found)
         .method_not_allowed_fallback(not_found)
         .layer(axum::middleware::from_fn(move |req, next| values::guard(max_body_bytes, req, next)))
         .layer(DefaultBodyLimit::max(max_body_bytes))

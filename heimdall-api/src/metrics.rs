@@ -1,0 +1,176 @@
+//! `GET /metrics` (Prometheus text format) on a listener of its own,
+//! off by default (`serve --metrics-listen ADDR`): requests by route and
+//! status with latency histograms, jobs by operation and status (queue
+//! depth), how long a job waited to be claimed, and jobs finished.
+//!
+//! A label is a route *template* (`/v1/secrets/{key}`), a method, a status,
+//! a job operation or status: never a path as requested, so no secret
+//! name, email or input value reaches the scrape.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use heimdall_core::infra::{JobOperation, JobStatus};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::http::AppState;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    /// Which listener: `people` or `agents`.
+    listener: &'static str,
+    route: String,
+    method: String,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    listener: &'static str,
+    route: String,
+    method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct JobLabels {
+    operation: String,
+    status: String,
+}
+
+/// The API's metrics, shared by every request of this process.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabels, Histogram>,
+    jobs: Family<JobLabels, Gauge>,
+    finished: Family<JobLabels, Counter>,
+    claim_wait: Histogram,
+}
+
+fn seconds_buckets() -> Histogram {
+    // 1 ms to about 33 s.
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("heimdall");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests by listener, route template, method and status",
+            requests.clone(),
+        );
+        let latency =
+            Family::<RouteLabels, Histogram>::new_with_constructor(seconds_buckets as fn() -> Histogram);
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to answer, by route template",
+            latency.clone(),
+        );
+        let jobs = Family::<JobLabels, Gauge>::default();
+        registry.register(
+            "jobs",
+            "Jobs queued or running now, by operation and status (all replicas)",
+            jobs.clone(),
+        );
+        let finished = Family::<JobLabels, Counter>::default();
+        registry.register(
+            "jobs_finished",
+            "Attempts that ended on this replica, by operation and outcome",
+            finished.clone(),
+        );
+        let claim_wait = seconds_buckets();
+        registry.register(
+            "job_claim_wait_seconds",
+            "From a job's queueing to an Agent's claim",
+            claim_wait.clone(),
+        );
+        Self { registry, requests, latency, jobs, finished, claim_wait }
+    }
+}
+
+impl Metrics {
+    /// A job was claimed `waited` after it was queued.
+    pub fn claimed(&self, waited: time::Duration) {
+        self.claim_wait.observe(waited.as_seconds_f64().max(0.0));
+    }
+
+    /// An attempt ended as `status` (queued again, completed or failed).
+    pub fn finished(&self, operation: JobOperation, status: JobStatus) {
+        let labels = JobLabels { operation: operation.to_string(), status: status.to_string() };
+        self.finished.get_or_create(&labels).inc();
+    }
+}
+
+/// Counts and times one request, by the template of the route it matched.
+async fn track(listener: &'static str, metrics: Arc<Metrics>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    let method = request.method().as_str().to_owned();
+    let began = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16();
+    let labels = RouteLabels { listener, route: route.clone(), method: method.clone() };
+    metrics.latency.get_or_create(&labels).observe(began.elapsed().as_secs_f64());
+    metrics.requests.get_or_create(&RequestLabels { listener, route, method, status }).inc();
+    response
+}
+
+/// `router` with every request counted as `listener`'s, when metrics are on.
+pub fn layer<S: Clone + Send + Sync + 'static>(
+    router: Router<S>,
+    listener: &'static str,
+    metrics: Option<Arc<Metrics>>,
+) -> Router<S> {
+    match metrics {
+        Some(metrics) => {
+            router.route_layer(axum::middleware::from_fn(move |request: Request, next: Next| {
+                track(listener, metrics.clone(), request, next)
+            }))
+        }
+        None => router,
+    }
+}
+
+/// The scrape: the queue as the database has it now, then everything.
+async fn scrape(State(state): State<AppState>) -> Response {
+    let Some(metrics) = state.metrics.clone() else {
+        return (axum::http::StatusCode::NOT_FOUND, "metrics are off").into_response();
+    };
+    match state.store.count_active_jobs().await {
+        Ok(counts) => {
+            metrics.jobs.clear();
+            for (operation, status, count) in counts {
+                let labels = JobLabels { operation: operation.to_string(), status: status.to_string() };
+                metrics.jobs.get_or_create(&labels).set(count);
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "metrics: the job counts could not be read"),
+    }
+    let mut text = String::new();
+    if prometheus_client::encoding::text::encode(&mut text, &metrics.registry).is_err() {
+        return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "metrics could not be encoded")
+            .into_response();
+    }
+    ([(axum::http::header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text)
+        .into_response()
+}
+
+/// The metrics listener's one route.
+pub fn router(state: AppState) -> Router {
+    Router::new().route("/metrics", get(scrape)).with_state(state)
+}

@@ -1,0 +1,76 @@
+//! `serve --metrics-listen`: the real binary serves `GET /metrics` on a
+//! listener of its own, with requests by route *template* and status,
+//! latency histograms and the job queue, and no secret name or email in
+//! any label.
+
+use serde_json::json;
+
+use crate::support::{world, Client};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_template_and_the_queue_and_name_no_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("heimdall.db").display());
+    let bin = env!("CARGO_BIN_EXE_heimdall-api");
+    let boot = tokio::process::Command::new(bin)
+        .args(["bootstrap", "--database-url", &url, "--org", "acme", "--owner", "owner@example.com"])
+        .args(["--output", "json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(boot.status.success(), "{}", String::from_utf8_lossy(&boot.stderr));
+    let token = serde_json::from_slice::<serde_json::Value>(&boot.stdout).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (port, metrics_port) = (free_port(), free_port());
+    let mut api = tokio::process::Command::new(bin)
+        .args(["serve", "--database-url", &url, "--insecure-http", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let c = Client::for_url(&format!("http://127.0.0.1:{port}"));
+    let scrape = || async {
+        reqwest::get(format!("http://127.0.0.1:{metrics_port}/metrics")).await.ok()?.text().await.ok()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while scrape().await.is_none() {
+        assert!(std::time::Instant::now() < deadline, "no metrics listener");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+
+    c.get("/v1/secrets/db-password", &token).await.expect_error(404, "NOT_FOUND");
+    c.post("/v1/secrets", &token, json!({ "name": "db-password" })).await.expect(201);
+    c.get("/v1/secrets/db-password", &token).await.expect(200);
+    let w = world(&c, &token).await;
+    let body = json!({ "component": w.component, "schema": w.schema, "environment": w.dev, "name": "receipts",
+                       "input": { "bucket": "acme-receipts" } });
+    c.post("/v1/resources", &token, body).await.expect(201);
+
+    let text = scrape().await.unwrap();
+    let line = |route: &str, method: &str, status: u16| {
+        format!(
+            "heimdall_http_requests_total{{listener=\"people\",route=\"{route}\",method=\"{method}\",status=\"{status}\"}} 1"
+        )
+    };
+    for expected in [
+        line("/v1/secrets/{key}", "GET", 404),
+        line("/v1/secrets/{key}", "GET", 200),
+        line("/v1/secrets", "POST", 201),
+        "heimdall_jobs{operation=\"apply\",status=\"queued\"} 1".to_owned(),
+        "heimdall_http_request_duration_seconds_bucket{".to_owned(),
+        "# TYPE heimdall_job_claim_wait_seconds histogram".to_owned(),
+    ] {
+        assert!(text.contains(&expected), "no {expected:?} in:\n{text}");
+    }
+    for kept_out in ["db-password", "owner@example.com", "acme-receipts", &token] {
+        assert!(!text.contains(kept_out), "{kept_out:?} in a label:\n{text}");
+    }
+    api.start_kill().unwrap();
+    let _ = api.wait().await;
+}
