@@ -325,13 +325,17 @@ impl DataKey {
 
     /// Seals `plaintext` for the row at `at`, with a fresh random nonce.
     pub fn seal_value(&self, at: &ValueAddress, plaintext: &[u8]) -> Result<SealedValue, CryptoError> {
-        let mut nonce = [0u8; NONCE_LEN];
-        OsRng.fill_bytes(&mut nonce);
-        let ciphertext = self
-            .cipher()
-            .encrypt(Nonce::from_slice(&nonce), Payload { msg: plaintext, aad: &value_aad(&self.id, at) })
-            .map_err(|_| CryptoError::Seal)?;
-        Ok(SealedValue { key_id: self.id.clone(), nonce: nonce.to_vec(), ciphertext })
+        self.seal_with(plaintext, &value_aad(&self.id, at))
+    }
+
+    /// Opens a value read from the row at `at`. Fails unless the ciphertext
+    /// was sealed by this key for exactly this address.
+    pub fn open_value(
+        &self,
+        at: &ValueAddress,
+        sealed: &SealedValue,
+    ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        self.open_with(sealed, &value_aad(&self.id, at))
     }
 
     /// Seals a record of the Agent's own (its policy snapshot) for
@@ -343,9 +347,7 @@ impl DataKey {
         owner: &str,
         plaintext: &[u8],
     ) -> Result<SealedValue, CryptoError> {
-        let sealed = seal(&self.cipher(), plaintext, &record_aad(&self.id, purpose, owner))?;
-        let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
-        Ok(SealedValue { key_id: self.id.clone(), nonce: nonce.to_vec(), ciphertext: ciphertext.to_vec() })
+        self.seal_with(plaintext, &record_aad(&self.id, purpose, owner))
     }
 
     /// Opens what [`Self::seal_record`] sealed for the same `purpose` and `owner`.
@@ -355,30 +357,26 @@ impl DataKey {
         owner: &str,
         sealed: &SealedValue,
     ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-        let fail = || CryptoError::Undecryptable { key_id: sealed.key_id.clone() };
-        if sealed.key_id != self.id || sealed.nonce.len() != NONCE_LEN {
-            return Err(fail());
-        }
-        let joined = [sealed.nonce.as_slice(), sealed.ciphertext.as_slice()].concat();
-        open(&self.cipher(), &joined, &record_aad(&self.id, purpose, owner)).ok_or_else(fail)
+        self.open_with(sealed, &record_aad(&self.id, purpose, owner))
     }
 
-    /// Opens a value read from the row at `at`. Fails unless the ciphertext
-    /// was sealed by this key for exactly this address.
-    pub fn open_value(
-        &self,
-        at: &ValueAddress,
-        sealed: &SealedValue,
-    ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+    fn seal_with(&self, plaintext: &[u8], aad: &[u8]) -> Result<SealedValue, CryptoError> {
+        let mut nonce = [0u8; NONCE_LEN];
+        OsRng.fill_bytes(&mut nonce);
+        let ciphertext = self
+            .cipher()
+            .encrypt(Nonce::from_slice(&nonce), Payload { msg: plaintext, aad })
+            .map_err(|_| CryptoError::Seal)?;
+        Ok(SealedValue { key_id: self.id.clone(), nonce: nonce.to_vec(), ciphertext })
+    }
+
+    fn open_with(&self, sealed: &SealedValue, aad: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
         let fail = || CryptoError::Undecryptable { key_id: sealed.key_id.clone() };
         if sealed.key_id != self.id || sealed.nonce.len() != NONCE_LEN {
             return Err(fail());
         }
         self.cipher()
-            .decrypt(
-                Nonce::from_slice(&sealed.nonce),
-                Payload { msg: &sealed.ciphertext, aad: &value_aad(&self.id, at) },
-            )
+            .decrypt(Nonce::from_slice(&sealed.nonce), Payload { msg: &sealed.ciphertext, aad })
             .map(Zeroizing::new)
             .map_err(|_| fail())
     }

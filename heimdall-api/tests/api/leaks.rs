@@ -18,26 +18,7 @@ async fn refused_input_leaves_no_trace_in_responses_logs_or_rows() {
     let url = format!("sqlite://{}", db_path.display());
     let bin = env!("CARGO_BIN_EXE_heimdall-api");
 
-    let boot = tokio::process::Command::new(bin)
-        .args([
-            "bootstrap",
-            "--database-url",
-            &url,
-            "--org",
-            "acme",
-            "--owner",
-            "owner@example.com",
-            "--output",
-            "json",
-        ])
-        .output()
-        .await
-        .unwrap();
-    assert!(boot.status.success(), "{}", String::from_utf8_lossy(&boot.stderr));
-    let token = serde_json::from_slice::<serde_json::Value>(&boot.stdout).unwrap()["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = crate::support::bootstrap_binary(&url).await;
 
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

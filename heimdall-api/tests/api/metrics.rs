@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::support::{world, Client};
+use crate::support::{bootstrap_binary, world, Client};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -16,17 +16,7 @@ async fn metrics_count_requests_by_route_template_and_the_queue_and_name_no_secr
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("heimdall.db").display());
     let bin = env!("CARGO_BIN_EXE_heimdall-api");
-    let boot = tokio::process::Command::new(bin)
-        .args(["bootstrap", "--database-url", &url, "--org", "acme", "--owner", "owner@example.com"])
-        .args(["--output", "json"])
-        .output()
-        .await
-        .unwrap();
-    assert!(boot.status.success(), "{}", String::from_utf8_lossy(&boot.stderr));
-    let token = serde_json::from_slice::<serde_json::Value>(&boot.stdout).unwrap()["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = bootstrap_binary(&url).await;
     let (port, metrics_port) = (free_port(), free_port());
     let mut api = tokio::process::Command::new(bin)
         .args(["serve", "--database-url", &url, "--insecure-http", "--listen", &format!("127.0.0.1:{port}")])

@@ -118,6 +118,20 @@ pub struct World {
     pub account: String,
 }
 
+/// `heimdall-api bootstrap` (the real binary) on `database_url`: the
+/// owner's token of organization `acme`, owned by owner@example.com.
+pub async fn bootstrap_binary(database_url: &str) -> String {
+    let boot = tokio::process::Command::new(env!("CARGO_BIN_EXE_heimdall-api"))
+        .args(["bootstrap", "--database-url", database_url, "--org", "acme", "--owner", "owner@example.com"])
+        .args(["--output", "json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(boot.status.success(), "{}", String::from_utf8_lossy(&boot.stderr));
+    let printed: Value = serde_json::from_slice(&boot.stdout).unwrap();
+    printed["token"].as_str().unwrap().to_owned()
+}
+
 pub fn bucket_schema() -> Value {
     json!({
         "type": "object",
