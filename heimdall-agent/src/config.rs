@@ -32,6 +32,16 @@ pub struct AgentConfig {
     /// needs `[values]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_api: Option<LocalApiConfig>,
+    /// `GET /metrics` (Prometheus, plain HTTP) on an address of its own; absent: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<MetricsConfig>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// e.g. `127.0.0.1:9481`
+    pub listen: String,
 }
 
 /// The Agent's local API. Its certificate comes from the installation CA

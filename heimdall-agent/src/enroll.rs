@@ -234,6 +234,7 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
         federation: Default::default(),
         values: None,
         local_api: None,
+        metrics: None,
     };
     let config_path = data.join("agent.toml");
     write_file(&config_path, config.render()?.as_bytes(), 0o644)?;

@@ -18,6 +18,7 @@ pub mod job_credentials;
 pub mod kms;
 pub mod local_api;
 pub mod local_cert;
+pub mod metrics;
 pub mod policy_file;
 pub mod recorder;
 pub mod runtime;

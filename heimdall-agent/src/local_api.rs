@@ -48,6 +48,7 @@ pub struct LocalApi {
     pub recorder: Recorder,
     pub policy: SharedPolicy,
     pub grants: GrantVerifier,
+    pub metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 /// The verified client certificate of a connection, and where it came from.
@@ -234,10 +235,21 @@ async fn read(
     Query(query): Query<ReadQuery>,
 ) -> Result<Json<ValueAnswer>, Refusal> {
     let now = state.clock.now();
-    let loaded = load(&state, &peer, &name, &query.environment, query.version, now).await?;
-    // Durable first; nothing is served that was not recorded.
-    record(&state, vec![loaded.record(&peer, state.agent, now)], &loaded.allowed.secret).await?;
-    Ok(Json(loaded.answer()?))
+    let read = async {
+        let loaded = load(&state, &peer, &name, &query.environment, query.version, now).await?;
+        // Durable first; nothing is served that was not recorded.
+        record(&state, vec![loaded.record(&peer, state.agent, now)], &loaded.allowed.secret).await?;
+        Ok(Json(loaded.answer()?))
+    };
+    counted(&state, read.await, 1)
+}
+
+/// Counts reads served (`served` of them) or the refusal.
+fn counted<T>(state: &LocalApi, result: Result<T, Refusal>, served: usize) -> Result<T, Refusal> {
+    if let Some(metrics) = &state.metrics {
+        metrics.reads(result.as_ref().err().map(|Refusal(e)| e.code), served);
+    }
+    result
 }
 
 /// At most this many secrets in one `POST /v1/values` (one commit).
@@ -252,7 +264,14 @@ async fn read_many(
     Extension(peer): Extension<Peer>,
     body: axum::body::Bytes,
 ) -> Result<Json<ValuesAnswer>, Refusal> {
-    let body: ReadValues = heimdall_core::body::decode(&body)?;
+    let answer = read_all(&state, &peer, &body).await;
+    let served = answer.as_ref().map_or(1, |Json(a)| a.values.len());
+    counted(&state, answer, served)
+}
+
+/// [`read_many`]'s work, uncounted.
+async fn read_all(state: &LocalApi, peer: &Peer, body: &[u8]) -> Result<Json<ValuesAnswer>, Refusal> {
+    let body: ReadValues = heimdall_core::body::decode(body)?;
     if body.secrets.is_empty() || body.secrets.len() > MAX_READ_VALUES {
         return Err(Refusal(ApiError::invalid_input(format!(
             "secrets[] names 1 to {MAX_READ_VALUES} secrets"
@@ -261,13 +280,13 @@ async fn read_many(
     let now = state.clock.now();
     let mut loaded = Vec::with_capacity(body.secrets.len());
     for name in &body.secrets {
-        let one = load(&state, &peer, name, &body.environment, None, now)
+        let one = load(state, peer, name, &body.environment, None, now)
             .await
             .map_err(|Refusal(e)| Refusal(ApiError::new(e.code, format!("{name}: {}", e.message))))?;
         loaded.push(one);
     }
-    let records = loaded.iter().map(|l| l.record(&peer, state.agent, now)).collect();
-    record(&state, records, &body.environment).await?;
+    let records = loaded.iter().map(|l| l.record(peer, state.agent, now)).collect();
+    record(state, records, &body.environment).await?;
     let values = loaded.into_iter().map(Loaded::answer).collect::<Result<Vec<_>, _>>()?;
     Ok(Json(ValuesAnswer { values }))
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
+use crate::metrics::Metrics;
 use crate::store::{ServedRead, StoreError, Vault};
 
 /// Most records in one commit (DynamoDB transactions take 100 items, one
@@ -26,9 +27,9 @@ pub struct Recorder {
 impl Recorder {
     /// Starts the committing task on the current runtime. It ends when
     /// every `Recorder` handle is dropped.
-    pub fn start(store: Arc<Vault>) -> Self {
+    pub fn start(store: Arc<Vault>, metrics: Option<Arc<Metrics>>) -> Self {
         let (queue, rx) = mpsc::channel(4 * MAX_BATCH);
-        tokio::spawn(commit_loop(store, rx));
+        tokio::spawn(commit_loop(store, rx, metrics));
         Self { queue }
     }
 
@@ -52,7 +53,7 @@ impl Recorder {
     }
 }
 
-async fn commit_loop(store: Arc<Vault>, mut rx: mpsc::Receiver<Pending>) {
+async fn commit_loop(store: Arc<Vault>, mut rx: mpsc::Receiver<Pending>, metrics: Option<Arc<Metrics>>) {
     // A group that did not fit in the last commit opens the next one.
     let mut carried: Option<Pending> = None;
     loop {
@@ -74,7 +75,11 @@ async fn commit_loop(store: Arc<Vault>, mut rx: mpsc::Receiver<Pending>) {
             waiting.push((done, records.len() as u64));
             records.extend(group);
         }
+        let began = std::time::Instant::now();
         let committed = store.append_access_records(&records).await;
+        if let Some(metrics) = &metrics {
+            metrics.committed(records.len(), began.elapsed().as_secs_f64());
+        }
         if let Err(e) = &committed {
             tracing::error!(error = %e, records = records.len(), "access records could not be written; refusing those reads");
         }

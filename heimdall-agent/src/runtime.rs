@@ -18,6 +18,7 @@ use crate::config::{AgentConfig, LocalApiConfig, ValuesConfig};
 use crate::crypto::{KeyError, KeySealer, MasterKey};
 use crate::job_credentials::CredentialSource;
 use crate::local_cert::LocalCertificate;
+use crate::metrics::Metrics;
 use crate::policy_file::PolicyFile;
 use crate::store::{dynamodb, postgres, sqlite, Vault};
 use crate::{grant, kms, local_api, recorder, sync, worker};
@@ -79,6 +80,7 @@ pub async fn run(
     tracing::info!(api = %config.api_url, concurrency = config.concurrency, "agent running");
     let agent = config.agent_id()?;
     let policy = SharedPolicy::default();
+    let metrics = config.metrics.as_ref().map(|_| Arc::new(Metrics::default()));
     let identity_dir = config.cert.parent().unwrap_or(std::path::Path::new("."));
     let policy_file =
         values.as_ref().map(|vault| Arc::new(PolicyFile::new(identity_dir, agent, vault.clone())));
@@ -89,7 +91,7 @@ pub async fn run(
     // the credentials its jobs run with.
     let credentials = values.as_ref().map(|store| CredentialSource {
         vault: store.clone(),
-        recorder: recorder::Recorder::start(store.clone()),
+        recorder: recorder::Recorder::start(store.clone(), metrics.clone()),
         policy: policy.clone(),
         agent,
         clock: clock.clone(),
@@ -106,6 +108,7 @@ pub async fn run(
                 recorder: source.recorder.clone(),
                 policy: policy.clone(),
                 clock: clock.clone(),
+                metrics: metrics.clone(),
             };
             Some(start_local_api(&config, local, parts, stop_rx.clone()).await?)
         }
@@ -116,9 +119,9 @@ pub async fn run(
             sync_on_hangup(policy.clone());
             let syncer = sync::Syncer {
                 store: store.clone(),
-                clock,
+                clock: clock.clone(),
                 channel: channel.clone(),
-                policy,
+                policy: policy.clone(),
                 agent,
                 local_url: config.local_api.as_ref().map(LocalApiConfig::public_url),
                 local_cert,
@@ -129,8 +132,15 @@ pub async fn run(
         }
         _ => None,
     };
-    worker::run(config, channel, credentials, stop_rx).await;
-    for task in [serving, syncing].into_iter().flatten() {
+    let scraping = match (&config.metrics, metrics.clone()) {
+        (Some(settings), Some(metrics)) => {
+            let scrape = crate::metrics::Scrape { metrics, policy: policy.clone(), clock: clock.clone() };
+            Some(start_metrics(&settings.listen, scrape, stop_rx.clone()).await?)
+        }
+        _ => None,
+    };
+    worker::run(config, channel, credentials, metrics, stop_rx).await;
+    for task in [serving, syncing, scraping].into_iter().flatten() {
         let _ = task.await;
     }
     if let Some(values) = values {
@@ -138,6 +148,28 @@ pub async fn run(
     }
     tracing::info!("agent stopped");
     Ok(())
+}
+
+/// Serves `GET /metrics` on `listen` until `stop`; fails the start if the
+/// address is taken.
+async fn start_metrics(
+    listen: &str,
+    scrape: crate::metrics::Scrape,
+    mut stop: watch::Receiver<bool>,
+) -> Result<JoinHandle<()>, String> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("the metrics listener cannot listen on {listen}: {e}"))?;
+    tracing::info!(listen, "metrics (Prometheus) serving at /metrics");
+    let app = crate::metrics::router(scrape);
+    Ok(tokio::spawn(async move {
+        let stopped = async move {
+            let _ = stop.wait_for(|s| *s).await;
+        };
+        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stopped).await {
+            tracing::error!(error = %e, "the metrics listener stopped");
+        }
+    }))
 }
 
 /// Decides with the snapshot kept on disk until the first sync answers:
@@ -226,6 +258,7 @@ struct LocalParts {
     recorder: recorder::Recorder,
     policy: SharedPolicy,
     clock: Arc<dyn Clock>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 /// Starts the local API on its certificate (renewed by the sync loop) and
@@ -246,6 +279,7 @@ async fn start_local_api(
         recorder: parts.recorder,
         policy: parts.policy,
         grants: grant::GrantVerifier::from_ca_pem(&ca_pem)?,
+        metrics: parts.metrics,
     };
     let listener = tokio::net::TcpListener::bind(&local.listen)
         .await

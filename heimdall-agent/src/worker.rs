@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, watch};
 use crate::channel::Channel;
 use crate::config::AgentConfig;
 use crate::job_credentials::{self, CredentialSource};
+use crate::metrics::Metrics;
 use crate::terraform;
 
 /// How long a claim waits at the API when nothing is queued. A claim in
@@ -28,6 +29,7 @@ pub async fn run(
     config: AgentConfig,
     channel: Channel,
     credentials: Option<CredentialSource>,
+    metrics: Option<Arc<Metrics>>,
     mut stop: watch::Receiver<bool>,
 ) {
     let config = Arc::new(config);
@@ -35,8 +37,9 @@ pub async fn run(
     let mut workers = Vec::new();
     for n in 0..config.concurrency {
         let (config, channel, stop) = (config.clone(), channel.clone(), stop.clone());
-        let credentials = credentials.clone();
-        workers.push(tokio::spawn(async move { worker(n, config, channel, credentials, stop).await }));
+        let (credentials, metrics) = (credentials.clone(), metrics.clone());
+        workers
+            .push(tokio::spawn(async move { worker(n, config, channel, credentials, metrics, stop).await }));
     }
     let _ = stop.wait_for(|s| *s).await;
     tracing::info!("stopping: no new jobs; waiting for running jobs to finish");
@@ -50,6 +53,7 @@ async fn worker(
     config: Arc<AgentConfig>,
     channel: Channel,
     credentials: Arc<Option<CredentialSource>>,
+    metrics: Option<Arc<Metrics>>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut backoff = Duration::from_millis(500);
@@ -60,7 +64,7 @@ async fn worker(
         match channel.claim(CLAIM_WAIT).await {
             Ok(Some(job)) => {
                 backoff = Duration::from_millis(500);
-                run_job(&config, &channel, credentials.as_ref().as_ref(), job).await;
+                run_job(&config, &channel, credentials.as_ref().as_ref(), metrics.as_deref(), job).await;
             }
             Ok(None) => {}
             Err(e) => {
@@ -105,6 +109,7 @@ async fn run_job(
     config: &AgentConfig,
     channel: &Channel,
     credentials: Option<&CredentialSource>,
+    metrics: Option<&Metrics>,
     claimed: ClaimedJob,
 ) {
     let ClaimedJob { job, lease, stale_lock_id, credentials: federated, .. } = claimed;
@@ -158,7 +163,12 @@ async fn run_job(
             secret_inputs: &secrets.inputs,
             stale_lock: stale_lock_id.as_deref(),
         };
-        terraform::execute(config, &dir, &run, &log_tx, &lock_tx).await
+        let began = std::time::Instant::now();
+        let ran = terraform::execute(config, &dir, &run, &log_tx, &lock_tx).await;
+        if let Some(metrics) = metrics {
+            metrics.job(job.operation, ran.is_ok(), began.elapsed().as_secs_f64());
+        }
+        ran
     };
     let result = tokio::select! {
         r = outcome => Some(r),

@@ -568,3 +568,34 @@ async fn many_values_are_read_all_or_none() {
     let empty = reader.get_values("dev", &[]).await.unwrap_err();
     assert_eq!(code(&empty), Some(ErrorCode::InvalidInput), "{empty}");
 }
+
+/// `[metrics] listen`: the Agent serves `GET /metrics` with its reads
+/// served and refused by code, its access-trail commits and the age of its
+/// policy snapshot, and no secret name or person in a label.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_metrics_count_reads_and_commits_and_name_no_secret() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let port = free_port();
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}\n[metrics]\nlisten = \"127.0.0.1:{port}\"\n")).unwrap();
+    let held = holding_secret(&w, &config, "db-password", "s3cret", &[]).await;
+    let reader = agent_client(&config, &held.local_url, &held.owner);
+    reader.get_value("db-password", "dev", None).await.unwrap();
+    let refused = reader.get_value("never-created", "dev", None).await.unwrap_err();
+    assert_eq!(code(&refused), Some(ErrorCode::NotFound));
+    let scrape =
+        reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await.unwrap().text().await.unwrap();
+    for expected in [
+        "heimdall_agent_reads_total{outcome=\"served\",code=\"none\"} 1",
+        "heimdall_agent_reads_total{outcome=\"refused\",code=\"NOT_FOUND\"} 1",
+        "heimdall_agent_access_commit_records_count 1",
+        "heimdall_agent_access_commit_seconds_bucket{",
+        "heimdall_agent_policy_age_seconds ",
+    ] {
+        assert!(scrape.contains(expected), "no {expected:?} in:\n{scrape}");
+    }
+    for kept_out in ["db-password", "never-created", "owner@example.com", "s3cret"] {
+        assert!(!scrape.contains(kept_out), "{kept_out:?} in the scrape:\n{scrape}");
+    }
+}
