@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod notifications;
 pub mod oidc;
 pub mod pki;
+pub mod policy_cache;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tls;

@@ -333,10 +333,21 @@ pub struct PolicyError {
     pub message: String,
 }
 
-/// An organization's own policies, parsed and ready to evaluate.
-#[derive(Clone, Debug, Default)]
+/// An organization's own policies, parsed and ready to evaluate, with the
+/// built-in defaults already added: a decision evaluates this set as it
+/// is, with no copy per decision.
+#[derive(Clone, Debug)]
 pub struct OrgPolicies {
     set: PolicySet,
+}
+
+impl Default for OrgPolicies {
+    /// No policies of the organization's own: the defaults alone.
+    fn default() -> Self {
+        // Adding the defaults to an empty set cannot clash; if it ever
+        // did, an empty set denies everything (fail closed).
+        Self::with_defaults(PolicySet::new()).unwrap_or_else(|_| Self { set: PolicySet::new() })
+    }
 }
 
 impl OrgPolicies {
@@ -351,6 +362,15 @@ impl OrgPolicies {
                 set.add(p.new_id(id))
                     .map_err(|e| (policy.id, PolicyError { line: 1, column: 1, message: e.to_string() }))?;
             }
+        }
+        // Their ids are `<uuid>#<n>`, never a default's `default:…`.
+        let first = policies.first().map_or_else(|| PolicyId::from_uuid(uuid::Uuid::nil()), |p| p.id);
+        Self::with_defaults(set).map_err(|e| (first, e))
+    }
+
+    fn with_defaults(mut set: PolicySet) -> Result<Self, PolicyError> {
+        for p in &compiled().defaults {
+            set.add(p.clone()).map_err(|e| PolicyError { line: 1, column: 1, message: e.to_string() })?;
         }
         Ok(Self { set })
     }
@@ -436,20 +456,12 @@ pub fn decide(
     environment: Option<&str>,
     org_policies: &OrgPolicies,
 ) -> Decision {
-    let compiled = compiled();
-    let mut set = org_policies.set.clone();
-    for p in &compiled.defaults {
-        if set.add(p.clone()).is_err() {
-            // Only possible if an org policy took a `default:` id, which
-            // `OrgPolicies::compile` never produces. Fail closed.
-            return Decision::NotPermitted;
-        }
-    }
+    let set = &org_policies.set;
     let Some(request_parts) = build_request(principal, action, target, environment) else {
         return Decision::NotPermitted;
     };
     let (request, entities) = request_parts;
-    let response = cedar_policy::Authorizer::new().is_authorized(&request, &set, &entities);
+    let response = cedar_policy::Authorizer::new().is_authorized(&request, set, &entities);
     match response.decision() {
         cedar_policy::Decision::Allow => Decision::Allow,
         cedar_policy::Decision::Deny => {

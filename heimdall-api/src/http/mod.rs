@@ -62,6 +62,8 @@ pub struct AppState {
     pub agent_stale_after: time::Duration,
     /// Counted and served on `--metrics-listen`; `None` when that is off.
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// Each organization's policies, compiled once per change.
+    pub policies: Arc<crate::policy_cache::PolicyCache>,
 }
 
 impl AppState {
@@ -77,6 +79,7 @@ impl AppState {
             notifications: None,
             agent_stale_after: heimdall_core::deletion::STALE_AFTER,
             metrics: None,
+            policies: Arc::default(),
         }
     }
 
@@ -84,7 +87,7 @@ impl AppState {
     /// a new policy applies from the next request), ready to decide.
     pub async fn decider(&self, caller: &Caller) -> Result<Decider, ApiError> {
         let stored = self.store.list_policies(caller.org.id).await?;
-        let policies = OrgPolicies::compile(&stored).map_err(|(id, err)| {
+        let policies = self.policies.compiled(caller.org.id, &stored).map_err(|(id, err)| {
             // Fail closed: a policy that no longer compiles denies everything.
             tracing::error!(policy = %id, error = %err, "stored policy does not compile");
             ApiError::new(
@@ -142,7 +145,7 @@ impl AppState {
 #[derive(Debug)]
 pub struct Decider {
     principal: Principal,
-    policies: OrgPolicies,
+    policies: Arc<OrgPolicies>,
 }
 
 impl Decider {
