@@ -30,7 +30,10 @@ def free_port():
 
 
 def moto(*args):
-    return subprocess.check_output(["bash", os.path.join(REPO, "scripts/moto.sh"), *args], text=True).strip()
+    # The bench's own moto (its state under the bench's directory): started
+    # here and stopped on exit, never one the tests share.
+    return subprocess.check_output(["bash", os.path.join(REPO, "scripts/moto.sh"), *args], text=True,
+                                   env=dict(os.environ, HEIMDALL_MOTO_DIR=MOTO_DIR)).strip()
 
 
 def http(method, url, token=None, body=None):
@@ -51,6 +54,9 @@ def parse_time(s):
     return base + (float("0." + frac) if frac else 0.0)
 
 
+MOTO_DIR = tempfile.mkdtemp(prefix="heimdall-bench-moto-")
+
+
 def main():
     work = tempfile.mkdtemp(prefix="heimdall-bench-")
     db = "heimdall_bench_" + uuid.uuid4().hex[:12]
@@ -69,7 +75,9 @@ def main():
         api = f"http://127.0.0.1:{port}"
         procs.append(subprocess.Popen(
             [f"{BIN}/heimdall-api", "serve", "--database-url", db_url, "--listen", f"127.0.0.1:{port}",
-             "--agent-listen", f"127.0.0.1:{agent_port}", "--ca-dir", os.path.join(work, "ca")], env=ENV))
+             "--agent-listen", f"127.0.0.1:{agent_port}", "--ca-dir", os.path.join(work, "ca"),
+             # People's requests in plain HTTP on loopback: the bench times the queue, not TLS.
+             "--insecure-http", "--sts-endpoint-url", moto_url], env=ENV))
         for _ in range(100):
             try:
                 http("GET", api + "/v1/health")
@@ -84,14 +92,15 @@ def main():
                                                    "module": {"source": MODULE, "version": "1"}})
         http("POST", api + "/v1/cloud-accounts", token, {
             "name": "aws", "provider": "aws", "region": "us-east-1", "state_bucket": bucket,
-            "auth": {"kind": "oidc", "role_arn": "arn:aws:iam::1:role/x"}})
+            "auth": {"kind": "oidc", "role_arn": "arn:aws:iam::123456789012:role/heimdall"}})
         http("POST", api + "/v1/cloud-accounts/aws/links", token, {"scope": "organization", "environment": "dev"})
         reg = http("POST", api + "/v1/agents/registrations", token, {"name": "bench"})
         agent_dir = os.path.join(work, "agent")
+        # The token in the environment, never on the command line; the CA pinned by its fingerprint.
         subprocess.check_call(
-            [f"{BIN}/heimdall-agent", "enroll", "--api", api, "--token", reg["token"], "--data", agent_dir,
+            [f"{BIN}/heimdall-agent", "enroll", "--api", api, "--ca-sha256", reg["ca_sha256"], "--data", agent_dir,
              "--terraform", TF, "--allow-module", MODULE, "--s3-endpoint", moto_url, "--concurrency", "1"],
-            env=ENV, stdout=subprocess.DEVNULL)
+            env=dict(ENV, HEIMDALL_REGISTRATION_TOKEN=reg["token"]), stdout=subprocess.DEVNULL)
         procs.append(subprocess.Popen([f"{BIN}/heimdall-agent", "run", "--config", f"{agent_dir}/agent.toml"], env=ENV))
         time.sleep(1.0)
 
@@ -162,7 +171,9 @@ output "secret" {{
             except subprocess.TimeoutExpired:
                 p.kill()
         subprocess.call(["psql", PG_ADMIN, "-qc", f"DROP DATABASE IF EXISTS {db} WITH (FORCE)"])
+        moto("stop")
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(MOTO_DIR, ignore_errors=True)
 
 
 if __name__ == "__main__":
