@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use heimdall_core::clock::Clock;
@@ -123,13 +123,7 @@ async fn scrape(State(state): State<Scrape>) -> Response {
     let age = state.policy.current().map(|p| (state.clock.now() - p.received_at()).as_seconds_f64());
     // No snapshot yet: as old as can be, so an alert on the age fires.
     state.metrics.policy_age.set(age.unwrap_or(f64::INFINITY));
-    let mut text = String::new();
-    if prometheus_client::encoding::text::encode(&mut text, &state.metrics.registry).is_err() {
-        return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "metrics could not be encoded")
-            .into_response();
-    }
-    ([(axum::http::header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text)
-        .into_response()
+    heimdall_tls::metrics::scrape_response(&state.metrics.registry)
 }
 
 pub fn router(state: Scrape) -> Router {

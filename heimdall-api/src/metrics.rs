@@ -161,13 +161,7 @@ async fn scrape(State(state): State<AppState>) -> Response {
         }
         Err(e) => tracing::warn!(error = %e, "metrics: the job counts could not be read"),
     }
-    let mut text = String::new();
-    if prometheus_client::encoding::text::encode(&mut text, &metrics.registry).is_err() {
-        return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "metrics could not be encoded")
-            .into_response();
-    }
-    ([(axum::http::header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text)
-        .into_response()
+    heimdall_tls::metrics::scrape_response(&metrics.registry)
 }
 
 /// The metrics listener's one route.

@@ -14,5 +14,7 @@ pub mod identity;
 #[cfg(feature = "server")]
 pub mod logging;
 #[cfg(feature = "server")]
+pub mod metrics;
+#[cfg(feature = "server")]
 pub mod server;
 pub mod verify;

@@ -44,7 +44,7 @@ pub async fn login(ctx: &Context, args: LoginArgs) -> Result<()> {
         (None, Some(pin)) => Some(Client::fetch_pinned_ca(&api_url, pin).await?),
         (None, None) => super::ca_from_env()?,
     };
-    let client = super::connect(&api_url, token.expose(), ca.as_deref())?;
+    let client = super::connect(&api_url, token.expose(), ca.as_deref(), ctx.timeouts()?)?;
     let me = client.whoami().await?;
 
     let mut config = Config::load(&dir)?;

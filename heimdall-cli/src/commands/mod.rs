@@ -104,27 +104,28 @@ impl Context {
         let env_ca = ca_from_env()?;
         let timeouts = self.timeouts()?;
         if let (Some(url), Some(token)) = (&self.api_url, &env_token) {
-            return Ok(connect(url, token.trim(), env_ca.as_deref())?.with_timeouts(timeouts)?);
+            return connect(url, token.trim(), env_ca.as_deref(), timeouts);
         }
         let dir = self.config_dir()?;
         let config = Config::load(&dir)?;
         let (_, profile) = config.profile(self.profile.as_deref())?;
         let url = self.api_url.as_deref().unwrap_or(&profile.api_url);
         let token = env_token.as_deref().unwrap_or(profile.token.expose());
-        Ok(connect(url, token.trim(), env_ca.as_deref().or(profile.ca.as_deref()))?
-            .with_timeouts(timeouts)?)
+        connect(url, token.trim(), env_ca.as_deref().or(profile.ca.as_deref()), timeouts)
     }
 
     /// The client certificate of the profile in use (`--profile` /
     /// `HEIMDALL_PROFILE`, else the current one), for Agents' local APIs.
     pub fn identity(&self) -> Result<heimdall_sdk::Identity> {
-        crate::identity::load(&self.config_dir()?, &self.profile_name()?)
+        Ok(self.identity_and_dir()?.0)
     }
 
-    /// The directory of the profile in use, where its key, certificate and
-    /// the Agents it last read from are kept.
-    pub fn profile_dir(&self) -> Result<PathBuf> {
-        Ok(crate::identity::profile_dir(&self.config_dir()?, &self.profile_name()?))
+    /// [`Self::identity`], and the profile's directory, where its key,
+    /// certificate and the Agents it last read from are kept.
+    pub fn identity_and_dir(&self) -> Result<(heimdall_sdk::Identity, PathBuf)> {
+        let (config_dir, name) = (self.config_dir()?, self.profile_name()?);
+        let identity = crate::identity::load(&config_dir, &name)?;
+        Ok((identity, crate::identity::profile_dir(&config_dir, &name)))
     }
 
     /// `--profile` / `HEIMDALL_PROFILE`, else the current one.
@@ -151,12 +152,14 @@ pub fn ca_from_env() -> Result<Option<String>> {
 }
 
 /// A client for `url`: trusting only `ca` (the installation CA, and only a
-/// server that names the API) when given, else the system's roots.
-pub fn connect(url: &str, token: &str, ca: Option<&str>) -> Result<Client> {
-    Ok(match ca {
+/// server that names the API) when given, else the system's roots; waiting
+/// as long as `timeouts` says.
+pub fn connect(url: &str, token: &str, ca: Option<&str>, timeouts: Timeouts) -> Result<Client> {
+    let client = match ca {
         Some(pem) => Client::with_ca(url, Some(token), pem)?,
         None => Client::new(url, token)?,
-    })
+    };
+    Ok(client.with_timeouts(timeouts)?)
 }
 
 pub async fn run(cli: Cli) -> Result<()> {

@@ -38,6 +38,5 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<()> {
     }
     // Only returns if the program could not be started.
     let err = command.exec();
-    drop(values);
     Err(CliError::local(format!("cannot run {}: {err}", program.to_string_lossy())))
 }

@@ -174,12 +174,11 @@ pub async fn ask_holders(
     agent_url: Option<&str>,
     ask: Ask<'_>,
 ) -> Result<Vec<heimdall_core::wire::ValueAnswer>> {
-    let (identity, timeouts) = (ctx.identity()?, ctx.timeouts()?);
+    let ((identity, profile_dir), timeouts) = (ctx.identity_and_dir()?, ctx.timeouts()?);
     let secret = match ask {
         Ask::One { secret, .. } => secret,
         Ask::Many(secrets) => secrets.first().map_or("", String::as_str),
     };
-    let profile_dir = ctx.profile_dir()?;
     let holders = match ctx.client()?.secret_holders(secret, environment).await {
         Ok(holders) => {
             crate::holders::remember(&profile_dir, environment, &holders, time::OffsetDateTime::now_utc());
