@@ -127,4 +127,16 @@ fn the_binaries_are_thin() {
         let lines = std::fs::read_to_string(workspace().join(main)).unwrap().lines().count();
         assert!(lines < 150, "{main} has {lines} lines");
     }
+    // `heimdall dev` spawns, supervises and prints; the API and the Agent
+    // own their files.
+    let dev = workspace().join("heimdall-cli/src/dev");
+    let lines: usize = std::fs::read_dir(&dev)
+        .unwrap()
+        .map(|file| std::fs::read_to_string(file.unwrap().path()).unwrap().lines().count())
+        .sum();
+    assert!(lines < 700, "heimdall-cli/src/dev/ has {lines} lines");
+    for file in std::fs::read_dir(&dev).unwrap() {
+        let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+        assert!(!text.contains("toml::") && !text.contains("replacen"), "heimdall dev edits a TOML file");
+    }
 }

@@ -22,6 +22,8 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
     let tour = readme_tour();
     assert!(tour.len() >= 10, "the README tour is too short to mean anything: {tour:?}");
     for line in &tour {
+        // What the banner tells a newcomer to try is this tour, line by line.
+        assert!(dev.banner.contains(&format!("  {line}\n")), "the banner lacks {line:?}:\n{}", dev.banner);
         // No waiting: an Agent that meets a secret it has not heard of
         // syncs on the spot.
         let out = dev.sh(line);

@@ -26,9 +26,11 @@ use crate::config::{AgentConfig, StateConfig};
 use crate::configure::{self, Configured, Settings};
 use crate::enroll::{self, EnrollOptions};
 
-/// `dev-setup` ends with this exit code when it finds no Terraform, so
-/// that `heimdall dev` can say how to install one.
-pub const NO_TERRAFORM_EXIT: u8 = 3;
+/// What `dev-setup` prints after its `error:` line when it finds no
+/// Terraform; `heimdall dev` shows a `fix:` line as the way out.
+const INSTALL_TERRAFORM: &str = "run `bash scripts/install-test-tools.sh` in the Heimdall repository (it \
+    installs terraform in ./.venv), or put any terraform on PATH (or pass --terraform PATH), then restart \
+    `heimdall dev`";
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct DevSetup {
@@ -79,6 +81,8 @@ impl From<String> for SetupError {
 #[derive(Debug, Serialize)]
 pub struct Ready {
     pub enrolled_now: bool,
+    /// The Agent's id (from its certificate's URI SAN): who to wait for.
+    pub agent_id: heimdall_core::ids::AgentId,
     /// For the person running `heimdall dev` (what changed, what was ignored).
     pub notes: Vec<String>,
     #[serde(flatten)]
@@ -86,7 +90,7 @@ pub struct Ready {
 }
 
 /// `heimdall-agent dev-setup`: prints [`Ready`] as JSON, or the error
-/// (exit [`NO_TERRAFORM_EXIT`] when there is no Terraform, else 1).
+/// (and, when there is no Terraform, a `fix:` line saying how to get one).
 pub fn main(options: &DevSetup) -> std::process::ExitCode {
     // One thread: the token is taken out of the environment with nothing
     // else running.
@@ -103,13 +107,12 @@ pub fn main(options: &DevSetup) -> std::process::ExitCode {
         println!("{json}");
         Ok(())
     });
-    let (code, message) = match printed {
+    match printed {
         Ok(()) => return std::process::ExitCode::SUCCESS,
-        Err(SetupError::NoTerraform(message)) => (NO_TERRAFORM_EXIT, message),
-        Err(SetupError::Failed(message)) => (1, message),
-    };
-    eprintln!("error: {message}");
-    std::process::ExitCode::from(code)
+        Err(SetupError::NoTerraform(message)) => eprintln!("error: {message}\nfix: {INSTALL_TERRAFORM}"),
+        Err(SetupError::Failed(message)) => eprintln!("error: {message}"),
+    }
+    std::process::ExitCode::FAILURE
 }
 
 /// Enrolls (once) and configures the dev Agent. `token` is asked for only
@@ -133,7 +136,8 @@ pub async fn setup(
             agent_dir.display()
         ));
     }
-    let terraform = AgentConfig::load(&config_file)?.terraform.path;
+    let loaded = AgentConfig::load(&config_file)?;
+    let (agent_id, terraform) = (loaded.agent_id()?, loaded.terraform.path);
     let settings = Settings {
         api_url: Some(options.agent_api.clone()),
         sqlite: Some(options.data.join("agent-values.db")),
@@ -158,7 +162,7 @@ pub async fn setup(
         let file = config_file.display();
         notes.extend(configured.changed.iter().map(|key| format!("{key} updated in {file}")));
     }
-    Ok(Ready { enrolled_now, notes, configured })
+    Ok(Ready { enrolled_now, agent_id, notes, configured })
 }
 
 async fn enroll_once(

@@ -1,9 +1,11 @@
 //! `heimdall dev`.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::Args;
+
+use crate::error::CliError;
 
 #[derive(Debug, Args)]
 #[command(after_help = "The Agent is enrolled once, the first time: its Terraform (pinned by SHA-256) and \
@@ -23,4 +25,68 @@ pub struct DevArgs {
     /// every local module under the directory `heimdall dev` runs in]
     #[arg(long = "allow-module", value_name = "GLOB")]
     pub allow_modules: Vec<String>,
+}
+
+/// Where `heimdall dev` puts each of its three servers, from `--listen`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DevAddresses {
+    pub api: SocketAddr,
+    /// The Agent channel (mTLS): the port after the API's.
+    pub agent_channel: SocketAddr,
+    /// The Agent's local API: the port after that.
+    pub local_api: SocketAddr,
+}
+
+impl DevArgs {
+    /// `--listen` validated: it needs a port with room for the two after it.
+    pub fn addresses(&self) -> crate::error::Result<DevAddresses> {
+        let listen = self.listen;
+        let after = |n| listen.port().checked_add(n).map(|port| SocketAddr::new(listen.ip(), port));
+        match (listen.port(), after(1), after(2)) {
+            (0, ..) => Err(CliError::usage("--listen needs a port (the Agent takes the two after it)")),
+            (_, Some(agent_channel), Some(local_api)) => {
+                Ok(DevAddresses { api: listen, agent_channel, local_api })
+            }
+            _ => Err(CliError::usage("--listen's port must leave room for the Agent's two after it")),
+        }
+    }
+}
+
+/// Where a client reaches a server listening on `addr`.
+pub fn client_addr(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), addr.port()),
+        IpAddr::V6(ip) if ip.is_unspecified() => SocketAddr::new(Ipv6Addr::LOCALHOST.into(), addr.port()),
+        _ => addr,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_leaves_room_for_the_agent() {
+        let args = |listen: &str| DevArgs {
+            data: PathBuf::new(),
+            listen: listen.parse().unwrap(),
+            terraform: None,
+            allow_modules: Vec::new(),
+        };
+        let ports = |listen: &str| {
+            let a = args(listen).addresses().ok()?;
+            Some([a.api, a.agent_channel, a.local_api].map(|a| a.to_string()))
+        };
+        assert_eq!(
+            ports("127.0.0.1:7480"),
+            Some(["127.0.0.1:7480", "127.0.0.1:7481", "127.0.0.1:7482"].map(String::from))
+        );
+        assert_eq!(ports("[::]:9000"), Some(["[::]:9000", "[::]:9001", "[::]:9002"].map(String::from)));
+        assert_eq!([ports("127.0.0.1:65534"), ports("127.0.0.1:0")], [None, None]);
+        let client = |addr: &str| client_addr(addr.parse().unwrap()).to_string();
+        assert_eq!(
+            [client("0.0.0.0:1"), client("[::]:1"), client("127.0.0.2:1")],
+            ["127.0.0.1:1", "[::1]:1", "127.0.0.2:1"]
+        );
+    }
 }

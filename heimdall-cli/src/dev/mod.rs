@@ -7,17 +7,16 @@
 //! SIGTERM or SIGHUP. It spawns, supervises and prints: the API and the
 //! Agent write their own files.
 //!
-//! The API listens on `--listen`, the Agent channel (mTLS) on the next port
-//! and the Agent's local API on the one after. The children run in their
-//! own process groups, so a Ctrl-C in the terminal reaches only `heimdall
-//! dev`, which stops them in order: the Agent (it finishes the jobs it is
-//! running, for up to 30 s), then the API.
+//! The ports are `--listen`'s and the two after it ([`DevAddresses`]). The
+//! children run in their own process groups, so a Ctrl-C in the terminal
+//! reaches only `heimdall dev`, which stops them in order: the Agent (it
+//! finishes the jobs it is running, for up to 30 s), then the API.
 
 mod agent;
 mod banner;
 mod supervisor;
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -27,7 +26,7 @@ use heimdall_core::Redacted;
 use heimdall_sdk::Client;
 use tokio::process::Command;
 
-use crate::args::DevArgs;
+use crate::args::{client_addr, DevAddresses, DevArgs};
 use crate::commands::Context;
 use crate::config::{Config, Profile};
 use crate::error::{CliError, Result};
@@ -51,8 +50,7 @@ struct Dev {
 }
 
 pub async fn run(ctx: &Context, args: DevArgs) -> Result<()> {
-    // Listening from the start: a Ctrl-C during start-up stops the children
-    // too (they are in their own process groups, out of the terminal's reach).
+    // From the start: a Ctrl-C during start-up stops the children too.
     let mut signals = Signals::listen()?;
     let (mut api, mut agent, data) = tokio::select! {
         started = start(ctx, &args) => started?,
@@ -61,8 +59,9 @@ pub async fn run(ctx: &Context, args: DevArgs) -> Result<()> {
             return Err(CliError::local(format!("{stop} while starting; nothing is left running")));
         }
     };
-    let stopped = supervisor::wait_for_stop(&mut signals, &mut api, agent.service()).await;
-    if let AgentState::Running { service, .. } = agent {
+    let stopped =
+        supervisor::wait_for_stop(&mut signals, &mut api, agent.as_mut().ok().map(|a| &mut a.service)).await;
+    if let Ok(agent::Running { service, .. }) = agent {
         eprintln!("Stopping the Agent (it finishes the jobs it is running first)…");
         if let Some(why) = service.terminate(Duration::from_secs(30), &mut signals).await {
             eprintln!(
@@ -91,22 +90,22 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, Pa
         .canonicalize()
         .map_err(|err| CliError::local(format!("cannot resolve {}: {err}", dir.display())))?;
     let database_url = format!("sqlite://{}", data.join("heimdall.db").display());
-    let [agent_listen, local_api] = ports_after(args.listen)?;
+    let DevAddresses { api: listen, agent_channel: agent_listen, local_api } = args.addresses()?;
     let uses = ["--listen", "the Agent channel, on the port after --listen's", "its local API, on the next"];
-    for (addr, what) in [args.listen, agent_listen, local_api].into_iter().zip(uses) {
+    for (addr, what) in [listen, agent_listen, local_api].into_iter().zip(uses) {
         ensure_port_free(addr, what)?;
     }
 
     let token = ensure_bootstrapped(&api_binary, &data, &database_url).await?;
     let agent_url = format!("https://{}", client_addr(agent_listen));
     let mut command = Command::new(&api_binary);
-    command.args(["serve", "--database-url", &database_url, "--listen", &args.listen.to_string()]);
+    command.args(["serve", "--database-url", &database_url, "--listen", &listen.to_string()]);
     command.args(["--agent-listen", &agent_listen.to_string(), "--agent-public-url", &agent_url]);
     command.arg("--ca-dir").arg(data.join("ca"));
     let mut api = Service::spawn(API_BINARY, command, &data.join(LOG_FILE))?;
     // HTTPS with a certificate from the installation CA, which the API
     // makes in `ca/` on its first start; the dev profile trusts only it.
-    let api_url = format!("https://{}", client_addr(args.listen));
+    let api_url = format!("https://{}", client_addr(listen));
     let ca_pem = supervisor::wait_until_healthy(&mut api, &api_url, &data.join("ca/ca.pem")).await?;
     let client = Client::with_ca(&api_url, Some(token.expose().as_str()), &ca_pem)?;
     let me = client.whoami().await?;
@@ -132,9 +131,8 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, Pa
     Ok((api, agent, dev.data))
 }
 
-/// The owner's token, in `DIR/owner.token`: `heimdall-api bootstrap
-/// --if-absent` writes it (0600) on the first start, and on every later one
-/// checks that it still opens the database.
+/// The owner's token, in `DIR/owner.token`: `heimdall-api bootstrap --if-absent`
+/// writes it (0600) once, then checks on every start that it opens the database.
 async fn ensure_bootstrapped(api_binary: &Path, data: &Path, database_url: &str) -> Result<Redacted<String>> {
     let token_path = data.join("owner.token");
     let mut command = Command::new(api_binary);
@@ -171,46 +169,5 @@ fn ensure_port_free(addr: SocketAddr, what: &str) -> Result<()> {
              address with --listen 127.0.0.1:PORT"
         ))),
         Err(err) => Err(CliError::local(format!("cannot listen on {addr} ({what}): {err}"))),
-    }
-}
-
-/// The Agent channel's port and its local API's: the two after the API's.
-fn ports_after(listen: SocketAddr) -> Result<[SocketAddr; 2]> {
-    let after = |n| listen.port().checked_add(n).map(|port| SocketAddr::new(listen.ip(), port));
-    match (listen.port(), after(1), after(2)) {
-        (0, ..) => Err(CliError::usage("--listen needs a port (the Agent takes the two after it)")),
-        (_, Some(channel), Some(local_api)) => Ok([channel, local_api]),
-        _ => Err(CliError::usage("--listen's port must leave room for the Agent's two after it")),
-    }
-}
-
-/// Where a client reaches a server listening on `addr`.
-fn client_addr(addr: SocketAddr) -> SocketAddr {
-    match addr.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), addr.port()),
-        IpAddr::V6(ip) if ip.is_unspecified() => SocketAddr::new(Ipv6Addr::LOCALHOST.into(), addr.port()),
-        _ => addr,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ports_and_addresses() {
-        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = taken.local_addr().unwrap();
-        let err = ensure_port_free(addr, "--listen").unwrap_err().to_string();
-        assert!(err.contains(&addr.to_string()) && err.contains("already in use"), "{err}");
-        let client = |addr: &str| client_addr(addr.parse().unwrap()).to_string();
-        assert_eq!(
-            [client("0.0.0.0:1"), client("[::]:1"), client("127.0.0.2:1")],
-            ["127.0.0.1:1", "[::1]:1", "127.0.0.2:1"]
-        );
-        let next = |addr: &str| ports_after(addr.parse().unwrap()).ok().map(|a| a.map(|a| a.to_string()));
-        assert_eq!(next("127.0.0.1:7480"), Some(["127.0.0.1:7481".into(), "127.0.0.1:7482".into()]));
-        assert_eq!(next("[::]:9000"), Some(["[::]:9001".into(), "[::]:9002".into()]));
-        assert_eq!([next("127.0.0.1:65534"), next("127.0.0.1:0")], [None, None]);
     }
 }

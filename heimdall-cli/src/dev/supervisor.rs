@@ -14,7 +14,7 @@ use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::{sleep, timeout, Instant};
 
-use super::agent::{log_fix, Off, AGENT_NAME};
+use super::agent::{log_fix, Off};
 use crate::error::{CliError, Result};
 
 const TAIL_LINES: usize = 20;
@@ -24,28 +24,26 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed): each stops
 /// `heimdall dev`, in order.
-pub(super) struct Signals {
-    interrupt: Signal,
-    terminate: Signal,
-    hangup: Signal,
-}
+pub(super) struct Signals([Signal; 3]);
 
 impl Signals {
     pub(super) fn listen() -> Result<Self> {
-        let listen = |kind, name: &str| {
-            signal(kind).map_err(|err| CliError::local(format!("cannot listen for {name}: {err}")))
-        };
-        let (interrupt, terminate) =
-            (listen(SignalKind::interrupt(), "Ctrl-C")?, listen(SignalKind::terminate(), "SIGTERM")?);
-        Ok(Self { interrupt, terminate, hangup: listen(SignalKind::hangup(), "SIGHUP")? })
+        let listen =
+            |kind| signal(kind).map_err(|err| CliError::local(format!("cannot listen for signals: {err}")));
+        Ok(Self([
+            listen(SignalKind::interrupt())?,
+            listen(SignalKind::terminate())?,
+            listen(SignalKind::hangup())?,
+        ]))
     }
 
     /// The next signal, as what it does to `heimdall dev`.
     pub(super) async fn recv(&mut self) -> &'static str {
+        let [interrupt, terminate, hangup] = &mut self.0;
         tokio::select! {
-            _ = self.interrupt.recv() => "interrupted",
-            _ = self.terminate.recv() => "terminated",
-            _ = self.hangup.recv() => "hung up",
+            _ = interrupt.recv() => "interrupted",
+            _ = terminate.recv() => "terminated",
+            _ = hangup.recv() => "hung up",
         }
     }
 }
@@ -58,13 +56,9 @@ pub(super) async fn wait_for_stop(
     agent: Option<&mut Service>,
 ) -> Result<()> {
     let agent_exit = async move {
-        match agent {
-            Some(agent) => {
-                let status = agent.child.wait().await;
-                (&*agent, status)
-            }
-            None => std::future::pending().await,
-        }
+        let Some(agent) = agent else { return std::future::pending().await };
+        let status = agent.child.wait().await;
+        (&*agent, status)
     };
     let (service, status) = tokio::select! {
         _ = signals.recv() => return Ok(()),
@@ -89,12 +83,7 @@ impl Service {
     /// reaches only `heimdall dev`, which stops the children in order).
     pub(super) fn spawn(name: &'static str, mut command: Command, log_path: &Path) -> Result<Self> {
         let cannot = |err| CliError::local(format!("cannot open {}: {err}", log_path.display()));
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(log_path)
-            .map_err(cannot)?;
+        let log = open_log(log_path).map_err(cannot)?;
         let log_start = log.metadata().map_err(cannot)?.len();
         // Plain text in the log, not terminal colours.
         command
@@ -124,15 +113,12 @@ impl Service {
 
     /// Polls `ready` until it answers, for up to `limit` (then `None`); the
     /// child exiting first is an error.
-    async fn until<T, F>(
+    async fn until<T, F: Future<Output = Option<T>>>(
         &mut self,
         limit: Duration,
         when: &str,
         mut ready: impl FnMut() -> F,
-    ) -> Result<Option<T>>
-    where
-        F: Future<Output = Option<T>>,
-    {
+    ) -> Result<Option<T>> {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().map_err(|err| CliError::local(err.to_string()))? {
@@ -173,16 +159,14 @@ impl Service {
 /// check over HTTPS with a certificate from that CA; returns the CA (PEM).
 pub(super) async fn wait_until_healthy(api: &mut Service, api_url: &str, ca_file: &Path) -> Result<String> {
     let ready = move || async move {
+        // Not there yet, or not all written yet: try again.
         let ca_pem = std::fs::read_to_string(ca_file).ok()?;
-        let probe = match Client::with_ca(api_url, None, &ca_pem) {
-            Ok(probe) => probe,
-            Err(err) => return Some(Err(err)),
-        };
-        matches!(timeout(Duration::from_secs(2), probe.health()).await, Ok(Ok(_))).then_some(Ok(ca_pem))
+        let probe = Client::with_ca(api_url, None, &ca_pem).ok()?;
+        matches!(timeout(Duration::from_secs(2), probe.health()).await, Ok(Ok(_))).then_some(ca_pem)
     };
     let limit = Duration::from_secs(30);
     match api.until(limit, "before it was ready", ready).await? {
-        Some(ca_pem) => Ok(ca_pem?),
+        Some(ca_pem) => Ok(ca_pem),
         None => Err(CliError::local(format!(
             "{} did not answer {api_url}/v1/health within {}s{}",
             api.name,
@@ -192,24 +176,23 @@ pub(super) async fn wait_until_healthy(api: &mut Service, api_url: &str, ca_file
     }
 }
 
-/// Until the dev Agent's first claim reaches the API (its `last_seen_at`
-/// moves past `since`): `Ok(true)`; `Ok(false)` if that takes longer than
-/// [`AGENT_READY`]. An Agent that exits, or was revoked, is `Err`.
+/// Until the dev Agent (by its id, not its name) first reaches the API
+/// (its `last_seen_at` moves past `since`): `Ok(true)`; `Ok(false)` if that
+/// takes longer than [`AGENT_READY`]. An Agent that exits, or was revoked, is `Err`.
 pub(super) async fn wait_until_connected(
     client: &Client,
     agent: &mut Service,
-    agent_dir: &Path,
+    (agent_id, agent_dir): (&str, &Path),
     since: time::OffsetDateTime,
 ) -> std::result::Result<bool, Off> {
     let ready = move || async move {
-        let agents = client.list_agents().await.ok()?;
-        let mine: Vec<_> = agents.iter().filter(|a| a.name == AGENT_NAME).collect();
-        if mine.iter().any(|a| a.revoked_at.is_none() && a.last_seen_at.is_some_and(|at| at >= since)) {
-            return Some(Ok(true));
+        let agent = client.get_agent(agent_id).await.ok()?.agent;
+        let fix = format!("remove {} and restart `heimdall dev` to enroll a new one", agent_dir.display());
+        match (agent.revoked_at, agent.last_seen_at) {
+            (Some(_), _) => Some(Err(Off { why: format!("the Agent {agent_id} was revoked"), fix })),
+            (None, Some(at)) if at >= since => Some(Ok(true)),
+            (None, _) => None,
         }
-        let revoked = !mine.is_empty() && mine.iter().all(|a| a.revoked_at.is_some());
-        let fix = || format!("remove {} and restart `heimdall dev` to enroll a new one", agent_dir.display());
-        revoked.then(|| Err(Off { why: format!("the Agent \"{AGENT_NAME}\" was revoked"), fix: fix() }))
     };
     match agent.until(AGENT_READY, "at start", ready).await {
         Ok(answer) => answer.unwrap_or(Ok(false)),
@@ -217,9 +200,11 @@ pub(super) async fn wait_until_connected(
     }
 }
 
-/// Why a set-up step failed: `exit` is `None` when it could not be started.
+/// Why a set-up step failed, and the way out if it said (`fix:`); `exit`
+/// is `None` when it could not be started.
 pub(super) struct StepFailed {
     pub why: String,
+    pub fix: Option<String>,
     pub exit: Option<ExitStatus>,
 }
 
@@ -233,21 +218,31 @@ pub(super) async fn run_step(
     log: &Path,
 ) -> std::result::Result<String, StepFailed> {
     let output = command.env("NO_COLOR", "1").stdin(Stdio::null()).kill_on_drop(true).output().await;
-    let output = output.map_err(|err| StepFailed { why: format!("cannot run {name}: {err}"), exit: None })?;
+    let output = output.map_err(|err| StepFailed {
+        why: format!("cannot run {name}: {err}"),
+        fix: None,
+        exit: None,
+    })?;
     let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     let lines: Vec<String> = stdout.lines().chain(stderr.lines()).map(str::to_owned).collect();
-    if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(log) {
+    if let Ok(mut file) = open_log(log) {
         lines.iter().for_each(|line| drop(writeln!(file, "{line}")));
     }
     if output.status.success() {
         return Ok(stdout.into_owned());
     }
-    let error = lines.iter().rev().find_map(|line| line.strip_prefix("error: ")).map(str::to_owned);
+    let said = |prefix| lines.iter().rev().find_map(|line| line.strip_prefix(prefix)).map(str::to_owned);
+    let (error, fix) = (said("error: "), said("fix: "));
     let why = error.unwrap_or_else(|| {
         let tail = tail_block(lines.into_iter(), Some(log));
         format!("`{name}` failed ({}){tail}", output.status)
     });
-    Err(StepFailed { why, exit: Some(output.status) })
+    Err(StepFailed { why, fix, exit: Some(output.status) })
+}
+
+/// A log file, appended to, readable only by its owner.
+fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path)
 }
 
 /// The last lines of a child's output, to end an error message with.
