@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use heimdall_core::authz::{self, secret_target, Action, CatalogTree, OrgPolicies, Principal};
 use heimdall_core::ids::{CatalogId, MemberId, OrgId};
+use heimdall_core::program::{self, ProgramScope, Verb};
 use heimdall_core::secrets::{reaches, Reach};
 use heimdall_core::wire::{SyncMember, SyncResponse, SyncSecret};
 use heimdall_core::{ApiError, ErrorCode};
@@ -143,15 +144,7 @@ impl PolicySnapshot {
         environment: &str,
         now: OffsetDateTime,
     ) -> Result<AllowedRead, ApiError> {
-        if now - self.received_at > MAX_POLICY_AGE {
-            return Err(ApiError::new(
-                ErrorCode::PolicyStale,
-                format!(
-                    "this Agent has not synced with the API for more than {} hours; reads resume after the next sync",
-                    MAX_POLICY_AGE.whole_hours()
-                ),
-            ));
-        }
+        self.check_fresh(now)?;
         // (certificate, key, secret, environment) decides the same way for
         // as long as this snapshot lives.
         let key = (cert_sha256.to_owned(), key_sha256.to_owned(), secret.to_owned(), environment.to_owned());
@@ -166,6 +159,80 @@ impl PolicySnapshot {
             decided.insert(key, decision.clone());
         }
         decision
+    }
+
+    /// `POLICY_STALE` once the snapshot is older than [`MAX_POLICY_AGE`].
+    fn check_fresh(&self, now: OffsetDateTime) -> Result<(), ApiError> {
+        if now - self.received_at > MAX_POLICY_AGE {
+            return Err(ApiError::new(
+                ErrorCode::PolicyStale,
+                format!(
+                    "this Agent has not synced with the API for more than {} hours; reads resume after the next sync",
+                    MAX_POLICY_AGE.whole_hours()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Decides a read of `secret` in `environment` by the program holding a
+    /// token of `scope`, known in records and policies as `accessor`: the
+    /// scope permits (`heimdall_core::program::check`), the organization's
+    /// `forbid` policies can still refuse (`authz::forbids_program`), and a
+    /// personal secret is never reached.
+    pub fn decide_program_read(
+        &self,
+        scope: &ProgramScope,
+        accessor: &str,
+        secret: &str,
+        environment: &str,
+        now: OffsetDateTime,
+    ) -> Result<AllowedRead, ApiError> {
+        self.check_fresh(now)?;
+        let (environment_id, env_name) =
+            self.environment(environment).ok_or_else(|| ApiError::not_found("environment"))?;
+        let found = self.secrets.get(secret);
+        let personal = found.is_none_or(|s| s.owner_id.is_some() || s.personal_owner.is_some());
+        program::check(scope, Verb::Read, secret, personal, env_name, now)?;
+        let found = found.ok_or_else(|| ApiError::not_found("secret"))?;
+        let target = secret_target(found.id, found.owner_id, &found.components, &self.catalog);
+        authz::forbids_program(
+            self.org,
+            &scope.id,
+            accessor,
+            Action::SecretRead,
+            &target,
+            Some(env_name),
+            &self.policies,
+        )
+        .map_err(|_| {
+            ApiError::new(
+                ErrorCode::Forbidden,
+                format!("a policy does not allow {accessor} to read {secret} in {env_name}"),
+            )
+        })?;
+        Ok(AllowedRead {
+            org: self.org,
+            reader: accessor.to_owned(),
+            secret: found.name.clone(),
+            environment_id,
+            environment: env_name.to_owned(),
+        })
+    }
+
+    /// The organization secrets (never a personal one) a token's scope
+    /// names, as of the last sync: what `dataFrom.extract` may hold.
+    pub fn program_secrets(&self, scope: &ProgramScope) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .secrets
+            .values()
+            .filter(|s| {
+                s.owner_id.is_none() && s.personal_owner.is_none() && program::reaches(scope, &s.name)
+            })
+            .map(|s| s.name.clone())
+            .collect();
+        names.sort();
+        names
     }
 
     fn decide_with_cedar(

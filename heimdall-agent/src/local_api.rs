@@ -15,12 +15,20 @@
 //! - Read many (`POST /v1/values`, for `heimdall run`): each decided and
 //!   loaded like a read, then every record in one commit, then the
 //!   values; one refusal refuses them all, and nothing is recorded.
+//! - Programs: a connection may come without a client certificate, and
+//!   then a request must carry a program token (`Authorization: Bearer`,
+//!   [`crate::program_tokens`]). A token reads only (`heimdall_core::program`)
+//!   and is recorded as `program NAME@AGENT`. `GET /v1/eso/{environment}/{key}`
+//!   is the External Secrets Operator's webhook contract: `{"value": …}`,
+//!   404 for an unknown, out-of-scope or deactivated secret, and key `*`
+//!   for every secret of the token's scope holding a value there.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::header::AUTHORIZATION;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
@@ -49,15 +57,73 @@ pub struct LocalApi {
     pub policy: SharedPolicy,
     pub grants: GrantVerifier,
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// Program tokens; `None`: only people's certificates are accepted.
+    pub tokens: Option<Arc<crate::program_tokens::TokenFile>>,
 }
 
-/// The verified client certificate of a connection, and where it came from.
+/// A connection: its verified client certificate, if it presented one,
+/// and where it came from.
 #[derive(Clone, Debug)]
 pub struct Peer {
+    pub cert: Option<PeerCert>,
+    pub addr: SocketAddr,
+}
+
+/// A person's verified client certificate.
+#[derive(Clone, Debug)]
+pub struct PeerCert {
     pub cert_sha256: String,
     /// SHA-256 of the certificate's public key: what a personal secret is bound to.
     pub key_sha256: String,
-    pub addr: SocketAddr,
+}
+
+/// Who asks: a person (by certificate) or a program (by token).
+#[derive(Clone, Debug)]
+pub(crate) enum Caller {
+    Person(PeerCert),
+    Program { scope: heimdall_core::program::ProgramScope, accessor: String },
+}
+
+/// The caller of a request: exactly one of a client certificate and a
+/// program token, else `UNAUTHENTICATED`.
+pub(crate) fn caller(state: &LocalApi, peer: &Peer, headers: &HeaderMap) -> Result<Caller, Refusal> {
+    let unauthenticated = |why: &str| Refusal(ApiError::new(ErrorCode::Unauthenticated, why.to_owned()));
+    let bearer = match headers.get(AUTHORIZATION) {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .ok_or_else(|| unauthenticated("Authorization must be `Bearer <program token>`"))?,
+        ),
+    };
+    match (&peer.cert, bearer, &state.tokens) {
+        (Some(_), Some(_), _) => {
+            Err(unauthenticated("present a client certificate or a program token, not both"))
+        }
+        (Some(cert), None, _) => Ok(Caller::Person(cert.clone())),
+        (None, Some(token), Some(tokens)) => {
+            let scope = tokens.authenticate(token, state.clock.now())?;
+            let accessor = heimdall_core::program::accessor(&scope.name, &state.agent.to_string());
+            Ok(Caller::Program { scope, accessor })
+        }
+        (None, Some(_), None) => Err(unauthenticated("this Agent accepts no program tokens")),
+        (None, None, _) => {
+            Err(unauthenticated("present a client certificate (`heimdall login`) or a program token"))
+        }
+    }
+}
+
+/// A person's certificate, for what only people do.
+fn person(state: &LocalApi, peer: &Peer, headers: &HeaderMap) -> Result<PeerCert, Refusal> {
+    match caller(state, peer, headers)? {
+        Caller::Person(cert) => Ok(cert),
+        Caller::Program { .. } => Err(Refusal(ApiError::new(
+            ErrorCode::Forbidden,
+            "a program token only reads; writing a value takes a person's client certificate",
+        ))),
+    }
 }
 
 /// An [`ApiError`] as a response: `{"error": {...}}` with its status.
@@ -96,6 +162,7 @@ pub fn router(state: LocalApi) -> Router {
         .route("/v1/health", get(health))
         .route("/v1/secrets/{name}/value", get(read).put(write))
         .route("/v1/values", axum::routing::post(read_many))
+        .route("/v1/eso/{environment}/{key}", get(crate::eso::read))
         .fallback(|| async { Refusal(ApiError::new(ErrorCode::NotFound, "no such route")) })
         // A 1 MiB value, JSON-escaped, with room for the grant.
         .layer(axum::extract::DefaultBodyLimit::max(8 * MAX_VALUE_LEN))
@@ -168,14 +235,16 @@ fn to_u32_version(version: i64) -> Result<u32, Refusal> {
 async fn write(
     State(state): State<LocalApi>,
     Extension(peer): Extension<Peer>,
+    headers: HeaderMap,
     Path(name): Path<String>,
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<serde_json::Value>), Refusal> {
+    let cert = person(&state, &peer, &headers)?;
     // One strict parse (`heimdall_core::body`): trailing bytes and
     // duplicate keys are refused, and no error quotes the input, which
     // holds a secret.
     let body: WriteValue = heimdall_core::body::decode(&body)?;
-    let (snap, writer) = with_fresh(&state, |s| s.reader(&peer.cert_sha256)).await?;
+    let (snap, writer) = with_fresh(&state, |s| s.reader(&cert.cert_sha256)).await?;
     let grant = heimdall_core::grant::parse(body.grant.expose()).map_err(ApiError::from)?;
     let version = to_u32_version(body.version)?;
     // Every claim, in `WriteGrantClaims::check`: organization, this Agent,
@@ -188,7 +257,7 @@ async fn write(
         environment: &body.environment,
         version: body.version,
         writer: writer.member,
-        writer_key: &peer.key_sha256,
+        writer_key: &cert.key_sha256,
     };
     state.grants.verify(&grant, &target, state.clock.now()).map_err(ApiError::from)?;
     // The environment's id from the verified grant: a value can be
@@ -231,17 +300,31 @@ struct ReadQuery {
 async fn read(
     State(state): State<LocalApi>,
     Extension(peer): Extension<Peer>,
+    headers: HeaderMap,
     Path(name): Path<String>,
     Query(query): Query<ReadQuery>,
 ) -> Result<Json<ValueAnswer>, Refusal> {
-    let now = state.clock.now();
     let read = async {
-        let loaded = load(&state, &peer, &name, &query.environment, query.version, now).await?;
-        // Durable first; nothing is served that was not recorded.
-        record(&state, vec![loaded.record(&peer, state.agent, now)], &loaded.allowed.secret).await?;
-        Ok(Json(loaded.answer()?))
+        let caller = caller(&state, &peer, &headers)?;
+        Ok(Json(read_one(&state, &peer, &caller, &name, &query.environment, query.version).await?.answer()?))
     };
     counted(&state, read.await, 1)
+}
+
+/// One read, decided, loaded and recorded (durable first: nothing is
+/// served that was not recorded), not yet served.
+pub(crate) async fn read_one(
+    state: &LocalApi,
+    peer: &Peer,
+    caller: &Caller,
+    name: &str,
+    environment: &str,
+    version: Option<i64>,
+) -> Result<Loaded, Refusal> {
+    let now = state.clock.now();
+    let loaded = load(state, caller, name, environment, version, now).await?;
+    record(state, vec![loaded.record(peer, state.agent, now)], &loaded.allowed.secret).await?;
+    Ok(loaded)
 }
 
 /// Counts reads served (`served` of them) or the refusal.
@@ -262,37 +345,70 @@ const MAX_READ_VALUES: usize = crate::recorder::MAX_BATCH;
 async fn read_many(
     State(state): State<LocalApi>,
     Extension(peer): Extension<Peer>,
+    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<ValuesAnswer>, Refusal> {
-    let answer = read_all(&state, &peer, &body).await;
+    let answer = async { read_all(&state, &peer, &caller(&state, &peer, &headers)?, &body).await }.await;
     let served = answer.as_ref().map_or(1, |Json(a)| a.values.len());
     counted(&state, answer, served)
 }
 
 /// [`read_many`]'s work, uncounted.
-async fn read_all(state: &LocalApi, peer: &Peer, body: &[u8]) -> Result<Json<ValuesAnswer>, Refusal> {
+async fn read_all(
+    state: &LocalApi,
+    peer: &Peer,
+    caller: &Caller,
+    body: &[u8],
+) -> Result<Json<ValuesAnswer>, Refusal> {
     let body: ReadValues = heimdall_core::body::decode(body)?;
     if body.secrets.is_empty() || body.secrets.len() > MAX_READ_VALUES {
         return Err(Refusal(ApiError::invalid_input(format!(
             "secrets[] names 1 to {MAX_READ_VALUES} secrets"
         ))));
     }
-    let now = state.clock.now();
-    let mut loaded = Vec::with_capacity(body.secrets.len());
-    for name in &body.secrets {
-        let one = load(state, peer, name, &body.environment, None, now)
-            .await
-            .map_err(|Refusal(e)| Refusal(ApiError::new(e.code, format!("{name}: {}", e.message))))?;
-        loaded.push(one);
-    }
-    let records = loaded.iter().map(|l| l.record(peer, state.agent, now)).collect();
-    record(state, records, &body.environment).await?;
+    let loaded = load_all(state, peer, caller, &body.secrets, &body.environment).await?;
     let values = loaded.into_iter().map(Loaded::answer).collect::<Result<Vec<_>, _>>()?;
     Ok(Json(ValuesAnswer { values }))
 }
 
+/// The latest version of each of `names`, each decided and loaded, then
+/// every read recorded in one commit; one refusal (naming its secret)
+/// refuses all and records nothing.
+pub(crate) async fn load_all(
+    state: &LocalApi,
+    peer: &Peer,
+    caller: &Caller,
+    names: &[String],
+    environment: &str,
+) -> Result<Vec<Loaded>, Refusal> {
+    let now = state.clock.now();
+    let mut loaded = Vec::with_capacity(names.len());
+    for name in names {
+        let one = load(state, caller, name, environment, None, now)
+            .await
+            .map_err(|Refusal(e)| Refusal(ApiError::new(e.code, format!("{name}: {}", e.message))))?;
+        loaded.push(one);
+    }
+    record_all(state, peer, &loaded, environment, now).await?;
+    Ok(loaded)
+}
+
+/// Records every one of `loaded` in one commit (none: nothing to do).
+pub(crate) async fn record_all(
+    state: &LocalApi,
+    peer: &Peer,
+    loaded: &[Loaded],
+    what: &str,
+    now: OffsetDateTime,
+) -> Result<(), Refusal> {
+    if loaded.is_empty() {
+        return Ok(());
+    }
+    record(state, loaded.iter().map(|l| l.record(peer, state.agent, now)).collect(), what).await
+}
+
 /// A read decided and its value decrypted, not yet recorded nor served.
-struct Loaded {
+pub(crate) struct Loaded {
     allowed: crate::access::AllowedRead,
     version: u32,
     value: zeroize::Zeroizing<Vec<u8>>,
@@ -311,7 +427,7 @@ impl Loaded {
         }
     }
 
-    fn answer(self) -> Result<ValueAnswer, Refusal> {
+    pub(crate) fn answer(self) -> Result<ValueAnswer, Refusal> {
         let text = String::from_utf8(self.value.to_vec())
             .map_err(|_| Refusal(ApiError::new(ErrorCode::Internal, "the stored value is not UTF-8 text")))?;
         Ok(ValueAnswer {
@@ -325,17 +441,19 @@ impl Loaded {
 
 /// Decides a read of `name` in `environment` (its `version`, else the
 /// latest) and loads the value.
-async fn load(
+pub(crate) async fn load(
     state: &LocalApi,
-    peer: &Peer,
+    caller: &Caller,
     name: &str,
     environment: &str,
     version: Option<i64>,
     now: OffsetDateTime,
 ) -> Result<Loaded, Refusal> {
-    let (_, allowed) =
-        with_fresh(state, |s| s.decide_read(&peer.cert_sha256, &peer.key_sha256, name, environment, now))
-            .await?;
+    let (_, allowed) = with_fresh(state, |s| match caller {
+        Caller::Person(cert) => s.decide_read(&cert.cert_sha256, &cert.key_sha256, name, environment, now),
+        Caller::Program { scope, accessor } => s.decide_program_read(scope, accessor, name, environment, now),
+    })
+    .await?;
     let no_value = |version: Option<u32>| {
         let which = version.map_or_else(|| "no value".to_owned(), |v| format!("no version {v}"));
         Refusal(ApiError::new(
@@ -386,7 +504,10 @@ pub fn tls_config(
 ) -> Result<rustls::ServerConfig, String> {
     let provider = heimdall_tls::verify::provider();
     let roots = heimdall_tls::verify::roots(ca_pem)?;
+    // A certificate, when presented, must chain to the CA; a connection
+    // without one can only use a program token (`caller`).
     let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .allow_unauthenticated()
         .build()
         .map_err(|e| format!("client verifier: {e}"))?;
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
@@ -410,12 +531,15 @@ pub async fn serve(
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let admit = |certs: Option<&[rustls::pki_types::CertificateDer<'static>]>, addr| {
-        let cert = certs?.first()?;
-        Some(Peer {
-            cert_sha256: heimdall_tls::identity::sha256_hex(cert.as_ref()),
-            key_sha256: heimdall_tls::identity::spki_sha256(cert.as_ref())?,
-            addr,
-        })
+        let cert = match certs.and_then(|c| c.first()) {
+            None => None,
+            // A verified certificate whose key cannot be read: refused.
+            Some(cert) => Some(PeerCert {
+                cert_sha256: heimdall_tls::identity::sha256_hex(cert.as_ref()),
+                key_sha256: heimdall_tls::identity::spki_sha256(cert.as_ref())?,
+            }),
+        };
+        Some(Peer { cert, addr })
     };
     let stopped = async move {
         let _ = stop.wait_for(|s| *s).await;

@@ -10,8 +10,7 @@ use clap::{Parser, Subcommand};
 use heimdall_agent::configure::{self, Settings};
 use heimdall_agent::{config::StateConfig, dev, enroll, runtime};
 
-/// mimalloc: the read path allocates per request (TLS records, HTTP,
-/// JSON), and it is markedly cheaper than glibc's malloc there.
+/// mimalloc: the read path allocates per request; cheaper than glibc's there.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -74,6 +73,9 @@ enum Command {
     /// Prints JSON. `heimdall dev` runs this; people need not.
     #[command(hide = true)]
     DevSetup(dev::DevSetup),
+    /// Program tokens for this Agent's local API: made, listed and revoked here.
+    #[command(subcommand)]
+    Token(heimdall_agent::token_command::TokenCommand),
     /// Run jobs (and serve values, with [values] and [local_api]) until SIGTERM or Ctrl-C.
     Run {
         /// The agent.toml written by `enroll`.
@@ -97,6 +99,7 @@ fn main() -> ExitCode {
             })
         }
         Command::DevSetup(options) => return dev::main(&options),
+        Command::Token(command) => heimdall_agent::token_command::main(command),
         Command::Configure { config, settings, json } => {
             configure::configure(&config, &settings).map(|done| configure::print(&done, json))
         }

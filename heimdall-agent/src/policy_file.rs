@@ -7,13 +7,9 @@
 //! policy dropped) does not open, and the Agent then decides nothing until
 //! its first sync.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use base64::engine::general_purpose::STANDARD as BASE64;
-use base64::Engine;
 use heimdall_core::ids::AgentId;
 use heimdall_core::wire::SyncResponse;
 use serde::{Deserialize, Serialize};
@@ -21,7 +17,6 @@ use sha2::{Digest, Sha256};
 use time::{Duration, OffsetDateTime};
 use zeroize::Zeroizing;
 
-use crate::crypto::SealedValue;
 use crate::vault::Vault;
 
 /// The file's name, next to the Agent's certificate and key.
@@ -38,15 +33,6 @@ struct Snapshot {
     #[serde(with = "time::serde::rfc3339")]
     received_at: OffsetDateTime,
     response: SyncResponse,
-}
-
-/// The file: which data key sealed it, and the sealed bytes.
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SealedFile {
-    key_id: String,
-    nonce: String,
-    ciphertext: String,
 }
 
 /// Where this Agent keeps its snapshot, and what it last wrote there.
@@ -85,25 +71,7 @@ impl PolicyFile {
         }
         let snapshot = Snapshot { received_at, response: content };
         let plaintext = Zeroizing::new(serde_json::to_vec(&snapshot).map_err(|e| e.to_string())?);
-        let sealed = self.vault.seal_record(PURPOSE, &self.owner, &plaintext).map_err(|e| e.to_string())?;
-        let file = SealedFile {
-            key_id: sealed.key_id,
-            nonce: BASE64.encode(&sealed.nonce),
-            ciphertext: BASE64.encode(&sealed.ciphertext),
-        };
-        let bytes = serde_json::to_vec(&file).map_err(|e| e.to_string())?;
-        let temporary = self.path.with_extension("sealed.new");
-        let cannot = |e: std::io::Error| format!("cannot write {}: {e}", temporary.display());
-        let _ = std::fs::remove_file(&temporary);
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temporary)
-            .map_err(cannot)?;
-        out.write_all(&bytes).and_then(|()| out.sync_all()).map_err(cannot)?;
-        std::fs::rename(&temporary, &self.path)
-            .map_err(|e| format!("cannot replace {}: {e}", self.path.display()))?;
+        crate::sealed_file::write(&self.path, &self.vault, PURPOSE, &self.owner, &plaintext)?;
         *written = Some((digest, received_at));
         Ok(true)
     }
@@ -112,26 +80,9 @@ impl PolicyFile {
     /// file. A file that does not open (edited, another Agent's, another
     /// store's key) is an error, and nothing of it is used.
     pub fn load(&self) -> Result<Option<(SyncResponse, OffsetDateTime)>, String> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot read {}: {e}", self.path.display())),
+        let Some(plaintext) = crate::sealed_file::read(&self.path, &self.vault, PURPOSE, &self.owner)? else {
+            return Ok(None);
         };
-        let file: SealedFile = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{} is not a sealed snapshot: {e}", self.path.display()))?;
-        let decode =
-            |text: &str| BASE64.decode(text).map_err(|_| format!("{} is damaged", self.path.display()));
-        let sealed = SealedValue {
-            key_id: file.key_id,
-            nonce: decode(&file.nonce)?,
-            ciphertext: decode(&file.ciphertext)?,
-        };
-        let plaintext = self.vault.open_record(PURPOSE, &self.owner, &sealed).map_err(|_| {
-            format!(
-                "{} does not open with this Agent's keys (edited, or not this Agent's)",
-                self.path.display()
-            )
-        })?;
         let snapshot: Snapshot = serde_json::from_slice(&plaintext).map_err(|e| e.to_string())?;
         Ok(Some((snapshot.response, snapshot.received_at)))
     }
@@ -149,6 +100,8 @@ impl PolicyFile {
 mod tests {
     use super::*;
     use crate::crypto::MasterKey;
+    use base64::engine::general_purpose::STANDARD as BASE64;
+    use base64::Engine;
 
     async fn vault(dir: &Path, key: &str) -> Arc<Vault> {
         let master = MasterKey::from_text(&key.repeat(32), "test").unwrap();

@@ -55,6 +55,17 @@ pub fn prepare(path: &std::path::Path) -> Result<Prepared, String> {
     Ok(Prepared { config, master_key })
 }
 
+/// The value store of a prepared configuration, where the Agent keeps its
+/// own sealed files (next to its certificate), and its id: for commands
+/// that work on what the Agent keeps (`token`).
+pub async fn open_own(prepared: Prepared) -> Result<(Arc<Vault>, std::path::PathBuf, AgentId), String> {
+    let Prepared { config, master_key } = prepared;
+    let values = config.values.as_ref().ok_or("agent.toml has no [values]: this Agent keeps no secrets")?;
+    let vault = open_values(values, master_key).await?;
+    let dir = config.cert.parent().unwrap_or(std::path::Path::new(".")).to_owned();
+    Ok((vault, dir, config.agent_id()?))
+}
+
 /// Runs the Agent until `shutdown` resolves, then lets running work end.
 pub async fn run(
     prepared: Prepared,
@@ -275,11 +286,16 @@ async fn start_local_api(
     let state = local_api::LocalApi {
         agent: parts.agent,
         clock: parts.clock,
-        store: parts.store,
+        store: parts.store.clone(),
         recorder: parts.recorder,
         policy: parts.policy,
         grants: grant::GrantVerifier::from_ca_pem(&ca_pem)?,
         metrics: parts.metrics,
+        tokens: Some(Arc::new(crate::program_tokens::TokenFile::new(
+            config.cert.parent().unwrap_or(std::path::Path::new(".")),
+            parts.agent,
+            parts.store.clone(),
+        ))),
     };
     let listener = tokio::net::TcpListener::bind(&local.listen)
         .await

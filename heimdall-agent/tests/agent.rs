@@ -46,3 +46,6 @@ mod values;
 
 #[path = "agent/deletion.rs"]
 mod deletion;
+
+#[path = "agent/programs.rs"]
+mod programs;

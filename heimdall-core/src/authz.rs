@@ -457,10 +457,19 @@ pub fn decide(
     org_policies: &OrgPolicies,
 ) -> Decision {
     let set = &org_policies.set;
-    let Some(request_parts) = build_request(principal, action, target, environment) else {
+    authorize(&Who::from(principal), action, target, environment, set)
+}
+
+fn authorize(
+    principal: &Who<'_>,
+    action: Action,
+    target: &Target,
+    environment: Option<&str>,
+    set: &PolicySet,
+) -> Decision {
+    let Some((request, entities)) = build_request(principal, action, target, environment) else {
         return Decision::NotPermitted;
     };
-    let (request, entities) = request_parts;
     let response = cedar_policy::Authorizer::new().is_authorized(&request, set, &entities);
     match response.decision() {
         cedar_policy::Decision::Allow => Decision::Allow,
@@ -477,6 +486,42 @@ pub fn decide(
                 Decision::ForbiddenBy(forbids)
             }
         }
+    }
+}
+
+/// The organization's `forbid` policies that refuse a program (by its
+/// token's id and its accessor, `program NAME@AGENT`) this action. Its
+/// token's scope is what permits (`program::check`); no `permit` policy
+/// applies to it. Program has Member's attributes, so every policy that
+/// validates evaluates for it too.
+pub fn forbids_program(
+    org: OrgId,
+    token_id: &str,
+    accessor: &str,
+    action: Action,
+    target: &Target,
+    environment: Option<&str>,
+    org_policies: &OrgPolicies,
+) -> Result<(), Vec<String>> {
+    let who =
+        Who { org, kind: "Heimdall::Program", id: token_id.to_owned(), email: accessor, role: "program" };
+    // Forbids only: the permits are taken out, and one that always permits
+    // stands in, so that the answer is Deny exactly when a forbid matched.
+    let mut set = PolicySet::new();
+    for policy in org_policies.set.policies().filter(|p| p.effect() == cedar_policy::Effect::Forbid) {
+        set.add(policy.clone()).map_err(|e| vec![e.to_string()])?;
+    }
+    let always = cedar_policy::Policy::parse(
+        Some(cedar_policy::PolicyId::new("program-scope")),
+        "permit(principal, action, resource);",
+    )
+    .map_err(|e| vec![e.to_string()])?;
+    set.add(always).map_err(|e| vec![e.to_string()])?;
+    match authorize(&who, action, target, environment, &set) {
+        Decision::Allow => Ok(()),
+        Decision::ForbiddenBy(ids) => Err(ids),
+        // Only if the request could not be built: refuse.
+        Decision::NotPermitted => Err(vec!["(no request could be built)".to_owned()]),
     }
 }
 
@@ -507,8 +552,29 @@ fn uid(type_name: &str, id: &str) -> Option<EntityUid> {
     Some(EntityUid::from_type_name_and_id(type_name, EntityId::new(id)))
 }
 
+/// The principal of a Cedar request: a member, or a program.
+struct Who<'a> {
+    org: OrgId,
+    kind: &'static str,
+    id: String,
+    email: &'a str,
+    role: &'a str,
+}
+
+impl<'a> From<&'a Principal> for Who<'a> {
+    fn from(p: &'a Principal) -> Self {
+        Who {
+            org: p.org,
+            kind: TargetKind::Member.cedar_type(),
+            id: p.id.to_string(),
+            email: &p.email,
+            role: p.role.as_str(),
+        }
+    }
+}
+
 fn build_request(
-    principal: &Principal,
+    principal: &Who<'_>,
     action: Action,
     target: &Target,
     environment: Option<&str>,
@@ -516,11 +582,11 @@ fn build_request(
     let compiled = compiled();
     let org_uid = uid(TargetKind::Organization.cedar_type(), &principal.org.to_string())?;
 
-    let principal_uid = uid(TargetKind::Member.cedar_type(), &principal.email)?;
+    let principal_uid = uid(principal.kind, principal.email)?;
     let attrs = HashMap::from([
-        ("id".to_owned(), RestrictedExpression::new_string(principal.id.to_string())),
-        ("email".to_owned(), RestrictedExpression::new_string(principal.email.clone())),
-        ("role".to_owned(), RestrictedExpression::new_string(principal.role.as_str().to_owned())),
+        ("id".to_owned(), RestrictedExpression::new_string(principal.id.clone())),
+        ("email".to_owned(), RestrictedExpression::new_string(principal.email.to_owned())),
+        ("role".to_owned(), RestrictedExpression::new_string(principal.role.to_owned())),
     ]);
     let principal_entity =
         Entity::new(principal_uid.clone(), attrs, HashSet::from([org_uid.clone()])).ok()?;
@@ -609,6 +675,48 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.message.contains("secret.raed"), "{err:?}");
+    }
+
+    #[test]
+    fn programs_meet_forbids_but_no_permit() {
+        let org = OrgId::from_uuid(uuid::Uuid::from_u128(1));
+        let stored = |text: &str| Policy {
+            id: PolicyId::from_uuid(uuid::Uuid::from_u128(2)),
+            org_id: org,
+            name: "p".into(),
+            description: String::new(),
+            text: text.into(),
+            created_at: time::OffsetDateTime::UNIX_EPOCH,
+            created_by: "ana@example.com".into(),
+        };
+        let tree = CatalogTree::new(std::iter::empty());
+        let target = secret_target(SecretId::from_uuid(uuid::Uuid::from_u128(3)), None, &[], &tree);
+        let ask = |policies: &OrgPolicies, env| {
+            forbids_program(
+                org,
+                "0123456789abcdef",
+                "program billing-api@a1",
+                Action::SecretRead,
+                &target,
+                Some(env),
+                policies,
+            )
+        };
+        // Only the defaults: they permit members, which a program is not; its scope permits.
+        let none = OrgPolicies::compile(&[]).unwrap();
+        assert_eq!(ask(&none, "prod"), Ok(()));
+        let prod = OrgPolicies::compile(&[stored(
+            r#"forbid(principal, action == Heimdall::Action::"secret.read", resource)
+               when { context.environment == "prod" && principal.role != "owner" };"#,
+        )])
+        .unwrap();
+        assert!(ask(&prod, "prod").is_err());
+        assert_eq!(ask(&prod, "dev"), Ok(()));
+        let programs = OrgPolicies::compile(&[stored(
+            r#"forbid(principal is Heimdall::Program, action, resource) when { principal.email like "*billing*" };"#,
+        )])
+        .unwrap();
+        assert!(ask(&programs, "dev").is_err());
     }
 
     #[test]

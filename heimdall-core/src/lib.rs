@@ -31,6 +31,7 @@ pub mod names;
 pub mod notify;
 pub mod oidc;
 pub mod ports;
+pub mod program;
 pub mod queue;
 pub mod redacted;
 pub mod renewal;

@@ -1,0 +1,213 @@
+//! Program tokens, made by whoever runs the Agent (`heimdall-agent token
+//! create|list|revoke`) and local to it: the API never sees them. The
+//! list is kept sealed next to the Agent's key ([`crate::sealed_file`]):
+//! only each token's SHA-256 is in it, and a list edited without the
+//! master key does not open, so nobody adds a token by writing a file.
+//! The running Agent reads the list again whenever the file changes.
+//! What a token reaches is decided in `heimdall_core::program`.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use aes_gcm::aead::rand_core::RngCore;
+use aes_gcm::aead::OsRng;
+use heimdall_core::ids::AgentId;
+use heimdall_core::program::{self, ProgramScope, Verb};
+use heimdall_core::{ApiError, ErrorCode};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use time::OffsetDateTime;
+use zeroize::Zeroizing;
+
+use crate::vault::Vault;
+
+/// The file's name, next to the Agent's certificate and key.
+pub const FILE_NAME: &str = "program-tokens.sealed";
+/// Bound into the seal: the file opens as nothing else.
+const PURPOSE: &str = "program-tokens";
+
+/// What `token create` is asked for.
+#[derive(Clone, Debug)]
+pub struct NewToken {
+    pub name: String,
+    pub environment: String,
+    pub secrets: Vec<String>,
+    pub verbs: Vec<Verb>,
+    pub expires_at: Option<OffsetDateTime>,
+}
+
+type Stamp = (u64, SystemTime, u64);
+
+/// This Agent's token list.
+#[derive(Debug)]
+pub struct TokenFile {
+    path: PathBuf,
+    owner: String,
+    vault: Arc<Vault>,
+    /// The list as last read, and the file's (inode, modified time, length)
+    /// then: every save is a new file, so a new inode.
+    cached: Mutex<Option<(Stamp, Arc<Vec<ProgramScope>>)>>,
+}
+
+impl TokenFile {
+    pub fn new(dir: &Path, agent: AgentId, vault: Arc<Vault>) -> Self {
+        Self { path: dir.join(FILE_NAME), owner: agent.to_string(), vault, cached: Mutex::new(None) }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every token made here, revoked ones included (their records stay
+    /// meaningful).
+    pub fn list(&self) -> Result<Vec<ProgramScope>, String> {
+        let Some(plaintext) = crate::sealed_file::read(&self.path, &self.vault, PURPOSE, &self.owner)? else {
+            return Ok(Vec::new());
+        };
+        serde_json::from_slice(&plaintext).map_err(|e| format!("{}: {e}", self.path.display()))
+    }
+
+    fn save(&self, scopes: &[ProgramScope]) -> Result<(), String> {
+        let plaintext = Zeroizing::new(serde_json::to_vec(scopes).map_err(|e| e.to_string())?);
+        crate::sealed_file::write(&self.path, &self.vault, PURPOSE, &self.owner, &plaintext)
+    }
+
+    /// Makes a token: returns it (shown once) and its scope, of which only
+    /// the token's hash is kept. A name still in use by a live token is
+    /// refused, so records name one program.
+    pub fn create(
+        &self,
+        new: NewToken,
+        now: OffsetDateTime,
+    ) -> Result<(Zeroizing<String>, ProgramScope), String> {
+        program::check_new(&new.name, &new.environment, &new.secrets, &new.verbs).map_err(|e| e.message)?;
+        if new.expires_at.is_some_and(|at| at <= now) {
+            return Err("--expires must be in the future".into());
+        }
+        let mut scopes = self.list()?;
+        if scopes.iter().any(|s| s.name == new.name && program::check_alive(s, now).is_ok()) {
+            return Err(format!(
+                "a live token is already named {}; revoke it first, or pick another name",
+                new.name
+            ));
+        }
+        let mut id = [0u8; program::ID_LEN / 2];
+        let mut secret = Zeroizing::new([0u8; 32]);
+        OsRng.fill_bytes(&mut id);
+        OsRng.fill_bytes(secret.as_mut());
+        let id = hex::encode(id);
+        // Alphanumeric: hex of the 32 random bytes.
+        let token = Zeroizing::new(format!("{}{id}_{}", program::TOKEN_PREFIX, hex::encode(secret.as_ref())));
+        let scope = ProgramScope {
+            id,
+            name: new.name,
+            environment: new.environment,
+            secrets: new.secrets,
+            verbs: new.verbs,
+            created_at: now,
+            expires_at: new.expires_at,
+            revoked_at: None,
+            token_sha256: hex::encode(Sha256::digest(token.as_bytes())),
+        };
+        scopes.push(scope.clone());
+        self.save(&scopes)?;
+        Ok((token, scope))
+    }
+
+    /// Revokes the live token with this id or name; the running Agent
+    /// refuses it from its next request.
+    pub fn revoke(&self, id_or_name: &str, now: OffsetDateTime) -> Result<ProgramScope, String> {
+        let mut scopes = self.list()?;
+        let found = scopes
+            .iter_mut()
+            .find(|s| (s.id == id_or_name || s.name == id_or_name) && program::check_alive(s, now).is_ok())
+            .ok_or_else(|| format!("no live token has the id or name {id_or_name}"))?;
+        found.revoked_at = Some(now);
+        let revoked = found.clone();
+        self.save(&scopes)?;
+        Ok(revoked)
+    }
+
+    /// The scope of a presented token: found by its id, its hash compared
+    /// in constant time, and alive at `now`.
+    pub fn authenticate(&self, token: &str, now: OffsetDateTime) -> Result<ProgramScope, ApiError> {
+        let refused = || ApiError::new(ErrorCode::Unauthenticated, "this program token is not valid here");
+        let id = program::token_id(token).ok_or_else(refused)?;
+        let scopes = self.current().map_err(|e| {
+            tracing::error!(error = %e, "program tokens cannot be read; every token is refused");
+            refused()
+        })?;
+        let scope = scopes.iter().find(|s| s.id == id).ok_or_else(refused)?;
+        let presented = hex::encode(Sha256::digest(token.as_bytes()));
+        if !bool::from(presented.as_bytes().ct_eq(scope.token_sha256.as_bytes())) {
+            return Err(refused());
+        }
+        program::check_alive(scope, now)?;
+        Ok(scope.clone())
+    }
+
+    /// The list, read again only when the file changed.
+    fn current(&self) -> Result<Arc<Vec<ProgramScope>>, String> {
+        let stamp = match std::fs::metadata(&self.path) {
+            Ok(meta) => {
+                use std::os::unix::fs::MetadataExt;
+                (meta.ino(), meta.modified().map_err(|e| e.to_string())?, meta.len())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Arc::new(Vec::new())),
+            Err(e) => return Err(format!("cannot read {}: {e}", self.path.display())),
+        };
+        let mut cached = self.cached.lock().map_err(|_| "the token list's lock is poisoned".to_owned())?;
+        if let Some((_, scopes)) = cached.as_ref().filter(|(at, _)| *at == stamp) {
+            return Ok(scopes.clone());
+        }
+        let scopes = Arc::new(self.list()?);
+        *cached = Some((stamp, scopes.clone()));
+        Ok(scopes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::MasterKey;
+
+    #[tokio::test]
+    async fn tokens_are_kept_hashed_sealed_and_revocable() {
+        let dir = tempfile::tempdir().unwrap();
+        let master = MasterKey::from_text(&"5e".repeat(32), "test").unwrap();
+        let vault =
+            Arc::new(crate::store::sqlite::open(&dir.path().join("values.db"), &master).await.unwrap());
+        let agent = AgentId::from_uuid(uuid::Uuid::new_v4());
+        let file = TokenFile::new(dir.path(), agent, vault.clone());
+        let now = OffsetDateTime::UNIX_EPOCH + time::Duration::days(20_000);
+        let new = NewToken {
+            name: "billing-api".into(),
+            environment: "prod".into(),
+            secrets: vec!["billing-*".into()],
+            verbs: vec![Verb::Read],
+            expires_at: Some(now + time::Duration::days(90)),
+        };
+        let (token, scope) = file.create(new.clone(), now).unwrap();
+        assert!(file.create(new.clone(), now).is_err(), "one live token per name");
+        let on_disk = std::fs::read(file.path()).unwrap();
+        assert!(!on_disk.windows(scope.token_sha256.len()).any(|w| w == scope.token_sha256.as_bytes()));
+        assert!(!on_disk.windows(11).any(|w| w == b"billing-api"), "the list is sealed");
+        assert_eq!(file.authenticate(&token, now).unwrap().name, "billing-api");
+        let mut wrong = token.to_string();
+        wrong.pop();
+        wrong.push(if token.ends_with('0') { '1' } else { '0' });
+        assert_eq!(file.authenticate(&wrong, now).unwrap_err().code, ErrorCode::Unauthenticated);
+        let later = now + time::Duration::days(90);
+        assert_eq!(file.authenticate(&token, later).unwrap_err().code, ErrorCode::Unauthenticated);
+
+        // Another Agent's list does not open here.
+        let stranger = TokenFile::new(dir.path(), AgentId::from_uuid(uuid::Uuid::new_v4()), vault);
+        assert!(stranger.list().is_err());
+        assert_eq!(stranger.authenticate(&token, now).unwrap_err().code, ErrorCode::Unauthenticated);
+
+        file.revoke("billing-api", now).unwrap();
+        assert_eq!(file.authenticate(&token, now).unwrap_err().code, ErrorCode::Unauthenticated);
+        assert!(file.create(new, now).is_ok(), "the name is free again");
+    }
+}

@@ -1,0 +1,232 @@
+//! Program tokens: what the operator of an Agent lets one program reach,
+//! decided here for the Agent's local API. A token names one environment,
+//! the secrets it reaches (globs over names) and its verbs; it never
+//! reaches a personal secret, and organization `forbid` policies still
+//! apply to it (`authz::forbids_program`).
+//!
+//! A token is `hdp_<id>_<secret>`: `<id>` finds its scope, and only the
+//! SHA-256 of the whole token is kept, compared in constant time by the
+//! Agent. Making one (randomness) and keeping the list (a file) are the
+//! Agent's; parsing and the scope's rule are here.
+
+use globset::Glob;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::error::{ApiError, ErrorCode};
+use crate::names::validate_name;
+
+/// What a token may do. Only `read` is served today.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verb {
+    Read,
+}
+
+impl Verb {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Read => "read",
+        }
+    }
+}
+
+/// The prefix every program token starts with.
+pub const TOKEN_PREFIX: &str = "hdp_";
+/// The length of a token's id, in hex digits.
+pub const ID_LEN: usize = 16;
+
+/// One token's scope, as the Agent keeps it (never the token itself).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramScope {
+    /// The token's id: its first part, not a secret.
+    pub id: String,
+    /// Who the program is, as records and policies name it.
+    pub name: String,
+    /// The one environment it reaches, by name.
+    pub environment: String,
+    /// Globs over secret names (`billing-*`).
+    pub secrets: Vec<String>,
+    pub verbs: Vec<Verb>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub revoked_at: Option<OffsetDateTime>,
+    /// SHA-256 of the whole token, hex.
+    pub token_sha256: String,
+}
+
+/// A new scope's fields, checked before anything is made.
+pub fn check_new(name: &str, environment: &str, secrets: &[String], verbs: &[Verb]) -> Result<(), ApiError> {
+    validate_name("name", name)?;
+    validate_name("environment", environment)?;
+    if secrets.is_empty() {
+        return Err(ApiError::invalid_input(
+            "name at least one --secret (a name, or a glob such as 'billing-*')",
+        ));
+    }
+    for glob in secrets {
+        Glob::new(glob).map_err(|e| ApiError::invalid_input(format!("--secret {glob:?} is no glob: {e}")))?;
+    }
+    if verbs.is_empty() {
+        return Err(ApiError::invalid_input("name at least one --verb"));
+    }
+    Ok(())
+}
+
+/// `--expires`: `90d`, `12h` or `never`, as a lifetime (`None`: never).
+pub fn parse_expires(text: &str) -> Result<Option<time::Duration>, ApiError> {
+    if text == "never" {
+        return Ok(None);
+    }
+    let bad = || ApiError::invalid_input("--expires is a number of days or hours (90d, 12h), or never");
+    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?);
+    let number: i64 = number.parse().map_err(|_| bad())?;
+    let lifetime = match unit {
+        "d" if (1..=3660).contains(&number) => time::Duration::days(number),
+        "h" if (1..=87_840).contains(&number) => time::Duration::hours(number),
+        _ => return Err(bad()),
+    };
+    Ok(Some(lifetime))
+}
+
+/// The id of a presented token, if it has a token's shape; the rest is
+/// checked against the kept hash.
+pub fn token_id(token: &str) -> Option<&str> {
+    let rest = token.strip_prefix(TOKEN_PREFIX)?;
+    let (id, secret) = rest.split_at_checked(ID_LEN)?;
+    let secret = secret.strip_prefix('_')?;
+    let hex = |s: &str| s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    (hex(id) && secret.len() >= 32 && secret.bytes().all(|b| b.is_ascii_alphanumeric())).then_some(id)
+}
+
+/// How a program appears in access records and to policies:
+/// `program NAME@AGENT`.
+pub fn accessor(name: &str, agent: &str) -> String {
+    format!("program {name}@{agent}")
+}
+
+/// Whether `scope` lets its program `verb` the secret `secret` (personal
+/// when `owner` is some member) in `environment` at `now`. Unknown and
+/// out-of-scope secrets are alike `NOT_FOUND`, so a token learns nothing
+/// of what it cannot reach; a revoked or expired token is `UNAUTHENTICATED`.
+pub fn check(
+    scope: &ProgramScope,
+    verb: Verb,
+    secret: &str,
+    personal: bool,
+    environment: &str,
+    now: OffsetDateTime,
+) -> Result<(), ApiError> {
+    check_alive(scope, now)?;
+    if !scope.verbs.contains(&verb) {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            format!("the token of program {} may not {} secrets", scope.name, verb.as_str()),
+        ));
+    }
+    if environment != scope.environment {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            format!("the token of program {} reaches environment {} only", scope.name, scope.environment),
+        ));
+    }
+    if personal || !reaches(scope, secret) {
+        return Err(ApiError::not_found("secret"));
+    }
+    Ok(())
+}
+
+/// A token that is neither revoked nor expired.
+pub fn check_alive(scope: &ProgramScope, now: OffsetDateTime) -> Result<(), ApiError> {
+    let dead = scope.revoked_at.is_some() || scope.expires_at.is_some_and(|at| at <= now);
+    if dead {
+        return Err(ApiError::new(ErrorCode::Unauthenticated, "this program token is revoked or expired"));
+    }
+    Ok(())
+}
+
+/// Whether a secret's name is one of the scope's globs.
+pub fn reaches(scope: &ProgramScope, secret: &str) -> bool {
+    scope.secrets.iter().any(|glob| Glob::new(glob).is_ok_and(|g| g.compile_matcher().is_match(secret)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope() -> ProgramScope {
+        ProgramScope {
+            id: "0123456789abcdef".into(),
+            name: "billing-api".into(),
+            environment: "prod".into(),
+            secrets: vec!["billing-*".into(), "shared-key".into()],
+            verbs: vec![Verb::Read],
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            expires_at: Some(OffsetDateTime::UNIX_EPOCH + time::Duration::days(90)),
+            revoked_at: None,
+            token_sha256: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_token_reaches_its_scope_only() {
+        let (s, now) = (scope(), OffsetDateTime::UNIX_EPOCH + time::Duration::days(1));
+        assert!(check(&s, Verb::Read, "billing-db", false, "prod", now).is_ok());
+        assert!(check(&s, Verb::Read, "shared-key", false, "prod", now).is_ok());
+        let code = |r: Result<(), ApiError>| r.unwrap_err().code;
+        assert_eq!(code(check(&s, Verb::Read, "payments-db", false, "prod", now)), ErrorCode::NotFound);
+        assert_eq!(code(check(&s, Verb::Read, "billing-db", true, "prod", now)), ErrorCode::NotFound);
+        assert_eq!(code(check(&s, Verb::Read, "billing-db", false, "dev", now)), ErrorCode::Forbidden);
+        let later = OffsetDateTime::UNIX_EPOCH + time::Duration::days(90);
+        assert_eq!(
+            code(check(&s, Verb::Read, "billing-db", false, "prod", later)),
+            ErrorCode::Unauthenticated
+        );
+        let revoked = ProgramScope { revoked_at: Some(now), ..scope() };
+        assert_eq!(
+            code(check(&revoked, Verb::Read, "billing-db", false, "prod", now)),
+            ErrorCode::Unauthenticated
+        );
+        let no_verb = ProgramScope { verbs: vec![], ..scope() };
+        assert_eq!(code(check(&no_verb, Verb::Read, "billing-db", false, "prod", now)), ErrorCode::Forbidden);
+    }
+
+    #[test]
+    fn tokens_have_one_shape() {
+        let secret = "A".repeat(43);
+        assert_eq!(token_id(&format!("hdp_0123456789abcdef_{secret}")), Some("0123456789abcdef"));
+        for bad in [
+            format!("hdp_0123456789ABCDEF_{secret}"),
+            format!("hdp_0123456789abcde_{secret}"),
+            "hdp_0123456789abcdef_short".to_owned(),
+            format!("hdp_0123456789abcdef_{secret}!"),
+            format!("xyz_0123456789abcdef_{secret}"),
+            "hdp_".to_owned(),
+        ] {
+            assert_eq!(token_id(&bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn lifetimes_parse() {
+        assert_eq!(parse_expires("90d").unwrap(), Some(time::Duration::days(90)));
+        assert_eq!(parse_expires("12h").unwrap(), Some(time::Duration::hours(12)));
+        assert_eq!(parse_expires("never").unwrap(), None);
+        for bad in ["", "d", "0d", "90", "90w", "-1d", "1.5d"] {
+            assert!(parse_expires(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn new_scopes_are_checked() {
+        assert!(check_new("billing-api", "prod", &["billing-*".into()], &[Verb::Read]).is_ok());
+        assert!(check_new("Billing", "prod", &["x".into()], &[Verb::Read]).is_err());
+        assert!(check_new("billing-api", "prod", &[], &[Verb::Read]).is_err());
+        assert!(check_new("billing-api", "prod", &["[".into()], &[Verb::Read]).is_err());
+        assert!(check_new("billing-api", "prod", &["x".into()], &[]).is_err());
+    }
+}
