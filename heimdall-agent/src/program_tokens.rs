@@ -44,6 +44,7 @@ type Stamp = (u64, SystemTime, u64);
 pub struct TokenFile {
     path: PathBuf,
     owner: String,
+    agent: AgentId,
     vault: Arc<Vault>,
     /// The list as last read, and the file's (inode, modified time, length)
     /// then: every save is a new file, so a new inode.
@@ -52,7 +53,7 @@ pub struct TokenFile {
 
 impl TokenFile {
     pub fn new(dir: &Path, agent: AgentId, vault: Arc<Vault>) -> Self {
-        Self { path: dir.join(FILE_NAME), owner: agent.to_string(), vault, cached: Mutex::new(None) }
+        Self { path: dir.join(FILE_NAME), owner: agent.to_string(), agent, vault, cached: Mutex::new(None) }
     }
 
     pub fn path(&self) -> &Path {
@@ -97,8 +98,7 @@ impl TokenFile {
         OsRng.fill_bytes(&mut id);
         OsRng.fill_bytes(secret.as_mut());
         let id = hex::encode(id);
-        // Alphanumeric: hex of the 32 random bytes.
-        let token = Zeroizing::new(format!("{}{id}_{}", program::TOKEN_PREFIX, hex::encode(secret.as_ref())));
+        let token = Zeroizing::new(program::format_token(self.agent, &id, &hex::encode(secret.as_ref())));
         let scope = ProgramScope {
             id,
             name: new.name,
@@ -129,11 +129,12 @@ impl TokenFile {
         Ok(revoked)
     }
 
-    /// The scope of a presented token: found by its id, its hash compared
-    /// in constant time, and alive at `now`.
+    /// The scope of a presented token: made by this Agent, found by its
+    /// id, its hash compared in constant time, and alive at `now`.
     pub fn authenticate(&self, token: &str, now: OffsetDateTime) -> Result<ProgramScope, ApiError> {
         let refused = || ApiError::new(ErrorCode::Unauthenticated, "this program token is not valid here");
-        let id = program::token_id(token).ok_or_else(refused)?;
+        let parts = program::parse_token(token).filter(|p| p.agent == self.agent).ok_or_else(refused)?;
+        let id = parts.id;
         let scopes = self.current().map_err(|e| {
             tracing::error!(error = %e, "program tokens cannot be read; every token is refused");
             refused()

@@ -4,9 +4,11 @@
 //! reaches a personal secret, and organization `forbid` policies still
 //! apply to it (`authz::forbids_program`).
 //!
-//! A token is `hdp_<id>_<secret>`: `<id>` finds its scope, and only the
-//! SHA-256 of the whole token is kept, compared in constant time by the
-//! Agent. Making one (randomness) and keeping the list (a file) are the
+//! A token is `hdp_<agent>_<id>_<secret>`: `<agent>` is the id of the
+//! Agent that made it (32 hex digits), so that a client knows which Agent
+//! to expect by its certificate's URI SAN (never a host name); `<id>`
+//! finds its scope; only the SHA-256 of the whole token is kept, compared
+//! in constant time by the Agent. Making one (randomness) and keeping the list (a file) are the
 //! Agent's; parsing and the scope's rule are here.
 
 use globset::Glob;
@@ -14,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::error::{ApiError, ErrorCode};
+use crate::ids::AgentId;
 use crate::names::validate_name;
 
 /// What a token may do. Only `read` is served today.
@@ -93,14 +96,38 @@ pub fn parse_expires(text: &str) -> Result<Option<time::Duration>, ApiError> {
     Ok(Some(lifetime))
 }
 
-/// The id of a presented token, if it has a token's shape; the rest is
+/// What a token's shape tells before its hash is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenParts<'a> {
+    /// The Agent that made it, and the only one that accepts it.
+    pub agent: AgentId,
+    /// Its scope's id.
+    pub id: &'a str,
+}
+
+/// A token as `token create` prints it; `secret_hex` is its random part.
+pub fn format_token(agent: AgentId, id: &str, secret_hex: &str) -> String {
+    format!("{TOKEN_PREFIX}{}_{id}_{secret_hex}", agent.as_uuid().simple())
+}
+
+/// The parts of a presented token, if it has a token's shape; the rest is
 /// checked against the kept hash.
-pub fn token_id(token: &str) -> Option<&str> {
-    let rest = token.strip_prefix(TOKEN_PREFIX)?;
-    let (id, secret) = rest.split_at_checked(ID_LEN)?;
-    let secret = secret.strip_prefix('_')?;
+pub fn parse_token(token: &str) -> Option<TokenParts<'_>> {
     let hex = |s: &str| s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    (hex(id) && secret.len() >= 32 && secret.bytes().all(|b| b.is_ascii_alphanumeric())).then_some(id)
+    let mut parts = token.strip_prefix(TOKEN_PREFIX)?.split('_');
+    let (agent, id, secret) = (parts.next()?, parts.next()?, parts.next()?);
+    let shaped = parts.next().is_none()
+        && agent.len() == 32
+        && id.len() == ID_LEN
+        && secret.len() >= 32
+        && hex(agent)
+        && hex(id)
+        && hex(secret);
+    if !shaped {
+        return None;
+    }
+    let agent = AgentId::from_uuid(uuid::Uuid::try_parse(agent).ok()?);
+    Some(TokenParts { agent, id })
 }
 
 /// How a program appears in access records and to policies:
@@ -197,17 +224,23 @@ mod tests {
 
     #[test]
     fn tokens_have_one_shape() {
-        let secret = "A".repeat(43);
-        assert_eq!(token_id(&format!("hdp_0123456789abcdef_{secret}")), Some("0123456789abcdef"));
+        let agent = AgentId::from_uuid(uuid::Uuid::from_u128(0xfeed));
+        let secret = "ab".repeat(32);
+        let token = format_token(agent, "0123456789abcdef", &secret);
+        assert_eq!(parse_token(&token), Some(TokenParts { agent, id: "0123456789abcdef" }));
+        let a = agent.as_uuid().simple().to_string();
         for bad in [
-            format!("hdp_0123456789ABCDEF_{secret}"),
-            format!("hdp_0123456789abcde_{secret}"),
-            "hdp_0123456789abcdef_short".to_owned(),
-            format!("hdp_0123456789abcdef_{secret}!"),
-            format!("xyz_0123456789abcdef_{secret}"),
+            format!("hdp_{a}_0123456789ABCDEF_{secret}"),
+            format!("hdp_{a}_0123456789abcde_{secret}"),
+            format!("hdp_{a}_0123456789abcdef_abcd"),
+            format!("hdp_{a}_0123456789abcdef_{secret}!"),
+            format!("hdp_{a}_0123456789abcdef_{secret}_x"),
+            format!("hdp_0123_0123456789abcdef_{secret}"),
+            format!("hdp_0123456789abcdef_{secret}"),
+            format!("xyz_{a}_0123456789abcdef_{secret}"),
             "hdp_".to_owned(),
         ] {
-            assert_eq!(token_id(&bad), None, "{bad}");
+            assert_eq!(parse_token(&bad), None, "{bad}");
         }
     }
 

@@ -1,6 +1,7 @@
 //! The client for an Agent's local API, where values are written and read.
 //! It authenticates with the person's client certificate (from
-//! `POST /v1/me/certificate`) and trusts only the installation CA.
+//! `POST /v1/me/certificate`), or as a program with a token the Agent made,
+//! and trusts only the installation CA.
 
 use std::fmt;
 
@@ -86,6 +87,41 @@ impl AgentClient {
         Ok(Self { inner })
     }
 
+    /// A client for the local API at `url` as a program, with a token from
+    /// `heimdall-agent token create` (sent as `Authorization: Bearer`, no
+    /// client certificate). It trusts only `ca_pem` (the installation CA),
+    /// and only a certificate naming the Agent the token says made it
+    /// (`urn:heimdall:agent:<id>`): the token goes to no other server.
+    ///
+    /// ```
+    /// let err = heimdall_sdk::AgentClient::with_program_token("https://agent:7482", "hdp_nope", "")
+    ///     .unwrap_err();
+    /// assert!(!err.to_string().contains("hdp_nope"));
+    /// ```
+    pub fn with_program_token(url: &str, token: &str, ca_pem: &str) -> Result<Self> {
+        if !url.starts_with("https://") {
+            return Err(Error::Invalid("an Agent's local API URL starts with https://".to_owned()));
+        }
+        let parts = heimdall_core::program::parse_token(token).ok_or_else(|| {
+            Error::Invalid(
+                "that is not a program token (hdp_…, from `heimdall-agent token create`)".to_owned(),
+            )
+        })?;
+        let roots = heimdall_tls::verify::roots(ca_pem)
+            .map_err(|e| Error::Invalid(format!("the CA certificate is not valid: {e}")))?;
+        let verifier = heimdall_tls::verify::ExpectIdentity::new(
+            roots,
+            heimdall_tls::identity::agent_uri(parts.agent),
+            None,
+        )
+        .map_err(Error::Invalid)?;
+        let tls = heimdall_tls::verify::client_config(std::sync::Arc::new(verifier), None)
+            .map_err(|e| Error::Invalid(format!("the TLS settings are not valid: {e}")))?;
+        let mut inner = Client::new(url, token)?;
+        inner.set_tls(tls)?;
+        Ok(Self { inner })
+    }
+
     /// This client, waiting as long as `timeouts` says.
     pub fn with_timeouts(self, timeouts: Timeouts) -> Result<Self> {
         Ok(Self { inner: self.inner.with_timeouts(timeouts)? })
@@ -113,7 +149,7 @@ impl AgentClient {
             value: Redacted::new(value.to_owned()),
         };
         let url = self.inner.url(&["secrets", secret, "value"])?;
-        self.inner.send(self.inner.http.request(Method::PUT, url).json(&body)).await
+        self.inner.send(self.inner.authed(Method::PUT, url).json(&body)).await
     }
 
     /// `GET /v1/secrets/{name}/value?environment=[&version=]`: the value,
@@ -129,7 +165,7 @@ impl AgentClient {
             &["secrets", secret, "value"],
             &[("environment", Some(environment)), ("version", version.as_deref())],
         )?;
-        self.inner.send(self.inner.http.request(Method::GET, url)).await
+        self.inner.send(self.inner.authed(Method::GET, url)).await
     }
 
     /// `POST /v1/values`: the latest version of each of `secrets` in
@@ -139,8 +175,7 @@ impl AgentClient {
     pub async fn get_values(&self, environment: &str, secrets: &[String]) -> Result<Vec<ValueAnswer>> {
         let body = ReadValues { environment: environment.to_owned(), secrets: secrets.to_vec() };
         let url = self.inner.url(&["values"])?;
-        let answer: ValuesAnswer =
-            self.inner.send(self.inner.http.request(Method::POST, url).json(&body)).await?;
+        let answer: ValuesAnswer = self.inner.send(self.inner.authed(Method::POST, url).json(&body)).await?;
         Ok(answer.values)
     }
 

@@ -9,8 +9,10 @@ use clap::Args;
 #[command(after_help = "heimdall.yaml names the environment and the secrets, never a value:\n\
 \n  environment: dev\n  secrets:\n    DB_PASSWORD: db-password\n\n\
 or a list (`- db-password` becomes DB_PASSWORD; `- name: x` with `as: VAR` names it).\n\
-The values are read from an Agent with this profile's client certificate, every read is\n\
-recorded before any is served, and COMMAND replaces heimdall (its exit status is COMMAND's).")]
+The values are read from an Agent with this profile's client certificate, or with the program\n\
+token in HEIMDALL_AGENT_TOKEN (then --agent-url or `agent_url:`, and HEIMDALL_CA_FILE, name the\n\
+Agent and its CA; the token is not passed on to COMMAND). Every read is recorded before any is\n\
+served, and COMMAND replaces heimdall (its exit status is COMMAND's).")]
 pub struct RunArgs {
     /// The environment to read from [default: heimdall.yaml's `environment`]
     #[arg(long, short = 'e', value_name = "ENV")]

@@ -235,6 +235,46 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
             assert!(out.status.code() != Some(0) && stderr.contains("never-created"), "{stderr}");
             assert!(!project.join("started").exists(), "the program was not started");
 
+            // A program token instead of a person (servers, CI): no profile at
+            // all, the token in the environment only, and not passed on.
+            let made = std::process::Command::new(Path::new(BIN).with_file_name("heimdall-agent"))
+                .args(["token", "create", "--config"])
+                .arg(data.join("agent/agent.toml"))
+                .args(["--name", "ci-job", "--environment", "dev", "--secret", "db-*", "--json"])
+                .output()
+                .expect("heimdall-agent token create");
+            assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+            let made: serde_json::Value = serde_json::from_slice(&made.stdout).expect("token JSON");
+            let nobody = Heimdall { url: None, token: None, config_dir: tmp.path().join("no-profile") };
+            let yaml = format!(
+                "environment: dev\nagent_url: https://127.0.0.1:{}\nsecrets:\n  DB_PASSWORD: db-password\n",
+                port + 2
+            );
+            std::fs::write(project.join("heimdall.yaml"), yaml).expect("heimdall.yaml");
+            let script = r#"printf %s "$DB_PASSWORD"; test -z "${HEIMDALL_AGENT_TOKEN+set}""#;
+            let mut run = nobody.command(&["run", "--", "sh", "-c", script]);
+            run.current_dir(&project)
+                .env("HEIMDALL_AGENT_TOKEN", made["token"].as_str().expect("token"))
+                .env("HEIMDALL_CA_FILE", data.join("agent/ca.pem"));
+            let out = run.output().await.expect("heimdall run with a token");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                (out.status.code(), out.stdout.as_slice()),
+                (Some(0), DEV_VALUE.as_bytes()),
+                "{stderr}"
+            );
+            let mut run = nobody.command(&["run", "--", "true"]);
+            run.current_dir(&project)
+                .env("HEIMDALL_AGENT_TOKEN", "hdp_not-a-token")
+                .env("HEIMDALL_CA_FILE", data.join("agent/ca.pem"));
+            let out = run.output().await.expect("heimdall run with a bad token");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("not a program token") && !stderr.contains("hdp_not-a-token"),
+                "{stderr}"
+            );
+            assert_ne!(out.status.code(), Some(0));
+
             // The API stopped (SIGSTOP: its port still accepts, nothing answers):
             // `secret get` gives up on it within the connect timeout and reads from
             // the Agent the API named last time, and says so.
