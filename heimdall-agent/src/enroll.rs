@@ -86,6 +86,64 @@ pub fn no_terraform(looked: &str) -> String {
     )
 }
 
+/// `heimdall-agent enroll`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct EnrollArgs {
+    /// The API's URL (the one people use).
+    #[arg(long, env = "HEIMDALL_API_URL")]
+    api: String,
+    /// The SHA-256 of the installation CA, as `heimdall agent token create`
+    /// printed it: the API is trusted only if its chain holds that CA.
+    #[arg(long)]
+    ca_sha256: Option<String>,
+    /// Where the key, certificate and agent.toml go.
+    #[arg(long)]
+    data: PathBuf,
+    /// The terraform executable to pin (its SHA-256 is recorded);
+    /// default: $HEIMDALL_TERRAFORM, else terraform on PATH.
+    #[arg(long)]
+    terraform: Option<PathBuf>,
+    /// Module sources this Agent runs (glob; repeatable).
+    #[arg(long = "allow-module")]
+    allow_module: Vec<String>,
+    /// S3 endpoint override for S3-compatible state stores.
+    #[arg(long)]
+    s3_endpoint: Option<String>,
+    /// Keep state on local disk under this directory instead of S3.
+    #[arg(long)]
+    local_state: Option<PathBuf>,
+    #[arg(long, default_value_t = 2)]
+    concurrency: usize,
+}
+
+/// `heimdall-agent enroll`: the token from the environment or standard
+/// input, Terraform located and pinned, then [`enroll`].
+pub fn main(args: EnrollArgs) -> Result<(), String> {
+    let EnrollArgs { api, ca_sha256, data, terraform, allow_module, s3_endpoint, local_state, concurrency } =
+        args;
+    let token = take_registration_token()?;
+    // The pin names an absolute path: `run` may start elsewhere.
+    let cwd = std::env::current_dir().map_err(|e| format!("cannot tell the current directory: {e}"))?;
+    let (env, path) = (std::env::var_os(TERRAFORM_ENV), std::env::var_os("PATH"));
+    let terraform =
+        locate_terraform(terraform.as_deref(), env, &[], &cwd, path)?.ok_or_else(|| no_terraform(""))?;
+    let options = EnrollOptions {
+        api,
+        ca_sha256,
+        data,
+        terraform,
+        allowed_modules: allow_module,
+        state: StateConfig { s3_endpoint, local_dir: local_state },
+        concurrency,
+    };
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let (enrolled, config_path) = runtime.block_on(enroll(&token, options))?;
+    println!("✓ Agent enrolled: {} ({})", enrolled.agent.name, enrolled.agent.id);
+    println!("✓ Configuration: {}", config_path.display());
+    println!("Next: heimdall-agent run --config {}", config_path.display());
+    Ok(())
+}
+
 /// What `heimdall-agent enroll` was told besides the token.
 #[derive(Debug)]
 pub struct EnrollOptions {

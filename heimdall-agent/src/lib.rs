@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod policy_file;
 pub mod program_tokens;
 pub mod recorder;
+pub mod rekey;
 pub mod runtime;
 pub mod sealed_file;
 pub mod store;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use heimdall_agent::configure::{self, Settings};
-use heimdall_agent::{config::StateConfig, dev, enroll, runtime};
+use heimdall_agent::{dev, enroll, runtime};
 
 /// mimalloc: the read path allocates per request; cheaper than glibc's there.
 #[global_allocator]
@@ -30,33 +30,7 @@ enum Command {
     /// Enroll with the API using a one-time registration token
     /// (`heimdall agent token create`), read from HEIMDALL_REGISTRATION_TOKEN
     /// or standard input. The key is generated here and never sent.
-    Enroll {
-        /// The API's URL (the one people use).
-        #[arg(long, env = "HEIMDALL_API_URL")]
-        api: String,
-        /// The SHA-256 of the installation CA, as `heimdall agent token create`
-        /// printed it: the API is trusted only if its chain holds that CA.
-        #[arg(long)]
-        ca_sha256: Option<String>,
-        /// Where the key, certificate and agent.toml go.
-        #[arg(long)]
-        data: PathBuf,
-        /// The terraform executable to pin (its SHA-256 is recorded);
-        /// default: $HEIMDALL_TERRAFORM, else terraform on PATH.
-        #[arg(long)]
-        terraform: Option<PathBuf>,
-        /// Module sources this Agent runs (glob; repeatable).
-        #[arg(long = "allow-module")]
-        allow_module: Vec<String>,
-        /// S3 endpoint override for S3-compatible state stores.
-        #[arg(long)]
-        s3_endpoint: Option<String>,
-        /// Keep state on local disk under this directory instead of S3.
-        #[arg(long)]
-        local_state: Option<PathBuf>,
-        #[arg(long, default_value_t = 2)]
-        concurrency: usize,
-    },
+    Enroll(enroll::EnrollArgs),
     /// Change agent.toml: checked as `run` would check it, written whole,
     /// only if something changed. Prints what changed.
     Configure {
@@ -73,6 +47,8 @@ enum Command {
     /// Prints JSON. `heimdall dev` runs this; people need not.
     #[command(hide = true)]
     DevSetup(dev::DevSetup),
+    /// Seal every data key under a new master key (resumable), then name it in agent.toml.
+    Rekey(heimdall_agent::rekey::RekeyArgs),
     /// Program tokens for this Agent's local API: made, listed and revoked here.
     #[command(subcommand)]
     Token(heimdall_agent::token_command::TokenCommand),
@@ -100,40 +76,13 @@ fn main() -> ExitCode {
         }
         Command::DevSetup(options) => return dev::main(&options),
         Command::Token(command) => heimdall_agent::token_command::main(command),
+        Command::Rekey(args) => {
+            heimdall_agent::rekey::main(&args.config, &args.new_master_key_file, args.json)
+        }
         Command::Configure { config, settings, json } => {
             configure::configure(&config, &settings).map(|done| configure::print(&done, json))
         }
-        Command::Enroll {
-            api,
-            ca_sha256,
-            data,
-            terraform,
-            allow_module,
-            s3_endpoint,
-            local_state,
-            concurrency,
-        } => enroll::take_registration_token().and_then(|token| {
-            // The pin names an absolute path: `run` may start elsewhere.
-            let cwd =
-                std::env::current_dir().map_err(|e| format!("cannot tell the current directory: {e}"))?;
-            let (env, path) = (std::env::var_os(enroll::TERRAFORM_ENV), std::env::var_os("PATH"));
-            let terraform = enroll::locate_terraform(terraform.as_deref(), env, &[], &cwd, path)?
-                .ok_or_else(|| enroll::no_terraform(""))?;
-            let options = enroll::EnrollOptions {
-                api,
-                ca_sha256,
-                data,
-                terraform,
-                allowed_modules: allow_module,
-                state: StateConfig { s3_endpoint, local_dir: local_state },
-                concurrency,
-            };
-            let (enrolled, config_path) = block_on(enroll::enroll(&token, options))?;
-            println!("✓ Agent enrolled: {} ({})", enrolled.agent.name, enrolled.agent.id);
-            println!("✓ Configuration: {}", config_path.display());
-            println!("Next: heimdall-agent run --config {}", config_path.display());
-            Ok(())
-        }),
+        Command::Enroll(args) => enroll::main(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -55,6 +55,13 @@ pub fn prepare(path: &std::path::Path) -> Result<Prepared, String> {
     Ok(Prepared { config, master_key })
 }
 
+impl Prepared {
+    /// The master key taken from the environment, if that is its source.
+    pub fn into_master_key(self) -> Option<MasterKey> {
+        self.master_key
+    }
+}
+
 /// The value store of a prepared configuration, where the Agent keeps its
 /// own sealed files (next to its certificate), and its id: for commands
 /// that work on what the Agent keeps (`token`).
@@ -239,14 +246,7 @@ fn sync_on_hangup(policy: SharedPolicy) {
 /// (`AgentConfig::load` checked there is exactly one of each); a key from
 /// the environment was taken in [`prepare`].
 async fn open_values(v: &ValuesConfig, taken: Option<MasterKey>) -> Result<Arc<Vault>, String> {
-    let boxed = |k: MasterKey| Box::new(k) as Box<dyn KeySealer>;
-    let keys = match (taken, &v.master_key_file, &v.master_key_kms) {
-        (Some(key), _, _) => Ok(boxed(key)),
-        (None, Some(path), _) => MasterKey::from_file(path).map(boxed),
-        (None, _, Some(key)) => kms::KmsKey::connect(key, &v.aws()).await.map(|k| Box::new(k) as _),
-        (None, None, None) => Err(KeyError::Missing { origin: "[values] master key".into() }),
-    }
-    .map_err(|e| format!("the value store's master key: {e}"))?;
+    let keys = master_key(v, taken).await?;
     let opened = match (&v.sqlite_path, &v.postgres_url, &v.dynamodb_table) {
         (Some(path), _, _) => sqlite::open(path, keys.as_ref()).await,
         (_, Some(url), _) => postgres::open(url, keys.as_ref()).await,
@@ -259,6 +259,19 @@ async fn open_values(v: &ValuesConfig, taken: Option<MasterKey>) -> Result<Arc<V
     let store = opened.map_err(|e| format!("the value store cannot be opened: {e}"))?;
     tracing::info!("value store open");
     Ok(Arc::new(store))
+}
+
+/// The configured master key (`AgentConfig::load` checked there is exactly
+/// one source); a key from the environment was taken in [`prepare`].
+pub async fn master_key(v: &ValuesConfig, taken: Option<MasterKey>) -> Result<Box<dyn KeySealer>, String> {
+    let boxed = |k: MasterKey| Box::new(k) as Box<dyn KeySealer>;
+    match (taken, &v.master_key_file, &v.master_key_kms) {
+        (Some(key), _, _) => Ok(boxed(key)),
+        (None, Some(path), _) => MasterKey::from_file(path).map(boxed),
+        (None, _, Some(key)) => kms::KmsKey::connect(key, &v.aws()).await.map(|k| Box::new(k) as _),
+        (None, None, None) => Err(KeyError::Missing { origin: "[values] master key".into() }),
+    }
+    .map_err(|e| format!("the value store's master key: {e}"))
 }
 
 /// What the local API serves with.

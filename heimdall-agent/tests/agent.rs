@@ -49,3 +49,6 @@ mod deletion;
 
 #[path = "agent/programs.rs"]
 mod programs;
+
+#[path = "agent/rekey.rs"]
+mod rekey;

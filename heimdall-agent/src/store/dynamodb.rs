@@ -505,6 +505,10 @@ impl SealedStore for DynamoRows {
         }
     }
 
+    async fn replace_data_key(&self, _old: &SealedDataKey, _new: &SealedDataKey) -> Result<bool, StoreError> {
+        Err(StoreError::Open("rekey is not built for DynamoDB stores yet".into()))
+    }
+
     async fn put_if_absent(&self, at: &ValueAddress, sealed: &SealedValue) -> Result<bool, StoreError> {
         let mut item = value_key(at);
         item.insert("org".into(), s(at.org.to_string()));

@@ -141,6 +141,10 @@ pub trait SealedStore: Send + Sync + fmt::Debug {
     async fn data_keys(&self) -> Result<Vec<SealedDataKey>, StoreError>;
     /// Stores `key` as the first data key unless there is one already.
     async fn put_first_data_key(&self, key: &SealedDataKey) -> Result<(), StoreError>;
+    /// Replaces a keyring entry (the same data key, sealed under another
+    /// master key) if it is still exactly `old`; whether it did. One entry
+    /// at a time, each atomic: `rekey` can be killed anywhere.
+    async fn replace_data_key(&self, old: &SealedDataKey, new: &SealedDataKey) -> Result<bool, StoreError>;
 
     /// Stores `sealed` at `at` unless the address holds a row (a value or a
     /// tombstone); `false` if it does. Never overwrites.

@@ -17,6 +17,11 @@ fn migrator() -> &'static Migrator {
 /// bringing its schema up to date. A key that does not open it is
 /// [`StoreError::WrongMasterKey`] (or `WrongKmsKey`).
 pub async fn open(url: &str, keys: &dyn KeySealer) -> Result<Vault, StoreError> {
+    Vault::open(connect(url).await?, keys).await
+}
+
+/// The store's rows, migrated, with no key opened (for `rekey`).
+pub async fn connect(url: &str) -> Result<Box<dyn super::SealedStore>, StoreError> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         return Err(StoreError::Open("the database URL must start with postgres:// or postgresql://".into()));
     }
@@ -27,6 +32,5 @@ pub async fn open(url: &str, keys: &dyn KeySealer) -> Result<Vault, StoreError> 
         .connect(url)
         .await
         .map_err(|e| StoreError::Open(format!("cannot connect to {}: {e}", describe_url(url))))?;
-    let rows = SqlRows::migrate(pool, Backend::Postgres, migrator()).await?;
-    Vault::open(Box::new(rows), keys).await
+    Ok(Box::new(SqlRows::migrate(pool, Backend::Postgres, migrator()).await?))
 }

@@ -229,6 +229,17 @@ impl SealedStore for SqlRows {
         Ok(())
     }
 
+    async fn replace_data_key(&self, old: &SealedDataKey, new: &SealedDataKey) -> Result<bool, StoreError> {
+        let done = sqlx::query("UPDATE data_keys SET sealed_key = $1 WHERE key_id = $2 AND sealed_key = $3")
+            .bind(new.sealed_key.clone())
+            .bind(old.key_id.clone())
+            .bind(old.sealed_key.clone())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        Ok(done.rows_affected() == 1)
+    }
+
     async fn put_if_absent(&self, at: &ValueAddress, sealed: &SealedValue) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "INSERT INTO secret_values (org_id, secret, environment_id, version, key_id, nonce, ciphertext, deactivated) \

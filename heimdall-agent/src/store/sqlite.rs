@@ -20,6 +20,11 @@ fn migrator() -> &'static Migrator {
 /// Opens (creating if needed) the store in the SQLite file at `path`.
 /// A key that does not open it is [`StoreError::WrongMasterKey`] (or `WrongKmsKey`).
 pub async fn open(path: &Path, keys: &dyn KeySealer) -> Result<Vault, StoreError> {
+    Vault::open(connect(path).await?, keys).await
+}
+
+/// The store's rows, migrated, with no key opened (for `rekey`).
+pub async fn connect(path: &Path) -> Result<Box<dyn super::SealedStore>, StoreError> {
     let Some(path_text) = path.to_str() else {
         return Err(StoreError::Open(format!("{} is not a UTF-8 path", path.display())));
     };
@@ -43,6 +48,5 @@ pub async fn open(path: &Path, keys: &dyn KeySealer) -> Result<Vault, StoreError
         .connect(&url)
         .await
         .map_err(|e| StoreError::Open(format!("cannot open {}: {e}", path.display())))?;
-    let rows = SqlRows::migrate(pool, Backend::Sqlite, migrator()).await?;
-    Vault::open(Box::new(rows), keys).await
+    Ok(Box::new(SqlRows::migrate(pool, Backend::Sqlite, migrator()).await?))
 }

@@ -1,0 +1,108 @@
+//! `heimdall-agent rekey` on the real Agent, on SQLite and PostgreSQL:
+//! killed (SIGKILL) at varied points and run again, it finishes with
+//! nothing lost; the running Agent serves throughout; afterwards the
+//! config names the new key and the old one opens nothing.
+
+use std::path::Path;
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::{agent_client, World};
+use crate::values::{agent_database, configure, eventually, identity, set, Store};
+
+fn rekey(config: &Path, new_key: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_heimdall-agent"));
+    command.arg("rekey").arg("--config").arg(config).arg("--new-master-key-file").arg(new_key);
+    command
+}
+
+async fn rekey_is_resumable_and_retires_the_old_key(store: Store) {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let pg = match store {
+        Store::Postgres => Some(agent_database().await),
+        Store::Sqlite | Store::Dynamo => None,
+    };
+    let (local_url, _) = configure(&config, store, pg.as_ref().map(|(_, _, url)| url.as_str()));
+    let owner = w.api.owner_token.clone();
+    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
+    w.post(&owner, "/v1/secrets", json!({ "name": "db-password" })).await;
+    let mut agent = w.run_agent(&config);
+    eventually(&config, "the Agent's local URL", || async {
+        let (_, holders) = w.call(Method::GET, "/v1/secrets/db-password/holders?environment=dev", None).await;
+        holders[0]["url"].as_str() == Some(local_url.as_str())
+    })
+    .await;
+    let ana = identity(&w, &owner).await;
+    assert_eq!(set(&w, &owner, &ana, "db-password", "dev", "before-rekey").await, 1);
+    let reader = agent_client(&config, &local_url, &ana);
+    let old_key = config.with_file_name("master.key");
+    let old_config = std::fs::read_to_string(&config).unwrap();
+    let new_key = config.with_file_name("master-2.key");
+    std::fs::write(&new_key, "a7".repeat(32)).unwrap();
+
+    // Killed at varied points (from at once to well into its work), and
+    // the running Agent reads on between the kills.
+    for delay_ms in [0u64, 5, 20, 60, 150, 400] {
+        let mut run = rekey(&config, &new_key)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = run.kill();
+        let _ = run.wait();
+        let read = reader.get_value("db-password", "dev", None).await.unwrap();
+        assert_eq!(read.value.expose(), "before-rekey", "reads go on during the rekey");
+    }
+    let out = rekey(&config, &new_key).arg("--json").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let done: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["rekeyed"]["entries"], 1, "{done}");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("master-2.key"), "agent.toml names the new key:\n{text}");
+    // Again: nothing left to do, nothing broken.
+    let again = rekey(&config, &new_key).arg("--json").output().unwrap();
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(
+        (again["rekeyed"]["resealed"].as_u64(), again["rekeyed"]["already"].as_u64()),
+        (Some(0), Some(1))
+    );
+
+    // A write after the rekey, then a restart on the new key: every value reads.
+    assert_eq!(set(&w, &owner, &ana, "db-password", "dev", "after-rekey").await, 2);
+    agent.kill().await.unwrap();
+    let mut agent = w.run_agent(&config);
+    eventually(&config, "the restarted Agent", || async {
+        reader
+            .get_value("db-password", "dev", Some(1))
+            .await
+            .is_ok_and(|r| r.value.expose() == "before-rekey")
+    })
+    .await;
+    assert_eq!(reader.get_value("db-password", "dev", None).await.unwrap().value.expose(), "after-rekey");
+    agent.kill().await.unwrap();
+
+    // The old key opens nothing any more: an Agent configured with it does not start.
+    std::fs::write(&config, &old_config).unwrap();
+    assert!(old_config.contains(&old_key.display().to_string()));
+    let mut stale = w.run_agent(&config);
+    let status =
+        tokio::time::timeout(Duration::from_secs(30), stale.wait()).await.expect("it exits").unwrap();
+    assert!(!status.success());
+    let log = std::fs::read_to_string(config.with_extension("log")).unwrap();
+    assert!(log.contains("master key"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rekey_on_sqlite_is_resumable_and_retires_the_old_key() {
+    rekey_is_resumable_and_retires_the_old_key(Store::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rekey_on_postgres_is_resumable_and_retires_the_old_key() {
+    rekey_is_resumable_and_retires_the_old_key(Store::Postgres).await;
+}
