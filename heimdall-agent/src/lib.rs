@@ -31,4 +31,5 @@ pub mod sync;
 pub mod terraform;
 pub mod token_command;
 pub mod vault;
+pub mod watch;
 pub mod worker;

@@ -142,7 +142,7 @@ impl IntoResponse for Refusal {
     }
 }
 
-fn store_refusal(e: StoreError) -> Refusal {
+pub(crate) fn store_refusal(e: StoreError) -> Refusal {
     let code = match &e {
         StoreError::AlreadyExists { .. } => ErrorCode::AlreadyExists,
         StoreError::Deactivated { .. } => ErrorCode::VersionDeactivated,
@@ -162,6 +162,7 @@ pub fn router(state: LocalApi) -> Router {
         .route("/v1/health", get(health))
         .route("/v1/secrets/{name}/value", get(read).put(write))
         .route("/v1/values", axum::routing::post(read_many))
+        .route("/v1/values/watch", axum::routing::post(crate::watch::watch))
         .route("/v1/eso/{environment}/{key}", get(crate::eso::read))
         .fallback(|| async { Refusal(ApiError::new(ErrorCode::NotFound, "no such route")) })
         // A 1 MiB value, JSON-escaped, with room for the grant.
@@ -336,7 +337,7 @@ fn counted<T>(state: &LocalApi, result: Result<T, Refusal>, served: usize) -> Re
 }
 
 /// At most this many secrets in one `POST /v1/values` (one commit).
-const MAX_READ_VALUES: usize = crate::recorder::MAX_BATCH;
+pub(crate) const MAX_READ_VALUES: usize = crate::recorder::MAX_BATCH;
 
 /// `POST /v1/values`: the latest version of each secret, decided and
 /// loaded one by one, then every read recorded in one commit, and only
@@ -449,11 +450,7 @@ pub(crate) async fn load(
     version: Option<i64>,
     now: OffsetDateTime,
 ) -> Result<Loaded, Refusal> {
-    let (_, allowed) = with_fresh(state, |s| match caller {
-        Caller::Person(cert) => s.decide_read(&cert.cert_sha256, &cert.key_sha256, name, environment, now),
-        Caller::Program { scope, accessor } => s.decide_program_read(scope, accessor, name, environment, now),
-    })
-    .await?;
+    let allowed = decide(state, caller, name, environment, now).await?;
     let no_value = |version: Option<u32>| {
         let which = version.map_or_else(|| "no value".to_owned(), |v| format!("no version {v}"));
         Refusal(ApiError::new(
@@ -481,6 +478,22 @@ pub(crate) async fn load(
             .ok_or_else(|| no_value(None))?,
     };
     Ok(Loaded { allowed, version, value })
+}
+
+/// Decides a read of `name` in `environment` by `caller`, loading nothing.
+pub(crate) async fn decide(
+    state: &LocalApi,
+    caller: &Caller,
+    name: &str,
+    environment: &str,
+    now: OffsetDateTime,
+) -> Result<crate::access::AllowedRead, Refusal> {
+    let (_, allowed) = with_fresh(state, |s| match caller {
+        Caller::Person(cert) => s.decide_read(&cert.cert_sha256, &cert.key_sha256, name, environment, now),
+        Caller::Program { scope, accessor } => s.decide_program_read(scope, accessor, name, environment, now),
+    })
+    .await?;
+    Ok(allowed)
 }
 
 /// Makes `records` durable in one commit, or refuses (`AUDIT_UNAVAILABLE`):

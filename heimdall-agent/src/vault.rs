@@ -35,6 +35,9 @@ pub struct Vault {
     rows: Box<dyn SealedStore>,
     keyring: Keyring,
     latest: LatestCache,
+    /// Bumped whenever a value is stored, deactivated or deleted here: what
+    /// `POST /v1/values/watch` waits on.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl fmt::Debug for Vault {
@@ -61,7 +64,7 @@ impl Vault {
             sealed = rows.data_keys().await?;
         }
         let keyring = Keyring::open(&sealed, sealer).await?;
-        Ok(Self { rows, keyring, latest: LatestCache::default() })
+        Ok(Self { rows, keyring, latest: LatestCache::default(), changes: tokio::sync::watch::channel(0).0 })
     }
 
     pub fn backend(&self) -> Backend {
@@ -115,6 +118,7 @@ impl Vault {
             .map_err(|e| StoreError::Invalid(e.to_string()))?;
         let stored = self.rows.put_if_absent(at, &sealed).await;
         self.latest.invalidate(at.org, &at.secret);
+        self.changed();
         if !stored? {
             return Err(StoreError::AlreadyExists {
                 secret: at.secret.clone(),
@@ -165,6 +169,7 @@ impl Vault {
         validate(at)?;
         let done = self.rows.tombstone(at).await;
         self.latest.invalidate(at.org, &at.secret);
+        self.changed();
         done
     }
 
@@ -174,6 +179,7 @@ impl Vault {
         validate_name(secret)?;
         let done = self.rows.delete(org, secret, None).await;
         self.latest.invalidate(org, secret);
+        self.changed();
         done
     }
 
@@ -269,6 +275,27 @@ impl Vault {
     /// Releases connections; the store cannot be used afterwards.
     pub async fn close(&self) {
         self.rows.close().await;
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that wakes whenever something may have changed here.
+    pub fn watch_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// The highest version held for (secret, environment), and whether it
+    /// is deactivated; `None` if none is held. Opens nothing.
+    pub async fn latest_state(
+        &self,
+        org: OrgId,
+        secret: &str,
+        environment: CatalogId,
+    ) -> Result<Option<(u32, bool)>, StoreError> {
+        let found = self.latest_row(org, secret, environment).await?;
+        Ok(found.map(|(version, row)| (version, matches!(row, Row::Tombstone))))
     }
 
     /// The latest row, from the cache while it is fresh.

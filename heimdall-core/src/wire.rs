@@ -828,6 +828,26 @@ pub struct ReadValues {
     pub secrets: Vec<String>,
 }
 
+/// `POST /v1/values/watch` on an Agent's local API: wait (up to about
+/// 25 s) until the versions of `secrets` in `environment` differ from
+/// `since` (a fingerprint from an earlier answer); no value is sent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchValues {
+    pub environment: String,
+    pub secrets: Vec<String>,
+    #[serde(default)]
+    pub since: Option<String>,
+}
+
+/// The answer of a [`WatchValues`]: the current fingerprint, and whether
+/// it differs from `since`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchAnswer {
+    pub fingerprint: String,
+    pub changed: bool,
+}
+
 /// The values of a [`ReadValues`], in its order, served only after every
 /// read was recorded in one commit.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -848,7 +868,7 @@ bodies!(ValuePolicy::Metadata =>
     LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest,
 );
 // The secret routes: closed. Anything they do not define is where a value would go.
-bodies!(ValuePolicy::Closed => CreateSecret, UpdateSecret, CreateVersion, DeactivateVersion, AssignAgent, ReadValues);
+bodies!(ValuePolicy::Closed => CreateSecret, UpdateSecret, CreateVersion, DeactivateVersion, AssignAgent, ReadValues, WatchValues);
 // Resource inputs and schemas are judged by their JSON Schema, not by key names.
 bodies!(ValuePolicy::SchemaGoverned(&["input"]) => CreateResource, ChangeResource);
 bodies!(ValuePolicy::SchemaGoverned(&["input_schema", "defaults"]) => CreateSchema);

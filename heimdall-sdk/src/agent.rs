@@ -6,7 +6,9 @@
 use std::fmt;
 
 use heimdall_core::ids::AgentId;
-use heimdall_core::wire::{AgentLocation, ReadValues, ValueAnswer, ValuesAnswer, WriteValue};
+use heimdall_core::wire::{
+    AgentLocation, ReadValues, ValueAnswer, ValuesAnswer, WatchAnswer, WatchValues, WriteValue,
+};
 use heimdall_core::Redacted;
 use reqwest::Method;
 
@@ -177,6 +179,24 @@ impl AgentClient {
         let url = self.inner.url(&["values"])?;
         let answer: ValuesAnswer = self.inner.send(self.inner.authed(Method::POST, url).json(&body)).await?;
         Ok(answer.values)
+    }
+
+    /// `POST /v1/values/watch`: waits (about 25 s at most) until the
+    /// versions of `secrets` differ from the fingerprint `since` (`None`:
+    /// answers at once with the current one). Sends and records no value.
+    pub async fn watch_values(
+        &self,
+        environment: &str,
+        secrets: &[String],
+        since: Option<&str>,
+    ) -> Result<WatchAnswer> {
+        let body = WatchValues {
+            environment: environment.to_owned(),
+            secrets: secrets.to_vec(),
+            since: since.map(str::to_owned),
+        };
+        let url = self.inner.url(&["values", "watch"])?;
+        self.inner.send(self.inner.authed(Method::POST, url).json(&body)).await
     }
 
     /// `GET /v1/health` of the Agent.

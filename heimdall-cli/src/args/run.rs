@@ -23,6 +23,11 @@ pub struct RunArgs {
     /// Ask this Agent's local API (only when one Agent holds the environment)
     #[arg(long, value_name = "URL")]
     pub agent_url: Option<String>,
+    /// Keep COMMAND running as a child, and restart it (SIGTERM, up to 10 s, then SIGKILL)
+    /// with the new values when a named secret gets a new version; stop it when one is
+    /// deactivated. Ctrl-C and SIGTERM reach it, and its exit status is heimdall's.
+    #[arg(long)]
+    pub watch: bool,
     /// The program to run, and its arguments
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,

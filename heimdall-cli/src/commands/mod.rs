@@ -14,6 +14,7 @@ mod notifications;
 mod policies;
 mod resources;
 mod run;
+mod run_watch;
 mod schemas;
 mod secrets;
 mod terraform;

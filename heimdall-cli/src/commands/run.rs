@@ -20,7 +20,7 @@ use crate::error::{CliError, Result};
 use crate::run_file::RunFile;
 
 /// A program token (`heimdall-agent token create`), for servers and CI.
-const AGENT_TOKEN_ENV: &str = "HEIMDALL_AGENT_TOKEN";
+pub(super) const AGENT_TOKEN_ENV: &str = "HEIMDALL_AGENT_TOKEN";
 
 /// Every secret from the Agent at `agent_url`, as the program the token is
 /// for: trusting only the installation CA in `HEIMDALL_CA_FILE`, and only
@@ -31,7 +31,7 @@ async fn with_token(
     agent_url: Option<&str>,
     environment: &str,
     secrets: &[String],
-) -> Result<Vec<heimdall_core::wire::ValueAnswer>> {
+) -> Result<(Vec<heimdall_core::wire::ValueAnswer>, AgentClient)> {
     let url = agent_url.ok_or_else(|| {
         CliError::usage(format!(
             "{AGENT_TOKEN_ENV} reads from one Agent: name it with --agent-url URL or `agent_url:` in heimdall.yaml"
@@ -43,7 +43,7 @@ async fn with_token(
         ))
     })?;
     let agent = AgentClient::with_program_token(url, token.expose(), &ca)?.with_timeouts(ctx.timeouts()?)?;
-    Ok(agent.get_values(environment, secrets).await?)
+    Ok((agent.get_values(environment, secrets).await?, agent))
 }
 
 pub async fn run(ctx: &Context, args: RunArgs) -> Result<()> {
@@ -61,16 +61,22 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<()> {
     let secrets: Vec<String> = pairs.iter().map(|(_, secret)| secret.clone()).collect();
     let agent_url = args.agent_url.or(file.agent_url);
     let token = std::env::var(AGENT_TOKEN_ENV).ok().filter(|t| !t.is_empty()).map(Redacted::new);
-    let values = match &token {
+    let (values, agent) = match &token {
         Some(token) => with_token(ctx, token, agent_url.as_deref(), &environment, &secrets).await?,
         None => ask_holders(ctx, &environment, agent_url.as_deref(), Ask::Many(&secrets)).await?,
     };
     if values.len() != pairs.len() {
         return Err(CliError::local("the Agent did not answer every secret asked for; nothing was started"));
     }
+    let variables: Vec<&String> = pairs.iter().map(|(variable, _)| variable).collect();
+    if args.watch {
+        let watched =
+            super::run_watch::Watched { agent, environment, secrets, variables, program, arguments };
+        return super::run_watch::supervise(watched, values).await;
+    }
     let mut command = std::process::Command::new(program);
     command.args(arguments).env_remove(AGENT_TOKEN_ENV);
-    for ((variable, _), answer) in pairs.iter().zip(&values) {
+    for (variable, answer) in variables.iter().zip(&values) {
         command.env(variable, answer.value.expose());
     }
     // Only returns if the program could not be started.

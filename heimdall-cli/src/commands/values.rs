@@ -148,7 +148,7 @@ pub async fn get(
     version: Option<i64>,
     agent_url: Option<&str>,
 ) -> Result<()> {
-    let mut answers = ask_holders(ctx, environment, agent_url, Ask::One { secret, version }).await?;
+    let (mut answers, _) = ask_holders(ctx, environment, agent_url, Ask::One { secret, version }).await?;
     let answer = answers.pop().ok_or_else(|| CliError::local("the Agent answered with no value"))?;
     print_value(ctx, answer)
 }
@@ -173,7 +173,7 @@ pub async fn ask_holders(
     environment: &str,
     agent_url: Option<&str>,
     ask: Ask<'_>,
-) -> Result<Vec<heimdall_core::wire::ValueAnswer>> {
+) -> Result<(Vec<heimdall_core::wire::ValueAnswer>, AgentClient)> {
     let ((identity, profile_dir), timeouts) = (ctx.identity_and_dir()?, ctx.timeouts()?);
     let secret = match ask {
         Ask::One { secret, .. } => secret,
@@ -228,8 +228,8 @@ pub async fn ask_holders(
     let mut unreachable: Vec<(String, heimdall_sdk::Error)> = Vec::new();
     for (holder, url) in &targets {
         let agent = &holder.agent;
+        let client = AgentClient::for_holder(holder, url, &identity)?.with_timeouts(timeouts)?;
         let asked = async {
-            let client = AgentClient::for_holder(holder, url, &identity)?.with_timeouts(timeouts)?;
             match ask {
                 Ask::One { secret, version } => {
                     Ok(vec![client.get_value(secret, environment, version).await?])
@@ -238,7 +238,7 @@ pub async fn ask_holders(
             }
         };
         match asked.await {
-            Ok(answers) => return Ok(answers),
+            Ok(answers) => return Ok((answers, client)),
             // A typed answer is the Agent's decision (FORBIDDEN,
             // VERSION_DEACTIVATED, AUDIT_UNAVAILABLE, POLICY_STALE, …):
             // asking another Agent would only ask again.

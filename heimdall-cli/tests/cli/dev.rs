@@ -321,6 +321,50 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
                 assert!(tokio::time::Instant::now() < deadline, "still served after deactivation: {got:?}");
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
+
+            // `run --watch`: a new version restarts the program with it, a
+            // deactivated one stops it, and heimdall ends naming the secret.
+            let set = ["secret", "set", "db-password", "--environment", "dev"];
+            assert_eq!(h.run_with_stdin(&set, Some("second")).await.code, 0);
+            let project = tmp.path().join("project");
+            let yaml = "environment: dev\nsecrets:\n  DB_PASSWORD: db-password\n";
+            std::fs::write(project.join("heimdall.yaml"), yaml).expect("heimdall.yaml");
+            let seen = project.join("seen");
+            let script = format!(r#"printf '%s|' "$DB_PASSWORD" >> '{}'; exec sleep 60"#, seen.display());
+            let mut watcher = h.command(&["run", "--watch", "--", "sh", "-c", &script]);
+            let watcher = watcher.current_dir(&project).spawn().expect("heimdall run --watch");
+            let seen_now = || std::fs::read_to_string(&seen).unwrap_or_default();
+            let until = |want: &'static str| {
+                let seen_now = &seen_now;
+                async move {
+                    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+                    while seen_now() != want {
+                        assert!(
+                            tokio::time::Instant::now() < deadline,
+                            "the program saw {:?}, not {want:?}",
+                            seen_now()
+                        );
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            };
+            until("second|").await;
+            let began = std::time::Instant::now();
+            assert_eq!(h.run_with_stdin(&set, Some("third")).await.code, 0);
+            until("second|third|").await;
+            let restart = began.elapsed();
+            assert!(restart < Duration::from_secs(5), "restarted {restart:?} after the new version");
+            let deactivate =
+                ["secret", "deactivate", "db-password", "--environment", "dev", "--version", "3"];
+            assert_eq!(h.run(&deactivate).await.code, 0);
+            let out = tokio::time::timeout(Duration::from_secs(40), watcher.wait_with_output())
+                .await
+                .expect("run --watch ends once the version is deactivated")
+                .expect("output");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_ne!(out.status.code(), Some(0), "{stderr}");
+            assert!(stderr.contains("db-password") && stderr.contains("stopping the program"), "{stderr}");
+            assert_eq!(seen_now(), "second|third|", "not started again with a deactivated value");
         }
 
         let signal = if round == 0 { "-TERM" } else { "-INT" };

@@ -1,0 +1,67 @@
+//! `POST /v1/values/watch`, for `heimdall run --watch`: a long poll that
+//! answers as soon as the versions of the named secrets differ from the
+//! fingerprint the caller last saw (a new version stored here, the latest
+//! deactivated), or after [`WAIT`] with the same one. Each secret is
+//! decided as a read would be; no value is loaded or sent, so nothing is
+//! recorded (the reads that follow a change are).
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::{Extension, Json};
+use heimdall_core::wire::{WatchAnswer, WatchValues};
+use heimdall_core::ApiError;
+use sha2::{Digest, Sha256};
+
+use crate::local_api::{caller, decide, store_refusal, Caller, LocalApi, Peer, Refusal, MAX_READ_VALUES};
+
+/// How long one poll waits for a change.
+pub const WAIT: std::time::Duration = std::time::Duration::from_secs(25);
+
+pub(crate) async fn watch(
+    State(state): State<LocalApi>,
+    Extension(peer): Extension<Peer>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Json<WatchAnswer>, Refusal> {
+    let caller = caller(&state, &peer, &headers)?;
+    let body: WatchValues = heimdall_core::body::decode(&body)?;
+    if body.secrets.is_empty() || body.secrets.len() > MAX_READ_VALUES {
+        return Err(Refusal(ApiError::invalid_input(format!(
+            "secrets[] names 1 to {MAX_READ_VALUES} secrets"
+        ))));
+    }
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut changes = state.store.watch_changes();
+    loop {
+        // Marked seen before reading, so that a change while reading wakes the wait.
+        changes.borrow_and_update();
+        let fingerprint = fingerprint(&state, &caller, &body).await?;
+        if body.since.as_deref() != Some(fingerprint.as_str()) {
+            return Ok(Json(WatchAnswer { fingerprint, changed: body.since.is_some() }));
+        }
+        match tokio::time::timeout_at(deadline, changes.changed()).await {
+            Ok(Ok(())) => continue,
+            _ => return Ok(Json(WatchAnswer { fingerprint, changed: false })),
+        }
+    }
+}
+
+/// The SHA-256 of each secret's latest version here and whether it is
+/// deactivated, in the order asked.
+async fn fingerprint(state: &LocalApi, caller: &Caller, body: &WatchValues) -> Result<String, Refusal> {
+    let now = state.clock.now();
+    let mut digest = Sha256::new();
+    for name in &body.secrets {
+        let allowed = decide(state, caller, name, &body.environment, now)
+            .await
+            .map_err(|Refusal(e)| Refusal(ApiError::new(e.code, format!("{name}: {}", e.message))))?;
+        let latest = state
+            .store
+            .latest_state(allowed.org, &allowed.secret, allowed.environment_id)
+            .await
+            .map_err(store_refusal)?;
+        let (version, deactivated) = latest.unwrap_or((0, false));
+        digest.update(format!("{name}\0{version}\0{deactivated}\n").as_bytes());
+    }
+    Ok(hex::encode(digest.finalize()))
+}
