@@ -29,13 +29,19 @@ pub(crate) async fn read(
     headers: HeaderMap,
     Path((environment, key)): Path<(String, String)>,
 ) -> Result<Json<Value>, Refusal> {
-    let caller = caller(&state, &peer, &headers)?;
-    let answer = if key == ALL {
-        all(&state, &peer, &caller, &environment).await
-    } else {
-        one(&state, &peer, &caller, &environment, &key).await
-    };
-    answer.map(Json).map_err(|Refusal(e)| Refusal(as_eso(e)))
+    let answer = async {
+        let caller = caller(&state, &peer, &headers)?;
+        if key == ALL {
+            all(&state, &peer, &caller, &environment).await
+        } else {
+            one(&state, &peer, &caller, &environment, &key).await
+        }
+    }
+    .await;
+    // Counted like every read: the values served, or the refusal.
+    let served = answer.as_ref().map_or(1, |(_, n)| *n);
+    let answer = crate::local_api::counted(&state, answer, served);
+    answer.map(|(value, _)| Json(value)).map_err(|Refusal(e)| Refusal(as_eso(e)))
 }
 
 async fn one(
@@ -44,16 +50,21 @@ async fn one(
     caller: &Caller,
     environment: &str,
     key: &str,
-) -> Result<Value, Refusal> {
+) -> Result<(Value, usize), Refusal> {
     let loaded = read_one(state, peer, caller, key, environment, None).await?;
-    Ok(json!({ "value": loaded.answer()?.value.expose() }))
+    Ok((json!({ "value": loaded.answer()?.value.expose() }), 1))
 }
 
 /// Every secret the token's scope names that holds a value here; those
 /// with none (or a deactivated latest version), and those a policy
 /// forbids, are left out. All the reads are recorded in one commit before
 /// anything is served.
-async fn all(state: &LocalApi, peer: &Peer, caller: &Caller, environment: &str) -> Result<Value, Refusal> {
+async fn all(
+    state: &LocalApi,
+    peer: &Peer,
+    caller: &Caller,
+    environment: &str,
+) -> Result<(Value, usize), Refusal> {
     let Caller::Program { scope, .. } = caller else {
         return Err(Refusal(ApiError::invalid_input(
             "key * is for a program token: it reads the token's scope",
@@ -72,12 +83,12 @@ async fn all(state: &LocalApi, peer: &Peer, caller: &Caller, environment: &str) 
         }
     }
     record_all(state, peer, &loaded, environment, now).await?;
-    let mut values = Map::new();
+    let (mut values, served) = (Map::new(), loaded.len());
     for one in loaded {
         let answer = one.answer()?;
         values.insert(answer.name, Value::String(answer.value.expose().clone()));
     }
-    Ok(json!({ "value": values }))
+    Ok((json!({ "value": values }), served))
 }
 
 /// Refusals that mean "nothing here for you".

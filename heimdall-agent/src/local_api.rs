@@ -329,7 +329,7 @@ pub(crate) async fn read_one(
 }
 
 /// Counts reads served (`served` of them) or the refusal.
-fn counted<T>(state: &LocalApi, result: Result<T, Refusal>, served: usize) -> Result<T, Refusal> {
+pub(crate) fn counted<T>(state: &LocalApi, result: Result<T, Refusal>, served: usize) -> Result<T, Refusal> {
     if let Some(metrics) = &state.metrics {
         metrics.reads(result.as_ref().err().map(|Refusal(e)| e.code), served);
     }
