@@ -54,6 +54,9 @@ pub async fn supervise(watched: Watched<'_>, first: Vec<ValueAnswer>) -> Result<
                         break;
                     }
                     Ok(answer) => fingerprint = answer.fingerprint,
+                    // The Agent's decision (a policy now refuses a secret):
+                    // read again, which stops the program if it is refused.
+                    Err(heimdall_sdk::Error::Api(_)) => break,
                     // The Agent away for a moment: the program keeps running.
                     Err(err) => {
                         eprintln!("warning: heimdall run --watch: {err}; asking again in 1 s");
