@@ -89,10 +89,14 @@ pub fn main(config: &Path, new_key_file: &Path, json: bool) -> Result<(), String
     let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
     let done = runtime.block_on(async {
         let old = crate::runtime::master_key(&values, prepared.into_master_key()).await?;
-        let rows: Box<dyn SealedStore> = match (&values.sqlite_path, &values.postgres_url) {
-            (Some(path), _) => crate::store::sqlite::connect(path).await,
-            (_, Some(url)) => crate::store::postgres::connect(url).await,
-            (None, None) => return Err("rekey is not built for DynamoDB stores yet".to_owned()),
+        let rows: Box<dyn SealedStore> = match (&values.sqlite_path, &values.postgres_url, &values.dynamodb_table) {
+            (Some(path), _, _) => crate::store::sqlite::connect(path).await,
+            (_, Some(url), _) => crate::store::postgres::connect(url).await,
+            (_, _, Some(table)) => {
+                let cfg = crate::store::dynamodb::DynamoConfig { table: table.clone(), aws: values.aws() };
+                crate::store::dynamodb::connect(&cfg).await
+            }
+            (None, None, None) => return Err("[values] names no store".to_owned()),
         }
         .map_err(|e| format!("the value store cannot be opened: {e}"))?;
         let progress = |n, of| eprintln!("resealed {n} of {of} data keys");

@@ -113,6 +113,16 @@ impl fmt::Debug for DynamoRows {
 /// Opens (creating the table if needed) the store in `cfg.table`, with the
 /// SDK's default credentials. A key that does not open it is
 /// [`StoreError::WrongMasterKey`] (or `WrongKmsKey`).
+/// The store's rows in `cfg.table`, with no key opened (for `rekey`).
+pub async fn connect(cfg: &DynamoConfig) -> Result<Box<dyn SealedStore>, StoreError> {
+    validate_table_name(&cfg.table)?;
+    let config = crate::aws::sdk_config(&cfg.aws).await.map_err(StoreError::Open)?;
+    crate::aws::require_region(&config).map_err(StoreError::Open)?;
+    let client = Client::new(&config);
+    ensure_table(&client, &cfg.table).await?;
+    Ok(Box::new(DynamoRows { client, table: cfg.table.clone() }))
+}
+
 pub async fn open(cfg: &DynamoConfig, keys: &dyn KeySealer) -> Result<Vault, StoreError> {
     validate_table_name(&cfg.table)?;
     let config = crate::aws::sdk_config(&cfg.aws).await.map_err(StoreError::Open)?;
@@ -505,8 +515,41 @@ impl SealedStore for DynamoRows {
         }
     }
 
-    async fn replace_data_key(&self, _old: &SealedDataKey, _new: &SealedDataKey) -> Result<bool, StoreError> {
-        Err(StoreError::Open("rekey is not built for DynamoDB stores yet".into()))
+    async fn replace_data_key(&self, old: &SealedDataKey, new: &SealedDataKey) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(KEYRING_PK))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable("Query (keyring)", &e))?;
+        let entry = out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .find(|i| get_s(i, "key_id").is_ok_and(|id| id == old.key_id));
+        let Some(mut item) = entry else { return Ok(false) };
+        item.insert("sealed_key".into(), b(new.sealed_key.clone()));
+        // Only if it is still exactly what was read.
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("sealed_key = :old")
+            .expression_attribute_values(":old", b(old.sealed_key.clone()))
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                Ok(false)
+            }
+            Err(e) => Err(unavailable("PutItem (keyring)", &e)),
+        }
     }
 
     async fn put_if_absent(&self, at: &ValueAddress, sealed: &SealedValue) -> Result<bool, StoreError> {

@@ -1,4 +1,5 @@
-//! `heimdall-agent rekey` on the real Agent, on SQLite and PostgreSQL:
+//! `heimdall-agent rekey` on the real Agent, on SQLite, PostgreSQL and
+//! DynamoDB (moto):
 //! killed (SIGKILL) at varied points and run again, it finishes with
 //! nothing lost; the running Agent serves throughout; afterwards the
 //! config names the new key and the old one opens nothing.
@@ -15,6 +16,11 @@ use crate::values::{agent_database, configure, eventually, identity, set, Store}
 fn rekey(config: &Path, new_key: &Path) -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_heimdall-agent"));
     command.arg("rekey").arg("--config").arg(config).arg("--new-master-key-file").arg(new_key);
+    // moto's DynamoDB, as the Agent itself is run.
+    command
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_EC2_METADATA_DISABLED", "true");
     command
 }
 
@@ -105,4 +111,9 @@ async fn rekey_on_sqlite_is_resumable_and_retires_the_old_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rekey_on_postgres_is_resumable_and_retires_the_old_key() {
     rekey_is_resumable_and_retires_the_old_key(Store::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rekey_on_dynamodb_is_resumable_and_retires_the_old_key() {
+    rekey_is_resumable_and_retires_the_old_key(Store::Dynamo).await;
 }
