@@ -228,7 +228,16 @@ pub async fn ask_holders(
     let mut unreachable: Vec<(String, heimdall_sdk::Error)> = Vec::new();
     for (holder, url) in &targets {
         let agent = &holder.agent;
-        let client = AgentClient::for_holder(holder, url, &identity)?.with_timeouts(timeouts)?;
+        // A client that cannot be made for this holder: skipped, like one
+        // that cannot be reached.
+        let client =
+            match AgentClient::for_holder(holder, url, &identity).and_then(|c| c.with_timeouts(timeouts)) {
+                Ok(client) => client,
+                Err(err) => {
+                    unreachable.push((agent.clone(), err));
+                    continue;
+                }
+            };
         let asked = async {
             match ask {
                 Ask::One { secret, version } => {
