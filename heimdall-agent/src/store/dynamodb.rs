@@ -336,6 +336,23 @@ fn access_pk(agent: AgentId, epoch: &str) -> String {
 
 async fn load_keyring(client: &Client, table: &str) -> Result<Vec<SealedDataKey>, StoreError> {
     let mut sealed = Vec::new();
+    for item in keyring_items(client, table).await? {
+        let entry = || -> Result<SealedDataKey, StoreError> {
+            Ok(SealedDataKey {
+                key_id: get_s(&item, "key_id")?.to_owned(),
+                sealed_key: get_b(&item, "sealed_key").ok_or_else(|| invalid_item("sealed key"))?,
+                check_value: get_b(&item, "check_value").ok_or_else(|| invalid_item("check value"))?,
+            })
+        };
+        sealed.push(entry().map_err(|e| StoreError::Open(e.to_string()))?);
+    }
+    Ok(sealed)
+}
+
+/// Every keyring item, every page, sorted by sk (the zero-padded
+/// generation: the last is current).
+async fn keyring_items(client: &Client, table: &str) -> Result<Vec<Item>, StoreError> {
+    let mut items = Vec::new();
     let mut start: Option<Item> = None;
     loop {
         let out = client
@@ -348,20 +365,10 @@ async fn load_keyring(client: &Client, table: &str) -> Result<Vec<SealedDataKey>
             .send()
             .await
             .map_err(|e| StoreError::Open(format!("DynamoDB Query (keyring): {}", describe(&e))))?;
-        for item in out.items.unwrap_or_default() {
-            let entry = || -> Result<SealedDataKey, StoreError> {
-                Ok(SealedDataKey {
-                    key_id: get_s(&item, "key_id")?.to_owned(),
-                    sealed_key: get_b(&item, "sealed_key").ok_or_else(|| invalid_item("sealed key"))?,
-                    check_value: get_b(&item, "check_value").ok_or_else(|| invalid_item("check value"))?,
-                })
-            };
-            sealed.push(entry().map_err(|e| StoreError::Open(e.to_string()))?);
-        }
+        items.extend(out.items.unwrap_or_default());
         match out.last_evaluated_key {
             Some(next) => start = Some(next),
-            // Sorted by sk, the zero-padded generation: the last is current.
-            None => return Ok(sealed),
+            None => return Ok(items),
         }
     }
 }
@@ -516,21 +523,8 @@ impl SealedStore for DynamoRows {
     }
 
     async fn replace_data_key(&self, old: &SealedDataKey, new: &SealedDataKey) -> Result<bool, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(KEYRING_PK))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| unavailable("Query (keyring)", &e))?;
-        let entry = out
-            .items
-            .unwrap_or_default()
-            .into_iter()
-            .find(|i| get_s(i, "key_id").is_ok_and(|id| id == old.key_id));
+        let items = keyring_items(&self.client, &self.table).await?;
+        let entry = items.into_iter().find(|i| get_s(i, "key_id").is_ok_and(|id| id == old.key_id));
         let Some(mut item) = entry else { return Ok(false) };
         item.insert("sealed_key".into(), b(new.sealed_key.clone()));
         // Only if it is still exactly what was read.
