@@ -31,6 +31,7 @@ pub struct AllowedRead {
     pub org: OrgId,
     pub reader: String,
     pub secret: String,
+    pub secret_id: heimdall_core::ids::SecretId,
     pub environment_id: CatalogId,
     pub environment: String,
 }
@@ -175,15 +176,17 @@ impl PolicySnapshot {
         Ok(())
     }
 
-    /// Decides a read of `secret` in `environment` by the program holding a
+    /// Decides `verb` on `secret` in `environment` by the program holding a
     /// token of `scope`, known in records and policies as `accessor`: the
     /// scope permits (`heimdall_core::program::check`), the organization's
-    /// `forbid` policies can still refuse (`authz::forbids_program`), and a
-    /// personal secret is never reached.
-    pub fn decide_program_read(
+    /// `forbid` policies can still refuse, and a personal secret is never
+    /// reached (`program::organization_allows`, which the API decides
+    /// again for a write or a deletion).
+    pub fn decide_program(
         &self,
         scope: &ProgramScope,
         accessor: &str,
+        verb: Verb,
         secret: &str,
         environment: &str,
         now: OffsetDateTime,
@@ -193,28 +196,24 @@ impl PolicySnapshot {
             self.environment(environment).ok_or_else(|| ApiError::not_found("environment"))?;
         let found = self.secrets.get(secret);
         let personal = found.is_none_or(|s| s.owner_id.is_some() || s.personal_owner.is_some());
-        program::check(scope, Verb::Read, secret, personal, env_name, now)?;
+        program::check(scope, verb, secret, personal, env_name, now)?;
         let found = found.ok_or_else(|| ApiError::not_found("secret"))?;
         let target = secret_target(found.id, found.owner_id, &found.components, &self.catalog);
-        authz::forbids_program(
+        program::organization_allows(
             self.org,
             &scope.id,
             accessor,
-            Action::SecretRead,
+            verb,
+            personal,
             &target,
-            Some(env_name),
+            env_name,
             &self.policies,
-        )
-        .map_err(|_| {
-            ApiError::new(
-                ErrorCode::Forbidden,
-                format!("a policy does not allow {accessor} to read {secret} in {env_name}"),
-            )
-        })?;
+        )?;
         Ok(AllowedRead {
             org: self.org,
             reader: accessor.to_owned(),
             secret: found.name.clone(),
+            secret_id: found.id,
             environment_id,
             environment: env_name.to_owned(),
         })
@@ -267,6 +266,7 @@ impl PolicySnapshot {
             org: self.org,
             reader: reader.email,
             secret: found.name.clone(),
+            secret_id: found.id,
             environment_id,
             environment: env_name.to_owned(),
         })

@@ -94,6 +94,28 @@ impl Channel {
         Err(ChannelError::Api(err))
     }
 
+    /// Asks the API to number a version for a program whose token this
+    /// Agent accepted; the answer carries the grant to store it here.
+    pub async fn program_version(
+        &self,
+        request: &heimdall_core::wire::ProgramVersionRequest,
+    ) -> Result<heimdall_core::wire::ProgramVersion, ChannelError> {
+        self.post("/v1/agent/program-versions", request)
+            .await?
+            .ok_or_else(|| ChannelError::Transport("empty version response".into()))
+    }
+
+    /// Asks the API to start a deletion for a program whose token this
+    /// Agent accepted.
+    pub async fn program_deletion(
+        &self,
+        request: &heimdall_core::wire::ProgramDeletionRequest,
+    ) -> Result<heimdall_core::wire::ProgramDeletion, ChannelError> {
+        self.post("/v1/agent/program-deletions", request)
+            .await?
+            .ok_or_else(|| ChannelError::Transport("empty deletion response".into()))
+    }
+
     /// Long-polls for a job; `None` when nothing came within `wait`.
     pub async fn claim(&self, wait: Duration) -> Result<Option<ClaimedJob>, ChannelError> {
         let body = Claim { wait_seconds: u32::try_from(wait.as_secs()).unwrap_or(30) };

@@ -22,6 +22,7 @@ pub mod local_cert;
 pub mod metrics;
 pub mod policy_file;
 pub mod program_tokens;
+pub mod program_writes;
 pub mod recorder;
 pub mod rekey;
 pub mod runtime;

@@ -17,8 +17,10 @@
 //!   values; one refusal refuses them all, and nothing is recorded.
 //! - Programs: a connection may come without a client certificate, and
 //!   then a request must carry a program token (`Authorization: Bearer`,
-//!   [`crate::program_tokens`]). A token reads only (`heimdall_core::program`)
-//!   and is recorded as `program NAME@AGENT`. `GET /v1/eso/{environment}/{key}`
+//!   [`crate::program_tokens`]). A token does what its verbs allow
+//!   (`heimdall_core::program`); its reads are recorded as
+//!   `program NAME@AGENT`, and its writes and deletions go through the API
+//!   ([`crate::program_writes`]). `GET /v1/eso/{environment}/{key}`
 //!   is the External Secrets Operator's webhook contract: `{"value": …}`,
 //!   404 for an unknown, out-of-scope or deactivated secret, and key `*`
 //!   for every secret of the token's scope holding a value there.
@@ -59,6 +61,9 @@ pub struct LocalApi {
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
     /// Program tokens; `None`: only people's certificates are accepted.
     pub tokens: Option<Arc<crate::program_tokens::TokenFile>>,
+    /// The API, asked on a program's behalf for a version or a deletion;
+    /// `None`: programs only read.
+    pub api: Option<crate::channel::Channel>,
 }
 
 /// A connection: its verified client certificate, if it presented one,
@@ -115,17 +120,6 @@ pub(crate) fn caller(state: &LocalApi, peer: &Peer, headers: &HeaderMap) -> Resu
     }
 }
 
-/// A person's certificate, for what only people do.
-fn person(state: &LocalApi, peer: &Peer, headers: &HeaderMap) -> Result<PeerCert, Refusal> {
-    match caller(state, peer, headers)? {
-        Caller::Person(cert) => Ok(cert),
-        Caller::Program { .. } => Err(Refusal(ApiError::new(
-            ErrorCode::Forbidden,
-            "a program token only reads; writing a value takes a person's client certificate",
-        ))),
-    }
-}
-
 /// An [`ApiError`] as a response: `{"error": {...}}` with its status.
 #[derive(Debug)]
 pub struct Refusal(pub ApiError);
@@ -161,6 +155,7 @@ pub fn router(state: LocalApi) -> Router {
     Router::new()
         .route("/v1/health", get(health))
         .route("/v1/secrets/{name}/value", get(read).put(write))
+        .route("/v1/secrets/{name}", axum::routing::delete(crate::program_writes::delete))
         .route("/v1/values", axum::routing::post(read_many))
         .route("/v1/values/watch", axum::routing::post(crate::watch::watch))
         .route("/v1/eso/{environment}/{key}", get(crate::eso::read))
@@ -198,7 +193,7 @@ const REFRESH_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// `decide` with the current snapshot; if it does not know the
 /// certificate, secret or environment, once more after a sync asked for now.
-async fn with_fresh<T>(
+pub(crate) async fn with_fresh<T>(
     state: &LocalApi,
     decide: impl Fn(&PolicySnapshot) -> Result<T, ApiError>,
 ) -> Result<(Arc<PolicySnapshot>, T), Refusal> {
@@ -226,7 +221,7 @@ async fn health(State(state): State<LocalApi>) -> Json<serde_json::Value> {
     }))
 }
 
-fn to_u32_version(version: i64) -> Result<u32, Refusal> {
+pub(crate) fn to_u32_version(version: i64) -> Result<u32, Refusal> {
     u32::try_from(version)
         .ok()
         .filter(|v| *v >= 1)
@@ -240,12 +235,18 @@ async fn write(
     Path(name): Path<String>,
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<serde_json::Value>), Refusal> {
-    let cert = person(&state, &peer, &headers)?;
+    let cert = match caller(&state, &peer, &headers)? {
+        Caller::Person(cert) => cert,
+        Caller::Program { scope, accessor } => {
+            return crate::program_writes::write(&state, &scope, &accessor, &name, &body).await;
+        }
+    };
     // One strict parse (`heimdall_core::body`): trailing bytes and
     // duplicate keys are refused, and no error quotes the input, which
     // holds a secret.
     let body: WriteValue = heimdall_core::body::decode(&body)?;
     let (snap, writer) = with_fresh(&state, |s| s.reader(&cert.cert_sha256)).await?;
+    let writer_id = heimdall_core::grant::GrantWriter::Member(writer.member);
     let grant = heimdall_core::grant::parse(body.grant.expose()).map_err(ApiError::from)?;
     let version = to_u32_version(body.version)?;
     // Every claim, in `WriteGrantClaims::check`: organization, this Agent,
@@ -257,38 +258,49 @@ async fn write(
         secret: &name,
         environment: &body.environment,
         version: body.version,
-        writer: writer.member,
+        writer: writer_id,
         writer_key: &cert.key_sha256,
     };
     state.grants.verify(&grant, &target, state.clock.now()).map_err(ApiError::from)?;
     // The environment's id from the verified grant: a value can be
     // written to an environment created since the last sync.
     let (environment_id, environment) = (grant.claims.environment_id, grant.claims.environment.clone());
-    if body.value.expose().len() > MAX_VALUE_LEN {
-        return Err(Refusal(ApiError::new(
-            ErrorCode::PayloadTooLarge,
-            format!("a value is at most {MAX_VALUE_LEN} bytes"),
-        )));
-    }
+    check_size(body.value.expose())?;
     let at = ValueAddress { org: snap.org(), secret: name.clone(), environment: environment_id, version };
-    let value = body.value.expose().as_bytes();
-    match state.store.put_value(&at, value).await {
-        Ok(()) => {}
-        // Agents sharing one store are each sent the value: the first
-        // stores it, and the same bytes at the same address are no
-        // overwrite. Anything else at that address is refused.
-        Err(StoreError::AlreadyExists { .. })
-            if state.store.get_value(&at).await.ok().flatten().is_some_and(|held| {
-                use subtle::ConstantTimeEq;
-                bool::from(held.as_slice().ct_eq(value))
-            }) => {}
-        Err(e) => return Err(store_refusal(e)),
-    }
+    store_granted(&state, &at, body.value.expose().as_bytes()).await?;
     tracing::info!(secret = %name, environment = %environment, version, writer = %writer.email, "value stored");
     Ok((
         StatusCode::CREATED,
         Json(serde_json::json!({ "name": name, "environment": environment, "version": version })),
     ))
+}
+
+/// A value is at most [`MAX_VALUE_LEN`] bytes.
+pub(crate) fn check_size(value: &str) -> Result<(), Refusal> {
+    if value.len() > MAX_VALUE_LEN {
+        return Err(Refusal(ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            format!("a value is at most {MAX_VALUE_LEN} bytes"),
+        )));
+    }
+    Ok(())
+}
+
+/// Stores a value whose grant was verified, at its address.
+pub(crate) async fn store_granted(state: &LocalApi, at: &ValueAddress, value: &[u8]) -> Result<(), Refusal> {
+    match state.store.put_value(at, value).await {
+        Ok(()) => {}
+        // Agents sharing one store are each sent the value: the first
+        // stores it, and the same bytes at the same address are no
+        // overwrite. Anything else at that address is refused.
+        Err(StoreError::AlreadyExists { .. })
+            if state.store.get_value(at).await.ok().flatten().is_some_and(|held| {
+                use subtle::ConstantTimeEq;
+                bool::from(held.as_slice().ct_eq(value))
+            }) => {}
+        Err(e) => return Err(store_refusal(e)),
+    }
+    Ok(())
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -490,7 +502,9 @@ pub(crate) async fn decide(
 ) -> Result<crate::access::AllowedRead, Refusal> {
     let (_, allowed) = with_fresh(state, |s| match caller {
         Caller::Person(cert) => s.decide_read(&cert.cert_sha256, &cert.key_sha256, name, environment, now),
-        Caller::Program { scope, accessor } => s.decide_program_read(scope, accessor, name, environment, now),
+        Caller::Program { scope, accessor } => {
+            s.decide_program(scope, accessor, heimdall_core::program::Verb::Read, name, environment, now)
+        }
     })
     .await?;
     Ok(allowed)

@@ -127,6 +127,7 @@ pub async fn run(
                 policy: policy.clone(),
                 clock: clock.clone(),
                 metrics: metrics.clone(),
+                api: channel.clone(),
             };
             Some(start_local_api(&config, local, parts, stop_rx.clone()).await?)
         }
@@ -283,6 +284,8 @@ struct LocalParts {
     policy: SharedPolicy,
     clock: Arc<dyn Clock>,
     metrics: Option<Arc<Metrics>>,
+    /// Asked on programs' behalf for versions and deletions.
+    api: Channel,
 }
 
 /// Starts the local API on its certificate (renewed by the sync loop) and
@@ -309,6 +312,7 @@ async fn start_local_api(
             parts.agent,
             parts.store.clone(),
         ))),
+        api: Some(parts.api),
     };
     let listener = tokio::net::TcpListener::bind(&local.listen)
         .await

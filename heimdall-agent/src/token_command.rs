@@ -13,13 +13,25 @@ use crate::program_tokens::{NewToken, TokenFile};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum VerbArg {
     Read,
+    Write,
+    Delete,
+}
+
+impl From<VerbArg> for Verb {
+    fn from(verb: VerbArg) -> Self {
+        match verb {
+            VerbArg::Read => Verb::Read,
+            VerbArg::Write => Verb::Write,
+            VerbArg::Delete => Verb::Delete,
+        }
+    }
 }
 
 #[derive(clap::Subcommand, Debug)]
 pub enum TokenCommand {
-    /// Make a token for one program: it reads the secrets --secret names in
-    /// one environment from this Agent's local API. Printed once; only its
-    /// hash is kept.
+    /// Make a token for one program: it reads (and, with its verbs, writes
+    /// or deletes) the secrets --secret names in one environment through
+    /// this Agent's local API. Printed once; only its hash is kept.
     Create {
         #[arg(long, env = "HEIMDALL_AGENT_CONFIG")]
         config: PathBuf,
@@ -32,7 +44,8 @@ pub enum TokenCommand {
         /// A secret name or glob (`billing-*`); repeatable.
         #[arg(long = "secret", required = true)]
         secrets: Vec<String>,
-        /// What it may do; only `read` is served so far.
+        /// What it may do (repeatable): read; write (a new version, numbered
+        /// by the API); delete (every version in the environment).
         #[arg(long = "verb", value_enum, default_values_t = [VerbArg::Read])]
         verbs: Vec<VerbArg>,
         /// Lifetime: 90d, 12h, or never.
@@ -71,7 +84,13 @@ pub fn main(command: TokenCommand) -> Result<(), String> {
     match command {
         TokenCommand::Create { name, environment, secrets, verbs, expires, json, .. } => {
             let lifetime = program::parse_expires(&expires).map_err(|e| e.message)?;
-            let verbs = verbs.into_iter().map(|VerbArg::Read| Verb::Read).collect();
+            let mut unique: Vec<Verb> = Vec::new();
+            for verb in verbs.into_iter().map(Verb::from) {
+                if !unique.contains(&verb) {
+                    unique.push(verb);
+                }
+            }
+            let verbs = unique;
             let new = NewToken { name, environment, secrets, verbs, expires_at: lifetime.map(|l| now + l) };
             let (token, scope) = file.create(new, now)?;
             if json {

@@ -48,11 +48,11 @@ pub struct WriteGrantClaims {
     pub environment: String,
     pub version: i64,
     pub agent: AgentId,
-    /// Who asked for the version (an email, for logs).
+    /// Who asked for the version (an email or a program's accessor, for logs).
     pub issued_by: String,
-    /// Who asked for the version, by member id: the only person whose
-    /// client certificate may write with this grant.
-    pub issued_to: MemberId,
+    /// Who asked for the version, by id: the only writer who may store
+    /// the value with this grant.
+    pub issued_to: GrantWriter,
     /// For a personal secret: the keys bound to it (SHA-256 of each public
     /// key); the writer's certificate must carry one of them. `None` for an
     /// organization secret.
@@ -60,6 +60,17 @@ pub struct WriteGrantClaims {
     pub owner_keys: Option<Vec<String>>,
     pub issued_at: i64,
     pub expires_at: i64,
+}
+
+/// Who a grant is for, by id (never by a name).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum GrantWriter {
+    /// A person: the member whose client certificate writes.
+    Member(MemberId),
+    /// A program, by its token's id on the grant's Agent: the Agent asked
+    /// the API on its behalf.
+    Program(String),
 }
 
 /// Why a grant is refused. Messages name the rule, never token bytes.
@@ -75,8 +86,8 @@ pub enum GrantError {
     NotYetValid,
     #[error("the write grant is for another {0}")]
     Mismatch(&'static str),
-    #[error("the write grant was issued to another person")]
-    OtherPerson,
+    #[error("the write grant was issued to another writer")]
+    OtherWriter,
     #[error("this client certificate's key is not bound to the personal secret")]
     KeyNotBound,
 }
@@ -97,7 +108,7 @@ impl WriteGrantClaims {
         environment: (CatalogId, &str),
         version: i64,
         agent: AgentId,
-        issued_to: (MemberId, &str),
+        issued_to: (GrantWriter, &str),
         owner_keys: Option<Vec<String>>,
         now: OffsetDateTime,
     ) -> Self {
@@ -120,7 +131,7 @@ impl WriteGrantClaims {
 
     /// Every claim against the write asked for: the organization, this
     /// Agent, the secret, the environment (by id or by name, as the request
-    /// named it), the version, the writer (by member id) and, for a
+    /// named it), the version, the writer (by member id or token id) and, for a
     /// personal secret, the writer's key; and the time (one minute of clock
     /// skew is tolerated at the start). The signature is the adapter's to
     /// check first.
@@ -142,7 +153,7 @@ impl WriteGrantClaims {
             return Err(GrantError::Mismatch("version"));
         }
         if self.issued_to != expected.writer {
-            return Err(GrantError::OtherPerson);
+            return Err(GrantError::OtherWriter);
         }
         if let Some(keys) = &self.owner_keys {
             if !keys.is_empty() && !keys.iter().any(|k| k.eq_ignore_ascii_case(expected.writer_key)) {
@@ -170,9 +181,11 @@ pub struct GrantTarget<'a> {
     /// The environment as the request named it: its id or its name.
     pub environment: &'a str,
     pub version: i64,
-    /// The member the writer's client certificate belongs to.
-    pub writer: MemberId,
-    /// SHA-256 (hex) of the writer's certificate's public key.
+    /// The member the writer's client certificate belongs to, or the
+    /// program whose token the Agent accepted.
+    pub writer: GrantWriter,
+    /// SHA-256 (hex) of the writer's certificate's public key (empty for a
+    /// program, which never reaches a personal secret).
     pub writer_key: &'a str,
 }
 
@@ -230,7 +243,7 @@ mod tests {
             (CatalogId::from_uuid(Uuid::from_u128(4)), "dev"),
             7,
             AgentId::from_uuid(Uuid::from_u128(5)),
-            (MemberId::from_uuid(Uuid::from_u128(6)), "ana@example.com"),
+            (GrantWriter::Member(MemberId::from_uuid(Uuid::from_u128(6))), "ana@example.com"),
             None,
             now,
         )
@@ -243,7 +256,7 @@ mod tests {
             secret: &c.secret,
             environment: &c.environment,
             version: c.version,
-            writer: c.issued_to,
+            writer: c.issued_to.clone(),
             writer_key: "k1",
         }
     }
@@ -290,8 +303,18 @@ mod tests {
         t.environment = &id;
         assert_eq!(c.check(&t, now), Ok(()), "the environment by id");
         let mut t = target(&c);
-        t.writer = MemberId::from_uuid(Uuid::from_u128(9));
-        assert_eq!(c.check(&t, now), Err(GrantError::OtherPerson));
+        t.writer = GrantWriter::Member(MemberId::from_uuid(Uuid::from_u128(9)));
+        assert_eq!(c.check(&t, now), Err(GrantError::OtherWriter));
+        // A program is no member, whatever its token's id looks like.
+        let mut t = target(&c);
+        t.writer = GrantWriter::Program(Uuid::from_u128(6).to_string());
+        assert_eq!(c.check(&t, now), Err(GrantError::OtherWriter));
+        let mut program = c.clone();
+        program.issued_to = GrantWriter::Program("0123456789abcdef".into());
+        assert_eq!(program.check(&target(&program), now), Ok(()));
+        let mut t = target(&program);
+        t.writer = GrantWriter::Program("0123456789abcdee".into());
+        assert_eq!(program.check(&t, now), Err(GrantError::OtherWriter), "another token of the Agent");
         // A personal secret: the writer's key must be bound.
         let mut personal = c.clone();
         personal.owner_keys = Some(vec!["K1".into()]);

@@ -19,17 +19,31 @@ use crate::error::{ApiError, ErrorCode};
 use crate::ids::AgentId;
 use crate::names::validate_name;
 
-/// What a token may do. Only `read` is served today.
+/// What a token may do. `write` and `delete` go through the API on the
+/// program's behalf, as people's writes and deletions do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verb {
     Read,
+    Write,
+    Delete,
 }
 
 impl Verb {
     pub fn as_str(self) -> &'static str {
         match self {
             Verb::Read => "read",
+            Verb::Write => "write",
+            Verb::Delete => "delete",
+        }
+    }
+
+    /// The policy action a verb is decided as: a deletion is a write of
+    /// the secret, as it is for people.
+    pub fn action(self) -> crate::authz::Action {
+        match self {
+            Verb::Read => crate::authz::Action::SecretRead,
+            Verb::Write | Verb::Delete => crate::authz::Action::SecretWrite,
         }
     }
 }
@@ -130,6 +144,16 @@ pub fn parse_token(token: &str) -> Option<TokenParts<'_>> {
     Some(TokenParts { agent, id })
 }
 
+/// A program as an Agent names it to the API: a token id of the right
+/// shape and a valid name; anything else is refused before it is used.
+pub fn check_caller(token_id: &str, name: &str) -> Result<(), ApiError> {
+    let hex = token_id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if token_id.len() != ID_LEN || !hex {
+        return Err(ApiError::invalid_input(format!("a program token's id is {ID_LEN} hex digits")));
+    }
+    validate_name("program", name)
+}
+
 /// How a program appears in access records and to policies:
 /// `program NAME@AGENT`.
 pub fn accessor(name: &str, agent: &str) -> String {
@@ -148,13 +172,7 @@ pub fn check(
     environment: &str,
     now: OffsetDateTime,
 ) -> Result<(), ApiError> {
-    check_alive(scope, now)?;
-    if !scope.verbs.contains(&verb) {
-        return Err(ApiError::new(
-            ErrorCode::Forbidden,
-            format!("the token of program {} may not {} secrets", scope.name, verb.as_str()),
-        ));
-    }
+    check_verb(scope, verb, now)?;
     if environment != scope.environment {
         return Err(ApiError::new(
             ErrorCode::Forbidden,
@@ -163,6 +181,49 @@ pub fn check(
     }
     if personal || !reaches(scope, secret) {
         return Err(ApiError::not_found("secret"));
+    }
+    Ok(())
+}
+
+/// Whether the organization lets a program (by its token's id, and its
+/// accessor `program NAME@AGENT`) `verb` a secret in `environment`: never
+/// a personal secret (`NOT_FOUND`, as out of scope), and no `forbid`
+/// policy may refuse it (`FORBIDDEN`). The Agent decides this with its
+/// synced policies after [`check`]; the API decides it again, with the
+/// policies as stored, before it numbers a version or starts a deletion
+/// for the program.
+#[allow(clippy::too_many_arguments)]
+pub fn organization_allows(
+    org: crate::ids::OrgId,
+    token_id: &str,
+    accessor: &str,
+    verb: Verb,
+    personal: bool,
+    target: &crate::authz::Target,
+    environment: &str,
+    policies: &crate::authz::OrgPolicies,
+) -> Result<(), ApiError> {
+    if personal {
+        return Err(ApiError::not_found("secret"));
+    }
+    crate::authz::forbids_program(org, token_id, accessor, verb.action(), target, Some(environment), policies)
+        .map_err(|_| {
+            ApiError::new(
+                ErrorCode::Forbidden,
+                format!("a policy does not allow {accessor} to {} secrets in {environment}", verb.as_str()),
+            )
+        })
+}
+
+/// A live token that has `verb`: what is known before a request's body
+/// is read (the rest is [`check`]).
+pub fn check_verb(scope: &ProgramScope, verb: Verb, now: OffsetDateTime) -> Result<(), ApiError> {
+    check_alive(scope, now)?;
+    if !scope.verbs.contains(&verb) {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            format!("the token of program {} may not {} secrets", scope.name, verb.as_str()),
+        ));
     }
     Ok(())
 }

@@ -819,6 +819,75 @@ impl std::fmt::Debug for ValueAnswer {
     }
 }
 
+/// A program's write (`PUT /v1/secrets/{name}/value` on an Agent's local
+/// API with a program token that may write): no version and no grant,
+/// the Agent asks the API for both on the program's behalf.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramValue {
+    /// Environment id or name.
+    pub environment: String,
+    pub value: crate::Redacted<String>,
+}
+
+impl std::fmt::Debug for ProgramValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProgramValue").field("environment", &self.environment).finish_non_exhaustive()
+    }
+}
+
+/// A program as the Agent that holds its token vouches for it to the API:
+/// by its token's id, with its name for records.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramCaller {
+    pub token_id: String,
+    pub name: String,
+}
+
+/// `POST /v1/agent/program-versions`: the next version of a secret in an
+/// environment (both by id), for a program whose token this Agent accepted. The
+/// API numbers it and signs a grant for this Agent and program only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramVersionRequest {
+    pub program: ProgramCaller,
+    pub secret_id: crate::ids::SecretId,
+    pub environment_id: crate::ids::CatalogId,
+}
+
+/// The answer to a [`ProgramVersionRequest`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramVersion {
+    pub secret: String,
+    pub environment: String,
+    pub environment_id: crate::ids::CatalogId,
+    pub version: i64,
+    pub grant: crate::Redacted<String>,
+}
+
+/// `POST /v1/agent/program-deletions`: delete a secret in an environment
+/// (both by id; every version, on every Agent), for a program whose token this Agent
+/// accepted; as `heimdall secret delete NAME --environment E` does.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramDeletionRequest {
+    pub program: ProgramCaller,
+    pub secret_id: crate::ids::SecretId,
+    pub environment_id: crate::ids::CatalogId,
+}
+
+/// The answer to a [`ProgramDeletionRequest`], and to the program.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramDeletion {
+    pub secret: String,
+    pub environment: String,
+    /// `deleting`: every holder drops the values on its next sync.
+    pub status: String,
+}
+
 /// `POST /v1/values` on an Agent's local API: the latest version of each
 /// of `secrets` in `environment`, all or none (what `heimdall run` asks).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -868,11 +937,14 @@ bodies!(ValuePolicy::Metadata =>
     LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest,
 );
 // The secret routes: closed. Anything they do not define is where a value would go.
-bodies!(ValuePolicy::Closed => CreateSecret, UpdateSecret, CreateVersion, DeactivateVersion, AssignAgent, ReadValues, WatchValues);
+bodies!(ValuePolicy::Closed =>
+    CreateSecret, UpdateSecret, CreateVersion, DeactivateVersion, AssignAgent, ReadValues, WatchValues,
+    ProgramVersionRequest, ProgramDeletionRequest,
+);
 // Resource inputs and schemas are judged by their JSON Schema, not by key names.
 bodies!(ValuePolicy::SchemaGoverned(&["input"]) => CreateResource, ChangeResource);
 bodies!(ValuePolicy::SchemaGoverned(&["input_schema", "defaults"]) => CreateSchema);
 // The Agent channel: machines, not people, write these.
 bodies!(ValuePolicy::NotScanned => Claim, Heartbeat, LogChunk, FinishJob, SyncRequest, ServerCertificateRequest);
 // The Agent's local API write: the one body with a place for a value.
-bodies!(ValuePolicy::Carries("value") => WriteValue);
+bodies!(ValuePolicy::Carries("value") => WriteValue, ProgramValue);

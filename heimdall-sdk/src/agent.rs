@@ -7,7 +7,8 @@ use std::fmt;
 
 use heimdall_core::ids::AgentId;
 use heimdall_core::wire::{
-    AgentLocation, ReadValues, ValueAnswer, ValuesAnswer, WatchAnswer, WatchValues, WriteValue,
+    AgentLocation, ProgramDeletion, ProgramValue, ReadValues, ValueAnswer, ValuesAnswer, WatchAnswer,
+    WatchValues, WriteValue,
 };
 use heimdall_core::Redacted;
 use reqwest::Method;
@@ -152,6 +153,29 @@ impl AgentClient {
         };
         let url = self.inner.url(&["secrets", secret, "value"])?;
         self.inner.send(self.inner.authed(Method::PUT, url).json(&body)).await
+    }
+
+    /// `PUT /v1/secrets/{name}/value` with a program token that may write:
+    /// the Agent asks the API for the next version on the program's behalf
+    /// and stores `value` under it; the answer names the version.
+    pub async fn write_as_program(
+        &self,
+        secret: &str,
+        environment: &str,
+        value: &str,
+    ) -> Result<serde_json::Value> {
+        let body =
+            ProgramValue { environment: environment.to_owned(), value: Redacted::new(value.to_owned()) };
+        let url = self.inner.url(&["secrets", secret, "value"])?;
+        self.inner.send(self.inner.authed(Method::PUT, url).json(&body)).await
+    }
+
+    /// `DELETE /v1/secrets/{name}?environment=` with a program token that
+    /// may delete: the API starts deleting every version there, and each
+    /// holder drops them on its next sync.
+    pub async fn delete_as_program(&self, secret: &str, environment: &str) -> Result<ProgramDeletion> {
+        let url = self.inner.url_with_query(&["secrets", secret], &[("environment", Some(environment))])?;
+        self.inner.send(self.inner.authed(Method::DELETE, url)).await
     }
 
     /// `GET /v1/secrets/{name}/value?environment=[&version=]`: the value,

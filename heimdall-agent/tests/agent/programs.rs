@@ -175,3 +175,207 @@ async fn a_program_token_reads_its_scope_only_and_serves_the_eso_webhook() {
     token_command(&config, &["revoke", "billing-api"]);
     assert_eq!(eso_get("billing-db").await.unwrap().status(), StatusCode::UNAUTHORIZED);
 }
+
+/// `PUT` (or `DELETE`) `path` on the Agent with `bearer`, and the answer.
+async fn send(
+    http: &reqwest::Client,
+    method: Method,
+    url: String,
+    bearer: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut request = http.request(method, url).header("Authorization", bearer.to_owned());
+    if let Some(body) = body {
+        request = request.body(body.to_string());
+    }
+    let answer = request.send().await.unwrap();
+    let status = answer.status();
+    (status, answer.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_writes_and_deletes_through_the_api_attributed_to_it() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let held = holding_secret(&w, &config, "billing-db", "s3cret", &[]).await;
+    let owner = w.api.owner_token.clone();
+    let agent = agent_id(&config);
+    let accessor = format!("program billing-api@{agent}");
+    let made = token_command(
+        &config,
+        &[
+            "create",
+            "--name",
+            "billing-api",
+            "--environment",
+            "dev",
+            "--secret",
+            "billing-*",
+            "--verb",
+            "read",
+            "--verb",
+            "write",
+            "--verb",
+            "delete",
+        ],
+    );
+    assert_eq!(made["verbs"], json!(["read", "write", "delete"]), "{made}");
+    let writer = format!("Bearer {}", made["token"].as_str().unwrap());
+    let reader = token_command(
+        &config,
+        &["create", "--name", "billing-ro", "--environment", "dev", "--secret", "billing-*"],
+    );
+    let reader = format!("Bearer {}", reader["token"].as_str().unwrap());
+    let http = no_certificate(&config);
+    let value_url = |name: &str| format!("{}/v1/secrets/{name}/value", held.local_url);
+
+    // Written (with the SDK a program uses): the API numbers version 2 (it
+    // never sees the value), the Agent stores it with the grant, and the
+    // program reads it back.
+    let ca = std::fs::read_to_string(config.with_file_name("ca.pem")).unwrap();
+    let sdk =
+        heimdall_sdk::AgentClient::with_program_token(&held.local_url, made["token"].as_str().unwrap(), &ca)
+            .unwrap();
+    let written = sdk.write_as_program("billing-db", "dev", "r0tated").await.unwrap();
+    assert_eq!(written, json!({ "name": "billing-db", "environment": "dev", "version": 2 }));
+    let (status, read) =
+        send(&http, Method::GET, format!("{}?environment=dev", value_url("billing-db")), &writer, None).await;
+    assert_eq!((status, &read["value"], &read["version"]), (StatusCode::OK, &json!("r0tated"), &json!(2)));
+    let (_, detail) = w.call(Method::GET, "/v1/secrets/billing-db", None).await;
+    let versions = detail["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 2, "{detail}");
+    assert!(versions.iter().any(|v| v["version"] == 2 && v["created_by"] == accessor.as_str()), "{detail}");
+    let (_, events) = w.call(Method::GET, "/v1/events", None).await;
+    assert!(
+        events
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["action"] == "secret.version_created" && e["actor"] == accessor.as_str()),
+        "the version is attributed to the program: {events}"
+    );
+    assert!(!events.to_string().contains("r0tated"), "no value at the API");
+
+    // A read-only token neither writes nor deletes; no version is numbered.
+    let (status, _) = send(
+        &http,
+        Method::PUT,
+        value_url("billing-db"),
+        &reader,
+        Some(json!({ "environment": "dev", "value": "x" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = send(
+        &http,
+        Method::DELETE,
+        format!("{}/v1/secrets/billing-db?environment=dev", held.local_url),
+        &reader,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // Out of the token's scope, or a person's way with a version and grant:
+    // refused before the API is asked.
+    w.post(&owner, "/v1/secrets", json!({ "name": "payments-db" })).await;
+    let (status, _) = send(
+        &http,
+        Method::PUT,
+        value_url("payments-db"),
+        &writer,
+        Some(json!({ "environment": "dev", "value": "x" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = send(
+        &http,
+        Method::PUT,
+        value_url("billing-db"),
+        &writer,
+        Some(json!({ "environment": "dev", "version": 3, "grant": "g", "value": "x" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a program's body has no version nor grant");
+    let (_, detail) = w.call(Method::GET, "/v1/secrets/billing-db", None).await;
+    assert_eq!(detail["versions"].as_array().unwrap().len(), 2, "nothing numbered: {detail}");
+
+    // The API decides again, whatever the Agent asks on the channel: an
+    // environment this Agent does not hold, a personal secret.
+    let (_, staging) = w.call(Method::POST, "/v1/environments", Some(json!({ "name": "staging" }))).await;
+    let channel =
+        heimdall_agent::channel::Channel::new(&heimdall_agent::config::AgentConfig::load(&config).unwrap())
+            .unwrap();
+    let program = heimdall_core::wire::ProgramCaller {
+        token_id: made["id"].as_str().unwrap().to_owned(),
+        name: "billing-api".into(),
+    };
+    let secret_id = detail["secret"]["id"].as_str().unwrap().parse().unwrap();
+    let ask = |environment_id: &str, secret_id| heimdall_core::wire::ProgramVersionRequest {
+        program: program.clone(),
+        secret_id,
+        environment_id: environment_id.parse().unwrap(),
+    };
+    let refused =
+        channel.program_version(&ask(staging["id"].as_str().unwrap(), secret_id)).await.unwrap_err();
+    assert!(
+        matches!(&refused, heimdall_agent::channel::ChannelError::Api(e) if e.code == heimdall_core::ErrorCode::Forbidden),
+        "{refused}"
+    );
+    let (_, dev) = w.call(Method::GET, "/v1/environments/dev", None).await;
+    let certificate = held.owner.certificate_sha256().unwrap();
+    let (_, personal) = w
+        .call(
+            Method::POST,
+            "/v1/secrets",
+            Some(json!({ "name": "billing-notes", "personal": true, "certificate_sha256": certificate })),
+        )
+        .await;
+    let personal_id = personal["id"].as_str().unwrap().parse().unwrap();
+    let refused = channel.program_version(&ask(dev["id"].as_str().unwrap(), personal_id)).await.unwrap_err();
+    assert!(
+        matches!(&refused, heimdall_agent::channel::ChannelError::Api(e) if e.code == heimdall_core::ErrorCode::NotFound),
+        "{refused}"
+    );
+
+    // Deleted in dev by the program: every holder drops it on its next sync.
+    let started = sdk.delete_as_program("billing-db", "dev").await.unwrap();
+    assert_eq!(
+        (started.secret.as_str(), started.environment.as_str(), started.status.as_str()),
+        ("billing-db", "dev", "deleting")
+    );
+    eventually(&config, "billing-db deleted in dev", || async {
+        let (_, detail) = w.call(Method::GET, "/v1/secrets/billing-db", None).await;
+        detail["environment_deletions"][0]["status"] == "deleted"
+    })
+    .await;
+    let (_, events) = w.call(Method::GET, "/v1/events", None).await;
+    assert!(
+        events
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["action"] == "secret.deletion_started" && e["actor"] == accessor.as_str()),
+        "{events}"
+    );
+
+    // An organization forbid on writes applies to programs too.
+    w.post(&owner, "/v1/secrets", json!({ "name": "billing-key" })).await;
+    w.post(
+        &owner,
+        "/v1/policies",
+        json!({ "name": "no-program-writes", "text": "forbid (principal is Heimdall::Program, action == Heimdall::Action::\"secret.write\", resource);" }),
+    )
+    .await;
+    eventually(&config, "the forbid to refuse the program's write", || async {
+        let (status, _) = send(
+            &http,
+            Method::PUT,
+            value_url("billing-key"),
+            &writer,
+            Some(json!({ "environment": "dev", "value": "k" })),
+        )
+        .await;
+        status == StatusCode::FORBIDDEN
+    })
+    .await;
+}

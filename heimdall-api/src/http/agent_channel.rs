@@ -50,7 +50,9 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/agent/server-certificate", post(server_certificate))
         .route("/v1/agent/jobs/{id}/heartbeat", post(heartbeat))
         .route("/v1/agent/jobs/{id}/log", post(log))
-        .route("/v1/agent/jobs/{id}/finish", post(finish));
+        .route("/v1/agent/jobs/{id}/finish", post(finish))
+        .route("/v1/agent/program-versions", post(super::program_writes::version))
+        .route("/v1/agent/program-deletions", post(super::program_writes::deletion));
     crate::metrics::layer(routes, "agents", state.metrics.clone())
         .fallback(|| async { HttpError(ApiError::new(ErrorCode::NotFound, "no such route")) })
         .layer(axum::extract::DefaultBodyLimit::max(MAX_LOG_BYTES + 64 * 1024))
@@ -80,7 +82,7 @@ fn revoked(agent: &Agent) -> ApiError {
 
 /// The Agent, if it is enrolled and not revoked (`AGENT_REVOKED` tells a
 /// revoked Agent to stop serving at once).
-async fn agent(state: &AppState, peer: &PeerAgent) -> Result<Agent, ApiError> {
+pub(super) async fn agent(state: &AppState, peer: &PeerAgent) -> Result<Agent, ApiError> {
     let agent = enrolled(state, peer).await?;
     if agent.revoked_at.is_some() {
         return Err(revoked(&agent));

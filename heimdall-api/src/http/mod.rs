@@ -17,6 +17,7 @@ mod jobs;
 mod members;
 mod notifications;
 mod policies;
+mod program_writes;
 pub(crate) mod resources;
 mod schemas;
 mod secrets;
@@ -31,7 +32,7 @@ use axum::{Json, Router};
 use heimdall_core::authz::{decide, Action, Decision, OrgPolicies, Principal, Target};
 use heimdall_core::clock::Clock;
 use heimdall_core::domain::CatalogKind;
-use heimdall_core::ids::EventId;
+use heimdall_core::ids::{EventId, OrgId};
 use heimdall_core::ports::{NewEvent, Store};
 use heimdall_core::wire::{CaCertificate, Health, WhoAmI};
 use heimdall_core::{ApiError, ErrorCode};
@@ -86,15 +87,7 @@ impl AppState {
     /// The caller and the organization's policies as stored right now (so
     /// a new policy applies from the next request), ready to decide.
     pub async fn decider(&self, caller: &Caller) -> Result<Decider, ApiError> {
-        let stored = self.store.list_policies(caller.org.id).await?;
-        let policies = self.policies.compiled(caller.org.id, &stored).map_err(|(id, err)| {
-            // Fail closed: a policy that no longer compiles denies everything.
-            tracing::error!(policy = %id, error = %err, "stored policy does not compile");
-            ApiError::new(
-                ErrorCode::Internal,
-                format!("stored policy {id} no longer compiles; an owner must delete it"),
-            )
-        })?;
+        let policies = self.org_policies(caller.org.id).await?;
         let principal = Principal {
             org: caller.org.id,
             id: caller.member.id,
@@ -102,6 +95,19 @@ impl AppState {
             role: caller.member.role,
         };
         Ok(Decider { principal, policies })
+    }
+
+    /// The organization's policies as stored right now, compiled.
+    pub async fn org_policies(&self, org: OrgId) -> Result<Arc<OrgPolicies>, ApiError> {
+        let stored = self.store.list_policies(org).await?;
+        self.policies.compiled(org, &stored).map_err(|(id, err)| {
+            // Fail closed: a policy that no longer compiles denies everything.
+            tracing::error!(policy = %id, error = %err, "stored policy does not compile");
+            ApiError::new(
+                ErrorCode::Internal,
+                format!("stored policy {id} no longer compiles; an owner must delete it"),
+            )
+        })
     }
 
     /// Decides one action with the role defaults and the organization's

@@ -7,9 +7,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use heimdall_core::authz::{secret_target, Action, Target, TargetKind};
 use heimdall_core::deletion::Holder;
+use heimdall_core::domain::CatalogEntry;
 use heimdall_core::domain::CatalogKind;
-use heimdall_core::grant::{self, WriteGrantClaims};
-use heimdall_core::ids::{AgentId, CatalogId, SecretId};
+use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
+use heimdall_core::ids::{AgentId, CatalogId, OrgId, SecretId};
 use heimdall_core::names::{validate_name, validate_text};
 use heimdall_core::secrets::{
     reaches, validate_secret_type, validate_tags, Assignment, Reach, Secret, SecretStatus, SecretVersion,
@@ -146,7 +147,7 @@ async fn show(
     versions.retain(|v| allowed.contains(&name_of(v.environment_id)));
     let mut holdings = state.store.holdings_of_secret(caller.org.id, &secret.name).await?;
     holdings.retain(|h| allowed.contains(&h.environment.as_str()));
-    let mut environment_deletions = environment_deletions_of(&state, &caller, &secret.name).await?;
+    let mut environment_deletions = environment_deletions_of(&state, caller.org.id, &secret.name).await?;
     environment_deletions.retain(|d| allowed.contains(&d.environment.as_str()));
     Ok(Json(SecretDetail { secret, versions, holdings, environment_deletions }))
 }
@@ -197,6 +198,22 @@ async fn delete_secret(
     for env in &environments {
         decider.require(Action::SecretWrite, &target, Some(env))?;
     }
+    begin_deletion(&state, caller.org.id, &secret, only.as_ref(), &holdings, &caller.member.email).await?;
+    detail(&state, &caller, secret.id, holdings).await
+}
+
+/// Starts deleting `secret` (in `only`, else everywhere) once every
+/// holder of it there can be told (`heimdall_core::deletion::may_delete`),
+/// as `actor`; authorization is the caller's. People and programs (through
+/// their Agent) delete through here.
+pub(crate) async fn begin_deletion(
+    state: &AppState,
+    org: OrgId,
+    secret: &Secret,
+    only: Option<&CatalogEntry>,
+    holdings: &[heimdall_core::ports::Holding],
+    actor: &str,
+) -> Result<(), ApiError> {
     let holders: Vec<Holder> = holdings
         .iter()
         .map(|h| Holder {
@@ -205,7 +222,7 @@ async fn delete_secret(
             last_seen_at: h.agent_last_seen_at,
         })
         .collect();
-    let what = match &only {
+    let what = match only {
         Some(env) => format!("{} in {}", secret.name, env.name),
         None => secret.name.clone(),
     };
@@ -214,22 +231,21 @@ async fn delete_secret(
         return Err(ApiError::new(
             ErrorCode::Conflict,
             format!("{} is already {}", secret.name, secret.status.as_str()),
-        )
-        .into());
+        ));
     }
     let mut agents: Vec<&str> = holdings.iter().map(|h| h.agent.as_str()).collect();
     agents.dedup();
-    let event = state.event(
-        &caller,
+    let event = state.event_as(
+        actor,
         "secret.deletion_started",
         format!("secret:{}", secret.id),
-        serde_json::json!({ "name": secret.name, "environment": only.as_ref().map(|e| &e.name), "held_by": agents }),
+        serde_json::json!({ "name": secret.name, "environment": only.map(|e| &e.name), "held_by": agents }),
     );
-    match &only {
-        Some(env) => state.store.start_environment_deletion(caller.org.id, secret.id, env.id, event).await?,
-        None => state.store.start_deletion(caller.org.id, secret.id, event).await?,
+    match only {
+        Some(env) => state.store.start_environment_deletion(org, secret.id, env.id, event).await?,
+        None => state.store.start_deletion(org, secret.id, event).await?,
     }
-    detail(&state, &caller, secret.id, holdings).await
+    Ok(())
 }
 
 /// A secret, its versions and where it is deleted on its own, after a change.
@@ -241,16 +257,16 @@ async fn detail(
 ) -> HttpResult<Json<SecretDetail>> {
     let secret = state.store.get_secret(caller.org.id, id).await?;
     let versions = state.store.list_versions(caller.org.id, id).await?;
-    let environment_deletions = environment_deletions_of(state, caller, &secret.name).await?;
+    let environment_deletions = environment_deletions_of(state, caller.org.id, &secret.name).await?;
     Ok(Json(SecretDetail { secret, versions, holdings, environment_deletions }))
 }
 
 async fn environment_deletions_of(
     state: &AppState,
-    caller: &Caller,
+    org: OrgId,
     name: &str,
 ) -> Result<Vec<heimdall_core::ports::EnvironmentDeletion>, ApiError> {
-    let mut all = state.store.environment_deletions(caller.org.id).await?;
+    let mut all = state.store.environment_deletions(org).await?;
     all.retain(|d| d.secret == name);
     Ok(all)
 }
@@ -538,6 +554,46 @@ async fn locations(
         .collect())
 }
 
+/// Refuses a new version of `secret` in `env` while it is being deleted,
+/// there or everywhere. People and programs write through here.
+pub(crate) async fn may_take_version(
+    state: &AppState,
+    org: OrgId,
+    secret: &Secret,
+    env: &CatalogEntry,
+) -> Result<(), ApiError> {
+    let deleting_here = environment_deletions_of(state, org, &secret.name)
+        .await?
+        .into_iter()
+        .any(|d| d.environment_id == env.id && d.status == "deleting");
+    if deleting_here {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!(
+                "{} is being deleted in {}: it takes a new version there once that is done",
+                secret.name, env.name
+            ),
+        ));
+    }
+    if matches!(secret.status, SecretStatus::Deleting | SecretStatus::Deleted) {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("{} is {}: it takes no new version", secret.name, secret.status.as_str()),
+        ));
+    }
+    Ok(())
+}
+
+/// The CA that signs write grants.
+pub(crate) fn grant_signer(state: &AppState) -> Result<std::sync::Arc<crate::pki::Ca>, ApiError> {
+    state.ca.clone().ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::Unavailable,
+            "this API has no certificate authority (--ca-dir) to sign write grants",
+        )
+    })
+}
+
 /// Numbers the next version of a secret in an environment and answers with
 /// one signed grant per Agent that holds the environment. The value goes
 /// from the CLI to those Agents; it never comes here.
@@ -550,34 +606,8 @@ async fn create_version(
     let secret = resolve(&state, &caller, &key).await?;
     let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
     authorize_write(&state, &caller, &secret, &env.name).await?;
-    let deleting_here = environment_deletions_of(&state, &caller, &secret.name)
-        .await?
-        .into_iter()
-        .any(|d| d.environment_id == env.id && d.status == "deleting");
-    if deleting_here {
-        return Err(ApiError::new(
-            ErrorCode::Conflict,
-            format!(
-                "{} is being deleted in {}: it takes a new version there once that is done",
-                secret.name, env.name
-            ),
-        )
-        .into());
-    }
-    if matches!(secret.status, SecretStatus::Deleting | SecretStatus::Deleted) {
-        return Err(ApiError::new(
-            ErrorCode::Conflict,
-            format!("{} is {}: it takes no new version", secret.name, secret.status.as_str()),
-        )
-        .into());
-    }
-    let Some(ca) = state.ca.clone() else {
-        return Err(ApiError::new(
-            ErrorCode::Unavailable,
-            "this API has no certificate authority (--ca-dir) to sign write grants",
-        )
-        .into());
-    };
+    may_take_version(&state, caller.org.id, &secret, &env).await?;
+    let ca = grant_signer(&state)?;
     // Checked before anything is stored: a version no Agent can hold
     // would be a number with no value behind it.
     let holders = locations(&state, &caller, env.id).await?;
@@ -632,7 +662,7 @@ async fn create_version(
             (env.id, &env.name),
             version.version,
             location.agent_id,
-            (caller.member.id, &caller.member.email),
+            (GrantWriter::Member(caller.member.id), &caller.member.email),
             owner_keys.clone(),
             now,
         );

@@ -97,7 +97,7 @@ async fn versions_grants_deactivation_and_certificates(db: TestDatabase) {
     assert_eq!(mine["version"], 1);
     // The grant binds the writer by member id and, for a personal secret, to its keys.
     let claims = grant::parse(mine["holders"][0]["grant"].as_str().unwrap()).unwrap().claims;
-    assert_eq!(claims.issued_to.to_string(), bo_id);
+    assert_eq!(claims.issued_to, grant::GrantWriter::Member(bo_id.parse().unwrap()));
     assert_eq!(json!(claims.owner_keys), personal["owner_keys"]);
     // A writer naming a certificate whose key is not bound gets no version.
     let other_cert = c.certificate(&member).await;

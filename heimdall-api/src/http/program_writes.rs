@@ -1,0 +1,144 @@
+//! Programs' writes and deletions, asked on the Agent channel by the Agent
+//! that holds the program's token (tokens never reach the API).
+//!
+//! The Agent decided the token's scope and the organization's policies
+//! with its snapshot; the API decides again what it is the authority on,
+//! with the policies as stored: the Agent holds the environment, the
+//! secret is an organization secret, no `forbid` refuses the program
+//! (`heimdall_core::program::organization_allows`, the Agent's rule too).
+//! Then the same steps as a person's: a version numbered here with a grant
+//! for this Agent and this program's token only, or a deletion started.
+//! Both are attributed to `program NAME@AGENT`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use heimdall_core::authz::secret_target;
+use heimdall_core::domain::{CatalogEntry, CatalogKind};
+use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
+use heimdall_core::infra::Agent;
+use heimdall_core::program::{self, Verb};
+use heimdall_core::secrets::Secret;
+use heimdall_core::wire::{
+    ProgramCaller, ProgramDeletion, ProgramDeletionRequest, ProgramVersion, ProgramVersionRequest,
+};
+use heimdall_core::{ApiError, ErrorCode, Redacted};
+use uuid::Uuid;
+
+use super::agent_channel::{agent, PeerAgent};
+use super::error::HttpResult;
+use super::extract::JsonBody;
+use super::secrets::{begin_deletion, grant_signer, may_take_version};
+use super::AppState;
+
+/// The secret and environment a program asks for, once the organization
+/// allows it `verb` there through `agent`.
+async fn allowed(
+    state: &AppState,
+    agent: &Agent,
+    who: &ProgramCaller,
+    accessor: &str,
+    verb: Verb,
+    secret_id: heimdall_core::ids::SecretId,
+    environment_id: heimdall_core::ids::CatalogId,
+) -> Result<(Secret, CatalogEntry), ApiError> {
+    let org = agent.org_id;
+    program::check_caller(&who.token_id, &who.name)?;
+    let env = state.store.get_catalog_entry(org, environment_id).await?;
+    if env.kind != CatalogKind::Environment {
+        return Err(ApiError::not_found("environment"));
+    }
+    let holds = state.store.list_assignments(org, env.id).await?.iter().any(|a| a.agent_id == agent.id);
+    if !holds {
+        return Err(ApiError::forbidden(format!(
+            "Agent {} does not hold environment {}: its programs write nothing there",
+            agent.name, env.name
+        )));
+    }
+    let secret = state.store.get_secret(org, secret_id).await?;
+    let tree = super::catalog::tree(state, org).await?;
+    let target = secret_target(secret.id, secret.owner_id, &secret.components, &tree);
+    let policies = state.org_policies(org).await?;
+    let personal = secret.owner_id.is_some();
+    program::organization_allows(
+        org,
+        &who.token_id,
+        accessor,
+        verb,
+        personal,
+        &target,
+        &env.name,
+        &policies,
+    )?;
+    Ok((secret, env))
+}
+
+/// `POST /v1/agent/program-versions`: numbers the next version for the
+/// program and signs a grant for this Agent and this token only.
+pub(super) async fn version(
+    State(state): State<AppState>,
+    Extension(peer): Extension<PeerAgent>,
+    JsonBody(body): JsonBody<ProgramVersionRequest>,
+) -> HttpResult<(StatusCode, Json<ProgramVersion>)> {
+    let agent = agent(&state, &peer).await?;
+    let accessor = program::accessor(&body.program.name, &agent.id.to_string());
+    let (secret, env) =
+        allowed(&state, &agent, &body.program, &accessor, Verb::Write, body.secret_id, body.environment_id)
+            .await?;
+    may_take_version(&state, agent.org_id, &secret, &env).await?;
+    let ca = grant_signer(&state)?;
+    let event = state.event_as(
+        &accessor,
+        "secret.version_created",
+        format!("secret:{}", secret.id),
+        serde_json::json!({ "name": secret.name, "environment": env.name, "agent": agent.id }),
+    );
+    let now = event.at;
+    let version = state.store.create_version(agent.org_id, secret.id, env.id, &accessor, None, event).await?;
+    let claims = WriteGrantClaims::new(
+        Uuid::new_v4(),
+        agent.org_id,
+        (secret.id, &secret.name),
+        (env.id, &env.name),
+        version.version,
+        agent.id,
+        (GrantWriter::Program(body.program.token_id.clone()), &accessor),
+        None,
+        now,
+    );
+    let token = grant::encode(&claims, |m| ca.sign_grant(m))
+        .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+    tracing::info!(secret = %secret.name, environment = %env.name, version = version.version, writer = %accessor, "version numbered for a program");
+    Ok((
+        StatusCode::CREATED,
+        Json(ProgramVersion {
+            secret: secret.name,
+            environment: env.name,
+            environment_id: env.id,
+            version: version.version,
+            grant: Redacted::new(token),
+        }),
+    ))
+}
+
+/// `POST /v1/agent/program-deletions`: starts deleting the secret in the
+/// environment, as `secret delete NAME --environment E` does.
+pub(super) async fn deletion(
+    State(state): State<AppState>,
+    Extension(peer): Extension<PeerAgent>,
+    JsonBody(body): JsonBody<ProgramDeletionRequest>,
+) -> HttpResult<(StatusCode, Json<ProgramDeletion>)> {
+    let agent = agent(&state, &peer).await?;
+    let accessor = program::accessor(&body.program.name, &agent.id.to_string());
+    let (secret, env) =
+        allowed(&state, &agent, &body.program, &accessor, Verb::Delete, body.secret_id, body.environment_id)
+            .await?;
+    let mut holdings = state.store.holdings_of_secret(agent.org_id, &secret.name).await?;
+    holdings.retain(|h| h.environment == env.name);
+    begin_deletion(&state, agent.org_id, &secret, Some(&env), &holdings, &accessor).await?;
+    tracing::info!(secret = %secret.name, environment = %env.name, by = %accessor, "deletion started for a program");
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(ProgramDeletion { secret: secret.name, environment: env.name, status: "deleting".into() }),
+    ))
+}
