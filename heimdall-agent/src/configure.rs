@@ -22,6 +22,16 @@ pub struct Settings {
     /// Read the master key from this file (replacing any other key source).
     #[arg(long, value_name = "PATH")]
     pub master_key_file: Option<PathBuf>,
+    /// Seal data keys with this AWS KMS key (its ARN) instead (replacing
+    /// any other key source).
+    #[arg(long, value_name = "ARN", conflicts_with_all = ["master_key_file", "create_master_key"])]
+    pub master_key_kms: Option<String>,
+    /// The AWS region of the value store's DynamoDB table or KMS key.
+    #[arg(long)]
+    pub aws_region: Option<String>,
+    /// The AWS endpoint (DynamoDB or KMS) to use instead of the public one.
+    #[arg(long, value_name = "URL")]
+    pub aws_endpoint_url: Option<String>,
     /// Make the master key file (32 random bytes as hex, mode 0600) if it
     /// does not exist yet. Never replaces a key.
     #[arg(long)]
@@ -108,7 +118,13 @@ fn apply(config: &mut AgentConfig, s: &Settings) -> Result<(), String> {
     if let Some(url) = &s.api_url {
         config.api_url = url.trim_end_matches('/').to_owned();
     }
-    if s.sqlite.is_some() || s.master_key_file.is_some() || s.sync_seconds.is_some() {
+    let values_given = s.sqlite.is_some()
+        || s.master_key_file.is_some()
+        || s.master_key_kms.is_some()
+        || s.aws_region.is_some()
+        || s.aws_endpoint_url.is_some()
+        || s.sync_seconds.is_some();
+    if values_given {
         let values = config.values.get_or_insert_with(empty_values);
         if let Some(path) = &s.sqlite {
             values.sqlite_path = Some(path.clone());
@@ -119,6 +135,17 @@ fn apply(config: &mut AgentConfig, s: &Settings) -> Result<(), String> {
             values.master_key_file = Some(file.clone());
             values.master_key_env = None;
             values.master_key_kms = None;
+        }
+        if let Some(key) = &s.master_key_kms {
+            values.master_key_kms = Some(key.clone());
+            values.master_key_env = None;
+            values.master_key_file = None;
+        }
+        if let Some(region) = &s.aws_region {
+            values.aws_region = Some(region.clone());
+        }
+        if let Some(url) = &s.aws_endpoint_url {
+            values.aws_endpoint_url = Some(url.clone());
         }
         if values.dynamodb_table.is_none() && values.master_key_kms.is_none() {
             values.aws_region = None;

@@ -95,6 +95,19 @@ pub trait KeySealer: Send + Sync + fmt::Debug {
     /// Opens a keyring entry. One this key does not open is
     /// [`CryptoError::WrongMasterKey`] (or `WrongKmsKey`).
     async fn unseal_data_key(&self, sealed: &SealedDataKey) -> Result<DataKey, CryptoError>;
+
+    /// Seals an existing data key (same id, same bytes) under this key:
+    /// what `rekey` does to each keyring entry.
+    async fn seal_existing(&self, key: &DataKey) -> Result<SealedDataKey, CryptoError>;
+
+    /// What the configuration calls this key, for messages (a KMS ARN, or
+    /// "the master key"); never key material.
+    fn describe(&self) -> String;
+
+    /// The KMS key's ARN, for a KMS key.
+    fn kms_arn(&self) -> Option<String> {
+        None
+    }
 }
 
 #[async_trait::async_trait]
@@ -107,6 +120,14 @@ impl KeySealer for MasterKey {
 
     async fn unseal_data_key(&self, sealed: &SealedDataKey) -> Result<DataKey, CryptoError> {
         self.open_data_key(sealed)
+    }
+
+    async fn seal_existing(&self, key: &DataKey) -> Result<SealedDataKey, CryptoError> {
+        self.seal_data_key(key)
+    }
+
+    fn describe(&self) -> String {
+        "the 32-byte master key".to_owned()
     }
 }
 
@@ -303,6 +324,12 @@ impl DataKey {
 
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The key's bytes, only to hand them to KMS `Encrypt` when a keyring
+    /// entry is sealed again under a KMS key.
+    pub(crate) fn bytes_for_wrapping(&self) -> &[u8] {
+        &self.key
     }
 
     /// A constant sealed under this key (bound to its id): stored next to

@@ -149,6 +149,7 @@ pub async fn setup(
         local_api_url: Some(options.local_api_url.clone()),
         local_api_names: Vec::new(),
         terraform_cli_config: virtualenv_cli_config(&terraform, cwd),
+        ..Settings::default()
     };
     let configured = configure::configure(&config_file, &settings).map_err(|why| {
         let fix = if why.contains("is gone") {

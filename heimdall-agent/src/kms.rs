@@ -142,6 +142,30 @@ impl KeySealer for KmsKey {
         Ok((key, SealedDataKey { key_id: id, sealed_key: blob, check_value }))
     }
 
+    async fn seal_existing(&self, key: &DataKey) -> Result<SealedDataKey, CryptoError> {
+        let out = self
+            .client
+            .encrypt()
+            .key_id(&self.configured)
+            .plaintext(Blob::new(key.bytes_for_wrapping().to_vec()))
+            .set_encryption_context(Some(Self::encryption_context(key.id())))
+            .send()
+            .await
+            .map_err(|e| Self::unavailable(&e))?;
+        let Some(blob) = out.ciphertext_blob.map(Blob::into_inner) else {
+            return Err(CryptoError::KmsUnavailable("Encrypt returned no ciphertext blob".into()));
+        };
+        Ok(SealedDataKey { key_id: key.id().to_owned(), sealed_key: blob, check_value: key.check_value()? })
+    }
+
+    fn describe(&self) -> String {
+        format!("KMS key {}", self.arn)
+    }
+
+    fn kms_arn(&self) -> Option<String> {
+        Some(self.arn.clone())
+    }
+
     async fn unseal_data_key(&self, sealed: &SealedDataKey) -> Result<DataKey, CryptoError> {
         let wrong = |reason: String| CryptoError::WrongKmsKey {
             key_id: sealed.key_id.clone(),

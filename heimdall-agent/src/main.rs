@@ -76,9 +76,7 @@ fn main() -> ExitCode {
         }
         Command::DevSetup(options) => return dev::main(&options),
         Command::Token(command) => heimdall_agent::token_command::main(command),
-        Command::Rekey(args) => {
-            heimdall_agent::rekey::main(&args.config, &args.new_master_key_file, args.json)
-        }
+        Command::Rekey(args) => heimdall_agent::rekey::main(&args),
         Command::Configure { config, settings, json } => {
             configure::configure(&config, &settings).map(|done| configure::print(&done, json))
         }

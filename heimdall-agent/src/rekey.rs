@@ -1,5 +1,6 @@
-//! `heimdall-agent rekey --config agent.toml --new-master-key-file F`:
-//! master-key rotation. Every data key in the store's keyring is opened
+//! `heimdall-agent rekey --config agent.toml --new-master-key-file F` (or
+//! `--new-kms-key ARN`): master-key rotation, between key files and KMS
+//! keys in any direction. Every data key in the store's keyring is opened
 //! with the current master key and sealed again under the new one, one
 //! entry at a time, each replaced only if it is still what was read
 //! (compare and swap), so a run killed anywhere leaves each entry under
@@ -9,7 +10,7 @@
 //! key, `agent.toml` is made to name it (through `configure`); from then
 //! on the old key opens nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::configure::{self, Settings};
 use crate::crypto::{KeySealer, MasterKey};
@@ -17,12 +18,24 @@ use crate::store::{SealedStore, StoreError};
 
 /// `heimdall-agent rekey`'s flags.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("new_key").required(true).args(["new_master_key_file", "new_kms_key"])))]
 pub struct RekeyArgs {
     #[arg(long, env = "HEIMDALL_AGENT_CONFIG")]
     pub config: PathBuf,
-    /// The new master key: 32 bytes as 64 hex digits (as the current one).
+    /// The new master key: 32 bytes as 64 hex digits (as a key file is).
     #[arg(long, value_name = "FILE")]
-    pub new_master_key_file: PathBuf,
+    pub new_master_key_file: Option<PathBuf>,
+    /// The new key is this AWS KMS key (id, ARN or alias): each data key is
+    /// sealed with KMS `Encrypt`, bound to its id by the encryption context.
+    #[arg(long, value_name = "KEY")]
+    pub new_kms_key: Option<String>,
+    /// With --new-kms-key: the key's region, written to `[values]` (else
+    /// the one configured, else the AWS default chain).
+    #[arg(long, requires = "new_kms_key")]
+    pub aws_region: Option<String>,
+    /// With --new-kms-key: KMS's endpoint (e.g. a VPC endpoint), written to `[values]`.
+    #[arg(long, requires = "new_kms_key", value_name = "URL")]
+    pub aws_endpoint_url: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -44,20 +57,20 @@ pub struct Rekeyed {
 pub async fn reseal_all(
     rows: &dyn SealedStore,
     old: &dyn KeySealer,
-    new: &MasterKey,
+    new: &dyn KeySealer,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Rekeyed, StoreError> {
     let keyring = rows.data_keys().await?;
     let mut done = Rekeyed { entries: keyring.len(), ..Rekeyed::default() };
     for (i, sealed) in keyring.iter().enumerate() {
-        if new.open_data_key(sealed).is_ok() {
+        if new.unseal_data_key(sealed).await.is_ok() {
             done.already += 1;
         } else {
-            let key = old
-                .unseal_data_key(sealed)
-                .await
-                .map_err(|_| StoreError::WrongMasterKey { key_id: sealed.key_id.clone() })?;
-            let resealed = new.seal_data_key(&key).map_err(|e| StoreError::Open(e.to_string()))?;
+            let key = old.unseal_data_key(sealed).await.map_err(|e| match e {
+                crate::crypto::CryptoError::KmsUnavailable(why) => StoreError::Open(why),
+                _ => StoreError::WrongMasterKey { key_id: sealed.key_id.clone() },
+            })?;
+            let resealed = new.seal_existing(&key).await.map_err(|e| StoreError::Open(e.to_string()))?;
             if !rows.replace_data_key(sealed, &resealed).await? {
                 return Err(StoreError::Open(format!(
                     "keyring entry {} changed while it was being resealed (another rekey?); run rekey again",
@@ -70,7 +83,7 @@ pub async fn reseal_all(
     }
     // Every entry, read back, opens with the new key.
     for sealed in rows.data_keys().await? {
-        new.open_data_key(&sealed).map_err(|_| {
+        new.unseal_data_key(&sealed).await.map_err(|_| {
             StoreError::Open(format!(
                 "data key {} does not open with the new key after resealing; agent.toml was not changed",
                 sealed.key_id
@@ -80,14 +93,76 @@ pub async fn reseal_all(
     Ok(done)
 }
 
+/// The new key, as `rekey` was told it, and how `agent.toml` will name it.
+enum NewKey {
+    File(PathBuf),
+    Kms { key: String, aws: crate::aws::AwsSettings },
+}
+
+impl NewKey {
+    fn from_args(args: &RekeyArgs) -> Result<Self, String> {
+        match (&args.new_master_key_file, &args.new_kms_key) {
+            (Some(file), None) => {
+                let absolute = file
+                    .canonicalize()
+                    .map_err(|e| format!("--new-master-key-file {}: {e}", file.display()))?;
+                Ok(NewKey::File(absolute))
+            }
+            (None, Some(key)) if !key.trim().is_empty() => Ok(NewKey::Kms {
+                key: key.clone(),
+                aws: crate::aws::AwsSettings {
+                    region: args.aws_region.clone(),
+                    endpoint_url: args.aws_endpoint_url.clone(),
+                },
+            }),
+            _ => Err("name the new key: --new-master-key-file FILE or --new-kms-key KEY".to_owned()),
+        }
+    }
+
+    async fn open(&self, configured: &crate::config::ValuesConfig) -> Result<Box<dyn KeySealer>, String> {
+        match self {
+            NewKey::File(path) => MasterKey::from_file(path)
+                .map(|k| Box::new(k) as Box<dyn KeySealer>)
+                .map_err(|e| format!("--new-master-key-file: {e}")),
+            NewKey::Kms { key, aws } => {
+                let configured = configured.aws();
+                let aws = crate::aws::AwsSettings {
+                    region: aws.region.clone().or(configured.region),
+                    endpoint_url: aws.endpoint_url.clone().or(configured.endpoint_url),
+                };
+                crate::kms::KmsKey::connect(key, &aws)
+                    .await
+                    .map(|k| Box::new(k) as Box<dyn KeySealer>)
+                    .map_err(|e| format!("--new-kms-key: {e}"))
+            }
+        }
+    }
+
+    /// The settings that make `agent.toml` name this key (and only it).
+    fn settings(&self, sealer: &dyn KeySealer) -> Settings {
+        match self {
+            NewKey::File(path) => Settings { master_key_file: Some(path.clone()), ..Settings::default() },
+            NewKey::Kms { aws, .. } => Settings {
+                // The ARN KMS resolved the key to, not an alias that may move.
+                master_key_kms: sealer.kms_arn(),
+                aws_region: aws.region.clone(),
+                aws_endpoint_url: aws.endpoint_url.clone(),
+                ..Settings::default()
+            },
+        }
+    }
+}
+
 /// The whole command: reseal, then name the new key in `config`.
-pub fn main(config: &Path, new_key_file: &Path, json: bool) -> Result<(), String> {
-    let new = MasterKey::from_file(new_key_file).map_err(|e| format!("--new-master-key-file: {e}"))?;
+pub fn main(args: &RekeyArgs) -> Result<(), String> {
+    let config = args.config.as_path();
+    let new_key = NewKey::from_args(args)?;
     let prepared = crate::runtime::prepare(config)?;
     let values =
         prepared.config.values.clone().ok_or("agent.toml has no [values]: there is nothing to rekey")?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let done = runtime.block_on(async {
+    let (done, new) = runtime.block_on(async {
+        let new = new_key.open(&values).await?;
         let old = crate::runtime::master_key(&values, prepared.into_master_key()).await?;
         let rows: Box<dyn SealedStore> = match (&values.sqlite_path, &values.postgres_url, &values.dynamodb_table) {
             (Some(path), _, _) => crate::store::sqlite::connect(path).await,
@@ -100,7 +175,7 @@ pub fn main(config: &Path, new_key_file: &Path, json: bool) -> Result<(), String
         }
         .map_err(|e| format!("the value store cannot be opened: {e}"))?;
         let progress = |n, of| eprintln!("resealed {n} of {of} data keys");
-        let done = reseal_all(rows.as_ref(), old.as_ref(), &new, progress).await.map_err(|e| match e {
+        let done = reseal_all(rows.as_ref(), old.as_ref(), new.as_ref(), progress).await.map_err(|e| match e {
             StoreError::WrongMasterKey { key_id } => format!(
                 "data key {key_id} opens with neither the configured master key nor the new one; nothing more \
                  was changed"
@@ -108,20 +183,28 @@ pub fn main(config: &Path, new_key_file: &Path, json: bool) -> Result<(), String
             other => other.to_string(),
         })?;
         rows.close().await;
-        Ok::<_, String>(done)
+        Ok::<_, String>((done, new))
     })?;
-    let absolute: PathBuf =
-        new_key_file.canonicalize().map_err(|e| format!("{}: {e}", new_key_file.display()))?;
-    let settings = Settings { master_key_file: Some(absolute.clone()), ..Settings::default() };
-    configure::configure(config, &settings)?;
-    if json {
-        println!("{}", serde_json::json!({ "rekeyed": done, "master_key_file": absolute }));
+    configure::configure(config, &new_key.settings(new.as_ref()))?;
+    let named = match &new_key {
+        NewKey::File(path) => path.display().to_string(),
+        NewKey::Kms { .. } => new.describe(),
+    };
+    if args.json {
+        let key = match &new_key {
+            NewKey::File(path) => serde_json::json!({ "master_key_file": path }),
+            NewKey::Kms { .. } => serde_json::json!({ "master_key_kms": new.kms_arn() }),
+        };
+        let mut shown = serde_json::json!({ "rekeyed": done });
+        if let (Some(shown), Some(key)) = (shown.as_object_mut(), key.as_object()) {
+            shown.extend(key.clone());
+        }
+        println!("{shown}");
     } else {
         println!(
-            "✓ {} data keys now sealed under {} ({} resealed now, {} already); {} names it. \
+            "✓ {} data keys now sealed under {named} ({} resealed now, {} already); {} names it. \
              The old key opens nothing any more: restart the Agent, then retire the old key.",
             done.entries,
-            absolute.display(),
             done.resealed,
             done.already,
             config.display()

@@ -1,5 +1,5 @@
 //! `heimdall-agent rekey` on the real Agent, on SQLite, PostgreSQL and
-//! DynamoDB (moto):
+//! DynamoDB (moto), from a key file to another, to a KMS key (moto) and back:
 //! killed (SIGKILL) at varied points and run again, it finishes with
 //! nothing lost; the running Agent serves throughout; afterwards the
 //! config names the new key and the old one opens nothing.
@@ -14,8 +14,15 @@ use crate::support::{agent_client, World};
 use crate::values::{agent_database, configure, eventually, identity, set, Store};
 
 fn rekey(config: &Path, new_key: &Path) -> std::process::Command {
+    let mut command = rekey_to(config, &[]);
+    command.arg("--new-master-key-file").arg(new_key);
+    command
+}
+
+/// `heimdall-agent rekey --config CONFIG ARGS`.
+fn rekey_to(config: &Path, args: &[&str]) -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_heimdall-agent"));
-    command.arg("rekey").arg("--config").arg(config).arg("--new-master-key-file").arg(new_key);
+    command.arg("rekey").arg("--config").arg(config).args(args);
     // moto's DynamoDB, as the Agent itself is run.
     command
         .env("AWS_ACCESS_KEY_ID", "testing")
@@ -116,4 +123,113 @@ async fn rekey_on_postgres_is_resumable_and_retires_the_old_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rekey_on_dynamodb_is_resumable_and_retires_the_old_key() {
     rekey_is_resumable_and_retires_the_old_key(Store::Dynamo).await;
+}
+
+/// `rekey ARGS --json` run to the end, its answer.
+fn rekeyed(config: &Path, args: &[&str]) -> serde_json::Value {
+    let out = rekey_to(config, args).arg("--json").output().unwrap();
+    assert!(out.status.success(), "rekey {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rekey_moves_a_store_to_a_kms_key_and_back_to_a_file() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let (local_url, _) = configure(&config, Store::Sqlite, None);
+    let owner = w.api.owner_token.clone();
+    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
+    w.post(&owner, "/v1/secrets", json!({ "name": "db-password" })).await;
+    let mut agent = w.run_agent(&config);
+    eventually(&config, "the Agent's local URL", || async {
+        let (_, holders) = w.call(Method::GET, "/v1/secrets/db-password/holders?environment=dev", None).await;
+        holders[0]["url"].as_str() == Some(local_url.as_str())
+    })
+    .await;
+    let ana = identity(&w, &owner).await;
+    assert_eq!(set(&w, &owner, &ana, "db-password", "dev", "under-a-file").await, 1);
+    let reader = agent_client(&config, &local_url, &ana);
+    let kms = aws_sdk_kms::Client::new(&crate::store::aws_config(&w.moto_url).await);
+    let meta = kms.create_key().description("heimdall rekey").send().await.unwrap().key_metadata.unwrap();
+    let (key_id, arn) = (meta.key_id().to_owned(), meta.arn().unwrap().to_owned());
+    let to_kms = [
+        "--new-kms-key",
+        key_id.as_str(),
+        "--aws-region",
+        "us-east-1",
+        "--aws-endpoint-url",
+        w.moto_url.as_str(),
+    ];
+
+    // To KMS, killed at varied points first; reads go on throughout.
+    for delay_ms in [0u64, 20, 150] {
+        let mut run = rekey_to(&config, &to_kms)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = run.kill();
+        let _ = run.wait();
+        assert_eq!(
+            reader.get_value("db-password", "dev", None).await.unwrap().value.expose(),
+            "under-a-file"
+        );
+    }
+    let done = rekeyed(&config, &to_kms);
+    assert_eq!(
+        (done["rekeyed"]["entries"].as_u64(), done["master_key_kms"].as_str()),
+        (Some(1), Some(arn.as_str())),
+        "{done}"
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        text.contains(&arn) && !text.contains("master_key_file"),
+        "agent.toml names the KMS key by ARN only:\n{text}"
+    );
+    // The keyring entry is now a KMS ciphertext of that key (moto opens it).
+    let db = config.with_file_name("values.db");
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.display())).await.unwrap();
+    let (data_key_id, blob): (String, Vec<u8>) =
+        sqlx::query_as("SELECT key_id, sealed_key FROM data_keys").fetch_one(&pool).await.unwrap();
+    pool.close().await;
+    let opened = kms
+        .decrypt()
+        .ciphertext_blob(aws_sdk_kms::primitives::Blob::new(blob))
+        .set_encryption_context(Some(heimdall_agent::kms::KmsKey::encryption_context(&data_key_id)))
+        .send()
+        .await
+        .expect("the keyring entry is sealed by the KMS key");
+    assert_eq!(opened.key_id(), Some(arn.as_str()));
+
+    // The Agent restarted on KMS reads the old version and takes a new one.
+    agent.kill().await.unwrap();
+    let mut agent = w.run_agent(&config);
+    eventually(&config, "the Agent on KMS", || async {
+        reader
+            .get_value("db-password", "dev", Some(1))
+            .await
+            .is_ok_and(|r| r.value.expose() == "under-a-file")
+    })
+    .await;
+    assert_eq!(set(&w, &owner, &ana, "db-password", "dev", "under-kms").await, 2);
+
+    // And back from KMS to a key file.
+    let back = config.with_file_name("master-3.key");
+    std::fs::write(&back, "c3".repeat(32)).unwrap();
+    let done = rekeyed(&config, &["--new-master-key-file", back.to_str().unwrap()]);
+    assert_eq!(done["rekeyed"]["resealed"], 1, "{done}");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("master-3.key") && !text.contains("master_key_kms"), "{text}");
+    agent.kill().await.unwrap();
+    let mut agent = w.run_agent(&config);
+    eventually(&config, "the Agent on the key file", || async {
+        reader
+            .get_value("db-password", "dev", Some(1))
+            .await
+            .is_ok_and(|r| r.value.expose() == "under-a-file")
+    })
+    .await;
+    assert_eq!(reader.get_value("db-password", "dev", None).await.unwrap().value.expose(), "under-kms");
+    agent.kill().await.unwrap();
 }

@@ -53,7 +53,7 @@ impl Raw {
 
 /// The SDK configuration for moto at `url`: this crate's HTTPS client and
 /// overrides, with static test credentials (moto takes any).
-async fn aws_config(url: &str) -> aws_config::SdkConfig {
+pub(crate) async fn aws_config(url: &str) -> aws_config::SdkConfig {
     let settings = AwsSettings { region: Some("us-east-1".into()), endpoint_url: Some(url.to_owned()) };
     heimdall_agent::aws::loader(&settings)
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
