@@ -20,6 +20,7 @@ pub mod kms;
 pub mod local_api;
 pub mod local_cert;
 pub mod metrics;
+pub mod plan_files;
 pub mod policy_file;
 pub mod program_tokens;
 pub mod program_writes;

@@ -365,6 +365,73 @@ async fn drift_plan(
 /// The plan file of an import job, in its directory.
 const IMPORT_PLAN: &str = "heimdall-import.tfplan";
 
+/// A plan for approval (or the approved one), in the job's directory.
+const APPROVAL_PLAN: &str = "heimdall-approval.tfplan";
+
+/// A plan job: `plan -out`, its summary (addresses, actions, counts; no
+/// values), the file kept next to the state and its SHA-256, reported to
+/// the API (`heimdall_core::plan`). Applies nothing. A plan that imports
+/// must change nothing else (`IMPORT_WOULD_CHANGE`), as an import job.
+async fn saved_plan(
+    tf: &Path,
+    dir: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    state: &StateConfig,
+    request: &JobRequest,
+    log: &mpsc::UnboundedSender<String>,
+) -> Result<serde_json::Value, RunFailure> {
+    let key =
+        request.plan_key.as_deref().ok_or_else(|| RunFailure::failed("the plan job names no plan_key"))?;
+    let out = format!("-out={APPROVAL_PLAN}");
+    let args = ["plan", "-input=false", "-lock-timeout=10s", "-json", out.as_str()];
+    let summary = plan_summary(tf, dir, env, &args, log).await?;
+    if !request.imports.is_empty() {
+        heimdall_core::import::verdict(&summary).map_err(|e| RunFailure::refused(e.code, e.message))?;
+    }
+    let bytes = std::fs::read(dir.join(APPROVAL_PLAN)).map_err(|e| RunFailure::failed(e.to_string()))?;
+    let sha256 = crate::plan_files::sha256_hex(&bytes);
+    let store = crate::plan_files::PlanStore::for_job(state, request, env)
+        .await
+        .map_err(|why| RunFailure::refused(ErrorCode::Conflict, why))?;
+    store.put(key, bytes).await.map_err(RunFailure::failed)?;
+    let _ = log.send(format!(
+        "Plan {}: {} to add, {} to change, {} to destroy; kept at {key}. Approve it with --plan {}\n",
+        sha256,
+        summary.add,
+        summary.change,
+        summary.remove,
+        heimdall_core::plan::short(&sha256)
+    ));
+    Ok(heimdall_core::plan::report(&heimdall_core::plan::RevisionPlan { sha256, summary }))
+}
+
+/// The approved plan file, fetched from next to the state into the job's
+/// directory, refused unless it hashes to what the approver named.
+async fn approved_plan(
+    dir: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    state: &StateConfig,
+    request: &JobRequest,
+    approved: &str,
+    log: &mpsc::UnboundedSender<String>,
+) -> Result<(), RunFailure> {
+    let key = request.plan_key.as_deref().ok_or_else(|| RunFailure::failed("the apply names no plan_key"))?;
+    let store = crate::plan_files::PlanStore::for_job(state, request, env)
+        .await
+        .map_err(|why| RunFailure::refused(ErrorCode::Conflict, why))?;
+    let bytes = store.get(key).await.map_err(RunFailure::failed)?;
+    let found = crate::plan_files::sha256_hex(&bytes);
+    if !found.eq_ignore_ascii_case(approved) {
+        return Err(RunFailure::refused(
+            ErrorCode::StalePlan,
+            format!("the plan at {key} is {found}, not the approved {approved}: a newer plan replaced it; nothing was applied"),
+        ));
+    }
+    std::fs::write(dir.join(APPROVAL_PLAN), bytes).map_err(|e| RunFailure::failed(e.to_string()))?;
+    let _ = log.send(format!("Applying the approved plan {approved}\n"));
+    Ok(())
+}
+
 /// An import's plan (`imports.tf` in place), saved for the apply only if
 /// it changes nothing (`heimdall_core::import::verdict`). Otherwise the
 /// objects go into the state one by one (`terraform import`, which
@@ -618,14 +685,20 @@ pub async fn execute(
     // `init && apply`, so Heimdall adds next to nothing to a job. An
     // import plans first and applies that plan only if it changes nothing.
     let mut apply_args = vec!["apply", "-input=false", "-auto-approve", "-lock-timeout=10s", "-json"];
-    match request.operation {
-        JobOperation::DriftCheck => return drift_plan(tf, dir, &env, log).await,
-        JobOperation::Destroy => apply_args.push("-destroy"),
-        JobOperation::Import => {
+    match (request.operation, request.plan_sha256.as_deref()) {
+        (JobOperation::DriftCheck, _) => return drift_plan(tf, dir, &env, log).await,
+        (JobOperation::Plan, _) => return saved_plan(tf, dir, &env, &config.state, request, log).await,
+        // Exactly the plan the approver read, imports and all.
+        (JobOperation::Apply | JobOperation::Import, Some(approved)) => {
+            approved_plan(dir, &env, &config.state, request, approved, log).await?;
+            apply_args = vec!["apply", "-input=false", "-lock-timeout=10s", "-json", APPROVAL_PLAN];
+        }
+        (JobOperation::Destroy, _) => apply_args.push("-destroy"),
+        (JobOperation::Import, None) => {
             import_plan(tf, dir, &env, request, log).await?;
             apply_args.push(IMPORT_PLAN);
         }
-        JobOperation::Apply => {}
+        (JobOperation::Apply, None) => {}
     }
     let apply = run(tf, dir, &env, &apply_args, log, Stdout::JsonUi);
     tokio::pin!(apply);
@@ -643,6 +716,12 @@ pub async fn execute(
         }
     }
     .map_err(RunFailure::failed)?;
+    if !ok && request.plan_sha256.is_some() && heimdall_core::plan::is_stale(&tail) {
+        return Err(RunFailure::refused(
+            ErrorCode::StalePlan,
+            "the state changed since the approved plan was made, so Terraform refused it; nothing was applied, and a new plan is made for approval",
+        ));
+    }
     step(ok, &tail, "apply")?;
     if request.operation == JobOperation::Destroy || outputs_json.is_empty() {
         return Ok(serde_json::json!({}));

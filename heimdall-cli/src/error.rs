@@ -38,6 +38,7 @@ pub fn exit_code(code: ErrorCode) -> u8 {
         | ErrorCode::ValueMayPersist
         | ErrorCode::NoAgent
         | ErrorCode::ImportWouldChange
+        | ErrorCode::StalePlan
         | ErrorCode::Conflict => exit::CONFLICT,
         ErrorCode::BadRequest
         | ErrorCode::InvalidInput

@@ -113,7 +113,7 @@ pub fn after(since: Option<OffsetDateTime>, job: Finished<'_>, now: OffsetDateTi
         }
         JobOperation::DriftCheck => job.outputs.get(DRIFTED).and_then(Value::as_bool),
         JobOperation::Apply | JobOperation::Import => Some(false),
-        JobOperation::Destroy => None,
+        JobOperation::Destroy | JobOperation::Plan => None,
     };
     match (since, found) {
         (None, Some(true)) => Mark::Set(now),

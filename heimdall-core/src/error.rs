@@ -63,6 +63,7 @@ error_codes! {
     NoAgent = 409,
     AgentRevoked = 403,
     ImportWouldChange = 409,
+    StalePlan = 409,
 }
 
 impl ErrorCode {
@@ -98,6 +99,7 @@ impl ErrorCode {
             ErrorCode::NoAgent => "NO_AGENT",
             ErrorCode::AgentRevoked => "AGENT_REVOKED",
             ErrorCode::ImportWouldChange => "IMPORT_WOULD_CHANGE",
+            ErrorCode::StalePlan => "STALE_PLAN",
         }
     }
 

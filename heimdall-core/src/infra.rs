@@ -153,6 +153,10 @@ pub struct Revision {
     /// The objects its first apply imports (an imported Resource's first revision).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub imports: Vec<ImportTarget>,
+    /// Under a schema that requires approval: the plan its plan job saved,
+    /// which an approval must name (`crate::plan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::plan::RevisionPlan>,
     pub state: RevisionState,
     pub requested_by: String,
     #[serde(with = "time::serde::rfc3339")]
@@ -326,12 +330,14 @@ pub struct AccountLink {
 
 string_enum!(
     /// What a job does. A drift check plans against what exists and is
-    /// never applied.
+    /// never applied; a plan saves the plan an approver reads
+    /// (`crate::plan`).
     JobOperation {
         Apply = "apply",
         Destroy = "destroy",
         Import = "import",
         DriftCheck = "drift_check",
+        Plan = "plan",
     }
 );
 
@@ -396,6 +402,14 @@ pub struct JobRequest {
     pub region: String,
     /// `heimdall/<resource-id>.tfstate`
     pub state_key: String,
+    /// A `plan` job saves its plan file here, in the state bucket; an
+    /// apply of an approved plan reads it from here (`crate::plan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_key: Option<String>,
+    /// An apply of an approved plan: the SHA-256 the approver named. The
+    /// Agent applies that file only if it hashes to this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_sha256: Option<String>,
 }
 
 /// An object created outside Heimdall, to import: its resource address

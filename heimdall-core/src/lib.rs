@@ -30,6 +30,7 @@ pub mod members;
 pub mod names;
 pub mod notify;
 pub mod oidc;
+pub mod plan;
 pub mod ports;
 pub mod program;
 pub mod queue;

@@ -207,8 +207,19 @@ pub struct ResourceFilter {
 /// How a run ended, as reported by the Agent holding the lease.
 #[derive(Clone, Debug)]
 pub enum JobOutcome {
-    Completed { outputs: serde_json::Value },
-    Failed { reason: String, retryable: bool },
+    Completed {
+        outputs: serde_json::Value,
+    },
+    Failed {
+        reason: String,
+        retryable: bool,
+    },
+    /// The apply of an approved plan found it stale (the state moved): the
+    /// job fails, and the revision is planned again for approval
+    /// (`heimdall_core::plan`).
+    StalePlan {
+        reason: String,
+    },
 }
 
 /// Why a lease-holder's call was refused.

@@ -61,7 +61,9 @@ pub fn resource_status_for(operation: JobOperation, status: JobStatus) -> Option
         (Destroy, Completed) => Some(ResourceStatus::Deleted),
         (Destroy, Failed) => Some(ResourceStatus::Failed),
         // A drift check moves no status: it marks the Resource (`drift`).
-        (DriftCheck, _) | (_, Cancelled) => None,
+        // A plan job runs while its revision waits for approval, which
+        // the revision itself says (`resources::settle`).
+        (DriftCheck | Plan, _) | (_, Cancelled) => None,
     }
 }
 

@@ -6,7 +6,7 @@
 //! job ends; the store calls it inside the transaction that ends the job.
 //!
 //! ```text
-//!  create ─▶ pending_approval ─approve─▶ queued ─claim─▶ applying ─▶ provisioned
+//!  create ─▶ pending_approval (plan job) ─approve the plan─▶ queued ─claim─▶ applying ─▶ provisioned
 //!     │            └─refuse─▶ refused (or back to what the last job left)   └─▶ failed ─retry─▶ queued
 //!     └─(no approval needed)─▶ queued
 //!  delete ─▶ deleting ─▶ deleted          (deleted at once if nothing ever ran)
@@ -77,10 +77,14 @@ pub struct Change {
     pub region: Option<String>,
 }
 
-/// A decision on the pending revision, naming the revision the approver read.
+/// A decision on the pending revision, naming the revision (and, to
+/// approve, the plan) the approver read.
 #[derive(Clone, Debug)]
 pub struct DecisionRequest {
     pub revision: i64,
+    /// The plan's SHA-256 (or its first 12 hex digits or more): an
+    /// approval names the plan it approves (`plan::check_named`).
+    pub plan: Option<String>,
     pub reason: Option<String>,
 }
 
@@ -197,7 +201,7 @@ pub fn create(new: NewResource<'_>, ctx: &Context<'_>) -> Result<ResourcePlan, A
         detail["imports"] = json!(revision.imports);
     }
     let mut plan = ResourcePlan::new(resource.id, StatusUpdate::Set(status), ctx.now, event(action, detail));
-    plan.job = (!schema.requires_approval).then_some(job);
+    plan.job = Some(if schema.requires_approval { planned(job) } else { job });
     plan.revision = Some(revision);
     plan.create = Some(resource);
     Ok(plan)
@@ -227,7 +231,9 @@ pub fn change(
         ResourcePlan::new(resource.id, StatusUpdate::Set(status), ctx.now, event("resource.changed", detail));
     plan.expected_revision = Some(resource.revision);
     plan.supersede_pending = true;
-    if !schema.requires_approval {
+    if schema.requires_approval {
+        plan.job = Some(planned(job));
+    } else {
         plan.cancel_queued_applies = Some(superseded_by(number));
         plan.job = Some(job);
     }
@@ -235,9 +241,19 @@ pub fn change(
     Ok(plan)
 }
 
-/// Approves the pending revision (`approval::decide` checks who and which)
-/// and queues its apply, cancelling older applies still queued: the newest
-/// approved revision wins.
+/// `job` as the plan job of a revision that waits for approval: it saves
+/// the plan the approver reads (`crate::plan`), and applies nothing.
+fn planned(mut job: Job) -> Job {
+    job.operation = JobOperation::Plan;
+    job.request.operation = JobOperation::Plan;
+    job.request.plan_key = Some(crate::plan::plan_key(job.resource_id));
+    job
+}
+
+/// Approves the pending revision (`approval::decide` checks who and which;
+/// `plan::check_named` that the approver names the revision's plan) and
+/// queues the apply of exactly that plan, cancelling older applies still
+/// queued: the newest approved revision wins.
 pub fn approve(
     resource: &Resource,
     schema: &ResourceSchema,
@@ -247,8 +263,15 @@ pub fn approve(
 ) -> Result<ResourcePlan, ApiError> {
     let decision = decision(revisions, &request, Verdict::Approve, ctx)?;
     let revision = numbered(revisions, request.revision)?;
-    let job = job_for(resource, schema, revision, JobOperation::Apply, ctx)?;
-    let detail = json!({ "revision": request.revision, "reason": request.reason });
+    let mut job = job_for(resource, schema, revision, JobOperation::Apply, ctx)?;
+    let mut detail = json!({ "revision": request.revision, "reason": request.reason });
+    if schema.requires_approval {
+        let approved =
+            crate::plan::check_named(revision.number, revision.plan.as_ref(), request.plan.as_deref())?;
+        job.request.plan_key = Some(crate::plan::plan_key(resource.id));
+        job.request.plan_sha256 = Some(approved.sha256.clone());
+        detail["plan"] = json!(approved.sha256);
+    }
     let mut plan = ResourcePlan::new(
         resource.id,
         StatusUpdate::Set(ResourceStatus::Queued),
@@ -290,24 +313,28 @@ pub fn retry(
     jobs: &[Job],
     ctx: &Context<'_>,
 ) -> Result<ResourcePlan, ApiError> {
+    // A drift check is no Resource operation to repeat.
+    let last = jobs.iter().rev().find(|j| j.operation != JobOperation::DriftCheck);
+    if let Some(failed_plan) =
+        last.filter(|j| j.operation == JobOperation::Plan && j.status == JobStatus::Failed)
+    {
+        return replan_pending(resource, schema, revisions, failed_plan, ctx);
+    }
     if resource.status != ResourceStatus::Failed {
         return Err(ApiError::new(
             ErrorCode::Conflict,
             format!("only a failed Resource can be retried; this one is {}", resource.status),
         ));
     }
-    // A drift check is no Resource operation to repeat.
-    let operation = jobs
-        .iter()
-        .rev()
-        .find(|j| j.operation != JobOperation::DriftCheck)
-        .map_or(JobOperation::Apply, |j| j.operation);
+    let operation = last.map_or(JobOperation::Apply, |j| j.operation);
     let revision = last_approved(revisions)
         .ok_or_else(|| ApiError::new(ErrorCode::Conflict, "no approved revision to retry"))?;
     let job = job_for(resource, schema, revision, operation, ctx)?;
     let status = match operation {
         JobOperation::Destroy => ResourceStatus::Deleting,
-        JobOperation::Apply | JobOperation::Import | JobOperation::DriftCheck => ResourceStatus::Queued,
+        JobOperation::Apply | JobOperation::Import | JobOperation::DriftCheck | JobOperation::Plan => {
+            ResourceStatus::Queued
+        }
     };
     let detail = json!({ "operation": operation, "revision": revision.number });
     let mut plan =
@@ -315,6 +342,33 @@ pub fn retry(
     if operation == JobOperation::Destroy {
         cancel_for_delete(&mut plan);
     }
+    plan.job = Some(job);
+    Ok(plan)
+}
+
+/// Plans the revision waiting for approval again, after its plan job failed.
+fn replan_pending(
+    resource: &Resource,
+    schema: &ResourceSchema,
+    revisions: &[Revision],
+    failed: &Job,
+    ctx: &Context<'_>,
+) -> Result<ResourcePlan, ApiError> {
+    let pending = revisions
+        .iter()
+        .rev()
+        .find(|r| r.state == RevisionState::PendingApproval && r.number == failed.request.revision)
+        .ok_or_else(|| {
+            ApiError::new(ErrorCode::Conflict, "the revision that plan was for no longer waits for approval")
+        })?;
+    let job = planned(job_for(resource, schema, pending, JobOperation::Apply, ctx)?);
+    let detail = json!({ "operation": JobOperation::Plan, "revision": pending.number });
+    let mut plan = ResourcePlan::new(
+        resource.id,
+        StatusUpdate::Set(ResourceStatus::PendingApproval),
+        ctx.now,
+        event("resource.retried", detail),
+    );
     plan.job = Some(job);
     Ok(plan)
 }
@@ -369,8 +423,10 @@ pub fn settle(
     waiting_on: Option<(JobOperation, JobStatus)>,
     pending_approval: bool,
 ) -> ResourceStatus {
-    if let Some((operation, status)) = waiting_on {
-        return queue::resource_status_for(operation, status).unwrap_or(fallback);
+    if let Some(status) =
+        waiting_on.and_then(|(operation, status)| queue::resource_status_for(operation, status))
+    {
+        return status;
     }
     if pending_approval && fallback != ResourceStatus::Deleted {
         return ResourceStatus::PendingApproval;
@@ -459,6 +515,8 @@ pub fn job_for(
             imports: if operation == JobOperation::Import { revision.imports.clone() } else { Vec::new() },
             region: revision.region.clone().unwrap_or_else(|| account.region.clone()),
             state_key: state_key(resource.id),
+            plan_key: None,
+            plan_sha256: None,
         },
         queued_at: ctx.now,
         started_at: None,
@@ -536,6 +594,7 @@ fn requested_revision(
         effective_input,
         region,
         imports: Vec::new(),
+        plan: None,
         state: approval::initial_state(schema.requires_approval),
         requested_by: ctx.actor.to_owned(),
         requested_at: ctx.now,
@@ -579,7 +638,10 @@ fn last_approved(revisions: &[Revision]) -> Option<&Revision> {
 }
 
 fn status_after_refusal(jobs: &[Job]) -> ResourceStatus {
-    let last = jobs.iter().rev().find(|j| matches!(j.status, JobStatus::Completed | JobStatus::Failed));
+    // A plan changed nothing that exists.
+    let last = jobs.iter().rev().find(|j| {
+        j.operation != JobOperation::Plan && matches!(j.status, JobStatus::Completed | JobStatus::Failed)
+    });
     match last.map(|j| (j.operation, j.status)) {
         Some((_, JobStatus::Failed)) => ResourceStatus::Failed,
         Some((JobOperation::Destroy, _)) => ResourceStatus::Deleted,

@@ -297,11 +297,15 @@ pub struct ChangeResource {
     pub region: Option<String>,
 }
 
-/// Approve or refuse: the approver names the revision they read.
+/// Approve or refuse: the approver names the revision they read and, to
+/// approve under a schema that requires approval, its plan's SHA-256 (at
+/// least its first 12 hex digits).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Decide {
     pub revision: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }

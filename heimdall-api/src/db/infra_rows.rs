@@ -177,7 +177,7 @@ impl ResourceRow {
     }
 }
 
-pub(super) const REVISION_COLUMNS: &str = "resource_id, number, hash, input, effective_input, region, state, requested_by, requested_at, decided_by, decided_at, decision_reason, imports";
+pub(super) const REVISION_COLUMNS: &str = "resource_id, number, hash, input, effective_input, region, state, requested_by, requested_at, decided_by, decided_at, decision_reason, imports, plan";
 
 #[derive(FromRow)]
 pub(super) struct RevisionRow {
@@ -194,6 +194,7 @@ pub(super) struct RevisionRow {
     decided_at: Option<i64>,
     decision_reason: Option<String>,
     imports: Option<String>,
+    plan: Option<String>,
 }
 
 impl RevisionRow {
@@ -206,6 +207,7 @@ impl RevisionRow {
             effective_input: parse_json(&self.effective_input)?,
             region: self.region,
             imports: self.imports.as_deref().map(parse_json).transpose()?.unwrap_or_default(),
+            plan: self.plan.as_deref().map(parse_json).transpose()?,
             state: parse_enum(&self.state)?,
             requested_by: self.requested_by,
             requested_at: from_micros(self.requested_at),

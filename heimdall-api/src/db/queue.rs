@@ -16,6 +16,79 @@ use super::infra_rows::*;
 use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, SqlStore};
 use super::{claim_sql, expired_sql};
 
+/// A plan job's plan, kept on its revision while that still waits for
+/// approval (a superseded revision's plan is no longer to be read).
+async fn record_plan(
+    tx: &mut Transaction<'_, Any>,
+    job: &Job,
+    outputs: &serde_json::Value,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    let Some(plan) = heimdall_core::plan::from_report(outputs) else {
+        // Nothing to approve then: the revision waits, with no plan.
+        tracing::warn!(job = %job.id, "a plan job reported no plan (sha256 and summary)");
+        return Ok(());
+    };
+    let updated = sqlx::query(
+        "UPDATE resource_revisions SET plan = $1 WHERE resource_id = $2 AND number = $3 AND state = 'pending_approval'",
+    )
+    .bind(json_text(&plan)?)
+    .bind(job.resource_id.to_string())
+    .bind(job.request.revision)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    if updated.rows_affected() == 0 {
+        return Ok(());
+    }
+    let event = NewEvent {
+        id: EventId::from_uuid(uuid::Uuid::new_v4()),
+        at: now,
+        actor: format!("agent:{}", job.agent.as_deref().unwrap_or("unknown")),
+        action: "resource.planned".into(),
+        target: format!("resource:{}", job.resource_id),
+        detail: serde_json::json!({ "job": job.id, "revision": job.request.revision, "plan": plan.sha256,
+                                    "add": plan.summary.add, "change": plan.summary.change, "remove": plan.summary.remove }),
+    };
+    insert_event(tx, job.org_id, event).await
+}
+
+/// The apply of `job`'s approved plan found it stale: if its revision is
+/// still the Resource's newest, that revision waits for approval again,
+/// without a plan, and a new plan job is queued for it.
+async fn replan(tx: &mut Transaction<'_, Any>, job: &Job, now: OffsetDateTime) -> StoreResult<()> {
+    let (current,): (i64,) = sqlx::query_as("SELECT revision FROM resources WHERE id = $1")
+        .bind(job.resource_id.to_string())
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    if current != job.request.revision {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE resource_revisions SET state = 'pending_approval', plan = NULL, decided_by = NULL, decided_at = NULL,
+                decision_reason = NULL
+         WHERE resource_id = $1 AND number = $2",
+    )
+    .bind(job.resource_id.to_string())
+    .bind(job.request.revision)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    let again = heimdall_core::plan::replan(job, JobId::from_uuid(uuid::Uuid::new_v4()), now);
+    insert_job(tx, &again).await?;
+    let event = NewEvent {
+        id: EventId::from_uuid(uuid::Uuid::new_v4()),
+        at: now,
+        actor: format!("agent:{}", job.agent.as_deref().unwrap_or("unknown")),
+        action: "resource.plan_stale".into(),
+        target: format!("resource:{}", job.resource_id),
+        detail: serde_json::json!({ "job": job.id, "revision": job.request.revision, "plan": job.request.plan_sha256,
+                                    "replan_job": again.id }),
+    };
+    insert_event(tx, job.org_id, event).await
+}
+
 /// What a completed job does to the Resource's drift mark
 /// (`heimdall_core::drift::after`), with its audit event, in the job's
 /// transaction.
@@ -211,11 +284,13 @@ impl JobQueue for SqlStore {
     ) -> StoreResult<Job> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let held = leased_job(&mut tx, job, lease, now).await?;
+        let stale_plan = matches!(outcome, JobOutcome::StalePlan { .. });
         let (status, reason, outputs) = match outcome {
             JobOutcome::Completed { outputs } => (JobStatus::Completed, None, Some(outputs)),
             JobOutcome::Failed { reason, retryable } => {
                 (queue::after_failure(held.attempts, held.max_attempts, retryable), Some(reason), None)
             }
+            JobOutcome::StalePlan { reason } => (JobStatus::Failed, Some(reason), None),
         };
         let finished = (status != JobStatus::Queued).then_some(to_micros(now));
         sqlx::query(
@@ -228,12 +303,18 @@ impl JobQueue for SqlStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
+        if stale_plan {
+            replan(&mut tx, &held, now).await?;
+        }
         if let Some(resource_status) = queue::resource_status_for(held.operation, status) {
             settle_resource_status(&mut tx, held.resource_id, resource_status, reason.as_deref(), now)
                 .await?;
         }
         if let Some(outputs) = &outputs {
             mark_drift(&mut tx, &held, outputs, now).await?;
+        }
+        if let (Some(outputs), JobOperation::Plan) = (&outputs, held.operation) {
+            record_plan(&mut tx, &held, outputs, now).await?;
         }
         if status == JobStatus::Failed {
             record_failure(&mut tx, &held, reason.as_deref(), now).await?;

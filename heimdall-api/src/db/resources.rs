@@ -64,6 +64,15 @@ async fn supersede_pending(
     resource: ResourceId,
     state: RevisionState,
 ) -> StoreResult<()> {
+    // Their plans are no longer to be read: plan jobs not yet claimed go.
+    sqlx::query(
+        "UPDATE jobs SET status = 'cancelled', reason = 'its revision was superseded'
+         WHERE resource_id = $1 AND status = 'queued' AND operation = 'plan'",
+    )
+    .bind(resource.to_string())
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
     sqlx::query(
         "UPDATE resource_revisions SET state = $1 WHERE resource_id = $2 AND state = 'pending_approval'",
     )

@@ -198,6 +198,10 @@ async fn finish(
     let job = owned_job(&state, &agent, &id).await?;
     let outcome = match body.outcome {
         FinishOutcome::Completed { outputs } => JobOutcome::Completed { outputs },
+        FinishOutcome::Failed { reason, code: Some(ErrorCode::StalePlan), .. } => {
+            let reason: String = reason.chars().take(4000).collect();
+            JobOutcome::StalePlan { reason: format!("{}: {reason}", ErrorCode::StalePlan) }
+        }
         FinishOutcome::Failed { reason, code, retryable } => {
             let reason: String = reason.chars().take(4000).collect();
             let reason = match code {

@@ -414,7 +414,7 @@ async fn approve(
     let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
     let account = placement.account(&state, &caller).await?;
     let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
-    let request = DecisionRequest { revision: body.revision, reason: body.reason };
+    let request = DecisionRequest { revision: body.revision, plan: body.plan, reason: body.reason };
     let plan = resources::approve(&resource, &schema, &revisions, request, &ctx)?;
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
@@ -431,7 +431,7 @@ async fn refuse(
     let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
     let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
     let ctx = placement.context(&caller, None, state.clock.now());
-    let request = DecisionRequest { revision: body.revision, reason: body.reason };
+    let request = DecisionRequest { revision: body.revision, plan: body.plan, reason: body.reason };
     let plan = resources::refuse(&resource, &revisions, &jobs, request, &ctx)?;
     Ok(Json(apply(&state, &caller, &plan).await?))
 }

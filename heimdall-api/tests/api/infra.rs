@@ -181,10 +181,10 @@ async fn approvals(db: TestDatabase) {
         .expect(201);
     assert_eq!(created["status"], "pending_approval");
     let rid = id(&created);
-    assert!(
-        c.get("/v1/jobs", owner).await.expect(200).as_array().unwrap().is_empty(),
-        "nothing queued while pending"
-    );
+    let queued = c.get("/v1/jobs", owner).await.expect(200);
+    let operations: Vec<&str> =
+        queued.as_array().unwrap().iter().map(|j| j["operation"].as_str().unwrap()).collect();
+    assert_eq!(operations, ["plan"], "only a plan runs while pending");
 
     // The requester never approves or refuses, whatever their role.
     c.post(&format!("/v1/resources/{rid}/approve"), &admin, json!({ "revision": 1 }))
@@ -213,18 +213,36 @@ async fn approvals(db: TestDatabase) {
     c.post(&format!("/v1/resources/{rid}/approve"), owner, json!({ "revision": 3 }))
         .await
         .expect_error(409, "STALE_REVISION");
+    // Before its plan is in, and then naming another plan: STALE_PLAN.
+    c.post(&format!("/v1/resources/{rid}/approve"), owner, json!({ "revision": 2, "plan": "ab".repeat(32) }))
+        .await
+        .expect_error(409, "STALE_PLAN");
+    let sha = crate::support::run_plan_job(&api, &rid).await;
+    let detail = c.get(&format!("/v1/resources/{rid}"), owner).await.expect(200);
+    assert_eq!(detail["revisions"][1]["plan"]["sha256"], sha.as_str(), "{detail}");
+    c.post(&format!("/v1/resources/{rid}/approve"), owner, json!({ "revision": 2, "plan": "ab".repeat(32) }))
+        .await
+        .expect_error(409, "STALE_PLAN");
     let approved = c
         .post(
             &format!("/v1/resources/{rid}/approve"),
             owner,
-            json!({ "revision": 2, "reason": "looks fine" }),
+            json!({ "revision": 2, "plan": sha, "reason": "looks fine" }),
         )
         .await
         .expect(200);
     assert_eq!(approved["status"], "queued");
     let jobs = c.get(&format!("/v1/jobs?resource={rid}"), owner).await.expect(200);
-    assert_eq!(jobs.as_array().unwrap().len(), 1);
-    assert_eq!(jobs[0]["request"]["effective_input"]["bucket"], "vault-2");
+    let by_state: Vec<(&str, &str)> = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| (j["operation"].as_str().unwrap(), j["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(by_state, [("plan", "cancelled"), ("plan", "completed"), ("apply", "queued")], "{jobs}");
+    let apply = &jobs[2]["request"];
+    assert_eq!(apply["effective_input"]["bucket"], "vault-2");
+    assert_eq!(apply["plan_sha256"], sha.as_str(), "the apply runs exactly the approved plan");
     // Approving again: nothing is pending.
     c.post(&format!("/v1/resources/{rid}/approve"), owner, json!({ "revision": 2 }))
         .await
@@ -253,7 +271,9 @@ async fn approvals(db: TestDatabase) {
         .await
         .expect(200);
     assert_eq!(refused["status"], "refused");
-    assert_eq!(c.get("/v1/jobs", owner).await.expect(200).as_array().unwrap().len(), 1);
+    let jobs = c.get(&format!("/v1/jobs?resource={}", id(&other)), owner).await.expect(200);
+    let applies = jobs.as_array().unwrap().iter().filter(|j| j["operation"] != "plan").count();
+    assert_eq!(applies, 0, "a refused create queues no apply: {jobs}");
 }
 
 async fn delete_cancels_queued_apply_and_keeps_the_resource_listed(db: TestDatabase) {
@@ -565,7 +585,10 @@ async fn approval_edge_cases(db: TestDatabase) {
 
     // A refused change does not strand the approved revision still queued.
     let books = id(&c.post("/v1/resources", &admin, create("books")).await.expect(201));
-    c.post(&format!("/v1/resources/{books}/approve"), owner, json!({ "revision": 1 })).await.expect(200);
+    let sha = crate::support::run_plan_job(&api, &books).await;
+    c.post(&format!("/v1/resources/{books}/approve"), owner, json!({ "revision": 1, "plan": sha }))
+        .await
+        .expect(200);
     c.call(
         Method::PATCH,
         &format!("/v1/resources/{books}"),
@@ -578,14 +601,15 @@ async fn approval_edge_cases(db: TestDatabase) {
         c.post(&format!("/v1/resources/{books}/refuse"), owner, json!({ "revision": 2 })).await.expect(200);
     assert_eq!(refused["status"], "queued", "revision 1's apply is still queued: {refused}");
     let jobs = c.get(&format!("/v1/jobs?resource={books}"), owner).await.expect(200);
-    assert_eq!(
-        (jobs[0]["status"].as_str(), jobs[0]["request"]["revision"].as_i64()),
-        (Some("queued"), Some(1))
-    );
+    let apply = jobs.as_array().unwrap().iter().find(|j| j["operation"] == "apply").unwrap();
+    assert_eq!((apply["status"].as_str(), apply["request"]["revision"].as_i64()), (Some("queued"), Some(1)));
 
     // A change pending approval keeps showing as pending when an earlier apply finishes.
     let ledger = id(&c.post("/v1/resources", &admin, create("ledger")).await.expect(201));
-    c.post(&format!("/v1/resources/{ledger}/approve"), owner, json!({ "revision": 1 })).await.expect(200);
+    let sha = crate::support::run_plan_job(&api, &ledger).await;
+    c.post(&format!("/v1/resources/{ledger}/approve"), owner, json!({ "revision": 1, "plan": sha }))
+        .await
+        .expect(200);
     let now = OffsetDateTime::now_utc();
     let mut claimed = Vec::new();
     loop {

@@ -217,3 +217,34 @@ pub async fn enroll_agent(c: &Client, api: &TestApi, owner: &str, name: &str) ->
     );
     (client, enrolled)
 }
+
+/// Plays the Agent for `resource`'s queued plan job: claims until it has
+/// it (jobs of other Resources claimed on the way go back to the queue,
+/// one attempt spent), finishes it with a plan, and answers the plan's
+/// SHA-256 for the approver to name.
+pub async fn run_plan_job(api: &TestApi, resource: &str) -> String {
+    use heimdall_core::ids::LeaseId;
+    use heimdall_core::ports::{JobOutcome, JobQueue};
+    let org = api.bootstrapped.organization.id;
+    let now = time::OffsetDateTime::now_utc();
+    let mut others = Vec::new();
+    let (job, lease) = loop {
+        let lease = LeaseId::from_uuid(uuid::Uuid::new_v4());
+        let job = api.store.claim(org, "agent-plan", lease, now).await.unwrap().expect("a queued plan job");
+        if job.resource_id.to_string() == resource
+            && job.operation == heimdall_core::infra::JobOperation::Plan
+        {
+            break (job, lease);
+        }
+        others.push((job.id, lease));
+    };
+    let sha256 = format!("{:064x}", job.request.revision * 7919 + 17);
+    let plan = heimdall_core::plan::RevisionPlan { sha256: sha256.clone(), summary: Default::default() };
+    let outputs = heimdall_core::plan::report(&plan);
+    api.store.finish(job.id, lease, JobOutcome::Completed { outputs }, now).await.unwrap();
+    for (id, lease) in others {
+        let back = JobOutcome::Failed { reason: "put back".into(), retryable: true };
+        api.store.finish(id, lease, back, now).await.unwrap();
+    }
+    sha256
+}

@@ -80,6 +80,13 @@ pub enum ResourceCommand {
     },
     /// Show a Resource, its outputs and its revisions (by id or name)
     Show { resource: String },
+    /// Show the plan an approver approves: what the pending revision (or
+    /// --revision N) would add, change and destroy, and its SHA-256
+    Plan {
+        resource: String,
+        #[arg(long, value_name = "N")]
+        revision: Option<i64>,
+    },
     /// Change a Resource's input: a new revision
     Update {
         resource: String,
@@ -97,6 +104,11 @@ pub enum ResourceCommand {
         /// The revision you read; approving any other is refused (STALE_REVISION)
         #[arg(long, value_name = "N")]
         revision: i64,
+        /// The plan you read (its SHA-256, at least 12 hex digits, from
+        /// `resource plan`); any other is refused (STALE_PLAN). Left out on
+        /// a terminal, the plan is shown and you confirm it
+        #[arg(long, value_name = "SHA")]
+        plan: Option<String>,
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
         #[command(flatten)]

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use heimdall_core::ids::CatalogId;
 use heimdall_core::wire::{
-    CatalogKind, ChangeResource, CreateResource, Decide, Resource, ResourceStatus, Revision,
+    CatalogKind, ChangeResource, CreateResource, Decide, Resource, ResourceStatus, Revision, RevisionState,
 };
 use heimdall_sdk::{Client, ResourceQuery};
 
@@ -110,7 +110,13 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
             if !outputs.is_empty() {
                 out.section(&["OUTPUT", "VALUE"], outputs)?;
             }
-            out.section(REVISION_HEADERS, detail.revisions.iter().map(revision_row).collect())
+            out.section(REVISION_HEADERS, detail.revisions.iter().map(revision_row).collect())?;
+            match detail.revisions.iter().rev().find(|rev| rev.state == RevisionState::PendingApproval) {
+                Some(pending) => {
+                    out.text(&plan_text(&r.name, pending.number, pending.state, pending.plan.as_ref()))
+                }
+                None => Ok(()),
+            }
         }
         ResourceCommand::Update { resource, input, region, wait } => {
             let input = read_input(&input)?;
@@ -119,15 +125,24 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
             let line = format!("Resource changed: {}, revision {} ({})", r.name, r.revision, r.status);
             done_then_wait(&client, out, wait, r, line).await
         }
-        ResourceCommand::Approve { resource, revision, reason, wait } => {
+        ResourceCommand::Plan { resource, revision } => {
             let client = ctx.client()?;
-            let r = client.approve_resource(&resource, &Decide { revision, reason }).await?;
+            let shown = plan_of(&client, &resource, revision).await?;
+            show_plan(out, &shown)
+        }
+        ResourceCommand::Approve { resource, revision, plan, reason, wait } => {
+            let client = ctx.client()?;
+            let plan = match plan {
+                Some(plan) => Some(plan),
+                None => confirm_plan(&client, out, &resource, revision).await?,
+            };
+            let r = client.approve_resource(&resource, &Decide { revision, plan, reason }).await?;
             let line = format!("Resource approved: {}, revision {revision} ({})", r.name, r.status);
             done_then_wait(&client, out, wait, r, line).await
         }
         ResourceCommand::Refuse { resource, revision, reason } => {
             let client = ctx.client()?;
-            let r = client.refuse_resource(&resource, &Decide { revision, reason }).await?;
+            let r = client.refuse_resource(&resource, &Decide { revision, plan: None, reason }).await?;
             // Refusing a change leaves the Resource where its jobs are (e.g.
             // an earlier approved apply still queued): say both.
             let line =
@@ -246,6 +261,110 @@ fn output_rows(outputs: &serde_json::Value) -> Vec<Vec<String>> {
         serde_json::Value::Null => Vec::new(),
         other => vec![vec![String::new(), show(other)]],
     }
+}
+
+/// A revision, its plan (if its plan job reported one) and that job.
+#[derive(Debug, serde::Serialize)]
+struct ShownPlan {
+    resource: String,
+    revision: i64,
+    state: RevisionState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan: Option<heimdall_core::plan::RevisionPlan>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job: Option<heimdall_core::wire::Job>,
+}
+
+async fn plan_of(client: &Client, resource: &str, revision: Option<i64>) -> Result<ShownPlan> {
+    let detail = client.get_resource(resource).await?;
+    let chosen = match revision {
+        Some(n) => detail.revisions.iter().find(|r| r.number == n),
+        None => detail.revisions.iter().rev().find(|r| r.state == RevisionState::PendingApproval),
+    };
+    let Some(chosen) = chosen else {
+        let which = revision
+            .map_or_else(|| "no revision waits for approval".to_owned(), |n| format!("no revision {n}"));
+        let message = format!("{}: {which}", detail.resource.name);
+        return Err(CliError::Sdk(heimdall_sdk::Error::Api(heimdall_core::ApiError::new(
+            heimdall_core::ErrorCode::NotFound,
+            message,
+        ))));
+    };
+    let query =
+        heimdall_sdk::JobQuery { resource: Some(detail.resource.id.to_string()), ..Default::default() };
+    let jobs = client.list_jobs(&query).await?;
+    let job = jobs.into_iter().rev().find(|j| {
+        j.operation == heimdall_core::wire::JobOperation::Plan && j.request.revision == chosen.number
+    });
+    Ok(ShownPlan {
+        resource: detail.resource.name.clone(),
+        revision: chosen.number,
+        state: chosen.state,
+        plan: chosen.plan.clone(),
+        job,
+    })
+}
+
+/// The plan, as an approver reads it, and the command that approves it.
+fn plan_text(
+    resource: &str,
+    number: i64,
+    state: RevisionState,
+    plan: Option<&heimdall_core::plan::RevisionPlan>,
+) -> String {
+    let Some(plan) = plan else {
+        return format!("Revision {number} has no plan yet: its plan job has not finished.\n");
+    };
+    let s = &plan.summary;
+    let mut text = format!(
+        "Plan {} for revision {}: {} to add, {} to change, {} to destroy, {} to import.\n",
+        plan.sha256, number, s.add, s.change, s.remove, s.import
+    );
+    for change in &s.changes {
+        text.push_str(&format!("  {change}\n"));
+    }
+    if state == RevisionState::PendingApproval {
+        text.push_str(&format!(
+            "Approve exactly this plan: heimdall resource approve {resource} --revision {number} --plan {}\n",
+            heimdall_core::plan::short(&plan.sha256)
+        ));
+    }
+    text
+}
+
+fn show_plan(out: &Out, shown: &ShownPlan) -> Result<()> {
+    if out.is_json() {
+        return output::json(shown);
+    }
+    let mut text = plan_text(&shown.resource, shown.revision, shown.state, shown.plan.as_ref());
+    if let (None, Some(job)) = (&shown.plan, &shown.job) {
+        text.push_str(&format!(
+            "Plan job {} is {}{}.\n",
+            job.id,
+            job.status,
+            job.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+        ));
+    }
+    out.text(&text)
+}
+
+/// Without --plan: the pending plan shown, and confirmed on a terminal;
+/// elsewhere nothing is named and the API says which plan to name.
+async fn confirm_plan(client: &Client, out: &Out, resource: &str, revision: i64) -> Result<Option<String>> {
+    use std::io::IsTerminal;
+    if out.is_json() || !std::io::stdin().is_terminal() {
+        return Ok(None);
+    }
+    let shown = plan_of(client, resource, Some(revision)).await?;
+    let Some(plan) = &shown.plan else { return Ok(None) };
+    show_plan(out, &shown)?;
+    eprint!("Approve plan {}? [y/N] ", heimdall_core::plan::short(&plan.sha256));
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).map_err(|e| CliError::usage(e.to_string()))?;
+    if !matches!(answer.trim(), "y" | "Y" | "yes") {
+        return Err(CliError::usage("not approved"));
+    }
+    Ok(Some(plan.sha256.clone()))
 }
 
 fn revision_row(rev: &Revision) -> Vec<String> {

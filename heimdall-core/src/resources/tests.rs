@@ -144,8 +144,15 @@ impl World {
 
     fn decide(&mut self, actor: &str, revision: i64, verdict: Verdict) -> Result<ResourcePlan, ApiError> {
         let (resource, schema) = (self.resource().clone(), self.schema.clone());
+        // The approver reads the revision's plan once its plan job ran.
+        let planning = |j: &Job| j.operation == JobOperation::Plan && j.request.revision == revision;
+        if self.jobs.iter().any(|j| j.status == JobStatus::Queued && planning(j)) {
+            self.run_job(JobStatus::Completed);
+        }
+        let plan = self.revisions.iter().find(|r| r.number == revision).and_then(|r| r.plan.clone());
         let (revisions, jobs) = (self.revisions.clone(), self.jobs.clone());
-        let request = DecisionRequest { revision, reason: Some("reviewed".into()) };
+        let request =
+            DecisionRequest { revision, plan: plan.map(|p| p.sha256), reason: Some("reviewed".into()) };
         let ctx = self.ctx(actor);
         match verdict {
             Verdict::Approve => approve(&resource, &schema, &revisions, request, &ctx),
@@ -225,9 +232,16 @@ impl World {
         let job = self.jobs.iter_mut().rev().find(|j| j.status == JobStatus::Queued).unwrap();
         job.attempts += 1;
         job.status = outcome;
-        let status = queue::resource_status_for(job.operation, outcome).unwrap();
-        let settled = self.settled(status);
-        self.resource.as_mut().unwrap().status = settled;
+        let (operation, revision) = (job.operation, job.request.revision);
+        if (operation, outcome) == (JobOperation::Plan, JobStatus::Completed) {
+            let planned = self.revisions.iter_mut().find(|r| r.number == revision).unwrap();
+            let sha256 = format!("{revision:064x}");
+            planned.plan = Some(crate::plan::RevisionPlan { sha256, summary: Default::default() });
+        }
+        if let Some(status) = queue::resource_status_for(operation, outcome) {
+            let settled = self.settled(status);
+            self.resource.as_mut().unwrap().status = settled;
+        }
     }
 
     fn status(&self) -> ResourceStatus {
@@ -284,7 +298,7 @@ fn bad_input_or_no_account_refuses_before_anything_is_planned() {
 fn approval_flow_with_a_fake_clock() {
     let mut w = World::new(true);
     let plan = w.create(ANA, input()).unwrap();
-    assert!(plan.job.is_none(), "nothing runs before approval");
+    assert_eq!(plan.job.as_ref().unwrap().operation, JobOperation::Plan, "only a plan runs before approval");
     w.apply(plan);
     assert_eq!(w.status(), ResourceStatus::PendingApproval);
 
@@ -306,7 +320,8 @@ fn approval_flow_with_a_fake_clock() {
     // A change waits; a week later it can no longer be approved.
     let plan = w.change(ANA, json!({ "size": 4 })).unwrap();
     assert_eq!(plan.expected_revision, Some(1));
-    assert!(plan.job.is_none() && plan.cancel_queued_applies.is_none());
+    assert!(plan.job.as_ref().is_some_and(|j| j.operation == JobOperation::Plan));
+    assert!(plan.cancel_queued_applies.is_none());
     w.apply(plan);
     assert_eq!(w.status(), ResourceStatus::PendingApproval);
     w.clock.advance(Duration::days(8));
@@ -424,7 +439,12 @@ fn an_import_is_an_import_job_until_it_lands_then_changes_are_applies() {
         assert_eq!(plan.event.action, "resource.import_requested");
         w.apply(plan);
         if requires_approval {
-            assert!(w.jobs.is_empty(), "nothing runs before approval");
+            let planned = w.jobs.iter().map(|j| (j.operation, j.request.imports.len())).collect::<Vec<_>>();
+            assert_eq!(
+                planned,
+                [(JobOperation::Plan, 1)],
+                "only a plan (with its imports) runs before approval"
+            );
             let plan = w.decide(BEN, 1, Verdict::Approve).unwrap();
             w.apply(plan);
         }
@@ -451,4 +471,44 @@ fn an_import_is_an_import_job_until_it_lands_then_changes_are_applies() {
         assert_eq!(job.operation, JobOperation::Apply);
         assert!(job.request.imports.is_empty());
     }
+}
+
+#[test]
+fn an_approval_names_the_plan_and_the_apply_runs_exactly_that_plan() {
+    let mut w = World::new(true);
+    let plan = w.create(ANA, input()).unwrap();
+    let job = plan.job.clone().unwrap();
+    assert_eq!(job.request.plan_key.as_deref(), Some(crate::plan::plan_key(plan.resource).as_str()));
+    assert!(job.request.plan_sha256.is_none());
+    w.apply(plan);
+    let (resource, schema) = (w.resource().clone(), w.schema.clone());
+    let ask = |w: &mut World, plan: Option<&str>| {
+        let request = DecisionRequest { revision: 1, plan: plan.map(str::to_owned), reason: None };
+        let revisions = w.revisions.clone();
+        approve(&resource, &schema, &revisions, request, &w.ctx(BEN))
+    };
+    // Before its plan job ran, nothing can be approved.
+    assert_eq!(ask(&mut w, Some(&"a".repeat(64))).unwrap_err().code, ErrorCode::StalePlan);
+    w.run_job(JobStatus::Completed);
+    let sha = w.revisions[0].plan.clone().unwrap().sha256;
+    for wrong in [None, Some("b".repeat(64))] {
+        assert_eq!(ask(&mut w, wrong.as_deref()).unwrap_err().code, ErrorCode::StalePlan, "{wrong:?}");
+    }
+    let approved = ask(&mut w, Some(&sha[..12])).unwrap();
+    let apply = approved.job.unwrap();
+    assert_eq!(apply.operation, JobOperation::Apply);
+    assert_eq!(apply.request.plan_sha256.as_deref(), Some(sha.as_str()), "the full hash, not the prefix");
+    assert_eq!(approved.event.detail["plan"], json!(sha));
+}
+
+#[test]
+fn a_failed_plan_is_planned_again_by_retry() {
+    let mut w = World::new(true);
+    let plan = w.create(ANA, input()).unwrap();
+    w.apply(plan);
+    w.run_job(JobStatus::Failed);
+    assert_eq!(w.status(), ResourceStatus::PendingApproval);
+    let plan = w.retry().unwrap();
+    assert_eq!(plan.job.as_ref().map(|j| (j.operation, j.request.revision)), Some((JobOperation::Plan, 1)));
+    assert_eq!(plan.status, StatusUpdate::Set(ResourceStatus::PendingApproval));
 }

@@ -36,6 +36,8 @@ fn request(source: &str, input: serde_json::Value) -> JobRequest {
         imports: Vec::new(),
         region: "eu-west-1".into(),
         state_key: "heimdall/x.tfstate".into(),
+        plan_key: None,
+        plan_sha256: None,
     }
 }
 

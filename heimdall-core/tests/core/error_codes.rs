@@ -31,6 +31,7 @@ const PINNED: &[(&str, u16)] = &[
     ("NO_AGENT", 409),
     ("AGENT_REVOKED", 403),
     ("IMPORT_WOULD_CHANGE", 409),
+    ("STALE_PLAN", 409),
 ];
 
 #[test]
