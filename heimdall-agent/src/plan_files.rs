@@ -7,8 +7,6 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use aws_config::profile::ProfileFileCredentialsProvider;
-use aws_runtime::env_config::file::{EnvConfigFileKind, EnvConfigFiles};
 use aws_sdk_s3::primitives::ByteStream;
 use heimdall_core::infra::{JobRequest, StateBackend};
 use sha2::{Digest, Sha256};
@@ -24,6 +22,38 @@ pub enum PlanStore {
         client: aws_sdk_s3::Client,
         bucket: String,
     },
+}
+
+/// The keys of `profile` in a shared credentials file that Heimdall wrote
+/// for the job (`heimdall_core::credentials::aws`), read as Terraform reads them.
+fn profile_keys(file: &std::path::Path, profile: &str) -> Result<aws_sdk_s3::config::Credentials, String> {
+    let text = zeroize::Zeroizing::new(
+        std::fs::read_to_string(file).map_err(|e| format!("cannot read the job's AWS credentials: {e}"))?,
+    );
+    let mut in_profile = false;
+    let (mut id, mut secret, mut token) = (None, None, None);
+    for line in text.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            in_profile = name.trim() == profile;
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else { continue };
+        if in_profile {
+            let value = Some(value.trim().to_owned());
+            match key.trim() {
+                "aws_access_key_id" => id = value,
+                "aws_secret_access_key" => secret = value,
+                "aws_session_token" => token = value,
+                _ => {}
+            }
+        }
+    }
+    match (id, secret) {
+        (Some(id), Some(secret)) => {
+            Ok(aws_sdk_s3::config::Credentials::new(id, secret, token, None, "heimdall-job"))
+        }
+        _ => Err(format!("the job's AWS credentials name no keys for profile {profile}")),
+    }
 }
 
 /// SHA-256 of a plan file, hex.
@@ -58,15 +88,10 @@ impl PlanStore {
         };
         let mut loader = crate::aws::loader(&settings);
         match (var("AWS_SHARED_CREDENTIALS_FILE"), var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
-            // The job's credential, as Terraform reads it.
+            // The job's credential, from the file Heimdall wrote for Terraform.
             (Some(file), _, _) => {
-                let files = EnvConfigFiles::builder().with_file(EnvConfigFileKind::Credentials, file).build();
                 let profile = var("AWS_PROFILE").unwrap_or(heimdall_core::credentials::AWS_PROFILE);
-                let provider = ProfileFileCredentialsProvider::builder()
-                    .profile_files(files)
-                    .profile_name(profile)
-                    .build();
-                loader = loader.credentials_provider(provider);
+                loader = loader.credentials_provider(profile_keys(std::path::Path::new(file), profile)?);
             }
             (None, Some(id), Some(secret)) => {
                 let token = var("AWS_SESSION_TOKEN").map(str::to_owned);

@@ -390,6 +390,7 @@ async fn saved_plan(
     }
     let bytes = std::fs::read(dir.join(APPROVAL_PLAN)).map_err(|e| RunFailure::failed(e.to_string()))?;
     let sha256 = crate::plan_files::sha256_hex(&bytes);
+    let _ = log.send(format!("Keeping the plan next to the state, at {key}\n"));
     let store = crate::plan_files::PlanStore::for_job(state, request, env)
         .await
         .map_err(|why| RunFailure::refused(ErrorCode::Conflict, why))?;

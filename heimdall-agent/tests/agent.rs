@@ -16,6 +16,8 @@ mod credentials;
 
 #[path = "agent/drift.rs"]
 mod drift;
+#[path = "agent/plans.rs"]
+mod plans;
 
 #[path = "agent/export.rs"]
 mod export;

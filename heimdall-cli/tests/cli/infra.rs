@@ -56,6 +56,32 @@ async fn claim(api: &TestApi) -> (Job, LeaseId) {
     panic!("no job was queued within 10s");
 }
 
+/// Plays the Agent for the next plan job: finishes it with a plan (jobs
+/// claimed on the way go back to the queue) and answers its SHA-256.
+async fn run_plan_job(api: &TestApi) -> String {
+    let mut others = Vec::new();
+    let (job, lease) = loop {
+        let (job, lease) = claim(api).await;
+        if job.operation == heimdall_core::infra::JobOperation::Plan {
+            break (job, lease);
+        }
+        others.push((job.id, lease));
+    };
+    let summary = heimdall_core::import::PlanSummary {
+        add: 1,
+        changes: vec!["module.resource.terraform_data.database create".into()],
+        ..Default::default()
+    };
+    let sha256 = "5e1f".repeat(16);
+    let outputs =
+        heimdall_core::plan::report(&heimdall_core::plan::RevisionPlan { sha256: sha256.clone(), summary });
+    finish(api, job.id, lease, JobOutcome::Completed { outputs }).await;
+    for (id, lease) in others {
+        finish(api, id, lease, JobOutcome::Failed { reason: "put back".into(), retryable: true }).await;
+    }
+    sha256
+}
+
 async fn finish(api: &TestApi, job: JobId, lease: LeaseId, outcome: JobOutcome) {
     api.store.finish(job, lease, outcome, OffsetDateTime::now_utc()).await.expect("finish");
 }
@@ -339,8 +365,29 @@ async fn infra_tour_in_tables() {
     assert!(own.stderr.contains("SELF_APPROVAL"), "{own:?}");
     let stale = t.run(&ana, &["resource", "approve", "ledger", "--revision", "2"]).await;
     assert_eq!(stale.code, 6, "{stale:?}");
-    let approved =
-        t.run(&ana, &["resource", "approve", "ledger", "--revision", "1", "--reason", "sized right"]).await;
+    // The approver reads the plan, and approves exactly that plan.
+    let sha = run_plan_job(&api).await;
+    let shown = t.run(&ana, &["resource", "plan", "ledger"]).await;
+    assert!(shown.stdout.contains(&format!("--plan {}", &sha[..12])), "{shown:?}");
+    let unnamed = t.run(&ana, &["resource", "approve", "ledger", "--revision", "1"]).await;
+    assert_eq!(unnamed.code, 6, "{unnamed:?}");
+    assert!(unnamed.stderr.contains("STALE_PLAN"), "{unnamed:?}");
+    let approved = t
+        .run(
+            &ana,
+            &[
+                "resource",
+                "approve",
+                "ledger",
+                "--revision",
+                "1",
+                "--plan",
+                &sha[..12],
+                "--reason",
+                "sized right",
+            ],
+        )
+        .await;
     assert_eq!(approved.stdout, "✓ Resource approved: ledger, revision 1 (queued)\n", "{approved:?}");
     t.run(&h, &["resource", "update", "ledger", "--input", r#"{"engine":"postgres","size_gb":20}"#]).await;
     t.run(&ana, &["resource", "refuse", "ledger", "--revision", "2", "--reason", "too big for dev"]).await;

@@ -1,0 +1,158 @@
+//! Approval bound to the plan, with real Terraform and the S3 protocol
+//! (moto): a plan job saves the plan file next to the state and reports
+//! its SHA-256 and summary; an approval must name that plan; the apply
+//! runs exactly that file; and a plan made stale by a change to the state
+//! is refused by Terraform, fails `STALE_PLAN` and is planned again for
+//! approval, never applied silently.
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::support::World;
+
+const RUN: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Revision `number` once its plan is in.
+async fn planned(w: &World, id: &str, number: i64, not: Option<&str>) -> Value {
+    let deadline = std::time::Instant::now() + RUN;
+    loop {
+        let (_, detail) = w.call(Method::GET, &format!("/v1/resources/{id}"), None).await;
+        let revision =
+            detail["revisions"].as_array().unwrap().iter().find(|r| r["number"] == number).cloned();
+        if let Some(revision) = revision {
+            let sha = revision["plan"]["sha256"].as_str();
+            if sha.is_some() && sha != not && revision["state"] == "pending_approval" {
+                return revision;
+            }
+        }
+        if std::time::Instant::now() > deadline {
+            let jobs = w.jobs(id).await;
+            let log = w.job_log(jobs.last().unwrap()["id"].as_str().unwrap()).await;
+            let agent_log =
+                std::fs::read_to_string(w.dir.path().join("agent-1/agent.log")).unwrap_or_default();
+            panic!("no plan for revision {number}: {jobs:?}\n{log}\nagent log:\n{agent_log}");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_applies_exactly_the_plan_it_names_and_a_stale_plan_is_planned_again() {
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    w.link_moto_account().await;
+    let module = crate::support::repo().join("tests/fixtures/modules/regional").display().to_string();
+    w.post(
+        &owner,
+        "/v1/schemas",
+        json!({ "type": "guarded", "input_schema": { "type": "object" }, "requires_approval": true,
+                "module": { "source": module, "version": "1.0.0" } }),
+    )
+    .await;
+    let admin = w.post(&owner, "/v1/members", json!({ "email": "ana@example.com", "role": "admin" })).await;
+    let admin = admin["token"].as_str().unwrap().to_owned();
+    let config = w.enroll("agent-1").await;
+    let mut agent = w.run_agent(&config);
+    let created = w
+        .post(
+            &admin,
+            "/v1/resources",
+            json!({ "component": "receipts", "schema": "guarded", "environment": "dev",
+                                                 "name": "paris", "input": { "name": "paris" } }),
+        )
+        .await;
+    let id = created["id"].as_str().unwrap().to_owned();
+
+    // The plan job: the plan file next to the state, its hash and summary at the API.
+    let first = planned(&w, &id, 1, None).await;
+    let sha = first["plan"]["sha256"].as_str().unwrap().to_owned();
+    assert_eq!(first["plan"]["summary"]["add"], 1, "{first}");
+    assert_eq!(first["plan"]["summary"]["changes"], json!(["module.resource.terraform_data.this create"]));
+    assert!(crate::support::s3_keys(&w.bucket, "heimdall/").contains(&format!("heimdall/{id}.tfplan")));
+    assert!(
+        !crate::support::s3_keys(&w.bucket, "heimdall/").contains(&format!("heimdall/{id}.tfstate")),
+        "nothing applied"
+    );
+    assert_eq!(w.resource(&id).await["status"], "pending_approval");
+
+    // Only that plan is approved, and the apply runs exactly it.
+    let path = format!("/v1/resources/{id}/approve");
+    let approve = |plan: &str, revision: i64| {
+        w.call(Method::POST, &path, Some(json!({ "revision": revision, "plan": plan })))
+    };
+    let (status, refused) = approve(&"0".repeat(64), 1).await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (409, Some("STALE_PLAN")), "{refused}");
+    let (status, _) = approve(&sha[..12], 1).await;
+    assert_eq!(status, 200);
+    let r = w.wait_for(&id, &["provisioned", "failed"], RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&id).await);
+    let jobs = w.jobs(&id).await;
+    let apply = jobs.iter().find(|j| j["operation"] == "apply").unwrap();
+    let log = w.job_log(apply["id"].as_str().unwrap()).await;
+    assert!(log.contains(&format!("Applying the approved plan {sha}")), "{log}");
+
+    // A change is planned; then the state moves (plain terraform, from the
+    // exported package, with another input) before anyone approves.
+    let (_, package) = w.call(Method::GET, &format!("/v1/resources/{id}/export"), None).await;
+    let dir = w.dir.path().join("by-hand");
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in package["files"].as_array().unwrap() {
+        let mut content = file["content"].as_str().unwrap().to_owned();
+        if file["path"] == "main.tf" {
+            content = content.replace(
+                "module \"resource\" {\n",
+                "module \"resource\" {\n  heimdall_region = \"us-east-1\"\n",
+            );
+        }
+        if file["path"] == "terraform.tfvars.json" {
+            content = content.replace("paris", "nice");
+        }
+        std::fs::write(dir.join(file["path"].as_str().unwrap()), content).unwrap();
+    }
+    let changed = w
+        .http
+        .patch(format!("{}/v1/resources/{id}", w.api.url))
+        .bearer_auth(&admin)
+        .json(&json!({ "input": { "name": "lyon" } }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 200);
+    let second = planned(&w, &id, 2, None).await;
+    let stale_sha = second["plan"]["sha256"].as_str().unwrap().to_owned();
+    assert_eq!(second["plan"]["summary"]["changes"], json!(["module.resource.terraform_data.this update"]));
+    crate::support::plain_terraform_ok(&dir, &["init", "-input=false", "-no-color"]);
+    crate::support::plain_terraform_ok(&dir, &["apply", "-input=false", "-auto-approve", "-no-color"]);
+
+    // The approved plan is stale: Terraform refuses it, nothing is applied,
+    // and revision 2 waits again, with a new plan.
+    let (status, _) = approve(&stale_sha, 2).await;
+    assert_eq!(status, 200);
+    let again = planned(&w, &id, 2, Some(&stale_sha)).await;
+    let jobs = w.jobs(&id).await;
+    let failed = jobs.iter().rev().find(|j| j["operation"] == "apply").unwrap();
+    assert_eq!(failed["status"], "failed", "{jobs:?}");
+    assert!(failed["reason"].as_str().unwrap().starts_with("STALE_PLAN"), "{failed}");
+    let (_, events) = w.call(Method::GET, "/v1/events?action=resource.plan_stale", None).await;
+    assert_eq!(events.as_array().unwrap().len(), 1, "{events}");
+    assert_eq!(w.resource(&id).await["status"], "pending_approval");
+    let state = crate::support::s3_get(&w.bucket, &format!("heimdall/{id}.tfstate"));
+    assert!(state.contains("nice") && !state.contains("lyon"), "the stale plan applied nothing");
+    let (status, refused) = approve(&stale_sha, 2).await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (409, Some("STALE_PLAN")),
+        "the old plan is gone"
+    );
+
+    // The new plan, approved, lands revision 2.
+    let (status, _) = approve(again["plan"]["sha256"].as_str().unwrap(), 2).await;
+    assert_eq!(status, 200);
+    let r = w.wait_for_revision(&id, 2, RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&id).await);
+    let state = crate::support::s3_get(&w.bucket, &format!("heimdall/{id}.tfstate"));
+    assert!(state.contains("lyon"), "{state}");
+
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+}
