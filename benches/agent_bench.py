@@ -104,8 +104,7 @@ def main():
         procs.append(subprocess.Popen([f"{BIN}/heimdall-agent", "run", "--config", f"{agent_dir}/agent.toml"], env=ENV))
         time.sleep(1.0)
 
-        starts, heimdall_e2e = [], []
-        for i in range(ROUNDS):
+        def heimdall_round(i):
             time.sleep(0.3)  # the Agent is idle, waiting in its long poll
             t0 = time.monotonic()
             r = http("POST", api + "/v1/resources", token, {
@@ -116,13 +115,12 @@ def main():
                 if res["status"] in ("provisioned", "failed"):
                     break
                 time.sleep(0.01)
-            heimdall_e2e.append(time.monotonic() - t0)
+            elapsed = time.monotonic() - t0
             assert res["status"] == "provisioned", res
             job = http("GET", f"{api}/v1/jobs?resource={r['id']}", token)[0]
-            starts.append(parse_time(job["started_at"]) - parse_time(job["queued_at"]))
+            return elapsed, parse_time(job["started_at"]) - parse_time(job["queued_at"])
 
-        bare = []
-        for i in range(ROUNDS):
+        def bare_round(i):
             d = os.path.join(work, f"bare{i}")
             os.makedirs(d)
             with open(os.path.join(d, "main.tf"), "w") as f:
@@ -153,7 +151,16 @@ output "secret" {{
             subprocess.check_call([TF, "init", "-input=false", "-no-color"], cwd=d, env=ENV, stdout=subprocess.DEVNULL)
             subprocess.check_call([TF, "apply", "-input=false", "-no-color", "-auto-approve"], cwd=d, env=ENV,
                                   stdout=subprocess.DEVNULL)
-            bare.append(time.monotonic() - t0)
+            return time.monotonic() - t0
+
+        # Interleaved (A B A B …), so that a noisy moment of the machine
+        # lands on both sides alike.
+        starts, heimdall_e2e, bare = [], [], []
+        for i in range(ROUNDS):
+            elapsed, start = heimdall_round(i)
+            heimdall_e2e.append(elapsed)
+            starts.append(start)
+            bare.append(bare_round(i))
 
         ms = lambda xs: statistics.median(xs) * 1000
         print(f"rounds: {ROUNDS}")

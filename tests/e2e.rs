@@ -112,3 +112,66 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
     assert_eq!(events.as_array().unwrap().len(), 1, "bootstrapped exactly once");
     assert!(dev.stop().success());
 }
+
+/// Approval bound to the plan, from the CLI, with the dev Agent's real
+/// Terraform and local state: the plan job keeps the plan file next to the
+/// state, `resource plan` shows it, an approval naming another plan is
+/// refused, and approving the plan read applies exactly it.
+#[test]
+fn an_approver_reads_the_plan_and_approves_exactly_it_with_the_cli() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, config) = (tmp.path().join("data"), tmp.path().join("config"));
+    let dev = Dev::start(&data, &config, free_port());
+    for line in readme_tour().iter().take_while(|l| !l.starts_with("heimdall resource create")) {
+        let out = dev.sh(line);
+        assert!(out.status.success(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let ok = |line: &str| {
+        let out = dev.sh(line);
+        assert!(out.status.success(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    ok(
+        r#"heimdall schema create --type guarded --input-schema examples/schemas/bucket.json --module-source "$PWD/tests/fixtures/modules/bucket" --module-version 1.0.0 --requires-approval"#,
+    );
+    let bo: serde_json::Value =
+        serde_json::from_slice(&ok("heimdall member add bo@example.com --role admin --output json")).unwrap();
+    let as_bo = format!("HEIMDALL_TOKEN={} ", bo["token"].as_str().unwrap());
+    ok(&format!(
+        r#"{as_bo}heimdall resource create --component receipts --schema guarded --environment dev --name vault --input '{{"bucket":"checkout-vault"}}'"#
+    ));
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let plan = loop {
+        let shown: serde_json::Value =
+            serde_json::from_slice(&ok("heimdall resource plan vault --output json")).unwrap();
+        if let Some(sha) = shown["plan"]["sha256"].as_str() {
+            assert_eq!(shown["plan"]["summary"]["add"], 1, "{shown}");
+            break sha.to_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "no plan: {shown}");
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    };
+    let text = String::from_utf8(ok("heimdall resource plan vault")).unwrap();
+    let approve_line = format!("heimdall resource approve vault --revision 1 --plan {}", &plan[..12]);
+    assert!(text.contains(&approve_line), "{text}");
+    let resource_id = {
+        let shown: serde_json::Value =
+            serde_json::from_slice(&ok("heimdall resource show vault --output json")).unwrap();
+        assert_eq!(shown["resource"]["status"], "pending_approval", "{shown}");
+        shown["resource"]["id"].as_str().unwrap().to_owned()
+    };
+    let kept = data.join("state").join(format!("{resource_id}.tfplan"));
+    assert!(kept.is_file(), "the plan file is kept next to the state");
+    assert!(!data.join("state").join(format!("{resource_id}.tfstate")).exists(), "nothing applied yet");
+
+    let wrong = dev.sh(&format!("heimdall resource approve vault --revision 1 --plan {}", "0".repeat(12)));
+    assert_eq!(wrong.status.code(), Some(6), "{}", String::from_utf8_lossy(&wrong.stderr));
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("STALE_PLAN"));
+    ok(&format!("{approve_line} --wait"));
+    let shown: serde_json::Value =
+        serde_json::from_slice(&ok("heimdall resource show vault --output json")).unwrap();
+    assert_eq!(shown["resource"]["status"], "provisioned", "{shown}");
+    assert!(data.join("state").join(format!("{resource_id}.tfstate")).is_file());
+    assert!(dev.stop().success());
+}

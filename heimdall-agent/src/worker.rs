@@ -105,6 +105,17 @@ async fn ship_logs(channel: Channel, job: JobId, lease: LeaseId, mut rx: mpsc::U
     }
 }
 
+/// Stops the heartbeat however the run ends, a panic included: the lease
+/// then runs out and the reaper hands the job on, instead of the job
+/// staying `running` on a heartbeat with nothing behind it.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 async fn run_job(
     config: &AgentConfig,
     channel: &Channel,
@@ -123,7 +134,7 @@ async fn run_job(
     let (fenced_tx, fenced_rx) = tokio::sync::oneshot::channel::<()>();
     let hb_channel = channel.clone();
     let job_id = job.id;
-    let heartbeat = tokio::spawn(async move {
+    let heartbeat = AbortOnDrop(tokio::spawn(async move {
         let every = Duration::from_secs(u64::try_from(LEASE.whole_seconds() / 3).unwrap_or(10).max(1));
         let mut fenced_tx = Some(fenced_tx);
         loop {
@@ -141,7 +152,7 @@ async fn run_job(
                 Err(e) => tracing::warn!(job = %job_id, error = %e, "heartbeat failed; will retry"),
             }
         }
-    });
+    }));
 
     let dir: PathBuf = config.work_dir.join(format!("{}-{}", job.id, job.attempts));
     let outcome = async {
@@ -174,7 +185,7 @@ async fn run_job(
         r = outcome => Some(r),
         _ = fenced_rx => None,
     };
-    heartbeat.abort();
+    drop(heartbeat);
     drop(log_tx);
     let _ = shipper.await;
     let Some(result) = result else {

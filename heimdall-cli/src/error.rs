@@ -159,6 +159,7 @@ mod tests {
             ("NO_AGENT", 6),
             ("AGENT_REVOKED", 4),
             ("IMPORT_WOULD_CHANGE", 6),
+            ("STALE_PLAN", 6),
         ];
         assert_eq!(expected.len(), ErrorCode::ALL.len(), "every code has a pinned exit status");
         for (name, status) in expected {
