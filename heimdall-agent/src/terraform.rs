@@ -632,7 +632,8 @@ pub async fn execute(
     let keyed = credentials.and_then(|c| c.backend_config);
     write_root_module(dir, request, module, &config.state, &secret_vars, None, keyed.is_some())
         .map_err(RunFailure::failed)?;
-    if request.operation == JobOperation::Import {
+    // An import, or the plan of one waiting for approval.
+    if !request.imports.is_empty() && matches!(request.operation, JobOperation::Import | JobOperation::Plan) {
         std::fs::write(dir.join("imports.tf"), heimdall_core::import::import_blocks(&request.imports))
             .map_err(|e| RunFailure::failed(e.to_string()))?;
     }

@@ -16,6 +16,7 @@ pub mod authz;
 pub mod body;
 pub mod clock;
 pub mod credentials;
+pub mod dbusers;
 pub mod deletion;
 pub mod domain;
 pub mod drift;

@@ -156,3 +156,55 @@ async fn an_approval_applies_exactly_the_plan_it_names_and_a_stale_plan_is_plann
     agent.start_kill().unwrap();
     let _ = agent.wait().await;
 }
+
+/// An import under a schema that requires approval: its plan imports (and
+/// changes nothing), and the approved plan brings the object in as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_waiting_for_approval_plans_the_import_and_applies_exactly_it() {
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    let outside = w.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let module = crate::support::module_dir().display().to_string();
+    std::fs::write(
+        outside.join("main.tf"),
+        format!("module \"made\" {{\n  source = {module:?}\n  bucket = \"legacy-logs\"\n}}\noutput \"id\" {{\n  value = module.made.id\n}}\n"),
+    )
+    .unwrap();
+    crate::support::plain_terraform_ok(&outside, &["init", "-input=false", "-no-color"]);
+    crate::support::plain_terraform_ok(&outside, &["apply", "-input=false", "-auto-approve", "-no-color"]);
+    let made: Value =
+        serde_json::from_str(&crate::support::plain_terraform_ok(&outside, &["output", "-json"])).unwrap();
+    let object = made["id"]["value"].as_str().unwrap().to_owned();
+    w.post(
+        &owner,
+        "/v1/schemas",
+        json!({ "type": "guarded-bucket", "input_schema": { "type": "object" }, "requires_approval": true,
+                "module": { "source": module, "version": "1.0.0" } }),
+    )
+    .await;
+    let admin = w.post(&owner, "/v1/members", json!({ "email": "ana@example.com", "role": "admin" })).await;
+    let admin = admin["token"].as_str().unwrap().to_owned();
+    let config = w.enroll("agent-1").await;
+    let mut agent = w.run_agent(&config);
+    let body = json!({ "component": "receipts", "schema": "guarded-bucket", "environment": "dev", "name": "legacy",
+        "input": { "bucket": "legacy-logs" }, "imports": [{ "address": "terraform_data.bucket", "id": object }] });
+    let id = w.post(&admin, "/v1/resources", body).await["id"].as_str().unwrap().to_owned();
+    let planned = planned(&w, &id, 1, None).await;
+    let summary = &planned["plan"]["summary"];
+    assert_eq!((summary["import"].as_u64(), summary["add"].as_u64()), (Some(1), Some(0)), "{planned}");
+    let sha = planned["plan"]["sha256"].as_str().unwrap();
+    let (status, _) = w
+        .call(
+            Method::POST,
+            &format!("/v1/resources/{id}/approve"),
+            Some(json!({ "revision": 1, "plan": sha })),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let r = w.wait_for(&id, &["provisioned", "failed"], RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&id).await);
+    assert_eq!(r["outputs"]["id"], object.as_str(), "imported as it is, not recreated: {r}");
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+}
