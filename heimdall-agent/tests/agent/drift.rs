@@ -49,22 +49,8 @@ async fn a_change_made_outside_marks_the_resource_drifted_until_it_is_applied_ag
     assert_eq!(r["status"], "provisioned");
 
     // Someone applies another input with plain terraform, from the export.
-    let (_, package) = w.call(Method::GET, &format!("/v1/resources/{id}/export"), None).await;
     let dir = w.dir.path().join("by-hand");
-    std::fs::create_dir_all(&dir).unwrap();
-    for file in package["files"].as_array().unwrap() {
-        let mut content = file["content"].as_str().unwrap().to_owned();
-        if file["path"] == "main.tf" {
-            content = content.replace(
-                "module \"resource\" {\n",
-                "module \"resource\" {\n  heimdall_region = \"us-east-1\"\n",
-            );
-        }
-        if file["path"] == "terraform.tfvars.json" {
-            content = content.replace("paris", "lyon");
-        }
-        std::fs::write(dir.join(file["path"].as_str().unwrap()), content).unwrap();
-    }
+    w.export_edited(&id, &dir, "paris", "lyon").await;
     crate::support::plain_terraform_ok(&dir, &["init", "-input=false", "-no-color"]);
     crate::support::plain_terraform_ok(&dir, &["apply", "-input=false", "-auto-approve", "-no-color"]);
 

@@ -14,19 +14,7 @@ async fn an_object_made_outside_comes_under_management_without_being_recreated()
     let w = World::new().await;
     let owner = w.api.owner_token.clone();
     // Made outside Heimdall, with plain terraform and its own local state.
-    let outside = w.dir.path().join("outside");
-    std::fs::create_dir_all(&outside).unwrap();
-    let module = crate::support::module_dir().display().to_string();
-    std::fs::write(
-        outside.join("main.tf"),
-        format!("module \"made\" {{\n  source = {module:?}\n  bucket = \"legacy-logs\"\n}}\noutput \"id\" {{\n  value = module.made.id\n}}\n"),
-    )
-    .unwrap();
-    crate::support::plain_terraform_ok(&outside, &["init", "-input=false", "-no-color"]);
-    crate::support::plain_terraform_ok(&outside, &["apply", "-input=false", "-auto-approve", "-no-color"]);
-    let made: serde_json::Value =
-        serde_json::from_str(&crate::support::plain_terraform_ok(&outside, &["output", "-json"])).unwrap();
-    let object = made["id"]["value"].as_str().unwrap().to_owned();
+    let object = crate::support::made_outside(&w.dir.path().join("outside"), "legacy-logs");
 
     let config = w.enroll("agent-1").await;
     let mut agent = w.run_agent(&config);

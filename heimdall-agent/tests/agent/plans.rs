@@ -36,23 +36,28 @@ async fn planned(w: &World, id: &str, number: i64, not: Option<&str>) -> Value {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_approval_applies_exactly_the_plan_it_names_and_a_stale_plan_is_planned_again() {
-    let w = World::new().await;
+/// A schema `kind` over `module` that requires approval, an admin who
+/// requests (the owner approves: never one's own), and a running Agent.
+async fn approving(w: &World, kind: &str, module: &std::path::Path) -> (String, tokio::process::Child) {
     let owner = w.api.owner_token.clone();
-    w.link_moto_account().await;
-    let module = crate::support::repo().join("tests/fixtures/modules/regional").display().to_string();
     w.post(
         &owner,
         "/v1/schemas",
-        json!({ "type": "guarded", "input_schema": { "type": "object" }, "requires_approval": true,
-                "module": { "source": module, "version": "1.0.0" } }),
+        json!({ "type": kind, "input_schema": { "type": "object" }, "requires_approval": true,
+                "module": { "source": module.display().to_string(), "version": "1.0.0" } }),
     )
     .await;
     let admin = w.post(&owner, "/v1/members", json!({ "email": "ana@example.com", "role": "admin" })).await;
-    let admin = admin["token"].as_str().unwrap().to_owned();
     let config = w.enroll("agent-1").await;
-    let mut agent = w.run_agent(&config);
+    (admin["token"].as_str().unwrap().to_owned(), w.run_agent(&config))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_applies_exactly_the_plan_it_names_and_a_stale_plan_is_planned_again() {
+    let w = World::new().await;
+    w.link_moto_account().await;
+    let regional = crate::support::repo().join("tests/fixtures/modules/regional");
+    let (admin, mut agent) = approving(&w, "guarded", &regional).await;
     let created = w
         .post(
             &admin,
@@ -93,22 +98,8 @@ async fn an_approval_applies_exactly_the_plan_it_names_and_a_stale_plan_is_plann
 
     // A change is planned; then the state moves (plain terraform, from the
     // exported package, with another input) before anyone approves.
-    let (_, package) = w.call(Method::GET, &format!("/v1/resources/{id}/export"), None).await;
     let dir = w.dir.path().join("by-hand");
-    std::fs::create_dir_all(&dir).unwrap();
-    for file in package["files"].as_array().unwrap() {
-        let mut content = file["content"].as_str().unwrap().to_owned();
-        if file["path"] == "main.tf" {
-            content = content.replace(
-                "module \"resource\" {\n",
-                "module \"resource\" {\n  heimdall_region = \"us-east-1\"\n",
-            );
-        }
-        if file["path"] == "terraform.tfvars.json" {
-            content = content.replace("paris", "nice");
-        }
-        std::fs::write(dir.join(file["path"].as_str().unwrap()), content).unwrap();
-    }
+    w.export_edited(&id, &dir, "paris", "nice").await;
     let changed = w
         .http
         .patch(format!("{}/v1/resources/{id}", w.api.url))
@@ -162,31 +153,8 @@ async fn an_approval_applies_exactly_the_plan_it_names_and_a_stale_plan_is_plann
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_import_waiting_for_approval_plans_the_import_and_applies_exactly_it() {
     let w = World::new().await;
-    let owner = w.api.owner_token.clone();
-    let outside = w.dir.path().join("outside");
-    std::fs::create_dir_all(&outside).unwrap();
-    let module = crate::support::module_dir().display().to_string();
-    std::fs::write(
-        outside.join("main.tf"),
-        format!("module \"made\" {{\n  source = {module:?}\n  bucket = \"legacy-logs\"\n}}\noutput \"id\" {{\n  value = module.made.id\n}}\n"),
-    )
-    .unwrap();
-    crate::support::plain_terraform_ok(&outside, &["init", "-input=false", "-no-color"]);
-    crate::support::plain_terraform_ok(&outside, &["apply", "-input=false", "-auto-approve", "-no-color"]);
-    let made: Value =
-        serde_json::from_str(&crate::support::plain_terraform_ok(&outside, &["output", "-json"])).unwrap();
-    let object = made["id"]["value"].as_str().unwrap().to_owned();
-    w.post(
-        &owner,
-        "/v1/schemas",
-        json!({ "type": "guarded-bucket", "input_schema": { "type": "object" }, "requires_approval": true,
-                "module": { "source": module, "version": "1.0.0" } }),
-    )
-    .await;
-    let admin = w.post(&owner, "/v1/members", json!({ "email": "ana@example.com", "role": "admin" })).await;
-    let admin = admin["token"].as_str().unwrap().to_owned();
-    let config = w.enroll("agent-1").await;
-    let mut agent = w.run_agent(&config);
+    let object = crate::support::made_outside(&w.dir.path().join("outside"), "legacy-logs");
+    let (admin, mut agent) = approving(&w, "guarded-bucket", &crate::support::module_dir()).await;
     let body = json!({ "component": "receipts", "schema": "guarded-bucket", "environment": "dev", "name": "legacy",
         "input": { "bucket": "legacy-logs" }, "imports": [{ "address": "terraform_data.bucket", "id": object }] });
     let id = w.post(&admin, "/v1/resources", body).await["id"].as_str().unwrap().to_owned();

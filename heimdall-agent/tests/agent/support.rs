@@ -309,3 +309,42 @@ pub fn agent_id(config: &Path) -> heimdall_core::ids::AgentId {
 pub fn agent_client(config: &Path, url: &str, who: &heimdall_sdk::Identity) -> heimdall_sdk::AgentClient {
     heimdall_sdk::AgentClient::new(url, who, agent_id(config), None).unwrap()
 }
+
+/// A `terraform_data` of the bucket module made outside Heimdall, with
+/// plain `terraform` and its own local state under `dir`: its id.
+pub fn made_outside(dir: &Path, bucket: &str) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let module = module_dir().display().to_string();
+    std::fs::write(
+        dir.join("main.tf"),
+        format!("module \"made\" {{\n  source = {module:?}\n  bucket = {bucket:?}\n}}\noutput \"id\" {{\n  value = module.made.id\n}}\n"),
+    )
+    .unwrap();
+    plain_terraform_ok(dir, &["init", "-input=false", "-no-color"]);
+    plain_terraform_ok(dir, &["apply", "-input=false", "-auto-approve", "-no-color"]);
+    let made: Value = serde_json::from_str(&plain_terraform_ok(dir, &["output", "-json"])).unwrap();
+    made["id"]["value"].as_str().unwrap().to_owned()
+}
+
+impl World {
+    /// Writes Resource `id`'s exported package into `dir`, as a person
+    /// would edit it to run it by hand: the region the regional module
+    /// needs, and its input's `from` replaced by `to`.
+    pub async fn export_edited(&self, id: &str, dir: &Path, from: &str, to: &str) {
+        let (_, package) = self.call(reqwest::Method::GET, &format!("/v1/resources/{id}/export"), None).await;
+        std::fs::create_dir_all(dir).unwrap();
+        for file in package["files"].as_array().unwrap() {
+            let mut content = file["content"].as_str().unwrap().to_owned();
+            if file["path"] == "main.tf" {
+                content = content.replace(
+                    "module \"resource\" {\n",
+                    "module \"resource\" {\n  heimdall_region = \"us-east-1\"\n",
+                );
+            }
+            if file["path"] == "terraform.tfvars.json" {
+                content = content.replace(from, to);
+            }
+            std::fs::write(dir.join(file["path"].as_str().unwrap()), content).unwrap();
+        }
+    }
+}

@@ -41,16 +41,21 @@ async fn record_plan(
     if updated.rows_affected() == 0 {
         return Ok(());
     }
-    let event = NewEvent {
+    let detail = serde_json::json!({ "job": job.id, "revision": job.request.revision, "plan": plan.sha256,
+                                     "add": plan.summary.add, "change": plan.summary.change, "remove": plan.summary.remove });
+    insert_event(tx, job.org_id, resource_event(job, "resource.planned", detail, now)).await
+}
+
+/// An audit event about `job`'s Resource, by the Agent that ran it.
+fn resource_event(job: &Job, action: &str, detail: serde_json::Value, now: OffsetDateTime) -> NewEvent {
+    NewEvent {
         id: EventId::from_uuid(uuid::Uuid::new_v4()),
         at: now,
         actor: format!("agent:{}", job.agent.as_deref().unwrap_or("unknown")),
-        action: "resource.planned".into(),
+        action: action.into(),
         target: format!("resource:{}", job.resource_id),
-        detail: serde_json::json!({ "job": job.id, "revision": job.request.revision, "plan": plan.sha256,
-                                    "add": plan.summary.add, "change": plan.summary.change, "remove": plan.summary.remove }),
-    };
-    insert_event(tx, job.org_id, event).await
+        detail,
+    }
 }
 
 /// The apply of `job`'s approved plan found it stale: if its revision is
@@ -77,16 +82,9 @@ async fn replan(tx: &mut Transaction<'_, Any>, job: &Job, now: OffsetDateTime) -
     .map_err(db_err)?;
     let again = heimdall_core::plan::replan(job, JobId::from_uuid(uuid::Uuid::new_v4()), now);
     insert_job(tx, &again).await?;
-    let event = NewEvent {
-        id: EventId::from_uuid(uuid::Uuid::new_v4()),
-        at: now,
-        actor: format!("agent:{}", job.agent.as_deref().unwrap_or("unknown")),
-        action: "resource.plan_stale".into(),
-        target: format!("resource:{}", job.resource_id),
-        detail: serde_json::json!({ "job": job.id, "revision": job.request.revision, "plan": job.request.plan_sha256,
-                                    "replan_job": again.id }),
-    };
-    insert_event(tx, job.org_id, event).await
+    let detail = serde_json::json!({ "job": job.id, "revision": job.request.revision, "plan": job.request.plan_sha256,
+                                     "replan_job": again.id });
+    insert_event(tx, job.org_id, resource_event(job, "resource.plan_stale", detail, now)).await
 }
 
 /// What a completed job does to the Resource's drift mark
@@ -122,15 +120,9 @@ async fn mark_drift(
         .execute(&mut **tx)
         .await
         .map_err(db_err)?;
-    let event = NewEvent {
-        id: EventId::from_uuid(uuid::Uuid::new_v4()),
-        at: now,
-        actor: format!("agent:{}", job.agent.as_deref().unwrap_or("unknown")),
-        action: action.into(),
-        target: format!("resource:{}", job.resource_id),
-        detail: serde_json::json!({ "job": job.id, "operation": job.operation, "revision": job.request.revision }),
-    };
-    insert_event(tx, job.org_id, event).await
+    let detail =
+        serde_json::json!({ "job": job.id, "operation": job.operation, "revision": job.request.revision });
+    insert_event(tx, job.org_id, resource_event(job, action, detail, now)).await
 }
 
 /// A job held under `lease` that is still running and not expired at `now`.
