@@ -295,7 +295,8 @@ impl JobQueue for SqlStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        if stale_plan {
+        // Only an apply of an approved plan can find its plan stale.
+        if stale_plan && held.request.plan_sha256.is_some() {
             replan(&mut tx, &held, now).await?;
         }
         if let Some(resource_status) = queue::resource_status_for(held.operation, status) {

@@ -1,4 +1,4 @@
-//! `resource create|import|list|show|update|approve|refuse|retry|delete`.
+//! `resource create|import|list|show|plan|update|approve|refuse|retry|delete`.
 
 use std::collections::HashMap;
 
