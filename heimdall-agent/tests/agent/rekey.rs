@@ -136,19 +136,10 @@ fn rekeyed(config: &Path, args: &[&str]) -> serde_json::Value {
 async fn rekey_moves_a_store_to_a_kms_key_and_back_to_a_file() {
     let w = World::new().await;
     let config = w.enroll("agent-1").await;
-    let (local_url, _) = configure(&config, Store::Sqlite, None);
     let owner = w.api.owner_token.clone();
-    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "agent-1" })).await;
-    w.post(&owner, "/v1/secrets", json!({ "name": "db-password" })).await;
-    let mut agent = w.run_agent(&config);
-    eventually(&config, "the Agent's local URL", || async {
-        let (_, holders) = w.call(Method::GET, "/v1/secrets/db-password/holders?environment=dev", None).await;
-        holders[0]["url"].as_str() == Some(local_url.as_str())
-    })
-    .await;
-    let ana = identity(&w, &owner).await;
-    assert_eq!(set(&w, &owner, &ana, "db-password", "dev", "under-a-file").await, 1);
-    let reader = agent_client(&config, &local_url, &ana);
+    let held = crate::values::holding_secret(&w, &config, "db-password", "under-a-file", &[]).await;
+    let (mut agent, ana) = (held.process, held.owner);
+    let reader = agent_client(&config, &held.local_url, &ana);
     let kms = aws_sdk_kms::Client::new(&crate::store::aws_config(&w.moto_url).await);
     let meta = kms.create_key().description("heimdall rekey").send().await.unwrap().key_metadata.unwrap();
     let (key_id, arn) = (meta.key_id().to_owned(), meta.arn().unwrap().to_owned());
