@@ -116,6 +116,25 @@ impl Channel {
             .ok_or_else(|| ChannelError::Transport("empty deletion response".into()))
     }
 
+    /// The first database task due in an environment this Agent holds,
+    /// leased to it; `None` when nothing is due.
+    pub async fn claim_database_task(
+        &self,
+    ) -> Result<Option<heimdall_core::wire::DatabaseTask>, ChannelError> {
+        self.post("/v1/agent/database-tasks/claim", &serde_json::json!({})).await
+    }
+
+    /// How a database task ended.
+    pub async fn report_database_task(
+        &self,
+        user: heimdall_core::ids::ServiceUserId,
+        report: &heimdall_core::wire::DatabaseTaskReport,
+    ) -> Result<(), ChannelError> {
+        self.post::<_, serde_json::Value>(&format!("/v1/agent/database-tasks/{user}/report"), report)
+            .await
+            .map(|_| ())
+    }
+
     /// Long-polls for a job; `None` when nothing came within `wait`.
     pub async fn claim(&self, wait: Duration) -> Result<Option<ClaimedJob>, ChannelError> {
         let body = Claim { wait_seconds: u32::try_from(wait.as_secs()).unwrap_or(30) };

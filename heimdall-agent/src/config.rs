@@ -129,6 +129,10 @@ pub struct ValuesConfig {
     /// How often access records and the inventory go to the API.
     #[serde(default = "ValuesConfig::default_sync_seconds")]
     pub sync_seconds: u64,
+    /// How often to ask the API whether a database user is due for
+    /// creation, rotation or retirement.
+    #[serde(default = "ValuesConfig::default_database_poll_seconds")]
+    pub database_poll_seconds: u64,
 }
 
 fn default_concurrency() -> usize {
@@ -280,9 +284,14 @@ const CONFIG_HEADER: &str = "# Heimdall Agent configuration, written by `heimdal
 
 impl ValuesConfig {
     pub const DEFAULT_SYNC_SECONDS: u64 = 60;
+    pub const DEFAULT_DATABASE_POLL_SECONDS: u64 = 15;
 
     fn default_sync_seconds() -> u64 {
         Self::DEFAULT_SYNC_SECONDS
+    }
+
+    fn default_database_poll_seconds() -> u64 {
+        Self::DEFAULT_DATABASE_POLL_SECONDS
     }
 
     /// Exactly one store and exactly one key source; AWS settings only

@@ -39,6 +39,10 @@ pub struct Settings {
     /// How often access records and the inventory go to the API.
     #[arg(long, value_name = "SECONDS")]
     pub sync_seconds: Option<u64>,
+    /// How often to ask the API whether a database service user is due
+    /// for creation, rotation or retirement.
+    #[arg(long, value_name = "SECONDS")]
+    pub database_poll_seconds: Option<u64>,
     /// Serve the local API (where people write and read values) on this address.
     #[arg(long, value_name = "ADDR:PORT")]
     pub local_api_listen: Option<String>,
@@ -123,7 +127,8 @@ fn apply(config: &mut AgentConfig, s: &Settings) -> Result<(), String> {
         || s.master_key_kms.is_some()
         || s.aws_region.is_some()
         || s.aws_endpoint_url.is_some()
-        || s.sync_seconds.is_some();
+        || s.sync_seconds.is_some()
+        || s.database_poll_seconds.is_some();
     if values_given {
         let values = config.values.get_or_insert_with(empty_values);
         if let Some(path) = &s.sqlite {
@@ -153,6 +158,9 @@ fn apply(config: &mut AgentConfig, s: &Settings) -> Result<(), String> {
         }
         if let Some(seconds) = s.sync_seconds {
             values.sync_seconds = seconds;
+        }
+        if let Some(seconds) = s.database_poll_seconds {
+            values.database_poll_seconds = seconds.max(1);
         }
     }
     let local_given =
@@ -214,6 +222,7 @@ fn empty_values() -> ValuesConfig {
         aws_region: None,
         aws_endpoint_url: None,
         sync_seconds: ValuesConfig::DEFAULT_SYNC_SECONDS,
+        database_poll_seconds: ValuesConfig::DEFAULT_DATABASE_POLL_SECONDS,
     }
 }
 
@@ -292,6 +301,7 @@ mod tests {
             master_key_file: Some(dir.path().join("master.key")),
             create_master_key: true,
             sync_seconds: Some(2),
+            database_poll_seconds: None,
             local_api_listen: Some("127.0.0.1:7482".into()),
             local_api_url: Some("https://127.0.0.1:7482/".into()),
             ..Settings::default()

@@ -11,6 +11,7 @@ pub mod channel;
 pub mod config;
 pub mod configure;
 pub mod crypto;
+pub mod db_rotation;
 pub mod dev;
 pub mod enroll;
 pub mod eso;

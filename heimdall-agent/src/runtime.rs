@@ -151,6 +151,21 @@ pub async fn run(
         }
         _ => None,
     };
+    // Database service users: created and rotated here, on the API's schedule.
+    let rotating = match (&credentials, &config.values) {
+        (Some(source), Some(v)) => {
+            let rotator = crate::db_rotation::Rotator {
+                vault: source.vault.clone(),
+                recorder: source.recorder.clone(),
+                channel: channel.clone(),
+                agent,
+                clock: clock.clone(),
+                poll: std::time::Duration::from_secs(v.database_poll_seconds.max(1)),
+            };
+            Some(tokio::spawn(crate::db_rotation::run(rotator, stop_rx.clone())))
+        }
+        _ => None,
+    };
     let scraping = match (&config.metrics, metrics.clone()) {
         (Some(settings), Some(metrics)) => {
             let scrape = crate::metrics::Scrape { metrics, policy: policy.clone(), clock: clock.clone() };
@@ -159,7 +174,7 @@ pub async fn run(
         _ => None,
     };
     worker::run(config, channel, credentials, metrics, stop_rx).await;
-    for task in [serving, syncing, scraping].into_iter().flatten() {
+    for task in [serving, syncing, rotating, scraping].into_iter().flatten() {
         let _ = task.await;
     }
     if let Some(values) = values {

@@ -97,8 +97,10 @@ impl Syncer {
             cursor.acknowledged = 0;
         }
         let held = self.store.inventory().await.map_err(|e| e.to_string())?;
+        // Rotation phases are this Agent's bookkeeping, not secrets: never reported.
         let inventory: Vec<InventoryItem> = held
             .iter()
+            .filter(|i| !i.secret.starts_with(heimdall_core::dbusers::PHASE_PREFIX))
             .map(|i| InventoryItem {
                 secret: i.secret.clone(),
                 environment: i.environment.to_string(),

@@ -14,6 +14,9 @@ mod azure;
 #[path = "agent/credentials.rs"]
 mod credentials;
 
+#[path = "agent/databases.rs"]
+mod databases;
+
 #[path = "agent/drift.rs"]
 mod drift;
 #[path = "agent/plans.rs"]

@@ -6,22 +6,24 @@
 //! until the grace ends, then gives that login a password nobody keeps
 //! (and, on PostgreSQL, `NOLOGIN`).
 //!
-//! Crash safety is the order of [`Phase`]s: the new version is committed
-//! to the Agent's store as *pending* before the database is changed, so a
-//! crash never leaves a password only the database knows; on restart the
-//! Agent reads the phase it recorded and [`resume`] says what is left.
+//! Who does what:
+//! - The API keeps the schedule ([`ServiceUser`]) and decides what is due
+//!   ([`due`]); one holding Agent claims it with a lease, so two Agents
+//!   never work on the same user at once.
+//! - The Agent generates the password, records the rotation's [`Phase`]
+//!   in its store *before* it changes the database, runs the statements
+//!   made here, and reports. On restart [`resume`] says what is left: a
+//!   crash never leaves a password only the database knows.
 //!
 //! This module is the rules only: names, the stored value's format, the
 //! schedule, the steps and their SQL. Generating passwords (randomness),
-//! talking to a database and storing versions are the Agent's.
-//!
-//! Not wired yet: no API route, Agent loop or CLI command uses it (see the
-//! README's "Not built yet").
+//! talking to a database and storing versions are the adapters'.
 
 use serde::{Deserialize, Serialize};
 use time::{Duration, OffsetDateTime};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
+use crate::ids::{CatalogId, DatabaseId, OrgId, SecretId, ServiceUserId};
 use crate::redacted::Redacted;
 
 /// The database engines a service user can live in.
@@ -37,9 +39,21 @@ pub fn logins(user: &str) -> [String; 2] {
     [format!("{user}_a"), format!("{user}_b")]
 }
 
-/// The secret that holds a service user's current credentials.
+/// The secret that holds a service user's current credentials:
+/// `db-<database>-<user>` (a user's name has no `-`, so the name is never
+/// ambiguous).
 pub fn secret_name(database: &str, user: &str) -> String {
-    format!("db/{database}/{user}")
+    format!("db-{database}-{user}")
+}
+
+/// Where the Agent keeps a user's rotation [`Phase`] in its store: an
+/// address no secret can have (`:` is not allowed in secret names), never
+/// reported in its inventory nor served.
+pub const PHASE_PREFIX: &str = "heimdall:dbuser:";
+
+/// The store address (secret part) of `user`'s rotation phases.
+pub fn phase_name(user: crate::ids::ServiceUserId) -> String {
+    format!("{PHASE_PREFIX}{user}")
 }
 
 /// A role name Heimdall creates: lowercase letters, digits and `_`,
@@ -80,14 +94,15 @@ pub fn is_generated_password(password: &str) -> bool {
     password.len() == PASSWORD_LEN && password.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
-/// `30d`, `12h`, `90m`: a rotation period or a grace period.
+/// `30d`, `12h`, `90m`, `30s`: a rotation period or a grace period.
 pub fn parse_period(text: &str) -> Result<Duration, ApiError> {
     let bad =
-        || ApiError::invalid_input(format!("{text:?} is not a period: a number and m, h or d (e.g. 30d)"));
+        || ApiError::invalid_input(format!("{text:?} is not a period: a number and s, m, h or d (e.g. 30d)"));
     let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
     let (number, unit) = text.split_at(split);
     let number: i64 = number.parse().map_err(|_| bad())?;
     let period = match unit {
+        "s" => Duration::seconds(number),
         "m" => Duration::minutes(number),
         "h" => Duration::hours(number),
         "d" => Duration::days(number),
@@ -122,82 +137,265 @@ impl Schedule {
     }
 }
 
-/// Where a rotation stands, as the Agent records it before each step.
+/// A database the Agent manages service users in. The API keeps where it
+/// is and the name of the secret with its administrative credential
+/// (`{"username","password"}`, written with `secret set`); never a password.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "phase", rename_all = "snake_case")]
-pub enum Phase {
-    /// Nothing in flight; `current` (0 or 1) is the login the latest
-    /// version names; `retire` the other one's grace deadline, if it still
-    /// works.
-    Idle { current: usize, retire_at: Option<i64> },
-    /// The new password for login `next` is committed as a pending version
-    /// in the Agent's store; the database may or may not have it yet.
-    Pending { current: usize, next: usize, version: i64 },
-    /// The database has it: the pending version is to be made current.
-    Altered { current: usize, next: usize, version: i64 },
+pub struct Database {
+    pub id: DatabaseId,
+    pub org_id: OrgId,
+    pub name: String,
+    pub engine: Engine,
+    pub host: String,
+    pub port: u16,
+    /// The database (schema, on MariaDB) applications connect to.
+    pub database: String,
+    pub environment_id: CatalogId,
+    pub environment: String,
+    pub admin_secret: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub created_by: String,
 }
 
-/// What is left to do from `phase` at `now` (Unix seconds): the steps, in
-/// order, each idempotent, so a crash between two means doing it again.
+/// A host name or address: letters, digits, `.`, `-`, `:` (IPv6), at most 253.
+pub fn check_host(host: &str) -> Result<(), ApiError> {
+    let ok = !host.is_empty()
+        && host.len() <= 253
+        && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_input("--host is a host name or an IP address"))
+    }
+}
+
+/// A database (or MariaDB schema) name: what [`check_user_name`] allows, up to 63.
+pub fn check_database_name(name: &str) -> Result<(), ApiError> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_input("--database is letters, digits and _, starting with a letter"))
+    }
+}
+
+/// A service user and its schedule, as the API keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceUser {
+    pub id: ServiceUserId,
+    pub org_id: OrgId,
+    pub database_id: DatabaseId,
+    pub database: String,
+    pub name: String,
+    /// The secret that holds the current credentials ([`secret_name`]).
+    pub secret: String,
+    pub secret_id: SecretId,
+    pub rotate_every_seconds: i64,
+    pub grace_seconds: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grants: Option<String>,
+    /// The version applications get; `None` until the Agent created the user.
+    pub current_version: Option<i64>,
+    /// The version a rotation in flight stores (numbered once, kept across
+    /// retries and crashes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_version: Option<i64>,
+    /// The previous version, whose login works until `grace_until`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retiring_version: Option<i64>,
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub grace_until: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub last_rotated_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub next_rotation_at: OffsetDateTime,
+    /// `database user rotate` asked for a rotation before its time.
+    #[serde(default)]
+    pub rotate_requested: bool,
+    /// After a failure, nothing is tried again before this.
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<OffsetDateTime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub created_by: String,
+    /// The claim an Agent works under, if any (never shown).
+    #[serde(skip)]
+    pub lease_id: Option<crate::ids::LeaseId>,
+}
+
+impl ServiceUser {
+    pub fn schedule(&self) -> Schedule {
+        Schedule {
+            every: Duration::seconds(self.rotate_every_seconds),
+            grace: Duration::seconds(self.grace_seconds),
+        }
+    }
+}
+
+/// How long a failed task waits before it is offered again.
+pub const RETRY_AFTER: Duration = Duration::minutes(1);
+
+/// How long a claim of a user's task lasts; a crashed Agent's claim runs
+/// out and the task is offered again.
+pub const TASK_LEASE: Duration = Duration::seconds(60);
+
+/// What the API offers an Agent for a user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    /// Make the roles and the first password.
+    Create,
+    /// Put a new password on the other login.
+    Rotate,
+    /// The grace is over: lock the previous login.
+    Retire,
+}
+
+/// What is due for `user` at `now`, if anything. A rotation waits for the
+/// previous login's grace to end and to be retired: rotating onto it
+/// earlier would cut off applications that have not moved yet.
+pub fn due(user: &ServiceUser, now: OffsetDateTime) -> Option<TaskKind> {
+    if user.retry_at.is_some_and(|at| at > now) {
+        return None;
+    }
+    if user.current_version.is_none() {
+        return Some(TaskKind::Create);
+    }
+    if user.pending_version.is_some() {
+        return Some(TaskKind::Rotate);
+    }
+    match user.grace_until {
+        Some(until) if until <= now => return Some(TaskKind::Retire),
+        Some(_) => return None,
+        None => {}
+    }
+    (user.rotate_requested || user.next_rotation_at <= now).then_some(TaskKind::Rotate)
+}
+
+/// Why `database user rotate` cannot start a rotation now, if it cannot.
+pub fn may_rotate_now(user: &ServiceUser, now: OffsetDateTime) -> Result<(), ApiError> {
+    if user.current_version.is_none() {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            "the user is not created yet; its Agent creates it first",
+        ));
+    }
+    if user.grace_until.is_some_and(|until| until > now) {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            "the previous login is still in its grace period; rotate once it ends",
+        ));
+    }
+    Ok(())
+}
+
+/// Where a rotation stands, as the Agent records it (sealed, in its store)
+/// before each step that changes something.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Phase {
+    /// Nothing in flight: `version` is stored, naming login `current`.
+    Idle { current: usize, version: i64 },
+    /// Version `version`'s password for login `next` is committed here;
+    /// the database may or may not have it yet.
+    Pending { next: usize, version: i64, password: Redacted<String> },
+    /// The database has it; the version is still to be stored.
+    Altered { next: usize, version: i64, password: Redacted<String> },
+}
+
+/// The task as the Agent received it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Task {
+    Create { version: i64 },
+    Rotate { version: i64 },
+    Retire,
+}
+
+/// One step of a task, in order; each is idempotent, so a crash between
+/// two means doing the rest again.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// Set the pending version's password on login `login` (it works from now).
-    AlterLogin { login: usize, version: i64 },
-    /// Make the pending version the current one (readers get it), record
-    /// `Idle` with the old login's grace deadline.
+    /// Record [`Phase::Pending`] with a fresh password for `next`, before
+    /// the database is changed.
+    RecordPending { next: usize, version: i64 },
+    /// Make the group role and both logins if they are missing, and grant.
+    Prepare,
+    /// Set the pending password on login `login` (it works from now).
+    AlterLogin { login: usize },
+    /// Record [`Phase::Altered`].
+    RecordAltered,
+    /// Store the version (applications get it from now) and record
+    /// [`Phase::Idle`].
     Activate { version: i64 },
-    /// The grace is over: give login `login` a password nobody keeps (and
-    /// on PostgreSQL `NOLOGIN`), deactivate the versions that name it.
+    /// Give login `login` a password nobody keeps (and no login).
     Retire { login: usize },
 }
 
-/// The steps that finish an interrupted rotation, or retire a login whose
-/// grace ended. A rotation in flight is always rolled forward: its
-/// password is already durable in the Agent's store.
-pub fn resume(phase: &Phase, now: i64) -> Vec<Step> {
-    match *phase {
-        Phase::Idle { current, retire_at: Some(at) } if at <= now => {
-            vec![Step::Retire { login: 1 - current }]
+/// The steps that carry out `task` from the phase the Agent recorded last
+/// (`None`: nothing recorded). A rotation in flight is always rolled
+/// forward: its password is already durable in the Agent's store.
+pub fn plan(task: Task, phase: Option<&Phase>) -> Result<Vec<Step>, ApiError> {
+    let conflict = |m: &str| Err(ApiError::new(ErrorCode::Conflict, m.to_owned()));
+    let fresh = |next: usize, version: i64, create: bool| {
+        let mut steps = vec![Step::RecordPending { next, version }];
+        steps.extend(create.then_some(Step::Prepare));
+        steps.extend([Step::AlterLogin { login: next }, Step::RecordAltered, Step::Activate { version }]);
+        steps
+    };
+    let in_flight = |at: i64, version: i64, create: bool, altered: bool, next: usize| {
+        if at != version {
+            return conflict("the Agent's store holds another rotation in flight for this user");
         }
-        Phase::Idle { .. } => Vec::new(),
-        Phase::Pending { next, version, .. } => {
-            vec![Step::AlterLogin { login: next, version }, Step::Activate { version }]
+        Ok(if altered {
+            vec![Step::Activate { version }]
+        } else {
+            let mut steps: Vec<Step> = create.then_some(Step::Prepare).into_iter().collect();
+            steps.extend([Step::AlterLogin { login: next }, Step::RecordAltered, Step::Activate { version }]);
+            steps
+        })
+    };
+    match (task, phase) {
+        (Task::Create { version } | Task::Rotate { version }, Some(Phase::Idle { version: at, .. }))
+            if *at == version =>
+        {
+            Ok(Vec::new()) // done before; only the report was lost
         }
-        Phase::Altered { version, .. } => vec![Step::Activate { version }],
-    }
-}
-
-/// A rotation starting from `Idle { current, .. }`: the login that takes
-/// the new password, and the phase to record (with the pending version's
-/// number) *before* the database is changed. Refused while the other login
-/// is still in its grace period: rotating onto it would cut off
-/// applications that have not moved yet.
-pub fn start(phase: &Phase, version: i64, now: i64) -> Result<Phase, ApiError> {
-    match *phase {
-        Phase::Idle { current, retire_at } => {
-            if retire_at.is_some_and(|at| at > now) {
-                return Err(ApiError::new(
-                    crate::error::ErrorCode::Conflict,
-                    "the previous login is still in its grace period; rotate once it ends",
-                ));
+        (Task::Create { version }, None) => Ok(fresh(0, version, true)),
+        (Task::Create { .. }, Some(Phase::Idle { .. })) => {
+            conflict("the Agent's store already holds this user's credentials")
+        }
+        (Task::Rotate { .. }, None) => {
+            conflict("this Agent's store has no record of the user: it was created through another store")
+        }
+        (Task::Rotate { version }, Some(Phase::Idle { current, version: at })) => {
+            if *at > version {
+                return conflict("the Agent's store holds a newer version than the one to rotate to");
             }
-            Ok(Phase::Pending { current, next: 1 - current, version })
+            Ok(fresh(1 - (current & 1), version, false))
         }
-        Phase::Pending { .. } | Phase::Altered { .. } => Err(ApiError::new(
-            crate::error::ErrorCode::Conflict,
-            "a rotation is already in flight; it is finished first",
-        )),
-    }
-}
-
-/// The phase once `Activate` ran at `now`: the new login is current, the
-/// old one works until the grace ends.
-pub fn activated(phase: &Phase, grace: Duration, now: i64) -> Option<Phase> {
-    match *phase {
-        Phase::Pending { next, .. } | Phase::Altered { next, .. } => {
-            Some(Phase::Idle { current: next, retire_at: Some(now + grace.whole_seconds()) })
+        (Task::Create { version }, Some(Phase::Pending { next, version: at, .. })) => {
+            in_flight(*at, version, true, false, *next)
         }
-        Phase::Idle { .. } => None,
+        (Task::Rotate { version }, Some(Phase::Pending { next, version: at, .. })) => {
+            in_flight(*at, version, false, false, *next)
+        }
+        (
+            Task::Create { version } | Task::Rotate { version },
+            Some(Phase::Altered { next, version: at, .. }),
+        ) => in_flight(*at, version, false, true, *next),
+        (Task::Retire, Some(Phase::Idle { current, .. })) => {
+            Ok(vec![Step::Retire { login: 1 - (current & 1) }])
+        }
+        (Task::Retire, Some(_)) => {
+            conflict("a rotation is in flight; it is finished before a login is retired")
+        }
+        (Task::Retire, None) => conflict("this Agent's store has no record of the user"),
     }
 }
 
@@ -218,38 +416,33 @@ fn statement(kind: &'static str, sql: String) -> Statement {
     Statement { kind, sql: Redacted::new(sql) }
 }
 
-/// Creates the group role and its two logins (the first with `password`,
-/// the second locked with `unused`), then `grants` to the group. Names
-/// were checked by [`check_user_name`]; passwords are generated
-/// ([`is_generated_password`]), so no quoting is needed for either.
+/// Makes the group role and its two logins where they are missing (the
+/// logins without a usable password: [`alter_statement`] gives one its
+/// first), then grants `grants` to the group. Every statement can run
+/// again: a crashed creation is finished by running them all once more.
+/// Names were checked by [`check_user_name`], so none needs quoting.
 pub fn create_statements(
     engine: Engine,
     user: &str,
-    password: &str,
-    unused: &str,
     grants: Option<&str>,
 ) -> Result<Vec<Statement>, ApiError> {
     check_user_name(user)?;
-    if !is_generated_password(password) || !is_generated_password(unused) {
-        return Err(ApiError::invalid_input("passwords are generated by the Agent"));
-    }
     let [a, b] = logins(user);
+    let pg_role = |name: &str, rest: &str| {
+        format!(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{name}') THEN CREATE ROLE \"{name}\" {rest}; END IF; END $$"
+        )
+    };
     let mut out = match engine {
         Engine::Postgres => vec![
-            statement("create group role", format!("CREATE ROLE \"{user}\" NOLOGIN")),
-            statement(
-                "create login",
-                format!("CREATE ROLE \"{a}\" LOGIN PASSWORD '{password}' IN ROLE \"{user}\""),
-            ),
-            statement(
-                "create login",
-                format!("CREATE ROLE \"{b}\" NOLOGIN PASSWORD '{unused}' IN ROLE \"{user}\""),
-            ),
+            statement("create group role", pg_role(user, "NOLOGIN")),
+            statement("create login", pg_role(&a, &format!("NOLOGIN IN ROLE \"{user}\""))),
+            statement("create login", pg_role(&b, &format!("NOLOGIN IN ROLE \"{user}\""))),
         ],
         Engine::Mariadb => vec![
-            statement("create group role", format!("CREATE ROLE `{user}`")),
-            statement("create login", format!("CREATE USER `{a}`@'%' IDENTIFIED BY '{password}'")),
-            statement("create login", format!("CREATE USER `{b}`@'%' IDENTIFIED BY '{unused}' ACCOUNT LOCK")),
+            statement("create group role", format!("CREATE ROLE IF NOT EXISTS `{user}`")),
+            statement("create login", format!("CREATE USER IF NOT EXISTS `{a}`@'%' ACCOUNT LOCK")),
+            statement("create login", format!("CREATE USER IF NOT EXISTS `{b}`@'%' ACCOUNT LOCK")),
             statement("grant group role", format!("GRANT `{user}` TO `{a}`@'%', `{b}`@'%'")),
             statement("default role", format!("SET DEFAULT ROLE `{user}` FOR `{a}`@'%'")),
             statement("default role", format!("SET DEFAULT ROLE `{user}` FOR `{b}`@'%'")),
@@ -261,11 +454,22 @@ pub fn create_statements(
     Ok(out)
 }
 
+/// Checks `--grant` before anything is stored.
+pub fn check_grants(engine: Engine, grants: &str) -> Result<(), ApiError> {
+    grant_statement(engine, "x", grants).map(|_| ())
+}
+
 /// `GRANT <privileges ON objects> TO <group>`: the privileges text is the
 /// operator's (`SELECT, INSERT ON ALL TABLES IN SCHEMA public`); it may not
 /// carry a statement separator or a quote.
 fn grant_statement(engine: Engine, user: &str, grants: &str) -> Result<String, ApiError> {
-    if grants.contains([';', '\'', '"', '`', '\\']) || grants.contains("--") || grants.contains("/*") {
+    let upper = grants.to_ascii_uppercase();
+    let shaped = grants.len() <= 512 && upper.contains(" ON ") && !grants.contains(['\n', '\r']);
+    if !shaped
+        || grants.contains([';', '\'', '"', '`', '\\'])
+        || grants.contains("--")
+        || grants.contains("/*")
+    {
         return Err(ApiError::invalid_input("--grant is privileges ON objects, without quotes or ;"));
     }
     Ok(match engine {
@@ -327,15 +531,48 @@ mod tests {
     const PW: &str = "Abcdefghij0123456789Abcdefghij0123456789";
     const UNUSED: &str = "Zyxwvutsrq9876543210Zyxwvutsrq9876543210";
 
+    fn user(now: OffsetDateTime) -> ServiceUser {
+        ServiceUser {
+            id: ServiceUserId::from_uuid(uuid::Uuid::from_u128(1)),
+            org_id: OrgId::from_uuid(uuid::Uuid::from_u128(2)),
+            database_id: DatabaseId::from_uuid(uuid::Uuid::from_u128(3)),
+            database: "orders".into(),
+            name: "app".into(),
+            secret: secret_name("orders", "app"),
+            secret_id: SecretId::from_uuid(uuid::Uuid::from_u128(4)),
+            rotate_every_seconds: 3600,
+            grace_seconds: 60,
+            grants: None,
+            current_version: None,
+            pending_version: None,
+            retiring_version: None,
+            grace_until: None,
+            last_rotated_at: None,
+            next_rotation_at: now,
+            rotate_requested: false,
+            retry_at: None,
+            last_error: None,
+            created_at: now,
+            created_by: "o@example.com".into(),
+            lease_id: None,
+        }
+    }
+
     #[test]
     fn names_and_periods() {
         assert_eq!(logins("app"), ["app_a", "app_b"]);
-        assert_eq!(secret_name("orders", "app"), "db/orders/app");
+        assert_eq!(secret_name("orders", "app"), "db-orders-app");
+        assert!(crate::names::validate_name("secret", &secret_name("orders-eu", "app_1")).is_ok());
+        assert!(
+            phase_name(ServiceUserId::from_uuid(uuid::Uuid::from_u128(1))).contains(':'),
+            "no secret can be named like a phase"
+        );
         for bad in ["", "App", "1app", "app-x", "a\"; DROP", &"a".repeat(31)] {
             assert!(check_user_name(bad).is_err(), "{bad}");
         }
         assert_eq!(parse_period("30d").unwrap(), Duration::days(30));
         assert_eq!(parse_period("90m").unwrap(), Duration::minutes(90));
+        assert_eq!(parse_period("45s").unwrap(), Duration::seconds(45));
         for bad in ["", "0d", "30", "d", "1y", "-1h"] {
             assert!(parse_period(bad).is_err(), "{bad}");
         }
@@ -344,58 +581,102 @@ mod tests {
         let t = OffsetDateTime::UNIX_EPOCH;
         assert_eq!(s.next_rotation(None, t), t);
         assert_eq!(s.next_rotation(Some(t), t), t + Duration::days(30));
+        assert!(check_host("db.internal").is_ok() && check_host("a b").is_err());
+        assert!(check_database_name("orders").is_ok() && check_database_name("o;drop").is_err());
     }
 
     #[test]
-    fn a_rotation_alternates_logins_and_survives_a_crash_at_every_step() {
-        let grace = Duration::hours(1);
-        let idle = Phase::Idle { current: 0, retire_at: None };
-        assert!(resume(&idle, 0).is_empty());
-        let pending = start(&idle, 2, 100).unwrap();
-        assert_eq!(pending, Phase::Pending { current: 0, next: 1, version: 2 });
-        assert!(start(&pending, 3, 100).is_err(), "one rotation at a time");
-        // Killed after the store commit: the password is rolled forward.
+    fn the_schedule_creates_rotates_waits_out_the_grace_then_retires() {
+        let t0 = OffsetDateTime::UNIX_EPOCH + Duration::days(1);
+        let mut u = user(t0);
+        assert_eq!(due(&u, t0), Some(TaskKind::Create));
+        u.current_version = Some(1);
+        u.next_rotation_at = t0 + Duration::hours(1);
+        assert_eq!(due(&u, t0), None);
+        assert!(may_rotate_now(&u, t0).is_ok());
+        u.rotate_requested = true;
+        assert_eq!(due(&u, t0), Some(TaskKind::Rotate), "rotate now");
+        u.rotate_requested = false;
+        assert_eq!(due(&u, t0 + Duration::hours(1)), Some(TaskKind::Rotate), "on schedule");
+        // Rotated: the old login works for the grace, and nothing else is due.
+        u.current_version = Some(2);
+        u.retiring_version = Some(1);
+        u.grace_until = Some(t0 + Duration::minutes(61));
+        u.next_rotation_at = t0 + Duration::hours(2);
+        assert_eq!(due(&u, t0 + Duration::minutes(60)), None);
+        assert!(may_rotate_now(&u, t0 + Duration::minutes(60)).is_err());
+        assert_eq!(due(&u, t0 + Duration::minutes(61)), Some(TaskKind::Retire));
+        // A failure waits before it is offered again; a rotation in flight comes back until done.
+        u.grace_until = None;
+        u.pending_version = Some(3);
+        u.retry_at = Some(t0 + Duration::minutes(62));
+        assert_eq!(due(&u, t0 + Duration::minutes(61)), None);
+        assert_eq!(due(&u, t0 + Duration::minutes(62)), Some(TaskKind::Rotate));
+    }
+
+    fn pw() -> Redacted<String> {
+        Redacted::new(PW.into())
+    }
+
+    #[test]
+    fn a_rotation_alternates_logins_and_is_rolled_forward_after_a_crash_at_every_step() {
+        // Creation: a fresh password is recorded before the roles are made.
+        let create = plan(Task::Create { version: 1 }, None).unwrap();
         assert_eq!(
-            resume(&pending, 100),
-            [Step::AlterLogin { login: 1, version: 2 }, Step::Activate { version: 2 }]
+            create,
+            [
+                Step::RecordPending { next: 0, version: 1 },
+                Step::Prepare,
+                Step::AlterLogin { login: 0 },
+                Step::RecordAltered,
+                Step::Activate { version: 1 }
+            ]
         );
-        // Killed after ALTER ROLE: only the activation is left.
-        let altered = Phase::Altered { current: 0, next: 1, version: 2 };
-        assert_eq!(resume(&altered, 100), [Step::Activate { version: 2 }]);
-        let done = activated(&altered, grace, 100).unwrap();
-        assert_eq!(done, Phase::Idle { current: 1, retire_at: Some(3700) });
-        // During the grace both logins work, and no rotation starts.
-        assert!(resume(&done, 3699).is_empty());
-        assert!(start(&done, 3, 3699).is_err());
-        // After it, the old login is retired; the next rotation goes back to it.
-        assert_eq!(resume(&done, 3700), [Step::Retire { login: 0 }]);
-        let next = start(&Phase::Idle { current: 1, retire_at: None }, 3, 4000).unwrap();
-        assert_eq!(next, Phase::Pending { current: 1, next: 0, version: 3 });
+        // Killed after the store commit: the same password is rolled forward.
+        let pending = Phase::Pending { next: 0, version: 1, password: pw() };
+        assert_eq!(plan(Task::Create { version: 1 }, Some(&pending)).unwrap()[0], Step::Prepare);
+        // Killed after ALTER: only the activation is left.
+        let altered = Phase::Altered { next: 1, version: 2, password: pw() };
+        assert_eq!(
+            plan(Task::Rotate { version: 2 }, Some(&altered)).unwrap(),
+            [Step::Activate { version: 2 }]
+        );
+        // Killed after storing, before the report: nothing left but reporting.
+        let idle = Phase::Idle { current: 0, version: 1 };
+        assert!(plan(Task::Create { version: 1 }, Some(&idle)).unwrap().is_empty());
+        // The next rotation goes to the other login, and the one after back.
+        let rotate = plan(Task::Rotate { version: 2 }, Some(&idle)).unwrap();
+        assert_eq!(rotate[0], Step::RecordPending { next: 1, version: 2 });
+        assert!(!rotate.contains(&Step::Prepare));
+        let idle_b = Phase::Idle { current: 1, version: 2 };
+        assert_eq!(
+            plan(Task::Rotate { version: 3 }, Some(&idle_b)).unwrap()[0],
+            Step::RecordPending { next: 0, version: 3 }
+        );
+        assert_eq!(plan(Task::Retire, Some(&idle_b)).unwrap(), [Step::Retire { login: 0 }]);
+        // What cannot be squared is refused, never guessed.
+        assert!(plan(Task::Rotate { version: 3 }, Some(&altered)).is_err(), "another rotation in flight");
+        assert!(plan(Task::Retire, Some(&pending)).is_err());
+        assert!(plan(Task::Rotate { version: 2 }, None).is_err());
+        assert!(plan(Task::Rotate { version: 1 }, Some(&idle_b)).is_err(), "older than stored");
     }
 
     #[test]
     fn statements_quote_nothing_they_were_not_checked_for_and_hide_passwords() {
-        let made = create_statements(
-            Engine::Postgres,
-            "app",
-            PW,
-            UNUSED,
-            Some("SELECT ON ALL TABLES IN SCHEMA public"),
-        )
-        .unwrap();
+        let made = create_statements(Engine::Postgres, "app", Some("SELECT ON ALL TABLES IN SCHEMA public"))
+            .unwrap();
         assert_eq!(made.len(), 4);
-        assert_eq!(
-            made[1].sql.expose(),
-            &format!("CREATE ROLE \"app_a\" LOGIN PASSWORD '{PW}' IN ROLE \"app\"")
-        );
-        assert!(!format!("{made:?}").contains(PW), "Debug hides the SQL");
-        let maria = create_statements(Engine::Mariadb, "app", PW, UNUSED, None).unwrap();
+        assert!(made[1].sql.expose().contains("CREATE ROLE \"app_a\" NOLOGIN IN ROLE \"app\""));
+        assert_eq!(made[3].sql.expose(), "GRANT SELECT ON ALL TABLES IN SCHEMA public TO \"app\"");
+        let maria = create_statements(Engine::Mariadb, "app", None).unwrap();
         assert!(maria[2].sql.expose().ends_with("ACCOUNT LOCK"));
-        assert!(create_statements(Engine::Postgres, "app", "short", UNUSED, None).is_err());
-        assert!(create_statements(Engine::Postgres, "app", PW, UNUSED, Some("SELECT ON t; DROP TABLE t"))
-            .is_err());
+        for bad in ["SELECT ON t; DROP TABLE t", "SELECT ON 't'", "SELECT", "SELECT ON t\nDROP"] {
+            assert!(create_statements(Engine::Postgres, "app", Some(bad)).is_err(), "{bad}");
+        }
         let alter = alter_statement(Engine::Postgres, "app", 1, PW).unwrap();
         assert_eq!(alter.sql.expose(), &format!("ALTER ROLE \"app_b\" LOGIN PASSWORD '{PW}'"));
+        assert!(!format!("{alter:?}").contains(PW), "Debug hides the SQL");
+        assert!(alter_statement(Engine::Postgres, "app", 1, "short").is_err());
         let retire = retire_statement(Engine::Mariadb, "app", 0, UNUSED).unwrap();
         assert_eq!(
             retire.sql.expose(),
@@ -419,5 +700,9 @@ mod tests {
         assert!(!format!("{value:?}").contains(PW));
         let back: Credential = serde_json::from_value(json).unwrap();
         assert_eq!(back, value);
+        let phase = Phase::Pending { next: 1, version: 2, password: pw() };
+        assert!(!format!("{phase:?}").contains(PW));
+        let back: Phase = serde_json::from_str(&serde_json::to_string(&phase).unwrap()).unwrap();
+        assert_eq!(back, phase);
     }
 }

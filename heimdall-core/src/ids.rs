@@ -107,3 +107,11 @@ id_type!(
     /// A secret (its metadata; the value lives only in Agents).
     SecretId
 );
+id_type!(
+    /// A database whose service users the Agent creates and rotates.
+    DatabaseId
+);
+id_type!(
+    /// A database service user (its logins alternate; its password lives in an Agent).
+    ServiceUserId
+);

@@ -20,7 +20,8 @@ use crate::error::ApiError;
 use crate::ids::OrgId;
 
 /// The audit events a channel carries.
-pub const NOTIFIED: &[&str] = &["secret.at_risk", "resource.drifted", "job.failed"];
+pub const NOTIFIED: &[&str] =
+    &["secret.at_risk", "resource.drifted", "job.failed", "database.rotation_failed"];
 
 /// Whether an event with `action` goes to the organization's channels.
 pub fn is_notified(action: &str) -> bool {

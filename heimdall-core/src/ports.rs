@@ -328,6 +328,7 @@ pub trait Store:
     + AccessStore
     + NotificationStore
     + InventoryStore
+    + DatabaseStore
 {
 }
 impl<T> Store for T where
@@ -339,6 +340,7 @@ impl<T> Store for T where
         + AccessStore
         + NotificationStore
         + InventoryStore
+        + DatabaseStore
 {
 }
 
@@ -476,6 +478,70 @@ pub trait NotificationStore: Send + Sync {
         result: &str,
         now: OffsetDateTime,
     ) -> StoreResult<()>;
+}
+
+// ---- Databases and their service users -----------------------------------------
+
+use crate::dbusers::{Database, ServiceUser, TaskKind};
+use crate::ids::{DatabaseId, ServiceUserId};
+
+/// How a claimed task of a service user ended, as its Agent reported it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServiceUserTaskResult {
+    /// Created or rotated: `version` is current from `at`, the previous one
+    /// (if any) retiring at `grace_until`.
+    Activated { version: i64, at: OffsetDateTime, grace_until: Option<OffsetDateTime> },
+    /// The previous login was locked; its version is deactivated separately.
+    Retired,
+    /// Nothing changed for readers; tried again from `retry_at`.
+    Failed { reason: String, retry_at: OffsetDateTime },
+}
+
+/// Databases, their service users' schedules and the claims of their tasks.
+#[async_trait]
+pub trait DatabaseStore: Send + Sync {
+    async fn create_database(&self, database: &Database, event: NewEvent) -> StoreResult<()>;
+    async fn list_databases(&self, org: OrgId) -> StoreResult<Vec<Database>>;
+    async fn find_database(&self, org: OrgId, name: &str) -> StoreResult<Option<Database>>;
+    async fn get_database(&self, org: OrgId, id: DatabaseId) -> StoreResult<Database>;
+    /// Creates the user's secret and the user, in one transaction.
+    async fn create_service_user(
+        &self,
+        user: &ServiceUser,
+        secret: &Secret,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+    async fn list_service_users(&self, org: OrgId, database: DatabaseId) -> StoreResult<Vec<ServiceUser>>;
+    async fn get_service_user(&self, org: OrgId, id: ServiceUserId) -> StoreResult<ServiceUser>;
+    /// Asks for a rotation before its time (`database user rotate`).
+    async fn request_rotation(&self, org: OrgId, id: ServiceUserId, event: NewEvent) -> StoreResult<()>;
+    /// The users of databases in `environments`, for an Agent's claim.
+    async fn service_users_in(&self, environments: &[CatalogId]) -> StoreResult<Vec<ServiceUser>>;
+    /// Takes the user's lease for `agent` unless another Agent's claim of
+    /// it is still running at `now`; whether it did. The same Agent takes
+    /// its own back: it works on one task at a time, so asking again means
+    /// its last attempt ended (it crashed, or its report was lost).
+    async fn lease_service_user(
+        &self,
+        id: ServiceUserId,
+        agent: AgentId,
+        lease: LeaseId,
+        kind: TaskKind,
+        now: OffsetDateTime,
+        until: OffsetDateTime,
+    ) -> StoreResult<bool>;
+    /// Records the version a rotation in flight stores, unless one is
+    /// recorded already; the recorded one.
+    async fn set_pending_version(&self, id: ServiceUserId, lease: LeaseId, version: i64) -> StoreResult<i64>;
+    /// Ends the claim `lease` with `result` (and `event`, in the same
+    /// transaction); `Fenced` if the claim is not the current one.
+    async fn finish_service_user_task(
+        &self,
+        id: ServiceUserId,
+        lease: LeaseId,
+        result: &ServiceUserTaskResult,
+        event: NewEvent,
+    ) -> StoreResult<ServiceUser>;
 }
 
 // ---- Agents -------------------------------------------------------------------

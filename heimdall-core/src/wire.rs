@@ -943,12 +943,92 @@ bodies!(ValuePolicy::Metadata =>
 // The secret routes: closed. Anything they do not define is where a value would go.
 bodies!(ValuePolicy::Closed =>
     CreateSecret, UpdateSecret, CreateVersion, DeactivateVersion, AssignAgent, ReadValues, WatchValues,
-    ProgramVersionRequest, ProgramDeletionRequest,
+    ProgramVersionRequest, ProgramDeletionRequest, CreateDatabase, CreateServiceUser,
 );
 // Resource inputs and schemas are judged by their JSON Schema, not by key names.
 bodies!(ValuePolicy::SchemaGoverned(&["input"]) => CreateResource, ChangeResource);
 bodies!(ValuePolicy::SchemaGoverned(&["input_schema", "defaults"]) => CreateSchema);
 // The Agent channel: machines, not people, write these.
-bodies!(ValuePolicy::NotScanned => Claim, Heartbeat, LogChunk, FinishJob, SyncRequest, ServerCertificateRequest);
+bodies!(ValuePolicy::NotScanned =>
+    Claim, Heartbeat, LogChunk, FinishJob, SyncRequest, ServerCertificateRequest, DatabaseTaskReport,
+);
 // The Agent's local API write: the one body with a place for a value.
 bodies!(ValuePolicy::Carries("value") => WriteValue, ProgramValue);
+
+// ---- Databases and service users -------------------------------------------------
+
+/// `POST /v1/databases`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateDatabase {
+    pub name: String,
+    pub engine: crate::dbusers::Engine,
+    pub host: String,
+    pub port: u16,
+    pub database: String,
+    /// The environment's name or id: its Agents run the statements.
+    pub environment: String,
+    /// The secret (in that environment) holding `{"username","password"}`
+    /// of the administrative login.
+    pub admin_secret: String,
+}
+
+/// `POST /v1/databases/{database}/users`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateServiceUser {
+    pub name: String,
+    /// `30d`, `12h`, `90m`.
+    pub rotate_every: String,
+    pub grace: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grants: Option<String>,
+}
+
+/// `POST /v1/agent/database-tasks/claim` answers this (or 204 when nothing
+/// is due): one task of one service user, leased to the asking Agent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseTask {
+    pub user_id: crate::ids::ServiceUserId,
+    pub lease_id: crate::ids::LeaseId,
+    pub kind: crate::dbusers::TaskKind,
+    /// The version a creation or rotation stores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
+    /// The version whose login a retirement locks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retiring_version: Option<i64>,
+    pub org_id: crate::ids::OrgId,
+    pub user: String,
+    pub secret: String,
+    pub environment_id: CatalogId,
+    pub environment: String,
+    pub database: String,
+    pub engine: crate::dbusers::Engine,
+    pub host: String,
+    pub port: u16,
+    pub database_name: String,
+    pub admin_secret: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grants: Option<String>,
+}
+
+/// How a [`DatabaseTask`] ended, as the Agent reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case", deny_unknown_fields)]
+pub enum DatabaseTaskOutcome {
+    /// Done: for a creation or rotation, `login` is the login the new
+    /// version names; for a retirement, the login locked.
+    Done { login: String },
+    /// Nothing changed for readers; the reason has no password in it.
+    Failed { reason: String },
+}
+
+/// `POST /v1/agent/database-tasks/{user}/report`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseTaskReport {
+    pub lease_id: crate::ids::LeaseId,
+    pub outcome: DatabaseTaskOutcome,
+}

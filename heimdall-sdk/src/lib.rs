@@ -42,6 +42,7 @@ mod agent;
 mod agents;
 mod catalog;
 mod client;
+mod databases;
 mod error;
 mod events;
 mod jobs;

@@ -13,6 +13,7 @@
 mod access;
 mod agents;
 mod at_risk;
+mod databases;
 mod infra_rows;
 mod inventory;
 mod notifications;

@@ -223,37 +223,7 @@ fn certificate_from_row(org: OrgId, row: CertificateRow) -> StoreResult<MemberCe
 impl SecretStore for SqlStore {
     async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
-        // A deleted secret gives its name up to the new one (and stays as history).
-        sqlx::query(
-            "UPDATE secrets SET deleted_name = name, name = name || '#deleted-' || id \
-             WHERE org_id = $1 AND name = $2 AND lifecycle = 'deleted'",
-        )
-        .bind(secret.org_id.to_string())
-        .bind(secret.name.clone())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        sqlx::query(&format!(
-            "INSERT INTO secrets ({SECRET_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
-        ))
-        .bind(secret.id.to_string())
-        .bind(secret.org_id.to_string())
-        .bind(secret.name.clone())
-        .bind(secret.secret_type.clone())
-        .bind(secret.description.clone())
-        .bind(tags_json(secret)?)
-        .bind(secret.personal_owner.clone())
-        .bind(secret.owner_id.map(|id| id.to_string()))
-        .bind(to_micros(secret.created_at))
-        .bind(secret.created_by.clone())
-        .bind(to_micros(secret.updated_at))
-        .execute(&mut *tx)
-        .await
-        .map_err(unique_as("secret"))?;
-        set_components(&mut tx, secret).await?;
-        for key in &secret.owner_keys {
-            bind_key(&mut tx, secret.id, key, secret.created_at).await?;
-        }
+        insert_secret(&mut tx, secret).await?;
         insert_event(&mut tx, secret.org_id, event).await?;
         tx.commit().await.map_err(db_err)
     }
@@ -639,4 +609,40 @@ impl SecretStore for SqlStore {
             })
             .collect()
     }
+}
+
+/// Inserts `secret` in the caller's transaction; a deleted secret of the
+/// same name gives its name up to it (and stays as history).
+pub(super) async fn insert_secret(tx: &mut Transaction<'_, Any>, secret: &Secret) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE secrets SET deleted_name = name, name = name || '#deleted-' || id \
+         WHERE org_id = $1 AND name = $2 AND lifecycle = 'deleted'",
+    )
+    .bind(secret.org_id.to_string())
+    .bind(secret.name.clone())
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    sqlx::query(&format!(
+        "INSERT INTO secrets ({SECRET_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+    ))
+    .bind(secret.id.to_string())
+    .bind(secret.org_id.to_string())
+    .bind(secret.name.clone())
+    .bind(secret.secret_type.clone())
+    .bind(secret.description.clone())
+    .bind(tags_json(secret)?)
+    .bind(secret.personal_owner.clone())
+    .bind(secret.owner_id.map(|id| id.to_string()))
+    .bind(to_micros(secret.created_at))
+    .bind(secret.created_by.clone())
+    .bind(to_micros(secret.updated_at))
+    .execute(&mut **tx)
+    .await
+    .map_err(unique_as("secret"))?;
+    set_components(tx, secret).await?;
+    for key in &secret.owner_keys {
+        bind_key(tx, secret.id, key, secret.created_at).await?;
+    }
+    Ok(())
 }

@@ -52,7 +52,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/agent/jobs/{id}/log", post(log))
         .route("/v1/agent/jobs/{id}/finish", post(finish))
         .route("/v1/agent/program-versions", post(super::program_writes::version))
-        .route("/v1/agent/program-deletions", post(super::program_writes::deletion));
+        .route("/v1/agent/program-deletions", post(super::program_writes::deletion))
+        .merge(super::databases::agent_routes());
     crate::metrics::layer(routes, "agents", state.metrics.clone())
         .fallback(|| async { HttpError(ApiError::new(ErrorCode::NotFound, "no such route")) })
         .layer(axum::extract::DefaultBodyLimit::max(MAX_LOG_BYTES + 64 * 1024))

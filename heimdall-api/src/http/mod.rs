@@ -10,6 +10,7 @@ pub mod agent_channel;
 mod agents;
 pub(crate) mod catalog;
 mod certificates;
+mod databases;
 mod error;
 mod events;
 pub(crate) mod extract;
@@ -213,6 +214,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
         .merge(resources::routes())
         .merge(agents::routes())
         .merge(secrets::routes())
+        .merge(databases::routes())
         .merge(jobs::routes());
     for kind in CatalogKind::ALL {
         app = app.merge(catalog::routes(kind));

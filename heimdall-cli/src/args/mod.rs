@@ -6,6 +6,7 @@ mod agents;
 mod auth;
 mod catalog;
 mod certificates;
+mod databases;
 mod dev;
 mod events;
 mod jobs;
@@ -27,6 +28,7 @@ pub use agents::*;
 pub use auth::*;
 pub use catalog::*;
 pub use certificates::*;
+pub use databases::*;
 pub use dev::*;
 pub use events::*;
 pub use jobs::*;
@@ -133,6 +135,9 @@ pub enum Command {
     /// Where the organization's notifications go (webhooks), and their deliveries
     #[command(subcommand)]
     Notification(NotificationCommand),
+    /// Databases whose service users' passwords the Agent creates and rotates
+    #[command(subcommand)]
+    Database(DatabaseCommand),
     /// Resource schemas: what engineers may request, and its input rules
     #[command(subcommand)]
     Schema(SchemaCommand),

@@ -6,6 +6,7 @@ mod agents;
 mod auth;
 mod catalog;
 mod certificates;
+mod databases;
 mod events;
 mod help_files;
 mod jobs;
@@ -196,6 +197,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Policy(cmd) => policies::run(&ctx, cmd).await,
         Command::Event(cmd) => events::run(&ctx, cmd).await,
         Command::Notification(cmd) => notifications::run(&ctx, cmd).await,
+        Command::Database(cmd) => databases::run(&ctx, cmd).await,
         Command::Schema(cmd) => schemas::run(&ctx, cmd).await,
         Command::CloudAccount(cmd) => accounts::run(&ctx, cmd).await,
         Command::Resource(cmd) => resources::run(&ctx, cmd).await,

@@ -1,0 +1,403 @@
+//! Database service users' passwords: created and rotated here, never sent
+//! to the API (`heimdall_core::dbusers` has the rules).
+//!
+//! The loop claims what the API says is due for a database in an
+//! environment this Agent holds, then carries it out with
+//! [`dbusers::plan`]: it records each [`Phase`] in its own store (sealed
+//! under the master key) *before* the step that changes the database, so
+//! after a crash anywhere the next claim rolls the rotation forward with
+//! the password it recorded. Applications keep the previous login until
+//! the new version is stored; the API retires that login after the grace.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use heimdall_core::clock::Clock;
+use heimdall_core::dbusers::{self, Credential, Engine, Phase, Statement, Step, Task, TaskKind};
+use heimdall_core::ids::AgentId;
+use heimdall_core::wire::{DatabaseTask, DatabaseTaskOutcome, DatabaseTaskReport};
+use heimdall_core::Redacted;
+use sqlx::Connection;
+use tokio::sync::watch;
+use zeroize::Zeroizing;
+
+use crate::channel::Channel;
+use crate::crypto::ValueAddress;
+use crate::recorder::Recorder;
+use crate::store::{ServedRead, StoreError, Vault};
+
+/// The longest a connection or one statement may take: a database that
+/// hangs fails the task (it is offered again) instead of stalling the loop.
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Where this Agent's reads of admin credentials say they came from.
+const SOURCE: &str = "database-rotation";
+
+/// What rotating takes: the store, the recorder every read goes through,
+/// and the channel to the API.
+#[derive(Debug)]
+pub struct Rotator {
+    pub vault: Arc<Vault>,
+    pub recorder: Recorder,
+    pub channel: Channel,
+    pub agent: AgentId,
+    pub clock: Arc<dyn Clock>,
+    /// How often to ask the API what is due.
+    pub poll: Duration,
+}
+
+/// Asks for due tasks every `poll` and carries each out, until `stop`.
+pub async fn run(rotator: Rotator, mut stop: watch::Receiver<bool>) {
+    loop {
+        loop {
+            match rotator.channel.claim_database_task().await {
+                Ok(Some(task)) => rotator.carry_out(task).await,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not ask the API for database tasks; will retry");
+                    break;
+                }
+            }
+            if *stop.borrow() {
+                return;
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(rotator.poll) => {}
+            _ = stop.changed() => {}
+        }
+        if *stop.borrow() {
+            return;
+        }
+    }
+}
+
+/// The admin login, from the secret the database names.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdminCredential {
+    username: String,
+    password: Redacted<String>,
+}
+
+/// A connection with the admin credential.
+enum Admin {
+    Postgres(sqlx::PgConnection),
+    Mariadb(sqlx::MySqlConnection),
+}
+
+impl Admin {
+    async fn connect(task: &DatabaseTask, credential: &AdminCredential) -> Result<Self, String> {
+        tokio::time::timeout(STATEMENT_TIMEOUT, Self::dial(task, credential)).await.map_err(|_| {
+            format!("connecting to {} at {}:{} timed out", task.database, task.host, task.port)
+        })?
+    }
+
+    async fn dial(task: &DatabaseTask, credential: &AdminCredential) -> Result<Self, String> {
+        let failed = |e: sqlx::Error| {
+            format!(
+                "cannot connect to {} at {}:{} as {}: {e}",
+                task.database, task.host, task.port, credential.username
+            )
+        };
+        Ok(match task.engine {
+            Engine::Postgres => {
+                let options = sqlx::postgres::PgConnectOptions::new()
+                    .host(&task.host)
+                    .port(task.port)
+                    .username(&credential.username)
+                    .password(credential.password.expose())
+                    .database(&task.database_name);
+                Admin::Postgres(sqlx::PgConnection::connect_with(&options).await.map_err(failed)?)
+            }
+            Engine::Mariadb => {
+                let mut options = sqlx::mysql::MySqlConnectOptions::new()
+                    .host(&task.host)
+                    .port(task.port)
+                    .username(&credential.username)
+                    .database(&task.database_name);
+                // An empty password is no password (MariaDB tells the two apart).
+                if !credential.password.expose().is_empty() {
+                    options = options.password(credential.password.expose());
+                }
+                Admin::Mariadb(sqlx::MySqlConnection::connect_with(&options).await.map_err(failed)?)
+            }
+        })
+    }
+
+    /// Runs one statement (text protocol: DDL is not preparable
+    /// everywhere). The error names the statement's kind, never its text.
+    async fn run(&mut self, statement: &Statement) -> Result<(), String> {
+        let sql = statement.sql.expose().as_str();
+        let run = async {
+            match self {
+                Admin::Postgres(c) => sqlx::Executor::execute(&mut *c, sql).await.map(|_| ()),
+                Admin::Mariadb(c) => sqlx::Executor::execute(&mut *c, sql).await.map(|_| ()),
+            }
+        };
+        tokio::time::timeout(STATEMENT_TIMEOUT, run)
+            .await
+            .map_err(|_| format!("{} timed out", statement.kind))?
+            .map_err(|e| format!("{} failed: {}", statement.kind, database_message(&e)))
+    }
+
+    async fn close(self) {
+        let _ = match self {
+            Admin::Postgres(c) => c.close().await,
+            Admin::Mariadb(c) => c.close().await,
+        };
+    }
+}
+
+/// A database error's own message (which names roles, never passwords).
+fn database_message(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(db) => db.message().to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// A password from the OS CSPRNG: [`dbusers::PASSWORD_LEN`] letters and
+/// digits (no quoting in any engine's SQL), by rejection sampling.
+fn generate_password() -> Redacted<String> {
+    use aes_gcm::aead::rand_core::RngCore;
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut out = String::with_capacity(dbusers::PASSWORD_LEN);
+    let mut bytes = Zeroizing::new([0u8; 64]);
+    while out.len() < dbusers::PASSWORD_LEN {
+        aes_gcm::aead::OsRng.fill_bytes(bytes.as_mut());
+        for b in bytes.iter() {
+            // 248 = 4 × 62: below it every letter is equally likely.
+            if *b < 248 && out.len() < dbusers::PASSWORD_LEN {
+                out.push(char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]));
+            }
+        }
+    }
+    Redacted::new(out)
+}
+
+/// Test builds only: `HEIMDALL_TEST_CRASH_AT=<point>` aborts the process
+/// there, as `kill -9` would, so tests can stop a rotation at each step.
+fn crash_point(point: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var("HEIMDALL_TEST_CRASH_AT").is_ok_and(|at| at == point) {
+        tracing::warn!(point, "HEIMDALL_TEST_CRASH_AT: aborting here");
+        std::process::abort();
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = point;
+}
+
+impl Rotator {
+    async fn carry_out(&self, task: DatabaseTask) {
+        tracing::info!(database = %task.database, user = %task.user, kind = ?task.kind, "database task");
+        let outcome = match self.perform(&task).await {
+            Ok(login) => DatabaseTaskOutcome::Done { login },
+            Err(reason) => {
+                tracing::warn!(database = %task.database, user = %task.user, %reason, "database task failed");
+                DatabaseTaskOutcome::Failed { reason }
+            }
+        };
+        let retired = matches!(outcome, DatabaseTaskOutcome::Done { .. }) && task.kind == TaskKind::Retire;
+        let report = DatabaseTaskReport { lease_id: task.lease_id, outcome };
+        if let Err(e) = self.channel.report_database_task(task.user_id, &report).await {
+            tracing::warn!(error = %e, user = %task.user, "could not report a database task; it is offered again");
+            return;
+        }
+        // The API deactivated the retired version for every holder; this
+        // store needs no sync to stop serving it.
+        if let (true, Some(version)) = (retired, task.retiring_version.and_then(|v| u32::try_from(v).ok())) {
+            let at = self.address(&task, &task.secret, version);
+            if let Err(e) = self.vault.deactivate(&at).await {
+                tracing::warn!(error = %e, "could not deactivate the retired version here; the next sync does");
+            }
+        }
+    }
+
+    fn address(&self, task: &DatabaseTask, secret: &str, version: u32) -> ValueAddress {
+        ValueAddress {
+            org: task.org_id,
+            secret: secret.to_owned(),
+            environment: task.environment_id,
+            version,
+        }
+    }
+
+    /// The last phase recorded for the user, and its number.
+    async fn phase(&self, task: &DatabaseTask) -> Result<(u32, Option<Phase>), String> {
+        let name = dbusers::phase_name(task.user_id);
+        match self.vault.latest_value(task.org_id, &name, task.environment_id).await {
+            Ok(None) => Ok((0, None)),
+            Ok(Some((seq, bytes))) => {
+                let phase = serde_json::from_slice(&bytes)
+                    .map_err(|e| format!("the recorded rotation phase does not parse: {e}"))?;
+                Ok((seq, Some(phase)))
+            }
+            Err(e) => Err(format!("cannot read the rotation phase from this Agent's store: {e}")),
+        }
+    }
+
+    /// Records `phase` as number `seq` (durable before it returns).
+    async fn record(&self, task: &DatabaseTask, seq: u32, phase: &Phase) -> Result<(), String> {
+        let at = self.address(task, &dbusers::phase_name(task.user_id), seq);
+        let bytes = Zeroizing::new(serde_json::to_vec(phase).map_err(|e| e.to_string())?);
+        self.vault.put_value(&at, &bytes).await.map_err(|e| match e {
+            StoreError::AlreadyExists { .. } => {
+                "another rotation of this user recorded a phase meanwhile".into()
+            }
+            other => format!("cannot record the rotation phase in this Agent's store: {other}"),
+        })
+    }
+
+    /// The admin credential, read as every read is: recorded before use.
+    async fn admin(&self, task: &DatabaseTask) -> Result<AdminCredential, String> {
+        let found = self
+            .vault
+            .latest_value(task.org_id, &task.admin_secret, task.environment_id)
+            .await
+            .map_err(|e| format!("cannot read the admin secret {}: {e}", task.admin_secret))?;
+        let Some((version, value)) = found else {
+            return Err(format!(
+                "the admin secret {} has no value on this Agent in {}; `heimdall secret set` it",
+                task.admin_secret, task.environment
+            ));
+        };
+        let now = self.clock.now();
+        let record = ServedRead {
+            accessor: format!("database-rotation {}/{}", task.database, task.user),
+            at_micros: i64::try_from(now.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX),
+            secret: task.admin_secret.clone(),
+            environment: task.environment_id,
+            version,
+            source: SOURCE.into(),
+            served_by: self.agent,
+        };
+        self.recorder.record(record).await.map_err(|e| {
+            format!("the read of the admin secret could not be recorded, so it was not used: {e}")
+        })?;
+        serde_json::from_slice(&value).map_err(|_| {
+            format!("the admin secret {} is not JSON {{\"username\":…,\"password\":…}}", task.admin_secret)
+        })
+    }
+
+    /// Carries the task out; the login the user's current version names.
+    async fn perform(&self, task: &DatabaseTask) -> Result<String, String> {
+        let plan_task = match (task.kind, task.version) {
+            (TaskKind::Create, Some(version)) => Task::Create { version },
+            (TaskKind::Rotate, Some(version)) => Task::Rotate { version },
+            (TaskKind::Retire, _) => Task::Retire,
+            (_, None) => return Err("the task carries no version".into()),
+        };
+        let (mut seq, mut phase) = self.phase(task).await?;
+        let steps = dbusers::plan(plan_task, phase.as_ref()).map_err(|e| e.message)?;
+        let logins = dbusers::logins(&task.user);
+        let mut admin = None;
+        let mut login = match &phase {
+            Some(Phase::Idle { current, .. }) => logins[current & 1].clone(),
+            _ => String::new(),
+        };
+        for step in steps {
+            if admin.is_none()
+                && matches!(step, Step::Prepare | Step::AlterLogin { .. } | Step::Retire { .. })
+            {
+                admin = Some(Admin::connect(task, &self.admin(task).await?).await?);
+            }
+            match step {
+                Step::RecordPending { next, version } => {
+                    let pending = Phase::Pending { next, version, password: generate_password() };
+                    seq += 1;
+                    self.record(task, seq, &pending).await?;
+                    phase = Some(pending);
+                    crash_point("pending");
+                }
+                Step::Prepare => {
+                    for statement in
+                        dbusers::create_statements(task.engine, &task.user, task.grants.as_deref())
+                            .map_err(|e| e.message)?
+                    {
+                        run_admin(&mut admin, &statement).await?;
+                    }
+                }
+                Step::AlterLogin { login: next } => {
+                    let Some(Phase::Pending { password, .. }) = &phase else {
+                        return Err("no pending password recorded".into());
+                    };
+                    let statement =
+                        dbusers::alter_statement(task.engine, &task.user, next, password.expose())
+                            .map_err(|e| e.message)?;
+                    run_admin(&mut admin, &statement).await?;
+                    crash_point("altered");
+                }
+                Step::RecordAltered => {
+                    let Some(Phase::Pending { next, version, password }) = phase.take() else {
+                        return Err("no pending password recorded".into());
+                    };
+                    let altered = Phase::Altered { next, version, password };
+                    seq += 1;
+                    self.record(task, seq, &altered).await?;
+                    phase = Some(altered);
+                }
+                Step::Activate { version } => {
+                    let (Some(Phase::Pending { next, password, .. })
+                    | Some(Phase::Altered { next, password, .. })) = &phase
+                    else {
+                        return Err("no pending password recorded".into());
+                    };
+                    let next = *next & 1;
+                    let credential = Credential {
+                        engine: task.engine,
+                        username: logins[next].clone(),
+                        password: password.clone(),
+                        host: task.host.clone(),
+                        port: task.port,
+                        database: task.database_name.clone(),
+                    };
+                    let value = Zeroizing::new(serde_json::to_vec(&credential).map_err(|e| e.to_string())?);
+                    let number = u32::try_from(version).map_err(|_| "a version out of range".to_owned())?;
+                    match self.vault.put_value(&self.address(task, &task.secret, number), &value).await {
+                        Ok(()) | Err(StoreError::AlreadyExists { .. }) => {}
+                        Err(e) => return Err(format!("cannot store the new version: {e}")),
+                    }
+                    crash_point("stored");
+                    seq += 1;
+                    let idle = Phase::Idle { current: next, version };
+                    self.record(task, seq, &idle).await?;
+                    phase = Some(idle);
+                    login = logins[next].clone();
+                    tracing::info!(database = %task.database, user = %task.user, login = %login, version, "new credentials stored");
+                }
+                Step::Retire { login: old } => {
+                    let statement =
+                        dbusers::retire_statement(task.engine, &task.user, old, generate_password().expose())
+                            .map_err(|e| e.message)?;
+                    run_admin(&mut admin, &statement).await?;
+                    login = logins[old & 1].clone();
+                }
+            }
+        }
+        if let Some(admin) = admin {
+            admin.close().await;
+        }
+        Ok(login)
+    }
+}
+
+async fn run_admin(admin: &mut Option<Admin>, statement: &Statement) -> Result<(), String> {
+    match admin {
+        Some(admin) => admin.run(statement).await,
+        None => Err("no admin connection".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_passwords_are_what_the_statements_accept() {
+        let a = generate_password();
+        let b = generate_password();
+        assert!(dbusers::is_generated_password(a.expose()));
+        assert_ne!(a.expose(), b.expose());
+    }
+}

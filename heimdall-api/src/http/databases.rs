@@ -1,0 +1,406 @@
+//! Databases and their service users (`heimdall database …`), and the
+//! Agent channel's side of their rotations.
+//!
+//! People say where a database is, which secret holds its admin
+//! credential, and how often each user rotates; the API keeps that and the
+//! schedule, and decides what is due (`heimdall_core::dbusers::due`). One
+//! Agent holding the database's environment claims a due task with a lease,
+//! generates the password, changes the database and stores the version;
+//! no password ever reaches this process.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use heimdall_core::authz::{Action, Target};
+use heimdall_core::dbusers::{self, Database, ServiceUser, TaskKind};
+use heimdall_core::domain::CatalogKind;
+use heimdall_core::ids::{CatalogId, DatabaseId, LeaseId, SecretId, ServiceUserId};
+use heimdall_core::names::validate_name;
+use heimdall_core::ports::{ServiceUserTaskResult, StoreError};
+use heimdall_core::secrets::Secret;
+use heimdall_core::wire::{
+    CreateDatabase, CreateServiceUser, DatabaseTask, DatabaseTaskOutcome, DatabaseTaskReport,
+};
+use heimdall_core::{ApiError, ErrorCode};
+use uuid::Uuid;
+
+use super::agent_channel::{agent, PeerAgent};
+use super::catalog::resolve as resolve_catalog;
+use super::error::HttpResult;
+use super::extract::{Caller, JsonBody};
+use super::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/databases", get(list).post(create))
+        .route("/v1/databases/{database}/users", get(list_users).post(create_user))
+        .route("/v1/databases/{database}/users/{user}", get(show_user))
+        .route("/v1/databases/{database}/users/{user}/rotate", post(rotate))
+}
+
+/// The Agent channel's routes.
+pub fn agent_routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/agent/database-tasks/claim", post(claim))
+        .route("/v1/agent/database-tasks/{user}/report", post(report))
+}
+
+async fn database_named(state: &AppState, caller: &Caller, name: &str) -> Result<Database, ApiError> {
+    state.store.find_database(caller.org.id, name).await?.ok_or_else(|| ApiError::not_found("database"))
+}
+
+async fn authorize(
+    state: &AppState,
+    caller: &Caller,
+    action: Action,
+    environment: &str,
+) -> Result<(), ApiError> {
+    state.authorize(caller, action, &Target::organization(caller.org.id), Some(environment)).await
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CreateDatabase>,
+) -> HttpResult<(StatusCode, Json<Database>)> {
+    validate_name("name", &body.name)?;
+    dbusers::check_host(&body.host)?;
+    dbusers::check_database_name(&body.database)?;
+    if body.port == 0 {
+        return Err(ApiError::invalid_input("--port must be 1-65535").into());
+    }
+    let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
+    authorize(&state, &caller, Action::SecretWrite, &env.name).await?;
+    let admin = state
+        .store
+        .find_secret_by_name(caller.org.id, &body.admin_secret)
+        .await?
+        .filter(|s| s.owner_id.is_none())
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::NotFound,
+                format!(
+                    "no organization secret named {:?}: create it and set the admin credential \
+                     ({{\"username\",\"password\"}}) in {} first",
+                    body.admin_secret, env.name
+                ),
+            )
+        })?;
+    let database = Database {
+        id: DatabaseId::from_uuid(Uuid::new_v4()),
+        org_id: caller.org.id,
+        name: body.name,
+        engine: body.engine,
+        host: body.host,
+        port: body.port,
+        database: body.database,
+        environment_id: env.id,
+        environment: env.name,
+        admin_secret: admin.name,
+        created_at: state.clock.now(),
+        created_by: caller.member.email.clone(),
+    };
+    let event = state.event(
+        &caller,
+        "database.created",
+        format!("database:{}", database.id),
+        serde_json::json!({
+            "name": database.name, "engine": database.engine, "host": database.host,
+            "port": database.port, "environment": database.environment,
+        }),
+    );
+    state.store.create_database(&database, event).await?;
+    Ok((StatusCode::CREATED, Json(database)))
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Database>>> {
+    let decider = state.decider(&caller).await?;
+    let target = Target::organization(caller.org.id);
+    let mut databases = state.store.list_databases(caller.org.id).await?;
+    databases.retain(|d| decider.require(Action::SecretRead, &target, Some(&d.environment)).is_ok());
+    Ok(Json(databases))
+}
+
+async fn create_user(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(database): Path<String>,
+    JsonBody(body): JsonBody<CreateServiceUser>,
+) -> HttpResult<(StatusCode, Json<ServiceUser>)> {
+    dbusers::check_user_name(&body.name)?;
+    let every = dbusers::parse_period(&body.rotate_every)?;
+    let grace = dbusers::parse_period(&body.grace)?;
+    let schedule = dbusers::Schedule::new(every, grace)?;
+    let database = database_named(&state, &caller, &database).await?;
+    if let Some(grants) = &body.grants {
+        dbusers::check_grants(database.engine, grants)?;
+    }
+    authorize(&state, &caller, Action::SecretWrite, &database.environment).await?;
+    let secret_name = dbusers::secret_name(&database.name, &body.name);
+    validate_name("the user's secret name", &secret_name)?;
+    let now = state.clock.now();
+    let secret = Secret {
+        id: SecretId::from_uuid(Uuid::new_v4()),
+        org_id: caller.org.id,
+        name: secret_name.clone(),
+        secret_type: "database-credential".into(),
+        description: format!(
+            "Service user {} of database {}: created and rotated by the Agent",
+            body.name, database.name
+        ),
+        tags: [("database".to_owned(), database.name.clone())].into(),
+        components: Vec::new(),
+        personal_owner: None,
+        owner_id: None,
+        owner_keys: Vec::new(),
+        created_at: now,
+        created_by: caller.member.email.clone(),
+        updated_at: now,
+        at_risk: Vec::new(),
+        status: Default::default(),
+        deleted_at: None,
+    };
+    let user = ServiceUser {
+        id: ServiceUserId::from_uuid(Uuid::new_v4()),
+        org_id: caller.org.id,
+        database_id: database.id,
+        database: database.name.clone(),
+        name: body.name,
+        secret: secret_name,
+        secret_id: secret.id,
+        rotate_every_seconds: schedule.every.whole_seconds(),
+        grace_seconds: schedule.grace.whole_seconds(),
+        grants: body.grants,
+        current_version: None,
+        pending_version: None,
+        retiring_version: None,
+        grace_until: None,
+        last_rotated_at: None,
+        next_rotation_at: now,
+        rotate_requested: false,
+        retry_at: None,
+        last_error: None,
+        created_at: now,
+        created_by: caller.member.email.clone(),
+        lease_id: None,
+    };
+    let event = state.event(
+        &caller,
+        "database.user_created",
+        format!("database_user:{}", user.id),
+        serde_json::json!({
+            "database": database.name, "user": user.name, "secret": user.secret,
+            "rotate_every": body.rotate_every, "grace": body.grace,
+        }),
+    );
+    state.store.create_service_user(&user, &secret, event).await.map_err(|e| match e {
+        StoreError::AlreadyExists(what) => ApiError::new(
+            ErrorCode::AlreadyExists,
+            format!("that {what} already exists (or a secret named {} does)", user.secret),
+        ),
+        other => other.into(),
+    })?;
+    Ok((StatusCode::CREATED, Json(user)))
+}
+
+async fn user_named(
+    state: &AppState,
+    caller: &Caller,
+    database: &Database,
+    name: &str,
+) -> Result<ServiceUser, ApiError> {
+    state
+        .store
+        .list_service_users(caller.org.id, database.id)
+        .await?
+        .into_iter()
+        .find(|u| u.name == name)
+        .ok_or_else(|| ApiError::not_found("service user"))
+}
+
+async fn list_users(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(database): Path<String>,
+) -> HttpResult<Json<Vec<ServiceUser>>> {
+    let database = database_named(&state, &caller, &database).await?;
+    authorize(&state, &caller, Action::SecretRead, &database.environment).await?;
+    Ok(Json(state.store.list_service_users(caller.org.id, database.id).await?))
+}
+
+async fn show_user(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((database, user)): Path<(String, String)>,
+) -> HttpResult<Json<ServiceUser>> {
+    let database = database_named(&state, &caller, &database).await?;
+    authorize(&state, &caller, Action::SecretRead, &database.environment).await?;
+    Ok(Json(user_named(&state, &caller, &database, &user).await?))
+}
+
+async fn rotate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((database, user)): Path<(String, String)>,
+) -> HttpResult<(StatusCode, Json<ServiceUser>)> {
+    let database = database_named(&state, &caller, &database).await?;
+    authorize(&state, &caller, Action::SecretWrite, &database.environment).await?;
+    let user = user_named(&state, &caller, &database, &user).await?;
+    dbusers::may_rotate_now(&user, state.clock.now())?;
+    let event = state.event(
+        &caller,
+        "database.rotation_requested",
+        format!("database_user:{}", user.id),
+        serde_json::json!({ "database": database.name, "user": user.name }),
+    );
+    state.store.request_rotation(caller.org.id, user.id, event).await?;
+    Ok((StatusCode::ACCEPTED, Json(state.store.get_service_user(caller.org.id, user.id).await?)))
+}
+
+/// Who the Agent's work on database users is attributed to.
+fn rotator(agent: &heimdall_core::infra::Agent) -> String {
+    format!("database-rotation@{}", agent.id)
+}
+
+/// `POST /v1/agent/database-tasks/claim`: the first task due among the
+/// users of databases in environments this Agent holds, leased to it
+/// (`204` when none is). A creation or rotation carries its version,
+/// numbered once and kept across retries, so a crashed rotation resumes
+/// with the version it recorded.
+async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAgent>) -> HttpResult<Response> {
+    let agent = agent(&state, &peer).await?;
+    let org = agent.org_id;
+    let now = state.clock.now();
+    let mut held: Vec<CatalogId> = Vec::new();
+    for env in state.store.list_catalog(org, CatalogKind::Environment, None).await? {
+        if state.store.list_assignments(org, env.id).await?.iter().any(|a| a.agent_id == agent.id) {
+            held.push(env.id);
+        }
+    }
+    for user in state.store.service_users_in(&held).await? {
+        let Some(kind) = dbusers::due(&user, now) else { continue };
+        let lease = LeaseId::from_uuid(Uuid::new_v4());
+        let until = now + dbusers::TASK_LEASE;
+        if !state.store.lease_service_user(user.id, agent.id, lease, kind, now, until).await? {
+            continue; // another Agent works on it
+        }
+        let database = state.store.get_database(org, user.database_id).await?;
+        let version = match kind {
+            TaskKind::Retire => None,
+            TaskKind::Create | TaskKind::Rotate => Some(match user.pending_version {
+                Some(version) => version,
+                None => {
+                    let event = state.event_as(
+                        &rotator(&agent),
+                        "secret.version_created",
+                        format!("secret:{}", user.secret_id),
+                        serde_json::json!({ "name": user.secret, "environment": database.environment, "agent": agent.id }),
+                    );
+                    let numbered = state
+                        .store
+                        .create_version(
+                            org,
+                            user.secret_id,
+                            database.environment_id,
+                            &rotator(&agent),
+                            None,
+                            event,
+                        )
+                        .await?;
+                    state.store.set_pending_version(user.id, lease, numbered.version).await?
+                }
+            }),
+        };
+        tracing::info!(database = %database.name, user = %user.name, ?kind, agent = %agent.name, "database task claimed");
+        let task = DatabaseTask {
+            user_id: user.id,
+            lease_id: lease,
+            kind,
+            version,
+            retiring_version: user.retiring_version,
+            org_id: org,
+            user: user.name,
+            secret: user.secret,
+            environment_id: database.environment_id,
+            environment: database.environment,
+            database: database.name,
+            engine: database.engine,
+            host: database.host,
+            port: database.port,
+            database_name: database.database,
+            admin_secret: database.admin_secret,
+            grants: user.grants,
+        };
+        return Ok(Json(task).into_response());
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST /v1/agent/database-tasks/{user}/report`: how the leased task ended.
+async fn report(
+    State(state): State<AppState>,
+    Extension(peer): Extension<PeerAgent>,
+    Path(user): Path<ServiceUserId>,
+    JsonBody(body): JsonBody<DatabaseTaskReport>,
+) -> HttpResult<Json<ServiceUser>> {
+    let agent = agent(&state, &peer).await?;
+    let org = agent.org_id;
+    let user = state.store.get_service_user(org, user).await?;
+    let database = state.store.get_database(org, user.database_id).await?;
+    let now = state.clock.now();
+    let target = format!("database_user:{}", user.id);
+    let detail = |login: &str| serde_json::json!({ "database": database.name, "user": user.name, "login": login, "agent": agent.id });
+    let fenced = |e: StoreError| match e {
+        StoreError::Fenced => ApiError::new(ErrorCode::Conflict, heimdall_core::ports::FENCED),
+        other => other.into(),
+    };
+    if user.lease_id != Some(body.lease_id) {
+        return Err(fenced(StoreError::Fenced).into());
+    }
+    let (result, event) = match (&body.outcome, user.pending_version) {
+        (DatabaseTaskOutcome::Failed { reason }, _) => {
+            let reason: String = reason.chars().take(500).collect();
+            tracing::warn!(database = %database.name, user = %user.name, %reason, "database task failed");
+            let event = state.event_as(
+                &rotator(&agent),
+                "database.rotation_failed",
+                target,
+                serde_json::json!({ "database": database.name, "user": user.name, "reason": reason, "agent": agent.id }),
+            );
+            (ServiceUserTaskResult::Failed { reason, retry_at: now + dbusers::RETRY_AFTER }, event)
+        }
+        (DatabaseTaskOutcome::Done { login }, Some(version)) => {
+            let first = user.current_version.is_none();
+            let grace_until = (!first).then(|| now + user.schedule().grace);
+            let action = if first { "database.user_ready" } else { "database.user_rotated" };
+            let mut detail = detail(login);
+            detail["version"] = version.into();
+            let event = state.event_as(&rotator(&agent), action, target, detail);
+            (ServiceUserTaskResult::Activated { version, at: now, grace_until }, event)
+        }
+        (DatabaseTaskOutcome::Done { login }, None) => {
+            let Some(retiring) = user.retiring_version else {
+                return Err(ApiError::new(ErrorCode::Conflict, "no task of this user is in flight").into());
+            };
+            let event = state.event_as(
+                &rotator(&agent),
+                "secret.version_deactivated",
+                format!("secret:{}", user.secret_id),
+                serde_json::json!({ "name": user.secret, "environment": database.environment, "version": retiring }),
+            );
+            // Deactivated first (idempotent): a crash before the finish
+            // below retires again, never leaves the version readable.
+            state
+                .store
+                .deactivate_version(org, user.secret_id, database.environment_id, retiring, event)
+                .await?;
+            let event = state.event_as(&rotator(&agent), "database.login_retired", target, detail(login));
+            (ServiceUserTaskResult::Retired, event)
+        }
+    };
+    let user =
+        state.store.finish_service_user_task(user.id, body.lease_id, &result, event).await.map_err(fenced)?;
+    Ok(Json(user))
+}

@@ -1,0 +1,79 @@
+//! `heimdall database`.
+
+use clap::{Subcommand, ValueEnum};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    Postgres,
+    Mariadb,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DatabaseCommand {
+    /// Register a database whose service users the Agent creates and rotates
+    /// (owner, admin). Set the admin secret's value first, with `secret set`:
+    /// {"username":"…","password":"…"}
+    Create {
+        /// The database's name in Heimdall
+        name: String,
+        #[arg(long, value_enum)]
+        engine: EngineArg,
+        #[arg(long)]
+        host: String,
+        /// Default: 5432 for postgres, 3306 for mariadb
+        #[arg(long)]
+        port: Option<u16>,
+        /// The database (on MariaDB, the schema) applications connect to
+        #[arg(long = "database", value_name = "NAME")]
+        database: String,
+        /// The environment whose Agents run the statements (name or id)
+        #[arg(long)]
+        environment: String,
+        /// The secret holding the admin credential
+        #[arg(long, value_name = "SECRET")]
+        admin_secret: String,
+    },
+    /// List the databases
+    List,
+    /// Service users: created and rotated by the Agent, never typed
+    #[command(subcommand)]
+    User(DatabaseUserCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DatabaseUserCommand {
+    /// Create a service user; the Agent makes its logins and password and
+    /// stores them as secret db-<database>-<user>
+    Create {
+        /// Lowercase letters, digits and _ (the logins are <user>_a and <user>_b)
+        user: String,
+        #[arg(long = "database", value_name = "DATABASE")]
+        database: String,
+        /// e.g. 30d, 12h, 90m
+        #[arg(long, value_name = "PERIOD")]
+        rotate_every: String,
+        /// How long the previous login keeps working after a rotation
+        #[arg(long, value_name = "PERIOD")]
+        grace: String,
+        /// Privileges granted to the user, e.g. 'SELECT, INSERT ON ALL TABLES IN SCHEMA public'
+        #[arg(long, value_name = "PRIVILEGES ON OBJECTS")]
+        grant: Option<String>,
+    },
+    /// List a database's service users with their versions and schedule
+    List {
+        #[arg(long = "database", value_name = "DATABASE")]
+        database: String,
+    },
+    /// One service user: current version, last and next rotation, grace deadline
+    Show {
+        user: String,
+        #[arg(long = "database", value_name = "DATABASE")]
+        database: String,
+    },
+    /// Rotate now (at the Agent's next poll) instead of on schedule
+    Rotate {
+        user: String,
+        #[arg(long = "database", value_name = "DATABASE")]
+        database: String,
+    },
+}

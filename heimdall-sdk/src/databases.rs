@@ -1,0 +1,53 @@
+//! Databases and their service users, whose passwords the Agent creates
+//! and rotates (the API keeps only names, addresses and schedules).
+
+use reqwest::Method;
+
+use crate::wire::{CreateDatabase, CreateServiceUser};
+use crate::{Client, Result};
+use heimdall_core::dbusers::{Database, ServiceUser};
+
+impl Client {
+    /// `POST /v1/databases` (owner, admin): a database whose service users
+    /// the Agents holding `environment` manage with the admin credential in
+    /// the secret `admin_secret` (`{"username","password"}`).
+    pub async fn create_database(&self, request: &CreateDatabase) -> Result<Database> {
+        self.with_body(Method::POST, &["databases"], request).await
+    }
+
+    /// `GET /v1/databases`.
+    pub async fn list_databases(&self) -> Result<Vec<Database>> {
+        self.get(&["databases"]).await
+    }
+
+    /// `POST /v1/databases/{database}/users` (owner, admin): a service
+    /// user; its Agent creates it (and its password) within a poll.
+    pub async fn create_service_user(
+        &self,
+        database: &str,
+        request: &CreateServiceUser,
+    ) -> Result<ServiceUser> {
+        self.with_body(Method::POST, &["databases", database, "users"], request).await
+    }
+
+    /// `GET /v1/databases/{database}/users`.
+    pub async fn list_service_users(&self, database: &str) -> Result<Vec<ServiceUser>> {
+        self.get(&["databases", database, "users"]).await
+    }
+
+    /// `GET /v1/databases/{database}/users/{user}`.
+    pub async fn get_service_user(&self, database: &str, user: &str) -> Result<ServiceUser> {
+        self.get(&["databases", database, "users", user]).await
+    }
+
+    /// `POST /v1/databases/{database}/users/{user}/rotate` (owner, admin):
+    /// rotate at the next poll instead of on schedule.
+    pub async fn rotate_service_user(&self, database: &str, user: &str) -> Result<ServiceUser> {
+        self.with_body(
+            Method::POST,
+            &["databases", database, "users", user, "rotate"],
+            &serde_json::json!({}),
+        )
+        .await
+    }
+}
