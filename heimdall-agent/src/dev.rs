@@ -144,6 +144,8 @@ pub async fn setup(
         master_key_file: Some(options.data.join("master.key")),
         create_master_key: true,
         sync_seconds: Some(options.sync_seconds),
+        // Trying things out: a requested rotation happens within seconds.
+        database_poll_seconds: Some(options.sync_seconds),
         local_api_listen: Some(options.local_api_listen.clone()),
         // The Agent adds the URL's host to the names its certificate holds.
         local_api_url: Some(options.local_api_url.clone()),

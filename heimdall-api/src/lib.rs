@@ -68,8 +68,21 @@ pub async fn serve_on(
     config: &ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with_clock(listener, people_tls, agents, store, config, Arc::new(SystemClock), shutdown).await
+}
+
+/// [`serve_on`] reading time from `clock` (tests drive schedules with a
+/// `heimdall_core::clock::ManualClock`).
+pub async fn serve_with_clock(
+    listener: TcpListener,
+    people_tls: Option<Arc<rustls::ServerConfig>>,
+    agents: Option<AgentListener>,
+    store: db::SqlStore,
+    config: &ServeConfig,
+    clock: Arc<dyn Clock>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let store: Arc<dyn Store> = Arc::new(store);
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let reaper = tokio::spawn(reap_forever(store.clone(), clock.clone()));
     let mut state = http::AppState::new(store, clock);
     state.agent_stale_after = config.agent_stale_after;

@@ -122,14 +122,28 @@ impl TestApi {
 
     /// The API federating `oidc` accounts' jobs with the STS at `sts_endpoint` (moto).
     pub async fn with_sts(database: TestDatabase, sts_endpoint: &str) -> Self {
-        Self::start_opts(database, false, Some(sts_endpoint.to_owned())).await
+        Self::start_opts(database, false, Some(sts_endpoint.to_owned()), std::sync::Arc::new(SystemClock))
+            .await
     }
 
     async fn start_with(database: TestDatabase, https: bool) -> Self {
-        Self::start_opts(database, https, None).await
+        Self::start_opts(database, https, None, std::sync::Arc::new(SystemClock)).await
     }
 
-    async fn start_opts(database: TestDatabase, https: bool, sts_endpoint: Option<String>) -> Self {
+    /// The API reading time from `clock` (a `ManualClock` drives schedules).
+    pub async fn with_clock(
+        database: TestDatabase,
+        clock: std::sync::Arc<dyn heimdall_core::clock::Clock>,
+    ) -> Self {
+        Self::start_opts(database, false, None, clock).await
+    }
+
+    async fn start_opts(
+        database: TestDatabase,
+        https: bool,
+        sts_endpoint: Option<String>,
+        clock: std::sync::Arc<dyn heimdall_core::clock::Clock>,
+    ) -> Self {
         let mut config = ServeConfig::resolve(
             Some(database.url().to_owned()),
             Some("127.0.0.1:0".into()),
@@ -178,9 +192,17 @@ impl TestApi {
         let (tx, rx) = oneshot::channel();
         let server_store = store.clone();
         tokio::spawn(async move {
-            let _ = crate::serve_on(listener, people_tls, Some(agents), server_store, &config, async {
-                let _ = rx.await;
-            })
+            let _ = crate::serve_with_clock(
+                listener,
+                people_tls,
+                Some(agents),
+                server_store,
+                &config,
+                clock,
+                async {
+                    let _ = rx.await;
+                },
+            )
             .await;
         });
         TestApi {

@@ -13,6 +13,8 @@ mod at_risk;
 mod bodies;
 #[path = "api/bootstrap.rs"]
 mod bootstrap;
+#[path = "api/databases.rs"]
+mod databases;
 #[path = "api/http.rs"]
 mod http;
 #[path = "api/infra.rs"]

@@ -1,0 +1,197 @@
+//! `heimdall database` end to end with `heimdall dev` (its Agent holds the
+//! values) and the machine's PostgreSQL: a service user made by the Agent,
+//! read with `secret get`, and an application under `heimdall run --watch`
+//! restarted onto the rotated credentials within the grace period.
+
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::support::{cells, json_of, Heimdall, BIN};
+
+/// `psql` as the machine's admin (trust on 127.0.0.1), or as `user`.
+fn psql(database: &str, user: &str, sql: &str) -> Result<String, String> {
+    let out = std::process::Command::new("psql")
+        .args(["-h", "127.0.0.1", "-p", "5432", "-U", user, "-d", database, "-XAtc", sql])
+        .output()
+        .map_err(|e| format!("psql: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn free_ports() -> u16 {
+    loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        let free = |p: u16| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok();
+        if port < u16::MAX - 1 && free(port + 1) && free(port + 2) {
+            return port;
+        }
+    }
+}
+
+async fn until<F: Fn() -> bool>(what: &str, check: F) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+    while !check() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_user_is_made_by_the_agent_and_run_watch_moves_onto_each_rotation() {
+    let repo =
+        Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").canonicalize().expect("repo");
+    for binary in ["heimdall-api", "heimdall-agent"] {
+        assert!(Path::new(BIN).with_file_name(binary).exists(), "run `cargo build --workspace --bins` first");
+    }
+    assert!(repo.join(".venv/bin/terraform").exists(), "run `bash scripts/install-test-tools.sh` first");
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall { url: None, token: None, config_dir: tmp.path().join("config") };
+    let listen = format!("127.0.0.1:{}", free_ports());
+    let data = tmp.path().join("data");
+    let mut dev = h.command(&["dev", "--data", data.to_str().expect("utf-8"), "--listen", &listen]);
+    dev.current_dir(&repo).env_remove("HEIMDALL_TERRAFORM").env_remove("TF_CLI_CONFIG_FILE");
+    let mut child = dev.spawn().expect("start heimdall dev");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(90), async {
+        while let Some(line) = lines.next_line().await.expect("read") {
+            if line.starts_with("Press Ctrl-C") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(ready, Ok(true), "heimdall dev came up");
+
+    let name = format!("orders_{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    psql("postgres", "postgres", &format!("CREATE DATABASE {name}")).expect("create database");
+    psql(&name, "postgres", "CREATE TABLE orders (id int); INSERT INTO orders VALUES (7)").expect("table");
+    for args in [
+        &["environment", "create", "dev"][..],
+        &["environment", "assign-agent", "dev", "dev"],
+        &["secret", "create", "orders-admin"],
+    ] {
+        let run = h.run(args).await;
+        assert_eq!(run.code, 0, "{args:?}: {run:?}");
+    }
+    let admin = r#"{"username":"postgres","password":"unused-with-trust"}"#;
+    let set = h.run_with_stdin(&["secret", "set", "orders-admin", "--environment", "dev"], Some(admin)).await;
+    assert_eq!(set.code, 0, "{set:?}");
+    let created = h
+        .run(&[
+            "database",
+            "create",
+            "orders",
+            "--engine",
+            "postgres",
+            "--host",
+            "127.0.0.1",
+            "--database",
+            &name,
+            "--environment",
+            "dev",
+            "--admin-secret",
+            "orders-admin",
+        ])
+        .await;
+    assert_eq!(
+        created.stdout, "✓ Database created: orders (postgres at 127.0.0.1:5432, in dev)\n",
+        "{created:?}"
+    );
+    let bad = h
+        .run(&[
+            "database",
+            "user",
+            "create",
+            "app",
+            "--database",
+            "orders",
+            "--rotate-every",
+            "1y",
+            "--grace",
+            "5s",
+        ])
+        .await;
+    assert_eq!(bad.code, 7, "{bad:?}");
+    assert!(bad.stderr.contains("INVALID_INPUT"), "{}", bad.stderr);
+    let made = h
+        .run(&[
+            "database",
+            "user",
+            "create",
+            "app",
+            "--database",
+            "orders",
+            "--rotate-every",
+            "30d",
+            "--grace",
+            "5s",
+            "--grant",
+            "SELECT ON ALL TABLES IN SCHEMA public",
+        ])
+        .await;
+    assert_eq!(made.code, 0, "{made:?}");
+    assert!(made.stdout.starts_with("✓ Service user created: app in database orders\n"), "{}", made.stdout);
+
+    // The Agent creates it: `secret get` gives credentials that log in.
+    let shown = || async { json_of(&h, &["database", "user", "show", "app", "--database", "orders"]).await };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+    while shown().await["current_version"] != 1 {
+        assert!(tokio::time::Instant::now() < deadline, "the Agent did not create the user");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let got = h.run(&["secret", "get", "db-orders-app", "--environment", "dev"]).await;
+    let first: serde_json::Value = serde_json::from_str(&got.stdout).expect("the value is JSON");
+    assert_eq!(first["username"], "app_a", "{first}");
+    assert_eq!(
+        psql(&name, "app_a", "SELECT id FROM orders").as_deref(),
+        Ok("7"),
+        "the grant reached the login"
+    );
+
+    // The application gets the credentials and is restarted on each rotation.
+    let project = tmp.path().join("project");
+    std::fs::create_dir_all(&project).expect("project");
+    std::fs::write(project.join("heimdall.yaml"), "environment: dev\nsecrets:\n  DB: db-orders-app\n")
+        .expect("yaml");
+    let seen = project.join("seen");
+    let script = format!(
+        r#"printf '%s\n' "$DB" | sed 's/.*"username":"\([a-z_]*\)".*/\1/' >> '{}'; exec sleep 60"#,
+        seen.display()
+    );
+    let mut watcher = h.command(&["run", "--watch", "--", "sh", "-c", &script]);
+    let watcher = watcher.current_dir(&project).spawn().expect("heimdall run --watch");
+    let seen_now = || std::fs::read_to_string(&seen).unwrap_or_default();
+    until("the program to start with app_a", || seen_now() == "app_a\n").await;
+    let rotated = h.run(&["database", "user", "rotate", "app", "--database", "orders"]).await;
+    assert_eq!(rotated.code, 0, "{rotated:?}");
+    until("the program to restart with app_b", || seen_now() == "app_a\napp_b\n").await;
+    let during = shown().await;
+    assert!(during["grace_until"].is_string(), "restarted within the grace: {during}");
+    assert_eq!(psql(&name, "app_b", "SELECT current_user").as_deref(), Ok("app_b"));
+
+    // After the grace the old login is locked; the listing says where things stand.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+    while shown().await.get("grace_until").is_some() {
+        assert!(tokio::time::Instant::now() < deadline, "the old login was not retired");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(psql(&name, "app_a", "SELECT 1").is_err(), "the old login is locked after the grace");
+    let listed = h.run(&["database", "user", "list", "--database", "orders"]).await;
+    let rows = cells(&listed.stdout);
+    assert_eq!(rows[0][..4], ["USER", "SECRET", "STATUS", "VERSION"], "{}", listed.stdout);
+    assert_eq!(rows[1][..4], ["app", "db-orders-app", "ready", "2"], "{}", listed.stdout);
+
+    let _ =
+        std::process::Command::new("kill").args(["-TERM", &watcher.id().expect("pid").to_string()]).status();
+    let _ = watcher.wait_with_output().await;
+    let _ =
+        std::process::Command::new("kill").args(["-TERM", &child.id().expect("pid").to_string()]).status();
+    let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
+}
