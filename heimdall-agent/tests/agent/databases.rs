@@ -234,8 +234,10 @@ async fn scenario(engine: &str, admin_value: Value, port: u16) {
         assert!(actions.contains(&action), "{action} in {actions:?}");
     }
     let dump = w.api.database_text().await;
+    let agent_log = std::fs::read_to_string(config.with_extension("log")).unwrap();
     for password in [&first.password, &second.password, &third.password] {
         assert!(!dump.contains(password.expose().as_str()), "a password is in the API's database");
+        assert!(!agent_log.contains(password.expose().as_str()), "a password is in the Agent's log");
     }
     let listed = w.call(reqwest::Method::GET, "/v1/databases/orders/users", None).await.1;
     assert_eq!(listed[0]["current_version"], 3, "{listed}");

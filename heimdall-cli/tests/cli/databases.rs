@@ -188,6 +188,20 @@ async fn a_service_user_is_made_by_the_agent_and_run_watch_moves_onto_each_rotat
     assert_eq!(rows[0][..4], ["USER", "SECRET", "STATUS", "VERSION"], "{}", listed.stdout);
     assert_eq!(rows[1][..4], ["app", "db-orders-app", "ready", "2"], "{}", listed.stdout);
 
+    // No password in the API's log (nor the Agent's), nor in the API's database.
+    let second = h.run(&["secret", "get", "db-orders-app", "--environment", "dev"]).await;
+    let second: serde_json::Value = serde_json::from_str(&second.stdout).expect("JSON");
+    let api_db = std::fs::read(data.join("heimdall.db")).expect("the API's SQLite database");
+    let api_db = String::from_utf8_lossy(&api_db).into_owned();
+    for file in ["api.log", "agent.log"] {
+        let text = std::fs::read_to_string(data.join(file)).expect("log");
+        for credential in [&first, &second] {
+            let password = credential["password"].as_str().expect("password");
+            assert!(!text.contains(password), "a password is in {file}");
+            assert!(!api_db.contains(password), "a password is in the API's database");
+        }
+    }
+
     let _ =
         std::process::Command::new("kill").args(["-TERM", &watcher.id().expect("pid").to_string()]).status();
     let _ = watcher.wait_with_output().await;
