@@ -8,7 +8,8 @@ use heimdall_core::notify::{Channel, Delivery};
 
 impl Client {
     /// `POST /v1/notifications` (owner): POST the organization's notified
-    /// events (`secret.at_risk`, `resource.drifted`, `job.failed`) to
+    /// events (`secret.at_risk`, `resource.drifted`, `job.failed`,
+    /// `database.rotation_failed`) to
     /// `webhook`, signed with the secret in the answer, shown this once.
     ///
     /// ```no_run

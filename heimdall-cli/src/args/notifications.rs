@@ -5,7 +5,7 @@ use clap::Subcommand;
 #[derive(Debug, Subcommand)]
 pub enum NotificationCommand {
     /// Send the organization's notified events (secret.at_risk,
-    /// resource.drifted, job.failed) to a webhook (owner); prints its
+    /// resource.drifted, job.failed, database.rotation_failed) to a webhook (owner); prints its
     /// signing secret once
     Create {
         /// The channel's name
