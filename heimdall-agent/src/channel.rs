@@ -184,10 +184,11 @@ impl Channel {
         job: JobId,
         lease: LeaseId,
         outcome: FinishOutcome,
+        log_tail: String,
     ) -> Result<(), ChannelError> {
         self.post::<_, serde_json::Value>(
             &format!("/v1/agent/jobs/{job}/finish"),
-            &FinishJob { lease, outcome },
+            &FinishJob { lease, outcome, log_tail },
         )
         .await
         .map(|_| ())

@@ -44,6 +44,55 @@ pub async fn sha256_file(path: &Path) -> Result<String, String> {
     Ok(hex::encode(Sha256::digest(&bytes)))
 }
 
+/// A file's identity as the kernel keeps it: any write, rename over it or
+/// `touch` changes one of these (the change time cannot be set back).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+fn stamp(path: &Path) -> Option<FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some(FileStamp {
+        dev: m.dev(),
+        ino: m.ino(),
+        len: m.len(),
+        mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+    })
+}
+
+/// The SHA-256 of the pinned Terraform, measured again whenever the file
+/// changed: a real `terraform` is ~100 MB, and hashing it before every
+/// job would add a fifth of a second to each.
+async fn pinned_sha256(path: &Path) -> Result<String, String> {
+    static MEASURED: std::sync::Mutex<Option<(std::path::PathBuf, FileStamp, String)>> =
+        std::sync::Mutex::new(None);
+    let before = stamp(path);
+    if let Some(before) = before {
+        let cached = MEASURED.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some((p, at, sha)) = cached {
+            if p == path && at == before {
+                return Ok(sha);
+            }
+        }
+    }
+    let sha = sha256_file(path).await?;
+    // Kept only if nothing changed while it was read.
+    if let (Some(before), Some(after)) = (before, stamp(path)) {
+        if before == after {
+            *MEASURED.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some((path.to_owned(), before, sha.clone()));
+        }
+    }
+    Ok(sha)
+}
+
 /// The version and SHA-256 of a terraform executable (for `enroll`).
 pub async fn identify(path: &Path) -> Result<(String, String), String> {
     let sha = sha256_file(path).await.map_err(|e| {
@@ -71,7 +120,7 @@ pub async fn preflight(config: &AgentConfig, request: &JobRequest) -> Result<Mod
         version: &config.terraform.version,
         sha256: &config.terraform.sha256,
     };
-    let measured = sha256_file(&config.terraform.path)
+    let measured = pinned_sha256(&config.terraform.path)
         .await
         .map_err(|e| RunFailure::refused(ErrorCode::TerraformChecksumMismatch, e))?;
     let modules =

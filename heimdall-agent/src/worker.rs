@@ -79,8 +79,14 @@ async fn worker(
     }
 }
 
-/// Sends log lines in batches (every 500 ms or 64 KiB).
-async fn ship_logs(channel: Channel, job: JobId, lease: LeaseId, mut rx: mpsc::UnboundedReceiver<String>) {
+/// Sends log lines in batches (every 500 ms or 64 KiB); what is left when
+/// the run ends is returned, to go with the finish.
+async fn ship_logs(
+    channel: Channel,
+    job: JobId,
+    lease: LeaseId,
+    mut rx: mpsc::UnboundedReceiver<String>,
+) -> String {
     let mut buf = String::new();
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
@@ -100,9 +106,7 @@ async fn ship_logs(channel: Channel, job: JobId, lease: LeaseId, mut rx: mpsc::U
             }
         }
     }
-    if !buf.is_empty() {
-        let _ = channel.log(job, lease, buf).await;
-    }
+    buf
 }
 
 /// Stops the heartbeat however the run ends, a panic included: the lease
@@ -187,7 +191,7 @@ async fn run_job(
     };
     drop(heartbeat);
     drop(log_tx);
-    let _ = shipper.await;
+    let log_tail = shipper.await.unwrap_or_default();
     let Some(result) = result else {
         return; // fenced: another attempt owns the job now
     };
@@ -195,7 +199,7 @@ async fn run_job(
         Ok(outputs) => FinishOutcome::Completed { outputs },
         Err(f) => FinishOutcome::Failed { reason: f.reason, code: f.code, retryable: f.retryable },
     };
-    if let Err(e) = channel.finish(job.id, lease, outcome).await {
+    if let Err(e) = channel.finish(job.id, lease, outcome, log_tail).await {
         tracing::warn!(job = %job.id, error = %e, "could not report the result");
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -27,6 +27,41 @@ use crate::oidc::Issuer;
 pub struct Federation {
     pub issuer: Arc<Issuer>,
     pub sts_endpoint: Option<String>,
+    /// One STS client per region, made on first use and kept: making one
+    /// (TLS roots, the SDK's configuration) and its first connection cost
+    /// more than the call itself, on every job's claim.
+    pub sts_clients: StsClients,
+}
+
+/// See [`Federation::sts_clients`].
+pub type StsClients = Arc<tokio::sync::Mutex<std::collections::HashMap<String, aws_sdk_sts::Client>>>;
+
+impl Federation {
+    pub fn new(issuer: Arc<Issuer>, sts_endpoint: Option<String>) -> Self {
+        Self { issuer, sts_endpoint, sts_clients: StsClients::default() }
+    }
+
+    /// The STS client for `region`, made the first time.
+    async fn sts(&self, region: &str) -> aws_sdk_sts::Client {
+        let mut clients = self.sts_clients.lock().await;
+        if let Some(client) = clients.get(region) {
+            return client.clone();
+        }
+        let http = aws_smithy_http_client::Builder::new()
+            .tls_provider(TlsProvider::Rustls(CryptoMode::Ring))
+            .build_https();
+        // AssumeRoleWithWebIdentity is not signed: no credentials of the API's own.
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .http_client(http)
+            .no_credentials()
+            .region(Region::new(region.to_owned()));
+        if let Some(url) = &self.sts_endpoint {
+            loader = loader.endpoint_url(url);
+        }
+        let client = aws_sdk_sts::Client::new(&loader.load().await);
+        clients.insert(region.to_owned(), client.clone());
+        client
+    }
 }
 
 /// How long the temporary credentials last: the job's attempt, its
@@ -96,18 +131,7 @@ async fn assume_role(
     role_arn: &str,
     token: &Redacted<String>,
 ) -> Result<JobCredentials, Refused> {
-    let http = aws_smithy_http_client::Builder::new()
-        .tls_provider(TlsProvider::Rustls(CryptoMode::Ring))
-        .build_https();
-    // AssumeRoleWithWebIdentity is not signed: no credentials of the API's own.
-    let mut loader = aws_config::defaults(BehaviorVersion::latest())
-        .http_client(http)
-        .no_credentials()
-        .region(Region::new(job.request.account.region.clone()));
-    if let Some(url) = &federation.sts_endpoint {
-        loader = loader.endpoint_url(url);
-    }
-    let client = aws_sdk_sts::Client::new(&loader.load().await);
+    let client = federation.sts(&job.request.account.region).await;
     let session = format!("heimdall-job-{}", job.id.to_string().replace('-', ""));
     let answer = client
         .assume_role_with_web_identity()

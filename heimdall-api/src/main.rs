@@ -244,10 +244,10 @@ async fn run(cli: Cli) -> Result<(), RunError> {
                     let issuer = heimdall_api::oidc::Issuer::load_or_create(&dir, &issuer_url)
                         .map_err(|e| ("INVALID_INPUT", e))?;
                     tracing::info!(issuer = %issuer.url(), "job identity tokens (OIDC) issued");
-                    let federation = Some(heimdall_api::federation::Federation {
-                        issuer: std::sync::Arc::new(issuer),
-                        sts_endpoint: sts_endpoint_url,
-                    });
+                    let federation = Some(heimdall_api::federation::Federation::new(
+                        std::sync::Arc::new(issuer),
+                        sts_endpoint_url,
+                    ));
                     let key_file =
                         ca_dir.as_deref().unwrap_or(std::path::Path::new(".")).join("notifications.key");
                     let notifications = heimdall_api::notifications::SigningKey::load_or_create(&key_file)

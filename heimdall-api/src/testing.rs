@@ -174,8 +174,8 @@ impl TestApi {
             // A name of the API's own, beside the loopback ones: Agents may
             // not get a certificate for it.
             tls_names: vec!["localhost".into(), "127.0.0.1".into(), API_TEST_NAME.into()],
-            federation: Some(crate::federation::Federation {
-                issuer: std::sync::Arc::new(
+            federation: Some(crate::federation::Federation::new(
+                std::sync::Arc::new(
                     crate::oidc::Issuer::load_or_create(
                         &ca_tmp.path().join("oidc"),
                         &format!("{}://{addr}", if https { "https" } else { "http" }),
@@ -183,7 +183,7 @@ impl TestApi {
                     .expect("test OIDC issuer"),
                 ),
                 sts_endpoint,
-            }),
+            )),
             notifications: Some(std::sync::Arc::new(
                 crate::notifications::SigningKey::load_or_create(&ca_tmp.path().join("notifications.key"))
                     .expect("notification key"),

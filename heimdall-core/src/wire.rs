@@ -472,6 +472,10 @@ pub enum FinishOutcome {
 pub struct FinishJob {
     pub lease: crate::ids::LeaseId,
     pub outcome: FinishOutcome,
+    /// The log's last lines not sent yet: appended before the attempt
+    /// ends, saving the run one more round trip.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub log_tail: String,
 }
 
 // ---- Secret Manager (metadata only: the API never receives a value) ----------

@@ -80,6 +80,31 @@ async fn checksum_mismatch_refuses_the_job() {
     assert!(s3_keys(&w.bucket, "heimdall/").is_empty(), "nothing ran");
 }
 
+/// The Agent measures the pinned Terraform once and again whenever the
+/// file changes: a binary changed under a running Agent, same size and
+/// modification time put back, is refused at the next job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_changed_under_a_running_agent_is_refused_at_the_next_job() {
+    let w = World::new().await;
+    let copy = w.dir.path().join("terraform");
+    std::fs::copy(crate::support::terraform(), &copy).unwrap();
+    let config = w.enroll_with("agent-1", &copy).await;
+    let _agent = w.run_agent(&config);
+    let first = w.create("first", "bucket", json!({ "bucket": "first-bucket" })).await;
+    assert_eq!(w.wait_for(&first, &["provisioned", "failed"], RUN).await["status"], "provisioned");
+
+    // One byte changed in place (a comment), the modification time put back.
+    let modified = std::fs::metadata(&copy).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(&copy).unwrap();
+    let at = bytes.windows(3).position(|w| w == b"\n# ").unwrap() + 3;
+    bytes[at] = if bytes[at] == b'X' { b'Y' } else { b'X' };
+    std::fs::write(&copy, &bytes).unwrap();
+    std::fs::File::options().write(true).open(&copy).unwrap().set_modified(modified).unwrap();
+    let second = w.create("second", "bucket", json!({ "bucket": "second-bucket" })).await;
+    let r = w.wait_for(&second, &["failed", "provisioned"], RUN).await;
+    assert!(r["reason"].as_str().unwrap().starts_with("TERRAFORM_CHECKSUM_MISMATCH"), "{r}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queued_apply_cancelled_by_delete_never_runs_and_revoked_agents_are_refused() {
     let w = World::new().await;
