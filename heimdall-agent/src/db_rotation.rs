@@ -305,6 +305,7 @@ impl Rotator {
             match step {
                 Step::RecordPending { next, version } => {
                     let pending = Phase::Pending { next, version, password: generate_password() };
+                    crash_point("generated");
                     seq += 1;
                     self.record(task, seq, &pending).await?;
                     phase = Some(pending);

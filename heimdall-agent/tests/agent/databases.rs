@@ -254,10 +254,11 @@ async fn a_mariadb_service_user_is_created_rotated_and_its_old_login_retired_aft
     scenario("mariadb", json!({ "username": "root", "password": "" }), 3306).await;
 }
 
-/// Killed at each step of a rotation (after the pending version is
-/// committed, after the database has the password, after the version is
-/// stored): the application's stored credentials keep working, and the
-/// restarted Agent finishes the rotation with the password it recorded.
+/// Killed at each step of a rotation (before the pending version is
+/// committed, after it, after the database has the password, after the
+/// version is stored): the application's stored credentials keep working,
+/// and the restarted Agent finishes the rotation (with the password it
+/// recorded, once it recorded one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotation_killed_at_any_step_is_rolled_forward_on_restart() {
     let w = World::new().await;
@@ -297,7 +298,7 @@ async fn a_rotation_killed_at_any_step_is_rolled_forward_on_restart() {
     agent.kill().await.unwrap();
 
     let mut version = 1;
-    for point in ["pending", "altered", "stored"] {
+    for point in ["generated", "pending", "altered", "stored"] {
         let mut crashing = w.run_agent_with(&config, &[("HEIMDALL_TEST_CRASH_AT", point)]);
         eventually(&config, "the Agent's local API", || async {
             credential(&reader, "db-orders-app", None).await.is_ok()
