@@ -229,7 +229,47 @@ pub struct ServiceUser {
     pub lease_id: Option<crate::ids::LeaseId>,
 }
 
+/// Who a new service user is: named `name` in `database`, its secret, its schedule.
+#[derive(Clone, Debug)]
+pub struct NewServiceUser<'a> {
+    pub id: ServiceUserId,
+    pub database: &'a Database,
+    pub name: String,
+    pub secret_id: SecretId,
+    pub schedule: Schedule,
+    pub grants: Option<String>,
+}
+
 impl ServiceUser {
+    /// A user not created yet: its Agent creates it at its next claim.
+    pub fn new(new: NewServiceUser<'_>, now: OffsetDateTime, created_by: &str) -> Self {
+        let NewServiceUser { id, database, name, secret_id, schedule, grants } = new;
+        Self {
+            id,
+            org_id: database.org_id,
+            database_id: database.id,
+            database: database.name.clone(),
+            secret: secret_name(&database.name, &name),
+            name,
+            secret_id,
+            rotate_every_seconds: schedule.every.whole_seconds(),
+            grace_seconds: schedule.grace.whole_seconds(),
+            grants,
+            current_version: None,
+            pending_version: None,
+            retiring_version: None,
+            grace_until: None,
+            last_rotated_at: None,
+            next_rotation_at: now,
+            rotate_requested: false,
+            retry_at: None,
+            last_error: None,
+            created_at: now,
+            created_by: created_by.to_owned(),
+            lease_id: None,
+        }
+    }
+
     pub fn schedule(&self) -> Schedule {
         Schedule {
             every: Duration::seconds(self.rotate_every_seconds),
@@ -532,30 +572,31 @@ mod tests {
     const UNUSED: &str = "Zyxwvutsrq9876543210Zyxwvutsrq9876543210";
 
     fn user(now: OffsetDateTime) -> ServiceUser {
-        ServiceUser {
-            id: ServiceUserId::from_uuid(uuid::Uuid::from_u128(1)),
+        let database = Database {
+            id: DatabaseId::from_uuid(uuid::Uuid::from_u128(3)),
             org_id: OrgId::from_uuid(uuid::Uuid::from_u128(2)),
-            database_id: DatabaseId::from_uuid(uuid::Uuid::from_u128(3)),
+            name: "orders".into(),
+            engine: Engine::Postgres,
+            host: "db.internal".into(),
+            port: 5432,
             database: "orders".into(),
-            name: "app".into(),
-            secret: secret_name("orders", "app"),
-            secret_id: SecretId::from_uuid(uuid::Uuid::from_u128(4)),
-            rotate_every_seconds: 3600,
-            grace_seconds: 60,
-            grants: None,
-            current_version: None,
-            pending_version: None,
-            retiring_version: None,
-            grace_until: None,
-            last_rotated_at: None,
-            next_rotation_at: now,
-            rotate_requested: false,
-            retry_at: None,
-            last_error: None,
+            environment_id: CatalogId::from_uuid(uuid::Uuid::from_u128(5)),
+            environment: "prod".into(),
+            admin_secret: "orders-admin".into(),
             created_at: now,
             created_by: "o@example.com".into(),
-            lease_id: None,
-        }
+        };
+        let new = NewServiceUser {
+            id: ServiceUserId::from_uuid(uuid::Uuid::from_u128(1)),
+            database: &database,
+            name: "app".into(),
+            secret_id: SecretId::from_uuid(uuid::Uuid::from_u128(4)),
+            schedule: Schedule::new(Duration::hours(1), Duration::minutes(1)).unwrap(),
+            grants: None,
+        };
+        let user = ServiceUser::new(new, now, "o@example.com");
+        assert_eq!(user.secret, "db-orders-app");
+        user
     }
 
     #[test]

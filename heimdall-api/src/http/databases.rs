@@ -162,30 +162,15 @@ async fn create_user(
         status: Default::default(),
         deleted_at: None,
     };
-    let user = ServiceUser {
+    let new = dbusers::NewServiceUser {
         id: ServiceUserId::from_uuid(Uuid::new_v4()),
-        org_id: caller.org.id,
-        database_id: database.id,
-        database: database.name.clone(),
+        database: &database,
         name: body.name,
-        secret: secret_name,
         secret_id: secret.id,
-        rotate_every_seconds: schedule.every.whole_seconds(),
-        grace_seconds: schedule.grace.whole_seconds(),
+        schedule,
         grants: body.grants,
-        current_version: None,
-        pending_version: None,
-        retiring_version: None,
-        grace_until: None,
-        last_rotated_at: None,
-        next_rotation_at: now,
-        rotate_requested: false,
-        retry_at: None,
-        last_error: None,
-        created_at: now,
-        created_by: caller.member.email.clone(),
-        lease_id: None,
     };
+    let user = ServiceUser::new(new, now, &caller.member.email);
     let event = state.event(
         &caller,
         "database.user_created",

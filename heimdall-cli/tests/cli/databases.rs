@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use crate::dev::free_ports;
 use crate::support::{cells, json_of, Heimdall, BIN};
 
 /// `psql` as the machine's admin (trust on 127.0.0.1), or as `user`.
@@ -23,22 +24,24 @@ fn psql(database: &str, user: &str, sql: &str) -> Result<String, String> {
     }
 }
 
-fn free_ports() -> u16 {
-    loop {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = l.local_addr().expect("addr").port();
-        let free = |p: u16| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok();
-        if port < u16::MAX - 1 && free(port + 1) && free(port + 2) {
-            return port;
-        }
-    }
-}
-
 async fn until<F: Fn() -> bool>(what: &str, check: F) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
     while !check() {
         assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits until what `shown` answers satisfies `done`.
+async fn until_shown<S, F>(shown: &S, what: &str, done: impl Fn(&serde_json::Value) -> bool)
+where
+    S: Fn() -> F,
+    F: std::future::Future<Output = serde_json::Value>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+    while !done(&shown().await) {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
@@ -141,11 +144,7 @@ async fn a_service_user_is_made_by_the_agent_and_run_watch_moves_onto_each_rotat
 
     // The Agent creates it: `secret get` gives credentials that log in.
     let shown = || async { json_of(&h, &["database", "user", "show", "app", "--database", "orders"]).await };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-    while shown().await["current_version"] != 1 {
-        assert!(tokio::time::Instant::now() < deadline, "the Agent did not create the user");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    until_shown(&shown, "the Agent to create the user", |u| u["current_version"] == 1).await;
     let got = h.run(&["secret", "get", "db-orders-app", "--environment", "dev"]).await;
     let first: serde_json::Value = serde_json::from_str(&got.stdout).expect("the value is JSON");
     assert_eq!(first["username"], "app_a", "{first}");
@@ -177,11 +176,7 @@ async fn a_service_user_is_made_by_the_agent_and_run_watch_moves_onto_each_rotat
     assert_eq!(psql(&name, "app_b", "SELECT current_user").as_deref(), Ok("app_b"));
 
     // After the grace the old login is locked; the listing says where things stand.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-    while shown().await.get("grace_until").is_some() {
-        assert!(tokio::time::Instant::now() < deadline, "the old login was not retired");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    until_shown(&shown, "the old login to be retired", |u| u.get("grace_until").is_none()).await;
     assert!(psql(&name, "app_a", "SELECT 1").is_err(), "the old login is locked after the grace");
     let listed = h.run(&["database", "user", "list", "--database", "orders"]).await;
     let rows = cells(&listed.stdout);

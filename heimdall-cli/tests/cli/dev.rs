@@ -421,7 +421,8 @@ fn api_pid(data: &Path) -> u32 {
 }
 
 /// Three free ports in a row: the API's, the Agent channel's and the Agent's local API's.
-fn free_ports() -> u16 {
+/// A port with the next two free as well (API, Agent channel, local API).
+pub(crate) fn free_ports() -> u16 {
     loop {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = l.local_addr().expect("addr").port();
