@@ -310,6 +310,16 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
         outcome: JobOutcome,
         now: OffsetDateTime,
     ) -> StoreResult<Job>;
+    /// [`Self::finish`] with the log's last lines appended first, in the
+    /// same transaction (one commit for the run's end).
+    async fn finish_with_log(
+        &self,
+        job: JobId,
+        lease: LeaseId,
+        log_tail: &str,
+        outcome: JobOutcome,
+        now: OffsetDateTime,
+    ) -> StoreResult<Job>;
     /// Requeues or fails every running job whose lease expired before `now`.
     async fn reap(&self, now: OffsetDateTime) -> StoreResult<Vec<(JobId, ReapDecision)>>;
     /// How many jobs are queued and running, by operation (every

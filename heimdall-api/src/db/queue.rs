@@ -237,33 +237,7 @@ impl JobQueue for SqlStore {
 
     async fn append_log(&self, job: JobId, lease: LeaseId, chunk: &str) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let row: Option<(i64, i64)> = sqlx::query_as(
-            "SELECT l.bytes, l.truncated FROM job_logs l JOIN jobs j ON j.id = l.job_id
-             WHERE j.id = $1 AND j.lease_id = $2 AND j.status = 'running'",
-        )
-        .bind(job.to_string())
-        .bind(lease.to_string())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let (bytes, truncated) = row.ok_or(StoreError::Fenced)?;
-        let (taken, now_truncated) =
-            queue::log_append(usize::try_from(bytes).unwrap_or(usize::MAX), truncated != 0, chunk);
-        if taken.is_empty() && !now_truncated {
-            return tx.commit().await.map_err(db_err);
-        }
-        let mut text = taken.to_owned();
-        if now_truncated {
-            text.push_str(queue::TRUNCATION_MARKER);
-        }
-        sqlx::query("UPDATE job_logs SET content = content || $1, bytes = bytes + $2, truncated = $3 WHERE job_id = $4")
-            .bind(text)
-            .bind(i64::try_from(taken.len()).unwrap_or(i64::MAX))
-            .bind(i64::from(now_truncated || truncated != 0))
-            .bind(job.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        append_in(&mut tx, job, lease, chunk).await?;
         tx.commit().await.map_err(db_err)
     }
 
@@ -274,7 +248,21 @@ impl JobQueue for SqlStore {
         outcome: JobOutcome,
         now: OffsetDateTime,
     ) -> StoreResult<Job> {
+        self.finish_with_log(job, lease, "", outcome, now).await
+    }
+
+    async fn finish_with_log(
+        &self,
+        job: JobId,
+        lease: LeaseId,
+        log_tail: &str,
+        outcome: JobOutcome,
+        now: OffsetDateTime,
+    ) -> StoreResult<Job> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
+        if !log_tail.is_empty() {
+            append_in(&mut tx, job, lease, log_tail).await?;
+        }
         let held = leased_job(&mut tx, job, lease, now).await?;
         let stale_plan = matches!(outcome, JobOutcome::StalePlan { .. });
         let (status, reason, outputs) = match outcome {
@@ -375,4 +363,44 @@ impl JobQueue for SqlStore {
         tx.commit().await.map_err(db_err)?;
         Ok(decisions)
     }
+}
+
+/// Appends `chunk` to the job's log in the caller's transaction, if the
+/// caller holds the job's lease (capped at 1 MiB, with a truncation marker).
+async fn append_in(
+    tx: &mut Transaction<'_, Any>,
+    job: JobId,
+    lease: LeaseId,
+    chunk: &str,
+) -> StoreResult<()> {
+    let row: Option<(i64, i64)> = sqlx::query_as(
+        "SELECT l.bytes, l.truncated FROM job_logs l JOIN jobs j ON j.id = l.job_id
+         WHERE j.id = $1 AND j.lease_id = $2 AND j.status = 'running'",
+    )
+    .bind(job.to_string())
+    .bind(lease.to_string())
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    let (bytes, truncated) = row.ok_or(StoreError::Fenced)?;
+    let (taken, now_truncated) =
+        queue::log_append(usize::try_from(bytes).unwrap_or(usize::MAX), truncated != 0, chunk);
+    if taken.is_empty() && !now_truncated {
+        return Ok(());
+    }
+    let mut text = taken.to_owned();
+    if now_truncated {
+        text.push_str(queue::TRUNCATION_MARKER);
+    }
+    sqlx::query(
+        "UPDATE job_logs SET content = content || $1, bytes = bytes + $2, truncated = $3 WHERE job_id = $4",
+    )
+    .bind(text)
+    .bind(i64::try_from(taken.len()).unwrap_or(i64::MAX))
+    .bind(i64::from(now_truncated || truncated != 0))
+    .bind(job.to_string())
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
 }

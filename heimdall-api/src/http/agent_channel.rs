@@ -212,10 +212,9 @@ async fn finish(
             JobOutcome::Failed { reason, retryable }
         }
     };
-    if !body.log_tail.is_empty() {
-        state.store.append_log(job, body.lease, &body.log_tail).await.map_err(fenced)?;
-    }
-    let job = state.store.finish(job, body.lease, outcome, state.clock.now()).await.map_err(fenced)?;
+    let now = state.clock.now();
+    let job =
+        state.store.finish_with_log(job, body.lease, &body.log_tail, outcome, now).await.map_err(fenced)?;
     if let Some(metrics) = &state.metrics {
         metrics.finished(job.operation, job.status);
     }
