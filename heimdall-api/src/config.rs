@@ -26,6 +26,10 @@ pub struct ServeConfig {
     pub agent_stale_after: time::Duration,
     /// Where `GET /metrics` is served (plain HTTP); `None`: metrics are off.
     pub metrics_listen: Option<SocketAddr>,
+    /// How often a waiting claim looks at the queue again when nothing
+    /// woke it (a replica's notification can be lost while its listening
+    /// connection is made again).
+    pub claim_recheck: std::time::Duration,
 }
 
 /// The optional config file (`--config FILE`); every key is optional.
@@ -125,6 +129,7 @@ impl ServeConfig {
             notification_retry,
             agent_stale_after,
             metrics_listen,
+            claim_recheck: std::time::Duration::from_secs(1),
         })
     }
 }

@@ -82,11 +82,18 @@ pub async fn serve_with_clock(
     clock: Arc<dyn Clock>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let backend = store.backend();
     let store: Arc<dyn Store> = Arc::new(store);
     let reaper = tokio::spawn(reap_forever(store.clone(), clock.clone()));
     let mut state = http::AppState::new(store, clock);
     state.agent_stale_after = config.agent_stale_after;
+    state.claim_recheck = config.claim_recheck;
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    // Replicas on one PostgreSQL wake each other's waiting claims.
+    let wakeups = (backend == db::Backend::Postgres).then(|| {
+        let url = config.database_url.expose().clone();
+        tokio::spawn(db::listen_for_jobs(url, state.jobs_queued.clone(), stop.clone()))
+    });
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
@@ -138,6 +145,9 @@ pub async fn serve_with_clock(
         }
     }
     reaper.abort();
+    if let Some(wakeups) = wakeups {
+        wakeups.abort();
+    }
     drift.abort();
     if let Some(deliveries) = deliveries {
         deliveries.abort();

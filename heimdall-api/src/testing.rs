@@ -122,12 +122,12 @@ impl TestApi {
 
     /// The API federating `oidc` accounts' jobs with the STS at `sts_endpoint` (moto).
     pub async fn with_sts(database: TestDatabase, sts_endpoint: &str) -> Self {
-        Self::start_opts(database, false, Some(sts_endpoint.to_owned()), std::sync::Arc::new(SystemClock))
-            .await
+        let options = Options { sts_endpoint: Some(sts_endpoint.to_owned()), ..Options::default() };
+        Self::with_options(database, options).await
     }
 
     async fn start_with(database: TestDatabase, https: bool) -> Self {
-        Self::start_opts(database, https, None, std::sync::Arc::new(SystemClock)).await
+        Self::with_options(database, Options { https, ..Options::default() }).await
     }
 
     /// The API reading time from `clock` (a `ManualClock` drives schedules).
@@ -135,87 +135,128 @@ impl TestApi {
         database: TestDatabase,
         clock: std::sync::Arc<dyn heimdall_core::clock::Clock>,
     ) -> Self {
-        Self::start_opts(database, false, None, clock).await
+        Self::with_options(database, Options { clock: Some(clock), ..Options::default() }).await
     }
 
-    async fn start_opts(
-        database: TestDatabase,
-        https: bool,
-        sts_endpoint: Option<String>,
-        clock: std::sync::Arc<dyn heimdall_core::clock::Clock>,
-    ) -> Self {
-        let mut config = ServeConfig::resolve(
-            Some(database.url().to_owned()),
-            Some("127.0.0.1:0".into()),
-            FileConfig::default(),
-        )
-        .expect("test config");
-        // Failed notifications are tried again within the test's patience.
-        config.notification_retry = std::time::Duration::from_millis(200);
+    /// The API on `database`, bootstrapped, as `options` say.
+    pub async fn with_options(database: TestDatabase, options: Options) -> Self {
         let store = db::connect(database.url()).await.expect("connect test database");
         let bootstrapped = crate::bootstrap::bootstrap(&store, &SystemClock, "acme", "owner@example.com")
             .await
             .expect("bootstrap");
-        let listener = tokio::net::TcpListener::bind(config.listen).await.expect("bind loopback");
-        let addr = listener.local_addr().expect("local addr");
         let ca_tmp = tempfile::tempdir().expect("temp dir");
-        let ca = crate::pki::Ca::load_or_create(ca_tmp.path()).expect("test CA");
-        let people_tls = https.then(|| {
-            std::sync::Arc::new(
-                ca.https_server_config(&["localhost".into(), "127.0.0.1".into()]).expect("people's TLS"),
-            )
-        });
-        let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
-        let agent_url = format!("https://127.0.0.1:{}", agent_listener.local_addr().expect("addr").port());
-        let agents = crate::AgentListener {
-            listener: agent_listener,
-            ca: std::sync::Arc::new(ca),
-            public_url: agent_url.clone(),
-            // A name of the API's own, beside the loopback ones: Agents may
-            // not get a certificate for it.
-            tls_names: vec!["localhost".into(), "127.0.0.1".into(), API_TEST_NAME.into()],
-            federation: Some(crate::federation::Federation::new(
-                std::sync::Arc::new(
-                    crate::oidc::Issuer::load_or_create(
-                        &ca_tmp.path().join("oidc"),
-                        &format!("{}://{addr}", if https { "https" } else { "http" }),
-                    )
-                    .expect("test OIDC issuer"),
-                ),
-                sts_endpoint,
-            )),
-            notifications: Some(std::sync::Arc::new(
-                crate::notifications::SigningKey::load_or_create(&ca_tmp.path().join("notifications.key"))
-                    .expect("notification key"),
-            )),
-        };
-        let (tx, rx) = oneshot::channel();
-        let server_store = store.clone();
-        tokio::spawn(async move {
-            let _ = crate::serve_with_clock(
-                listener,
-                people_tls,
-                Some(agents),
-                server_store,
-                &config,
-                clock,
-                async {
-                    let _ = rx.await;
-                },
-            )
-            .await;
-        });
+        let mut server = spawn_server(store.clone(), database.url(), ca_tmp.path(), &options).await;
         TestApi {
-            url: format!("{}://{addr}", if https { "https" } else { "http" }),
-            addr,
+            url: server.url.clone(),
+            addr: server.addr,
             owner_token: bootstrapped.token.clone(),
             bootstrapped,
             store,
-            agent_url,
+            agent_url: server.agent_url.clone(),
             ca_dir: ca_tmp.path().to_path_buf(),
             _ca_tmp: ca_tmp,
-            shutdown: Some(tx),
+            shutdown: server.shutdown.take(),
             database,
+        }
+    }
+
+    /// Another API process on the same database, CA and issuer: a replica
+    /// behind the same load balancer. It stops when dropped.
+    /// PostgreSQL only (SQLite serves one process).
+    pub async fn replica(&self, options: Options) -> Replica {
+        assert!(matches!(self.database, TestDatabase::Postgres { .. }), "replicas share a PostgreSQL");
+        let store = db::connect(self.database.url()).await.expect("connect test database");
+        spawn_server(store, self.database.url(), &self.ca_dir, &options).await
+    }
+}
+
+/// How a test API is started.
+#[derive(Debug, Default)]
+pub struct Options {
+    /// People's listener serves HTTPS with a certificate from its CA.
+    pub https: bool,
+    /// Federate `oidc` accounts' jobs with this STS (moto).
+    pub sts_endpoint: Option<String>,
+    /// Read time from this clock (default: the system's).
+    pub clock: Option<std::sync::Arc<dyn heimdall_core::clock::Clock>>,
+    /// How often a waiting claim re-checks the queue unwoken (default 1 s).
+    pub claim_recheck: Option<std::time::Duration>,
+}
+
+/// One running API server: where it listens; it stops when dropped.
+#[derive(Debug)]
+pub struct Replica {
+    pub url: String,
+    pub addr: SocketAddr,
+    pub agent_url: String,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+/// Serves the API on `store` (at `database_url`) with the CA and issuer
+/// kept in `ca_dir`.
+async fn spawn_server(
+    store: db::SqlStore,
+    database_url: &str,
+    ca_dir: &std::path::Path,
+    options: &Options,
+) -> Replica {
+    let mut config = ServeConfig::resolve(
+        Some(database_url.to_owned()),
+        Some("127.0.0.1:0".into()),
+        FileConfig::default(),
+    )
+    .expect("test config");
+    // Failed notifications are tried again within the test's patience.
+    config.notification_retry = std::time::Duration::from_millis(200);
+    if let Some(recheck) = options.claim_recheck {
+        config.claim_recheck = recheck;
+    }
+    let listener = tokio::net::TcpListener::bind(config.listen).await.expect("bind loopback");
+    let addr = listener.local_addr().expect("local addr");
+    let ca = crate::pki::Ca::load_or_create(ca_dir).expect("test CA");
+    let scheme = if options.https { "https" } else { "http" };
+    let people_tls = options.https.then(|| {
+        std::sync::Arc::new(
+            ca.https_server_config(&["localhost".into(), "127.0.0.1".into()]).expect("people's TLS"),
+        )
+    });
+    let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let agent_url = format!("https://127.0.0.1:{}", agent_listener.local_addr().expect("addr").port());
+    let agents = crate::AgentListener {
+        listener: agent_listener,
+        ca: std::sync::Arc::new(ca),
+        public_url: agent_url.clone(),
+        // A name of the API's own, beside the loopback ones: Agents may
+        // not get a certificate for it.
+        tls_names: vec!["localhost".into(), "127.0.0.1".into(), API_TEST_NAME.into()],
+        federation: Some(crate::federation::Federation::new(
+            std::sync::Arc::new(
+                crate::oidc::Issuer::load_or_create(&ca_dir.join("oidc"), &format!("{scheme}://{addr}"))
+                    .expect("test OIDC issuer"),
+            ),
+            options.sts_endpoint.clone(),
+        )),
+        notifications: Some(std::sync::Arc::new(
+            crate::notifications::SigningKey::load_or_create(&ca_dir.join("notifications.key"))
+                .expect("notification key"),
+        )),
+    };
+    let clock = options.clock.clone().unwrap_or_else(|| std::sync::Arc::new(SystemClock));
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let stop = async {
+            let _ = rx.await;
+        };
+        let _ =
+            crate::serve_with_clock(listener, people_tls, Some(agents), store, &config, clock, stop).await;
+    });
+    Replica { url: format!("{scheme}://{addr}"), addr, agent_url, shutdown: Some(tx) }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
         }
     }
 }

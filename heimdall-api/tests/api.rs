@@ -31,6 +31,8 @@ mod notifications;
 mod policy_scope;
 #[path = "api/queue.rs"]
 mod queue;
+#[path = "api/replicas.rs"]
+mod replicas;
 #[path = "api/store_scenario.rs"]
 mod store_scenario;
 #[path = "api/support.rs"]

@@ -1,4 +1,5 @@
-//! PostgreSQL specifics: pool sizing and migrations.
+//! PostgreSQL specifics: pool sizing, migrations, the claim query, and
+//! the wake-ups replicas send each other when a job is queued.
 
 use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::Migrator;
@@ -35,3 +36,49 @@ RETURNING jobs.id";
 pub(super) const EXPIRED: &str = "
 SELECT id FROM jobs WHERE status = 'running' AND lease_expires_at < $1
 ORDER BY lease_expires_at FOR UPDATE SKIP LOCKED";
+
+/// The channel migration 0024's trigger notifies when a job is queued.
+pub const JOBS_CHANNEL: &str = "heimdall_jobs";
+
+/// Wakes this replica's waiting claims (`wake`) whenever any replica
+/// queues a job, until `stop`. A lost connection is made again; since a
+/// notification may have been missed meanwhile, waiters are woken then
+/// too (the claim's own re-check stays as the last resort).
+pub async fn listen_for_jobs(
+    url: String,
+    wake: std::sync::Arc<tokio::sync::Notify>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut pause = std::time::Duration::from_millis(200);
+    loop {
+        let listening = listen_once(&url, &wake);
+        tokio::select! {
+            ended = listening => {
+                if let Err(e) = ended {
+                    tracing::warn!(error = %e, "cannot listen for queued jobs; trying again");
+                }
+            }
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        pause = (pause * 2).min(std::time::Duration::from_secs(10));
+    }
+}
+
+/// Listens until the connection fails for good (an error); every
+/// notification, and every reconnection, wakes the waiters.
+async fn listen_once(url: &str, wake: &tokio::sync::Notify) -> Result<(), sqlx::Error> {
+    let mut listener = sqlx::postgres::PgListener::connect(url).await?;
+    listener.listen(JOBS_CHANNEL).await?;
+    tracing::debug!("listening for jobs queued by any replica");
+    wake.notify_waiters();
+    loop {
+        // `None`: the connection dropped and the next call makes it again;
+        // a notification may have been missed meanwhile, so wake them too.
+        let _ = listener.try_recv().await?;
+        wake.notify_waiters();
+    }
+}

@@ -39,10 +39,6 @@ pub struct PeerAgent {
 /// Longest a claim is held open.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
 
-/// While a claim waits, the queue is re-checked at least this often (jobs
-/// queued through another API replica do not wake this one).
-const RECHECK: Duration = Duration::from_millis(1000);
-
 pub fn router(state: AppState) -> Router {
     let routes = Router::new()
         .route("/v1/agent/claim", post(claim))
@@ -150,7 +146,9 @@ async fn claim(
         }
         tokio::select! {
             () = &mut notified => {}
-            () = tokio::time::sleep(remaining.min(RECHECK)) => {}
+            // Woken by this process, or by another replica through
+            // PostgreSQL (`db::listen_for_jobs`); the re-check is the fallback.
+            () = tokio::time::sleep(remaining.min(state.claim_recheck)) => {}
         }
     }
 }

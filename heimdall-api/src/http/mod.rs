@@ -66,6 +66,8 @@ pub struct AppState {
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
     /// Each organization's policies, compiled once per change.
     pub policies: Arc<crate::policy_cache::PolicyCache>,
+    /// How often a waiting claim re-checks the queue unwoken.
+    pub claim_recheck: std::time::Duration,
 }
 
 impl AppState {
@@ -82,6 +84,7 @@ impl AppState {
             agent_stale_after: heimdall_core::deletion::STALE_AFTER,
             metrics: None,
             policies: Arc::default(),
+            claim_recheck: std::time::Duration::from_secs(1),
         }
     }
 
