@@ -21,6 +21,8 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::ids::AgentId;
+
 /// One read an Agent served, as it recorded it before serving. `seq` is the
 /// Agent's own gap-free sequence number (from 1).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,8 +55,85 @@ pub struct AccessLogEntry {
     pub version: i64,
     /// The Agent's name.
     pub served_by: String,
+    /// The Agent, by id (two Agents can have had one name).
+    pub served_by_id: AgentId,
     pub from: String,
     pub reads: u64,
+}
+
+/// Entries per page of the access log when the caller names no limit,
+/// and the most one page holds.
+pub const ACCESS_LOG_PAGE: u32 = 100;
+pub const ACCESS_LOG_MAX_PAGE: u32 = 1000;
+
+/// `?limit=`: 1 to [`ACCESS_LOG_MAX_PAGE`], [`ACCESS_LOG_PAGE`] if absent.
+pub fn page_limit(requested: Option<u32>) -> Result<u32, crate::ApiError> {
+    match requested {
+        None => Ok(ACCESS_LOG_PAGE),
+        Some(n) if (1..=ACCESS_LOG_MAX_PAGE).contains(&n) => Ok(n),
+        Some(_) => Err(crate::ApiError::invalid_input(format!("limit is 1 to {ACCESS_LOG_MAX_PAGE}"))),
+    }
+}
+
+/// Where the next page of an access log starts: after this entry, in the
+/// log's order (newest second first, then every other column descending,
+/// so that one row comparison finds the place). Sent as an opaque token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessLogCursor {
+    pub second: i64,
+    pub accessor: String,
+    pub environment: String,
+    pub version: i64,
+    pub agent: AgentId,
+    pub from: String,
+}
+
+/// Longest cursor token accepted, before any decoding.
+const MAX_CURSOR_LEN: usize = 2048;
+
+impl AccessLogCursor {
+    /// The cursor after `entry`.
+    pub fn after(entry: &AccessLogEntry) -> Self {
+        Self {
+            second: entry.accessed_at.unix_timestamp(),
+            accessor: entry.accessor.clone(),
+            environment: entry.environment.clone(),
+            version: entry.version,
+            agent: entry.served_by_id,
+            from: entry.from.clone(),
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(self).unwrap_or_default())
+    }
+
+    /// `?after=`, as [`Self::encode`] made it; anything else is refused.
+    pub fn decode(token: &str) -> Result<Self, crate::ApiError> {
+        use base64::Engine as _;
+        let bad =
+            || crate::ApiError::invalid_input("after is not a cursor this API gave (Heimdall-Next-After)");
+        if token.len() > MAX_CURSOR_LEN {
+            return Err(bad());
+        }
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+        let tree = crate::body::parse_strict(&bytes).map_err(|_| bad())?;
+        serde_json::from_value(tree).map_err(|_| bad())
+    }
+}
+
+/// What one page of a secret's access log holds: reads in `environments`
+/// only (those the caller may see), none of the `(environment, version)`
+/// pairs in `namesakes` (another secret's of the same name), after
+/// `after`, at most `limit`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccessLogPage {
+    pub environments: Vec<String>,
+    pub namesakes: Vec<(String, i64)>,
+    pub after: Option<AccessLogCursor>,
+    pub limit: u32,
 }
 
 /// The epoch of Agents (and stores) from before epochs existed.

@@ -712,6 +712,9 @@ pub trait AccessStore: Send + Sync + std::fmt::Debug {
         &self,
         org: OrgId,
         secret_name: &str,
-        environment: Option<&str>,
+        page: &crate::access::AccessLogPage,
     ) -> StoreResult<Vec<AccessLogEntry>>;
+    /// Every environment name the secret's reads were recorded under
+    /// (a renamed environment's old name included).
+    async fn access_log_environments(&self, org: OrgId, secret_name: &str) -> StoreResult<Vec<String>>;
 }

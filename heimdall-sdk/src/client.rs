@@ -284,8 +284,26 @@ impl Client {
         self.exchange(request).await.map(drop)
     }
 
+    /// [`Self::send`] for a page of a list: the page, and where the next
+    /// one starts (the `Heimdall-Next-After` header), if there is one.
+    pub(crate) async fn send_page<T: DeserializeOwned>(
+        &self,
+        request: RequestBuilder,
+    ) -> Result<(T, Option<String>)> {
+        let (what, body, next) = self.exchange_with_next(request).await?;
+        let de = &mut serde_json::Deserializer::from_slice(&body);
+        let page = serde_path_to_error::deserialize(de).map_err(|err| {
+            Error::Decode(format!("{what}: response {}", error::describe_decode_error(&err)))
+        })?;
+        Ok((page, next))
+    }
+
     /// Sends; a 2xx answer's body, or the server's error.
     async fn exchange(&self, request: RequestBuilder) -> Result<(String, Vec<u8>)> {
+        self.exchange_with_next(request).await.map(|(what, body, _)| (what, body))
+    }
+
+    async fn exchange_with_next(&self, request: RequestBuilder) -> Result<(String, Vec<u8>, Option<String>)> {
         let request = request.build().map_err(|err| Error::Invalid(chain(&err)))?;
         let what = describe_request(request.method(), request.url());
         let response = self
@@ -294,17 +312,21 @@ impl Client {
             .await
             .map_err(|err| Error::Transport(format!("{what}: {}", transport_cause(&err))))?;
         let status = response.status();
+        let next = response.headers().get(NEXT_AFTER).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let body = response
             .bytes()
             .await
             .map_err(|err| Error::Transport(format!("{what}: {}", transport_cause(&err))))?;
         if status.is_success() {
-            Ok((what, body.to_vec()))
+            Ok((what, body.to_vec(), next))
         } else {
             Err(Error::Api(api_error(status, &body, &what)))
         }
     }
 }
+
+/// Where a list's next page starts, in a page's answer.
+pub const NEXT_AFTER: &str = "heimdall-next-after";
 
 /// The server's error from a non-2xx answer. A code this SDK does not know
 /// (a newer server) keeps its message, under the status's code.

@@ -83,7 +83,8 @@ impl Client {
     /// `GET /v1/secrets/{id-or-name}/access-log?environment=` (owner,
     /// admin; a personal secret: only its owner): the reads Agents have
     /// reported, one entry per accessor, version, Agent, address and
-    /// second, newest first.
+    /// second, newest first: the first page (100 entries;
+    /// [`Client::access_log_page`] for the rest).
     ///
     /// ```no_run
     /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
@@ -98,8 +99,24 @@ impl Client {
         id_or_name: &str,
         environment: Option<&str>,
     ) -> Result<Vec<AccessLogEntry>> {
-        let url =
-            self.url_with_query(&["secrets", id_or_name, "access-log"], &[("environment", environment)])?;
-        self.send(self.authed(Method::GET, url)).await
+        Ok(self.access_log_page(id_or_name, environment, None, None).await?.0)
+    }
+
+    /// One page of the access log, newest first: at most `limit` entries
+    /// (the server's default 100, at most 1000), after the cursor `after`
+    /// from the previous page; and the cursor of the next page, if any.
+    pub async fn access_log_page(
+        &self,
+        id_or_name: &str,
+        environment: Option<&str>,
+        limit: Option<u32>,
+        after: Option<&str>,
+    ) -> Result<(Vec<AccessLogEntry>, Option<String>)> {
+        let limit = limit.map(|l| l.to_string());
+        let url = self.url_with_query(
+            &["secrets", id_or_name, "access-log"],
+            &[("environment", environment), ("limit", limit.as_deref()), ("after", after)],
+        )?;
+        self.send_page(self.authed(Method::GET, url)).await
     }
 }

@@ -1,7 +1,7 @@
 //! Access records reported by Agents on sync, and the access log.
 
 use async_trait::async_trait;
-use heimdall_core::access::{ingest, EpochState};
+use heimdall_core::access::{ingest, AccessLogPage, EpochState};
 use heimdall_core::ids::{EventId, OrgId};
 use heimdall_core::infra::Agent;
 use heimdall_core::ports::{AccessStore, NewEvent, StoreResult, SyncOutcome};
@@ -9,7 +9,7 @@ use heimdall_core::wire::{AccessLogEntry, AccessRecord};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::store::{db_err, from_micros, insert_event, to_micros, SqlStore};
+use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, SqlStore};
 
 #[async_trait]
 impl AccessStore for SqlStore {
@@ -139,38 +139,95 @@ impl AccessStore for SqlStore {
         })
     }
 
+    async fn access_log_environments(&self, org: OrgId, secret_name: &str) -> StoreResult<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT DISTINCT environment FROM access_records WHERE org_id = $1 AND secret_name = $2 ORDER BY environment",
+        )
+        .bind(org.to_string())
+        .bind(secret_name.to_owned())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows.into_iter().map(|(e,)| e).collect())
+    }
+
     async fn access_log(
         &self,
         org: OrgId,
         secret_name: &str,
-        environment: Option<&str>,
+        page: &AccessLogPage,
     ) -> StoreResult<Vec<AccessLogEntry>> {
-        let filter = if environment.is_some() { " AND r.environment = $3" } else { "" };
+        if page.environments.is_empty() {
+            return Ok(Vec::new());
+        }
+        // $1 org, $2 secret, then the environments, the namesakes' pairs,
+        // the cursor and the limit, numbered in that order.
+        let mut n = 2;
+        let mut next = || {
+            n += 1;
+            format!("${n}")
+        };
+        let environments: Vec<String> = page.environments.iter().map(|_| next()).collect();
+        let namesakes: Vec<String> = page
+            .namesakes
+            .iter()
+            .map(|_| format!(" AND NOT (g.environment = {} AND g.version = {})", next(), next()))
+            .collect();
+        let after = page.after.as_ref().map(|_| {
+            let marks: Vec<String> = (0..6).map(|_| next()).collect();
+            format!(
+                " AND (g.sec, g.accessor, g.environment, g.version, g.agent_id, g.source) < ({})",
+                marks.join(", ")
+            )
+        });
+        let limit = next();
         let sql = format!(
-            "SELECT r.accessed_at / 1000000 AS sec, r.accessor, r.environment, r.version, a.name, r.source, COUNT(*) AS reads
-             FROM access_records r JOIN agents a ON a.id = r.agent_id
-             WHERE r.org_id = $1 AND r.secret_name = $2{filter}
-             GROUP BY r.accessed_at / 1000000, r.accessor, r.environment, r.version, r.agent_id, a.name, r.source
-             ORDER BY sec DESC, r.accessor, r.environment, r.version DESC, a.name, r.source"
+            "SELECT g.sec, g.accessor, g.environment, g.version, g.agent_id, g.name, g.source, g.reads FROM (
+                 SELECT r.accessed_at / 1000000 AS sec, r.accessor, r.environment, r.version, r.agent_id, a.name,
+                        r.source, COUNT(*) AS reads
+                 FROM access_records r JOIN agents a ON a.id = r.agent_id
+                 WHERE r.org_id = $1 AND r.secret_name = $2 AND r.environment IN ({})
+                 GROUP BY r.accessed_at / 1000000, r.accessor, r.environment, r.version, r.agent_id, a.name, r.source
+             ) g
+             WHERE TRUE{}{}
+             ORDER BY g.sec DESC, g.accessor DESC, g.environment DESC, g.version DESC, g.agent_id DESC, g.source DESC
+             LIMIT {limit}",
+            environments.join(", "),
+            namesakes.concat(),
+            after.unwrap_or_default(),
         );
-        let mut query = sqlx::query_as::<_, (i64, String, String, i64, String, String, i64)>(&sql)
+        let mut query = sqlx::query_as::<_, (i64, String, String, i64, String, String, String, i64)>(&sql)
             .bind(org.to_string())
             .bind(secret_name.to_owned());
-        if let Some(environment) = environment {
-            query = query.bind(environment.to_owned());
+        for environment in &page.environments {
+            query = query.bind(environment.clone());
         }
-        let rows = query.fetch_all(&self.pool).await.map_err(db_err)?;
-        Ok(rows
-            .into_iter()
-            .map(|(second, accessor, environment, version, served_by, from, reads)| AccessLogEntry {
-                accessed_at: from_micros(second.saturating_mul(1_000_000)),
-                accessor,
-                environment,
-                version,
-                served_by,
-                from,
-                reads: u64::try_from(reads).unwrap_or(0),
+        for (environment, version) in &page.namesakes {
+            query = query.bind(environment.clone()).bind(*version);
+        }
+        if let Some(c) = &page.after {
+            query = query
+                .bind(c.second)
+                .bind(c.accessor.clone())
+                .bind(c.environment.clone())
+                .bind(c.version)
+                .bind(c.agent.to_string())
+                .bind(c.from.clone());
+        }
+        let rows = query.bind(i64::from(page.limit)).fetch_all(&self.pool).await.map_err(db_err)?;
+        rows.into_iter()
+            .map(|(second, accessor, environment, version, agent, served_by, from, reads)| {
+                Ok(AccessLogEntry {
+                    accessed_at: from_micros(second.saturating_mul(1_000_000)),
+                    accessor,
+                    environment,
+                    version,
+                    served_by,
+                    served_by_id: parse_id(&agent)?,
+                    from,
+                    reads: u64::try_from(reads).unwrap_or(0),
+                })
             })
-            .collect())
+            .collect()
     }
 }

@@ -372,6 +372,10 @@ async fn update(
 #[serde(deny_unknown_fields)]
 pub(super) struct AccessLogQuery {
     environment: Option<String>,
+    /// At most this many entries (default 100, at most 1000).
+    limit: Option<u32>,
+    /// The `Heimdall-Next-After` of the previous page.
+    after: Option<String>,
 }
 
 impl heimdall_core::body::Query for AccessLogQuery {
@@ -386,7 +390,9 @@ async fn access_log(
     caller: Caller,
     Path(key): Path<String>,
     QueryParams(query): QueryParams<AccessLogQuery>,
-) -> HttpResult<Json<Vec<AccessLogEntry>>> {
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<AccessLogEntry>>)> {
+    let limit = heimdall_core::access::page_limit(query.limit)?;
+    let after = query.after.as_deref().map(heimdall_core::access::AccessLogCursor::decode).transpose()?;
     let secret = resolve(&state, &caller, &key).await?;
     let environment = match query.environment.as_deref() {
         Some(env) => Some(resolve_catalog(&state, &caller, CatalogKind::Environment, env).await?.name),
@@ -395,10 +401,18 @@ async fn access_log(
     let decider = state.decider(&caller).await?;
     let target = target(&state, &caller, &secret).await?;
     decider.require(Action::SecretAccessLog, &target, environment.as_deref())?;
-    let mut entries = state.store.access_log(caller.org.id, &secret.name, environment.as_deref()).await?;
-    // The trail is by name: a namesake's reads (a deleted secret's, or its
-    // successor's) are not this one's.
+    // The environments the caller may see the trail of (or the one asked),
+    // by the names the reads were recorded under.
+    let recorded = state.store.access_log_environments(caller.org.id, &secret.name).await?;
+    let environments: Vec<String> = decider
+        .allowed_environments(Action::SecretAccessLog, &target, recorded.iter().map(String::as_str))
+        .into_iter()
+        .filter(|e| environment.as_deref().is_none_or(|asked| asked == *e))
+        .map(str::to_owned)
+        .collect();
     let names = environment_names(&state, &caller).await?;
+    // The trail is by name: a namesake's reads (a deleted secret's, or its
+    // successor's) are not this one's (`heimdall_core::secrets::in_trail`).
     let mut namesakes = Vec::new();
     for other in state.store.list_secrets(caller.org.id).await? {
         if other.name == secret.name && other.id != secret.id {
@@ -408,16 +422,29 @@ async fn access_log(
             }
         }
     }
-    entries.retain(|e| heimdall_core::secrets::in_trail(&e.environment, e.version, &namesakes));
-    let allowed = decider.allowed_environments(
-        Action::SecretAccessLog,
-        &target,
-        entries.iter().map(|e| e.environment.as_str()),
-    );
-    let allowed: Vec<String> = allowed.into_iter().map(str::to_owned).collect();
-    entries.retain(|e| allowed.contains(&e.environment));
-    Ok(Json(entries))
+    // One more than asked: whether there is a next page.
+    let page = heimdall_core::access::AccessLogPage { environments, namesakes, after, limit: limit + 1 };
+    let mut entries = state.store.access_log(caller.org.id, &secret.name, &page).await?;
+    debug_assert!(entries.iter().all(|e| heimdall_core::secrets::in_trail(
+        &e.environment,
+        e.version,
+        &page.namesakes
+    )));
+    let mut headers = axum::http::HeaderMap::new();
+    if entries.len() > usize::try_from(limit).unwrap_or(usize::MAX) {
+        entries.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        if let Some(last) = entries.last() {
+            let next = heimdall_core::access::AccessLogCursor::after(last).encode();
+            if let Ok(value) = axum::http::HeaderValue::from_str(&next) {
+                headers.insert(NEXT_AFTER, value);
+            }
+        }
+    }
+    Ok((headers, Json(entries)))
 }
+
+/// The response header naming where the next page starts (`?after=`).
+pub(crate) const NEXT_AFTER: &str = "heimdall-next-after";
 
 async fn assignments(
     State(state): State<AppState>,

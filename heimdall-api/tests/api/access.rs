@@ -13,7 +13,8 @@ use crate::support::Client;
 
 crate::on_every_backend!(
     sync_stores_records_once_and_the_access_log_aggregates_them,
-    no_record_is_lost_when_an_agents_numbering_restarts
+    no_record_is_lost_when_an_agents_numbering_restarts,
+    the_access_log_comes_in_pages_that_miss_and_repeat_nothing
 );
 
 fn record(seq: i64, accessor: &str, at: &str, version: i64, from: &str) -> Value {
@@ -83,6 +84,7 @@ async fn sync_stores_records_once_and_the_access_log_aggregates_them(db: TestDat
     assert_eq!(answer["deactivated"], json!([]));
     assert!(answer["policies"].is_array());
 
+    let edge_id = &enrolled["agent"]["id"];
     let expected = json!([
         {
             "accessed_at": "2026-03-01T10:00:05Z",
@@ -90,6 +92,7 @@ async fn sync_stores_records_once_and_the_access_log_aggregates_them(db: TestDat
             "environment": "prod",
             "version": 1,
             "served_by": "edge-1",
+            "served_by_id": edge_id,
             "from": "10.0.0.8",
             "reads": 1,
         },
@@ -99,6 +102,7 @@ async fn sync_stores_records_once_and_the_access_log_aggregates_them(db: TestDat
             "environment": "prod",
             "version": 2,
             "served_by": "edge-1",
+            "served_by_id": edge_id,
             "from": "10.0.0.7",
             "reads": 2,
         },
@@ -257,4 +261,59 @@ async fn no_record_is_lost_when_an_agents_numbering_restarts(db: TestDatabase) {
         (&json!(3), &json!(4)),
         "{gaps:?}"
     );
+}
+
+async fn the_access_log_comes_in_pages_that_miss_and_repeat_nothing(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201);
+    c.post("/v1/secrets", owner, json!({ "name": "db-password" })).await.expect(201);
+    let (edge, _) = crate::support::enroll_agent(&c, &api, owner, "edge-1").await;
+    c.post("/v1/environments/prod/agents", owner, json!({ "agent": "edge-1" })).await.expect(201);
+    // 250 entries: many in one second (ties on the time, told apart by
+    // the other columns), the rest a second apart.
+    let records: Vec<Value> = (1..=250)
+        .map(|i| {
+            let at = if i <= 120 {
+                "2026-03-01T10:00:00Z".to_owned()
+            } else {
+                format!("2026-03-01T11:{:02}:{:02}Z", i / 60, i % 60)
+            };
+            record(i, &format!("reader-{i:03}@example.com"), &at, 1 + i % 3, "10.0.0.7")
+        })
+        .collect();
+    let (status, answer) = sync(&edge, &api, &json!({ "records": records })).await;
+    assert_eq!(status, 200, "{answer}");
+    let whole = c.get("/v1/secrets/db-password/access-log?limit=1000", owner).await.expect(200);
+    assert_eq!(whole.as_array().unwrap().len(), 250);
+
+    // Page by page: 100, 100, 50, and put together the whole log, in order.
+    let (mut pages, mut joined, mut after) = (Vec::new(), Vec::new(), None::<String>);
+    loop {
+        let path = match &after {
+            Some(a) => format!("/v1/secrets/db-password/access-log?limit=100&after={a}"),
+            None => "/v1/secrets/db-password/access-log?limit=100".to_owned(),
+        };
+        let reply = c.get(&path, owner).await;
+        assert_eq!(reply.status.as_u16(), 200, "{}", reply.text);
+        let page = reply.body.as_array().unwrap();
+        pages.push(page.len());
+        joined.extend(page.iter().cloned());
+        match reply.next_after {
+            Some(next) if pages.len() < 10 => after = Some(next),
+            _ => break,
+        }
+    }
+    assert_eq!(pages, [100, 100, 50]);
+    assert_eq!(Value::Array(joined), whole);
+    // The default page is 100; a cursor or limit this API did not give is refused.
+    assert_eq!(
+        c.get("/v1/secrets/db-password/access-log", owner).await.expect(200).as_array().unwrap().len(),
+        100
+    );
+    for bad in ["limit=0", "limit=1001", "after=bm90LWEtY3Vyc29y", "after=%%%"] {
+        let reply = c.get(&format!("/v1/secrets/db-password/access-log?{bad}"), owner).await;
+        assert!(matches!(reply.code(), "INVALID_INPUT" | "BAD_REQUEST"), "{bad}: {}", reply.text);
+    }
 }

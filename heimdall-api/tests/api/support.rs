@@ -13,6 +13,8 @@ pub struct Reply {
     pub status: StatusCode,
     pub body: Value,
     pub text: String,
+    /// A list page's `Heimdall-Next-After`.
+    pub next_after: Option<String>,
 }
 
 impl Reply {
@@ -49,10 +51,12 @@ impl Client {
         }
         let resp = req.send().await.expect("request");
         let status = resp.status();
+        let next_after =
+            resp.headers().get("heimdall-next-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
         let text = resp.text().await.expect("body");
         let body =
             if text.is_empty() { Value::Null } else { serde_json::from_str(&text).expect("JSON body") };
-        Reply { status, body, text }
+        Reply { status, body, text, next_after }
     }
 
     /// Sends `body` exactly as given (bytes), as JSON.
@@ -67,10 +71,12 @@ impl Client {
             .await
             .expect("request");
         let status = resp.status();
+        let next_after =
+            resp.headers().get("heimdall-next-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
         let text = resp.text().await.expect("body");
         let body =
             if text.is_empty() { Value::Null } else { serde_json::from_str(&text).expect("JSON body") };
-        Reply { status, body, text }
+        Reply { status, body, text, next_after }
     }
 
     pub async fn get(&self, path: &str, token: &str) -> Reply {

@@ -115,5 +115,14 @@ with this profile's client certificate (`heimdall login`).")]
         /// Only reads in this environment (id or name)
         #[arg(long)]
         environment: Option<String>,
+        /// At most this many entries per page (default 100)
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        limit: Option<u32>,
+        /// Start after this cursor (printed under a page that has more)
+        #[arg(long, value_name = "CURSOR", conflicts_with = "all")]
+        after: Option<String>,
+        /// Every page, newest first
+        #[arg(long)]
+        all: bool,
     },
 }

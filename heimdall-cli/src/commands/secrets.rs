@@ -172,8 +172,19 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
         SecretCommand::Deactivate { secret, environment, version } => {
             super::values::deactivate(ctx, &secret, &environment, version).await
         }
-        SecretCommand::AccessLog { secret, environment } => {
-            let entries = ctx.client()?.access_log(&secret, environment.as_deref()).await?;
+        SecretCommand::AccessLog { secret, environment, limit, after, all } => {
+            let client = ctx.client()?;
+            let (mut entries, mut next) =
+                client.access_log_page(&secret, environment.as_deref(), limit, after.as_deref()).await?;
+            while let (true, Some(cursor)) = (all, next.take()) {
+                let (more, after) =
+                    client.access_log_page(&secret, environment.as_deref(), limit, Some(&cursor)).await?;
+                entries.extend(more);
+                next = after;
+            }
+            if let Some(cursor) = &next {
+                eprintln!("More entries: add --after {cursor} (or --all)");
+            }
             out.list(
                 &entries,
                 &["ACCESSED_AT", "ACCESSOR", "ENVIRONMENT", "VERSION", "SERVED_BY", "FROM", "READS"],
