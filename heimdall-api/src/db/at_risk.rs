@@ -187,6 +187,33 @@ pub(super) async fn clear(
 }
 
 /// The marks on one secret, for showing.
+/// Every mark of every secret of `org`, by secret id, in one query.
+pub(super) async fn of_org(
+    pool: &sqlx::AnyPool,
+    org: &str,
+) -> StoreResult<std::collections::HashMap<String, Vec<AtRisk>>> {
+    let rows: Vec<(String, String, String, String, String, i64)> = sqlx::query_as(
+        "SELECT r.secret_id, e.name, r.member_id, r.member_email, r.versions, r.marked_at FROM secret_risks r \
+         JOIN catalog_entries e ON e.id = r.environment_id JOIN secrets s ON s.id = r.secret_id \
+         WHERE s.org_id = $1 ORDER BY r.secret_id, e.name, r.marked_at",
+    )
+    .bind(org.to_owned())
+    .fetch_all(pool)
+    .await
+    .map_err(db_err)?;
+    let mut out: std::collections::HashMap<String, Vec<AtRisk>> = std::collections::HashMap::new();
+    for (secret, environment, member, email, versions, marked_at) in rows {
+        out.entry(secret).or_default().push(AtRisk {
+            environment,
+            member_id: parse_id(&member)?,
+            email,
+            versions: serde_json::from_str(&versions).map_err(backend)?,
+            marked_at: from_micros(marked_at),
+        });
+    }
+    Ok(out)
+}
+
 pub(super) async fn of_secret(pool: &sqlx::AnyPool, secret_id: &str) -> StoreResult<Vec<AtRisk>> {
     let rows: Vec<(String, String, String, String, i64)> = sqlx::query_as(
         "SELECT e.name, r.member_id, r.member_email, r.versions, r.marked_at FROM secret_risks r \

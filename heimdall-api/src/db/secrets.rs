@@ -1,6 +1,6 @@
 //! Secret metadata, versions and environment assignments.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use heimdall_core::ids::{CatalogId, MemberId, OrgId, SecretId};
@@ -235,9 +235,47 @@ impl SecretStore for SqlStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_err)?;
+        // Components, keys and marks of every secret in three queries, not
+        // three per secret.
+        let org_id = org.to_string();
+        let mut components: HashMap<String, Vec<CatalogId>> = HashMap::new();
+        let rows_c: Vec<(String, String)> = sqlx::query_as(
+            "SELECT c.secret_id, c.component_id FROM secret_components c JOIN secrets s ON s.id = c.secret_id \
+             WHERE s.org_id = $1 ORDER BY c.secret_id, c.component_id",
+        )
+        .bind(org_id.clone())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        for (secret, component) in rows_c {
+            components.entry(secret).or_default().push(parse_id(&component)?);
+        }
+        let mut keys: HashMap<String, Vec<String>> = HashMap::new();
+        let rows_k: Vec<(String, String)> = sqlx::query_as(
+            "SELECT k.secret_id, k.spki_sha256 FROM personal_secret_keys k JOIN secrets s ON s.id = k.secret_id \
+             WHERE s.org_id = $1 ORDER BY k.secret_id, k.added_at, k.spki_sha256",
+        )
+        .bind(org_id.clone())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        for (secret, key) in rows_k {
+            keys.entry(secret).or_default().push(key);
+        }
+        let mut risks = super::at_risk::of_org(&self.pool, &org_id).await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            out.push(self.hydrate(row).await?);
+            let id = row.id.clone();
+            let owner_keys = if row.personal_owner_id.is_some() {
+                keys.remove(&id).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let lifecycle = row.lifecycle.clone();
+            let mut secret = row.into_domain(components.remove(&id).unwrap_or_default(), owner_keys)?;
+            secret.at_risk = risks.remove(&id).unwrap_or_default();
+            secret.status = heimdall_core::secrets::SecretStatus::of(&lifecycle, !secret.at_risk.is_empty());
+            out.push(secret);
         }
         Ok(out)
     }

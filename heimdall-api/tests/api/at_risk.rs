@@ -127,4 +127,10 @@ async fn removing_a_reader_marks_what_they_read_until_a_new_value_is_written(db:
         .map(|s| s["name"].as_str().unwrap())
         .collect();
     assert_eq!(at_risk, ["api-key", "db-password"]);
+    // The list (one query per table) says what each secret's own page says.
+    for listed in list.as_array().unwrap() {
+        let shown =
+            c.get(&format!("/v1/secrets/{}", listed["id"].as_str().unwrap()), owner).await.expect(200);
+        assert_eq!(listed, &shown["secret"], "list and show disagree");
+    }
 }

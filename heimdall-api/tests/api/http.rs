@@ -530,6 +530,11 @@ async fn secret_metadata(db: TestDatabase) {
     c.get("/v1/secrets/ana-ssh", owner).await.expect_error(404, "NOT_FOUND");
     let listed = c.get("/v1/secrets", owner).await.expect(200);
     assert!(listed.as_array().unwrap().iter().all(|s| s["name"] != "ana-ssh"));
+    // Her list holds it, with its bound key, as its own page does.
+    let hers = c.get("/v1/secrets", &ana).await.expect(200);
+    let ssh = hers.as_array().unwrap().iter().find(|s| s["name"] == "ana-ssh").expect("her list");
+    assert_eq!(ssh, &c.get("/v1/secrets/ana-ssh", &ana).await.expect(200)["secret"]);
+    assert_eq!(ssh["owner_keys"].as_array().map(Vec::len), Some(1), "{ssh}");
     c.call(Method::PATCH, "/v1/secrets/ana-ssh", owner, Some(json!({ "description": "mine" })))
         .await
         .expect_error(404, "NOT_FOUND");
