@@ -528,12 +528,13 @@ pub trait DatabaseStore: Send + Sync {
     /// The users of databases in `environments`, for an Agent's claim.
     async fn service_users_in(&self, environments: &[CatalogId]) -> StoreResult<Vec<ServiceUser>>;
     /// Takes the user's lease for `agent` unless another Agent's claim of
-    /// it is still running at `now`; whether it did. The same Agent takes
+    /// it is still running at `now`, or the user changed since it was read
+    /// as `seen` (what is due was decided on that); whether it did. The same Agent takes
     /// its own back: it works on one task at a time, so asking again means
     /// its last attempt ended (it crashed, or its report was lost).
     async fn lease_service_user(
         &self,
-        id: ServiceUserId,
+        seen: &ServiceUser,
         agent: AgentId,
         lease: LeaseId,
         kind: TaskKind,

@@ -271,23 +271,31 @@ impl DatabaseStore for SqlStore {
 
     async fn lease_service_user(
         &self,
-        id: ServiceUserId,
+        seen: &ServiceUser,
         agent: AgentId,
         lease: LeaseId,
         kind: TaskKind,
         now: OffsetDateTime,
         until: OffsetDateTime,
     ) -> StoreResult<bool> {
+        // -1 stands for "none": the same on both backends, and no version,
+        // time or flag is ever negative.
         let done = sqlx::query(
             "UPDATE database_users SET lease_id = $1, lease_agent = $2, lease_kind = $3, lease_until = $4 \
-             WHERE id = $5 AND (lease_until IS NULL OR lease_until <= $6 OR lease_agent = $2)",
+             WHERE id = $5 AND (lease_until IS NULL OR lease_until <= $6 OR lease_agent = $2) \
+               AND COALESCE(current_version, -1) = $7 AND COALESCE(pending_version, -1) = $8 \
+               AND COALESCE(grace_until, -1) = $9 AND rotate_requested = $10",
         )
         .bind(lease.to_string())
         .bind(agent.to_string())
         .bind(kind_text(kind))
         .bind(to_micros(until))
-        .bind(id.to_string())
+        .bind(seen.id.to_string())
         .bind(to_micros(now))
+        .bind(seen.current_version.unwrap_or(-1))
+        .bind(seen.pending_version.unwrap_or(-1))
+        .bind(seen.grace_until.map_or(-1, to_micros))
+        .bind(i64::from(seen.rotate_requested))
         .execute(&self.pool)
         .await
         .map_err(db_err)?;

@@ -268,8 +268,8 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
         let Some(kind) = dbusers::due(&user, now) else { continue };
         let lease = LeaseId::from_uuid(Uuid::new_v4());
         let until = now + dbusers::TASK_LEASE;
-        if !state.store.lease_service_user(user.id, agent.id, lease, kind, now, until).await? {
-            continue; // another Agent works on it
+        if !state.store.lease_service_user(&user, agent.id, lease, kind, now, until).await? {
+            continue; // another Agent works on it, or it changed since it was read
         }
         let database = state.store.get_database(org, user.database_id).await?;
         let version = match kind {

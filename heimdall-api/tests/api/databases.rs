@@ -7,7 +7,10 @@
 use std::sync::Arc;
 
 use heimdall_api::testing::{TestApi, TestDatabase};
-use heimdall_core::clock::ManualClock;
+use heimdall_core::clock::{Clock, ManualClock};
+use heimdall_core::dbusers::TaskKind;
+use heimdall_core::ids::{AgentId, LeaseId, ServiceUserId};
+use heimdall_core::ports::DatabaseStore;
 use serde_json::{json, Value};
 use time::Duration;
 
@@ -54,7 +57,8 @@ async fn schedule(database: TestDatabase) {
     let owner = api.owner_token.clone();
     world(&c, &owner).await;
     let (a1, _) = enroll_agent(&c, &api, &owner, "a1").await;
-    let (a2, _) = enroll_agent(&c, &api, &owner, "a2").await;
+    let (a2, enrolled) = enroll_agent(&c, &api, &owner, "a2").await;
+    let a2_id: AgentId = enrolled["agent"]["id"].as_str().unwrap().parse().unwrap();
     let (outsider, _) = enroll_agent(&c, &api, &owner, "a3").await;
     for agent in ["a1", "a2"] {
         c.post("/v1/environments/dev/agents", &owner, json!({ "agent": agent })).await.expect(201);
@@ -87,6 +91,8 @@ async fn schedule(database: TestDatabase) {
         c.post("/v1/databases/orders/users", &owner, body).await.expect_error(422, "INVALID_INPUT");
     }
     let made = c.post("/v1/databases/orders/users", &owner, user.clone()).await.expect(201);
+    let user_id: ServiceUserId = made["id"].as_str().unwrap().parse().unwrap();
+    let org = api.bootstrapped.organization.id;
     assert_eq!(made["secret"], "db-orders-app");
     c.post("/v1/databases/orders/users", &owner, user).await.expect_error(409, "ALREADY_EXISTS");
 
@@ -132,9 +138,17 @@ async fn schedule(database: TestDatabase) {
     let mut version = 1;
     for _ in 0..2 {
         clock.advance(Duration::days(1));
+        // What a2 reads now (a rotation is due) is stale once a1 rotated.
+        let stale = api.store.get_service_user(org, user_id).await.unwrap();
+        assert_eq!(heimdall_core::dbusers::due(&stale, clock.now()), Some(TaskKind::Rotate));
         let (_, task) = claim(&a1, &api).await;
         assert_eq!((task["kind"].as_str(), task["version"].as_i64()), (Some("rotate"), Some(version + 1)));
         let rotated = done(&a1, &api, &task, "app_b").await;
+        let lease = LeaseId::from_uuid(uuid::Uuid::new_v4());
+        let (now, until) = (clock.now(), clock.now() + Duration::minutes(1));
+        let took =
+            api.store.lease_service_user(&stale, a2_id, lease, TaskKind::Rotate, now, until).await.unwrap();
+        assert!(!took, "a rotation decided on a stale read would rotate onto the login in its grace");
         version += 1;
         assert_eq!(
             (rotated["current_version"].as_i64(), rotated["retiring_version"].as_i64()),
