@@ -138,7 +138,7 @@ impl Admin {
         tokio::time::timeout(STATEMENT_TIMEOUT, run)
             .await
             .map_err(|_| format!("{} timed out", statement.kind))?
-            .map_err(|e| format!("{} failed: {}", statement.kind, database_message(&e)))
+            .map_err(|e| format!("{} failed: {}", statement.kind, scrubbed(&database_message(&e), sql)))
     }
 
     async fn close(self) {
@@ -155,6 +155,17 @@ fn database_message(e: &sqlx::Error) -> String {
         sqlx::Error::Database(db) => db.message().to_owned(),
         other => other.to_string(),
     }
+}
+
+/// `message` without the passwords quoted in `sql`: a database may quote
+/// the statement around the place it refused. (Names stay: they help.)
+fn scrubbed(message: &str, sql: &str) -> String {
+    let mut out = message.to_owned();
+    let quoted = sql.split('\'').skip(1).step_by(2);
+    for literal in quoted.filter(|l| dbusers::is_generated_password(l)) {
+        out = out.replace(literal, "<redacted>");
+    }
+    out
 }
 
 /// A password from the OS CSPRNG: [`dbusers::PASSWORD_LEN`] letters and
@@ -393,6 +404,16 @@ async fn run_admin(admin: &mut Option<Admin>, statement: &Statement) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_database_error_never_repeats_a_password() {
+        let pw = generate_password();
+        let sql = format!("ALTER USER `app_a`@'%' IDENTIFIED BY '{}' ACCOUNT UNLOCK", pw.expose());
+        let message = format!("You have an error in your SQL syntax near '{}' ACCOUNT UNLOCK'", pw.expose());
+        let out = scrubbed(&message, &sql);
+        assert!(!out.contains(pw.expose().as_str()), "{out}");
+        assert!(out.contains("<redacted>"));
+    }
 
     #[test]
     fn generated_passwords_are_what_the_statements_accept() {
