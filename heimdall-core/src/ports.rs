@@ -669,6 +669,8 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
     ) -> StoreResult<IssuedCertificateInfo>;
     async fn assign_agent(&self, org: OrgId, assignment: &Assignment, event: NewEvent) -> StoreResult<()>;
     async fn list_assignments(&self, org: OrgId, environment: CatalogId) -> StoreResult<Vec<Assignment>>;
+    /// Every environment's assignments in the organization, in one read.
+    async fn list_all_assignments(&self, org: OrgId) -> StoreResult<Vec<Assignment>>;
 }
 
 // ---- Secret Manager (access records from Agents) --------------------------------

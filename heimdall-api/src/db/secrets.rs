@@ -627,25 +627,11 @@ impl SecretStore for SqlStore {
     }
 
     async fn list_assignments(&self, org: OrgId, environment: CatalogId) -> StoreResult<Vec<Assignment>> {
-        let rows: Vec<(String, String, i64, String)> = sqlx::query_as(
-            "SELECT environment_id, agent_id, assigned_at, assigned_by FROM environment_agents
-             WHERE org_id = $1 AND environment_id = $2 ORDER BY assigned_at, agent_id",
-        )
-        .bind(org.to_string())
-        .bind(environment.to_string())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.into_iter()
-            .map(|(env, agent, at, by)| {
-                Ok(Assignment {
-                    environment_id: parse_id(&env)?,
-                    agent_id: parse_id(&agent)?,
-                    assigned_at: from_micros(at),
-                    assigned_by: by,
-                })
-            })
-            .collect()
+        self.assignments_in(org, &environment.to_string()).await
+    }
+
+    async fn list_all_assignments(&self, org: OrgId) -> StoreResult<Vec<Assignment>> {
+        self.assignments_in(org, "").await
     }
 }
 
@@ -683,4 +669,30 @@ pub(super) async fn insert_secret(tx: &mut Transaction<'_, Any>, secret: &Secret
         bind_key(tx, secret.id, key, secret.created_at).await?;
     }
     Ok(())
+}
+
+impl SqlStore {
+    /// The Agents assigned to `environment` (an id), or to every
+    /// environment of `org` when it is empty, in one query.
+    async fn assignments_in(&self, org: OrgId, environment: &str) -> StoreResult<Vec<Assignment>> {
+        let rows: Vec<(String, String, i64, String)> = sqlx::query_as(
+            "SELECT environment_id, agent_id, assigned_at, assigned_by FROM environment_agents
+             WHERE org_id = $1 AND ($2 = '' OR environment_id = $2) ORDER BY environment_id, assigned_at, agent_id",
+        )
+        .bind(org.to_string())
+        .bind(environment.to_owned())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(env, agent, at, by)| {
+                Ok(Assignment {
+                    environment_id: parse_id(&env)?,
+                    agent_id: parse_id(&agent)?,
+                    assigned_at: from_micros(at),
+                    assigned_by: by,
+                })
+            })
+            .collect()
+    }
 }

@@ -324,10 +324,7 @@ async fn sync(
         })
         .collect();
     let policies = state.store.list_policies(org).await?;
-    let mut assignments = Vec::new();
-    for env in &environments {
-        assignments.extend(state.store.list_assignments(org, env.id).await?);
-    }
+    let assignments = state.store.list_all_assignments(org).await?;
     let secrets = state
         .store
         .list_secrets(org)

@@ -258,12 +258,14 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
     let agent = agent(&state, &peer).await?;
     let org = agent.org_id;
     let now = state.clock.now();
-    let mut held: Vec<CatalogId> = Vec::new();
-    for env in state.store.list_catalog(org, CatalogKind::Environment, None).await? {
-        if state.store.list_assignments(org, env.id).await?.iter().any(|a| a.agent_id == agent.id) {
-            held.push(env.id);
-        }
-    }
+    let held: Vec<CatalogId> = state
+        .store
+        .list_all_assignments(org)
+        .await?
+        .into_iter()
+        .filter(|a| a.agent_id == agent.id)
+        .map(|a| a.environment_id)
+        .collect();
     for user in state.store.service_users_in(&held).await? {
         let Some(kind) = dbusers::due(&user, now) else { continue };
         let lease = LeaseId::from_uuid(Uuid::new_v4());
