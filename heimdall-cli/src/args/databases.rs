@@ -47,6 +47,7 @@ pub enum DatabaseUserCommand {
     Create {
         /// Lowercase letters, digits and _ (the logins are <user>_a and <user>_b)
         user: String,
+        /// The database's name in Heimdall
         #[arg(long = "database", value_name = "DATABASE")]
         database: String,
         /// e.g. 30d, 12h, 90m
@@ -61,18 +62,21 @@ pub enum DatabaseUserCommand {
     },
     /// List a database's service users with their versions and schedule
     List {
+        /// The database's name in Heimdall
         #[arg(long = "database", value_name = "DATABASE")]
         database: String,
     },
     /// One service user: current version, last and next rotation, grace deadline
     Show {
         user: String,
+        /// The database's name in Heimdall
         #[arg(long = "database", value_name = "DATABASE")]
         database: String,
     },
     /// Rotate now (at the Agent's next poll) instead of on schedule
     Rotate {
         user: String,
+        /// The database's name in Heimdall
         #[arg(long = "database", value_name = "DATABASE")]
         database: String,
     },

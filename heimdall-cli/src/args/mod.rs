@@ -169,8 +169,12 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff), e.g. `heimdall man | man -l -`
-    Man,
+    /// Print the manual page (roff), e.g. `heimdall man | man -l -`; with
+    /// --out-dir, write one page per command (heimdall-secret-get.1, …) there
+    Man {
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<std::path::PathBuf>,
+    },
     /// Quickstart: run a local API on SQLite and an Agent, and log in to it
     Dev(DevArgs),
 }

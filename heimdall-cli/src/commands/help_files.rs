@@ -24,6 +24,43 @@ pub fn man() -> Result<()> {
     write(&out)
 }
 
+/// One page per command and subcommand (`heimdall-database-user-create.1`),
+/// each with its own flags; prints the files written.
+pub fn man_pages(dir: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::local(format!("cannot create {}: {e}", dir.display())))?;
+    let mut written = Vec::new();
+    write_pages(dir, Cli::command(), "heimdall", &mut written)?;
+    let mut list = written.join("\n");
+    list.push('\n');
+    write(list.as_bytes())
+}
+
+fn write_pages(
+    dir: &std::path::Path,
+    command: clap::Command,
+    name: &str,
+    written: &mut Vec<String>,
+) -> Result<()> {
+    // clap names are `&'static str` (without its `string` feature): this
+    // one-shot command leaks a few short names rather than add one.
+    let name: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    let command = command.name(name).bin_name(name.replace('-', " "));
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command.clone())
+        .render(&mut page)
+        .map_err(|e| CliError::local(format!("cannot render the manual page of {name}: {e}")))?;
+    let file = dir.join(format!("{name}.1"));
+    std::fs::write(&file, page)
+        .map_err(|e| CliError::local(format!("cannot write {}: {e}", file.display())))?;
+    written.push(file.display().to_string());
+    for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+        let sub_name = format!("{name}-{}", sub.get_name());
+        write_pages(dir, sub.clone(), &sub_name, written)?;
+    }
+    Ok(())
+}
+
 fn write(bytes: &[u8]) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(bytes)?;

@@ -209,7 +209,8 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Run(args) => run::run(&ctx, args).await,
         Command::Dev(args) => crate::dev::run(&ctx, args).await,
         Command::Completion { shell } => help_files::completion(shell),
-        Command::Man => help_files::man(),
+        Command::Man { out_dir: None } => help_files::man(),
+        Command::Man { out_dir: Some(dir) } => help_files::man_pages(&dir),
     }
 }
 

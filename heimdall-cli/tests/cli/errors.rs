@@ -95,6 +95,23 @@ async fn completions_and_the_manual_page_cover_every_command() {
         "{}",
         &man.stdout[..300]
     );
+    // One page per command, each with its own flags; snapshots catch a
+    // flag or help text that changed without anyone meaning it to.
+    let pages = tempfile::tempdir().expect("temp dir");
+    let dir = pages.path().to_str().expect("utf-8");
+    let written = h.run(&["man", "--out-dir", dir]).await;
+    assert_eq!(written.code, 0, "{written:?}");
+    let names: Vec<String> = written
+        .stdout
+        .lines()
+        .map(|l| l.trim_start_matches(dir).trim_start_matches('/').to_owned())
+        .collect();
+    assert!(names.len() > 100, "{names:?}");
+    crate::snapshot("man_pages", &names.join("\n"), &[]);
+    for page in ["heimdall-secret-access-log.1", "heimdall-database-user-create.1"] {
+        let text = std::fs::read_to_string(pages.path().join(page)).expect("page");
+        crate::snapshot(page.trim_end_matches(".1"), &text, &[]);
+    }
 }
 
 /// `--version`: this client's, and the server's when its API answers.
