@@ -61,20 +61,6 @@ pub struct AccessLogEntry {
     pub reads: u64,
 }
 
-/// Entries per page of the access log when the caller names no limit,
-/// and the most one page holds.
-pub const ACCESS_LOG_PAGE: u32 = 100;
-pub const ACCESS_LOG_MAX_PAGE: u32 = 1000;
-
-/// `?limit=`: 1 to [`ACCESS_LOG_MAX_PAGE`], [`ACCESS_LOG_PAGE`] if absent.
-pub fn page_limit(requested: Option<u32>) -> Result<u32, crate::ApiError> {
-    match requested {
-        None => Ok(ACCESS_LOG_PAGE),
-        Some(n) if (1..=ACCESS_LOG_MAX_PAGE).contains(&n) => Ok(n),
-        Some(_) => Err(crate::ApiError::invalid_input(format!("limit is 1 to {ACCESS_LOG_MAX_PAGE}"))),
-    }
-}
-
 /// Where the next page of an access log starts: after this entry, in the
 /// log's order (newest second first, then every other column descending,
 /// so that one row comparison finds the place). Sent as an opaque token.
@@ -88,9 +74,6 @@ pub struct AccessLogCursor {
     pub agent: AgentId,
     pub from: String,
 }
-
-/// Longest cursor token accepted, before any decoding.
-const MAX_CURSOR_LEN: usize = 2048;
 
 impl AccessLogCursor {
     /// The cursor after `entry`.
@@ -106,21 +89,12 @@ impl AccessLogCursor {
     }
 
     pub fn encode(&self) -> String {
-        use base64::Engine as _;
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(self).unwrap_or_default())
+        crate::page::encode(self)
     }
 
     /// `?after=`, as [`Self::encode`] made it; anything else is refused.
     pub fn decode(token: &str) -> Result<Self, crate::ApiError> {
-        use base64::Engine as _;
-        let bad =
-            || crate::ApiError::invalid_input("after is not a cursor this API gave (Heimdall-Next-After)");
-        if token.len() > MAX_CURSOR_LEN {
-            return Err(bad());
-        }
-        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
-        let tree = crate::body::parse_strict(&bytes).map_err(|_| bad())?;
-        serde_json::from_value(tree).map_err(|_| bad())
+        crate::page::decode(token)
     }
 }
 

@@ -202,6 +202,10 @@ pub struct ResourceFilter {
     pub component: Option<CatalogId>,
     pub environment: Option<CatalogId>,
     pub status: Option<ResourceStatus>,
+    /// Only those after this one, in the list's order (oldest first).
+    pub after: Option<crate::resources::ResourceCursor>,
+    /// At most this many (`None`: all).
+    pub limit: Option<u32>,
 }
 
 /// How a run ended, as reported by the Agent holding the lease.

@@ -652,3 +652,20 @@ fn status_after_refusal(jobs: &[Job]) -> ResourceStatus {
 
 #[cfg(test)]
 mod tests;
+
+/// Where the next page of `resource list` starts: after this Resource, in
+/// the list's order (created, then id).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceCursor {
+    /// Microseconds since the epoch.
+    pub created_at: i64,
+    pub id: crate::ids::ResourceId,
+}
+
+impl ResourceCursor {
+    pub fn after(resource: &crate::infra::Resource) -> Self {
+        let micros = resource.created_at.unix_timestamp_nanos() / 1000;
+        Self { created_at: i64::try_from(micros).unwrap_or(i64::MAX), id: resource.id }
+    }
+}

@@ -312,7 +312,11 @@ impl Client {
             .await
             .map_err(|err| Error::Transport(format!("{what}: {}", transport_cause(&err))))?;
         let status = response.status();
-        let next = response.headers().get(NEXT_AFTER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let next = response
+            .headers()
+            .get(heimdall_core::page::NEXT_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let body = response
             .bytes()
             .await
@@ -324,9 +328,6 @@ impl Client {
         }
     }
 }
-
-/// Where a list's next page starts, in a page's answer.
-pub const NEXT_AFTER: &str = "heimdall-next-after";
 
 /// The server's error from a non-2xx answer. A code this SDK does not know
 /// (a newer server) keeps its message, under the status's code.

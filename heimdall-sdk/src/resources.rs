@@ -66,18 +66,42 @@ impl Client {
         self.with_body(Method::POST, &["resources"], resource).await
     }
 
-    /// `GET /v1/resources?component=&environment=&status=`, deleted ones included.
+    /// `GET /v1/resources?component=&environment=&status=`, deleted ones
+    /// included: every page, followed ([`Client::list_resources_page`] for one).
     pub async fn list_resources(&self, query: &ResourceQuery) -> Result<Vec<Resource>> {
+        let (mut all, mut next) =
+            self.list_resources_page(query, Some(heimdall_core::page::MAX_LIMIT), None).await?;
+        while let Some(after) = next.take() {
+            let (more, after) =
+                self.list_resources_page(query, Some(heimdall_core::page::MAX_LIMIT), Some(&after)).await?;
+            all.extend(more);
+            next = after;
+        }
+        Ok(all)
+    }
+
+    /// One page of `GET /v1/resources`, oldest first: at most `limit`
+    /// (the server's default 100), after the cursor `after` of the previous
+    /// page; and the next page's cursor, if there is one.
+    pub async fn list_resources_page(
+        &self,
+        query: &ResourceQuery,
+        limit: Option<u32>,
+        after: Option<&str>,
+    ) -> Result<(Vec<Resource>, Option<String>)> {
         let status = query.status.map(ResourceStatus::as_str);
+        let limit = limit.map(|l| l.to_string());
         let url = self.url_with_query(
             &["resources"],
             &[
                 ("component", query.component.as_deref()),
                 ("environment", query.environment.as_deref()),
                 ("status", status),
+                ("limit", limit.as_deref()),
+                ("after", after),
             ],
         )?;
-        self.send(self.authed(Method::GET, url)).await
+        self.send_page(self.authed(Method::GET, url)).await
     }
 
     /// `GET /v1/resources/{id-or-name}`: the Resource and every revision.

@@ -339,16 +339,23 @@ impl InfraStore for SqlStore {
 
     async fn list_resources(&self, org: OrgId, filter: &ResourceFilter) -> StoreResult<Vec<Resource>> {
         // Empty strings mean "any": one statement for every filter combination.
+        // After the cursor: created later, or at the same time with a greater id.
         let sql = format!(
             "SELECT {RESOURCE_COLUMNS} FROM resources WHERE org_id = $1
                AND ($2 = '' OR component_id = $2) AND ($3 = '' OR environment_id = $3) AND ($4 = '' OR status = $4)
-             ORDER BY created_at, id"
+               AND ($5 = '' OR created_at > $6 OR (created_at = $6 AND id > $5))
+             ORDER BY created_at, id LIMIT $7"
         );
+        let (after_id, after_at) =
+            filter.after.as_ref().map_or((String::new(), 0), |c| (c.id.to_string(), c.created_at));
         sqlx::query_as::<_, ResourceRow>(&sql)
             .bind(org.to_string())
             .bind(filter.component.map(|c| c.to_string()).unwrap_or_default())
             .bind(filter.environment.map(|c| c.to_string()).unwrap_or_default())
             .bind(filter.status.map(|s| s.as_str().to_owned()).unwrap_or_default())
+            .bind(after_id)
+            .bind(after_at)
+            .bind(filter.limit.map_or(i64::MAX, i64::from))
             .fetch_all(&self.pool)
             .await
             .map_err(db_err)?

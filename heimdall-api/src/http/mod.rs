@@ -269,6 +269,26 @@ async fn whoami(caller: Caller) -> Json<WhoAmI> {
     Json(WhoAmI { member: caller.member, organization: caller.org })
 }
 
+/// Ends a page: keeps `limit` of `items` (fetched one more than asked, to
+/// know) and, when there were more, names where the next page starts.
+pub(crate) fn page<T>(
+    items: &mut Vec<T>,
+    limit: u32,
+    cursor: impl Fn(&T) -> String,
+) -> axum::http::HeaderMap {
+    let mut headers = axum::http::HeaderMap::new();
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    if items.len() > limit {
+        items.truncate(limit);
+        if let Some(value) =
+            items.last().and_then(|last| axum::http::HeaderValue::from_str(&cursor(last)).ok())
+        {
+            headers.insert(heimdall_core::page::NEXT_AFTER, value);
+        }
+    }
+    headers
+}
+
 async fn not_found() -> HttpError {
     HttpError(ApiError::new(ErrorCode::NotFound, "no such route"))
 }

@@ -16,6 +16,7 @@ use heimdall_core::domain::{CatalogEntry, CatalogKind};
 use heimdall_core::ids::{JobId, OrgId, ResourceId};
 use heimdall_core::infra::{CloudAccount, Resource, ResourceStatus};
 use heimdall_core::ports::ResourceFilter;
+use heimdall_core::resources::ResourceCursor;
 use heimdall_core::resources::{self, Change, Context, DecisionRequest, NewResource, Place, ResourcePlan};
 use heimdall_core::wire::{ChangeResource, CreateResource, Decide, ResourceDetail};
 use heimdall_core::{ApiError, ErrorCode};
@@ -213,6 +214,10 @@ pub(super) struct ListQuery {
     component: Option<String>,
     environment: Option<String>,
     status: Option<String>,
+    /// At most this many (default 100, at most 1000).
+    limit: Option<u32>,
+    /// The `Heimdall-Next-After` of the previous page.
+    after: Option<String>,
 }
 
 impl heimdall_core::body::Query for ListQuery {}
@@ -221,10 +226,12 @@ async fn list(
     State(state): State<AppState>,
     caller: Caller,
     QueryParams(query): QueryParams<ListQuery>,
-) -> HttpResult<Json<Vec<Resource>>> {
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Resource>>)> {
+    let limit = heimdall_core::page::limit(query.limit)?;
+    let after = query.after.as_deref().map(heimdall_core::page::decode::<ResourceCursor>).transpose()?;
     let decider = state.decider(&caller).await?;
     decider.require(Action::ResourceRead, &Target::organization(caller.org.id), None)?;
-    let mut filter = ResourceFilter::default();
+    let mut filter = ResourceFilter { after, limit: Some(limit + 1), ..ResourceFilter::default() };
     if let Some(c) = query.component {
         filter.component = Some(resolve_catalog(&state, &caller, CatalogKind::Component, &c).await?.id);
     }
@@ -234,17 +241,31 @@ async fn list(
     if let Some(s) = query.status {
         filter.status = Some(s.parse().map_err(|e: String| ApiError::invalid_input(format!("status {e}")))?);
     }
-    let mut resources = state.store.list_resources(caller.org.id, &filter).await?;
     // Each Resource is decided in its own environment and place: a
-    // `forbid` scoped to prod or to a Domain hides what it forbids.
+    // `forbid` scoped to prod or to a Domain hides what it forbids. Read
+    // on until the page is full (one more than asked, to know there is a
+    // next page) or the list ends, so hidden ones leave no short page.
     let (tree, environments) = placements(&state, &caller).await?;
-    resources.retain(|r| {
+    let allowed = |r: &Resource| {
         let env = environments.iter().find(|(id, _)| *id == r.environment_id).map_or("", |(_, n)| n.as_str());
         decider
             .decide(Action::ResourceRead, &resource_target(Some(r.id), r.component_id, &tree), Some(env))
             .is_allowed()
-    });
-    Ok(Json(resources))
+    };
+    let wanted = usize::try_from(limit).unwrap_or(usize::MAX) + 1;
+    let mut resources = Vec::new();
+    loop {
+        let chunk = state.store.list_resources(caller.org.id, &filter).await?;
+        let read = chunk.len();
+        filter.after = chunk.last().map(ResourceCursor::after);
+        resources.extend(chunk.into_iter().filter(|r| allowed(r)));
+        if resources.len() >= wanted || read < wanted {
+            break;
+        }
+    }
+    let headers =
+        super::page(&mut resources, limit, |last| heimdall_core::page::encode(&ResourceCursor::after(last)));
+    Ok((headers, Json(resources)))
 }
 
 /// The catalog and the environments' names, for deciding many Resources.

@@ -391,7 +391,7 @@ async fn access_log(
     Path(key): Path<String>,
     QueryParams(query): QueryParams<AccessLogQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<AccessLogEntry>>)> {
-    let limit = heimdall_core::access::page_limit(query.limit)?;
+    let limit = heimdall_core::page::limit(query.limit)?;
     let after = query.after.as_deref().map(heimdall_core::access::AccessLogCursor::decode).transpose()?;
     let secret = resolve(&state, &caller, &key).await?;
     let environment = match query.environment.as_deref() {
@@ -430,21 +430,10 @@ async fn access_log(
         e.version,
         &page.namesakes
     )));
-    let mut headers = axum::http::HeaderMap::new();
-    if entries.len() > usize::try_from(limit).unwrap_or(usize::MAX) {
-        entries.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-        if let Some(last) = entries.last() {
-            let next = heimdall_core::access::AccessLogCursor::after(last).encode();
-            if let Ok(value) = axum::http::HeaderValue::from_str(&next) {
-                headers.insert(NEXT_AFTER, value);
-            }
-        }
-    }
+    let headers =
+        super::page(&mut entries, limit, |last| heimdall_core::access::AccessLogCursor::after(last).encode());
     Ok((headers, Json(entries)))
 }
-
-/// The response header naming where the next page starts (`?after=`).
-pub(crate) const NEXT_AFTER: &str = "heimdall-next-after";
 
 async fn assignments(
     State(state): State<AppState>,
