@@ -49,8 +49,10 @@ pub async fn listen_for_jobs(
     wake: std::sync::Arc<tokio::sync::Notify>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let mut pause = std::time::Duration::from_millis(200);
+    const FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
+    let mut pause = FIRST_PAUSE;
     loop {
+        let began = std::time::Instant::now();
         let listening = listen_once(&url, &wake);
         tokio::select! {
             ended = listening => {
@@ -64,7 +66,12 @@ pub async fn listen_for_jobs(
             () = tokio::time::sleep(pause) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        pause = (pause * 2).min(std::time::Duration::from_secs(10));
+        // Longer pauses only while it keeps failing at once.
+        pause = if began.elapsed() > std::time::Duration::from_secs(60) {
+            FIRST_PAUSE
+        } else {
+            (pause * 2).min(std::time::Duration::from_secs(10))
+        };
     }
 }
 

@@ -77,7 +77,17 @@ struct SecretRow {
 }
 
 impl SecretRow {
-    fn into_domain(self, components: Vec<CatalogId>, owner_keys: Vec<String>) -> StoreResult<Secret> {
+    /// The secret, with what other tables hold of it; its status follows
+    /// from its lifecycle and its marks.
+    fn into_domain(
+        self,
+        components: Vec<CatalogId>,
+        owner_keys: Vec<String>,
+        at_risk: Vec<heimdall_core::secrets::AtRisk>,
+    ) -> StoreResult<Secret> {
+        let status = heimdall_core::secrets::SecretStatus::of(&self.lifecycle, !at_risk.is_empty());
+        // Only a personal secret has keys bound to it.
+        let owner_keys = if self.personal_owner_id.is_some() { owner_keys } else { Vec::new() };
         let tags: BTreeMap<String, String> =
             serde_json::from_str(&self.tags).map_err(|e| StoreError::Backend(format!("stored tags: {e}")))?;
         Ok(Secret {
@@ -95,8 +105,8 @@ impl SecretRow {
             created_at: from_micros(self.created_at),
             created_by: self.created_by,
             updated_at: from_micros(self.updated_at),
-            at_risk: Vec::new(),
-            status: Default::default(),
+            at_risk,
+            status,
             deleted_at: self.deleted_at.map(from_micros),
         })
     }
@@ -169,11 +179,8 @@ impl SqlStore {
         let components = self.components_of(&row.id).await?;
         let owner_keys =
             if row.personal_owner_id.is_some() { self.owner_keys_of(&row.id).await? } else { Vec::new() };
-        let lifecycle = row.lifecycle.clone();
-        let mut secret = row.into_domain(components, owner_keys)?;
-        secret.at_risk = super::at_risk::of_secret(&self.pool, &secret.id.to_string()).await?;
-        secret.status = heimdall_core::secrets::SecretStatus::of(&lifecycle, !secret.at_risk.is_empty());
-        Ok(secret)
+        let at_risk = super::at_risk::of_secret(&self.pool, &row.id).await?;
+        row.into_domain(components, owner_keys, at_risk)
     }
 }
 
@@ -266,16 +273,12 @@ impl SecretStore for SqlStore {
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let id = row.id.clone();
-            let owner_keys = if row.personal_owner_id.is_some() {
-                keys.remove(&id).unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            let lifecycle = row.lifecycle.clone();
-            let mut secret = row.into_domain(components.remove(&id).unwrap_or_default(), owner_keys)?;
-            secret.at_risk = risks.remove(&id).unwrap_or_default();
-            secret.status = heimdall_core::secrets::SecretStatus::of(&lifecycle, !secret.at_risk.is_empty());
-            out.push(secret);
+            let (components, owner_keys, at_risk) = (
+                components.remove(&id).unwrap_or_default(),
+                keys.remove(&id).unwrap_or_default(),
+                risks.remove(&id).unwrap_or_default(),
+            );
+            out.push(row.into_domain(components, owner_keys, at_risk)?);
         }
         Ok(out)
     }
