@@ -32,3 +32,5 @@ trap 'bash scripts/moto.sh stop >/dev/null 2>&1 || true' EXIT
 # Builds every binary first: the end-to-end tests drive them.
 cargo build --workspace --bins --locked
 cargo test --workspace --all-features --locked "$@"
+# The Python bindings: their wheel (maturin) and pytest suite, against a real `heimdall dev`.
+bash scripts/test-python.sh

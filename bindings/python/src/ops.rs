@@ -1,0 +1,387 @@
+//! Each operation once, as an `async fn` over heimdall-sdk: the sync client
+//! blocks on it, the async one hands it to asyncio. Nothing here speaks
+//! HTTP; only the SDK does.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use heimdall_core::ids::{CatalogId, JobId};
+use heimdall_sdk::wire::{
+    CatalogKind, CreateCatalogEntry, CreateResource, CreateSecret, Resource, ResourceStatus, UpdateSecret,
+};
+use heimdall_sdk::{AgentClient, Client, Identity, JobQuery, ResourceQuery, Timeouts};
+use pyo3::Python;
+
+use crate::convert::{json, Failure, Reply};
+
+pub(crate) type Outcome = Result<Reply, Failure>;
+
+// ---- set-up ------------------------------------------------------------------
+
+/// Seconds (a Python float) as a `Duration`, or `default` for `None`.
+pub(crate) fn seconds(value: Option<f64>, default: Duration, what: &str) -> Result<Duration, Failure> {
+    match value {
+        None => Ok(default),
+        Some(secs) => Duration::try_from_secs_f64(secs)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| Failure::invalid(format!("{what} must be a positive number of seconds"))),
+    }
+}
+
+pub(crate) fn timeouts(connect: Option<f64>, request: Option<f64>) -> Result<Timeouts, Failure> {
+    let default = Timeouts::default();
+    Ok(Timeouts {
+        connect: seconds(connect, default.connect, "connect_timeout")?,
+        request: seconds(request, default.request, "request_timeout")?,
+    })
+}
+
+/// The SDK client: with the installation CA when `ca_pem` is given (what
+/// `heimdall dev` and its profile use), else the system's roots.
+pub(crate) fn api_client(
+    url: &str,
+    token: Option<&str>,
+    ca_pem: Option<&str>,
+    connect: Option<f64>,
+    request: Option<f64>,
+) -> Result<Client, Failure> {
+    let client = match (ca_pem, token) {
+        (Some(ca), token) => Client::with_ca(url, token, ca)?,
+        (None, Some(token)) => Client::new(url, token)?,
+        (None, None) => Client::unauthenticated(url)?,
+    };
+    Ok(client.with_timeouts(timeouts(connect, request)?)?)
+}
+
+pub(crate) fn agent_with_program_token(
+    url: &str,
+    token: &str,
+    ca_pem: &str,
+    connect: Option<f64>,
+    request: Option<f64>,
+) -> Result<AgentClient, Failure> {
+    Ok(AgentClient::with_program_token(url, token, ca_pem)?.with_timeouts(timeouts(connect, request)?)?)
+}
+
+pub(crate) fn agent_with_certificate(
+    url: &str,
+    identity: &Identity,
+    agent_id: &str,
+    pins: Option<&[String]>,
+    connect: Option<f64>,
+    request: Option<f64>,
+) -> Result<AgentClient, Failure> {
+    let agent = agent_id.parse().map_err(|_| Failure::invalid("agent_id is not an Agent id (a UUID)"))?;
+    Ok(AgentClient::new(url, identity, agent, pins)?.with_timeouts(timeouts(connect, request)?)?)
+}
+
+// ---- the API -----------------------------------------------------------------
+
+fn kind(kind: &str) -> Result<CatalogKind, Failure> {
+    kind.parse().map_err(Failure::invalid)
+}
+
+pub(crate) async fn health(sdk: Client) -> Outcome {
+    json(&sdk.health().await?)
+}
+
+pub(crate) async fn whoami(sdk: Client) -> Outcome {
+    json(&sdk.whoami().await?)
+}
+
+/// A new catalog entry; `parent` (the domain of a system, the system of a
+/// component) is an id or a name, looked up with the SDK.
+pub(crate) async fn create_catalog_entry(
+    sdk: Client,
+    kind_name: String,
+    name: String,
+    description: Option<String>,
+    parent: Option<String>,
+) -> Outcome {
+    let kind = kind(&kind_name)?;
+    let parent_id = match (kind.parent_kind(), parent) {
+        (_, None) => None,
+        (None, Some(_)) => return Err(Failure::invalid(format!("a {kind} has no parent"))),
+        (Some(parent_kind), Some(parent)) => Some(match parent.parse::<CatalogId>() {
+            Ok(id) => id,
+            Err(_) => sdk.get_catalog_entry(parent_kind, &parent).await?.id,
+        }),
+    };
+    json(&sdk.create_catalog_entry(kind, &CreateCatalogEntry { name, description, parent_id }).await?)
+}
+
+pub(crate) async fn list_catalog(sdk: Client, kind_name: String, parent: Option<String>) -> Outcome {
+    json(&sdk.list_catalog(kind(&kind_name)?, parent.as_deref()).await?)
+}
+
+pub(crate) async fn get_catalog_entry(sdk: Client, kind_name: String, id_or_name: String) -> Outcome {
+    json(&sdk.get_catalog_entry(kind(&kind_name)?, &id_or_name).await?)
+}
+
+pub(crate) async fn rename_catalog_entry(
+    sdk: Client,
+    kind_name: String,
+    id_or_name: String,
+    new_name: String,
+) -> Outcome {
+    json(&sdk.rename_catalog_entry(kind(&kind_name)?, &id_or_name, &new_name).await?)
+}
+
+pub(crate) async fn delete_catalog_entry(sdk: Client, kind_name: String, id_or_name: String) -> Outcome {
+    sdk.delete_catalog_entry(kind(&kind_name)?, &id_or_name).await?;
+    Ok(Reply::Nothing)
+}
+
+/// Requests a Resource; with `wait` (seconds), polls it until it settles.
+#[allow(clippy::too_many_arguments, reason = "one per field of the request, from Python")]
+pub(crate) async fn create_resource(
+    sdk: Client,
+    component: String,
+    schema: String,
+    environment: String,
+    name: String,
+    input_json: String,
+    region: Option<String>,
+    wait: Option<f64>,
+    interruptible: bool,
+) -> Outcome {
+    let input = serde_json::from_str(&input_json)
+        .map_err(|err| Failure::invalid(format!("input is not JSON: {err}")))?;
+    let wait = wait.map(|w| seconds(Some(w), Duration::ZERO, "timeout")).transpose()?;
+    let request = CreateResource { component, schema, environment, name, input, region, imports: Vec::new() };
+    let created = sdk.create_resource(&request).await?;
+    match wait {
+        Some(timeout) => json(&settle(&sdk, created, timeout, interruptible).await?),
+        None => json(&created),
+    }
+}
+
+pub(crate) async fn wait_for_resource(
+    sdk: Client,
+    id_or_name: String,
+    timeout: f64,
+    interruptible: bool,
+) -> Outcome {
+    let timeout = seconds(Some(timeout), Duration::ZERO, "timeout")?;
+    let start = sdk.get_resource(&id_or_name).await?.resource;
+    json(&settle(&sdk, start, timeout, interruptible).await?)
+}
+
+pub(crate) async fn list_resources(
+    sdk: Client,
+    component: Option<String>,
+    environment: Option<String>,
+    status: Option<String>,
+) -> Outcome {
+    let status = status
+        .map(|s| s.parse::<ResourceStatus>())
+        .transpose()
+        .map_err(|_| Failure::invalid("status is not a Resource status (queued, provisioned, ...)"))?;
+    json(&sdk.list_resources(&ResourceQuery { component, environment, status }).await?)
+}
+
+pub(crate) async fn get_resource(sdk: Client, id_or_name: String) -> Outcome {
+    json(&sdk.get_resource(&id_or_name).await?)
+}
+
+pub(crate) async fn delete_resource(
+    sdk: Client,
+    id_or_name: String,
+    wait: Option<f64>,
+    interruptible: bool,
+) -> Outcome {
+    let wait = wait.map(|w| seconds(Some(w), Duration::ZERO, "timeout")).transpose()?;
+    let deleting = sdk.delete_resource(&id_or_name).await?;
+    match wait {
+        Some(timeout) => json(&settle(&sdk, deleting, timeout, interruptible).await?),
+        None => json(&deleting),
+    }
+}
+
+/// Work is still going on for it (an Agent has, or will have, a job).
+fn in_progress(status: ResourceStatus) -> bool {
+    matches!(status, ResourceStatus::Queued | ResourceStatus::Applying | ResourceStatus::Deleting)
+}
+
+/// Polls `get_resource` until the Resource is no longer queued, applying
+/// or deleting (as `heimdall resource create --wait` does), or `timeout`
+/// passes. A poll that gets no answer is retried until then; any other
+/// error ends the wait. `interruptible`: Ctrl-C ends it (the sync client,
+/// which runs this on the calling thread).
+async fn settle(
+    sdk: &Client,
+    start: Resource,
+    timeout: Duration,
+    interruptible: bool,
+) -> Result<Resource, Failure> {
+    let began = Instant::now();
+    let mut last = start;
+    let mut pause = Duration::from_millis(250);
+    while in_progress(last.status) {
+        let left = timeout.saturating_sub(began.elapsed());
+        if left.is_zero() {
+            return Err(Failure::local(
+                "timeout",
+                format!(
+                    "timed out after {:.0} s waiting for Resource {}: it is still {}; its job goes on",
+                    timeout.as_secs_f64(),
+                    last.name,
+                    last.status
+                ),
+            ));
+        }
+        tokio::time::sleep(pause.min(left)).await;
+        pause = (pause * 3 / 2).min(Duration::from_secs(2));
+        if interruptible {
+            Python::attach(|py| py.check_signals()).map_err(Failure::Python)?;
+        }
+        let left = timeout.saturating_sub(began.elapsed());
+        match tokio::time::timeout(left, sdk.get_resource(&last.id.to_string())).await {
+            Err(_) | Ok(Err(heimdall_sdk::Error::Transport(_))) => {}
+            Ok(Ok(detail)) => last = detail.resource,
+            Ok(Err(err)) => return Err(err.into()),
+        }
+    }
+    Ok(last)
+}
+
+fn job_id(id: &str) -> Result<JobId, Failure> {
+    id.parse().map_err(|_| Failure::invalid("a job id is a UUID"))
+}
+
+pub(crate) async fn list_jobs(sdk: Client, resource: Option<String>, component: Option<String>) -> Outcome {
+    json(&sdk.list_jobs(&JobQuery { resource, component }).await?)
+}
+
+pub(crate) async fn get_job(sdk: Client, id: String) -> Outcome {
+    json(&sdk.get_job(job_id(&id)?).await?)
+}
+
+pub(crate) async fn get_job_log(sdk: Client, id: String) -> Outcome {
+    json(&sdk.get_job_log(job_id(&id)?).await?)
+}
+
+// ---- secrets (metadata) and values -------------------------------------------
+
+pub(crate) async fn create_secret(
+    sdk: Client,
+    name: String,
+    secret_type: Option<String>,
+    description: Option<String>,
+    tags: Option<BTreeMap<String, String>>,
+    components: Option<Vec<String>>,
+) -> Outcome {
+    let secret = CreateSecret { name, secret_type, description, tags, components, ..Default::default() };
+    json(&sdk.create_secret(&secret).await?)
+}
+
+pub(crate) async fn list_secrets(sdk: Client) -> Outcome {
+    json(&sdk.list_secrets().await?)
+}
+
+pub(crate) async fn get_secret(sdk: Client, id_or_name: String) -> Outcome {
+    json(&sdk.get_secret(&id_or_name).await?)
+}
+
+pub(crate) async fn update_secret(
+    sdk: Client,
+    id_or_name: String,
+    secret_type: Option<String>,
+    description: Option<String>,
+    tags: Option<BTreeMap<String, String>>,
+    components: Option<Vec<String>>,
+) -> Outcome {
+    let change = UpdateSecret { secret_type, description, tags, components };
+    json(&sdk.update_secret(&id_or_name, &change).await?)
+}
+
+pub(crate) async fn delete_secret(sdk: Client, id_or_name: String, environment: Option<String>) -> Outcome {
+    json(&sdk.delete_secret(&id_or_name, environment.as_deref()).await?)
+}
+
+pub(crate) async fn access_log(
+    sdk: Client,
+    id_or_name: String,
+    environment: Option<String>,
+    limit: Option<u32>,
+    after: Option<String>,
+) -> Outcome {
+    let (entries, next) =
+        sdk.access_log_page(&id_or_name, environment.as_deref(), limit, after.as_deref()).await?;
+    let entries = match json(&entries)? {
+        Reply::Json(value) => value,
+        _ => serde_json::Value::Null,
+    };
+    Ok(Reply::Page(entries, next))
+}
+
+pub(crate) async fn secret_holders(sdk: Client, secret: String, environment: String) -> Outcome {
+    json(&sdk.secret_holders(&secret, &environment).await?)
+}
+
+/// `heimdall secret get` as a person: the API names the Agents holding
+/// `environment`, and the value comes from the first that answers, over
+/// mTLS with `identity`. An Agent's refusal is final; one that cannot be
+/// reached passes to the next.
+pub(crate) async fn get_secret_value(
+    sdk: Client,
+    secret: String,
+    environment: String,
+    identity: Identity,
+    version: Option<i64>,
+    connect: Option<f64>,
+    request: Option<f64>,
+) -> Outcome {
+    let timeouts = timeouts(connect, request)?;
+    let holders = sdk.secret_holders(&secret, &environment).await?;
+    let mut unreachable = Vec::new();
+    for holder in &holders {
+        let Some(url) = holder.url.as_deref() else {
+            unreachable.push(format!("{} has not reported its local API yet", holder.agent));
+            continue;
+        };
+        let agent = AgentClient::for_holder(holder, url, &identity)?.with_timeouts(timeouts)?;
+        match agent.get_value(&secret, &environment, version).await {
+            Ok(answer) => return Ok(Reply::Value(answer)),
+            Err(heimdall_sdk::Error::Transport(message)) => unreachable.push(message),
+            Err(err) => return Err(err.into()),
+        }
+    }
+    if holders.is_empty() {
+        return Err(Failure::local("invalid", format!("no Agent holds {environment}'s values")));
+    }
+    Err(Failure::local(
+        "transport",
+        format!("no Agent holding {environment} answered: {}", unreachable.join("; ")),
+    ))
+}
+
+// ---- an Agent's local API -----------------------------------------------------
+
+pub(crate) async fn agent_health(agent: AgentClient) -> Outcome {
+    Ok(Reply::Json(agent.health().await?))
+}
+
+pub(crate) async fn get_value(
+    agent: AgentClient,
+    secret: String,
+    environment: String,
+    version: Option<i64>,
+) -> Outcome {
+    Ok(Reply::Value(agent.get_value(&secret, &environment, version).await?))
+}
+
+pub(crate) async fn get_values(agent: AgentClient, environment: String, secrets: Vec<String>) -> Outcome {
+    Ok(Reply::Values(agent.get_values(&environment, &secrets).await?))
+}
+
+pub(crate) async fn write_as_program(
+    agent: AgentClient,
+    secret: String,
+    environment: String,
+    value: String,
+) -> Outcome {
+    let value = heimdall_core::Redacted::new(value);
+    Ok(Reply::Json(agent.write_as_program(&secret, &environment, value.expose()).await?))
+}
