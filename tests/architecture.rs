@@ -140,3 +140,25 @@ fn the_binaries_are_thin() {
         assert!(!text.contains("toml::") && !text.contains("replacen"), "heimdall dev edits a TOML file");
     }
 }
+
+/// Architecture Invariant: every route of the API's people listener and
+/// Agent channel is registered through `utoipa_axum::routes!` from its
+/// handler's `#[utoipa::path]`, so the OpenAPI documents list exactly the
+/// routes served (`heimdall-api/tests/api/openapi.rs` checks the served
+/// side). A plain `.route(` would be a route no document names.
+#[test]
+fn api_routes_come_with_their_document() {
+    let http = workspace().join("heimdall-api/src/http");
+    for file in rust_files(&http) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            assert!(
+                !code.contains(".route(") && !code.replace("OpenApiRouter::", "").contains("Router::new()"),
+                "{}:{}: register routes with utoipa_axum::routes!, not axum's Router: {line}",
+                file.display(),
+                n + 1
+            );
+        }
+    }
+}

@@ -28,6 +28,8 @@ use time::OffsetDateTime;
 use tokio::net::TcpListener;
 
 pub use config::ServeConfig;
+pub use http::agent_channel::openapi_document as agent_channel_openapi_document;
+pub use http::openapi_document;
 
 /// The wall clock, truncated to microseconds (what the database keeps), so
 /// that a record read back equals the record written.

@@ -99,6 +99,12 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Output::Table)]
         output: Output,
     },
+    /// Print an OpenAPI document (JSON) and exit: the people-facing API's
+    /// (what `GET /v1/openapi.json` serves), or the Agent channel's.
+    Openapi {
+        #[arg(long, value_enum, default_value = "people")]
+        document: Document,
+    },
     /// Run pending migrations and exit.
     Migrate {
         #[arg(long, env = "HEIMDALL_DATABASE_URL", hide_env_values = true)]
@@ -106,6 +112,12 @@ enum Command {
         #[arg(long, env = "HEIMDALL_CONFIG")]
         config: Option<PathBuf>,
     },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Document {
+    People,
+    AgentChannel,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -340,6 +352,15 @@ async fn run(cli: Cli) -> Result<(), RunError> {
         Command::RotateOidcKey { ca_dir } => {
             let kid = heimdall_api::oidc::rotate(&ca_dir.join("oidc")).map_err(|e| ("INVALID_INPUT", e))?;
             println!("✓ New OIDC signing key {kid}: it signs from the API's next start; the previous one stays published");
+            Ok(())
+        }
+        Command::Openapi { document } => {
+            let document = match document {
+                Document::People => heimdall_api::openapi_document(),
+                Document::AgentChannel => heimdall_api::agent_channel_openapi_document(),
+            };
+            let text = document.to_pretty_json().map_err(|e| ("INTERNAL", e.to_string()))?;
+            println!("{text}");
             Ok(())
         }
         Command::Migrate { database_url, config: file } => {

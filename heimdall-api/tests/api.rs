@@ -27,6 +27,8 @@ mod leaks;
 mod metrics;
 #[path = "api/notifications.rs"]
 mod notifications;
+#[path = "api/openapi.rs"]
+mod openapi;
 #[path = "api/policy_scope.rs"]
 mod policy_scope;
 #[path = "api/queue.rs"]

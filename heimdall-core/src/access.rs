@@ -25,7 +25,7 @@ use crate::ids::AgentId;
 
 /// One read an Agent served, as it recorded it before serving. `seq` is the
 /// Agent's own gap-free sequence number (from 1).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AccessRecord {
     pub seq: i64,
@@ -45,7 +45,7 @@ pub struct AccessRecord {
 
 /// One line of a secret's access log: the reads of one accessor, of one
 /// version, served by one Agent to one address within one second.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AccessLogEntry {
     /// The second the reads happened in.
     #[serde(with = "time::serde::rfc3339")]
@@ -64,7 +64,7 @@ pub struct AccessLogEntry {
 /// Where the next page of an access log starts: after this entry, in the
 /// log's order (newest second first, then every other column descending,
 /// so that one row comparison finds the place). Sent as an opaque token.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AccessLogCursor {
     pub second: i64,

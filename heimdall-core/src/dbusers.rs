@@ -27,7 +27,7 @@ use crate::ids::{CatalogId, DatabaseId, OrgId, SecretId, ServiceUserId};
 use crate::redacted::Redacted;
 
 /// The database engines a service user can live in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Engine {
     Postgres,
@@ -74,7 +74,7 @@ pub fn check_user_name(user: &str) -> Result<(), ApiError> {
 
 /// What the secret's value holds (JSON): which login is current, with its
 /// password and where to connect.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credential {
     pub engine: Engine,
@@ -140,7 +140,7 @@ impl Schedule {
 /// A database the Agent manages service users in. The API keeps where it
 /// is and the name of the secret with its administrative credential
 /// (`{"username","password"}`, written with `secret set`); never a password.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Database {
     pub id: DatabaseId,
     pub org_id: OrgId,
@@ -184,7 +184,7 @@ pub fn check_database_name(name: &str) -> Result<(), ApiError> {
 }
 
 /// A service user and its schedule, as the API keeps it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ServiceUser {
     pub id: ServiceUserId,
     pub org_id: OrgId,
@@ -286,7 +286,7 @@ pub const RETRY_AFTER: Duration = Duration::minutes(1);
 pub const TASK_LEASE: Duration = Duration::seconds(60);
 
 /// What the API offers an Agent for a user.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskKind {
     /// Make the roles and the first password.
@@ -337,7 +337,7 @@ pub fn may_rotate_now(user: &ServiceUser, now: OffsetDateTime) -> Result<(), Api
 
 /// Where a rotation stands, as the Agent records it (sealed, in its store)
 /// before each step that changes something.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "phase", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Phase {
     /// Nothing in flight: `version` is stored, naming login `current`.

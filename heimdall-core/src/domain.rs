@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 
 use crate::ids::{CatalogId, EventId, MemberId, OrgId, PolicyId, TokenId};
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Organization {
     pub id: OrgId,
     pub name: String,
@@ -16,7 +16,9 @@ pub struct Organization {
     pub created_at: OffsetDateTime,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Owner,
@@ -54,7 +56,7 @@ impl FromStr for Role {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Member {
     pub id: MemberId,
     pub org_id: OrgId,
@@ -66,7 +68,7 @@ pub struct Member {
 
 /// A token's metadata. The token itself exists only in the response that
 /// created it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TokenInfo {
     pub id: TokenId,
     pub member_id: MemberId,
@@ -79,7 +81,7 @@ pub struct TokenInfo {
 
 /// Domain → System → Component form one tree under the organization;
 /// Environments hang off the organization.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CatalogKind {
     Domain,
@@ -146,7 +148,7 @@ impl FromStr for CatalogKind {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CatalogEntry {
     pub id: CatalogId,
     pub org_id: OrgId,
@@ -162,7 +164,7 @@ pub struct CatalogEntry {
     pub created_by: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Policy {
     pub id: PolicyId,
     pub org_id: OrgId,
@@ -178,7 +180,7 @@ pub struct Policy {
 
 /// One line of the organization's audit feed: who did what to what, when.
 /// Details never carry a secret, token or input value.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AuditEvent {
     pub id: EventId,
     pub org_id: OrgId,

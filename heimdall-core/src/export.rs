@@ -13,7 +13,7 @@ use crate::root_module::{
 };
 
 /// One file of an export package.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ExportFile {
     /// Relative to the package's directory.
     pub path: String,
@@ -21,7 +21,7 @@ pub struct ExportFile {
 }
 
 /// The package, file by file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ExportPackage {
     pub resource_id: crate::ids::ResourceId,
     /// The revision whose apply the package reproduces.

@@ -24,7 +24,7 @@ pub fn plan_key(resource: ResourceId) -> String {
 }
 
 /// A revision's plan, as the API keeps it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RevisionPlan {
     /// SHA-256 (hex) of the plan file.

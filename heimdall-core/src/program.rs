@@ -21,7 +21,7 @@ use crate::names::validate_name;
 
 /// What a token may do. `write` and `delete` go through the API on the
 /// program's behalf, as people's writes and deletions do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verb {
     Read,
@@ -54,7 +54,7 @@ pub const TOKEN_PREFIX: &str = "hdp_";
 pub const ID_LEN: usize = 16;
 
 /// One token's scope, as the Agent keeps it (never the token itself).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramScope {
     /// The token's id: its first part, not a secret.

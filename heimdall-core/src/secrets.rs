@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use crate::ids::{AgentId, CatalogId, MemberId, OrgId, SecretId};
 use crate::names::{validate_name, validate_text};
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Secret {
     pub id: SecretId,
     pub org_id: OrgId,
@@ -69,7 +69,7 @@ pub fn in_trail(environment: &str, version: i64, namesakes: &[(String, i64)]) ->
 
 /// A secret's status: `deleting` and `deleted` come from its lifecycle,
 /// `at_risk` from its marks, else `active`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SecretStatus {
     #[default]
@@ -102,7 +102,7 @@ impl SecretStatus {
 
 /// A secret at risk in one environment: who was removed having read which
 /// of its still-current versions, and when it was marked.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AtRisk {
     /// The environment's name.
     pub environment: String,
@@ -115,7 +115,7 @@ pub struct AtRisk {
 
 /// One version of a secret in one environment: who made it and when. The
 /// value is in the Agents that hold the environment.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SecretVersion {
     pub secret_id: SecretId,
     pub environment_id: CatalogId,
@@ -128,7 +128,7 @@ pub struct SecretVersion {
 }
 
 /// "This Agent holds this environment's values" — the owner's decision.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Assignment {
     pub environment_id: CatalogId,
     pub agent_id: AgentId,
@@ -139,7 +139,7 @@ pub struct Assignment {
 
 /// A client certificate the installation CA issued to a person, by the
 /// SHA-256 of its DER. Agents serve reads only to these.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MemberCertificate {
     pub sha256: String,
     pub org_id: OrgId,
@@ -186,7 +186,7 @@ pub fn reaches(owner: Option<MemberId>, owner_keys: &[String], member: MemberId,
 
 /// The server certificate of an Agent's local API, by its SHA-256: what
 /// people's clients require of that Agent (with its URI SAN).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AgentCertificate {
     pub sha256: String,
     pub org_id: OrgId,
@@ -200,7 +200,7 @@ pub struct AgentCertificate {
 }
 
 /// What kind of certificate the installation CA issued.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CertificateKind {
     /// A person's client certificate.
@@ -210,7 +210,7 @@ pub enum CertificateKind {
 }
 
 /// One issued certificate, as `heimdall certificate list` shows it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct IssuedCertificateInfo {
     pub sha256: String,
     pub kind: CertificateKind,

@@ -39,33 +39,33 @@ use crate::ids::CatalogId;
 use crate::Redacted;
 
 /// Every error response: `{"error": {"code", "message", "fields"?}}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     pub error: ApiError,
 }
 
 /// `GET /v1/ca` (no token): the installation CA, for clients that pinned
 /// its fingerprint to trust it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CaCertificate {
     pub certificate: String,
     pub sha256: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Health {
     pub status: String,
     pub version: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WhoAmI {
     pub member: Member,
     pub organization: Organization,
 }
 
 /// The output of `heimdall-api bootstrap --output json`. `token` is shown once.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Bootstrapped {
     pub organization: Organization,
     pub owner: Member,
@@ -82,7 +82,7 @@ impl std::fmt::Debug for Bootstrapped {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AddMember {
     pub email: String,
@@ -90,7 +90,7 @@ pub struct AddMember {
 }
 
 /// A new member and their first API token, shown this once.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AddedMember {
     pub member: Member,
     pub token: String,
@@ -102,13 +102,13 @@ impl std::fmt::Debug for AddedMember {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChangeRole {
     pub role: Role,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateToken {
     pub name: String,
@@ -116,14 +116,14 @@ pub struct CreateToken {
 
 /// `POST /v1/agents/{key}/forget` (owner): the Agent's store is destroyed,
 /// so what its last inventory listed is held nowhere any more.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForgetAgent {
     pub confirm_store_destroyed: bool,
 }
 
 /// `GET /v1/agents/{key}`: the Agent and what its last inventory listed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AgentDetail {
     pub agent: crate::infra::Agent,
     pub holdings: Vec<crate::ports::Holding>,
@@ -131,7 +131,7 @@ pub struct AgentDetail {
 
 /// `POST /v1/notifications` (owner): a webhook the organization's
 /// notified events go to (`notify::NOTIFIED`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateChannel {
     pub name: String,
@@ -139,7 +139,7 @@ pub struct CreateChannel {
 }
 
 /// The channel and its signing secret, shown this once.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CreatedChannel {
     pub channel: crate::notify::Channel,
     pub secret: String,
@@ -151,7 +151,7 @@ impl std::fmt::Debug for CreatedChannel {
     }
 }
 
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CreatedToken {
     pub info: TokenInfo,
     pub token: String,
@@ -166,7 +166,7 @@ impl std::fmt::Debug for CreatedToken {
 /// Create a domain, system, component or environment. `parent_id` names
 /// the domain of a new system or the system of a new component, and must
 /// be absent for domains and environments.
-#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateCatalogEntry {
     pub name: String,
@@ -176,13 +176,13 @@ pub struct CreateCatalogEntry {
     pub parent_id: Option<CatalogId>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rename {
     pub name: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreatePolicy {
     pub name: String,
@@ -214,7 +214,7 @@ pub use crate::infra::{
     OidcTarget, Provider, Resource, ResourceSchema, ResourceStatus, Revision, RevisionState, StateBackend,
 };
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSchema {
     #[serde(rename = "type")]
@@ -232,7 +232,7 @@ pub struct CreateSchema {
     pub drift_check_every: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateCloudAccount {
     pub name: String,
@@ -255,7 +255,7 @@ pub struct CreateCloudAccount {
 
 /// Link an account: `scope` `organization` (no `scope_id`), or `domain` /
 /// `system` with `scope_id` (id or name); `environment` is an id or name.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkCloudAccount {
     pub scope: LinkScope,
@@ -264,7 +264,7 @@ pub struct LinkCloudAccount {
     pub environment: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CloudAccountDetail {
     pub account: CloudAccount,
     pub links: Vec<AccountLink>,
@@ -272,7 +272,7 @@ pub struct CloudAccountDetail {
 
 /// Request a Resource. `component` and `environment` are ids or names;
 /// `schema` is a schema id, or a type name meaning its newest version.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateResource {
     pub component: String,
@@ -289,7 +289,7 @@ pub struct CreateResource {
 }
 
 /// Change a Resource's input (a new revision).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChangeResource {
     pub input: serde_json::Value,
@@ -300,7 +300,7 @@ pub struct ChangeResource {
 /// Approve or refuse: the approver names the revision they read and, to
 /// approve under a schema that requires approval, its plan's SHA-256 (at
 /// least its first 12 hex digits).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Decide {
     pub revision: i64,
@@ -310,13 +310,13 @@ pub struct Decide {
     pub reason: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ResourceDetail {
     pub resource: Resource,
     pub revisions: Vec<Revision>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct JobLog {
     pub content: String,
     pub truncated: bool,
@@ -333,14 +333,14 @@ pub struct JobLog {
 pub use crate::export::{ExportFile, ExportPackage};
 pub use crate::infra::Agent;
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateRegistration {
     pub name: String,
 }
 
 /// A one-time registration token, shown once.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Registration {
     pub name: String,
     pub token: String,
@@ -363,7 +363,7 @@ impl std::fmt::Debug for Registration {
 }
 
 /// The Agent's certificate signing request; its private key never leaves it.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Enroll {
     pub token: String,
@@ -376,7 +376,7 @@ impl std::fmt::Debug for Enroll {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Enrolled {
     pub agent: Agent,
     pub certificate_pem: String,
@@ -385,7 +385,7 @@ pub struct Enrolled {
     pub agent_api_url: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Claim {
     /// How long to hold the request open when nothing is queued (≤ 30 s).
@@ -394,7 +394,7 @@ pub struct Claim {
 
 /// A claimed job: the request, the lease that every later call must carry,
 /// and the state lock a dead earlier attempt left behind, if it reported one.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClaimedJob {
     pub job: Job,
     pub lease: crate::ids::LeaseId,
@@ -410,7 +410,7 @@ pub struct ClaimedJob {
 
 /// Temporary credentials for one job, from OIDC federation. Never stored,
 /// logged or shown: `Debug` redacts the secret parts.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum JobCredentials {
     /// AWS STS `AssumeRoleWithWebIdentity`'s answer.
@@ -430,7 +430,7 @@ pub enum JobCredentials {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Heartbeat {
     pub lease: crate::ids::LeaseId,
@@ -438,13 +438,13 @@ pub struct Heartbeat {
     pub state_lock_id: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LeaseExtended {
     #[serde(with = "time::serde::rfc3339")]
     pub lease_expires_at: time::OffsetDateTime,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LogChunk {
     pub lease: crate::ids::LeaseId,
@@ -453,7 +453,7 @@ pub struct LogChunk {
 
 /// How an attempt ended. `code` is a stable error code for refusals the
 /// Agent made itself (`MODULE_NOT_ALLOWED`, `TERRAFORM_CHECKSUM_MISMATCH`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "result", rename_all = "lowercase", deny_unknown_fields)]
 pub enum FinishOutcome {
     Completed {
@@ -467,7 +467,7 @@ pub enum FinishOutcome {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FinishJob {
     pub lease: crate::ids::LeaseId,
@@ -486,7 +486,7 @@ pub struct FinishJob {
 
 pub use crate::secrets::{Assignment, Secret, SecretVersion};
 
-#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSecret {
     pub name: String,
@@ -509,7 +509,7 @@ pub struct CreateSecret {
 }
 
 /// Fields left out are unchanged.
-#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateSecret {
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
@@ -522,7 +522,7 @@ pub struct UpdateSecret {
     pub components: Option<Vec<String>>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SecretDetail {
     pub secret: Secret,
     pub versions: Vec<SecretVersion>,
@@ -534,7 +534,7 @@ pub struct SecretDetail {
     pub environment_deletions: Vec<crate::ports::EnvironmentDeletion>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AssignAgent {
     /// Agent id or name.
@@ -553,7 +553,7 @@ pub struct AssignAgent {
 pub use crate::access::AccessRecord;
 
 /// A secret being deleted in one environment (by id, as Agents key it).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeletedInEnvironment {
     pub secret: String,
@@ -561,7 +561,7 @@ pub struct DeletedInEnvironment {
 }
 
 /// One version an Agent's store holds (or holds as a tombstone).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InventoryItem {
     pub secret: String,
@@ -572,7 +572,7 @@ pub struct InventoryItem {
 
 /// What an Agent sends on each sync: its new access records and what its
 /// store holds. Unknown fields are refused, so a value has nowhere to go.
-#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SyncRequest {
     /// The epoch of the Agent's numbering in its store (absent from Agents
@@ -590,7 +590,7 @@ pub struct SyncRequest {
 
 /// A member as an Agent needs to know them: to decide reads. A read is
 /// served only to a client certificate whose SHA-256 is listed here.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncMember {
     pub id: crate::ids::MemberId,
     pub email: String,
@@ -602,7 +602,7 @@ pub struct SyncMember {
 
 /// A secret as an Agent needs to know it: its id and Components (for
 /// policies) and, for a personal secret, its owner and the keys bound to it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncSecret {
     pub id: crate::ids::SecretId,
     pub name: String,
@@ -621,7 +621,7 @@ pub struct SyncSecret {
 
 /// A domain, system or component and its parent: what a policy scoped to
 /// the catalog needs to match a secret linked to a Component.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncCatalogEntry {
     pub id: CatalogId,
     pub kind: CatalogKind,
@@ -631,14 +631,14 @@ pub struct SyncCatalogEntry {
 
 /// An environment's id and name (the store keys by id; people and
 /// policies speak names).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncEnvironment {
     pub id: crate::ids::CatalogId,
     pub name: String,
 }
 
 /// A version every Agent must replace with a tombstone.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DeactivatedVersion {
     pub secret: String,
     pub environment: String,
@@ -649,7 +649,7 @@ pub struct DeactivatedVersion {
 /// which environment, which versions are deactivated, and the highest
 /// sequence number it has stored for this Agent (records up to it may be
 /// pruned).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncResponse {
     pub org_id: crate::ids::OrgId,
     /// The API's clock when it answered.
@@ -703,7 +703,7 @@ pub use crate::access::AccessLogEntry;
 // These two are the only wire types with a place for a value, and the API
 // serves neither.
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateVersion {
     /// Environment id or name.
@@ -715,7 +715,7 @@ pub struct CreateVersion {
 }
 
 /// An Agent that holds an environment, and where people reach it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AgentLocation {
     pub agent_id: crate::ids::AgentId,
     pub agent: String,
@@ -731,7 +731,7 @@ pub struct AgentLocation {
 }
 
 /// Where to send the value of a new version, with the grant to send along.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct VersionHolder {
     #[serde(flatten)]
     pub location: AgentLocation,
@@ -744,7 +744,7 @@ impl std::fmt::Debug for VersionHolder {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CreatedVersion {
     pub secret: String,
     pub environment: String,
@@ -755,7 +755,7 @@ pub struct CreatedVersion {
     pub holders: Vec<VersionHolder>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeactivateVersion {
     pub environment: String,
@@ -763,13 +763,13 @@ pub struct DeactivateVersion {
 }
 
 /// A certificate signing request (PEM). Only its public key is used.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CertificateRequest {
     pub csr: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerCertificateRequest {
     pub csr: String,
@@ -777,7 +777,7 @@ pub struct ServerCertificateRequest {
     pub names: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct IssuedCertificate {
     /// The certificate (PEM).
     pub certificate: String,
@@ -789,7 +789,7 @@ pub struct IssuedCertificate {
 }
 
 /// A value and the grant to store it (Agent local API only).
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteValue {
     /// Environment id or name.
@@ -809,7 +809,7 @@ impl std::fmt::Debug for WriteValue {
 }
 
 /// A value, as the Agent serves it after recording the read.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ValueAnswer {
     pub name: String,
     pub environment: String,
@@ -830,7 +830,7 @@ impl std::fmt::Debug for ValueAnswer {
 /// A program's write (`PUT /v1/secrets/{name}/value` on an Agent's local
 /// API with a program token that may write): no version and no grant,
 /// the Agent asks the API for both on the program's behalf.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramValue {
     /// Environment id or name.
@@ -846,7 +846,7 @@ impl std::fmt::Debug for ProgramValue {
 
 /// A program as the Agent that holds its token vouches for it to the API:
 /// by its token's id, with its name for records.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramCaller {
     pub token_id: String,
@@ -856,7 +856,7 @@ pub struct ProgramCaller {
 /// `POST /v1/agent/program-versions`: the next version of a secret in an
 /// environment (both by id), for a program whose token this Agent accepted. The
 /// API numbers it and signs a grant for this Agent and program only.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramVersionRequest {
     pub program: ProgramCaller,
@@ -865,7 +865,7 @@ pub struct ProgramVersionRequest {
 }
 
 /// The answer to a [`ProgramVersionRequest`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramVersion {
     pub secret: String,
@@ -878,7 +878,7 @@ pub struct ProgramVersion {
 /// `POST /v1/agent/program-deletions`: delete a secret in an environment
 /// (both by id; every version, on every Agent), for a program whose token this Agent
 /// accepted; as `heimdall secret delete NAME --environment E` does.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramDeletionRequest {
     pub program: ProgramCaller,
@@ -887,7 +887,7 @@ pub struct ProgramDeletionRequest {
 }
 
 /// The answer to a [`ProgramDeletionRequest`], and to the program.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramDeletion {
     pub secret: String,
@@ -898,7 +898,7 @@ pub struct ProgramDeletion {
 
 /// `POST /v1/values` on an Agent's local API: the latest version of each
 /// of `secrets` in `environment`, all or none (what `heimdall run` asks).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadValues {
     pub environment: String,
@@ -908,7 +908,7 @@ pub struct ReadValues {
 /// `POST /v1/values/watch` on an Agent's local API: wait (up to about
 /// 25 s) until the versions of `secrets` in `environment` differ from
 /// `since` (a fingerprint from an earlier answer); no value is sent.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WatchValues {
     pub environment: String,
@@ -919,7 +919,7 @@ pub struct WatchValues {
 
 /// The answer of a [`WatchValues`]: the current fingerprint, and whether
 /// it differs from `since`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WatchAnswer {
     pub fingerprint: String,
     pub changed: bool,
@@ -927,7 +927,7 @@ pub struct WatchAnswer {
 
 /// The values of a [`ReadValues`], in its order, served only after every
 /// read was recorded in one commit.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ValuesAnswer {
     pub values: Vec<ValueAnswer>,
 }
@@ -962,7 +962,7 @@ bodies!(ValuePolicy::Carries("value") => WriteValue, ProgramValue);
 // ---- Databases and service users -------------------------------------------------
 
 /// `POST /v1/databases`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateDatabase {
     pub name: String,
@@ -978,7 +978,7 @@ pub struct CreateDatabase {
 }
 
 /// `POST /v1/databases/{database}/users`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateServiceUser {
     pub name: String,
@@ -991,7 +991,7 @@ pub struct CreateServiceUser {
 
 /// `POST /v1/agent/database-tasks/claim` answers this (or 204 when nothing
 /// is due): one task of one service user, leased to the asking Agent.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseTask {
     pub user_id: crate::ids::ServiceUserId,
@@ -1019,7 +1019,7 @@ pub struct DatabaseTask {
 }
 
 /// How a [`DatabaseTask`] ended, as the Agent reports it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case", deny_unknown_fields)]
 pub enum DatabaseTaskOutcome {
     /// Done: for a creation or rotation, `login` is the login the new
@@ -1030,7 +1030,7 @@ pub enum DatabaseTaskOutcome {
 }
 
 /// `POST /v1/agent/database-tasks/{user}/report`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseTaskReport {
     pub lease_id: crate::ids::LeaseId,

@@ -3,8 +3,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::CloudAccountId;
@@ -12,19 +11,24 @@ use heimdall_core::infra::{AccountAuth, AccountLink, CloudAccount, LinkScope};
 use heimdall_core::secrets::usable_by_jobs;
 use heimdall_core::wire::{CloudAccountDetail, CreateCloudAccount, LinkCloudAccount};
 use heimdall_core::{ApiError, ErrorCode};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::catalog::resolve as resolve_catalog;
 use super::error::HttpResult;
 use super::extract::{Caller, JsonBody};
+use super::openapi::errors;
 use super::AppState;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/cloud-accounts", get(list).post(create))
-        .route("/v1/cloud-accounts/{key}", get(show))
-        .route("/v1/cloud-accounts/{key}/links", post(link))
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show)).routes(routes!(link))
 }
+
+errors!(ListErrors);
+errors!(ShowErrors: NotFound);
+errors!(body CreateErrors: AlreadyExists, NotFound);
+errors!(body LinkErrors: NotFound, AlreadyExists, Conflict);
 
 async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<CloudAccount, ApiError> {
     if let Ok(id) = key.parse::<CloudAccountId>() {
@@ -37,11 +41,26 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<CloudAc
         .ok_or_else(|| ApiError::not_found("cloud account"))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/cloud-accounts",
+    tag = "cloud-accounts",
+    operation_id = "list_cloud_accounts",
+    responses((status = 200, description = "Cloud accounts (never a credential)", body = Vec<CloudAccount>), ListErrors),
+)]
 async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<CloudAccount>>> {
     state.authorize(&caller, Action::CloudAccountRead, &Target::organization(caller.org.id), None).await?;
     Ok(Json(state.store.list_accounts(caller.org.id).await?))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/cloud-accounts/{key}",
+    tag = "cloud-accounts",
+    operation_id = "get_cloud_account",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 200, description = "The account and its links", body = CloudAccountDetail), ShowErrors),
+)]
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
@@ -59,6 +78,14 @@ async fn show(
     Ok(Json(CloudAccountDetail { account, links }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/cloud-accounts",
+    tag = "cloud-accounts",
+    operation_id = "create_cloud_account",
+    request_body = CreateCloudAccount,
+    responses((status = 201, description = "The account", body = CloudAccount), CreateErrors),
+)]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -106,6 +133,15 @@ async fn create(
     Ok((StatusCode::CREATED, Json(account)))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/cloud-accounts/{key}/links",
+    tag = "cloud-accounts",
+    operation_id = "link_cloud_account",
+    params(("key" = String, Path, description = "An id or a name")),
+    request_body = LinkCloudAccount,
+    responses((status = 201, description = "The link", body = AccountLink), LinkErrors),
+)]
 async fn link(
     State(state): State<AppState>,
     caller: Caller,

@@ -8,7 +8,6 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use axum::{Extension, Json, Router};
 use heimdall_core::access::LEGACY_EPOCH;
 use heimdall_core::domain::CatalogKind;
@@ -23,10 +22,14 @@ use heimdall_core::wire::{
     SyncRequest, SyncResponse, SyncSecret,
 };
 use heimdall_core::{ApiError, ErrorCode};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::error::{HttpError, HttpResult};
 use super::extract::JsonBody;
+use super::openapi::errors;
 use super::AppState;
 
 /// Set by the TLS accept loop from the verified peer certificate.
@@ -40,21 +43,47 @@ pub struct PeerAgent {
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
 
 pub fn router(state: AppState) -> Router {
-    let routes = Router::new()
-        .route("/v1/agent/claim", post(claim))
-        .route("/v1/agent/sync", post(sync))
-        .route("/v1/agent/server-certificate", post(server_certificate))
-        .route("/v1/agent/jobs/{id}/heartbeat", post(heartbeat))
-        .route("/v1/agent/jobs/{id}/log", post(log))
-        .route("/v1/agent/jobs/{id}/finish", post(finish))
-        .route("/v1/agent/program-versions", post(super::program_writes::version))
-        .route("/v1/agent/program-deletions", post(super::program_writes::deletion))
-        .merge(super::databases::agent_routes());
+    let (routes, _) = document().split_for_parts();
     crate::metrics::layer(routes, "agents", state.metrics.clone())
         .fallback(|| async { HttpError(ApiError::new(ErrorCode::NotFound, "no such route")) })
         .layer(axum::extract::DefaultBodyLimit::max(MAX_LOG_BYTES + 64 * 1024))
         .with_state(state)
 }
+
+/// The Agent channel's routes, each with its document.
+pub(crate) fn document() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(super::openapi::AgentChannelApi::openapi())
+        .routes(routes!(openapi_json))
+        .routes(routes!(claim))
+        .routes(routes!(sync))
+        .routes(routes!(server_certificate))
+        .routes(routes!(heartbeat))
+        .routes(routes!(log))
+        .routes(routes!(finish))
+        .routes(routes!(super::program_writes::version))
+        .routes(routes!(super::program_writes::deletion))
+        .merge(super::databases::agent_routes())
+}
+
+errors!(public body ClaimErrors: Unauthenticated, AgentRevoked);
+errors!(public body JobErrors: Unauthenticated, AgentRevoked, NotFound, Conflict);
+errors!(public body FinishErrors: Unauthenticated, AgentRevoked, NotFound, Conflict, StalePlan);
+errors!(public body SyncErrors: Unauthenticated, AgentRevoked);
+errors!(public body CertificateErrors: Unauthenticated, AgentRevoked, Forbidden);
+
+/// The Agent channel's OpenAPI document, as `GET /v1/agent/openapi.json` serves it.
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    document().split_for_parts().1
+}
+
+#[utoipa::path(get, path = "/v1/agent/openapi.json", tag = "agent-channel", operation_id = "get_agent_channel_document",
+    responses((status = 200, description = "This document (OpenAPI 3.1)", body = Object), DocumentErrors))]
+async fn openapi_json() -> axum::response::Response {
+    static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    super::openapi::serve(DOCUMENT.get_or_init(|| super::openapi::to_json(&openapi_document())))
+}
+
+errors!(public DocumentErrors);
 
 /// The Agent the peer's certificate is the exact one issued to, revoked or
 /// not.
@@ -94,6 +123,15 @@ fn fenced(e: StoreError) -> ApiError {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/agent/claim",
+    tag = "agent-channel",
+    operation_id = "claim_job",
+    request_body = Claim,
+    security(()),
+    responses((status = 200, description = "A job, leased to this Agent, with its credentials", body = ClaimedJob), (status = 204, description = "No job within the wait"), ClaimErrors),
+)]
 async fn claim(
     State(state): State<AppState>,
     Extension(peer): Extension<PeerAgent>,
@@ -159,6 +197,16 @@ async fn owned_job(state: &AppState, agent: &Agent, id: &str) -> Result<JobId, A
     Ok(id)
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/agent/jobs/{id}/heartbeat",
+    tag = "agent-channel",
+    operation_id = "heartbeat_job",
+    params(("id" = String, Path, description = "An id")),
+    request_body = Heartbeat,
+    security(()),
+    responses((status = 200, description = "The lease, extended", body = LeaseExtended), JobErrors),
+)]
 async fn heartbeat(
     State(state): State<AppState>,
     Extension(peer): Extension<PeerAgent>,
@@ -175,6 +223,16 @@ async fn heartbeat(
     Ok(Json(LeaseExtended { lease_expires_at: until }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/agent/jobs/{id}/log",
+    tag = "agent-channel",
+    operation_id = "append_job_log",
+    params(("id" = String, Path, description = "An id")),
+    request_body = LogChunk,
+    security(()),
+    responses((status = 204, description = "Appended"), JobErrors),
+)]
 async fn log(
     State(state): State<AppState>,
     Extension(peer): Extension<PeerAgent>,
@@ -187,6 +245,16 @@ async fn log(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/agent/jobs/{id}/finish",
+    tag = "agent-channel",
+    operation_id = "finish_job",
+    params(("id" = String, Path, description = "An id")),
+    request_body = FinishJob,
+    security(()),
+    responses((status = 200, description = "The job as it ended", body = heimdall_core::infra::Job), FinishErrors),
+)]
 async fn finish(
     State(state): State<AppState>,
     Extension(peer): Extension<PeerAgent>,
@@ -230,6 +298,15 @@ pub const MAX_SYNC_RECORDS: usize = 10_000;
 /// The Agent reports the reads it served and what its store holds, and
 /// receives who may read what. No value travels here: [`SyncRequest`]
 /// has no field for one and refuses unknown fields.
+#[utoipa::path(
+    post,
+    path = "/v1/agent/sync",
+    tag = "agent-channel",
+    operation_id = "sync_agent",
+    request_body = SyncRequest,
+    security(()),
+    responses((status = 200, description = "The metadata the Agent's environments need (never a value)", body = SyncResponse), SyncErrors),
+)]
 async fn sync(
     State(state): State<AppState>,
     Extension(peer): Extension<PeerAgent>,
@@ -413,6 +490,15 @@ const MAX_SERVER_NAMES: usize = 16;
 /// Signs the certificate the Agent's local API presents to people. Only
 /// the CSR's public key and the names asked for are used; the Agent's id
 /// goes in a URI SAN.
+#[utoipa::path(
+    post,
+    path = "/v1/agent/server-certificate",
+    tag = "agent-channel",
+    operation_id = "issue_agent_server_certificate",
+    request_body = ServerCertificateRequest,
+    security(()),
+    responses((status = 200, description = "A server certificate for the Agent's local API", body = IssuedCertificate), CertificateErrors),
+)]
 async fn server_certificate(
     State(state): State<AppState>,
     Extension(peer): Extension<PeerAgent>,

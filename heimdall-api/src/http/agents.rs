@@ -4,8 +4,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use heimdall_core::authz::{Action, Target, TargetKind};
 use heimdall_core::ids::{AgentId, RegistrationId};
 use heimdall_core::infra::Agent;
@@ -15,24 +14,33 @@ use heimdall_core::token::TokenHash;
 use heimdall_core::wire::{AgentDetail, CreateRegistration, Enroll, Enrolled, ForgetAgent, Registration};
 use heimdall_core::{ApiError, ErrorCode};
 use time::Duration;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::error::HttpResult;
 use super::extract::{Caller, JsonBody};
+use super::openapi::errors;
 use super::tokens::generate_token;
 use super::AppState;
 
 /// A registration token is good for one enrollment within this time.
 pub const REGISTRATION_TTL: Duration = Duration::hours(1);
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/agents", get(list))
-        .route("/v1/agents/registrations", post(create_registration))
-        .route("/v1/agents/enroll", post(enroll))
-        .route("/v1/agents/{key}", get(show).delete(revoke))
-        .route("/v1/agents/{key}/forget", post(forget))
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(create_registration))
+        .routes(routes!(enroll))
+        .routes(routes!(show, revoke))
+        .routes(routes!(forget))
 }
+
+errors!(ListErrors);
+errors!(ShowErrors: NotFound);
+errors!(body ForgetErrors: NotFound, Conflict);
+errors!(body RegisterErrors: AlreadyExists);
+errors!(public body EnrollErrors: Unauthenticated, NotFound);
 
 async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, ApiError> {
     let agents = state.store.list_agents(caller.org.id).await?;
@@ -48,11 +56,26 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, 
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/agents",
+    tag = "agents",
+    operation_id = "list_agents",
+    responses((status = 200, description = "Enrolled Agents", body = Vec<Agent>), ListErrors),
+)]
 async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Agent>>> {
     state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
     Ok(Json(state.store.list_agents(caller.org.id).await?))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/agents/{key}",
+    tag = "agents",
+    operation_id = "get_agent",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 200, description = "The Agent and what its last inventory holds", body = AgentDetail), ShowErrors),
+)]
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
@@ -66,6 +89,15 @@ async fn show(
 
 /// An owner says the Agent's store is destroyed: its last inventory no
 /// longer holds up a delete. Recorded as `agent.forgotten`.
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{key}/forget",
+    tag = "agents",
+    operation_id = "forget_agent",
+    params(("key" = String, Path, description = "An id or a name")),
+    request_body = ForgetAgent,
+    responses((status = 200, description = "The Agent, no longer counted as a holder", body = AgentDetail), ForgetErrors),
+)]
 async fn forget(
     State(state): State<AppState>,
     caller: Caller,
@@ -106,6 +138,14 @@ async fn resolve_any(state: &AppState, caller: &Caller, key: &str) -> Result<Age
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/agents/registrations",
+    tag = "agents",
+    operation_id = "create_agent_registration",
+    request_body = CreateRegistration,
+    responses((status = 201, description = "A one-time enrollment grant, shown once", body = Registration), RegisterErrors),
+)]
 async fn create_registration(
     State(state): State<AppState>,
     caller: Caller,
@@ -142,6 +182,15 @@ async fn create_registration(
     ))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/agents/enroll",
+    tag = "agents",
+    operation_id = "enroll_agent",
+    request_body = Enroll,
+    security(()),
+    responses((status = 201, description = "The Agent's certificate, signed by the installation CA", body = Enrolled), EnrollErrors),
+)]
 async fn enroll(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<Enroll>,
@@ -197,6 +246,14 @@ async fn enroll(
     ))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v1/agents/{key}",
+    tag = "agents",
+    operation_id = "revoke_agent",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 200, description = "The Agent, revoked", body = Agent), ShowErrors),
+)]
 async fn revoke(
     State(state): State<AppState>,
     caller: Caller,

@@ -3,8 +3,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use heimdall_core::authz::{Action, CatalogTree, Target, TargetKind};
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
 use heimdall_core::ids::{CatalogId, OrgId};
@@ -12,44 +11,95 @@ use heimdall_core::names::{validate_name, validate_text};
 use heimdall_core::wire::{CreateCatalogEntry, Rename};
 use heimdall_core::ApiError;
 use serde::Deserialize;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::error::HttpResult;
 use super::extract::{Caller, JsonBody, QueryParams};
+use super::openapi::errors;
 use super::AppState;
 
-pub(super) fn routes(kind: CatalogKind) -> Router<AppState> {
-    let base = format!("/v1/{}", kind.plural());
-    Router::new()
-        .route(
-            &base,
-            get(move |state: State<AppState>, caller: Caller, query: QueryParams<ListQuery>| {
-                list(kind, state, caller, query)
-            })
-            .post(
-                move |state: State<AppState>, caller: Caller, body: JsonBody<CreateCatalogEntry>| {
-                    create(kind, state, caller, body)
-                },
-            ),
-        )
-        .route(
-            &format!("{base}/{{key}}"),
-            get(move |state: State<AppState>, caller: Caller, key: Path<String>| {
-                show(kind, state, caller, key)
-            })
-            .patch(
-                move |state: State<AppState>, caller: Caller, key: Path<String>, body: JsonBody<Rename>| {
-                    rename(kind, state, caller, key, body)
-                },
-            )
-            .delete(move |state: State<AppState>, caller: Caller, key: Path<String>| {
-                delete(kind, state, caller, key)
-            }),
-        )
+/// One kind's routes: its handlers, each with its document.
+pub(super) fn routes(kind: CatalogKind) -> OpenApiRouter<AppState> {
+    match kind {
+        CatalogKind::Domain => domains::routes(),
+        CatalogKind::System => systems::routes(),
+        CatalogKind::Component => components::routes(),
+        CatalogKind::Environment => environments::routes(),
+    }
 }
 
-#[derive(Debug, Deserialize)]
+/// One module of documented handlers per kind (a document names each
+/// path literally), all calling the shared handlers below.
+macro_rules! catalog_kind {
+    ($module:ident, $kind:expr, $list_path:literal, $entry_path:literal, $noun:literal) => {
+        mod $module {
+            use super::*;
+
+            pub(super) fn routes() -> OpenApiRouter<AppState> {
+                OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show, rename, delete))
+            }
+
+            #[utoipa::path(get, path = $list_path, tag = "catalog", operation_id = concat!("list_", $noun, "s"),
+                params(ListQuery),
+                responses((status = 200, description = "Every entry of this kind", body = Vec<CatalogEntry>), ListErrors))]
+            async fn list(state: State<AppState>, caller: Caller, query: QueryParams<ListQuery>) -> HttpResult<Json<Vec<CatalogEntry>>> {
+                super::list($kind, state, caller, query).await
+            }
+
+            #[utoipa::path(post, path = $list_path, tag = "catalog", operation_id = concat!("create_", $noun),
+                request_body = CreateCatalogEntry,
+                responses((status = 201, description = "The new entry", body = CatalogEntry), CreateErrors))]
+            async fn create(state: State<AppState>, caller: Caller, body: JsonBody<CreateCatalogEntry>) -> HttpResult<(StatusCode, Json<CatalogEntry>)> {
+                super::create($kind, state, caller, body).await
+            }
+
+            #[utoipa::path(get, path = $entry_path, tag = "catalog", operation_id = concat!("get_", $noun),
+                params(("key" = String, Path, description = "An id or a name")),
+                responses((status = 200, description = "The entry", body = CatalogEntry), ShowErrors))]
+            async fn show(state: State<AppState>, caller: Caller, key: Path<String>) -> HttpResult<Json<CatalogEntry>> {
+                super::show($kind, state, caller, key).await
+            }
+
+            #[utoipa::path(patch, path = $entry_path, tag = "catalog", operation_id = concat!("rename_", $noun),
+                params(("key" = String, Path, description = "An id or a name")),
+                request_body = Rename,
+                responses((status = 200, description = "The entry, renamed", body = CatalogEntry), RenameErrors))]
+            async fn rename(state: State<AppState>, caller: Caller, key: Path<String>, body: JsonBody<Rename>) -> HttpResult<Json<CatalogEntry>> {
+                super::rename($kind, state, caller, key, body).await
+            }
+
+            #[utoipa::path(delete, path = $entry_path, tag = "catalog", operation_id = concat!("delete_", $noun),
+                params(("key" = String, Path, description = "An id or a name")),
+                responses((status = 204, description = "Deleted"), DeleteErrors))]
+            async fn delete(state: State<AppState>, caller: Caller, key: Path<String>) -> HttpResult<StatusCode> {
+                super::delete($kind, state, caller, key).await
+            }
+        }
+    };
+}
+
+catalog_kind!(domains, CatalogKind::Domain, "/v1/domains", "/v1/domains/{key}", "domain");
+catalog_kind!(systems, CatalogKind::System, "/v1/systems", "/v1/systems/{key}", "system");
+catalog_kind!(components, CatalogKind::Component, "/v1/components", "/v1/components/{key}", "component");
+catalog_kind!(
+    environments,
+    CatalogKind::Environment,
+    "/v1/environments",
+    "/v1/environments/{key}",
+    "environment"
+);
+
+errors!(ListErrors: NotFound, InvalidInput);
+errors!(body CreateErrors: NotFound, AlreadyExists);
+errors!(ShowErrors: NotFound, InvalidInput);
+errors!(body RenameErrors: NotFound, AlreadyExists);
+errors!(DeleteErrors: NotFound, InvalidInput, NotEmpty);
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
     /// For systems: only those in this domain (id or name).
     domain: Option<String>,

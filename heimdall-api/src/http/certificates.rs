@@ -9,24 +9,34 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{delete, get, post};
-use axum::{Json, Router};
+use axum::Json;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::secrets::{CertificateKind, IssuedCertificateInfo, MemberCertificate};
 use heimdall_core::wire::{CertificateRequest, IssuedCertificate};
 use heimdall_core::{ApiError, ErrorCode};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::error::HttpResult;
 use super::extract::{Caller, JsonBody};
+use super::openapi::errors;
 use super::AppState;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/me/certificate", post(issue))
-        .route("/v1/certificates", get(list))
-        .route("/v1/certificates/{sha256}", delete(revoke))
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(issue)).routes(routes!(list)).routes(routes!(revoke))
 }
 
+errors!(body IssueErrors: NotFound);
+errors!(ListErrors);
+errors!(RevokeErrors: NotFound);
+
+#[utoipa::path(
+    get,
+    path = "/v1/certificates",
+    tag = "certificates",
+    operation_id = "list_certificates",
+    responses((status = 200, description = "Client certificates issued", body = Vec<IssuedCertificateInfo>), ListErrors),
+)]
 async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<IssuedCertificateInfo>>> {
     let decider = state.decider(&caller).await?;
     let all =
@@ -38,6 +48,14 @@ async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<
 /// Revokes one certificate: Agents stop accepting a person's at their next
 /// sync; people's clients stop accepting an Agent's local API at once (the
 /// holders list no longer carries it), and the Agent gets a new one.
+#[utoipa::path(
+    delete,
+    path = "/v1/certificates/{sha256}",
+    tag = "certificates",
+    operation_id = "revoke_certificate",
+    params(("sha256" = String, Path, description = "The certificate's SHA-256 fingerprint (hex)")),
+    responses((status = 200, description = "The certificate, revoked", body = IssuedCertificateInfo), RevokeErrors),
+)]
 async fn revoke(
     State(state): State<AppState>,
     caller: Caller,
@@ -65,6 +83,14 @@ async fn revoke(
 
 /// Any member may get a certificate for themselves; what it opens is
 /// decided per read by the Agent, with the policies it synced.
+#[utoipa::path(
+    post,
+    path = "/v1/me/certificate",
+    tag = "certificates",
+    operation_id = "issue_my_certificate",
+    request_body = CertificateRequest,
+    responses((status = 201, description = "A client certificate for the caller, signed by the installation CA", body = IssuedCertificate), IssueErrors),
+)]
 async fn issue(
     State(state): State<AppState>,
     caller: Caller,

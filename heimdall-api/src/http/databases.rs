@@ -11,8 +11,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::dbusers::{self, Database, ServiceUser, TaskKind};
 use heimdall_core::domain::CatalogKind;
@@ -24,28 +23,37 @@ use heimdall_core::wire::{
     CreateDatabase, CreateServiceUser, DatabaseTask, DatabaseTaskOutcome, DatabaseTaskReport,
 };
 use heimdall_core::{ApiError, ErrorCode};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::agent_channel::{agent, PeerAgent};
 use super::catalog::resolve as resolve_catalog;
 use super::error::HttpResult;
 use super::extract::{Caller, JsonBody};
+use super::openapi::errors;
 use super::AppState;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/databases", get(list).post(create))
-        .route("/v1/databases/{database}/users", get(list_users).post(create_user))
-        .route("/v1/databases/{database}/users/{user}", get(show_user))
-        .route("/v1/databases/{database}/users/{user}/rotate", post(rotate))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(list_users, create_user))
+        .routes(routes!(show_user))
+        .routes(routes!(rotate))
 }
 
 /// The Agent channel's routes.
-pub fn agent_routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/agent/database-tasks/claim", post(claim))
-        .route("/v1/agent/database-tasks/{user}/report", post(report))
+pub fn agent_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(claim)).routes(routes!(report))
 }
+
+errors!(body CreateErrors: AlreadyExists, NotFound);
+errors!(ListErrors);
+errors!(body CreateUserErrors: AlreadyExists, NotFound);
+errors!(ShowErrors: NotFound);
+errors!(RotateErrors: NotFound, Conflict);
+errors!(public ChannelErrors: Unauthenticated, Forbidden, AgentRevoked);
+errors!(public body ReportErrors: Unauthenticated, Forbidden, AgentRevoked, NotFound, Conflict);
 
 async fn database_named(state: &AppState, caller: &Caller, name: &str) -> Result<Database, ApiError> {
     state.store.find_database(caller.org.id, name).await?.ok_or_else(|| ApiError::not_found("database"))
@@ -60,6 +68,14 @@ async fn authorize(
     state.authorize(caller, action, &Target::organization(caller.org.id), Some(environment)).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/databases",
+    tag = "databases",
+    operation_id = "create_database",
+    request_body = CreateDatabase,
+    responses((status = 201, description = "The database", body = Database), CreateErrors),
+)]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -115,6 +131,13 @@ async fn create(
     Ok((StatusCode::CREATED, Json(database)))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/databases",
+    tag = "databases",
+    operation_id = "list_databases",
+    responses((status = 200, description = "Databases", body = Vec<Database>), ListErrors),
+)]
 async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Database>>> {
     let decider = state.decider(&caller).await?;
     let target = Target::organization(caller.org.id);
@@ -123,6 +146,15 @@ async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<
     Ok(Json(databases))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/databases/{database}/users",
+    tag = "databases",
+    operation_id = "create_service_user",
+    params(("database" = String, Path, description = "A database name")),
+    request_body = CreateServiceUser,
+    responses((status = 201, description = "The service user; its first rotation is due", body = ServiceUser), CreateUserErrors),
+)]
 async fn create_user(
     State(state): State<AppState>,
     caller: Caller,
@@ -205,6 +237,14 @@ async fn user_named(
         .ok_or_else(|| ApiError::not_found("service user"))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/databases/{database}/users",
+    tag = "databases",
+    operation_id = "list_service_users",
+    params(("database" = String, Path, description = "A database name")),
+    responses((status = 200, description = "The database's service users", body = Vec<ServiceUser>), ShowErrors),
+)]
 async fn list_users(
     State(state): State<AppState>,
     caller: Caller,
@@ -215,6 +255,14 @@ async fn list_users(
     Ok(Json(state.store.list_service_users(caller.org.id, database.id).await?))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/databases/{database}/users/{user}",
+    tag = "databases",
+    operation_id = "get_service_user",
+    params(("database" = String, Path, description = "A database name"), ("user" = String, Path, description = "A service user name")),
+    responses((status = 200, description = "The service user", body = ServiceUser), ShowErrors),
+)]
 async fn show_user(
     State(state): State<AppState>,
     caller: Caller,
@@ -225,6 +273,14 @@ async fn show_user(
     Ok(Json(user_named(&state, &caller, &database, &user).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/databases/{database}/users/{user}/rotate",
+    tag = "databases",
+    operation_id = "rotate_service_user",
+    params(("database" = String, Path, description = "A database name"), ("user" = String, Path, description = "A service user name")),
+    responses((status = 202, description = "A rotation is due now", body = ServiceUser), RotateErrors),
+)]
 async fn rotate(
     State(state): State<AppState>,
     caller: Caller,
@@ -254,6 +310,14 @@ fn rotator(agent: &heimdall_core::infra::Agent) -> String {
 /// (`204` when none is). A creation or rotation carries its version,
 /// numbered once and kept across retries, so a crashed rotation resumes
 /// with the version it recorded.
+#[utoipa::path(
+    post,
+    path = "/v1/agent/database-tasks/claim",
+    tag = "agent-channel",
+    operation_id = "claim_database_task",
+    security(()),
+    responses((status = 200, description = "A rotation to run", body = DatabaseTask), (status = 204, description = "Nothing due"), ChannelErrors),
+)]
 async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAgent>) -> HttpResult<Response> {
     let agent = agent(&state, &peer).await?;
     let org = agent.org_id;
@@ -326,6 +390,16 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
 }
 
 /// `POST /v1/agent/database-tasks/{user}/report`: how the leased task ended.
+#[utoipa::path(
+    post,
+    path = "/v1/agent/database-tasks/{user}/report",
+    tag = "agent-channel",
+    operation_id = "report_database_task",
+    params(("user" = String, Path, description = "A service user id")),
+    request_body = DatabaseTaskReport,
+    security(()),
+    responses((status = 200, description = "The service user after the report", body = ServiceUser), ReportErrors),
+)]
 async fn report(
     State(state): State<AppState>,
     Extension(peer): Extension<PeerAgent>,

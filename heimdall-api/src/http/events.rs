@@ -1,8 +1,7 @@
 //! The organization's audit feed.
 
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::domain::AuditEvent;
 use heimdall_core::ports::EventQuery;
@@ -10,17 +9,23 @@ use heimdall_core::ApiError;
 use serde::Deserialize;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::error::HttpResult;
 use super::extract::{Caller, QueryParams};
+use super::openapi::errors;
 use super::AppState;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/v1/events", get(list))
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list))
 }
 
-#[derive(Debug, Deserialize)]
+errors!(ListErrors: InvalidInput);
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
     limit: Option<u32>,
     /// RFC 3339; only events strictly older (for paging back).
@@ -31,6 +36,14 @@ pub(super) struct ListQuery {
 
 impl heimdall_core::body::Query for ListQuery {}
 
+#[utoipa::path(
+    get,
+    path = "/v1/events",
+    tag = "events",
+    operation_id = "list_events",
+    params(ListQuery),
+    responses((status = 200, description = "Audit events, newest first", body = Vec<AuditEvent>), ListErrors),
+)]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,

@@ -1,8 +1,7 @@
 //! Jobs and their logs, read-only for people.
 
 use axum::extract::{Path, State};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use heimdall_core::authz::{job_target, Action, Target};
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::JobId;
@@ -11,21 +10,25 @@ use heimdall_core::ports::ResourceFilter;
 use heimdall_core::wire::JobLog;
 use heimdall_core::ApiError;
 use serde::Deserialize;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::catalog::resolve as resolve_catalog;
 use super::error::HttpResult;
 use super::extract::{Caller, QueryParams};
+use super::openapi::errors;
 use super::AppState;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/jobs", get(list))
-        .route("/v1/jobs/{id}", get(show))
-        .route("/v1/jobs/{id}/log", get(log))
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list)).routes(routes!(show)).routes(routes!(log))
 }
 
-#[derive(Debug, Deserialize)]
+errors!(ListJobsErrors: NotFound);
+errors!(JobErrors: NotFound);
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
     component: Option<String>,
     resource: Option<String>,
@@ -35,6 +38,14 @@ impl heimdall_core::body::Query for ListQuery {}
 
 /// Jobs, each decided under its Resource, in the Resource's environment:
 /// a `forbid` on prod or on a Domain hides what it forbids.
+#[utoipa::path(
+    get,
+    path = "/v1/jobs",
+    tag = "jobs",
+    operation_id = "list_jobs",
+    params(ListQuery),
+    responses((status = 200, description = "The jobs the caller may read", body = Vec<Job>), ListJobsErrors),
+)]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -85,6 +96,14 @@ async fn readable(state: &AppState, caller: &Caller, raw: &str) -> Result<Job, A
     Ok(job)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/jobs/{id}",
+    tag = "jobs",
+    operation_id = "get_job",
+    params(("id" = String, Path, description = "An id")),
+    responses((status = 200, description = "The job", body = Job), JobErrors),
+)]
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
@@ -93,6 +112,14 @@ async fn show(
     Ok(Json(readable(&state, &caller, &id).await?))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/jobs/{id}/log",
+    tag = "jobs",
+    operation_id = "get_job_log",
+    params(("id" = String, Path, description = "An id")),
+    responses((status = 200, description = "The job's log (secrets masked)", body = JobLog), JobErrors),
+)]
 async fn log(
     State(state): State<AppState>,
     caller: Caller,

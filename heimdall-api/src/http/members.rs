@@ -2,8 +2,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use heimdall_core::authz::{Action, Target, TargetKind};
 use heimdall_core::domain::Member;
 use heimdall_core::ids::MemberId;
@@ -11,18 +10,25 @@ use heimdall_core::members::{check_removal, check_role_change};
 use heimdall_core::names::normalize_email;
 use heimdall_core::wire::{AddMember, AddedMember, ChangeRole};
 use heimdall_core::ApiError;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::error::HttpResult;
 use super::extract::{Caller, JsonBody};
+use super::openapi::errors;
 use super::tokens::new_token;
 use super::AppState;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/members", get(list).post(add))
-        .route("/v1/members/{key}", get(show).patch(change_role).delete(remove))
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list, add)).routes(routes!(show, change_role, remove))
 }
+
+errors!(ListErrors);
+errors!(body AddErrors: AlreadyExists);
+errors!(ShowErrors: NotFound);
+errors!(body ChangeErrors: NotFound, LastOwner);
+errors!(RemoveErrors: NotFound, LastOwner);
 
 /// A member by id or by email.
 async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Member, ApiError> {
@@ -44,11 +50,26 @@ fn target(caller: &Caller, member: Option<&Member>) -> Target {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/members",
+    tag = "members",
+    operation_id = "list_members",
+    responses((status = 200, description = "The members of the organization", body = Vec<Member>), ListErrors),
+)]
 async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Member>>> {
     state.authorize(&caller, Action::MemberRead, &target(&caller, None), None).await?;
     Ok(Json(state.store.list_members(caller.org.id).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/members",
+    tag = "members",
+    operation_id = "add_member",
+    request_body = AddMember,
+    responses((status = 201, description = "Added, with the first API token", body = AddedMember), AddErrors),
+)]
 async fn add(
     State(state): State<AppState>,
     caller: Caller,
@@ -75,6 +96,14 @@ async fn add(
     Ok((StatusCode::CREATED, Json(AddedMember { member, token: token.expose().clone() })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/members/{key}",
+    tag = "members",
+    operation_id = "get_member",
+    params(("key" = String, Path, description = "A member id or an email")),
+    responses((status = 200, description = "The member", body = Member), ShowErrors),
+)]
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
@@ -84,6 +113,15 @@ async fn show(
     Ok(Json(resolve(&state, &caller, &key).await?))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/v1/members/{key}",
+    tag = "members",
+    operation_id = "change_member_role",
+    params(("key" = String, Path, description = "A member id or an email")),
+    request_body = ChangeRole,
+    responses((status = 200, description = "The member with the new role", body = Member), ChangeErrors),
+)]
 async fn change_role(
     State(state): State<AppState>,
     caller: Caller,
@@ -103,6 +141,14 @@ async fn change_role(
     Ok(Json(state.store.change_role(caller.org.id, member.id, body.role, event).await?))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v1/members/{key}",
+    tag = "members",
+    operation_id = "remove_member",
+    params(("key" = String, Path, description = "A member id or an email")),
+    responses((status = 200, description = "The member removed (their tokens revoked)", body = Member), RemoveErrors),
+)]
 async fn remove(
     State(state): State<AppState>,
     caller: Caller,

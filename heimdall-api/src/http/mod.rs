@@ -17,6 +17,7 @@ pub(crate) mod extract;
 mod jobs;
 mod members;
 mod notifications;
+pub(crate) mod openapi;
 mod policies;
 mod program_writes;
 pub(crate) mod resources;
@@ -28,7 +29,6 @@ mod values;
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::get;
 use axum::{Json, Router};
 use heimdall_core::authz::{decide, Action, Decision, OrgPolicies, Principal, Target};
 use heimdall_core::clock::Clock;
@@ -38,10 +38,14 @@ use heimdall_core::ports::{NewEvent, Store};
 use heimdall_core::wire::{CaCertificate, Health, WhoAmI};
 use heimdall_core::{ApiError, ErrorCode};
 use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 pub use error::HttpError;
 use extract::Caller;
+use openapi::errors;
 
 #[derive(Clone, Debug)]
 pub struct AppState {
@@ -199,13 +203,15 @@ impl Decider {
     }
 }
 
-pub fn router(state: AppState, max_body_bytes: usize) -> Router {
-    let mut app = Router::new()
-        .route("/v1/health", get(health))
-        .route(heimdall_core::oidc::DISCOVERY_PATH, get(oidc_discovery))
-        .route(heimdall_core::oidc::JWKS_PATH, get(oidc_jwks))
-        .route("/v1/ca", get(ca))
-        .route("/v1/whoami", get(whoami))
+/// Every people-facing route, each with its document.
+pub(crate) fn document() -> OpenApiRouter<AppState> {
+    let mut app = OpenApiRouter::with_openapi(openapi::PeopleApi::openapi())
+        .routes(routes!(openapi_json))
+        .routes(routes!(health))
+        .routes(routes!(oidc_discovery))
+        .routes(routes!(oidc_jwks))
+        .routes(routes!(ca))
+        .routes(routes!(whoami))
         .merge(members::routes())
         .merge(tokens::routes())
         .merge(certificates::routes())
@@ -222,6 +228,16 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
     for kind in CatalogKind::ALL {
         app = app.merge(catalog::routes(kind));
     }
+    app
+}
+
+/// The people-facing OpenAPI document, as `GET /v1/openapi.json` serves it.
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    document().split_for_parts().1
+}
+
+pub fn router(state: AppState, max_body_bytes: usize) -> Router {
+    let (app, _) = document().split_for_parts();
     crate::metrics::layer(app, "people", state.metrics.clone())
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)
@@ -236,6 +252,8 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
 
 /// The issuer's discovery document and keys: public, as an issuer's must
 /// be (a cloud fetches them to verify job tokens). 404 without an issuer.
+#[utoipa::path(get, path = heimdall_core::oidc::DISCOVERY_PATH, tag = "oidc", operation_id = "get_oidc_discovery", security(()),
+    responses((status = 200, description = "The job-token issuer's OpenID discovery document", body = Object), PublicNotFound))]
 async fn oidc_discovery(
     axum::extract::State(state): axum::extract::State<AppState>,
 ) -> Result<Json<serde_json::Value>, HttpError> {
@@ -243,6 +261,8 @@ async fn oidc_discovery(
     Ok(Json(federation.issuer.discovery()))
 }
 
+#[utoipa::path(get, path = heimdall_core::oidc::JWKS_PATH, tag = "oidc", operation_id = "get_oidc_jwks", security(()),
+    responses((status = 200, description = "The issuer's public signing keys (JWKS)", body = Object), PublicNotFound))]
 async fn oidc_jwks(
     axum::extract::State(state): axum::extract::State<AppState>,
 ) -> Result<Json<serde_json::Value>, HttpError> {
@@ -250,11 +270,22 @@ async fn oidc_jwks(
     Ok(Json(federation.issuer.jwks()))
 }
 
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "health", operation_id = "get_openapi_document", security(()),
+    responses((status = 200, description = "This document (OpenAPI 3.1)", body = Object), PublicErrors))]
+async fn openapi_json() -> axum::response::Response {
+    static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    openapi::serve(DOCUMENT.get_or_init(|| openapi::to_json(&openapi_document())))
+}
+
+#[utoipa::path(get, path = "/v1/health", tag = "health", operation_id = "get_health", security(()),
+    responses((status = 200, description = "The API is up", body = Health), PublicErrors))]
 async fn health() -> Json<Health> {
     Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into() })
 }
 
 /// The installation CA (public), for clients that pinned its fingerprint.
+#[utoipa::path(get, path = "/v1/ca", tag = "health", operation_id = "get_installation_ca", security(()),
+    responses((status = 200, description = "The installation CA certificate (public)", body = CaCertificate), PublicNotFound))]
 async fn ca(
     axum::extract::State(state): axum::extract::State<AppState>,
 ) -> Result<Json<CaCertificate>, HttpError> {
@@ -265,9 +296,15 @@ async fn ca(
     Ok(Json(CaCertificate { certificate: ca.cert_pem().to_owned(), sha256: ca.fingerprint() }))
 }
 
+#[utoipa::path(get, path = "/v1/whoami", tag = "members", operation_id = "whoami",
+    responses((status = 200, description = "The caller and their organization", body = WhoAmI), SignedInErrors))]
 async fn whoami(caller: Caller) -> Json<WhoAmI> {
     Json(WhoAmI { member: caller.member, organization: caller.org })
 }
+
+errors!(public PublicErrors);
+errors!(public PublicNotFound: NotFound);
+errors!(SignedInErrors);
 
 /// Ends a page: keeps `limit` of `items` (fetched one more than asked, to
 /// know) and, when there were more, names where the next page starts.

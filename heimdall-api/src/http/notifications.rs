@@ -3,27 +3,38 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{delete, get};
-use axum::{Json, Router};
+use axum::Json;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::names::validate_name;
 use heimdall_core::notify::{check_webhook_url, display_url, Channel, Delivery};
 use heimdall_core::wire::{CreateChannel, CreatedChannel};
 use heimdall_core::{ApiError, ErrorCode};
 use serde::Deserialize;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::error::HttpResult;
 use super::extract::{Caller, JsonBody, QueryParams};
+use super::openapi::errors;
 use super::AppState;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/notifications", get(list).post(create))
-        .route("/v1/notifications/deliveries", get(deliveries))
-        .route("/v1/notifications/{key}", delete(remove))
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(deliveries)).routes(routes!(remove))
 }
 
+errors!(body CreateErrors: AlreadyExists);
+errors!(ListErrors);
+errors!(RemoveErrors: NotFound);
+
+#[utoipa::path(
+    post,
+    path = "/v1/notifications",
+    tag = "notifications",
+    operation_id = "create_channel",
+    request_body = CreateChannel,
+    responses((status = 201, description = "The channel, with its signing secret shown once", body = CreatedChannel), CreateErrors),
+)]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -62,11 +73,26 @@ async fn create(
     Ok((StatusCode::CREATED, Json(CreatedChannel { channel, secret: secret.to_string() })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/notifications",
+    tag = "notifications",
+    operation_id = "list_channels",
+    responses((status = 200, description = "Notification channels", body = Vec<Channel>), ListErrors),
+)]
 async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Channel>>> {
     state.authorize(&caller, Action::NotificationRead, &Target::organization(caller.org.id), None).await?;
     Ok(Json(state.store.list_channels(caller.org.id).await?))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v1/notifications/{key}",
+    tag = "notifications",
+    operation_id = "delete_channel",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 200, description = "The channel, removed", body = Channel), RemoveErrors),
+)]
 async fn remove(
     State(state): State<AppState>,
     caller: Caller,
@@ -78,14 +104,23 @@ async fn remove(
     Ok(Json(state.store.delete_channel(caller.org.id, &key, event).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct DeliveriesQuery {
     limit: Option<u32>,
 }
 
 impl heimdall_core::body::Query for DeliveriesQuery {}
 
+#[utoipa::path(
+    get,
+    path = "/v1/notifications/deliveries",
+    tag = "notifications",
+    operation_id = "list_deliveries",
+    params(DeliveriesQuery),
+    responses((status = 200, description = "Recent deliveries, newest first", body = Vec<Delivery>), ListErrors),
+)]
 async fn deliveries(
     State(state): State<AppState>,
     caller: Caller,

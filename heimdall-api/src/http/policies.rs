@@ -2,35 +2,54 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use heimdall_core::authz::{validate_policy_text, Action, Target};
 use heimdall_core::domain::Policy;
 use heimdall_core::ids::PolicyId;
 use heimdall_core::names::{validate_name, validate_text};
 use heimdall_core::wire::CreatePolicy;
 use heimdall_core::{ApiError, ErrorCode, FieldError};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::error::HttpResult;
 use super::extract::{Caller, JsonBody};
+use super::openapi::errors;
 use super::AppState;
 
 /// Policy text limit: generous for hand-written Cedar, small enough that
 /// evaluating every policy on every request stays cheap.
 const MAX_POLICY_CHARS: usize = 16 * 1024;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/policies", get(list).post(create))
-        .route("/v1/policies/{id}", get(show).delete(delete))
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show, delete))
 }
 
+errors!(ListErrors);
+errors!(body CreateErrors: InvalidPolicy, AlreadyExists);
+errors!(ShowErrors: NotFound);
+
+#[utoipa::path(
+    get,
+    path = "/v1/policies",
+    tag = "policies",
+    operation_id = "list_policies",
+    responses((status = 200, description = "The organization's Cedar policies", body = Vec<Policy>), ListErrors),
+)]
 async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Policy>>> {
     state.authorize(&caller, Action::PolicyRead, &Target::organization(caller.org.id), None).await?;
     Ok(Json(state.store.list_policies(caller.org.id).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/policies",
+    tag = "policies",
+    operation_id = "create_policy",
+    request_body = CreatePolicy,
+    responses((status = 201, description = "The policy; it applies from the next request", body = Policy), CreateErrors),
+)]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -77,6 +96,14 @@ fn parse_id(raw: &str) -> Result<PolicyId, ApiError> {
     raw.parse().map_err(|_| ApiError::not_found("policy"))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/policies/{id}",
+    tag = "policies",
+    operation_id = "get_policy",
+    params(("id" = String, Path, description = "An id")),
+    responses((status = 200, description = "The policy", body = Policy), ShowErrors),
+)]
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
@@ -86,6 +113,14 @@ async fn show(
     Ok(Json(state.store.get_policy(caller.org.id, parse_id(&id)?).await?))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v1/policies/{id}",
+    tag = "policies",
+    operation_id = "delete_policy",
+    params(("id" = String, Path, description = "An id")),
+    responses((status = 204, description = "Deleted"), ShowErrors),
+)]
 async fn delete(
     State(state): State<AppState>,
     caller: Caller,

@@ -28,6 +28,7 @@ use uuid::Uuid;
 use super::agent_channel::{agent, PeerAgent};
 use super::error::HttpResult;
 use super::extract::JsonBody;
+use super::openapi::errors;
 use super::secrets::{begin_deletion, grant_signer, may_take_version};
 use super::AppState;
 
@@ -73,8 +74,19 @@ async fn allowed(
     Ok((secret, env))
 }
 
+errors!(public body ProgramErrors: Unauthenticated, AgentRevoked, Forbidden, NotFound, Conflict, ValueMayPersist);
+
 /// `POST /v1/agent/program-versions`: numbers the next version for the
 /// program and signs a grant for this Agent and this token only.
+#[utoipa::path(
+    post,
+    path = "/v1/agent/program-versions",
+    tag = "agent-channel",
+    operation_id = "number_program_version",
+    request_body = ProgramVersionRequest,
+    security(()),
+    responses((status = 201, description = "The next version number and a write grant for this Agent and token", body = ProgramVersion), ProgramErrors),
+)]
 pub(super) async fn version(
     State(state): State<AppState>,
     Extension(peer): Extension<PeerAgent>,
@@ -123,6 +135,15 @@ pub(super) async fn version(
 
 /// `POST /v1/agent/program-deletions`: starts deleting the secret in the
 /// environment, as `secret delete NAME --environment E` does.
+#[utoipa::path(
+    post,
+    path = "/v1/agent/program-deletions",
+    tag = "agent-channel",
+    operation_id = "delete_as_program",
+    request_body = ProgramDeletionRequest,
+    security(()),
+    responses((status = 202, description = "The secret is deleting in the environment", body = ProgramDeletion), ProgramErrors),
+)]
 pub(super) async fn deletion(
     State(state): State<AppState>,
     Extension(peer): Extension<PeerAgent>,

@@ -8,8 +8,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use heimdall_core::accounts::resolve_account;
 use heimdall_core::authz::{resource_target, Action, CatalogTree, Target};
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
@@ -22,24 +21,36 @@ use heimdall_core::wire::{ChangeResource, CreateResource, Decide, ResourceDetail
 use heimdall_core::{ApiError, ErrorCode};
 use serde::Deserialize;
 use time::OffsetDateTime;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::catalog::resolve as resolve_catalog;
 use super::error::HttpResult;
 use super::extract::{Caller, JsonBody, NoBody, QueryParams};
+use super::openapi::errors;
 use super::schemas::resolve as resolve_schema;
 use super::AppState;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/resources", get(list).post(create))
-        .route("/v1/resources/{key}", get(show).patch(change).delete(delete))
-        .route("/v1/resources/{key}/approve", post(approve))
-        .route("/v1/resources/{key}/refuse", post(refuse))
-        .route("/v1/resources/{key}/retry", post(retry))
-        .route("/v1/resources/{key}/export", get(export))
-        .route("/v1/resources/{key}/drift-check", post(drift_check))
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(show, change, delete))
+        .routes(routes!(approve))
+        .routes(routes!(refuse))
+        .routes(routes!(retry))
+        .routes(routes!(export))
+        .routes(routes!(drift_check))
 }
+
+errors!(ListErrors: NotFound, InvalidInput);
+errors!(body CreateErrors: NotFound, AlreadyExists, SchemaViolation, NoCloudAccount, ModuleNotAllowed, NoAgent);
+errors!(ShowErrors: NotFound);
+errors!(body ChangeErrors: NotFound, SchemaViolation, Conflict, NoCloudAccount);
+errors!(DeleteErrors: NotFound, Conflict);
+errors!(body DecideErrors: NotFound, SelfApproval, StaleRevision, StalePlan, Conflict);
+errors!(RetryErrors: NotFound, Conflict);
+errors!(DriftErrors: NotFound, Conflict, NoCloudAccount);
 
 /// Where a Resource sits: its component's system and domain, and its
 /// environment. Used for authorization and account resolution.
@@ -208,8 +219,9 @@ pub(crate) async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Res
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
     component: Option<String>,
     environment: Option<String>,
@@ -222,6 +234,14 @@ pub(super) struct ListQuery {
 
 impl heimdall_core::body::Query for ListQuery {}
 
+#[utoipa::path(
+    get,
+    path = "/v1/resources",
+    tag = "resources",
+    operation_id = "list_resources",
+    params(ListQuery),
+    responses((status = 200, description = "A page of Resources the caller may read, oldest first", body = Vec<Resource>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
+)]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -278,6 +298,14 @@ pub(crate) async fn placements(
     Ok((tree, environments.into_iter().map(|e| (e.id, e.name)).collect()))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/resources/{key}",
+    tag = "resources",
+    operation_id = "get_resource",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 200, description = "The Resource with its revisions (sensitive outputs shown as `<sensitive>`)", body = ResourceDetail), ShowErrors),
+)]
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
@@ -347,6 +375,14 @@ async fn queue_drift_check(
 }
 
 /// Queues a drift check (`resources::drift_check`): `202` with the job.
+#[utoipa::path(
+    post,
+    path = "/v1/resources/{key}/drift-check",
+    tag = "resources",
+    operation_id = "check_resource_drift",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 202, description = "A drift check (a plan) is queued", body = heimdall_core::infra::Job), DriftErrors),
+)]
 async fn drift_check(
     State(state): State<AppState>,
     caller: Caller,
@@ -365,6 +401,14 @@ async fn drift_check(
 /// The root module of the last applied job, for plain `terraform`
 /// (`heimdall_core::export::package`): readable by whoever reads the
 /// Resource; it holds no credential.
+#[utoipa::path(
+    get,
+    path = "/v1/resources/{key}/export",
+    tag = "resources",
+    operation_id = "export_resource",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 200, description = "A Terraform package that manages the Resource without Heimdall", body = heimdall_core::export::ExportPackage), ShowErrors),
+)]
 async fn export(
     State(state): State<AppState>,
     caller: Caller,
@@ -377,6 +421,14 @@ async fn export(
     Ok(Json(heimdall_core::export::package(&resource, &jobs)?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/resources",
+    tag = "resources",
+    operation_id = "create_resource",
+    request_body = CreateResource,
+    responses((status = 201, description = "The Resource; its first revision is planned or awaits approval", body = Resource), CreateErrors),
+)]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -404,6 +456,15 @@ async fn create(
     Ok((StatusCode::CREATED, Json(apply(&state, &caller, &plan).await?)))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/v1/resources/{key}",
+    tag = "resources",
+    operation_id = "change_resource",
+    params(("key" = String, Path, description = "An id or a name")),
+    request_body = ChangeResource,
+    responses((status = 200, description = "The Resource with a new revision", body = Resource), ChangeErrors),
+)]
 async fn change(
     State(state): State<AppState>,
     caller: Caller,
@@ -422,6 +483,15 @@ async fn change(
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/resources/{key}/approve",
+    tag = "resources",
+    operation_id = "approve_resource",
+    params(("key" = String, Path, description = "An id or a name")),
+    request_body = Decide,
+    responses((status = 200, description = "Approved: the revision applies", body = Resource), DecideErrors),
+)]
 async fn approve(
     State(state): State<AppState>,
     caller: Caller,
@@ -440,6 +510,15 @@ async fn approve(
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/resources/{key}/refuse",
+    tag = "resources",
+    operation_id = "refuse_resource",
+    params(("key" = String, Path, description = "An id or a name")),
+    request_body = Decide,
+    responses((status = 200, description = "Refused: the revision does not apply", body = Resource), DecideErrors),
+)]
 async fn refuse(
     State(state): State<AppState>,
     caller: Caller,
@@ -457,6 +536,14 @@ async fn refuse(
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/resources/{key}/retry",
+    tag = "resources",
+    operation_id = "retry_resource",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 202, description = "A new attempt is queued", body = Resource), RetryErrors),
+)]
 async fn retry(
     State(state): State<AppState>,
     caller: Caller,
@@ -475,6 +562,14 @@ async fn retry(
     Ok((StatusCode::ACCEPTED, Json(apply(&state, &caller, &plan).await?)))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v1/resources/{key}",
+    tag = "resources",
+    operation_id = "delete_resource",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 200, description = "Already deleted, or removed without a destroy", body = Resource), (status = 202, description = "A destroy is queued (or awaits approval)", body = Resource), DeleteErrors),
+)]
 async fn delete(
     State(state): State<AppState>,
     caller: Caller,

@@ -2,8 +2,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::ids::SchemaId;
 use heimdall_core::infra::ResourceSchema;
@@ -12,19 +11,27 @@ use heimdall_core::names::{validate_name, validate_text};
 use heimdall_core::wire::CreateSchema;
 use heimdall_core::ApiError;
 use serde::Deserialize;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::catalog::resolve as resolve_catalog;
 use super::error::HttpResult;
 use super::extract::{Caller, JsonBody, QueryParams};
+use super::openapi::errors;
 use super::AppState;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/v1/schemas", get(list).post(create)).route("/v1/schemas/{key}", get(show))
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show))
 }
 
-#[derive(Debug, Deserialize)]
+errors!(ListErrors);
+errors!(ShowErrors: NotFound);
+errors!(body CreateErrors: AlreadyExists, ModuleNotAllowed, SchemaViolation);
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
     #[serde(rename = "type")]
     type_name: Option<String>,
@@ -51,6 +58,14 @@ pub(crate) async fn resolve(
         .ok_or_else(|| ApiError::not_found("schema"))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/schemas",
+    tag = "schemas",
+    operation_id = "list_schemas",
+    params(ListQuery),
+    responses((status = 200, description = "Resource schemas, every version", body = Vec<ResourceSchema>), ListErrors),
+)]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -64,6 +79,14 @@ async fn list(
     Ok(Json(schemas))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/schemas/{key}",
+    tag = "schemas",
+    operation_id = "get_schema",
+    params(("key" = String, Path, description = "A schema id, or a type name (its newest version)")),
+    responses((status = 200, description = "The schema", body = ResourceSchema), ShowErrors),
+)]
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
@@ -73,6 +96,14 @@ async fn show(
     Ok(Json(resolve(&state, &caller, &key).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/schemas",
+    tag = "schemas",
+    operation_id = "create_schema",
+    request_body = CreateSchema,
+    responses((status = 201, description = "The schema (a new version when the type exists)", body = ResourceSchema), CreateErrors),
+)]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,

@@ -3,8 +3,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use heimdall_core::authz::{secret_target, Action, Target, TargetKind};
 use heimdall_core::deletion::Holder;
 use heimdall_core::domain::CatalogEntry;
@@ -20,24 +19,38 @@ use heimdall_core::wire::{
     DeactivateVersion, SecretDetail, UpdateSecret, VersionHolder,
 };
 use heimdall_core::{ApiError, ErrorCode, Redacted};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::catalog::resolve as resolve_catalog;
 use super::error::HttpResult;
 use super::extract::{Caller, JsonBody, QueryParams};
+use super::openapi::errors;
 use super::AppState;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/secrets", get(list).post(create))
-        .route("/v1/secrets/{key}", get(show).patch(update).delete(delete_secret))
-        .route("/v1/secrets/{key}/access-log", get(access_log))
-        .route("/v1/secrets/{key}/versions", post(create_version))
-        .route("/v1/secrets/{key}/deactivate", post(deactivate_version))
-        .route("/v1/secrets/{key}/holders", get(holders))
-        .route("/v1/environments/{key}/agents", get(assignments).post(assign))
-        .route("/v1/environments/{key}/agents/{agent}", axum::routing::delete(unassign))
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(show, update, delete_secret))
+        .routes(routes!(access_log))
+        .routes(routes!(create_version))
+        .routes(routes!(deactivate_version))
+        .routes(routes!(holders))
+        .routes(routes!(assignments, assign))
+        .routes(routes!(unassign))
 }
+
+errors!(ListErrors);
+errors!(body CreateErrors: NotFound, AlreadyExists);
+errors!(ShowErrors: NotFound);
+errors!(body UpdateErrors: NotFound, Conflict);
+errors!(DeleteErrors: NotFound, ValueMayPersist, Conflict);
+errors!(AccessLogErrors: NotFound, InvalidInput);
+errors!(body VersionErrors: NotFound, NoAgent, Conflict, GrantInvalid);
+errors!(body DeactivateErrors: NotFound, VersionDeactivated, Conflict);
+errors!(HoldersErrors: NotFound, NoAgent);
+errors!(body AssignErrors: NotFound, AlreadyExists, Conflict);
 
 /// Before a Resource names `secret` as a module input: it exists, it is an
 /// organization secret (the Agent reads it for the job), and the requester
@@ -111,6 +124,13 @@ async fn components(state: &AppState, caller: &Caller, keys: &[String]) -> Resul
 /// The secrets the caller reaches and may read: personal ones only their
 /// owner's, and none that a policy forbids (a `forbid` on a Component,
 /// System or Domain hides the secrets linked under it).
+#[utoipa::path(
+    get,
+    path = "/v1/secrets",
+    tag = "secrets",
+    operation_id = "list_secrets",
+    responses((status = 200, description = "Secrets the caller may see (never a value)", body = Vec<Secret>), ListErrors),
+)]
 async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Secret>>> {
     let decider = state.decider(&caller).await?;
     decider.require(Action::SecretRead, &Target::organization(caller.org.id), None)?;
@@ -127,6 +147,14 @@ async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<
 
 /// A secret and its versions: only those in environments where the
 /// caller may read it (an environment-scoped `forbid` filters them out).
+#[utoipa::path(
+    get,
+    path = "/v1/secrets/{key}",
+    tag = "secrets",
+    operation_id = "get_secret",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 200, description = "The secret with its versions per environment", body = SecretDetail), ShowErrors),
+)]
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
@@ -152,8 +180,9 @@ async fn show(
     Ok(Json(SecretDetail { secret, versions, holdings, environment_deletions }))
 }
 
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct DeleteQuery {
     /// Only this environment (id or name).
     environment: Option<String>,
@@ -169,6 +198,14 @@ impl heimdall_core::body::Query for DeleteQuery {
 /// (`heimdall_core::deletion`); otherwise it goes `deleting` (the secret,
 /// or the secret in that environment), and `deleted` once no Agent's
 /// inventory lists it (there).
+#[utoipa::path(
+    delete,
+    path = "/v1/secrets/{key}",
+    tag = "secrets",
+    operation_id = "delete_secret",
+    params(("key" = String, Path, description = "An id or a name"), DeleteQuery),
+    responses((status = 200, description = "The secret, deleting where asked", body = SecretDetail), DeleteErrors),
+)]
 async fn delete_secret(
     State(state): State<AppState>,
     caller: Caller,
@@ -271,6 +308,14 @@ async fn environment_deletions_of(
     Ok(all)
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/secrets",
+    tag = "secrets",
+    operation_id = "create_secret",
+    request_body = CreateSecret,
+    responses((status = 201, description = "The secret, with no version yet", body = Secret), CreateErrors),
+)]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -332,6 +377,15 @@ async fn create(
     Ok((StatusCode::CREATED, Json(secret)))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/v1/secrets/{key}",
+    tag = "secrets",
+    operation_id = "update_secret",
+    params(("key" = String, Path, description = "An id or a name")),
+    request_body = UpdateSecret,
+    responses((status = 200, description = "The secret", body = Secret), UpdateErrors),
+)]
 async fn update(
     State(state): State<AppState>,
     caller: Caller,
@@ -368,8 +422,9 @@ async fn update(
     Ok(Json(secret))
 }
 
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct AccessLogQuery {
     environment: Option<String>,
     /// At most this many entries (default 100, at most 1000).
@@ -385,6 +440,14 @@ impl heimdall_core::body::Query for AccessLogQuery {
 /// The reads Agents reported for this secret (owner, admin; a personal
 /// secret: only its owner, for whom everyone else gets 404). Without an
 /// environment: only the environments where the caller may read the trail.
+#[utoipa::path(
+    get,
+    path = "/v1/secrets/{key}/access-log",
+    tag = "secrets",
+    operation_id = "list_access_log",
+    params(("key" = String, Path, description = "An id or a name"), AccessLogQuery),
+    responses((status = 200, description = "A page of the reads Agents recorded, oldest first", body = Vec<AccessLogEntry>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), AccessLogErrors),
+)]
 async fn access_log(
     State(state): State<AppState>,
     caller: Caller,
@@ -435,6 +498,14 @@ async fn access_log(
     Ok((headers, Json(entries)))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/environments/{key}/agents",
+    tag = "environments",
+    operation_id = "list_environment_agents",
+    params(("key" = String, Path, description = "An environment id or name")),
+    responses((status = 200, description = "The Agents assigned to the environment", body = Vec<Assignment>), ShowErrors),
+)]
 async fn assignments(
     State(state): State<AppState>,
     caller: Caller,
@@ -445,6 +516,15 @@ async fn assignments(
     Ok(Json(state.store.list_assignments(caller.org.id, env.id).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/environments/{key}/agents",
+    tag = "environments",
+    operation_id = "assign_environment_agent",
+    params(("key" = String, Path, description = "An environment id or name")),
+    request_body = AssignAgent,
+    responses((status = 201, description = "The assignment", body = Assignment), AssignErrors),
+)]
 async fn assign(
     State(state): State<AppState>,
     caller: Caller,
@@ -480,6 +560,14 @@ async fn assign(
 /// longer holds the environment and deletes its values there on its next
 /// sync; refused while it holds the only copy of a current version
 /// (`heimdall_core::deletion::may_unassign`).
+#[utoipa::path(
+    delete,
+    path = "/v1/environments/{key}/agents/{agent}",
+    tag = "environments",
+    operation_id = "unassign_environment_agent",
+    params(("key" = String, Path, description = "An environment id or name"), ("agent" = String, Path, description = "An Agent id or name")),
+    responses((status = 200, description = "The assignment, removed", body = Assignment), ShowErrors),
+)]
 async fn unassign(
     State(state): State<AppState>,
     caller: Caller,
@@ -613,6 +701,15 @@ pub(crate) fn grant_signer(state: &AppState) -> Result<std::sync::Arc<crate::pki
 /// Numbers the next version of a secret in an environment and answers with
 /// one signed grant per Agent that holds the environment. The value goes
 /// from the CLI to those Agents; it never comes here.
+#[utoipa::path(
+    post,
+    path = "/v1/secrets/{key}/versions",
+    tag = "secrets",
+    operation_id = "create_secret_version",
+    params(("key" = String, Path, description = "An id or a name")),
+    request_body = CreateVersion,
+    responses((status = 201, description = "A version number and a write grant for the Agents to send the value to", body = CreatedVersion), VersionErrors),
+)]
 async fn create_version(
     State(state): State<AppState>,
     caller: Caller,
@@ -701,6 +798,15 @@ async fn create_version(
 
 /// Deactivates a version (a leak): every Agent replaces its value with a
 /// tombstone on its next sync and answers 410 for it.
+#[utoipa::path(
+    post,
+    path = "/v1/secrets/{key}/deactivate",
+    tag = "secrets",
+    operation_id = "deactivate_secret_version",
+    params(("key" = String, Path, description = "An id or a name")),
+    request_body = DeactivateVersion,
+    responses((status = 200, description = "The version, deactivated", body = SecretVersion), DeactivateErrors),
+)]
 async fn deactivate_version(
     State(state): State<AppState>,
     caller: Caller,
@@ -724,8 +830,9 @@ async fn deactivate_version(
     Ok(Json(version))
 }
 
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct HoldersQuery {
     environment: String,
 }
@@ -735,6 +842,14 @@ impl heimdall_core::body::Query for HoldersQuery {
 }
 
 /// Where to read a secret in an environment: the Agents that hold it.
+#[utoipa::path(
+    get,
+    path = "/v1/secrets/{key}/holders",
+    tag = "secrets",
+    operation_id = "list_secret_holders",
+    params(("key" = String, Path, description = "An id or a name"), HoldersQuery),
+    responses((status = 200, description = "The Agents that hold the secret in the environment", body = Vec<AgentLocation>), HoldersErrors),
+)]
 async fn holders(
     State(state): State<AppState>,
     caller: Caller,

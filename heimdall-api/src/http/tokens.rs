@@ -2,8 +2,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{delete, get};
-use axum::{Json, Router};
+use axum::Json;
 use base64::Engine;
 use heimdall_core::domain::TokenInfo;
 use heimdall_core::ids::TokenId;
@@ -13,15 +12,22 @@ use heimdall_core::token::{TokenHash, TOKEN_PREFIX};
 use heimdall_core::wire::{CreateToken, CreatedToken};
 use heimdall_core::{ApiError, Redacted};
 use rand::RngCore;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::error::HttpResult;
 use super::extract::{Caller, JsonBody};
+use super::openapi::errors;
 use super::AppState;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/v1/tokens", get(list).post(create)).route("/v1/tokens/{id}", delete(revoke))
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(revoke))
 }
+
+errors!(ListErrors);
+errors!(body CreateErrors);
+errors!(RevokeErrors: NotFound);
 
 /// 32 bytes from the OS's CSPRNG, base64url: `hmd_` + 43 characters.
 pub(crate) fn generate_token() -> Redacted<String> {
@@ -43,10 +49,25 @@ pub(crate) fn new_token(name: &str) -> (Redacted<String>, NewToken) {
     (token, record)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/tokens",
+    tag = "tokens",
+    operation_id = "list_tokens",
+    responses((status = 200, description = "The caller's API tokens (never the token itself)", body = Vec<TokenInfo>), ListErrors),
+)]
 async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<TokenInfo>>> {
     Ok(Json(state.store.list_tokens(caller.org.id, caller.member.id).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/tokens",
+    tag = "tokens",
+    operation_id = "create_token",
+    request_body = CreateToken,
+    responses((status = 201, description = "The new token, shown once", body = CreatedToken), CreateErrors),
+)]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -67,6 +88,14 @@ async fn create(
     Ok((StatusCode::CREATED, Json(CreatedToken { info, token: token.expose().clone() })))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v1/tokens/{id}",
+    tag = "tokens",
+    operation_id = "revoke_token",
+    params(("id" = String, Path, description = "An id")),
+    responses((status = 200, description = "The token, revoked", body = TokenInfo), RevokeErrors),
+)]
 async fn revoke(
     State(state): State<AppState>,
     caller: Caller,
