@@ -3,6 +3,8 @@ applied by the dev Agent's real Terraform, jobs, and typed errors."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import threading
 import time
@@ -156,6 +158,23 @@ def test_a_wait_that_outlasts_its_timeout_says_so_and_the_job_goes_on(world: Wor
     assert name in caught.value.message
     settled = client.wait_for_resource(name, timeout=120)
     assert settled.status == "provisioned", world.dev.logs()
+    assert client.delete_resource(name, wait=True, timeout=120).status == "deleted"
+
+
+def test_ctrl_c_ends_a_sync_wait(world: World) -> None:
+    client = world.dev.client()
+    name = unique("interrupted")
+    timer = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT))
+    began = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        client.create_resource(
+            component="api", schema="bucket", environment="dev", name=name, input={"bucket": name}, wait=True, timeout=60
+        )
+    timer.join()
+    assert time.monotonic() - began < 5
+    # Only the wait ended: the Resource was requested and gets applied.
+    assert client.wait_for_resource(name, timeout=120).status == "provisioned", world.dev.logs()
     assert client.delete_resource(name, wait=True, timeout=120).status == "deleted"
 
 
