@@ -34,3 +34,6 @@ cargo build --workspace --bins --locked
 cargo test --workspace --all-features --locked "$@"
 # The Python bindings: their wheel (maturin) and pytest suite, against a real `heimdall dev`.
 bash scripts/test-python.sh
+# The API against its OpenAPI document: a short schemathesis run
+# (`bash scripts/schemathesis.sh 200` for a longer one).
+bash scripts/schemathesis.sh

@@ -178,24 +178,27 @@ pub fn decode<T: Body>(bytes: &[u8]) -> Result<T, ApiError> {
 pub fn decode_tree<T: Body>(tree: Value) -> Result<T, ApiError> {
     refuse_values(T::VALUES, &tree)?;
     serde_path_to_error::deserialize(tree).map_err(|err| {
-        let path = err.path().to_string();
+        let mut path = err.path().to_string();
         let message = err.inner().to_string();
-        if T::VALUES == ValuePolicy::Closed {
-            if let Some(field) = unknown_field(&message) {
-                let pointer = if path == "." {
-                    format!("/{}", pointer_segment(field))
-                } else {
-                    // serde_path_to_error's path is `a.b`; the unknown key is its last part.
-                    format!("/{}", path.split('.').map(pointer_segment).collect::<Vec<_>>().join("/"))
-                };
-                return ApiError::new(
-                    ErrorCode::ValueNotAccepted,
-                    format!(
-                        "`{pointer}` is not a field of this request; on secret routes an unexpected field \
-                         is refused, since a value would have nowhere else to go"
-                    ),
-                );
-            }
+        let unknown = unknown_field(&message).is_some();
+        if unknown {
+            // serde_path_to_error's path is `a.b`, its last part the unknown
+            // key itself: name where it is, never what it is called (a
+            // mistaken key can be a value pasted in the wrong place).
+            path = match path.rsplit_once('.') {
+                Some((parent, _)) => parent.to_owned(),
+                None => ".".to_owned(),
+            };
+        }
+        if unknown && T::VALUES == ValuePolicy::Closed {
+            let place = if path == "." { "the request".to_owned() } else { format!("`{path}`") };
+            return ApiError::new(
+                ErrorCode::ValueNotAccepted,
+                format!(
+                    "{place} has a field this route does not take; on secret routes an unexpected field \
+                     is refused, since a value would have nowhere else to go"
+                ),
+            );
         }
         let what = describe_serde_error(&message);
         bad_request(if path == "." { what } else { format!("`{path}`: {what}") })
@@ -213,9 +216,8 @@ fn bad_request(message: impl Into<String>) -> ApiError {
 fn syntax_error(e: &serde_json::Error) -> ApiError {
     let message = e.to_string();
     if message.starts_with(DUPLICATE_KEY) {
-        let key = message.split('`').nth(1).unwrap_or_default();
         return bad_request(format!(
-            "request body has the key `{key}` twice in one object (line {}, column {}); each key once",
+            "request body has a key twice in one object (line {}, column {}); each key once",
             e.line(),
             e.column()
         ));
@@ -306,8 +308,12 @@ impl<'de> Visitor<'de> for StrictVisitor {
 /// drops the part that quotes the input (`invalid type: string "…"`).
 pub fn describe_serde_error(message: &str) -> String {
     let message = message.split(" at line ").next().unwrap_or(message);
-    if let Some(field) = unknown_field(message) {
-        return format!("unknown field `{field}`");
+    if unknown_field(message).is_some() {
+        // Never the unknown name itself (see `decode_tree`): what is allowed.
+        return match message.split_once(", expected ") {
+            Some((_, expected)) => format!("an unknown field; expected {expected}"),
+            None => "an unknown field; this takes none".to_owned(),
+        };
     }
     if message.starts_with("missing field `") {
         return message.split(", expected").next().unwrap_or(message).to_owned();
@@ -340,19 +346,17 @@ pub fn decode_query<T: Query>(query: &str) -> Result<T, ApiError> {
             return Err(value_refusal(&format!("?{name}")));
         }
         if seen.contains(&name.as_str()) {
-            return Err(bad_request(format!("the query parameter `{name}` is given twice")));
+            return Err(bad_request("a query parameter is given twice; give each once"));
         }
         seen.push(name);
     }
     serde_urlencoded::from_str(query).map_err(|e: serde_urlencoded::de::Error| {
         let message = e.to_string();
-        if let (ValuePolicy::Closed, Some(name)) = (T::VALUES, unknown_field(&message)) {
+        if T::VALUES == ValuePolicy::Closed && unknown_field(&message).is_some() {
             return ApiError::new(
                 ErrorCode::ValueNotAccepted,
-                format!(
-                    "`?{name}` is not a parameter of this route; on secret routes an unexpected parameter is \
-                     refused"
-                ),
+                "the query string has a parameter this route does not take; on secret routes an unexpected \
+                 parameter is refused",
             );
         }
         bad_request(format!("invalid query string: {}", describe_serde_error(&message)))
@@ -450,7 +454,7 @@ mod tests {
         }
         assert!(parse_strict(b" {\"name\":\"x\"} \n").is_ok(), "white space around the value is fine");
         let err = parse_strict(br#"{"a":1,"a":2}"#).unwrap_err();
-        assert!(err.message.contains("`a` twice"), "{}", err.message);
+        assert!(err.message.contains("a key twice") && !err.message.contains("`a`"), "{}", err.message);
         assert!(parse_strict(b"{\"a\":1}}").unwrap_err().message.contains("data after"));
         assert!(parse_strict(b"\xEF\xBB\xBF{}").unwrap_err().message.contains("byte order mark"));
     }
@@ -459,7 +463,11 @@ mod tests {
     fn closed_bodies_refuse_any_unknown_field_as_a_value() {
         let err = decode::<Closed>(br#"{"name":"db","note":"hunter2"}"#).unwrap_err();
         assert_eq!(err.code, ErrorCode::ValueNotAccepted);
-        assert!(err.message.contains("`/note`") && !err.message.contains("hunter2"), "{}", err.message);
+        assert!(err.message.starts_with("the request has a field"), "{}", err.message);
+        assert!(!err.message.contains("hunter2") && !err.message.contains("note"), "{}", err.message);
+        // A value pasted where a key goes is not repeated either.
+        let err = decode::<Closed>(br#"{"name":"db","hunter2":"x"}"#).unwrap_err();
+        assert!(!err.message.contains("hunter2"), "{}", err.message);
         let err = decode::<Closed>(br#"{"name":"db","tags":{"value":"hunter2"}}"#).unwrap_err();
         assert_eq!(err.code, ErrorCode::ValueNotAccepted);
         assert!(err.message.contains("`/tags/value`"), "{}", err.message);
@@ -477,7 +485,8 @@ mod tests {
         // Outside the governed member it is still metadata: an unknown field.
         let err = decode::<Infra>(br#"{"name":"r","input":{},"colour":"x"}"#).unwrap_err();
         assert_eq!(err.code, ErrorCode::BadRequest);
-        assert!(err.message.contains("unknown field `colour`"), "{}", err.message);
+        assert!(err.message.starts_with("an unknown field; expected `name` or `input`"), "{}", err.message);
+        assert!(!err.message.contains("colour"), "{}", err.message);
     }
 
     #[test]
@@ -508,6 +517,11 @@ mod tests {
         assert_eq!(err.code, ErrorCode::ValueNotAccepted);
         let err = decode_query::<EnvQuery>("limit=1&limit=2").unwrap_err();
         assert_eq!(err.code, ErrorCode::BadRequest);
+        let err = decode_query::<EnvQuery>("hunter2=1&hunter2=2").unwrap_err();
+        assert!(!err.message.contains("hunter2"), "{}", err.message);
+        let err = decode_query::<EnvQuery>("hunter2=1").unwrap_err();
+        assert_eq!(err.code, ErrorCode::ValueNotAccepted);
+        assert!(!err.message.contains("hunter2"), "{}", err.message);
         let err = decode_query::<EnvQuery>("limit=hunter2").unwrap_err();
         assert_eq!(err.code, ErrorCode::BadRequest);
         assert!(!err.message.contains("hunter2"), "{}", err.message);

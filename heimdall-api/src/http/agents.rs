@@ -196,11 +196,9 @@ async fn enroll(
     JsonBody(body): JsonBody<Enroll>,
 ) -> HttpResult<(StatusCode, Json<Enrolled>)> {
     let (Some(ca), Some(agent_api_url)) = (state.ca.clone(), state.agent_api_url.clone()) else {
-        return Err(ApiError::new(
-            ErrorCode::Unavailable,
-            "this API has no Agent listener configured (--agent-listen)",
-        )
-        .into());
+        // Not an outage but how this API is run: say so (a 503's message
+        // is hidden as a backing service's).
+        return Err(ApiError::not_found("Agent enrollment (this API runs without --agent-listen)").into());
     };
     let id = AgentId::from_uuid(Uuid::new_v4());
     let unknown =

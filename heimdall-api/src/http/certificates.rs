@@ -97,11 +97,8 @@ async fn issue(
     JsonBody(body): JsonBody<CertificateRequest>,
 ) -> HttpResult<(StatusCode, Json<IssuedCertificate>)> {
     let Some(ca) = state.ca.clone() else {
-        return Err(ApiError::new(
-            ErrorCode::Unavailable,
-            "this API has no certificate authority (--ca-dir) to issue client certificates",
-        )
-        .into());
+        // How this API is run, not an outage (a 503's message is hidden).
+        return Err(ApiError::not_found("client certificates (this API runs without --ca-dir)").into());
     };
     let now = state.clock.now();
     let issued = ca

@@ -25,6 +25,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 
 errors!(body CreateErrors: AlreadyExists);
 errors!(ListErrors);
+errors!(DeliveriesErrors: InvalidInput);
 errors!(RemoveErrors: NotFound);
 
 #[utoipa::path(
@@ -119,7 +120,7 @@ impl heimdall_core::body::Query for DeliveriesQuery {}
     tag = "notifications",
     operation_id = "list_deliveries",
     params(DeliveriesQuery),
-    responses((status = 200, description = "Recent deliveries, newest first", body = Vec<Delivery>), ListErrors),
+    responses((status = 200, description = "Recent deliveries, newest first", body = Vec<Delivery>), DeliveriesErrors),
 )]
 async fn deliveries(
     State(state): State<AppState>,
