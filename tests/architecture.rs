@@ -142,14 +142,19 @@ fn the_binaries_are_thin() {
 }
 
 /// Architecture Invariant: every route of the API's people listener and
-/// Agent channel is registered through `utoipa_axum::routes!` from its
+/// Agent channel, and of the Agent's local API, is registered through
+/// `utoipa_axum::routes!` from its
 /// handler's `#[utoipa::path]`, so the OpenAPI documents list exactly the
-/// routes served (`heimdall-api/tests/api/openapi.rs` checks the served
-/// side). A plain `.route(` would be a route no document names.
+/// routes served (`heimdall-api/tests/api/openapi.rs` and the Agent's
+/// `programs::the_local_api_document_lists_what_the_agent_serves` check the
+/// served side). A plain `.route(` would be a route no document names.
 #[test]
 fn api_routes_come_with_their_document() {
-    let http = workspace().join("heimdall-api/src/http");
-    for file in rust_files(&http) {
+    let agent = workspace().join("heimdall-agent/src");
+    let files = rust_files(&workspace().join("heimdall-api/src/http"))
+        .into_iter()
+        .chain(["local_api.rs", "program_writes.rs", "watch.rs", "eso.rs"].map(|f| agent.join(f)));
+    for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         for (n, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");

@@ -19,10 +19,19 @@ use heimdall_core::{ApiError, ErrorCode};
 use serde_json::{json, Map, Value};
 
 use crate::local_api::{caller, load, read_one, record_all, Caller, LocalApi, Peer, Refusal};
+use crate::openapi::ReadErrors;
 
 /// The key that asks for every secret of the token's scope.
 pub const ALL: &str = "*";
 
+#[utoipa::path(
+    get,
+    path = "/v1/eso/{environment}/{key}",
+    tag = "values",
+    operation_id = "read_for_external_secrets",
+    params(("environment" = String, Path, description = "An environment name"), ("key" = String, Path, description = "A secret name, or `*`")),
+    responses((status = 200, description = "A value (or, for `*`, every value of the token's scope) as the External Secrets webhook provider reads it", body = Object), ReadErrors),
+)]
 pub(crate) async fn read(
     State(state): State<LocalApi>,
     Extension(peer): Extension<Peer>,

@@ -21,6 +21,7 @@ pub mod kms;
 pub mod local_api;
 pub mod local_cert;
 pub mod metrics;
+pub mod openapi;
 pub mod plan_files;
 pub mod policy_file;
 pub mod program_tokens;

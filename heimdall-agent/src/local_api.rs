@@ -28,23 +28,27 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use axum::{Extension, Json, Router};
 use heimdall_core::clock::Clock;
 use heimdall_core::grant::GrantTarget;
 use heimdall_core::ids::AgentId;
 use heimdall_core::wire::{ReadValues, ValueAnswer, ValuesAnswer, WriteValue};
 use heimdall_core::{ApiError, ErrorCode, Redacted};
+use heimdall_tls::server::QueryParams;
 use rustls::server::WebPkiClientVerifier;
 use time::OffsetDateTime;
 use tokio::net::TcpListener;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::access::{PolicySnapshot, SharedPolicy};
 use crate::grant::GrantVerifier;
+use crate::openapi::{HealthErrors, ReadErrors, WriteErrors};
 use crate::recorder::Recorder;
 use crate::store::{ServedRead, StoreError, ValueAddress, Vault, MAX_VALUE_LEN};
 
@@ -151,14 +155,31 @@ pub(crate) fn store_refusal(e: StoreError) -> Refusal {
     Refusal(ApiError::new(code, e.to_string()))
 }
 
+/// Every route of the local API, each with its document.
+pub(crate) fn routes() -> OpenApiRouter<LocalApi> {
+    OpenApiRouter::with_openapi(crate::openapi::AgentLocalApi::openapi())
+        .routes(routes!(openapi_json))
+        .routes(routes!(health))
+        .routes(routes!(read, write))
+        .routes(routes!(crate::program_writes::delete))
+        .routes(routes!(read_many))
+        .routes(routes!(crate::watch::watch))
+        .routes(routes!(crate::eso::read))
+}
+
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "agent", operation_id = "get_openapi_document", security(()),
+    responses((status = 200, description = "This document (OpenAPI 3.1)", body = Object), HealthErrors))]
+async fn openapi_json() -> Response {
+    static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    heimdall_tls::openapi::serve(
+        DOCUMENT.get_or_init(|| heimdall_tls::openapi::to_json(&crate::openapi::document())),
+    )
+}
+
 pub fn router(state: LocalApi) -> Router {
-    Router::new()
-        .route("/v1/health", get(health))
-        .route("/v1/secrets/{name}/value", get(read).put(write))
-        .route("/v1/secrets/{name}", axum::routing::delete(crate::program_writes::delete))
-        .route("/v1/values", axum::routing::post(read_many))
-        .route("/v1/values/watch", axum::routing::post(crate::watch::watch))
-        .route("/v1/eso/{environment}/{key}", get(crate::eso::read))
+    routes()
+        .split_for_parts()
+        .0
         .fallback(|| async { Refusal(ApiError::new(ErrorCode::NotFound, "no such route")) })
         // A 1 MiB value, JSON-escaped, with room for the grant.
         .layer(axum::extract::DefaultBodyLimit::max(8 * MAX_VALUE_LEN))
@@ -212,6 +233,14 @@ pub(crate) async fn with_fresh<T>(
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/health",
+    tag = "agent",
+    operation_id = "agent_health",
+    security(()),
+    responses((status = 200, description = "The Agent is up; its id and when its policy last synced", body = Object), HealthErrors),
+)]
 async fn health(State(state): State<LocalApi>) -> Json<serde_json::Value> {
     let synced = state.policy.current().map(|p| p.received_at());
     Json(serde_json::json!({
@@ -228,6 +257,15 @@ pub(crate) fn to_u32_version(version: i64) -> Result<u32, Refusal> {
         .ok_or_else(|| Refusal(ApiError::invalid_input("version starts at 1")))
 }
 
+#[utoipa::path(
+    put,
+    path = "/v1/secrets/{name}/value",
+    tag = "values",
+    operation_id = "write_value",
+    params(("name" = String, Path, description = "A secret name")),
+    request_body = WriteValue,
+    responses((status = 201, description = "Stored, sealed under the master key", body = Object), WriteErrors),
+)]
 async fn write(
     State(state): State<LocalApi>,
     Extension(peer): Extension<Peer>,
@@ -303,19 +341,30 @@ pub(crate) async fn store_granted(state: &LocalApi, at: &ValueAddress, value: &[
     Ok(())
 }
 
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct ReadQuery {
     environment: String,
     version: Option<i64>,
 }
 
+impl heimdall_core::body::Query for ReadQuery {}
+
+#[utoipa::path(
+    get,
+    path = "/v1/secrets/{name}/value",
+    tag = "values",
+    operation_id = "read_value",
+    params(("name" = String, Path, description = "A secret name"), ReadQuery),
+    responses((status = 200, description = "The value, recorded in the access trail before it is served", body = ValueAnswer), ReadErrors),
+)]
 async fn read(
     State(state): State<LocalApi>,
     Extension(peer): Extension<Peer>,
     headers: HeaderMap,
     Path(name): Path<String>,
-    Query(query): Query<ReadQuery>,
+    QueryParams(query): QueryParams<ReadQuery>,
 ) -> Result<Json<ValueAnswer>, Refusal> {
     let read = async {
         let caller = caller(&state, &peer, &headers)?;
@@ -355,6 +404,14 @@ pub(crate) const MAX_READ_VALUES: usize = crate::recorder::MAX_BATCH;
 /// loaded one by one, then every read recorded in one commit, and only
 /// then the values. Any refusal refuses the whole request, names the
 /// secret and records nothing.
+#[utoipa::path(
+    post,
+    path = "/v1/values",
+    tag = "values",
+    operation_id = "read_values",
+    request_body = ReadValues,
+    responses((status = 200, description = "Every value asked for, each recorded before any is served", body = ValuesAnswer), ReadErrors),
+)]
 async fn read_many(
     State(state): State<LocalApi>,
     Extension(peer): Extension<Peer>,

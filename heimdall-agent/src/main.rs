@@ -52,6 +52,8 @@ enum Command {
     /// Program tokens for this Agent's local API: made, listed and revoked here.
     #[command(subcommand)]
     Token(heimdall_agent::token_command::TokenCommand),
+    /// Print the local API's OpenAPI document (JSON), as `GET /v1/openapi.json` serves it.
+    Openapi,
     /// Run jobs (and serve values, with [values] and [local_api]) until SIGTERM or Ctrl-C.
     Run {
         /// The agent.toml written by `enroll`.
@@ -81,6 +83,10 @@ fn main() -> ExitCode {
             configure::configure(&config, &settings).map(|done| configure::print(&done, json))
         }
         Command::Enroll(args) => enroll::main(args),
+        Command::Openapi => heimdall_agent::openapi::document()
+            .to_pretty_json()
+            .map(|text| println!("{text}"))
+            .map_err(|e| format!("the document does not serialize: {e}")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

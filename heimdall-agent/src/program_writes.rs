@@ -9,7 +9,7 @@
 //! starts the deletion. The value never leaves the Agent: it is stored
 //! here with that grant, verified like a person's.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 use heimdall_core::grant::{GrantTarget, GrantWriter};
@@ -18,12 +18,14 @@ use heimdall_core::wire::{
     ProgramCaller, ProgramDeletion, ProgramDeletionRequest, ProgramValue, ProgramVersionRequest,
 };
 use heimdall_core::{ApiError, ErrorCode};
+use heimdall_tls::server::QueryParams;
 
 use crate::access::AllowedRead;
 use crate::channel::{Channel, ChannelError};
 use crate::local_api::{
     caller, check_size, store_granted, to_u32_version, with_fresh, Caller, LocalApi, Peer, Refusal,
 };
+use crate::openapi::DeleteErrors;
 use crate::store::ValueAddress;
 
 /// `verb` on `name` in `environment`, decided with the snapshot (after a
@@ -118,22 +120,33 @@ pub(crate) async fn write(
     ))
 }
 
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct DeleteQuery {
     environment: String,
 }
+
+impl heimdall_core::body::Query for DeleteQuery {}
 
 /// `DELETE /v1/secrets/{name}?environment=E` with a program token that
 /// may delete: every version in that environment, on every Agent holding
 /// it, as `heimdall secret delete NAME --environment E`. People delete
 /// through the API.
+#[utoipa::path(
+    delete,
+    path = "/v1/secrets/{name}",
+    tag = "values",
+    operation_id = "delete_as_program",
+    params(("name" = String, Path, description = "A secret name"), DeleteQuery),
+    responses((status = 202, description = "Deleting in the environment, on every Agent holding it", body = ProgramDeletion), DeleteErrors),
+)]
 pub(crate) async fn delete(
     State(state): State<LocalApi>,
     Extension(peer): Extension<Peer>,
     headers: HeaderMap,
     Path(name): Path<String>,
-    Query(query): Query<DeleteQuery>,
+    QueryParams(query): QueryParams<DeleteQuery>,
 ) -> Result<(StatusCode, Json<ProgramDeletion>), Refusal> {
     let (scope, accessor) = match caller(&state, &peer, &headers)? {
         Caller::Program { scope, accessor } => (scope, accessor),

@@ -13,10 +13,19 @@ use heimdall_core::ApiError;
 use sha2::{Digest, Sha256};
 
 use crate::local_api::{caller, decide, store_refusal, Caller, LocalApi, Peer, Refusal, MAX_READ_VALUES};
+use crate::openapi::ReadErrors;
 
 /// How long one poll waits for a change.
 pub const WAIT: std::time::Duration = std::time::Duration::from_secs(25);
 
+#[utoipa::path(
+    post,
+    path = "/v1/values/watch",
+    tag = "values",
+    operation_id = "watch_values",
+    request_body = WatchValues,
+    responses((status = 200, description = "The values' fingerprint, answered when it changes or the wait ends", body = WatchAnswer), ReadErrors),
+)]
 pub(crate) async fn watch(
     State(state): State<LocalApi>,
     Extension(peer): Extension<Peer>,

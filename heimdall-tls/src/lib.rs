@@ -7,7 +7,8 @@
 //!   to reach, not just a host name.
 //! - [`server`] (feature `server`): the accept loop with handshake and
 //!   header timeouts, a connection cap and graceful shutdown; and
-//!   [`logging`], the servers' log format.
+//!   [`logging`], the servers' log format; [`openapi`], the error
+//!   responses both servers' OpenAPI documents list.
 #![forbid(unsafe_code)]
 
 pub mod identity;
@@ -15,6 +16,8 @@ pub mod identity;
 pub mod logging;
 #[cfg(feature = "server")]
 pub mod metrics;
+#[cfg(feature = "server")]
+pub mod openapi;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod verify;

@@ -142,6 +142,29 @@ pub async fn serve<P, A>(
     }
 }
 
+/// Query-string parameters, judged by the type's value policy
+/// (`heimdall_core::body::decode_query`): strict, with errors that never
+/// echo what was sent, in the one error body (axum's own `Query` answers
+/// plain text).
+#[derive(Debug)]
+pub struct QueryParams<T>(pub T);
+
+impl<S, T> axum::extract::FromRequestParts<S> for QueryParams<T>
+where
+    S: Send + Sync,
+    T: heimdall_core::body::Query,
+{
+    type Rejection = axum::response::Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or_default();
+        heimdall_core::body::decode_query(query).map(QueryParams).map_err(error_response)
+    }
+}
+
 /// The answer for an error, the same from both servers: the status from
 /// core's one table, `{"error": {...}}`, and internal detail only in the
 /// log (`ApiError::into_public`).

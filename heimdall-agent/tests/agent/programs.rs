@@ -379,3 +379,58 @@ async fn a_program_writes_and_deletes_through_the_api_attributed_to_it() {
     })
     .await;
 }
+
+/// The local API's own OpenAPI document, served without a credential:
+/// every operation it lists reaches a handler (not the router's "no such
+/// route") and answers only a status the document lists for it, and a
+/// path it does not list is the router's miss.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_api_document_lists_what_the_agent_serves() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let held = holding_secret(&w, &config, "billing-db", "s3cret", &[]).await;
+    let token = token_command(
+        &config,
+        &["create", "--name", "docs", "--environment", "dev", "--secret", "billing-*"],
+    )["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let http = no_certificate(&config);
+    let document: Value =
+        http.get(format!("{}/v1/openapi.json", held.local_url)).send().await.unwrap().json().await.unwrap();
+    let mut operations = 0;
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            operations += 1;
+            let concrete = path
+                .replace("{name}", "billing-db")
+                .replace("{environment}", "dev")
+                .replace("{key}", "billing-db");
+            let reply = http
+                .request(
+                    Method::from_bytes(method.to_uppercase().as_bytes()).unwrap(),
+                    format!("{}{concrete}", held.local_url),
+                )
+                .bearer_auth(&token)
+                .header("content-type", "application/json")
+                .body(if method == "get" || method == "delete" { "" } else { "{}" })
+                .send()
+                .await
+                .unwrap();
+            let status = reply.status().as_u16();
+            let body: Value = reply.json().await.unwrap_or(Value::Null);
+            assert!(
+                !(status == 404 && body["error"]["message"] == "no such route"),
+                "{method} {path} is documented but not routed"
+            );
+            assert!(
+                operation["responses"].get(status.to_string()).is_some(),
+                "{method} {path} answered {status} ({body}), which its document does not list"
+            );
+        }
+    }
+    assert!(operations >= 8, "{operations} operations in {document}");
+    let miss = http.get(format!("{}/v1/valuez", held.local_url)).send().await.unwrap();
+    assert_eq!(miss.status(), StatusCode::NOT_FOUND);
+}

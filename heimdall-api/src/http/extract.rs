@@ -5,7 +5,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
-use heimdall_core::body::{self, Body, Query};
+use heimdall_core::body::{self, Body};
 use heimdall_core::domain::{Member, Organization};
 use heimdall_core::token::{looks_like_token, TokenHash};
 use heimdall_core::{ApiError, ErrorCode};
@@ -88,23 +88,8 @@ impl<S: Send + Sync> FromRequest<S> for NoBody {
     }
 }
 
-/// Query-string parameters, judged by the type's value policy
-/// (`heimdall_core::body::decode_query`), with the same no-echo errors.
-#[derive(Debug)]
-pub struct QueryParams<T>(pub T);
-
-impl<S, T> FromRequestParts<S> for QueryParams<T>
-where
-    S: Send + Sync,
-    T: Query,
-{
-    type Rejection = HttpError;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        let query = parts.uri.query().unwrap_or_default();
-        Ok(QueryParams(body::decode_query(query)?))
-    }
-}
+/// Query-string parameters: the one strict decoder both servers use.
+pub use heimdall_tls::server::QueryParams;
 
 #[cfg(test)]
 mod tests {

@@ -4,95 +4,14 @@
 //! from the same attributes (`utoipa_axum::routes!`), so a route and its
 //! document cannot drift (`tests/api/openapi.rs` checks both ways).
 //!
-//! Error codes are listed per status: a status's description names every
-//! code the route can answer with it, and its body is an [`ErrorBody`].
-
-use std::collections::BTreeMap;
+//! Error codes are listed per status (`heimdall_tls::openapi_errors!`).
 
 use heimdall_core::wire::ErrorBody;
 use heimdall_core::ErrorCode;
+pub(crate) use heimdall_tls::openapi::{serve, to_json};
+pub(crate) use heimdall_tls::openapi_errors as errors;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
-
-/// Codes any route can answer: the values guard judges every query string
-/// and refuses a body on a route that takes none; a store can fail.
-pub(crate) const EVERY_ROUTE: &[ErrorCode] = &[
-    ErrorCode::BadRequest,
-    ErrorCode::ValueNotAccepted,
-    ErrorCode::PayloadTooLarge,
-    ErrorCode::Internal,
-    ErrorCode::Unavailable,
-];
-
-/// And every route behind a token: a missing or revoked token, a role or
-/// policy that does not permit the action.
-pub(crate) const SIGNED_IN: &[ErrorCode] = &[ErrorCode::Unauthenticated, ErrorCode::Forbidden];
-
-/// And every route that reads a JSON body: a field of the wrong shape.
-pub(crate) const WITH_BODY: &[ErrorCode] = &[ErrorCode::InvalidInput];
-
-/// One response per status, naming each code, with the error body.
-pub(crate) fn error_responses(sets: &[&[ErrorCode]]) -> BTreeMap<String, RefOr<Response>> {
-    let mut by_status: BTreeMap<u16, Vec<&'static str>> = BTreeMap::new();
-    for code in sets.iter().flat_map(|set| set.iter()) {
-        let codes = by_status.entry(code.http_status()).or_default();
-        if !codes.contains(&code.as_str()) {
-            codes.push(code.as_str());
-        }
-    }
-    by_status
-        .into_iter()
-        .map(|(status, codes)| {
-            let description = codes.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ");
-            let response = ResponseBuilder::new()
-                .description(description)
-                .content(
-                    "application/json",
-                    ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build(),
-                )
-                .build();
-            (status.to_string(), RefOr::T(response))
-        })
-        .collect()
-}
-
-/// `errors!(Name: Code, ...)`: a type for `responses(...)` naming the
-/// codes a route answers besides those of every signed-in route;
-/// `errors!(public Name: ...)` for a route that takes no token;
-/// `errors!(body Name: ...)` / `errors!(public body Name: ...)` when the
-/// route reads a JSON body.
-macro_rules! errors {
-    (@impl $name:ident [$($set:expr),*] $($code:ident),*) => {
-        #[derive(Debug)]
-        pub(crate) struct $name;
-        impl utoipa::IntoResponses for $name {
-            fn responses() -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>> {
-                $crate::http::openapi::error_responses(&[
-                    $($set,)*
-                    &[$(heimdall_core::ErrorCode::$code),*],
-                ])
-            }
-        }
-    };
-    (public body $name:ident $(: $($code:ident),+)?) => {
-        errors!(@impl $name [$crate::http::openapi::EVERY_ROUTE, $crate::http::openapi::WITH_BODY] $($($code),+)?);
-    };
-    (public $name:ident $(: $($code:ident),+)?) => {
-        errors!(@impl $name [$crate::http::openapi::EVERY_ROUTE] $($($code),+)?);
-    };
-    (body $name:ident $(: $($code:ident),+)?) => {
-        errors!(@impl $name [
-            $crate::http::openapi::EVERY_ROUTE,
-            $crate::http::openapi::SIGNED_IN,
-            $crate::http::openapi::WITH_BODY
-        ] $($($code),+)?);
-    };
-    ($name:ident $(: $($code:ident),+)?) => {
-        errors!(@impl $name [$crate::http::openapi::EVERY_ROUTE, $crate::http::openapi::SIGNED_IN] $($($code),+)?);
-    };
-}
-pub(crate) use errors;
 
 /// The people-facing API: what `GET /v1/openapi.json` serves.
 #[derive(OpenApi)]
@@ -142,18 +61,4 @@ impl Modify for BearerToken {
             ),
         );
     }
-}
-
-/// A document as served.
-pub(crate) fn to_json(document: &utoipa::openapi::OpenApi) -> String {
-    serde_json::to_string(document).unwrap_or_else(|e| {
-        // A document of strings and maps always serializes; say so if not.
-        tracing::error!(error = %e, "the OpenAPI document does not serialize");
-        String::new()
-    })
-}
-
-pub(crate) fn serve(document: &str) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    ([(axum::http::header::CONTENT_TYPE, "application/json")], document.to_owned()).into_response()
 }
