@@ -29,6 +29,8 @@ mod metrics;
 mod notifications;
 #[path = "api/openapi.rs"]
 mod openapi;
+#[path = "api/pages.rs"]
+mod pages;
 #[path = "api/policy_scope.rs"]
 mod policy_scope;
 #[path = "api/queue.rs"]

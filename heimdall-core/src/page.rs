@@ -49,7 +49,7 @@ pub fn decode<T: DeserializeOwned>(token: &str) -> Result<T, ApiError> {
 mod tests {
     use super::*;
 
-    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct At {
         n: i64,

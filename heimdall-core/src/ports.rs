@@ -275,7 +275,17 @@ pub trait InfraStore: Send + Sync + std::fmt::Debug {
     /// applied.
     async fn list_drift_candidates(&self) -> StoreResult<Vec<DriftCandidate>>;
     async fn list_revisions(&self, org: OrgId, resource: ResourceId) -> StoreResult<Vec<Revision>>;
-    async fn list_jobs(&self, org: OrgId, resource: Option<ResourceId>) -> StoreResult<Vec<Job>>;
+    async fn list_jobs(&self, org: OrgId, resource: Option<ResourceId>) -> StoreResult<Vec<Job>> {
+        self.list_jobs_page(org, resource, None, u32::MAX).await
+    }
+    /// At most `limit` jobs after `after`, oldest first.
+    async fn list_jobs_page(
+        &self,
+        org: OrgId,
+        resource: Option<ResourceId>,
+        after: Option<&crate::queue::JobCursor>,
+        limit: u32,
+    ) -> StoreResult<Vec<Job>>;
     async fn get_job(&self, org: OrgId, id: JobId) -> StoreResult<Job>;
     /// The job's log and whether it was truncated.
     async fn job_log(&self, org: OrgId, id: JobId) -> StoreResult<(String, bool)>;
@@ -608,7 +618,16 @@ use crate::secrets::{
 #[async_trait]
 pub trait SecretStore: Send + Sync + std::fmt::Debug {
     async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
-    async fn list_secrets(&self, org: OrgId) -> StoreResult<Vec<Secret>>;
+    async fn list_secrets(&self, org: OrgId) -> StoreResult<Vec<Secret>> {
+        self.list_secrets_page(org, None, u32::MAX).await
+    }
+    /// At most `limit` secrets after `after`, by name.
+    async fn list_secrets_page(
+        &self,
+        org: OrgId,
+        after: Option<&crate::secrets::SecretCursor>,
+        limit: u32,
+    ) -> StoreResult<Vec<Secret>>;
     async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret>;
     async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>>;
     /// Replaces the secret's metadata (type, description, tags, components).

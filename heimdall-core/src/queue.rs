@@ -90,6 +90,23 @@ pub fn lease_until(now: OffsetDateTime) -> OffsetDateTime {
     now + LEASE
 }
 
+/// Where the next page of `GET /v1/jobs` starts: after this job, in the
+/// list's order (queued, then id).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobCursor {
+    /// Microseconds since the epoch.
+    pub queued_at: i64,
+    pub id: crate::ids::JobId,
+}
+
+impl JobCursor {
+    pub fn after(job: &crate::infra::Job) -> Self {
+        let micros = job.queued_at.unix_timestamp_nanos() / 1000;
+        Self { queued_at: i64::try_from(micros).unwrap_or(i64::MAX), id: job.id }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

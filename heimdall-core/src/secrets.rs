@@ -262,6 +262,21 @@ pub fn validate_secret_type(t: &str) -> Result<(), ApiError> {
     validate_name("type", t)
 }
 
+/// Where the next page of `GET /v1/secrets` starts: after this secret, in
+/// the list's order (name, then id).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretCursor {
+    pub name: String,
+    pub id: SecretId,
+}
+
+impl SecretCursor {
+    pub fn after(secret: &Secret) -> Self {
+        Self { name: secret.name.clone(), id: secret.id }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,8 @@ pub struct JobQuery {
 }
 
 impl Client {
-    /// `GET /v1/jobs?resource=&component=`, oldest first.
+    /// `GET /v1/jobs?resource=&component=`, oldest first: every page
+    /// ([`Self::list_jobs_page`] reads one).
     ///
     /// ```no_run
     /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
@@ -29,11 +30,37 @@ impl Client {
     /// # }
     /// ```
     pub async fn list_jobs(&self, query: &JobQuery) -> Result<Vec<Job>> {
+        let (mut all, mut next) =
+            self.list_jobs_page(query, Some(heimdall_core::page::MAX_LIMIT), None).await?;
+        while let Some(after) = next.take() {
+            let (more, after) =
+                self.list_jobs_page(query, Some(heimdall_core::page::MAX_LIMIT), Some(&after)).await?;
+            all.extend(more);
+            next = after;
+        }
+        Ok(all)
+    }
+
+    /// One page of `GET /v1/jobs`, oldest first: at most `limit` (the
+    /// server's default 100), after the cursor `after` of the previous
+    /// page; and the next page's cursor, if there is one.
+    pub async fn list_jobs_page(
+        &self,
+        query: &JobQuery,
+        limit: Option<u32>,
+        after: Option<&str>,
+    ) -> Result<(Vec<Job>, Option<String>)> {
+        let limit = limit.map(|l| l.to_string());
         let url = self.url_with_query(
             &["jobs"],
-            &[("resource", query.resource.as_deref()), ("component", query.component.as_deref())],
+            &[
+                ("resource", query.resource.as_deref()),
+                ("component", query.component.as_deref()),
+                ("limit", limit.as_deref()),
+                ("after", after),
+            ],
         )?;
-        self.send(self.authed(Method::GET, url)).await
+        self.send_page(self.authed(Method::GET, url)).await
     }
 
     /// `GET /v1/jobs/{id}`.

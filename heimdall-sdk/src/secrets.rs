@@ -37,9 +37,30 @@ impl Client {
     }
 
     /// `GET /v1/secrets`: the secrets the caller may see (every member sees
-    /// the organization's; personal ones only their owner).
+    /// the organization's; personal ones only their owner), every page
+    /// ([`Self::list_secrets_page`] reads one).
     pub async fn list_secrets(&self) -> Result<Vec<Secret>> {
-        self.get(&["secrets"]).await
+        let (mut all, mut next) = self.list_secrets_page(Some(heimdall_core::page::MAX_LIMIT), None).await?;
+        while let Some(after) = next.take() {
+            let (more, after) =
+                self.list_secrets_page(Some(heimdall_core::page::MAX_LIMIT), Some(&after)).await?;
+            all.extend(more);
+            next = after;
+        }
+        Ok(all)
+    }
+
+    /// One page of `GET /v1/secrets`, by name: at most `limit` (the
+    /// server's default 100), after the cursor `after` of the previous
+    /// page; and the next page's cursor, if there is one.
+    pub async fn list_secrets_page(
+        &self,
+        limit: Option<u32>,
+        after: Option<&str>,
+    ) -> Result<(Vec<Secret>, Option<String>)> {
+        let limit = limit.map(|l| l.to_string());
+        let url = self.url_with_query(&["secrets"], &[("limit", limit.as_deref()), ("after", after)])?;
+        self.send_page(self.authed(Method::GET, url)).await
     }
 
     /// `GET /v1/secrets/{id-or-name}`: the secret and its versions in every

@@ -407,13 +407,26 @@ impl InfraStore for SqlStore {
             .collect()
     }
 
-    async fn list_jobs(&self, org: OrgId, resource: Option<ResourceId>) -> StoreResult<Vec<Job>> {
+    async fn list_jobs_page(
+        &self,
+        org: OrgId,
+        resource: Option<ResourceId>,
+        after: Option<&heimdall_core::queue::JobCursor>,
+        limit: u32,
+    ) -> StoreResult<Vec<Job>> {
+        // After the cursor: queued later, or at the same time with a greater id.
         let sql = format!(
-            "SELECT {JOB_COLUMNS} FROM jobs WHERE org_id = $1 AND ($2 = '' OR resource_id = $2) ORDER BY queued_at, id"
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE org_id = $1 AND ($2 = '' OR resource_id = $2)
+               AND ($3 = '' OR queued_at > $4 OR (queued_at = $4 AND id > $3))
+             ORDER BY queued_at, id LIMIT $5"
         );
+        let (after_id, after_at) = after.map_or((String::new(), 0), |c| (c.id.to_string(), c.queued_at));
         sqlx::query_as::<_, JobRow>(&sql)
             .bind(org.to_string())
             .bind(resource.map(|r| r.to_string()).unwrap_or_default())
+            .bind(after_id)
+            .bind(after_at)
+            .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await
             .map_err(db_err)?

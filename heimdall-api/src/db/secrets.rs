@@ -235,22 +235,40 @@ impl SecretStore for SqlStore {
         tx.commit().await.map_err(db_err)
     }
 
-    async fn list_secrets(&self, org: OrgId) -> StoreResult<Vec<Secret>> {
-        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle, deleted_name, deleted_at FROM secrets WHERE org_id = $1 ORDER BY name");
+    async fn list_secrets_page(
+        &self,
+        org: OrgId,
+        after: Option<&heimdall_core::secrets::SecretCursor>,
+        limit: u32,
+    ) -> StoreResult<Vec<Secret>> {
+        // After the cursor: a greater name, or the same name with a greater id.
+        const PAGE: &str = "SELECT id FROM secrets WHERE org_id = $1 \
+             AND ($2 = '' OR name > $3 OR (name = $3 AND id > $2)) ORDER BY name, id LIMIT $4";
+        let (after_id, after_name) =
+            after.map_or((String::new(), String::new()), |c| (c.id.to_string(), c.name.clone()));
+        let sql = format!(
+            "SELECT {SECRET_COLUMNS}, lifecycle, deleted_name, deleted_at FROM secrets WHERE id IN ({PAGE}) ORDER BY name, id"
+        );
         let rows = sqlx::query_as::<_, SecretRow>(&sql)
             .bind(org.to_string())
+            .bind(after_id.clone())
+            .bind(after_name.clone())
+            .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await
             .map_err(db_err)?;
-        // Components, keys and marks of every secret in three queries, not
-        // three per secret.
+        // Components, keys and marks of the page's secrets in three queries,
+        // not three per secret.
         let org_id = org.to_string();
         let mut components: HashMap<String, Vec<CatalogId>> = HashMap::new();
-        let rows_c: Vec<(String, String)> = sqlx::query_as(
-            "SELECT c.secret_id, c.component_id FROM secret_components c JOIN secrets s ON s.id = c.secret_id \
-             WHERE s.org_id = $1 ORDER BY c.secret_id, c.component_id",
-        )
+        let rows_c: Vec<(String, String)> = sqlx::query_as(&format!(
+            "SELECT c.secret_id, c.component_id FROM secret_components c \
+             WHERE c.secret_id IN ({PAGE}) ORDER BY c.secret_id, c.component_id"
+        ))
         .bind(org_id.clone())
+        .bind(after_id.clone())
+        .bind(after_name.clone())
+        .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;
@@ -258,11 +276,14 @@ impl SecretStore for SqlStore {
             components.entry(secret).or_default().push(parse_id(&component)?);
         }
         let mut keys: HashMap<String, Vec<String>> = HashMap::new();
-        let rows_k: Vec<(String, String)> = sqlx::query_as(
-            "SELECT k.secret_id, k.spki_sha256 FROM personal_secret_keys k JOIN secrets s ON s.id = k.secret_id \
-             WHERE s.org_id = $1 ORDER BY k.secret_id, k.added_at, k.spki_sha256",
-        )
+        let rows_k: Vec<(String, String)> = sqlx::query_as(&format!(
+            "SELECT k.secret_id, k.spki_sha256 FROM personal_secret_keys k \
+             WHERE k.secret_id IN ({PAGE}) ORDER BY k.secret_id, k.added_at, k.spki_sha256"
+        ))
         .bind(org_id.clone())
+        .bind(after_id)
+        .bind(after_name)
+        .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;

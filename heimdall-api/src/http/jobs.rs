@@ -7,6 +7,7 @@ use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::JobId;
 use heimdall_core::infra::Job;
 use heimdall_core::ports::ResourceFilter;
+use heimdall_core::queue::JobCursor;
 use heimdall_core::wire::JobLog;
 use heimdall_core::ApiError;
 use serde::Deserialize;
@@ -23,7 +24,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list)).routes(routes!(show)).routes(routes!(log))
 }
 
-errors!(ListJobsErrors: NotFound);
+errors!(ListJobsErrors: NotFound, InvalidInput);
 errors!(JobErrors: NotFound);
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -32,6 +33,10 @@ errors!(JobErrors: NotFound);
 pub(super) struct ListQuery {
     component: Option<String>,
     resource: Option<String>,
+    /// At most this many (default 100, at most 1000).
+    limit: Option<u32>,
+    /// The `Heimdall-Next-After` of the previous page.
+    after: Option<String>,
 }
 
 impl heimdall_core::body::Query for ListQuery {}
@@ -44,20 +49,21 @@ impl heimdall_core::body::Query for ListQuery {}
     tag = "jobs",
     operation_id = "list_jobs",
     params(ListQuery),
-    responses((status = 200, description = "The jobs the caller may read", body = Vec<Job>), ListJobsErrors),
+    responses((status = 200, description = "A page of the jobs the caller may read, oldest first", body = Vec<Job>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListJobsErrors),
 )]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
     QueryParams(q): QueryParams<ListQuery>,
-) -> HttpResult<Json<Vec<Job>>> {
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Job>>)> {
+    let limit = heimdall_core::page::limit(q.limit)?;
+    let mut after = q.after.as_deref().map(heimdall_core::page::decode::<JobCursor>).transpose()?;
     let decider = state.decider(&caller).await?;
     decider.require(Action::JobRead, &Target::organization(caller.org.id), None)?;
     let resource = match q.resource {
         Some(key) => Some(super::resources::resolve(&state, &caller, &key).await?),
         None => None,
     };
-    let mut jobs = state.store.list_jobs(caller.org.id, resource.as_ref().map(|r| r.id)).await?;
     let mut filter = ResourceFilter::default();
     if let Some(component) = q.component {
         let component = resolve_catalog(&state, &caller, CatalogKind::Component, &component).await?;
@@ -68,7 +74,7 @@ async fn list(
     }
     let resources = state.store.list_resources(caller.org.id, &filter).await?;
     let (tree, environments) = super::resources::placements(&state, &caller).await?;
-    jobs.retain(|j| {
+    let allowed = |j: &Job| {
         resources.iter().find(|r| r.id == j.resource_id).is_some_and(|r| {
             let env =
                 environments.iter().find(|(id, _)| *id == r.environment_id).map_or("", |(_, n)| n.as_str());
@@ -76,8 +82,28 @@ async fn list(
                 .decide(Action::JobRead, &job_target(j.id, r.id, r.component_id, &tree), Some(env))
                 .is_allowed()
         })
-    });
-    Ok(Json(jobs))
+    };
+    // Read on until the page is full (one more than asked, to know there is
+    // a next page) or the list ends, so jobs hidden by a policy or another
+    // component leave no short page.
+    let wanted = limit.saturating_add(1);
+    let mut jobs = Vec::new();
+    loop {
+        let chunk = state
+            .store
+            .list_jobs_page(caller.org.id, resource.as_ref().map(|r| r.id), after.as_ref(), wanted)
+            .await?;
+        let read = chunk.len();
+        after = chunk.last().map(JobCursor::after);
+        jobs.extend(chunk.into_iter().filter(|j| allowed(j)));
+        if jobs.len() >= usize::try_from(wanted).unwrap_or(usize::MAX)
+            || read < usize::try_from(wanted).unwrap_or(usize::MAX)
+        {
+            break;
+        }
+    }
+    let headers = super::page(&mut jobs, limit, |last| heimdall_core::page::encode(&JobCursor::after(last)));
+    Ok((headers, Json(jobs)))
 }
 
 fn parse_id(raw: &str) -> Result<JobId, ApiError> {

@@ -12,7 +12,8 @@ use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
 use heimdall_core::ids::{AgentId, CatalogId, OrgId, SecretId};
 use heimdall_core::names::{validate_name, validate_text};
 use heimdall_core::secrets::{
-    reaches, validate_secret_type, validate_tags, Assignment, Reach, Secret, SecretStatus, SecretVersion,
+    reaches, validate_secret_type, validate_tags, Assignment, Reach, Secret, SecretCursor, SecretStatus,
+    SecretVersion,
 };
 use heimdall_core::wire::{
     AccessLogEntry, AgentLocation, AssignAgent, CreateSecret, CreateVersion, CreatedVersion,
@@ -42,6 +43,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 }
 
 errors!(ListErrors);
+errors!(ListSecretsErrors: InvalidInput);
 errors!(body CreateErrors: NotFound, AlreadyExists);
 errors!(ShowErrors: NotFound);
 errors!(body UpdateErrors: NotFound, Conflict);
@@ -129,20 +131,56 @@ async fn components(state: &AppState, caller: &Caller, keys: &[String]) -> Resul
     path = "/v1/secrets",
     tag = "secrets",
     operation_id = "list_secrets",
-    responses((status = 200, description = "Secrets the caller may see (never a value)", body = Vec<Secret>), ListErrors),
+    params(ListQuery),
+    responses((status = 200, description = "A page of the secrets the caller may see, by name (never a value)", body = Vec<Secret>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListSecretsErrors),
 )]
-async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Secret>>> {
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Secret>>)> {
+    let limit = heimdall_core::page::limit(query.limit)?;
+    let mut after = query.after.as_deref().map(heimdall_core::page::decode::<SecretCursor>).transpose()?;
     let decider = state.decider(&caller).await?;
     decider.require(Action::SecretRead, &Target::organization(caller.org.id), None)?;
     let tree = super::catalog::tree(&state, caller.org.id).await?;
-    let mut secrets = state.store.list_secrets(caller.org.id).await?;
-    secrets.retain(|s| {
+    let allowed = |s: &Secret| {
         visible(s, &caller)
             && decider
                 .decide(Action::SecretRead, &secret_target(s.id, s.owner_id, &s.components, &tree), None)
                 .is_allowed()
-    });
-    Ok(Json(secrets))
+    };
+    // Read on until the page is full (one more than asked, to know there is
+    // a next page) or the list ends: hidden secrets leave no short page.
+    let wanted = limit.saturating_add(1);
+    let enough = usize::try_from(wanted).unwrap_or(usize::MAX);
+    let mut secrets = Vec::new();
+    loop {
+        let chunk = state.store.list_secrets_page(caller.org.id, after.as_ref(), wanted).await?;
+        let read = chunk.len();
+        after = chunk.last().map(SecretCursor::after);
+        secrets.extend(chunk.into_iter().filter(|s| allowed(s)));
+        if secrets.len() >= enough || read < enough {
+            break;
+        }
+    }
+    let headers =
+        super::page(&mut secrets, limit, |last| heimdall_core::page::encode(&SecretCursor::after(last)));
+    Ok((headers, Json(secrets)))
+}
+
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(super) struct ListQuery {
+    /// At most this many (default 100, at most 1000).
+    limit: Option<u32>,
+    /// The `Heimdall-Next-After` of the previous page.
+    after: Option<String>,
+}
+
+impl heimdall_core::body::Query for ListQuery {
+    const VALUES: heimdall_core::body::ValuePolicy = heimdall_core::body::ValuePolicy::Closed;
 }
 
 /// A secret and its versions: only those in environments where the

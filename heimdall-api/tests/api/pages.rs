@@ -1,0 +1,95 @@
+//! The secret and job lists come in pages like the Resource list: keyset
+//! cursors in `Heimdall-Next-After`, pages full even when some entries are
+//! hidden from the caller (the API reads on), and put together the whole
+//! list the caller may see, each entry once.
+
+use heimdall_api::testing::{TestApi, TestDatabase};
+use serde_json::{json, Value};
+
+use crate::support::{world, Client};
+
+crate::on_every_backend!(secret_and_job_lists_come_in_full_pages_with_hidden_entries_left_out);
+
+/// Every page of `path` (which has a `?`) for `token`, `limit` at a time:
+/// the page sizes and the entries' `key` fields in order.
+async fn pages(c: &Client, path: &str, token: &str, limit: u32, key: &str) -> (Vec<usize>, Vec<String>) {
+    let (mut sizes, mut keys, mut after) = (Vec::new(), Vec::new(), None::<String>);
+    loop {
+        let mut url = format!("{path}limit={limit}");
+        if let Some(a) = &after {
+            url.push_str(&format!("&after={a}"));
+        }
+        let reply = c.get(&url, token).await;
+        assert_eq!(reply.status.as_u16(), 200, "{url}: {}", reply.text);
+        let page: Vec<Value> = reply.body.as_array().unwrap().clone();
+        sizes.push(page.len());
+        keys.extend(page.iter().map(|e| e[key].as_str().unwrap().to_owned()));
+        match reply.next_after {
+            Some(next) if sizes.len() < 50 => after = Some(next),
+            _ => break,
+        }
+    }
+    (sizes, keys)
+}
+
+async fn secret_and_job_lists_come_in_full_pages_with_hidden_entries_left_out(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = &api.owner_token;
+    let admin = c.add_member(owner, "admin@example.com", "admin").await;
+
+    // 23 organization secrets, and 4 personal ones of the admin's, which
+    // the owner never sees, interleaved by name.
+    for i in 0..23 {
+        c.post("/v1/secrets", owner, json!({ "name": format!("s{i:02}") })).await.expect(201);
+    }
+    for i in [0, 7, 14, 21] {
+        c.personal_secret(&admin, &format!("s{i:02}-mine")).await;
+    }
+    let (sizes, names) = pages(&c, "/v1/secrets?", owner, 10, "name").await;
+    assert_eq!(sizes, [10, 10, 3], "pages full though personal secrets are interleaved");
+    let all: Vec<String> = (0..23).map(|i| format!("s{i:02}")).collect();
+    assert_eq!(names, all, "by name, each once, no one else's personal secret");
+    let (sizes, names) = pages(&c, "/v1/secrets?", &admin, 9, "name").await;
+    assert_eq!((sizes.iter().sum::<usize>(), names.len()), (27, 27), "{sizes:?}");
+    assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted and unique: {names:?}");
+    assert_eq!(c.get("/v1/secrets", owner).await.expect(200).as_array().unwrap().len(), 23);
+    c.get("/v1/secrets?after=eyJ4IjoxfQ", owner).await.expect_error(422, "INVALID_INPUT");
+    c.get("/v1/secrets?limit=1001", owner).await.expect_error(422, "INVALID_INPUT");
+
+    // Jobs: one per Resource, in dev and prod; a forbid hides prod's jobs
+    // from the admin.
+    let w = world(&c, owner).await;
+    c.post(
+        &format!("/v1/cloud-accounts/{}/links", w.account),
+        owner,
+        json!({ "scope": "organization", "environment": "prod" }),
+    )
+    .await
+    .expect(201);
+    for i in 0..13 {
+        let env = if i % 3 == 0 { "prod" } else { "dev" };
+        let body = json!({ "component": w.component, "schema": w.schema, "environment": env,
+                           "name": format!("r{i:02}"), "input": { "bucket": format!("bucket-{i:02}") } });
+        c.post("/v1/resources", owner, body).await.expect(201);
+    }
+    let text = r#"forbid (principal, action == Heimdall::Action::"job.read", resource) when { context.environment == "prod" } unless { principal.role == "owner" };"#;
+    c.post("/v1/policies", owner, json!({ "name": "no-prod-jobs", "text": text })).await.expect(201);
+    let every: Vec<String> = c
+        .get("/v1/jobs?limit=1000", owner)
+        .await
+        .expect(200)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(every.len(), 13, "one job per Resource");
+    let (sizes, ids) = pages(&c, "/v1/jobs?", owner, 5, "id").await;
+    assert_eq!(sizes, [5, 5, 3]);
+    assert_eq!(ids, every, "oldest first, each once");
+    let (sizes, ids) = pages(&c, "/v1/jobs?", &admin, 4, "id").await;
+    assert_eq!(sizes, [4, 4], "prod's 5 jobs hidden, pages still full");
+    assert!(ids.iter().all(|id| every.contains(id)));
+    c.get("/v1/jobs?after=nope", owner).await.expect_error(422, "INVALID_INPUT");
+}
