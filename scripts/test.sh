@@ -37,3 +37,7 @@ bash scripts/test-python.sh
 # The API against its OpenAPI document: a short schemathesis run
 # (`bash scripts/schemathesis.sh 200` for a longer one).
 bash scripts/schemathesis.sh
+# The web Console: the committed build is what console/ builds, and a real
+# browser (Debian's chromium) walks it against a real `heimdall dev`.
+bash scripts/console.sh check
+bash scripts/console.sh test

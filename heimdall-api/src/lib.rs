@@ -7,6 +7,7 @@
 
 pub mod bootstrap;
 pub mod config;
+pub mod console;
 pub mod db;
 pub mod federation;
 pub mod http;

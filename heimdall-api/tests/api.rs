@@ -13,6 +13,8 @@ mod at_risk;
 mod bodies;
 #[path = "api/bootstrap.rs"]
 mod bootstrap;
+#[path = "api/console.rs"]
+mod console;
 #[path = "api/databases.rs"]
 mod databases;
 #[path = "api/http.rs"]

@@ -238,6 +238,7 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 
 pub fn router(state: AppState, max_body_bytes: usize) -> Router {
     let (app, _) = document().split_for_parts();
+    let app = app.merge(crate::console::router());
     crate::metrics::layer(app, "people", state.metrics.clone())
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)

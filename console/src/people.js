@@ -1,0 +1,55 @@
+import { get } from './api.js';
+import { badge, h, json, table, time } from './dom.js';
+import { errorBox, heading } from './common.js';
+
+export async function membersPage() {
+  const members = await get('/v1/members');
+  return h(
+    'section',
+    heading('Members'),
+    table(
+      ['Email', 'Role', 'Since'],
+      members.map((m) => [m.email, badge(m.role), time(m.created_at)]),
+    ),
+  );
+}
+
+/** The audit feed, newest first; "Older" asks for the events before the last one shown. */
+export async function eventsPage() {
+  const body = h('tbody');
+  const more = h('button.secondary', { type: 'button' }, 'Older');
+  const problem = h('div');
+  const LIMIT = 50;
+  let before;
+  const load = async () => {
+    more.disabled = true;
+    try {
+      const events = await get('/v1/events', { limit: LIMIT, before });
+      for (const e of events) {
+        body.appendChild(
+          h('tr', [time(e.at), e.actor, h('code', e.action), h('code', e.target), e.detail === undefined || e.detail === null ? '' : json(e.detail)].map((c) => h('td', c))),
+        );
+      }
+      if (events.length) before = events[events.length - 1].at;
+      more.hidden = events.length < LIMIT;
+      replace(problem);
+    } catch (e) {
+      if (e.status === 401) throw e;
+      replace(problem, errorBox(e));
+    }
+    more.disabled = false;
+  };
+  more.addEventListener('click', () => load().catch(() => {}));
+  await load();
+  return h(
+    'section',
+    heading('Events'),
+    h('table.events', h('thead', h('tr', ['When', 'Actor', 'Action', 'Target', 'Detail'].map((c) => h('th', c)))), body),
+    problem,
+    more,
+  );
+}
+
+function replace(el, ...children) {
+  el.replaceChildren(...children);
+}
