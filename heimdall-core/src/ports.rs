@@ -177,6 +177,9 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
     // Policies.
     async fn create_policy(&self, policy: &Policy, event: NewEvent) -> StoreResult<()>;
     async fn list_policies(&self, org: OrgId) -> StoreResult<Vec<Policy>>;
+    /// A number that changes in the same transaction as any change to the
+    /// organization's policies (what a cache of compiled policies keys on).
+    async fn policy_version(&self, org: OrgId) -> StoreResult<i64>;
     async fn get_policy(&self, org: OrgId, id: PolicyId) -> StoreResult<Policy>;
     async fn delete_policy(&self, org: OrgId, id: PolicyId, event: NewEvent) -> StoreResult<()>;
 

@@ -738,8 +738,18 @@ impl MetadataStore for SqlStore {
         .execute(&mut *tx)
         .await
         .map_err(unique_as("policy"))?;
+        bump_policy_version(&mut tx, policy.org_id).await?;
         insert_event(&mut tx, policy.org_id, event).await?;
         tx.commit().await.map_err(db_err)
+    }
+
+    async fn policy_version(&self, org: OrgId) -> StoreResult<i64> {
+        let row: Option<(i64,)> = sqlx::query_as("SELECT policy_version FROM organizations WHERE id = $1")
+            .bind(org.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        row.map(|(v,)| v).ok_or(StoreError::NotFound("organization"))
     }
 
     async fn list_policies(&self, org: OrgId) -> StoreResult<Vec<Policy>> {
@@ -777,6 +787,7 @@ impl MetadataStore for SqlStore {
         if deleted.rows_affected() == 0 {
             return Err(StoreError::NotFound("policy"));
         }
+        bump_policy_version(&mut tx, org).await?;
         insert_event(&mut tx, org, event).await?;
         tx.commit().await.map_err(db_err)
     }
@@ -806,4 +817,14 @@ impl MetadataStore for SqlStore {
         insert_event(&mut tx, org, event).await?;
         tx.commit().await.map_err(db_err)
     }
+}
+
+/// Moves the organization's policy version, inside the change's transaction.
+async fn bump_policy_version(tx: &mut Transaction<'_, Any>, org: OrgId) -> StoreResult<()> {
+    sqlx::query("UPDATE organizations SET policy_version = policy_version + 1 WHERE id = $1")
+        .bind(org.to_string())
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    Ok(())
 }

@@ -105,10 +105,16 @@ impl AppState {
         Ok(Decider { principal, policies })
     }
 
-    /// The organization's policies as stored right now, compiled.
+    /// The organization's policies as stored right now, compiled (once per
+    /// policy version).
     pub async fn org_policies(&self, org: OrgId) -> Result<Arc<OrgPolicies>, ApiError> {
+        // The version first, then the policies: see `PolicyCache::compile`.
+        let version = self.store.policy_version(org).await?;
+        if let Some(policies) = self.policies.at_version(org, version) {
+            return Ok(policies);
+        }
         let stored = self.store.list_policies(org).await?;
-        self.policies.compiled(org, &stored).map_err(|(id, err)| {
+        self.policies.compile(org, version, &stored).map_err(|(id, err)| {
             // Fail closed: a policy that no longer compiles denies everything.
             tracing::error!(policy = %id, error = %err, "stored policy does not compile");
             ApiError::new(

@@ -110,3 +110,31 @@ async fn replicas_recover_when_postgres_cuts_every_connection() {
     let created = r.create_on_b("after-cut").await;
     answered_with(waiting, &created).await;
 }
+
+/// Each replica keeps its own compiled policies, keyed by the
+/// organization's policy version: a policy made or deleted through one
+/// replica applies on the other from its next request.
+#[tokio::test]
+async fn a_policy_changed_through_one_replica_applies_on_the_other_at_once() {
+    let a = TestApi::start(TestDatabase::postgres().await).await;
+    let b = a.replica(Options::default()).await;
+    let (on_a, on_b) = (Client::new(&a), Client::for_url(&b.url));
+    let owner = a.owner_token.clone();
+    let admin = on_a.add_member(&owner, "admin@example.com", "admin").await;
+    on_a.post("/v1/domains", &owner, json!({ "name": "payments" })).await.expect(201);
+    // Both replicas compile (and keep) the organization's policies: none.
+    on_a.get("/v1/domains/payments", &admin).await.expect(200);
+    on_b.get("/v1/domains/payments", &admin).await.expect(200);
+
+    let text = r#"forbid (principal, action == Heimdall::Action::"catalog.read", resource) unless { principal.role == "owner" };"#;
+    let made =
+        on_b.post("/v1/policies", &owner, json!({ "name": "owners-only", "text": text })).await.expect(201);
+    on_a.get("/v1/domains/payments", &admin).await.expect_error(403, "FORBIDDEN");
+    on_b.get("/v1/domains/payments", &admin).await.expect_error(403, "FORBIDDEN");
+
+    let id = made["id"].as_str().unwrap();
+    let gone = on_a.call(reqwest::Method::DELETE, &format!("/v1/policies/{id}"), &owner, None).await;
+    assert_eq!(gone.status.as_u16(), 204, "{}", gone.text);
+    on_b.get("/v1/domains/payments", &admin).await.expect(200);
+    on_a.get("/v1/domains/payments", &admin).await.expect(200);
+}

@@ -1,0 +1,205 @@
+"""The API's hot paths with data against the same calls on an empty
+database (issue 17), two release `heimdall-api serve` on PostgreSQL side by
+side, measured interleaved (empty, loaded, empty, loaded, ...):
+
+  - an authorized `GET /v1/domains` with --policies Cedar policies in the
+    organization against none (compiled once per policy version: the
+    target is the same speed);
+  - the first page of `GET /v1/secrets` (100 entries) with --secrets
+    secrets against an empty list, and a page from the middle (`after=`).
+
+Load: --concurrency closed-loop threads, HTTP/1.1 keep-alive, for
+--duration seconds per measurement. The generator is Python, so its own
+ceiling is printed too (`GET /v1/health`); ratios, not absolute figures,
+are what this reports. Nothing is asserted; it fails only if a request
+fails.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+PG = "postgres://postgres@127.0.0.1:5432"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def psql(sql):
+    subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-qAt", "-c", sql], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+class Api:
+    def __init__(self, bin_dir, name, work):
+        self.db = f"heimdall_bench_{name}_{os.getpid()}"
+        psql(f"DROP DATABASE IF EXISTS {self.db}")
+        psql(f"CREATE DATABASE {self.db}")
+        url = f"{PG}/{self.db}"
+        token_file = os.path.join(work, f"{name}.token")
+        subprocess.run([f"{bin_dir}/heimdall-api", "bootstrap", "--database-url", url, "--org", "bench",
+                        "--owner", "owner@bench.test", "--token-file", token_file], check=True,
+                       stdout=subprocess.DEVNULL)
+        self.token = open(token_file).read().strip()
+        self.port = free_port()
+        self.log = open(os.path.join(work, f"{name}.log"), "w")
+        env = dict(os.environ, HEIMDALL_LOG="warn")
+        self.process = subprocess.Popen(
+            [f"{bin_dir}/heimdall-api", "serve", "--database-url", url, "--insecure-http",
+             "--listen", f"127.0.0.1:{self.port}"], stdout=self.log, stderr=self.log, env=env)
+        for _ in range(200):
+            try:
+                self.call("GET", "/v1/health", token=None)
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit(f"the {name} API did not start; see {self.log.name}")
+
+    def call(self, method, path, body=None, token="owner"):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        headers = {"content-type": "application/json"}
+        if token:
+            headers["authorization"] = f"Bearer {self.token}"
+        conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        conn.close()
+        if resp.status >= 300:
+            raise SystemExit(f"{method} {path}: {resp.status} {data[:200]!r}")
+        return resp, data
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        psql(f"DROP DATABASE IF EXISTS {self.db}")
+
+
+def seed(api, policies, secrets, concurrency):
+    for i in range(policies):
+        text = (f'forbid (principal, action == Heimdall::Action::"secret.write", resource) '
+                f'when {{ context.environment == "bench-{i}" }};')
+        api.call("POST", "/v1/policies", {"name": f"p{i:04}", "text": text})
+    names = iter(range(secrets))
+    lock = threading.Lock()
+
+    def worker():
+        conn = http.client.HTTPConnection("127.0.0.1", api.port, timeout=30)
+        while True:
+            with lock:
+                i = next(names, None)
+            if i is None:
+                return
+            conn.request("POST", "/v1/secrets", body=json.dumps({"name": f"s{i:06}"}),
+                         headers={"authorization": f"Bearer {api.token}", "content-type": "application/json"})
+            resp = conn.getresponse()
+            resp.read()
+            if resp.status != 201:
+                raise SystemExit(f"creating a secret: {resp.status}")
+
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def load(api, path, concurrency, duration, authed=True):
+    """Closed-loop GETs of `path`: requests/s, p50 and p99 in ms."""
+    latencies, errors = [], []
+    deadline = time.perf_counter() + duration
+    headers = {"authorization": f"Bearer {api.token}"} if authed else {}
+
+    def worker():
+        conn = http.client.HTTPConnection("127.0.0.1", api.port, timeout=30)
+        mine = []
+        while True:
+            start = time.perf_counter()
+            if start >= deadline:
+                break
+            conn.request("GET", path, headers=headers)
+            resp = conn.getresponse()
+            resp.read()
+            if resp.status != 200:
+                errors.append(resp.status)
+                break
+            mine.append(time.perf_counter() - start)
+        latencies.extend(mine)
+
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    began = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - began
+    if errors:
+        raise SystemExit(f"GET {path}: answered {errors[0]}")
+    latencies.sort()
+    pct = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000
+    return len(latencies) / elapsed, pct(0.50), pct(0.99)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", required=True)
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--duration", type=float, default=4.0)
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--policies", type=int, default=200)
+    p.add_argument("--secrets", type=int, default=10000)
+    args = p.parse_args()
+
+    with tempfile.TemporaryDirectory() as work:
+        empty = Api(args.bin, "empty", work)
+        loaded = Api(args.bin, "loaded", work)
+        try:
+            began = time.perf_counter()
+            seed(loaded, args.policies, args.secrets, args.concurrency)
+            print(f"seeded {args.policies} policies and {args.secrets} secrets in "
+                  f"{time.perf_counter() - began:.1f} s", file=sys.stderr)
+            resp, _ = loaded.call("GET", "/v1/secrets?limit=100")
+            middle = resp.getheader("heimdall-next-after")
+            for _ in range(args.secrets // 200):
+                resp, _ = loaded.call("GET", f"/v1/secrets?limit=100&after={middle}")
+                middle = resp.getheader("heimdall-next-after")
+            cases = [
+                ("generator ceiling: GET /v1/health", "/v1/health", "/v1/health", False),
+                (f"authorized GET /v1/domains, {args.policies} policies vs none", "/v1/domains", "/v1/domains", True),
+                (f"GET /v1/secrets first page, {args.secrets} secrets vs none", "/v1/secrets?limit=100",
+                 "/v1/secrets?limit=100", True),
+                (f"GET /v1/secrets page from the middle of {args.secrets}", "/v1/secrets?limit=100",
+                 f"/v1/secrets?limit=100&after={middle}", True),
+            ]
+            print(f"{args.rounds} interleaved rounds of {args.duration:.0f} s, {args.concurrency} connections\n")
+            for title, empty_path, loaded_path, authed in cases:
+                rounds = []
+                for _ in range(args.rounds):
+                    a = load(empty, empty_path, args.concurrency, args.duration, authed)
+                    b = load(loaded, loaded_path, args.concurrency, args.duration, authed)
+                    rounds.append((a, b))
+                ratios = [b[0] / a[0] for a, b in rounds]
+                med = lambda xs: statistics.median(xs)
+                print(title)
+                print(f"  empty : {med([a[0] for a, _ in rounds]):8.0f} req/s  p50 {med([a[1] for a, _ in rounds]):6.2f} ms"
+                      f"  p99 {med([a[2] for a, _ in rounds]):6.2f} ms")
+                print(f"  loaded: {med([b[0] for _, b in rounds]):8.0f} req/s  p50 {med([b[1] for _, b in rounds]):6.2f} ms"
+                      f"  p99 {med([b[2] for _, b in rounds]):6.2f} ms")
+                print(f"  loaded/empty throughput: median {med(ratios):.2f} (rounds {', '.join(f'{r:.2f}' for r in ratios)})\n")
+        finally:
+            empty.stop()
+            loaded.stop()
+
+
+if __name__ == "__main__":
+    main()
