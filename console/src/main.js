@@ -36,6 +36,8 @@ const ROUTES = [
 ];
 
 let me = null;
+/** A message for the next page drawn (what a decision did), shown once above it. */
+let flash = null;
 /** Bumped on every navigation: a page still loading or polling for an older one stops. */
 let generation = 0;
 
@@ -135,10 +137,19 @@ async function render() {
       return part;
     }
   });
-  const ctx = { alive, rerender: () => alive() && render() };
+  const ctx = {
+    alive,
+    rerender: (message) => {
+      if (!alive()) return;
+      flash = message || null;
+      render();
+    },
+  };
+  const shown = flash;
+  flash = null;
   try {
     const node = await page(decoded, ctx);
-    if (alive()) replace(main, node);
+    if (alive()) replace(main, shown ? h('div.flash', { role: 'status' }, shown) : null, node);
   } catch (e) {
     if (alive() && e.status !== 401) replace(main, errorBox(e));
   }

@@ -40,28 +40,28 @@ function decisionPanel(resource, revision, rerender) {
   const reason = h('input', { type: 'text', name: 'reason', placeholder: 'Reason (optional)', autocomplete: 'off' });
   const out = h('div.outcome', { 'aria-live': 'polite' });
   const planned = revision.plan ? revision.plan.sha256 : null;
-  const decide = async (verb, button) => {
+  const decide = async (verb) => {
     replace(out);
     for (const b of buttons) b.disabled = true;
+    // Exactly what the page shows: this revision, this plan.
     const body = { revision: revision.number };
     if (planned) body.plan = planned;
     if (reason.value.trim()) body.reason = reason.value.trim();
     try {
       const updated = await post(`/v1/resources/${seg(resource.id)}/${verb}`, body);
-      replace(out, h('p.ok', `${verb === 'approve' ? 'Approved' : 'Refused'} revision ${revision.number}: the Resource is now `, badge(updated.status), '.'));
-      setTimeout(rerender, 800);
+      const done = verb === 'approve' ? 'Approved' : 'Refused';
+      rerender(h('p.ok', `${done} revision ${revision.number}: the Resource is now `, badge(updated.status), '.'));
     } catch (e) {
       replace(out, errorBox(e));
       for (const b of buttons) b.disabled = false;
       if (!planned) approve.disabled = true;
     }
-    return button;
   };
   const approve = h('button.approve', { type: 'button', disabled: !planned }, 'Approve');
   const refuse = h('button.refuse', { type: 'button' }, 'Refuse');
   const buttons = [approve, refuse];
-  approve.addEventListener('click', () => decide('approve', approve));
-  refuse.addEventListener('click', () => decide('refuse', refuse));
+  approve.addEventListener('click', () => decide('approve'));
+  refuse.addEventListener('click', () => decide('refuse'));
   return h(
     'div.decision',
     h('h2', `Revision ${revision.number} waits for a decision`),

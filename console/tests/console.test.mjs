@@ -239,10 +239,16 @@ async function makeWorld() {
       '--input', '{"bucket":"checkout-ledger","sleep_seconds":4}'], // prettier-ignore
     { json: true },
   );
+  const scratch = await cli(
+    ['resource', 'create', '--component', 'ledger', '--schema', 'approved-bucket', '--environment', 'dev', '--name', 'scratch',
+      '--input', '{"bucket":"checkout-scratch"}'], // prettier-ignore
+    { json: true },
+  );
   const added = await cli(['member', 'add', 'ana@example.com', '--role', 'admin'], { json: true });
   check(typeof added.token === 'string' && added.token.length > 10, 'member add prints the token');
-  const ids = { receipts: (receipts.resource ?? receipts).id, ledger: (ledger.resource ?? ledger).id };
-  check(ids.receipts && ids.ledger, `resource ids: ${JSON.stringify(ids)}`);
+  const idOf = (r) => (r.resource ?? r).id;
+  const ids = { receipts: idOf(receipts), ledger: idOf(ledger), scratch: idOf(scratch) };
+  check(ids.receipts && ids.ledger && ids.scratch, `resource ids: ${JSON.stringify(ids)}`);
   return { ids, anaToken: added.token };
 }
 
@@ -440,7 +446,7 @@ async function main() {
     await decision.locator('button.approve').click();
     const sent = JSON.parse((await approveRequest).postData());
     check(sent.revision === 1 && sent.plan === plan.sha256 && sent.reason === 'looks right', `the approval names the revision and plan: ${JSON.stringify(sent)}`);
-    await page.locator('.decision .outcome .ok').waitFor();
+    await page.locator('.flash .ok').waitFor();
     log('approved in the browser');
 
     // Through the API: the revision is approved by ana, and the Resource moves on.
@@ -477,6 +483,22 @@ async function main() {
     await page.locator('header.page .badge[data-status=provisioned]').waitFor();
     check((await page.locator('.decision').count()) === 0, 'nothing waits for a decision any more');
     await capture(page, 'resource-approved');
+
+    // Refuse: scratch's revision, with a reason; the API has it refused by ana.
+    await eventually('the scratch plan', async () => {
+      const d = await apiOk(`/v1/resources/${ids.scratch}`, owner);
+      return d.revisions.some((r) => r.state === 'pending_approval' && r.plan);
+    });
+    await page.goto(`${apiUrl}/console/#/resources/${ids.scratch}`);
+    await heading(page, 'scratch');
+    await page.locator('.decision .plan code.sha').waitFor();
+    await page.locator('.decision input[name=reason]').fill('not this one');
+    await page.locator('.decision button.refuse').click();
+    await page.locator('.flash .ok', { hasText: 'Refused revision 1' }).waitFor();
+    const refusedRev = (await apiOk(`/v1/resources/${ids.scratch}`, owner)).revisions.find((r) => r.number === 1);
+    check(refusedRev.state === 'refused' && refusedRev.decided_by === 'ana@example.com', `scratch refused by ana: ${refusedRev.state}`);
+    check(refusedRev.decision_reason === 'not this one', 'with her reason');
+    await capture(page, 'refused');
 
     // A token the API refuses returns to the sign-in form with the API's error.
     // On a page load (whoami) and on a page of a signed-in session.
