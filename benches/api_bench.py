@@ -6,7 +6,9 @@ side, measured interleaved (empty, loaded, empty, loaded, ...):
     organization against none (compiled once per policy version: the
     target is the same speed);
   - the first page of `GET /v1/secrets` (100 entries) with --secrets
-    secrets against an empty list, and a page from the middle (`after=`).
+    secrets against an empty list, and a page from the middle (`after=`),
+    on a database with the secrets alone and on one with the policies too
+    (each listed secret is decided: the policies' cost shows here).
 
 Load: --concurrency closed-loop threads, HTTP/1.1 keep-alive, for
 --duration seconds per measurement. The generator is Python, so its own
@@ -163,30 +165,35 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         empty = Api(args.bin, "empty", work)
         loaded = Api(args.bin, "loaded", work)
+        secrets_only = Api(args.bin, "secrets", work)
         try:
             began = time.perf_counter()
             seed(loaded, args.policies, args.secrets, args.concurrency)
-            print(f"seeded {args.policies} policies and {args.secrets} secrets in "
+            seed(secrets_only, 0, args.secrets, args.concurrency)
+            print(f"seeded {args.policies} policies and {args.secrets} secrets, and {args.secrets} secrets, in "
                   f"{time.perf_counter() - began:.1f} s", file=sys.stderr)
             resp, _ = loaded.call("GET", "/v1/secrets?limit=100")
             middle = resp.getheader("heimdall-next-after")
             for _ in range(args.secrets // 200):
                 resp, _ = loaded.call("GET", f"/v1/secrets?limit=100&after={middle}")
                 middle = resp.getheader("heimdall-next-after")
+            page = "/v1/secrets?limit=100"
             cases = [
-                ("generator ceiling: GET /v1/health", "/v1/health", "/v1/health", False),
-                (f"authorized GET /v1/domains, {args.policies} policies vs none", "/v1/domains", "/v1/domains", True),
-                (f"GET /v1/secrets first page, {args.secrets} secrets vs none", "/v1/secrets?limit=100",
-                 "/v1/secrets?limit=100", True),
-                (f"GET /v1/secrets page from the middle of {args.secrets}", "/v1/secrets?limit=100",
-                 f"/v1/secrets?limit=100&after={middle}", True),
+                ("generator ceiling: GET /v1/health", loaded, "/v1/health", "/v1/health", False),
+                (f"authorized GET /v1/domains, {args.policies} policies vs none", loaded, "/v1/domains",
+                 "/v1/domains", True),
+                (f"GET /v1/secrets first page, {args.secrets} secrets vs none", secrets_only, page, page, True),
+                (f"GET /v1/secrets page from the middle of {args.secrets} vs none", secrets_only, page,
+                 f"{page}&after={middle}", True),
+                (f"GET /v1/secrets first page, {args.secrets} secrets and {args.policies} policies vs none",
+                 loaded, page, page, True),
             ]
             print(f"{args.rounds} interleaved rounds of {args.duration:.0f} s, {args.concurrency} connections\n")
-            for title, empty_path, loaded_path, authed in cases:
+            for title, target, empty_path, loaded_path, authed in cases:
                 rounds = []
                 for _ in range(args.rounds):
                     a = load(empty, empty_path, args.concurrency, args.duration, authed)
-                    b = load(loaded, loaded_path, args.concurrency, args.duration, authed)
+                    b = load(target, loaded_path, args.concurrency, args.duration, authed)
                     rounds.append((a, b))
                 ratios = [b[0] / a[0] for a, b in rounds]
                 med = lambda xs: statistics.median(xs)
@@ -197,8 +204,8 @@ def main():
                       f"  p99 {med([b[2] for _, b in rounds]):6.2f} ms")
                 print(f"  loaded/empty throughput: median {med(ratios):.2f} (rounds {', '.join(f'{r:.2f}' for r in ratios)})\n")
         finally:
-            empty.stop()
-            loaded.stop()
+            for api in (empty, loaded, secrets_only):
+                api.stop()
 
 
 if __name__ == "__main__":

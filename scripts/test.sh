@@ -41,3 +41,8 @@ bash scripts/schemathesis.sh
 # browser (Debian's chromium) walks it against a real `heimdall dev`.
 bash scripts/console.sh check
 bash scripts/console.sh test
+# What a package ships: manual pages, completions and the OpenAPI documents,
+# generated from the binaries just built (release builds: without --debug).
+package_dir="$(mktemp -d)"
+bash scripts/package.sh --debug "${package_dir}/dist"
+rm -rf "${package_dir}"

@@ -263,17 +263,16 @@ pub fn validate_secret_type(t: &str) -> Result<(), ApiError> {
 }
 
 /// Where the next page of `GET /v1/secrets` starts: after this secret, in
-/// the list's order (name, then id).
+/// the list's order (by name, unique in an organization).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SecretCursor {
     pub name: String,
-    pub id: SecretId,
 }
 
 impl SecretCursor {
     pub fn after(secret: &Secret) -> Self {
-        Self { name: secret.name.clone(), id: secret.id }
+        Self { name: secret.name.clone() }
     }
 }
 

@@ -241,17 +241,16 @@ impl SecretStore for SqlStore {
         after: Option<&heimdall_core::secrets::SecretCursor>,
         limit: u32,
     ) -> StoreResult<Vec<Secret>> {
-        // After the cursor: a greater name, or the same name with a greater id.
-        const PAGE: &str = "SELECT id FROM secrets WHERE org_id = $1 \
-             AND ($2 = '' OR name > $3 OR (name = $3 AND id > $2)) ORDER BY name, id LIMIT $4";
-        let (after_id, after_name) =
-            after.map_or((String::new(), String::new()), |c| (c.id.to_string(), c.name.clone()));
+        // After the cursor: a greater name (unique in the organization and
+        // never empty, so `''` comes before the first), along the index of
+        // UNIQUE (org_id, name).
+        const PAGE: &str = "SELECT id FROM secrets WHERE org_id = $1 AND name > $2 ORDER BY name LIMIT $3";
+        let after_name = after.map_or_else(String::new, |c| c.name.clone());
         let sql = format!(
-            "SELECT {SECRET_COLUMNS}, lifecycle, deleted_name, deleted_at FROM secrets WHERE id IN ({PAGE}) ORDER BY name, id"
+            "SELECT {SECRET_COLUMNS}, lifecycle, deleted_name, deleted_at FROM secrets WHERE id IN ({PAGE}) ORDER BY name"
         );
         let rows = sqlx::query_as::<_, SecretRow>(&sql)
             .bind(org.to_string())
-            .bind(after_id.clone())
             .bind(after_name.clone())
             .bind(i64::from(limit))
             .fetch_all(&self.pool)
@@ -266,7 +265,6 @@ impl SecretStore for SqlStore {
              WHERE c.secret_id IN ({PAGE}) ORDER BY c.secret_id, c.component_id"
         ))
         .bind(org_id.clone())
-        .bind(after_id.clone())
         .bind(after_name.clone())
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
@@ -281,7 +279,6 @@ impl SecretStore for SqlStore {
              WHERE k.secret_id IN ({PAGE}) ORDER BY k.secret_id, k.added_at, k.spki_sha256"
         ))
         .bind(org_id.clone())
-        .bind(after_id)
         .bind(after_name)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)

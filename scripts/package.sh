@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds the three binaries and lays out what a package ships, the manual
+# pages and shell completions generated at build time from the same clap
+# definition the CLI parses with (as ripgrep does since 14: the binary
+# writes them, so they can never drift from its flags):
+#
+#   OUT/bin/{heimdall,heimdall-api,heimdall-agent}
+#   OUT/share/man/man1/heimdall*.1          one page per command and subcommand
+#   OUT/share/bash-completion/completions/heimdall
+#   OUT/share/zsh/site-functions/_heimdall
+#   OUT/share/fish/vendor_completions.d/heimdall.fish
+#   OUT/share/heimdall/openapi/{people,agent-channel,agent-local}.json
+#
+# Usage: bash scripts/package.sh [--debug] [OUT]   (default OUT: dist/, release build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/heimdall-target}"
+profile=release
+if [[ "${1:-}" == "--debug" ]]; then
+    profile=debug
+    shift
+fi
+out="${1:-dist}"
+
+if [[ "${profile}" == release ]]; then
+    cargo build --release --locked -p heimdall-cli -p heimdall-api -p heimdall-agent --bins
+else
+    cargo build --locked -p heimdall-cli -p heimdall-api -p heimdall-agent --bins
+fi
+bin="${CARGO_TARGET_DIR}/${profile}"
+
+rm -rf "${out}"
+mkdir -p "${out}/bin" "${out}/share/man/man1" "${out}/share/bash-completion/completions" \
+    "${out}/share/zsh/site-functions" "${out}/share/fish/vendor_completions.d" "${out}/share/heimdall/openapi"
+install -m 0755 "${bin}/heimdall" "${bin}/heimdall-api" "${bin}/heimdall-agent" "${out}/bin/"
+
+"${out}/bin/heimdall" man --out-dir "${out}/share/man/man1" >/dev/null
+"${out}/bin/heimdall" completion bash > "${out}/share/bash-completion/completions/heimdall"
+"${out}/bin/heimdall" completion zsh > "${out}/share/zsh/site-functions/_heimdall"
+"${out}/bin/heimdall" completion fish > "${out}/share/fish/vendor_completions.d/heimdall.fish"
+"${out}/bin/heimdall-api" openapi > "${out}/share/heimdall/openapi/people.json"
+"${out}/bin/heimdall-api" openapi --document agent-channel > "${out}/share/heimdall/openapi/agent-channel.json"
+"${out}/bin/heimdall-agent" openapi > "${out}/share/heimdall/openapi/agent-local.json"
+
+# Check what was written: every page renders with man(1) when it is here,
+# the completions name the binary, the documents parse.
+pages=("${out}"/share/man/man1/*.1)
+[[ "${#pages[@]}" -gt 50 ]] || { echo "package.sh: only ${#pages[@]} manual pages" >&2; exit 1; }
+for page in "${pages[@]}"; do
+    head -c 200 "${page}" | grep -q '^\.TH' || { echo "package.sh: ${page} is not a manual page" >&2; exit 1; }
+done
+grep -q 'heimdall' "${out}/share/bash-completion/completions/heimdall"
+grep -q '#compdef heimdall' "${out}/share/zsh/site-functions/_heimdall"
+grep -q 'complete -c heimdall' "${out}/share/fish/vendor_completions.d/heimdall.fish"
+for doc in "${out}"/share/heimdall/openapi/*.json; do
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["openapi"].startswith("3.") and d["paths"], sys.argv[1]' "${doc}"
+done
+echo "package.sh: ${out} (${profile}): 3 binaries, ${#pages[@]} manual pages, 3 completions, 3 OpenAPI documents"
