@@ -57,7 +57,7 @@ async fn list(
     QueryParams(q): QueryParams<ListQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Job>>)> {
     let limit = heimdall_core::page::limit(q.limit)?;
-    let mut after = q.after.as_deref().map(heimdall_core::page::decode::<JobCursor>).transpose()?;
+    let after = q.after.as_deref().map(heimdall_core::page::decode::<JobCursor>).transpose()?;
     let decider = state.decider(&caller).await?;
     decider.require(Action::JobRead, &Target::organization(caller.org.id), None)?;
     let resource = match q.resource {
@@ -83,26 +83,12 @@ async fn list(
                 .is_allowed()
         })
     };
-    // Read on until the page is full (one more than asked, to know there is
-    // a next page) or the list ends, so jobs hidden by a policy or another
-    // component leave no short page.
-    let wanted = limit.saturating_add(1);
-    let mut jobs = Vec::new();
-    loop {
-        let chunk = state
-            .store
-            .list_jobs_page(caller.org.id, resource.as_ref().map(|r| r.id), after.as_ref(), wanted)
-            .await?;
-        let read = chunk.len();
-        after = chunk.last().map(JobCursor::after);
-        jobs.extend(chunk.into_iter().filter(|j| allowed(j)));
-        if jobs.len() >= usize::try_from(wanted).unwrap_or(usize::MAX)
-            || read < usize::try_from(wanted).unwrap_or(usize::MAX)
-        {
-            break;
-        }
-    }
-    let headers = super::page(&mut jobs, limit, |last| heimdall_core::page::encode(&JobCursor::after(last)));
+    let (org, resource) = (caller.org.id, resource.as_ref().map(|r| r.id));
+    let fetch = |after: Option<JobCursor>, n| {
+        let store = state.store.clone();
+        async move { store.list_jobs_page(org, resource, after.as_ref(), n).await }
+    };
+    let (headers, jobs) = super::visible_page(limit, after, fetch, allowed, JobCursor::after).await?;
     Ok((headers, Json(jobs)))
 }
 

@@ -313,6 +313,38 @@ errors!(public PublicErrors);
 errors!(public PublicNotFound: NotFound);
 errors!(SignedInErrors);
 
+/// A page of what the caller may see: reads chunks of `limit + 1` from
+/// `fetch` (each after the last entry read), keeps those `allowed`, until
+/// one more than `limit` is kept (so there is a next page) or the list
+/// ends; hidden entries never leave a short page. Answers the page and
+/// its `Heimdall-Next-After` (see [`page`]).
+pub(crate) async fn visible_page<T, C, Fut>(
+    limit: u32,
+    mut after: Option<C>,
+    mut fetch: impl FnMut(Option<C>, u32) -> Fut,
+    allowed: impl Fn(&T) -> bool,
+    cursor: impl Fn(&T) -> C,
+) -> Result<(axum::http::HeaderMap, Vec<T>), ApiError>
+where
+    C: serde::Serialize,
+    Fut: std::future::Future<Output = Result<Vec<T>, heimdall_core::ports::StoreError>>,
+{
+    let wanted = limit.saturating_add(1);
+    let enough = usize::try_from(wanted).unwrap_or(usize::MAX);
+    let mut kept = Vec::new();
+    loop {
+        let chunk = fetch(after.take(), wanted).await?;
+        let read = chunk.len();
+        after = chunk.last().map(&cursor);
+        kept.extend(chunk.into_iter().filter(|e| allowed(e)));
+        if kept.len() >= enough || read < enough {
+            break;
+        }
+    }
+    let headers = page(&mut kept, limit, |last| heimdall_core::page::encode(&cursor(last)));
+    Ok((headers, kept))
+}
+
 /// Ends a page: keeps `limit` of `items` (fetched one more than asked, to
 /// know) and, when there were more, names where the next page starts.
 pub(crate) fn page<T>(

@@ -251,7 +251,7 @@ async fn list(
     let after = query.after.as_deref().map(heimdall_core::page::decode::<ResourceCursor>).transpose()?;
     let decider = state.decider(&caller).await?;
     decider.require(Action::ResourceRead, &Target::organization(caller.org.id), None)?;
-    let mut filter = ResourceFilter { after, limit: Some(limit + 1), ..ResourceFilter::default() };
+    let mut filter = ResourceFilter::default();
     if let Some(c) = query.component {
         filter.component = Some(resolve_catalog(&state, &caller, CatalogKind::Component, &c).await?.id);
     }
@@ -262,9 +262,7 @@ async fn list(
         filter.status = Some(s.parse().map_err(|e: String| ApiError::invalid_input(format!("status {e}")))?);
     }
     // Each Resource is decided in its own environment and place: a
-    // `forbid` scoped to prod or to a Domain hides what it forbids. Read
-    // on until the page is full (one more than asked, to know there is a
-    // next page) or the list ends, so hidden ones leave no short page.
+    // `forbid` scoped to prod or to a Domain hides what it forbids.
     let (tree, environments) = placements(&state, &caller).await?;
     let allowed = |r: &Resource| {
         let env = environments.iter().find(|(id, _)| *id == r.environment_id).map_or("", |(_, n)| n.as_str());
@@ -272,19 +270,13 @@ async fn list(
             .decide(Action::ResourceRead, &resource_target(Some(r.id), r.component_id, &tree), Some(env))
             .is_allowed()
     };
-    let wanted = usize::try_from(limit).unwrap_or(usize::MAX) + 1;
-    let mut resources = Vec::new();
-    loop {
-        let chunk = state.store.list_resources(caller.org.id, &filter).await?;
-        let read = chunk.len();
-        filter.after = chunk.last().map(ResourceCursor::after);
-        resources.extend(chunk.into_iter().filter(|r| allowed(r)));
-        if resources.len() >= wanted || read < wanted {
-            break;
-        }
-    }
-    let headers =
-        super::page(&mut resources, limit, |last| heimdall_core::page::encode(&ResourceCursor::after(last)));
+    let fetch = |after, n| {
+        let (store, filter) =
+            (state.store.clone(), ResourceFilter { after, limit: Some(n), ..filter.clone() });
+        async move { store.list_resources(caller.org.id, &filter).await }
+    };
+    let (headers, resources) =
+        super::visible_page(limit, after, fetch, allowed, ResourceCursor::after).await?;
     Ok((headers, Json(resources)))
 }
 

@@ -140,7 +140,7 @@ async fn list(
     QueryParams(query): QueryParams<ListQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Secret>>)> {
     let limit = heimdall_core::page::limit(query.limit)?;
-    let mut after = query.after.as_deref().map(heimdall_core::page::decode::<SecretCursor>).transpose()?;
+    let after = query.after.as_deref().map(heimdall_core::page::decode::<SecretCursor>).transpose()?;
     let decider = state.decider(&caller).await?;
     decider.require(Action::SecretRead, &Target::organization(caller.org.id), None)?;
     let tree = super::catalog::tree(&state, caller.org.id).await?;
@@ -150,22 +150,12 @@ async fn list(
                 .decide(Action::SecretRead, &secret_target(s.id, s.owner_id, &s.components, &tree), None)
                 .is_allowed()
     };
-    // Read on until the page is full (one more than asked, to know there is
-    // a next page) or the list ends: hidden secrets leave no short page.
-    let wanted = limit.saturating_add(1);
-    let enough = usize::try_from(wanted).unwrap_or(usize::MAX);
-    let mut secrets = Vec::new();
-    loop {
-        let chunk = state.store.list_secrets_page(caller.org.id, after.as_ref(), wanted).await?;
-        let read = chunk.len();
-        after = chunk.last().map(SecretCursor::after);
-        secrets.extend(chunk.into_iter().filter(|s| allowed(s)));
-        if secrets.len() >= enough || read < enough {
-            break;
-        }
-    }
-    let headers =
-        super::page(&mut secrets, limit, |last| heimdall_core::page::encode(&SecretCursor::after(last)));
+    let org = caller.org.id;
+    let fetch = |after: Option<SecretCursor>, n| {
+        let store = state.store.clone();
+        async move { store.list_secrets_page(org, after.as_ref(), n).await }
+    };
+    let (headers, secrets) = super::visible_page(limit, after, fetch, allowed, SecretCursor::after).await?;
     Ok((headers, Json(secrets)))
 }
 
