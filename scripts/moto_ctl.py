@@ -8,6 +8,7 @@ Heimdall's tests. Called through scripts/moto.sh, with the virtualenv's python.
     moto.sh bucket NAME...   creates buckets (no error if they exist)
     moto.sh ls BUCKET [PREFIX]   lists keys, one "KEY SIZE" a line
     moto.sh cat BUCKET KEY   writes an object to stdout (exit 3 if missing)
+    moto.sh put BUCKET KEY   writes stdin to an object
     moto.sh reset            forgets everything (moto's /moto-api/reset)
     moto.sh env              prints `export` lines: credentials, region, URL
 
@@ -228,6 +229,12 @@ def cat(args):
     sys.stdout.buffer.write(body)
 
 
+def put(args):
+    if len(args) != 2:
+        fail("usage: moto.sh put BUCKET KEY < BODY", 2)
+    s3_client().put_object(Bucket=args[0], Key=args[1], Body=sys.stdin.buffer.read())
+
+
 def reset():
     request = urllib.request.Request(url_or_fail() + "/moto-api/reset", method="POST")
     with urllib.request.urlopen(request, timeout=10) as r:
@@ -269,6 +276,8 @@ def dispatch(argv):
         ls(args)
     elif command == "cat":
         cat(args)
+    elif command == "put":
+        put(args)
     elif command == "reset":
         reset()
     elif command == "env":

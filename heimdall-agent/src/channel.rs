@@ -137,7 +137,10 @@ impl Channel {
 
     /// Long-polls for a job; `None` when nothing came within `wait`.
     pub async fn claim(&self, wait: Duration) -> Result<Option<ClaimedJob>, ChannelError> {
-        let body = Claim { wait_seconds: u32::try_from(wait.as_secs()).unwrap_or(30) };
+        let body = Claim {
+            wait_seconds: u32::try_from(wait.as_secs()).unwrap_or(30),
+            lock_holder: crate::terraform::lock_holder(),
+        };
         self.post("/v1/agent/claim", &body).await
     }
 

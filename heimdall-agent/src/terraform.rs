@@ -12,9 +12,11 @@ use heimdall_core::root_module::{
     backend_block, module_call, output_blocks, tfvars, StateSettings, SECRET_VAR_PREFIX, SENSITIVE,
 };
 use heimdall_core::runner::{check_run, job_env, with_job, Modules, Pin, REGION_VARIABLE};
+use heimdall_core::state_lock::{self, Attempt, LockInfo, Takeover};
 use heimdall_core::ErrorCode;
 use heimdall_core::Redacted;
 use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::mpsc;
@@ -514,12 +516,13 @@ async fn import_plan(
     Err(RunFailure::refused(refused.code, refused.message))
 }
 
-/// Asks for the state lock without waiting; the refusal names the holder.
+/// Asks for the state lock without waiting; the refusal describes the
+/// lock and its holder. `None` when nobody holds it.
 async fn probe_lock(
     terraform: &Path,
     dir: &Path,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
-) -> Option<String> {
+) -> Option<LockInfo> {
     let out = command(terraform, dir, env)
         .args([
             "plan",
@@ -532,14 +535,67 @@ async fn probe_lock(
         .output()
         .await
         .ok()?;
-    lock_id_in(&String::from_utf8_lossy(&out.stderr))
-        .or_else(|| lock_id_in(&String::from_utf8_lossy(&out.stdout)))
+    LockInfo::from_terraform_error(&String::from_utf8_lossy(&out.stderr))
+        .or_else(|| LockInfo::from_terraform_error(&String::from_utf8_lossy(&out.stdout)))
 }
 
-/// The lock ID in a Terraform "Error acquiring the state lock" message.
-pub fn lock_id_in(stderr: &str) -> Option<String> {
-    let at = stderr.find("Lock Info:")?;
-    stderr[at..].lines().find_map(|l| l.trim().strip_prefix("ID:").map(|id| id.trim().to_owned()))
+/// How Terraform names this process in a state lock (`Who`): `user@host`,
+/// found as Go's `os/user.Current` and `os.Hostname` find them (the
+/// account's name in /etc/passwd, else `$USER`; the kernel's host name).
+/// `None` where there is no /proc: then only a reported lock is taken over.
+pub fn lock_holder() -> Option<String> {
+    static HOLDER: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    HOLDER
+        .get_or_init(|| {
+            use std::os::unix::fs::MetadataExt;
+            let uid = std::fs::metadata("/proc/self").ok()?.uid().to_string();
+            let user = std::fs::read_to_string("/etc/passwd")
+                .ok()
+                .and_then(|passwd| {
+                    passwd.lines().find_map(|line| {
+                        let mut fields = line.split(':');
+                        let name = fields.next()?;
+                        (fields.nth(1)? == uid).then(|| name.to_owned())
+                    })
+                })
+                .or_else(|| std::env::var("USER").ok())
+                .unwrap_or_default();
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+            Some(format!("{user}@{}", host.trim()))
+        })
+        .clone()
+}
+
+/// A later attempt of a job: the lock on the state, if a dead attempt
+/// left it, is forced (exactly that lock, `state_lock::takeover`); any
+/// other lock is left, and the run then fails on it as Terraform would.
+async fn take_over_dead_lock(
+    terraform: &Path,
+    dir: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    reported: Option<&str>,
+    earlier: &[Attempt],
+    log: &mpsc::UnboundedSender<String>,
+) -> Result<(), RunFailure> {
+    let Some(found) = probe_lock(terraform, dir, env).await else {
+        return Ok(());
+    };
+    match state_lock::takeover(&found, reported, earlier, OffsetDateTime::now_utc()) {
+        Takeover::Leave { why } => {
+            let _ = log.send(format!("Leaving the state lock {}: {why}\n", found.id));
+        }
+        Takeover::Force { id, why } => {
+            let _ = log.send(format!("Taking over the state lock {id}, {why}\n"));
+            let args = ["force-unlock", "-force", "-no-color", id.as_str()];
+            let (ok, _, tail) =
+                run(terraform, dir, env, &args, log, Stdout::Log).await.map_err(RunFailure::failed)?;
+            if !ok {
+                let _ =
+                    log.send(format!("force-unlock did not apply ({}); continuing\n", error_summary(&tail)));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Terraform's errors, one per `Error:` block: its title and its last
@@ -654,9 +710,13 @@ pub struct JobRun<'a> {
     pub credentials: Option<&'a Credentials>,
     /// Secrets' values for module variables, by variable.
     pub secret_inputs: &'a [(String, Redacted<String>)],
-    /// A lock a dead earlier attempt of this job reported; only that lock
-    /// is ever forced.
+    /// A lock a dead earlier attempt of this job reported.
     pub stale_lock: Option<&'a str>,
+    /// The job's earlier attempts: a lock one of them made is forced, no
+    /// other.
+    pub earlier_attempts: &'a [Attempt],
+    /// This attempt's number.
+    pub attempt: i64,
 }
 
 /// Runs the whole job in `dir`.
@@ -667,7 +727,13 @@ pub async fn execute(
     log: &mpsc::UnboundedSender<String>,
     lock_id: &tokio::sync::watch::Sender<Option<String>>,
 ) -> Result<serde_json::Value, RunFailure> {
-    let JobRun { request, module, credentials, secret_inputs, stale_lock } = *job;
+    let JobRun { request, module, credentials, secret_inputs, stale_lock, earlier_attempts, attempt } = *job;
+    let this_attempt = Attempt {
+        attempt,
+        started_at: OffsetDateTime::now_utc(),
+        ended_at: None,
+        lock_holder: lock_holder(),
+    };
     let secret_vars: Vec<&str> = secret_inputs.iter().map(|(v, _)| v.as_str()).collect();
     let tf = &config.terraform.path;
     let refused = config.values.as_ref().and_then(|v| v.master_key_env.as_deref());
@@ -686,12 +752,14 @@ pub async fn execute(
         std::fs::write(dir.join("imports.tf"), heimdall_core::import::import_blocks(&request.imports))
             .map_err(|e| RunFailure::failed(e.to_string()))?;
     }
-    let step = |ok: bool, tail: &str, what: &str| {
-        if ok {
-            Ok(())
-        } else {
-            Err(RunFailure::failed(format!("terraform {what} failed: {}", error_summary(tail))))
-        }
+    let step = |ok: bool, tail: &str, what: &str| match (ok, LockInfo::from_terraform_error(tail)) {
+        (true, _) => Ok(()),
+        // Someone else's lock (a dead attempt's was forced above): say whose.
+        (false, Some(lock)) => Err(RunFailure::failed(format!(
+            "terraform {what} failed: the state is locked by {} (lock {}, {}), not by an attempt of this job",
+            lock.who, lock.id, lock.operation
+        ))),
+        (false, None) => Err(RunFailure::failed(format!("terraform {what} failed: {}", error_summary(tail)))),
     };
     // A backend key goes by file: its path in argv, never the key.
     let backend_file = keyed.map(|path| format!("-backend-config={}", dir.join(path).display()));
@@ -721,15 +789,10 @@ pub async fn execute(
     step(ok, &tail, "init")?;
     let outputs = module_outputs(dir, source).map_err(RunFailure::failed)?;
     write_outputs(dir, &outputs).map_err(RunFailure::failed)?;
-    if let Some(lock) = stale_lock {
-        let _ = log.send(format!("Taking over the state lock {lock} left by the previous attempt\n"));
-        let (ok, _, tail) =
-            run(tf, dir, &env, &["force-unlock", "-force", "-no-color", lock], log, Stdout::Log)
-                .await
-                .map_err(RunFailure::failed)?;
-        if !ok {
-            let _ = log.send(format!("force-unlock did not apply ({}); continuing\n", error_summary(&tail)));
-        }
+    // A drift check takes no lock, so it never waits on one.
+    let earlier = stale_lock.is_some() || !earlier_attempts.is_empty();
+    if earlier && request.operation != JobOperation::DriftCheck {
+        take_over_dead_lock(tf, dir, &env, stale_lock, earlier_attempts, log).await?;
     }
     // One `apply -json`: it plans (the plan is in the log), applies, and
     // reports the outputs — the same two Terraform runs as a bare
@@ -760,8 +823,16 @@ pub async fn execute(
     let (ok, outputs_json, tail) = tokio::select! {
         r = &mut apply => r,
         () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {
-            if let Some(id) = probe_lock(tf, dir, &env).await {
-                let _ = lock_id.send(Some(id));
+            // Reported only if this attempt made it: a lock it is waiting
+            // for is someone else's, never to be forced for this job.
+            match probe_lock(tf, dir, &env).await {
+                Some(found) if state_lock::made_by(&found, &this_attempt, OffsetDateTime::now_utc()) => {
+                    let _ = lock_id.send(Some(found.id));
+                }
+                Some(found) => {
+                    let _ = log.send(format!("Waiting on the state lock {} held by {}\n", found.id, found.who));
+                }
+                None => {}
             }
             apply.await
         }
@@ -810,14 +881,6 @@ output "nested" { value = { a = { b = 1 } } }
         let out = redact_outputs(json).unwrap();
         assert_eq!(out, serde_json::json!({"id": "abc", "key": "<sensitive>"}));
         assert!(!out.to_string().contains("hunter2"));
-    }
-
-    #[test]
-    fn lock_id_is_read_from_terraform_errors() {
-        let err =
-            "Error: Error acquiring the state lock\n\nLock Info:\n  ID:        3f1c-aa\n  Path:      b/k\n";
-        assert_eq!(lock_id_in(err).as_deref(), Some("3f1c-aa"));
-        assert_eq!(lock_id_in("nothing"), None);
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub mod resources;
 pub mod root_module;
 pub mod runner;
 pub mod secrets;
+pub mod state_lock;
 pub mod token;
 pub mod wire;
 

@@ -300,13 +300,18 @@ pub trait InfraStore: Send + Sync + std::fmt::Debug {
 pub trait JobQueue: Send + Sync + std::fmt::Debug {
     /// Claims the oldest queued job of `org` whose Resource has no running
     /// job, counting an attempt. Two claimers never get the same job.
+    /// `lock_holder` is how the Agent's Terraform names itself in a state
+    /// lock (`Who`), kept with the attempt.
     async fn claim(
         &self,
         org: OrgId,
         agent: &str,
+        lock_holder: Option<&str>,
         lease: LeaseId,
         now: OffsetDateTime,
     ) -> StoreResult<Option<Job>>;
+    /// The attempts of `job` before its current one, oldest first.
+    async fn earlier_attempts(&self, job: JobId) -> StoreResult<Vec<crate::state_lock::Attempt>>;
     /// Extends the lease; returns the new expiry.
     /// Also records the state lock the attempt holds, if it knows it.
     async fn heartbeat(

@@ -390,10 +390,16 @@ pub struct Enrolled {
 pub struct Claim {
     /// How long to hold the request open when nothing is queued (≤ 30 s).
     pub wait_seconds: u32,
+    /// How this Agent's Terraform names itself in a state lock (`Who`,
+    /// `user@host`), kept with the attempt so that a later one can tell
+    /// this attempt's lock from anyone else's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_holder: Option<String>,
 }
 
 /// A claimed job: the request, the lease that every later call must carry,
-/// and the state lock a dead earlier attempt left behind, if it reported one.
+/// the state lock a dead earlier attempt left behind, if it reported one,
+/// and the earlier attempts (`heimdall_core::state_lock::takeover`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClaimedJob {
     pub job: Job,
@@ -402,6 +408,9 @@ pub struct ClaimedJob {
     pub lease_expires_at: time::OffsetDateTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_lock_id: Option<String>,
+    /// The attempts before this one, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_attempts: Vec<crate::state_lock::Attempt>,
     /// For a job of an `oidc` account: what the API obtained with the
     /// job's identity token. In memory only, on either side.
     #[serde(default, skip_serializing_if = "Option::is_none")]

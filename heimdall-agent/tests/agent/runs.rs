@@ -3,7 +3,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::support::{s3_get, s3_keys, World};
+use crate::support::{kill_with_children, s3_get, s3_keys, s3_put, World};
 
 const RUN: Duration = Duration::from_secs(120);
 
@@ -171,6 +171,82 @@ async fn an_agent_killed_mid_apply_loses_nothing() {
     while std::fs::read_dir(&left).unwrap().next().is_some() {
         assert!(std::time::Instant::now() < deadline, "the dead run's directory is still there");
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// An Agent killed with its Terraform 0.2 s, 1 s and 3 s after its apply
+/// took the state lock, before any heartbeat could report the lock: each
+/// job is finished by another Agent, which learns the lock from the bucket
+/// and forces it because a dead attempt of that job made it. A lock that
+/// someone else put in its place meanwhile is left alone: the job fails
+/// on it, saying whose it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_killed_in_the_first_seconds_of_an_apply_leaves_its_job_to_the_next() {
+    let w = World::new().await;
+    let rescuer = w.enroll("agent-rescuer").await;
+    let mut killed = Vec::new();
+    for (n, delay_ms) in [200u64, 1_000, 3_000, 500].into_iter().enumerate() {
+        let config = w.enroll(&format!("agent-{n}")).await;
+        let mut agent = w.run_agent(&config);
+        let id = w
+            .create(
+                &format!("early-{n}"),
+                "bucket",
+                json!({ "bucket": format!("early-{n}"), "sleep_seconds": 8 }),
+            )
+            .await;
+        let lock = format!("heimdall/{id}.tfstate.tflock");
+        let deadline = std::time::Instant::now() + RUN;
+        while !s3_keys(&w.bucket, "heimdall/").contains(&lock) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the apply never took its lock: {:?}",
+                w.jobs(&id).await
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        kill_with_children(&mut agent).await;
+        let job = &w.jobs(&id).await[0];
+        assert!(
+            job["state_lock_id"].is_null(),
+            "the lock was reported; this is not the first seconds: {job}"
+        );
+        assert!(s3_keys(&w.bucket, "heimdall/").contains(&lock), "the dead apply's lock is in the bucket");
+        killed.push((id, lock, delay_ms));
+    }
+    // The last one's lock is taken by a person before any Agent is back.
+    let (foreign_id, foreign_lock, _) = killed.pop().unwrap();
+    let created =
+        time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap();
+    let alice = json!({ "ID": "alices-lock", "Operation": "OperationTypeApply", "Info": "", "Who": "alice@laptop",
+                        "Version": "1.9.8", "Created": created, "Path": format!("{}/{foreign_lock}", w.bucket) });
+    s3_put(&w.bucket, &foreign_lock, &alice.to_string());
+
+    let _rescuer = w.run_agent(&rescuer);
+    let r = w.wait_for(&foreign_id, &["failed", "provisioned"], Duration::from_secs(180)).await;
+    let job = &w.jobs(&foreign_id).await[0];
+    assert_eq!((r["status"].as_str(), job["attempts"].as_i64()), (Some("failed"), Some(3)), "{job}");
+    assert!(r["reason"].as_str().unwrap().contains("locked by alice@laptop (lock alices-lock"), "{r}");
+    assert!(w.job_log(job["id"].as_str().unwrap()).await.contains("Leaving the state lock alices-lock"));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&s3_get(&w.bucket, &foreign_lock)).unwrap()["ID"],
+        "alices-lock"
+    );
+    for (id, lock, delay_ms) in killed {
+        let r = w.wait_for(&id, &["provisioned", "failed"], Duration::from_secs(180)).await;
+        let job = &w.jobs(&id).await[0];
+        // The rescuer's first attempt finishes it: it waited on no lock.
+        let (status, agent, attempts) =
+            (r["status"].as_str(), job["agent"].as_str(), job["attempts"].as_i64());
+        assert_eq!(
+            (status, agent, attempts),
+            (Some("provisioned"), Some("agent-rescuer"), Some(2)),
+            "killed at {delay_ms} ms: {job}"
+        );
+        let log = w.job_log(job["id"].as_str().unwrap()).await;
+        assert!(log.contains("Taking over the state lock"), "killed at {delay_ms} ms: {log}");
+        assert!(!s3_keys(&w.bucket, "heimdall/").contains(&lock), "the lock was released");
     }
 }
 

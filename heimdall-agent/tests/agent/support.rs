@@ -55,6 +55,19 @@ pub fn s3_get(bucket: &str, key: &str) -> String {
     moto(&["cat", bucket, key])
 }
 
+/// Writes `body` to `key`, as any S3 client would.
+pub fn s3_put(bucket: &str, key: &str, body: &str) {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("bash")
+        .arg(repo().join("scripts/moto.sh"))
+        .args(["put", bucket, key])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("moto.sh");
+    child.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success(), "moto.sh put {bucket} {key}");
+}
+
 /// Plain `terraform` (the pinned one) in `dir`, as a person runs it, with
 /// moto's test keys: its exit code and its output.
 pub fn plain_terraform(dir: &Path, args: &[&str]) -> (i32, String) {
@@ -222,6 +235,9 @@ impl World {
             .env("HEIMDALL_LOG", "info")
             .stdout(Stdio::from(log.try_clone().unwrap()))
             .stderr(Stdio::from(log))
+            // Its own process group, so that a test can kill it with its
+            // Terraform, as a container's end or a host's crash does.
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .unwrap()
@@ -297,6 +313,14 @@ impl World {
             .unwrap_or("")
             .to_owned()
     }
+}
+
+/// SIGKILL to `agent` and every process it started (its Terraform): what
+/// a killed container or a crashed host leaves, nothing cleaned up.
+pub async fn kill_with_children(agent: &mut Child) {
+    let group = format!("-{}", agent.id().expect("running"));
+    assert!(std::process::Command::new("kill").args(["-KILL", "--", &group]).status().unwrap().success());
+    let _ = agent.wait().await;
 }
 
 /// The id of the Agent enrolled at `config` (its certificate's URI SAN).

@@ -9,6 +9,7 @@ use heimdall_core::ids::{JobId, LeaseId, OrgId};
 use heimdall_core::infra::{Job, JobOperation, JobStatus};
 use heimdall_core::ports::{JobOutcome, JobQueue, NewEvent, StoreError, StoreResult};
 use heimdall_core::queue::{self, ReapDecision};
+use heimdall_core::state_lock::Attempt;
 use sqlx::{Any, Transaction};
 use time::OffsetDateTime;
 
@@ -179,6 +180,7 @@ impl JobQueue for SqlStore {
         &self,
         org: OrgId,
         agent: &str,
+        lock_holder: Option<&str>,
         lease: LeaseId,
         now: OffsetDateTime,
     ) -> StoreResult<Option<Job>> {
@@ -201,6 +203,17 @@ impl JobQueue for SqlStore {
             return Ok(None);
         };
         let job = fetch_job(&mut tx, parse_id(&id)?).await?;
+        sqlx::query(
+            "INSERT INTO job_attempts (job_id, attempt, agent, lock_holder, started_at) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(id)
+        .bind(job.attempts)
+        .bind(agent.to_owned())
+        .bind(lock_holder.map(str::to_owned))
+        .bind(to_micros(now))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
         if let Some(status) = queue::resource_status_for(job.operation, JobStatus::Running) {
             set_resource_status(&mut tx, job.resource_id, status, None, now).await?;
         }
@@ -273,6 +286,8 @@ impl JobQueue for SqlStore {
             JobOutcome::StalePlan { reason } => (JobStatus::Failed, Some(reason), None),
         };
         let finished = (status != JobStatus::Queued).then_some(to_micros(now));
+        let attempt_outcome = if status == JobStatus::Completed { "completed" } else { "failed" };
+        end_attempt(&mut tx, &held, attempt_outcome, now).await?;
         sqlx::query(
             "UPDATE jobs SET status = $1, reason = $2, finished_at = $3, lease_id = NULL, lease_expires_at = NULL WHERE id = $4",
         )
@@ -313,6 +328,26 @@ impl JobQueue for SqlStore {
         Ok(job)
     }
 
+    async fn earlier_attempts(&self, job: JobId) -> StoreResult<Vec<Attempt>> {
+        let rows: Vec<(i64, Option<String>, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT a.attempt, a.lock_holder, a.started_at, a.ended_at FROM job_attempts a JOIN jobs j ON j.id = a.job_id
+             WHERE a.job_id = $1 AND a.attempt < j.attempts ORDER BY a.attempt",
+        )
+        .bind(job.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(attempt, lock_holder, started_at, ended_at)| Attempt {
+                attempt,
+                started_at: from_micros(started_at),
+                ended_at: ended_at.map(from_micros),
+                lock_holder,
+            })
+            .collect())
+    }
+
     async fn count_active_jobs(&self) -> StoreResult<Vec<(JobOperation, JobStatus, i64)>> {
         let rows: Vec<(String, String, i64)> = sqlx::query_as(
             "SELECT operation, status, COUNT(*) FROM jobs WHERE status IN ('queued', 'running') GROUP BY operation, status",
@@ -337,6 +372,7 @@ impl JobQueue for SqlStore {
             let job = fetch_job(&mut tx, parse_id(&id)?).await?;
             let expired_at = job.lease_expires_at.unwrap_or(now);
             let decision = queue::reap_decision(job.attempts, job.max_attempts, expired_at);
+            end_attempt(&mut tx, &job, "lease_expired", expired_at).await?;
             let (status, reason) = match &decision {
                 ReapDecision::Requeue => (JobStatus::Queued, None),
                 ReapDecision::Fail(reason) => (JobStatus::Failed, Some(reason.clone())),
@@ -363,6 +399,25 @@ impl JobQueue for SqlStore {
         tx.commit().await.map_err(db_err)?;
         Ok(decisions)
     }
+}
+
+/// Records how the current attempt of `job` ended, in the caller's
+/// transaction.
+async fn end_attempt(
+    tx: &mut Transaction<'_, Any>,
+    job: &Job,
+    outcome: &str,
+    at: OffsetDateTime,
+) -> StoreResult<()> {
+    sqlx::query("UPDATE job_attempts SET ended_at = $1, outcome = $2 WHERE job_id = $3 AND attempt = $4")
+        .bind(to_micros(at))
+        .bind(outcome.to_owned())
+        .bind(job.id.to_string())
+        .bind(job.attempts)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    Ok(())
 }
 
 /// Appends `chunk` to the job's log in the caller's transaction, if the

@@ -151,7 +151,9 @@ async fn claim(
         notified.as_mut().enable();
         let lease = LeaseId::from_uuid(Uuid::new_v4());
         let now = state.clock.now();
-        if let Some(job) = state.store.claim(agent.org_id, &agent.name, lease, now).await? {
+        if let Some(job) =
+            state.store.claim(agent.org_id, &agent.name, body.lock_holder.as_deref(), lease, now).await?
+        {
             if let Some(metrics) = &state.metrics {
                 metrics.claimed(now - job.queued_at);
             }
@@ -172,10 +174,15 @@ async fn claim(
                     continue;
                 }
             };
-            let stale_lock_id = if job.attempts > 1 { job.state_lock_id.clone() } else { None };
+            let (stale_lock_id, earlier_attempts) = if job.attempts > 1 {
+                (job.state_lock_id.clone(), state.store.earlier_attempts(job.id).await?)
+            } else {
+                (None, Vec::new())
+            };
             let lease_expires_at = job.lease_expires_at.unwrap_or(now);
             tracing::info!(job = %job.id, agent = %agent.name, attempt = job.attempts, "job claimed");
-            let claimed = ClaimedJob { job, lease, lease_expires_at, stale_lock_id, credentials };
+            let claimed =
+                ClaimedJob { job, lease, lease_expires_at, stale_lock_id, earlier_attempts, credentials };
             return Ok(Json(claimed).into_response());
         }
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());

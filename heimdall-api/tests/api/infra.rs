@@ -295,7 +295,7 @@ async fn delete_cancels_queued_apply_and_keeps_the_resource_listed(db: TestDatab
     let org = api.bootstrapped.organization.id;
     assert!(api
         .store
-        .claim(org, "agent-1", LeaseId::from_uuid(Uuid::new_v4()), OffsetDateTime::now_utc())
+        .claim(org, "agent-1", None, LeaseId::from_uuid(Uuid::new_v4()), OffsetDateTime::now_utc())
         .await
         .unwrap()
         .is_none());
@@ -320,7 +320,7 @@ async fn delete_after_a_run_queues_a_real_destroy(db: TestDatabase) {
     let rid = id(&created);
     let now = OffsetDateTime::now_utc();
     let lease = LeaseId::from_uuid(Uuid::new_v4());
-    let job = api.store.claim(org, "agent-1", lease, now).await.unwrap().unwrap();
+    let job = api.store.claim(org, "agent-1", None, lease, now).await.unwrap().unwrap();
     assert_eq!(
         c.get(&format!("/v1/resources/{rid}"), owner).await.expect(200)["resource"]["status"],
         "applying"
@@ -359,7 +359,7 @@ async fn delete_after_a_run_queues_a_real_destroy(db: TestDatabase) {
     assert_eq!(ops, [("apply", "completed"), ("apply", "cancelled"), ("destroy", "queued")]);
 
     let lease = LeaseId::from_uuid(Uuid::new_v4());
-    let destroy = api.store.claim(org, "agent-1", lease, now).await.unwrap().unwrap();
+    let destroy = api.store.claim(org, "agent-1", None, lease, now).await.unwrap().unwrap();
     assert_eq!(destroy.request.operation.as_str(), "destroy");
     assert_eq!(
         destroy.request.effective_input["bucket"], "kept-2",
@@ -398,7 +398,7 @@ async fn retry_and_roles(db: TestDatabase) {
     let now = OffsetDateTime::now_utc();
     for attempt in 1..=3 {
         let lease = LeaseId::from_uuid(Uuid::new_v4());
-        let job = api.store.claim(org, "agent-1", lease, now).await.unwrap().expect("queued again");
+        let job = api.store.claim(org, "agent-1", None, lease, now).await.unwrap().expect("queued again");
         assert_eq!(job.attempts, attempt);
         api.store
             .finish(
@@ -676,7 +676,7 @@ async fn approval_edge_cases(db: TestDatabase) {
     let mut claimed = Vec::new();
     loop {
         let lease = LeaseId::from_uuid(Uuid::new_v4());
-        match api.store.claim(org, "agent", lease, now).await.unwrap() {
+        match api.store.claim(org, "agent", None, lease, now).await.unwrap() {
             Some(job) => claimed.push((job, lease)),
             None => break,
         }
@@ -825,7 +825,7 @@ async fn drift_checks_mark_and_clear_without_moving_the_status(db: TestDatabase)
     let run = |outputs: Value| async {
         let lease = LeaseId::from_uuid(Uuid::new_v4());
         let now = OffsetDateTime::now_utc();
-        let job = api.store.claim(org, "agent-1", lease, now).await.unwrap().expect("a queued job");
+        let job = api.store.claim(org, "agent-1", None, lease, now).await.unwrap().expect("a queued job");
         api.store.finish(job.id, lease, JobOutcome::Completed { outputs }, now).await.unwrap();
         job
     };

@@ -55,14 +55,30 @@ async fn reaper_requeues_then_fails_after_the_last_attempt(db: TestDatabase) {
     let (api, org) = with_jobs(db, 1).await;
     let t0 = OffsetDateTime::now_utc();
     let mut now = t0;
+    let mut expiries = Vec::new();
     for attempt in 1..=3 {
+        let holder = format!("heimdall@host-{attempt}");
         let claimed = api
             .store
-            .claim(org, &format!("agent-{attempt}"), lease(), now)
+            .claim(org, &format!("agent-{attempt}"), Some(&holder), lease(), now)
             .await
             .unwrap()
             .expect("claimable");
         assert_eq!(claimed.attempts, attempt);
+        // What a new attempt learns of the dead ones: each one's span (to
+        // its lease's end) and its Agent's lock holder, not its own.
+        let earlier = api.store.earlier_attempts(claimed.id).await.unwrap();
+        let spans: Vec<_> = earlier
+            .iter()
+            .map(|a| (a.attempt, a.lock_holder.clone().unwrap(), a.ended_at.unwrap()))
+            .collect();
+        let expected: Vec<_> = expiries
+            .iter()
+            .enumerate()
+            .map(|(i, end)| (i as i64 + 1, format!("heimdall@host-{}", i + 1), *end))
+            .collect();
+        assert_eq!(spans, expected);
+        expiries.push(claimed.lease_expires_at.unwrap());
         assert_eq!(claimed.status, JobStatus::Running);
         // Not yet expired: the reaper leaves it alone.
         assert!(api.store.reap(now + LEASE - Duration::seconds(1)).await.unwrap().is_empty());
@@ -103,7 +119,7 @@ async fn reaper_requeues_then_fails_after_the_last_attempt(db: TestDatabase) {
     assert!(failed[0].detail["reason"].as_str().is_some_and(|r| r.contains("3/3")), "{:?}", failed[0].detail);
     assert_eq!(failed[0].detail["attempts"], 3);
     // Nothing left to claim or reap.
-    assert!(api.store.claim(org, "agent-9", lease(), now).await.unwrap().is_none());
+    assert!(api.store.claim(org, "agent-9", None, lease(), now).await.unwrap().is_none());
     assert!(api.store.reap(now + Duration::hours(1)).await.unwrap().is_empty());
 }
 
@@ -111,7 +127,7 @@ async fn stale_lease_holders_are_fenced_out(db: TestDatabase) {
     let (api, org) = with_jobs(db, 1).await;
     let now = OffsetDateTime::now_utc();
     let first = lease();
-    let claimed = api.store.claim(org, "agent-a", first, now).await.unwrap().unwrap();
+    let claimed = api.store.claim(org, "agent-a", None, first, now).await.unwrap().unwrap();
 
     // Heartbeats extend the lease; a wrong lease is refused.
     let until =
@@ -127,7 +143,7 @@ async fn stale_lease_holders_are_fenced_out(db: TestDatabase) {
     );
     api.store.reap(later).await.unwrap();
     let second = lease();
-    let again = api.store.claim(org, "agent-b", second, later).await.unwrap().unwrap();
+    let again = api.store.claim(org, "agent-b", None, second, later).await.unwrap().unwrap();
     assert_eq!((again.id, again.attempts, again.agent.as_deref()), (claimed.id, 2, Some("agent-b")));
     // The new holder learns which lock the dead attempt held.
     assert_eq!(again.state_lock_id.as_deref(), Some("lock-a"));
@@ -162,7 +178,7 @@ async fn one_running_job_per_resource(db: TestDatabase) {
     let c = Client::new(&api);
     let now = OffsetDateTime::now_utc();
     let l = lease();
-    let running = api.store.claim(org, "agent-a", l, now).await.unwrap().unwrap();
+    let running = api.store.claim(org, "agent-a", None, l, now).await.unwrap().unwrap();
     // A change queues revision 2 while revision 1 runs; it must wait.
     let rid = running.resource_id;
     c.call(
@@ -173,13 +189,13 @@ async fn one_running_job_per_resource(db: TestDatabase) {
     )
     .await
     .expect(200);
-    assert!(api.store.claim(org, "agent-b", lease(), now).await.unwrap().is_none());
+    assert!(api.store.claim(org, "agent-b", None, lease(), now).await.unwrap().is_none());
     // A failed run with attempts left goes back to the queue, behind nothing.
     api.store
         .finish(running.id, l, JobOutcome::Failed { reason: "x".into(), retryable: false }, now)
         .await
         .unwrap();
-    let next = api.store.claim(org, "agent-b", lease(), now).await.unwrap().unwrap();
+    let next = api.store.claim(org, "agent-b", None, lease(), now).await.unwrap().unwrap();
     assert_eq!(next.request.revision, 2);
 }
 
@@ -187,7 +203,7 @@ async fn job_log_is_capped_with_a_marker(db: TestDatabase) {
     let (api, org) = with_jobs(db, 1).await;
     let now = OffsetDateTime::now_utc();
     let l = lease();
-    let claimed = api.store.claim(org, "agent-a", l, now).await.unwrap().unwrap();
+    let claimed = api.store.claim(org, "agent-a", None, l, now).await.unwrap().unwrap();
     let chunk = "x".repeat(256 * 1024);
     for _ in 0..5 {
         api.store.append_log(claimed.id, l, &chunk).await.unwrap();
@@ -209,7 +225,7 @@ async fn concurrent_claimers_never_share_a_job(db: TestDatabase) {
         tasks.push(tokio::spawn(async move {
             let mut got = Vec::new();
             while let Some(job) = store
-                .claim(org, &format!("agent-{agent}"), LeaseId::from_uuid(Uuid::new_v4()), now)
+                .claim(org, &format!("agent-{agent}"), None, LeaseId::from_uuid(Uuid::new_v4()), now)
                 .await
                 .unwrap()
             {

@@ -236,7 +236,8 @@ pub async fn run_plan_job(api: &TestApi, resource: &str) -> String {
     let mut others = Vec::new();
     let (job, lease) = loop {
         let lease = LeaseId::from_uuid(uuid::Uuid::new_v4());
-        let job = api.store.claim(org, "agent-plan", lease, now).await.unwrap().expect("a queued plan job");
+        let job =
+            api.store.claim(org, "agent-plan", None, lease, now).await.unwrap().expect("a queued plan job");
         if job.resource_id.to_string() == resource
             && job.operation == heimdall_core::infra::JobOperation::Plan
         {

@@ -47,7 +47,7 @@ async fn claim(api: &TestApi) -> (Job, LeaseId) {
     for _ in 0..200 {
         let lease = LeaseId::from_uuid(Uuid::new_v4());
         if let Some(job) =
-            api.store.claim(org, "agent-1", lease, OffsetDateTime::now_utc()).await.expect("claim")
+            api.store.claim(org, "agent-1", None, lease, OffsetDateTime::now_utc()).await.expect("claim")
         {
             return (job, lease);
         }
