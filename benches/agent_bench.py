@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -58,6 +59,13 @@ MOTO_DIR = tempfile.mkdtemp(prefix="heimdall-bench-moto-")
 
 
 def main():
+    # Killed or hung up, the bench still stops what it started (the
+    # `finally` below): a signal becomes an exit.
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     work = tempfile.mkdtemp(prefix="heimdall-bench-")
     db = "heimdall_bench_" + uuid.uuid4().hex[:12]
     subprocess.check_call(["psql", PG_ADMIN, "-qc", f"CREATE DATABASE {db}"])

@@ -21,6 +21,7 @@ import argparse
 import http.client
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -153,6 +154,13 @@ def load(api, path, concurrency, duration, authed=True):
 
 
 def main():
+    # Killed or hung up, the bench still stops what it started (the
+    # `finally` below): a signal becomes an exit.
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     p = argparse.ArgumentParser()
     p.add_argument("--bin", required=True)
     p.add_argument("--rounds", type=int, default=4)

@@ -9,8 +9,11 @@
 # Prints reads/s, p50 and p99 for both and their ratios (target: Heimdall
 # ≥ 3× OpenBao's reads/s with a lower p99), and fails if any read failed or
 # left no trail. No timing is asserted.
+# Both servers run at once and are measured in turn, round after round
+# (A B A B; --rounds 3 by default): the ratio is reported per round, as the
+# median with its spread, so that the machine's drift does not decide it.
 # Usage: bash benches/secrets.sh [--concurrency 16] [--duration 10] [--warmup 2]
-#                                [--postgres] [--only openbao|heimdall] [--keep]
+#                                [--rounds 3] [--postgres] [--only openbao|heimdall] [--keep]
 # (--postgres needs PostgreSQL at 127.0.0.1:5432; everything started is
 # stopped on exit, Ctrl-C included.)
 set -euo pipefail

@@ -18,6 +18,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import statistics
 import sys
 import tempfile
 import time
@@ -186,7 +187,7 @@ def run_load(load, target, url, opts, ca, value, server_pid, headers=(), cert=No
 # ---- OpenBao -----------------------------------------------------------------------
 
 
-def bench_openbao(work, procs, tls, load, opts, value):
+def openbao_setup(work, procs, tls, load, opts, value):
     """A real (not dev-mode) OpenBao server: integrated (raft) storage,
     initialized with one unseal key, TLS on the listener, KV v2 at
     `secret/`, a `file` audit device, and a token whose only policy reads
@@ -266,18 +267,21 @@ audit "file" "file" {{
             time.sleep(0.1)
     read = https("GET", f"{addr}/v1/secret/data/{SECRET}", ca, token)
     assert read["data"]["data"]["value"] == value
-    before = count_audit_reads(audit_log)
 
-    result = run_load(load, "openbao", f"{addr}/v1/secret/data/{SECRET}", opts, ca, value, server.pid,
-                      headers=[f"X-Vault-Token: {token}"])
-    procs.check_alive()
-    audited = count_audit_reads(audit_log) - before
-    log(f"openbao: {audited} read responses in its audit log for {result['ok_total']} successful reads")
-    if audited < result["ok_total"]:
-        fail(f"OpenBao's audit log has {audited} read responses, fewer than {result['ok_total']} reads")
-    result["trail"] = audited
-    result["trail_what"] = "audit log responses (written, not fsynced)"
-    return result
+    def measure():
+        before = count_audit_reads(audit_log)
+        result = run_load(load, "openbao", f"{addr}/v1/secret/data/{SECRET}", opts, ca, value, server.pid,
+                          headers=[f"X-Vault-Token: {token}"])
+        procs.check_alive()
+        audited = count_audit_reads(audit_log) - before
+        log(f"openbao: {audited} read responses in its audit log for {result['ok_total']} successful reads")
+        if audited < result["ok_total"]:
+            fail(f"OpenBao's audit log has {audited} read responses, fewer than {result['ok_total']} reads")
+        result["trail"] = audited
+        result["trail_what"] = "audit log responses (written, not fsynced)"
+        return result
+
+    return measure
 
 
 def count_audit_reads(path):
@@ -333,7 +337,8 @@ def heimdall_setup(work, procs, bin_dir, opts, value):
                 os.path.join(d, "api.log"), env=env)
     wait_http(procs, api + "/v1/health")
 
-    heimdall("login", "--api-url", api, "--token", boot["token"])
+    # The token on standard input, never in argv.
+    heimdall("login", "--api-url", api, stdin=boot["token"])
     heimdall("environment", "create", "dev")
     registration = json.loads(heimdall("agent", "token", "create", "--name", "bench", "--output", "json"))
     agent_dir = os.path.join(d, "agent")
@@ -411,42 +416,55 @@ def wait_http(procs, url):
     fail(f"{url} did not answer in 10 s")
 
 
-def bench_heimdall(work, procs, bin_dir, load, opts, value):
+def heimdall_bench_setup(work, procs, bin_dir, load, opts, value):
     url, tls, count_records, agent = heimdall_setup(work, procs, bin_dir, opts, value)
-    before = count_records()
-    result = run_load(load, "heimdall", url, opts, tls["ca"], value, agent.pid, cert=(tls["cert"], tls["key"]))
-    procs.check_alive()
-    recorded = count_records() - before
-    log(f"heimdall: {recorded} access records stored for {result['ok_total']} successful reads")
-    if recorded < result["ok_total"]:
-        fail(f"the Agent stored {recorded} access records, fewer than {result['ok_total']} reads")
-    result["trail"] = recorded
-    result["trail_what"] = "access records ({} before serving)".format("committed" if opts.postgres else "fsynced")
-    return result
+
+    def measure():
+        before = count_records()
+        result = run_load(load, "heimdall", url, opts, tls["ca"], value, agent.pid,
+                          cert=(tls["cert"], tls["key"]))
+        procs.check_alive()
+        recorded = count_records() - before
+        log(f"heimdall: {recorded} access records stored for {result['ok_total']} successful reads")
+        if recorded < result["ok_total"]:
+            fail(f"the Agent stored {recorded} access records, fewer than {result['ok_total']} reads")
+        result["trail"] = recorded
+        result["trail_what"] = "access records ({} before serving)".format(
+            "committed" if opts.postgres else "fsynced")
+        return result
+
+    return measure
 
 
 # ---- Report ------------------------------------------------------------------------
 
 
-def report(results, opts):
-    print(f"concurrency {opts.concurrency}, {opts.duration} s measured after {opts.warmup} s warm-up, "
-          f"one client (read_load), HTTPS on 127.0.0.1, HTTP/1.1 keep-alive")
-    print(f"{'TARGET':<10} {'READS/S':>10} {'P50 MS':>8} {'P99 MS':>8} {'READS':>8} {'ERRORS':>6} "
+def report(rounds, opts):
+    """`rounds`: one dict per round, target → result, measured in turn."""
+    print(f"concurrency {opts.concurrency}, {len(rounds)} rounds of {opts.duration} s per target, each after "
+          f"{opts.warmup} s warm-up, interleaved (A B A B), one client (read_load), HTTPS on 127.0.0.1, "
+          f"HTTP/1.1 keep-alive")
+    print(f"{'ROUND':<6} {'TARGET':<10} {'READS/S':>10} {'P50 MS':>8} {'P99 MS':>8} {'READS':>8} {'ERRORS':>6} "
           f"{'CPU US/READ':>11} {'IDLE %':>6}  TRAIL")
-    for name in ("heimdall", "openbao"):
-        r = results.get(name)
-        if r:
-            print(f"{name:<10} {r['reads_per_sec']:>10.1f} {r['p50_ms']:>8.3f} {r['p99_ms']:>8.3f} "
-                  f"{r['reads']:>8} {r['errors']:>6} {r['server_cpu_us_per_read']:>11.1f} "
-                  f"{r['machine_idle_pct']:>6.1f}  {r['trail']} {r['trail_what']}")
-    if "heimdall" in results and "openbao" in results:
-        h, b = results["heimdall"], results["openbao"]
-        rps = h["reads_per_sec"] / b["reads_per_sec"]
-        p99 = h["p99_ms"] / b["p99_ms"] if b["p99_ms"] else float("inf")
-        print(f"Heimdall/OpenBao reads per second: {rps:.2f}x (target >= 3)")
-        print(f"Heimdall/OpenBao p99 latency:      {p99:.2f} (target < 1)")
-    for r in results.values():
-        print(json.dumps({k: v for k, v in r.items() if k != "trail_what"}))
+    for i, results in enumerate(rounds, 1):
+        for name in ("openbao", "heimdall"):
+            r = results.get(name)
+            if r:
+                print(f"{i:<6} {name:<10} {r['reads_per_sec']:>10.1f} {r['p50_ms']:>8.3f} {r['p99_ms']:>8.3f} "
+                      f"{r['reads']:>8} {r['errors']:>6} {r['server_cpu_us_per_read']:>11.1f} "
+                      f"{r['machine_idle_pct']:>6.1f}  {r['trail']} {r['trail_what']}")
+    both = [r for r in rounds if "heimdall" in r and "openbao" in r]
+    if both:
+        # One ratio per round, from two runs next to each other in time.
+        rps = [r["heimdall"]["reads_per_sec"] / r["openbao"]["reads_per_sec"] for r in both]
+        p99 = [r["heimdall"]["p99_ms"] / r["openbao"]["p99_ms"] for r in both if r["openbao"]["p99_ms"]]
+        spread = lambda xs: f"median {statistics.median(xs):.2f}x, spread {min(xs):.2f}-{max(xs):.2f}"
+        print(f"Heimdall/OpenBao reads per second: {spread(rps)} (target >= 3)")
+        if p99:
+            print(f"Heimdall/OpenBao p99 latency:      {spread(p99)} (target < 1)")
+    for results in rounds:
+        for r in results.values():
+            print(json.dumps({k: v for k, v in r.items() if k != "trail_what"}))
 
 
 def main():
@@ -454,7 +472,8 @@ def main():
     p.add_argument("--bin", required=True, help="directory of the release binaries")
     p.add_argument("--load", required=True, help="the read_load bench executable")
     p.add_argument("--concurrency", type=int, default=16)
-    p.add_argument("--duration", type=float, default=10.0, help="seconds measured, per target")
+    p.add_argument("--duration", type=float, default=10.0, help="seconds measured, per target and round")
+    p.add_argument("--rounds", type=int, default=3, help="rounds, each measuring every target in turn")
     p.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
     p.add_argument("--postgres", action="store_true", help="the Agent keeps values in PostgreSQL (default SQLite)")
     p.add_argument("--only", choices=("openbao", "heimdall"), help="run one target")
@@ -471,16 +490,19 @@ def main():
     work = tempfile.mkdtemp(prefix="heimdall-secrets-bench-")
     procs = Processes()
     value = "s3cr3t-" + secrets.token_hex(16)
-    results = {}
     try:
         tls = make_tls(work)
+        # Both servers up at once, each idle while the other is measured.
+        targets = []
         if opts.only in (None, "openbao"):
-            results["openbao"] = bench_openbao(work, procs, tls, opts.load, opts, value)
-            procs.stop_all()
+            targets.append(("openbao", openbao_setup(work, procs, tls, opts.load, opts, value)))
         if opts.only in (None, "heimdall"):
-            results["heimdall"] = bench_heimdall(work, procs, opts.bin, opts.load, opts, value)
-            procs.stop_all()
-        report(results, opts)
+            targets.append(("heimdall", heimdall_bench_setup(work, procs, opts.bin, opts.load, opts, value)))
+        rounds = []
+        for i in range(opts.rounds):
+            log(f"round {i + 1} of {opts.rounds}")
+            rounds.append({name: measure() for name, measure in targets})
+        report(rounds, opts)
     finally:
         procs.stop_all()
         for f in opts.cleanup:

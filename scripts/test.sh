@@ -32,6 +32,14 @@ trap 'bash scripts/moto.sh stop >/dev/null 2>&1 || true' EXIT
 # Builds every binary first: the end-to-end tests drive them.
 cargo build --workspace --bins --locked
 cargo test --workspace --all-features --locked "$@"
+# Scale and faults, small (benches/scale.sh for the full run): 3 API replicas
+# on one PostgreSQL database, 3 Agents, 30 Resources through random
+# replicas, an Agent killed with its Terraform every ~4 s and every
+# database connection cut every 10 s; then the history check (no job
+# completed twice, no attempt past 3/3, every Resource terminal, every lock
+# released, gapless access records covering every read served).
+bash benches/scale.sh --debug --replicas 3 --agents 3 --resources 30 --apply-seconds 2 --kill-every 4 \
+    --cut-postgres-every 10
 # The Python bindings: their wheel (maturin) and pytest suite, against a real `heimdall dev`.
 bash scripts/test-python.sh
 # The API against its OpenAPI document: a short schemathesis run
