@@ -712,9 +712,9 @@ pub struct JobRun<'a> {
     pub secret_inputs: &'a [(String, Redacted<String>)],
     /// A lock a dead earlier attempt of this job reported.
     pub stale_lock: Option<&'a str>,
-    /// The job's earlier attempts: a lock one of them made is forced, no
-    /// other.
-    pub earlier_attempts: &'a [Attempt],
+    /// The attempts of the Resource's jobs whose Agent died: a lock one of
+    /// them made is forced, no other.
+    pub dead_attempts: &'a [Attempt],
     /// This attempt's number.
     pub attempt: i64,
 }
@@ -727,7 +727,7 @@ pub async fn execute(
     log: &mpsc::UnboundedSender<String>,
     lock_id: &tokio::sync::watch::Sender<Option<String>>,
 ) -> Result<serde_json::Value, RunFailure> {
-    let JobRun { request, module, credentials, secret_inputs, stale_lock, earlier_attempts, attempt } = *job;
+    let JobRun { request, module, credentials, secret_inputs, stale_lock, dead_attempts, attempt } = *job;
     let this_attempt = Attempt {
         attempt,
         started_at: OffsetDateTime::now_utc(),
@@ -790,9 +790,9 @@ pub async fn execute(
     let outputs = module_outputs(dir, source).map_err(RunFailure::failed)?;
     write_outputs(dir, &outputs).map_err(RunFailure::failed)?;
     // A drift check takes no lock, so it never waits on one.
-    let earlier = stale_lock.is_some() || !earlier_attempts.is_empty();
-    if earlier && request.operation != JobOperation::DriftCheck {
-        take_over_dead_lock(tf, dir, &env, stale_lock, earlier_attempts, log).await?;
+    let died = stale_lock.is_some() || !dead_attempts.is_empty();
+    if died && request.operation != JobOperation::DriftCheck {
+        take_over_dead_lock(tf, dir, &env, stale_lock, dead_attempts, log).await?;
     }
     // One `apply -json`: it plans (the plan is in the log), applies, and
     // reports the outputs — the same two Terraform runs as a bare

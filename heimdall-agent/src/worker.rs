@@ -127,7 +127,7 @@ async fn run_job(
     metrics: Option<&Metrics>,
     claimed: ClaimedJob,
 ) {
-    let ClaimedJob { job, lease, stale_lock_id, earlier_attempts, credentials: federated, .. } = claimed;
+    let ClaimedJob { job, lease, stale_lock_id, dead_attempts, credentials: federated, .. } = claimed;
     tracing::info!(job = %job.id, attempt = job.attempts, operation = %job.operation, resource = %job.request.resource_name, "running job");
     let (log_tx, log_rx) = mpsc::unbounded_channel();
     let shipper = tokio::spawn(ship_logs(channel.clone(), job.id, lease, log_rx));
@@ -177,7 +177,7 @@ async fn run_job(
             credentials: secrets.credentials.as_ref(),
             secret_inputs: &secrets.inputs,
             stale_lock: stale_lock_id.as_deref(),
-            earlier_attempts: &earlier_attempts,
+            dead_attempts: &dead_attempts,
             attempt: job.attempts,
         };
         let began = std::time::Instant::now();

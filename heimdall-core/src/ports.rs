@@ -310,8 +310,12 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
         lease: LeaseId,
         now: OffsetDateTime,
     ) -> StoreResult<Option<Job>>;
-    /// The attempts of `job` before its current one, oldest first.
-    async fn earlier_attempts(&self, job: JobId) -> StoreResult<Vec<crate::state_lock::Attempt>>;
+    /// The attempts whose Agent died (their lease ran out) of any job of
+    /// `resource` since its last completed run, the most recent few
+    /// (`state_lock::DEAD_ATTEMPTS_KEPT`), oldest first: a state lock one
+    /// of them made may be forced by the next attempt
+    /// (`state_lock::takeover`).
+    async fn dead_attempts(&self, resource: ResourceId) -> StoreResult<Vec<crate::state_lock::Attempt>>;
     /// Extends the lease; returns the new expiry.
     /// Also records the state lock the attempt holds, if it knows it.
     async fn heartbeat(

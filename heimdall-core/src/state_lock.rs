@@ -103,6 +103,11 @@ pub fn made_by(found: &LockInfo, attempt: &Attempt, now: OffsetDateTime) -> bool
         && created <= attempt.ended_at.unwrap_or(now) + CLOCK_SKEW
 }
 
+/// How many of a Resource's dead attempts (the most recent) a claim
+/// carries: two jobs' worth, this one's and the one before it (which may
+/// have run out of attempts with its lock left behind).
+pub const DEAD_ATTEMPTS_KEPT: i64 = crate::queue::MAX_ATTEMPTS * 2;
+
 /// What the new attempt does with the lock it found on its state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Takeover {

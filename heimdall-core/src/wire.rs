@@ -399,7 +399,8 @@ pub struct Claim {
 
 /// A claimed job: the request, the lease that every later call must carry,
 /// the state lock a dead earlier attempt left behind, if it reported one,
-/// and the earlier attempts (`heimdall_core::state_lock::takeover`).
+/// and the attempts of the Resource's jobs whose Agent died
+/// (`heimdall_core::state_lock::takeover`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClaimedJob {
     pub job: Job,
@@ -408,9 +409,10 @@ pub struct ClaimedJob {
     pub lease_expires_at: time::OffsetDateTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_lock_id: Option<String>,
-    /// The attempts before this one, oldest first.
+    /// The attempts of this Resource's jobs whose Agent died (the most
+    /// recent few), oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub earlier_attempts: Vec<crate::state_lock::Attempt>,
+    pub dead_attempts: Vec<crate::state_lock::Attempt>,
     /// For a job of an `oidc` account: what the API obtained with the
     /// job's identity token. In memory only, on either side.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,11 +5,11 @@
 use async_trait::async_trait;
 use heimdall_core::drift;
 use heimdall_core::ids::EventId;
-use heimdall_core::ids::{JobId, LeaseId, OrgId};
+use heimdall_core::ids::{JobId, LeaseId, OrgId, ResourceId};
 use heimdall_core::infra::{Job, JobOperation, JobStatus};
 use heimdall_core::ports::{JobOutcome, JobQueue, NewEvent, StoreError, StoreResult};
 use heimdall_core::queue::{self, ReapDecision};
-use heimdall_core::state_lock::Attempt;
+use heimdall_core::state_lock::{self, Attempt};
 use sqlx::{Any, Transaction};
 use time::OffsetDateTime;
 
@@ -328,15 +328,24 @@ impl JobQueue for SqlStore {
         Ok(job)
     }
 
-    async fn earlier_attempts(&self, job: JobId) -> StoreResult<Vec<Attempt>> {
-        let rows: Vec<(i64, Option<String>, i64, Option<i64>)> = sqlx::query_as(
+    async fn dead_attempts(&self, resource: ResourceId) -> StoreResult<Vec<Attempt>> {
+        let mut rows: Vec<(i64, Option<String>, i64, Option<i64>)> = sqlx::query_as(
+            // Only those since the Resource's last completed run that took
+            // the lock (every operation but a drift check): that run could
+            // not have taken it while a dead attempt's lock was there.
             "SELECT a.attempt, a.lock_holder, a.started_at, a.ended_at FROM job_attempts a JOIN jobs j ON j.id = a.job_id
-             WHERE a.job_id = $1 AND a.attempt < j.attempts ORDER BY a.attempt",
+             WHERE j.resource_id = $1 AND a.outcome = 'lease_expired'
+               AND a.started_at > COALESCE((SELECT max(b.ended_at) FROM job_attempts b JOIN jobs k ON k.id = b.job_id
+                                            WHERE k.resource_id = $1 AND b.outcome = 'completed'
+                                              AND k.operation <> 'drift_check'), -1)
+             ORDER BY a.started_at DESC LIMIT $2",
         )
-        .bind(job.to_string())
+        .bind(resource.to_string())
+        .bind(state_lock::DEAD_ATTEMPTS_KEPT)
         .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;
+        rows.reverse();
         Ok(rows
             .into_iter()
             .map(|(attempt, lock_holder, started_at, ended_at)| Attempt {

@@ -174,15 +174,14 @@ async fn claim(
                     continue;
                 }
             };
-            let (stale_lock_id, earlier_attempts) = if job.attempts > 1 {
-                (job.state_lock_id.clone(), state.store.earlier_attempts(job.id).await?)
-            } else {
-                (None, Vec::new())
-            };
+            let stale_lock_id = if job.attempts > 1 { job.state_lock_id.clone() } else { None };
+            // A dead attempt of an earlier job (one that ran out of
+            // attempts) may have left its lock too.
+            let dead_attempts = state.store.dead_attempts(job.resource_id).await?;
             let lease_expires_at = job.lease_expires_at.unwrap_or(now);
             tracing::info!(job = %job.id, agent = %agent.name, attempt = job.attempts, "job claimed");
             let claimed =
-                ClaimedJob { job, lease, lease_expires_at, stale_lock_id, earlier_attempts, credentials };
+                ClaimedJob { job, lease, lease_expires_at, stale_lock_id, dead_attempts, credentials };
             return Ok(Json(claimed).into_response());
         }
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());

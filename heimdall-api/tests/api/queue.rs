@@ -67,7 +67,7 @@ async fn reaper_requeues_then_fails_after_the_last_attempt(db: TestDatabase) {
         assert_eq!(claimed.attempts, attempt);
         // What a new attempt learns of the dead ones: each one's span (to
         // its lease's end) and its Agent's lock holder, not its own.
-        let earlier = api.store.earlier_attempts(claimed.id).await.unwrap();
+        let earlier = api.store.dead_attempts(claimed.resource_id).await.unwrap();
         let spans: Vec<_> = earlier
             .iter()
             .map(|a| (a.attempt, a.lock_holder.clone().unwrap(), a.ended_at.unwrap()))
@@ -99,6 +99,8 @@ async fn reaper_requeues_then_fails_after_the_last_attempt(db: TestDatabase) {
             let resource = api.store.get_resource(org, after.resource_id).await.unwrap();
             assert_eq!(resource.status.as_str(), "failed");
             assert!(resource.reason.unwrap().contains("3/3"));
+            // The next job of this Resource still learns of all three.
+            assert_eq!(api.store.dead_attempts(after.resource_id).await.unwrap().len(), 3);
         }
     }
     // Failed for good: one `job.failed` event (what the notification channel carries).
