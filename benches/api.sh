@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # The API's hot paths with data against the same calls on an empty
 # database (issue 17): an authorized GET with 200 policies against none,
-# and secret list pages with 10,000 secrets against none. Two release
-# APIs on PostgreSQL (127.0.0.1:5432), interleaved; ratios, no assertion.
+# secret list pages with 10,000 secrets, Resource list pages with 100,000
+# Resources and access log pages of a secret read 10,000,000 times, each
+# against the same call on a database without them. Release APIs on
+# PostgreSQL (127.0.0.1:5432), interleaved; ratios, no assertion.
 # Usage: bash benches/api.sh [--rounds 4] [--duration 4] [--concurrency 8]
 #                            [--policies 200] [--secrets 10000]
+#                            [--resources 100000] [--access-records 10000000]
 # Both servers and their databases are gone on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/heimdall-target}"
-cargo build --release --locked -p heimdall-api --bin heimdall-api >&2
+# The same packages as the other benches build, so that one release build
+# (one set of features) serves them all.
+cargo build --release --locked -p heimdall-cli -p heimdall-api -p heimdall-agent --bins >&2
 exec python3 benches/api_bench.py --bin "${CARGO_TARGET_DIR}/release" "$@"

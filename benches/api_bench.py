@@ -8,7 +8,11 @@ side, measured interleaved (empty, loaded, empty, loaded, ...):
   - the first page of `GET /v1/secrets` (100 entries) with --secrets
     secrets against an empty list, and a page from the middle (`after=`),
     on a database with the secrets alone and on one with the policies too
-    (each listed secret is decided: the policies' cost shows here).
+    (each listed secret is decided: the policies' cost shows here);
+  - the first and the 51st page of `GET /v1/resources` with --resources
+    Resources, and of a secret's access log with --access-records reads
+    of it (written straight into PostgreSQL), against a database with the
+    same catalog and secret and no rows.
 
 Load: --concurrency closed-loop threads, HTTP/1.1 keep-alive, for
 --duration seconds per measurement. The generator is Python, so its own
@@ -117,6 +121,61 @@ def seed(api, policies, secrets, concurrency):
         t.join()
 
 
+def psql_at(db, sql):
+    """One value from `sql` in database `db`."""
+    out = subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", db, "-qAtX", "-c", sql], check=True,
+                         stdout=subprocess.PIPE, text=True)
+    return out.stdout.strip()
+
+
+def seed_bulk(api, resources, records):
+    """`resources` Resources and `records` access records of one secret,
+    written straight into PostgreSQL (through the API it would take hours);
+    the catalog, schema and secret through the API. Both APIs get the
+    catalog and the secret, so that they answer the same calls."""
+    ids = {}
+    for target in api:
+        d = json.loads(target.call("POST", "/v1/domains", {"name": "bulk"})[1])
+        s = json.loads(target.call("POST", "/v1/systems", {"name": "bulk", "parent_id": d["id"]})[1])
+        c = json.loads(target.call("POST", "/v1/components", {"name": "bulk", "parent_id": s["id"]})[1])
+        e = json.loads(target.call("POST", "/v1/environments", {"name": "dev"})[1])
+        sc = json.loads(target.call("POST", "/v1/schemas", {"type": "bulk", "input_schema": {"type": "object"},
+                                                             "module": {"source": "./bulk", "version": "1"}})[1])
+        target.call("POST", "/v1/secrets", {"name": "hot"})
+        ids[target] = (c["id"], e["id"], sc["id"])
+    bulk = api[-1]
+    component, environment, schema = ids[bulk]
+    org = psql_at(bulk.db, "SELECT id FROM organizations LIMIT 1")
+    member = psql_at(bulk.db, "SELECT id FROM members LIMIT 1")
+    t0 = int(time.time() * 1e6) - resources * 1000
+    psql_at(bulk.db, f"""
+        INSERT INTO resources (id, org_id, name, component_id, environment_id, schema_id, region, status, revision,
+                               reason, outputs, created_at, created_by, updated_at)
+        SELECT md5('r' || i)::uuid::text, '{org}', 'bulk-' || i, '{component}', '{environment}', '{schema}', NULL,
+               'provisioned', 1, NULL, '{{}}', {t0} + i::bigint * 1000, '{member}', {t0} + i::bigint * 1000
+        FROM generate_series(1, {resources}) i;
+        INSERT INTO resource_revisions (resource_id, number, hash, input, effective_input, region, state,
+                                        requested_by, requested_at)
+        SELECT id, 1, 'h', '{{}}', '{{}}', NULL, 'approved', '{member}', created_at FROM resources
+        WHERE name LIKE 'bulk-%';""")
+    # One Agent's reads of the one secret, ten a second, by 20 people from
+    # 20 addresses: `records` of them, the newest now.
+    agent = "00000000-0000-4000-8000-00000000b01c"
+    r0 = int(time.time() * 1e6) - records * 100_000
+    psql_at(bulk.db, f"""
+        INSERT INTO agents (id, org_id, name, cert_sha256, created_at, created_by)
+        VALUES ('{agent}', '{org}', 'bulk', repeat('0', 64), {r0}, 'bench');
+        INSERT INTO agent_access_epochs (agent_id, epoch, last_seq, first_seen_at)
+        VALUES ('{agent}', 'bulk', {records}, {r0});
+        INSERT INTO access_records (agent_id, epoch, seq, digest, org_id, accessor, accessed_at, secret_name,
+                                    environment, version, source, received_at)
+        SELECT '{agent}', 'bulk', i, md5(i::text), '{org}', 'reader' || (i % 20) || '@bench.test',
+               {r0} + i::bigint * 100000, 'hot', 'dev', 1, '10.0.0.' || (i % 20), {r0} + i::bigint * 100000
+        FROM generate_series(1, {records}) i;
+        INSERT INTO access_log_environments (org_id, secret_name, environment) VALUES ('{org}', 'hot', 'dev');
+        ANALYZE;""")
+
+
 def load(api, path, concurrency, duration, authed=True):
     """Closed-loop GETs of `path`: requests/s, p50 and p99 in ms."""
     latencies, errors = [], []
@@ -168,18 +227,39 @@ def main():
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--policies", type=int, default=200)
     p.add_argument("--secrets", type=int, default=10000)
+    p.add_argument("--resources", type=int, default=100_000)
+    p.add_argument("--access-records", type=int, default=10_000_000)
     args = p.parse_args()
 
     with tempfile.TemporaryDirectory() as work:
         empty = Api(args.bin, "empty", work)
         loaded = Api(args.bin, "loaded", work)
         secrets_only = Api(args.bin, "secrets", work)
+        bulk = Api(args.bin, "bulk", work)
+        bare = Api(args.bin, "bare", work)  # bulk's peer: the same catalog and secret, no rows
         try:
             began = time.perf_counter()
             seed(loaded, args.policies, args.secrets, args.concurrency)
             seed(secrets_only, 0, args.secrets, args.concurrency)
-            print(f"seeded {args.policies} policies and {args.secrets} secrets, and {args.secrets} secrets, in "
+            seed_bulk([bare, bulk], args.resources, args.access_records)
+            print(f"seeded {args.policies} policies and {args.secrets} secrets, {args.secrets} secrets, and "
+                  f"{args.resources} Resources and {args.access_records} access records, in "
                   f"{time.perf_counter() - began:.1f} s", file=sys.stderr)
+
+            def middle_of(api, path, pages):
+                """The cursor `pages` pages into `path`."""
+                after = None
+                for _ in range(pages):
+                    resp, _ = api.call("GET", path + (f"&after={after}" if after else ""))
+                    after = resp.getheader("heimdall-next-after")
+                    if after is None:
+                        raise SystemExit(f"{path}: no page {pages + 1}")
+                return after
+
+            resource_page = "/v1/resources?limit=100"
+            resource_middle = middle_of(bulk, resource_page, 50)
+            log_page = "/v1/secrets/hot/access-log?limit=100"
+            log_middle = middle_of(bulk, log_page, 50)
             resp, _ = loaded.call("GET", "/v1/secrets?limit=100")
             middle = resp.getheader("heimdall-next-after")
             for _ in range(args.secrets // 200):
@@ -187,20 +267,28 @@ def main():
                 middle = resp.getheader("heimdall-next-after")
             page = "/v1/secrets?limit=100"
             cases = [
-                ("generator ceiling: GET /v1/health", loaded, "/v1/health", "/v1/health", False),
-                (f"authorized GET /v1/domains, {args.policies} policies vs none", loaded, "/v1/domains",
+                ("generator ceiling: GET /v1/health", empty, loaded, "/v1/health", "/v1/health", False),
+                (f"authorized GET /v1/domains, {args.policies} policies vs none", empty, loaded, "/v1/domains",
                  "/v1/domains", True),
-                (f"GET /v1/secrets first page, {args.secrets} secrets vs none", secrets_only, page, page, True),
-                (f"GET /v1/secrets page from the middle of {args.secrets} vs none", secrets_only, page,
+                (f"GET /v1/secrets first page, {args.secrets} secrets vs none", empty, secrets_only, page, page, True),
+                (f"GET /v1/secrets page from the middle of {args.secrets} vs none", empty, secrets_only, page,
                  f"{page}&after={middle}", True),
                 (f"GET /v1/secrets first page, {args.secrets} secrets and {args.policies} policies vs none",
-                 loaded, page, page, True),
+                 empty, loaded, page, page, True),
+                (f"GET /v1/resources first page, {args.resources} Resources vs none", bare, bulk, resource_page,
+                 resource_page, True),
+                (f"GET /v1/resources 51st page of {args.resources} vs none", bare, bulk, resource_page,
+                 f"{resource_page}&after={resource_middle}", True),
+                (f"access log of a secret with {args.access_records} reads, first page, vs none", bare, bulk, log_page,
+                 log_page, True),
+                (f"access log of a secret with {args.access_records} reads, 51st page, vs none", bare, bulk, log_page,
+                 f"{log_page}&after={log_middle}", True),
             ]
             print(f"{args.rounds} interleaved rounds of {args.duration:.0f} s, {args.concurrency} connections\n")
-            for title, target, empty_path, loaded_path, authed in cases:
+            for title, baseline, target, empty_path, loaded_path, authed in cases:
                 rounds = []
                 for _ in range(args.rounds):
-                    a = load(empty, empty_path, args.concurrency, args.duration, authed)
+                    a = load(baseline, empty_path, args.concurrency, args.duration, authed)
                     b = load(target, loaded_path, args.concurrency, args.duration, authed)
                     rounds.append((a, b))
                 ratios = [b[0] / a[0] for a, b in rounds]
@@ -212,7 +300,7 @@ def main():
                       f"  p99 {med([b[2] for _, b in rounds]):6.2f} ms")
                 print(f"  loaded/empty throughput: median {med(ratios):.2f} (rounds {', '.join(f'{r:.2f}' for r in ratios)})\n")
         finally:
-            for api in (empty, loaded, secrets_only):
+            for api in (empty, loaded, secrets_only, bulk, bare):
                 api.stop()
 
 

@@ -700,6 +700,27 @@ fn write_secret_inputs(dir: &Path, inputs: &[(String, Redacted<String>)]) -> Res
     file.write_all(text.as_bytes()).map_err(|e| e.to_string())
 }
 
+/// How long each part of a run took (the `job phases` log line, which
+/// `benches/agent.sh` reads): writing the job's files, `init`, the lock
+/// of a dead attempt, the `apply` (plan and apply in one run), and the
+/// outputs. A phase a run did not reach stays zero.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Phases {
+    pub files: std::time::Duration,
+    pub init: std::time::Duration,
+    pub takeover: std::time::Duration,
+    pub apply: std::time::Duration,
+    pub outputs: std::time::Duration,
+}
+
+/// The time since `mark`, and `mark` moved to now.
+fn lap(mark: &mut std::time::Instant) -> std::time::Duration {
+    let now = std::time::Instant::now();
+    let took = now - *mark;
+    *mark = now;
+    took
+}
+
 /// One run of a job, as preflight settled it.
 #[derive(Debug)]
 pub struct JobRun<'a> {
@@ -726,7 +747,9 @@ pub async fn execute(
     job: &JobRun<'_>,
     log: &mpsc::UnboundedSender<String>,
     lock_id: &tokio::sync::watch::Sender<Option<String>>,
+    phases: &mut Phases,
 ) -> Result<serde_json::Value, RunFailure> {
+    let mut mark = std::time::Instant::now();
     let JobRun { request, module, credentials, secret_inputs, stale_lock, dead_attempts, attempt } = *job;
     let this_attempt = Attempt {
         attempt,
@@ -765,6 +788,7 @@ pub async fn execute(
     let backend_file = keyed.map(|path| format!("-backend-config={}", dir.join(path).display()));
     let init: Vec<&str> =
         ["init", "-input=false", "-no-color"].into_iter().chain(backend_file.as_deref()).collect();
+    phases.files = lap(&mut mark);
     let (mut ok, _, mut tail) =
         run(tf, dir, &env, &init, log, Stdout::Log).await.map_err(RunFailure::failed)?;
     // The module is installed now (init installs modules before it checks
@@ -789,11 +813,13 @@ pub async fn execute(
     step(ok, &tail, "init")?;
     let outputs = module_outputs(dir, source).map_err(RunFailure::failed)?;
     write_outputs(dir, &outputs).map_err(RunFailure::failed)?;
+    phases.init = lap(&mut mark);
     // A drift check takes no lock, so it never waits on one.
     let died = stale_lock.is_some() || !dead_attempts.is_empty();
     if died && request.operation != JobOperation::DriftCheck {
         take_over_dead_lock(tf, dir, &env, stale_lock, dead_attempts, log).await?;
     }
+    phases.takeover = lap(&mut mark);
     // One `apply -json`: it plans (the plan is in the log), applies, and
     // reports the outputs — the same two Terraform runs as a bare
     // `init && apply`, so Heimdall adds next to nothing to a job. An
@@ -838,6 +864,7 @@ pub async fn execute(
         }
     }
     .map_err(RunFailure::failed)?;
+    phases.apply = lap(&mut mark);
     if !ok && request.plan_sha256.is_some() && heimdall_core::plan::is_stale(&tail) {
         return Err(RunFailure::refused(
             ErrorCode::StalePlan,
@@ -848,7 +875,9 @@ pub async fn execute(
     if request.operation == JobOperation::Destroy || outputs_json.is_empty() {
         return Ok(serde_json::json!({}));
     }
-    redact_outputs(&outputs_json).map_err(RunFailure::failed)
+    let outputs = redact_outputs(&outputs_json).map_err(RunFailure::failed);
+    phases.outputs = lap(&mut mark);
+    outputs
 }
 
 #[cfg(test)]

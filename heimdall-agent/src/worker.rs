@@ -159,6 +159,9 @@ async fn run_job(
     }));
 
     let dir: PathBuf = config.work_dir.join(format!("{}-{}", job.id, job.attempts));
+    let mut phases = terraform::Phases::default();
+    let claimed_at = std::time::Instant::now();
+    let mut prepared = Duration::ZERO;
     let outcome = async {
         let module = terraform::preflight(config, &job.request).await?;
         let place = heimdall_core::credentials::JobPlace {
@@ -181,7 +184,8 @@ async fn run_job(
             attempt: job.attempts,
         };
         let began = std::time::Instant::now();
-        let ran = terraform::execute(config, &dir, &run, &log_tx, &lock_tx).await;
+        prepared = began - claimed_at;
+        let ran = terraform::execute(config, &dir, &run, &log_tx, &lock_tx, &mut phases).await;
         if let Some(metrics) = metrics {
             metrics.job(job.operation, ran.is_ok(), began.elapsed().as_secs_f64());
         }
@@ -201,8 +205,22 @@ async fn run_job(
         Ok(outputs) => FinishOutcome::Completed { outputs },
         Err(f) => FinishOutcome::Failed { reason: f.reason, code: f.code, retryable: f.retryable },
     };
+    let reporting = std::time::Instant::now();
     if let Err(e) = channel.finish(job.id, lease, outcome, log_tail).await {
         tracing::warn!(job = %job.id, error = %e, "could not report the result");
     }
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    tracing::info!(
+        job = %job.id,
+        prepare_ms = ms(prepared),
+        files_ms = ms(phases.files),
+        init_ms = ms(phases.init),
+        takeover_ms = ms(phases.takeover),
+        apply_ms = ms(phases.apply),
+        outputs_ms = ms(phases.outputs),
+        finish_ms = ms(reporting.elapsed()),
+        total_ms = ms(claimed_at.elapsed()),
+        "job phases"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -106,6 +106,23 @@ impl AccessStore for SqlStore {
             .await
             .map_err(db_err)?;
         }
+        // The environments the secrets' logs have reads in, once each.
+        let mut logs: Vec<(&str, String)> =
+            plan.inserts.iter().map(|(r, _)| (r.secret.as_str(), name_of(&r.environment))).collect();
+        logs.sort();
+        logs.dedup();
+        for (secret, environment) in logs {
+            sqlx::query(
+                "INSERT INTO access_log_environments (org_id, secret_name, environment) VALUES ($1, $2, $3)
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(org.to_string())
+            .bind(secret.to_owned())
+            .bind(environment)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
         // A removed member's reads that arrive now mark what they still reach.
         let reads: Vec<heimdall_core::at_risk::Read> = plan
             .inserts
@@ -141,7 +158,7 @@ impl AccessStore for SqlStore {
 
     async fn access_log_environments(&self, org: OrgId, secret_name: &str) -> StoreResult<Vec<String>> {
         let rows: Vec<(String,)> = sqlx::query_as(
-            "SELECT DISTINCT environment FROM access_records WHERE org_id = $1 AND secret_name = $2 ORDER BY environment",
+            "SELECT environment FROM access_log_environments WHERE org_id = $1 AND secret_name = $2 ORDER BY environment",
         )
         .bind(org.to_string())
         .bind(secret_name.to_owned())
@@ -160,9 +177,69 @@ impl AccessStore for SqlStore {
         if page.environments.is_empty() {
             return Ok(Vec::new());
         }
-        // $1 org, $2 secret, then the environments, the namesakes' pairs,
-        // the cursor and the limit, numbered in that order.
-        let mut n = 2;
+        // Newest first, so the page lies in the newest stretch of reads
+        // before the cursor: look at the last minute of them, then sixteen
+        // times as far back, until the page is full or the trail's first
+        // read is in. Each look is an index range of (org, secret, time),
+        // never the whole trail. The stretch starts on a second, so no
+        // line (a second's reads) is cut in two.
+        let until =
+            page.after.as_ref().map_or(i64::MAX, |c| c.second.saturating_add(1).saturating_mul(SECOND));
+        // Two index lookups (one `MIN` and one `MAX` together would make
+        // SQLite scan).
+        let edge = |order: &'static str| {
+            let sql = format!(
+                "SELECT accessed_at FROM access_records WHERE org_id = $1 AND secret_name = $2 AND accessed_at < $3
+                 ORDER BY accessed_at {order} LIMIT 1"
+            );
+            let (pool, org, secret) = (self.pool.clone(), org.to_string(), secret_name.to_owned());
+            async move {
+                sqlx::query_as::<_, (i64,)>(&sql)
+                    .bind(org)
+                    .bind(secret)
+                    .bind(until)
+                    .fetch_optional(&pool)
+                    .await
+                    .map_err(db_err)
+            }
+        };
+        let (Some((oldest,)), Some((newest,))) = (edge("ASC").await?, edge("DESC").await?) else {
+            return Ok(Vec::new());
+        };
+        let top = newest.div_euclid(SECOND).saturating_add(1).saturating_mul(SECOND);
+        let first = oldest.div_euclid(SECOND).saturating_mul(SECOND);
+        let mut stretch = FIRST_STRETCH;
+        loop {
+            let from = top.saturating_sub(stretch).max(first);
+            let entries = self.access_log_between(org, secret_name, page, from, until).await?;
+            if entries.len() >= usize::try_from(page.limit).unwrap_or(usize::MAX) || from <= first {
+                return Ok(entries);
+            }
+            stretch = stretch.saturating_mul(16);
+        }
+    }
+}
+
+/// A microsecond count's second.
+const SECOND: i64 = 1_000_000;
+
+/// How far back an access log page looks first: a minute of reads.
+const FIRST_STRETCH: i64 = 60 * SECOND;
+
+impl SqlStore {
+    /// An access log page from the reads made in `[from, until)` only.
+    async fn access_log_between(
+        &self,
+        org: OrgId,
+        secret_name: &str,
+        page: &AccessLogPage,
+        from: i64,
+        until: i64,
+    ) -> StoreResult<Vec<AccessLogEntry>> {
+        // $1 org, $2 secret, $3 and $4 the stretch, then the environments,
+        // the namesakes' pairs, the cursor and the limit, numbered in that
+        // order.
+        let mut n = 4;
         let mut next = || {
             n += 1;
             format!("${n}")
@@ -186,7 +263,8 @@ impl AccessStore for SqlStore {
                  SELECT r.accessed_at / 1000000 AS sec, r.accessor, r.environment, r.version, r.agent_id, a.name,
                         r.source, COUNT(*) AS reads
                  FROM access_records r JOIN agents a ON a.id = r.agent_id
-                 WHERE r.org_id = $1 AND r.secret_name = $2 AND r.environment IN ({})
+                 WHERE r.org_id = $1 AND r.secret_name = $2 AND r.accessed_at >= $3 AND r.accessed_at < $4
+                   AND r.environment IN ({})
                  GROUP BY r.accessed_at / 1000000, r.accessor, r.environment, r.version, r.agent_id, a.name, r.source
              ) g
              WHERE TRUE{}{}
@@ -198,7 +276,9 @@ impl AccessStore for SqlStore {
         );
         let mut query = sqlx::query_as::<_, (i64, String, String, i64, String, String, String, i64)>(&sql)
             .bind(org.to_string())
-            .bind(secret_name.to_owned());
+            .bind(secret_name.to_owned())
+            .bind(from)
+            .bind(until);
         for environment in &page.environments {
             query = query.bind(environment.clone());
         }

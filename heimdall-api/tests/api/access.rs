@@ -272,11 +272,14 @@ async fn the_access_log_comes_in_pages_that_miss_and_repeat_nothing(db: TestData
     let (edge, _) = crate::support::enroll_agent(&c, &api, owner, "edge-1").await;
     c.post("/v1/environments/prod/agents", owner, json!({ "agent": "edge-1" })).await.expect(201);
     // 250 entries: many in one second (ties on the time, told apart by
-    // the other columns), the rest a second apart.
+    // the other columns), most a second apart, and the oldest years apart
+    // (a page reaches back through every stretch the store looks at).
     let records: Vec<Value> = (1..=250)
         .map(|i| {
             let at = if i <= 120 {
                 "2026-03-01T10:00:00Z".to_owned()
+            } else if i > 240 {
+                format!("20{}-06-01T00:00:00Z", i - 231)
             } else {
                 format!("2026-03-01T11:{:02}:{:02}Z", i / 60, i % 60)
             };
