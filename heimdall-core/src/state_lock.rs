@@ -3,12 +3,13 @@
 //! An attempt whose Agent died holding the state lock leaves it in the
 //! bucket, and the next attempt fails on it unless it forces it. Forcing
 //! another writer's lock would let two applies write one state, so a lock
-//! is taken over only when it is provably a dead attempt's of this very
-//! job: the one it reported (by ID), or one whose holder (`Who`, which
-//! Terraform writes as `user@host`) is the one a dead attempt's Agent
-//! announced and whose creation falls inside that attempt's lease.
-//! Anything else (a person's `terraform` on the same state, a lock older
-//! than the job) is left where it is, and the attempt fails on it.
+//! is taken over only when it is provably a dead attempt's of a job of
+//! this Resource (jobs of one Resource never run at once): the one it
+//! reported (by ID), or one whose holder (`Who`, which Terraform writes as
+//! `user@host`) is the one a dead attempt's Agent announced and whose
+//! creation falls inside that attempt's lease. Anything else (a person's
+//! `terraform` on the same state, a lock older than those attempts) is
+//! left where it is, and the attempt fails on it.
 
 use serde::{Deserialize, Serialize};
 use time::{Duration, OffsetDateTime};
@@ -118,7 +119,7 @@ pub enum Takeover {
 }
 
 /// Decides over `found`, the lock on the job's state, given the lock a
-/// dead attempt reported (`reported`), the job's earlier attempts, and
+/// dead attempt reported (`reported`), the Resource's dead attempts, and
 /// `now` (the bound of an attempt that has no end yet).
 pub fn takeover(
     found: &LockInfo,
@@ -142,7 +143,7 @@ pub fn takeover(
         },
         None => Takeover::Leave {
             why: format!(
-                "lock {} (held by {}) was not made by an earlier attempt of this job; it is left for its holder",
+                "lock {} (held by {}) was not made by a dead attempt of this Resource's jobs; it is left for its holder",
                 found.id, found.who
             ),
         },
