@@ -12,7 +12,9 @@ use sqlx::{Any, FromRow, Transaction};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, SqlStore};
+use super::store::{
+    db_err, from_micros, insert_event, parse_id, to_micros, values_list, SqlStore, ROWS_PER_INSERT,
+};
 
 #[derive(FromRow)]
 struct HoldingRow {
@@ -141,21 +143,25 @@ impl InventoryStore for SqlStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        for item in items {
-            sqlx::query(
+        // Many rows a statement: an Agent holding 10,000 values is 20 round trips, not 10,000.
+        for chunk in items.chunks(ROWS_PER_INSERT) {
+            let sql = format!(
                 "INSERT INTO agent_inventory (agent_id, org_id, secret_name, environment_id, version, deactivated, reported_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
-            )
-            .bind(agent.id.to_string())
-            .bind(org.to_string())
-            .bind(item.secret.clone())
-            .bind(item.environment.clone())
-            .bind(item.version)
-            .bind(i64::from(item.deactivated))
-            .bind(to_micros(now))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+                 VALUES {} ON CONFLICT DO NOTHING",
+                values_list(chunk.len(), 7)
+            );
+            let mut query = sqlx::query(&sql);
+            for item in chunk {
+                query = query
+                    .bind(agent.id.to_string())
+                    .bind(org.to_string())
+                    .bind(item.secret.clone())
+                    .bind(item.environment.clone())
+                    .bind(item.version)
+                    .bind(i64::from(item.deactivated))
+                    .bind(to_micros(now));
+            }
+            query.execute(&mut *tx).await.map_err(db_err)?;
         }
         complete_deletions(&mut tx, org, &format!("agent:{}", agent.name), now).await?;
         // A released environment it holds nothing of any more is done with.

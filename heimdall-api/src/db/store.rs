@@ -71,6 +71,28 @@ pub(crate) fn unique_as(what: &'static str) -> impl FnOnce(sqlx::Error) -> Store
     move |err| if is_unique_violation(&err) { StoreError::AlreadyExists(what) } else { db_err(err) }
 }
 
+/// Rows per multi-row `INSERT`: a few thousand parameters, well under
+/// SQLite's 32,766 and PostgreSQL's 65,535.
+pub(crate) const ROWS_PER_INSERT: usize = 500;
+
+/// `($1, $2, …), ($k+1, …), …`: the `VALUES` list of `rows` rows of
+/// `columns` parameters each, so that many rows take one statement and
+/// one round trip, not one each.
+pub(crate) fn values_list(rows: usize, columns: usize) -> String {
+    let mut sql = String::with_capacity(rows * columns * 5);
+    for row in 0..rows {
+        sql.push_str(if row == 0 { "(" } else { ", (" });
+        for column in 0..columns {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("${}", row * columns + column + 1));
+        }
+        sql.push(')');
+    }
+    sql
+}
+
 pub(crate) async fn insert_event(
     tx: &mut Transaction<'_, Any>,
     org: OrgId,
@@ -827,4 +849,13 @@ async fn bump_policy_version(tx: &mut Transaction<'_, Any>, org: OrgId) -> Store
         .await
         .map_err(db_err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_values_list_numbers_every_row_after_the_one_before() {
+        assert_eq!(super::values_list(1, 2), "($1, $2)");
+        assert_eq!(super::values_list(2, 3), "($1, $2, $3), ($4, $5, $6)");
+    }
 }

@@ -14,7 +14,8 @@ use crate::support::Client;
 crate::on_every_backend!(
     sync_stores_records_once_and_the_access_log_aggregates_them,
     no_record_is_lost_when_an_agents_numbering_restarts,
-    the_access_log_comes_in_pages_that_miss_and_repeat_nothing
+    the_access_log_comes_in_pages_that_miss_and_repeat_nothing,
+    a_sync_bigger_than_one_insert_stores_every_read_and_holding_once
 );
 
 fn record(seq: i64, accessor: &str, at: &str, version: i64, from: &str) -> Value {
@@ -319,4 +320,54 @@ async fn the_access_log_comes_in_pages_that_miss_and_repeat_nothing(db: TestData
         let reply = c.get(&format!("/v1/secrets/db-password/access-log?{bad}"), owner).await;
         assert!(matches!(reply.code(), "INVALID_INPUT" | "BAD_REQUEST"), "{bad}: {}", reply.text);
     }
+}
+
+/// A sync's reads and inventory are written many rows a statement; one of
+/// more rows than a statement takes loses none and doubles none.
+async fn a_sync_bigger_than_one_insert_stores_every_read_and_holding_once(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let prod = c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201)["id"].clone();
+    c.post("/v1/secrets", owner, json!({ "name": "db-password" })).await.expect(201);
+    let (edge, _) = crate::support::enroll_agent(&c, &api, owner, "edge-1").await;
+    c.post("/v1/environments/prod/agents", owner, json!({ "agent": "edge-1" })).await.expect(201);
+
+    // 1,201 reads, each in its own second (its own log line), and 1,201 held versions.
+    const N: i64 = 1_201;
+    let reads: Vec<Value> = (1..=N)
+        .map(|seq| {
+            let at = format!("2026-03-01T{:02}:{:02}:{:02}Z", seq / 3600, (seq / 60) % 60, seq % 60);
+            record(seq, "ana@example.com", &at, 1, "10.0.0.7")
+        })
+        .collect();
+    let held: Vec<Value> = (1..=N)
+        .map(|v| json!({ "secret": "db-password", "environment": prod, "version": v, "deactivated": false }))
+        .collect();
+    let body = json!({ "records": reads, "inventory": held });
+    for _ in 0..2 {
+        let (status, answer) = sync(&edge, &api, &body).await;
+        assert_eq!((status, &answer["received_through"]), (200, &json!(N)), "{answer}");
+    }
+    let mut lines = 0;
+    let mut reads_logged = 0;
+    let mut after: Option<String> = None;
+    loop {
+        let path = match &after {
+            Some(cursor) => format!("/v1/secrets/db-password/access-log?limit=500&after={cursor}"),
+            None => "/v1/secrets/db-password/access-log?limit=500".to_owned(),
+        };
+        let resp = c.call(Method::GET, &path, owner, None).await;
+        after = resp.next_after.clone();
+        for line in resp.expect(200).as_array().unwrap() {
+            lines += 1;
+            reads_logged += line["reads"].as_i64().unwrap();
+        }
+        if after.is_none() {
+            break;
+        }
+    }
+    assert_eq!((lines, reads_logged), (N, N), "every read once, the retried sync counted none");
+    let holdings = c.get("/v1/agents/edge-1", owner).await.expect(200)["holdings"].clone();
+    assert_eq!(holdings.as_array().map(Vec::len), Some(N as usize), "every held version once");
 }

@@ -1,0 +1,195 @@
+//! The sync answer at scale (issue 17): an Agent that holds `--secrets`
+//! values reports its whole inventory and a batch of reads, and is told
+//! who may read what about every secret of its organization. Measured
+//! against the same Agent call on an organization with no secrets and an
+//! empty inventory, interleaved (A B A B), on two APIs over PostgreSQL
+//! (127.0.0.1:5432, or `HEIMDALL_TEST_POSTGRES_URL`). Prints p50 and p99 of
+//! both and their ratio; asserts nothing about time.
+//!
+//! ```sh
+//! cargo bench -p heimdall-api --features testing --bench sync_answer -- --secrets 10000 --rounds 20
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)] // bench code: fail loudly at the first surprise
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use heimdall_api::testing::{TestApi, TestDatabase};
+use rcgen::{CertificateParams, KeyPair};
+use serde_json::{json, Value};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "sync_answer",
+    about = "The Agent sync answer with many secrets, against an empty organization"
+)]
+struct Args {
+    /// Secrets in the loaded organization, all held by its Agent.
+    #[arg(long, default_value_t = 10_000)]
+    secrets: usize,
+    /// Reads reported in each sync.
+    #[arg(long, default_value_t = 100)]
+    records: usize,
+    /// Syncs measured on each side, alternating.
+    #[arg(long, default_value_t = 20)]
+    rounds: usize,
+    /// Ignored: `cargo bench` passes it to every bench.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+/// One side: an API on its own database, an enrolled Agent on its channel.
+struct Side {
+    api: TestApi,
+    agent: reqwest::Client,
+    environment: String,
+    /// The inventory this Agent reports on every sync.
+    inventory: Vec<Value>,
+    next_seq: i64,
+}
+
+impl Side {
+    async fn new(secrets: usize) -> Self {
+        let api = TestApi::start(TestDatabase::postgres().await).await;
+        let people = reqwest::Client::new();
+        let owner = api.owner_token.clone();
+        let post = |path: &str, body: Value| {
+            let request = people.post(format!("{}{path}", api.url)).bearer_auth(&owner).json(&body);
+            async move {
+                let resp = request.send().await.expect("request");
+                assert!(
+                    resp.status().is_success(),
+                    "{}: {}",
+                    resp.status(),
+                    resp.text().await.unwrap_or_default()
+                );
+                resp.json::<Value>().await.expect("JSON")
+            }
+        };
+        let environment =
+            post("/v1/environments", json!({ "name": "prod" })).await["id"].as_str().unwrap().to_owned();
+        let registration = post("/v1/agents/registrations", json!({ "name": "edge-1" })).await;
+        let key = KeyPair::generate().unwrap();
+        let csr = CertificateParams::default().serialize_request(&key).unwrap().pem().unwrap();
+        let enrolled: Value = people
+            .post(format!("{}/v1/agents/enroll", api.url))
+            .json(&json!({ "token": registration["token"], "csr_pem": csr }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let identity = format!("{}\n{}", enrolled["certificate_pem"].as_str().unwrap(), key.serialize_pem());
+        let agent = reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(
+                reqwest::Certificate::from_pem(enrolled["ca_pem"].as_str().unwrap().as_bytes()).unwrap(),
+            )
+            .identity(reqwest::Identity::from_pem(identity.as_bytes()).unwrap())
+            .build()
+            .unwrap();
+        post("/v1/environments/prod/agents", json!({ "agent": "edge-1" })).await;
+
+        // The secrets, 8 requests at a time, as people would make them.
+        let names = Arc::new(std::sync::Mutex::new(0..secrets));
+        let mut creators = Vec::new();
+        for _ in 0..8 {
+            let (names, people, url, owner) = (names.clone(), people.clone(), api.url.clone(), owner.clone());
+            creators.push(tokio::spawn(async move {
+                loop {
+                    let Some(i) = names.lock().unwrap().next() else { return };
+                    let resp = people
+                        .post(format!("{url}/v1/secrets"))
+                        .bearer_auth(&owner)
+                        .json(&json!({ "name": format!("s{i:06}") }))
+                        .send()
+                        .await
+                        .expect("create secret");
+                    assert_eq!(resp.status().as_u16(), 201, "creating a secret");
+                }
+            }));
+        }
+        for creator in creators {
+            creator.await.unwrap();
+        }
+        let inventory = (0..secrets)
+            .map(|i| json!({ "secret": format!("s{i:06}"), "environment": environment, "version": 1, "deactivated": false }))
+            .collect();
+        Side { api, agent, environment, inventory, next_seq: 1 }
+    }
+
+    /// One sync with `records` new reads; how long until its whole answer was read.
+    async fn sync(&mut self, records: usize) -> Duration {
+        let reads: Vec<Value> = (0..records)
+            .map(|k| {
+                let seq = self.next_seq + k as i64;
+                json!({
+                    "seq": seq,
+                    "accessor": format!("reader{}@example.com", seq % 20),
+                    "at": "2026-12-01T10:00:00Z",
+                    "secret": "s000000",
+                    "environment": self.environment,
+                    "version": 1,
+                    "from": format!("10.0.0.{}", seq % 20),
+                })
+            })
+            .collect();
+        self.next_seq += records as i64;
+        let body = json!({ "epoch": "bench", "records": reads, "inventory": self.inventory });
+        let began = Instant::now();
+        let resp = self
+            .agent
+            .post(format!("{}/v1/agent/sync", self.api.agent_url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status();
+        let answer = resp.bytes().await.unwrap();
+        let took = began.elapsed();
+        assert!(status.is_success(), "sync: {status} {}", String::from_utf8_lossy(&answer));
+        took
+    }
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> f64 {
+    let i = ((sorted.len() as f64 * q) as usize).min(sorted.len() - 1);
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let args = Args::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let began = Instant::now();
+        let mut empty = Side::new(0).await;
+        let mut loaded = Side::new(args.secrets).await;
+        eprintln!("seeded {} secrets in {:.1} s", args.secrets, began.elapsed().as_secs_f64());
+        // The first syncs of each write the inventory and start the epoch.
+        empty.sync(args.records).await;
+        loaded.sync(args.records).await;
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..args.rounds {
+            a.push(empty.sync(args.records).await);
+            b.push(loaded.sync(args.records).await);
+        }
+        a.sort();
+        b.sort();
+        println!("sync answer, {} reads reported per sync, {} rounds interleaved", args.records, args.rounds);
+        println!(
+            "  empty organization       : p50 {:7.1} ms  p99 {:7.1} ms",
+            percentile(&a, 0.5),
+            percentile(&a, 0.99)
+        );
+        println!(
+            "  {:>6} secrets, all held : p50 {:7.1} ms  p99 {:7.1} ms",
+            args.secrets,
+            percentile(&b, 0.5),
+            percentile(&b, 0.99)
+        );
+        println!("  loaded/empty p50: {:.1}", percentile(&b, 0.5) / percentile(&a, 0.5));
+    });
+}
