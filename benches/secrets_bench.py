@@ -333,7 +333,10 @@ def heimdall_setup(work, procs, bin_dir, opts, value):
     port, channel_port, local_port = free_port(), free_port(), free_port()
     api = f"http://127.0.0.1:{port}"
     procs.start("heimdall-api", [api_bin, "serve", "--database-url", db_url, "--listen", f"127.0.0.1:{port}",
-                                 "--agent-listen", f"127.0.0.1:{channel_port}", "--ca-dir", os.path.join(d, "ca")],
+                                 "--agent-listen", f"127.0.0.1:{channel_port}", "--ca-dir", os.path.join(d, "ca"),
+                                 # Plain HTTP on loopback for the set-up calls; what is measured is
+                                 # the Agent's local API, over HTTPS.
+                                 "--insecure-http"],
                 os.path.join(d, "api.log"), env=env)
     wait_http(procs, api + "/v1/health")
 
@@ -342,9 +345,10 @@ def heimdall_setup(work, procs, bin_dir, opts, value):
     heimdall("environment", "create", "dev")
     registration = json.loads(heimdall("agent", "token", "create", "--name", "bench", "--output", "json"))
     agent_dir = os.path.join(d, "agent")
-    subprocess.run([agent_bin, "enroll", "--api", api, "--token", registration["token"], "--data", agent_dir,
+    # The registration token on standard input, never in argv.
+    subprocess.run([agent_bin, "enroll", "--api", api, "--data", agent_dir,
                     "--terraform", os.path.join(VENV, "bin", "terraform")],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
+                   env=env, check=True, stdout=subprocess.DEVNULL, input=registration["token"], text=True)
     heimdall("environment", "assign-agent", "dev", "bench")
     heimdall("secret", "create", SECRET)
 

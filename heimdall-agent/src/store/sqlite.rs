@@ -34,6 +34,9 @@ pub async fn connect(path: &Path) -> Result<Box<dyn super::SealedStore>, StoreEr
     // counter row needs on a file that one Agent owns.
     let pool = AnyPoolOptions::new()
         .max_connections(1)
+        // No ping before each use: a round trip to the connection's thread
+        // on every group commit, for a file that does not go away.
+        .test_before_acquire(false)
         .acquire_timeout(std::time::Duration::from_secs(10))
         .after_connect(|conn, _meta| {
             Box::pin(async move {

@@ -821,6 +821,50 @@ async fn dynamodb_group_commits_stay_gapless_under_concurrency_and_within_one_tr
     raw.close().await;
 }
 
+/// Hundreds of readers at once through the recorder on PostgreSQL, some of
+/// whose group commits PostgreSQL refuses: one gapless run of numbers, each
+/// the record of a read that was told it is durable, and nothing of the
+/// refused ones (a failed commit gives its numbers back to the next).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_commits_on_postgres_stay_gapless_when_a_batch_fails() {
+    use heimdall_agent::recorder::Recorder;
+    let place = Place::postgres().await;
+    let (store, _) = place.open(&key(5)).await.unwrap();
+    let store = std::sync::Arc::new(store);
+    let recorder = Recorder::start(store.clone(), None);
+    let mut readers = tokio::task::JoinSet::new();
+    for n in 0..600_u32 {
+        let recorder = recorder.clone();
+        readers.spawn(async move {
+            let mut record = a_record(n);
+            // PostgreSQL refuses a NUL in text: the whole batch fails.
+            if n % 50 == 0 {
+                record.accessor = "bad\0reader@example.com".into();
+            }
+            let accessor = record.accessor.clone();
+            (accessor, recorder.record(record).await)
+        });
+    }
+    let mut durable = Vec::new();
+    let mut refused = 0;
+    while let Some(joined) = readers.join_next().await {
+        match joined.unwrap() {
+            (accessor, Ok(seq)) => durable.push((seq, accessor)),
+            (_, Err(StoreError::Unavailable(_))) => refused += 1,
+            (_, Err(other)) => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(refused >= 12, "every batch with a refused record fails whole ({refused} refused)");
+    durable.sort();
+    let numbers: Vec<u64> = durable.iter().map(|(seq, _)| *seq).collect();
+    assert_eq!(numbers, (1..=durable.len() as u64).collect::<Vec<_>>(), "one gapless run of numbers");
+    let agent = a_record(0).served_by;
+    let epoch = store.numbering(agent).await.unwrap().epoch;
+    let stored = store.access_records_after(agent, &epoch, 0, 1000).await.unwrap();
+    let stored: Vec<(u64, String)> = stored.into_iter().map(|r| (r.seq, r.record.accessor)).collect();
+    assert_eq!(stored, durable, "what is stored is exactly what readers were told is durable");
+}
+
 #[tokio::test]
 async fn dynamodb_refuses_a_table_with_another_key_schema() {
     let place = Place::dynamo();
