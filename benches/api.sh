@@ -3,7 +3,8 @@
 # database (issue 17): an authorized GET with 200 policies against none,
 # secret list pages with 10,000 secrets, Resource list pages with 100,000
 # Resources and access log pages of a secret read 10,000,000 times, each
-# against the same call on a database without them. Release APIs on
+# against the same call on a database without them, and the sync answer of
+# an Agent holding 10,000 secrets against an empty organization's. Release APIs on
 # PostgreSQL (127.0.0.1:5432), interleaved; ratios, no assertion.
 # Usage: bash benches/api.sh [--rounds 4] [--duration 4] [--concurrency 8]
 #                            [--policies 200] [--secrets 10000]
@@ -15,4 +16,12 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/heimdall-target}"
 # The same packages as the other benches build, so that one release build
 # (one set of features) serves them all.
 cargo build --release --locked -p heimdall-cli -p heimdall-api -p heimdall-agent --bins >&2
-exec python3 benches/api_bench.py --bin "${CARGO_TARGET_DIR}/release" "$@"
+python3 benches/api_bench.py --bin "${CARGO_TARGET_DIR}/release" "$@"
+# The sync answer of an Agent holding --secrets (default 10,000) values
+# against an empty organization's (heimdall-api's sync_answer bench).
+secrets=10000
+while [[ $# -gt 0 ]]; do
+    case "$1" in --secrets) secrets="$2"; shift ;; esac
+    shift
+done
+cargo bench --locked -p heimdall-api --features testing --bench sync_answer -- --secrets "${secrets}"

@@ -14,6 +14,7 @@
 # median with its spread, so that the machine's drift does not decide it.
 # Usage: bash benches/secrets.sh [--concurrency 16] [--duration 10] [--warmup 2]
 #                                [--rounds 3] [--postgres] [--only openbao|heimdall] [--keep]
+#                                [--oha PATH]  (oha instead of read_load: `cargo install oha`)
 # (--postgres needs PostgreSQL at 127.0.0.1:5432; everything started is
 # stopped on exit, Ctrl-C included.)
 set -euo pipefail

@@ -161,7 +161,42 @@ def machine_idle():
     return values[3] + values[4], sum(values)
 
 
+def oha_run(opts, url, ca, seconds, headers, cert):
+    """One `oha` run of `seconds`: its JSON summary."""
+    argv = [opts.oha, "-c", str(opts.concurrency), "-z", f"{seconds:g}s", "-w", "--no-tui", "--output-format", "json",
+            "--cacert", ca, url]
+    for h in headers:
+        argv += ["-H", h]
+    if cert:
+        argv += ["--cert", cert[0], "--key", cert[1]]
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        fail(f"oha exited {proc.returncode}")
+    return json.loads(proc.stdout)
+
+
 def run_load(load, target, url, opts, ca, value, server_pid, headers=(), cert=None):
+    if opts.oha:
+        log(f"{target}: oha, {opts.concurrency} connections for {opts.warmup} s warm-up + {opts.duration} s")
+        cpu0, (idle0, total0) = cpu_seconds(server_pid), machine_idle()
+        runs = [oha_run(opts, url, ca, opts.warmup, headers, cert), oha_run(opts, url, ca, opts.duration, headers, cert)]
+        cpu1, (idle1, total1) = cpu_seconds(server_pid), machine_idle()
+        ok = []
+        for out in runs:
+            codes = out.get("statusCodeDistribution", {})
+            bad = sum(out.get("errorDistribution", {}).values()) + sum(n for c, n in codes.items() if c != "200")
+            if bad:
+                fail(f"{target}: oha saw errors: {out.get('errorDistribution')} {codes}")
+            ok.append(codes.get("200", 0))
+        measured = runs[1]
+        result = {"target": target, "reads": ok[1], "errors": 0,
+                  "reads_per_sec": round(ok[1] / opts.duration, 1),
+                  "p50_ms": round(measured["latencyPercentiles"]["p50"] * 1000, 3),
+                  "p99_ms": round(measured["latencyPercentiles"]["p99"] * 1000, 3),
+                  "ok_total": sum(ok), "generator": "oha"}
+        result["server_cpu_us_per_read"] = round((cpu1 - cpu0) * 1e6 / max(result["ok_total"], 1), 1)
+        result["machine_idle_pct"] = round(100.0 * (idle1 - idle0) / max(total1 - total0, 1), 1)
+        return result
     argv = [load, "--target", target, "--url", url, "--ca", ca, "--expect-substring", value,
             "--concurrency", str(opts.concurrency), "--duration-secs", str(opts.duration),
             "--warmup-secs", str(opts.warmup)]
@@ -446,7 +481,7 @@ def heimdall_bench_setup(work, procs, bin_dir, load, opts, value):
 def report(rounds, opts):
     """`rounds`: one dict per round, target → result, measured in turn."""
     print(f"concurrency {opts.concurrency}, {len(rounds)} rounds of {opts.duration} s per target, each after "
-          f"{opts.warmup} s warm-up, interleaved (A B A B), one client (read_load), HTTPS on 127.0.0.1, "
+          f"{opts.warmup} s warm-up, interleaved (A B A B), one client ({'oha' if opts.oha else 'read_load'}), HTTPS on 127.0.0.1, "
           f"HTTP/1.1 keep-alive")
     print(f"{'ROUND':<6} {'TARGET':<10} {'READS/S':>10} {'P50 MS':>8} {'P99 MS':>8} {'READS':>8} {'ERRORS':>6} "
           f"{'CPU US/READ':>11} {'IDLE %':>6}  TRAIL")
@@ -481,6 +516,7 @@ def main():
     p.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
     p.add_argument("--postgres", action="store_true", help="the Agent keeps values in PostgreSQL (default SQLite)")
     p.add_argument("--only", choices=("openbao", "heimdall"), help="run one target")
+    p.add_argument("--oha", metavar="PATH", help="load with this oha executable (`cargo install oha`) instead of read_load")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, audit trail)")
     opts = p.parse_args()
     opts.cleanup = []
