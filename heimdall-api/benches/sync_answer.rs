@@ -28,6 +28,9 @@ struct Args {
     /// Secrets in the loaded organization, all held by its Agent.
     #[arg(long, default_value_t = 10_000)]
     secrets: usize,
+    /// Values the loaded side's Agent holds (its inventory); default: one per secret.
+    #[arg(long)]
+    held: Option<usize>,
     /// Reads reported in each sync.
     #[arg(long, default_value_t = 100)]
     records: usize,
@@ -50,7 +53,7 @@ struct Side {
 }
 
 impl Side {
-    async fn new(secrets: usize) -> Self {
+    async fn new(secrets: usize, held: usize) -> Self {
         let api = TestApi::start(TestDatabase::postgres().await).await;
         let people = reqwest::Client::new();
         let owner = api.owner_token.clone();
@@ -115,7 +118,7 @@ impl Side {
         for creator in creators {
             creator.await.unwrap();
         }
-        let inventory = (0..secrets)
+        let inventory = (0..held.min(secrets))
             .map(|i| json!({ "secret": format!("s{i:06}"), "environment": environment, "version": 1, "deactivated": false }))
             .collect();
         Side { api, agent, environment, inventory, next_seq: 1 }
@@ -165,8 +168,8 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let began = Instant::now();
-        let mut empty = Side::new(0).await;
-        let mut loaded = Side::new(args.secrets).await;
+        let mut empty = Side::new(0, 0).await;
+        let mut loaded = Side::new(args.secrets, args.held.unwrap_or(args.secrets)).await;
         eprintln!("seeded {} secrets in {:.1} s", args.secrets, began.elapsed().as_secs_f64());
         // The first syncs of each write the inventory and start the epoch.
         empty.sync(args.records).await;
@@ -185,8 +188,9 @@ fn main() {
             percentile(&a, 0.99)
         );
         println!(
-            "  {:>6} secrets, all held : p50 {:7.1} ms  p99 {:7.1} ms",
+            "  {:>6} secrets, {:>6} held: p50 {:7.1} ms  p99 {:7.1} ms",
             args.secrets,
+            loaded.inventory.len(),
             percentile(&b, 0.5),
             percentile(&b, 0.99)
         );

@@ -2,6 +2,8 @@
 //! `deleting` and becomes `deleted` in the transaction of the sync (or the
 //! `agent forget`) after which no Agent's inventory lists it.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use heimdall_core::ids::{AgentId, CatalogId, EventId, OrgId, SecretId};
 use heimdall_core::infra::Agent;
@@ -13,7 +15,8 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::store::{
-    db_err, from_micros, insert_event, parse_id, to_micros, values_list, SqlStore, ROWS_PER_INSERT,
+    db_err, from_micros, insert_event, parse_id, to_micros, values_list, values_list_after, SqlStore,
+    ROWS_PER_INSERT,
 };
 
 #[derive(FromRow)]
@@ -47,7 +50,8 @@ impl HoldingRow {
 
 /// The environment's name where it is known, else the id the Agent sent.
 const HOLDINGS: &str = "SELECT i.agent_id, a.name AS agent, i.secret_name AS secret, \
-     COALESCE(e.name, i.environment_id) AS environment, i.version, i.deactivated, i.reported_at, \
+     COALESCE(e.name, i.environment_id) AS environment, i.version, i.deactivated, \
+     COALESCE(a.inventory_reported_at, i.reported_at) AS reported_at, \
      a.revoked_at, a.last_seen_at \
      FROM agent_inventory i JOIN agents a ON a.id = i.agent_id \
      LEFT JOIN catalog_entries e ON e.id = i.environment_id";
@@ -138,31 +142,73 @@ impl InventoryStore for SqlStore {
         now: OffsetDateTime,
     ) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
-        sqlx::query("DELETE FROM agent_inventory WHERE agent_id = $1")
-            .bind(agent.id.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        // Many rows a statement: an Agent holding 10,000 values is 20 round trips, not 10,000.
-        for chunk in items.chunks(ROWS_PER_INSERT) {
+        let agent_id = agent.id.to_string();
+        // The report replaces what the Agent held, but only the rows that
+        // changed are written: an Agent holding 10,000 values reports them
+        // all on every sync, and rewriting them all was most of its cost.
+        type Place = (String, String, i64);
+        let held: HashMap<Place, i64> = sqlx::query_as::<_, (String, String, i64, i64)>(
+            "SELECT secret_name, environment_id, version, deactivated FROM agent_inventory WHERE agent_id = $1",
+        )
+        .bind(agent_id.clone())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .into_iter()
+        .map(|(secret, environment, version, deactivated)| ((secret, environment, version), deactivated))
+        .collect();
+        let mut reported: HashMap<Place, i64> = HashMap::with_capacity(items.len());
+        for item in items {
+            // A place reported twice: its first report counts.
+            reported
+                .entry((item.secret.clone(), item.environment.clone(), item.version))
+                .or_insert_with(|| i64::from(item.deactivated));
+        }
+        let gone: Vec<&Place> = held
+            .iter()
+            .filter(|(place, d)| reported.get(*place) != Some(*d))
+            .map(|(place, _)| place)
+            .collect();
+        let added: Vec<(&Place, i64)> =
+            reported.iter().filter(|(place, d)| held.get(*place) != Some(*d)).map(|(p, d)| (p, *d)).collect();
+        // Many rows a statement, not one round trip each.
+        for chunk in gone.chunks(ROWS_PER_INSERT) {
+            let sql = format!(
+                "DELETE FROM agent_inventory WHERE agent_id = $1 AND (secret_name, environment_id, version) IN (VALUES {})",
+                values_list_after(1, chunk.len(), 3)
+            );
+            let mut query = sqlx::query(&sql).bind(agent_id.clone());
+            for (secret, environment, version) in chunk {
+                query = query.bind(secret.clone()).bind(environment.clone()).bind(*version);
+            }
+            query.execute(&mut *tx).await.map_err(db_err)?;
+        }
+        for chunk in added.chunks(ROWS_PER_INSERT) {
             let sql = format!(
                 "INSERT INTO agent_inventory (agent_id, org_id, secret_name, environment_id, version, deactivated, reported_at) \
-                 VALUES {} ON CONFLICT DO NOTHING",
+                 VALUES {}",
                 values_list(chunk.len(), 7)
             );
             let mut query = sqlx::query(&sql);
-            for item in chunk {
+            for ((secret, environment, version), deactivated) in chunk {
                 query = query
-                    .bind(agent.id.to_string())
+                    .bind(agent_id.clone())
                     .bind(org.to_string())
-                    .bind(item.secret.clone())
-                    .bind(item.environment.clone())
-                    .bind(item.version)
-                    .bind(i64::from(item.deactivated))
+                    .bind(secret.clone())
+                    .bind(environment.clone())
+                    .bind(*version)
+                    .bind(*deactivated)
                     .bind(to_micros(now));
             }
             query.execute(&mut *tx).await.map_err(db_err)?;
         }
+        // When the Agent last reported, once for all its rows.
+        sqlx::query("UPDATE agents SET inventory_reported_at = $1 WHERE id = $2")
+            .bind(to_micros(now))
+            .bind(agent_id.clone())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         complete_deletions(&mut tx, org, &format!("agent:{}", agent.name), now).await?;
         // A released environment it holds nothing of any more is done with.
         sqlx::query(

@@ -79,6 +79,11 @@ pub(crate) const ROWS_PER_INSERT: usize = 500;
 /// `columns` parameters each, so that many rows take one statement and
 /// one round trip, not one each.
 pub(crate) fn values_list(rows: usize, columns: usize) -> String {
+    values_list_after(0, rows, columns)
+}
+
+/// [`values_list`] numbered after the statement's first `bound` parameters.
+pub(crate) fn values_list_after(bound: usize, rows: usize, columns: usize) -> String {
     let mut sql = String::with_capacity(rows * columns * 5);
     for row in 0..rows {
         sql.push_str(if row == 0 { "(" } else { ", (" });
@@ -86,7 +91,7 @@ pub(crate) fn values_list(rows: usize, columns: usize) -> String {
             if column > 0 {
                 sql.push_str(", ");
             }
-            sql.push_str(&format!("${}", row * columns + column + 1));
+            sql.push_str(&format!("${}", bound + row * columns + column + 1));
         }
         sql.push(')');
     }
@@ -857,5 +862,6 @@ mod tests {
     fn a_values_list_numbers_every_row_after_the_one_before() {
         assert_eq!(super::values_list(1, 2), "($1, $2)");
         assert_eq!(super::values_list(2, 3), "($1, $2, $3), ($4, $5, $6)");
+        assert_eq!(super::values_list_after(1, 2, 2), "($2, $3), ($4, $5)");
     }
 }

@@ -370,4 +370,26 @@ async fn a_sync_bigger_than_one_insert_stores_every_read_and_holding_once(db: Te
     assert_eq!((lines, reads_logged), (N, N), "every read once, the retried sync counted none");
     let holdings = c.get("/v1/agents/edge-1", owner).await.expect(200)["holdings"].clone();
     assert_eq!(holdings.as_array().map(Vec::len), Some(N as usize), "every held version once");
+    let first_report = holdings[0]["reported_at"].clone();
+
+    // The next report drops v1 and deactivates v2; only those rows change,
+    // and every holding says when the Agent last reported.
+    let mut held = body["inventory"].as_array().unwrap().clone();
+    held.remove(0);
+    held[0]["deactivated"] = json!(true);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let (status, _) = sync(&edge, &api, &json!({ "inventory": held })).await;
+    assert_eq!(status, 200);
+    let holdings = c.get("/v1/agents/edge-1", owner).await.expect(200)["holdings"].clone();
+    let holdings = holdings.as_array().unwrap();
+    assert_eq!(holdings.len(), N as usize - 1);
+    let versions: Vec<(i64, bool)> = holdings
+        .iter()
+        .take(2)
+        .map(|h| (h["version"].as_i64().unwrap(), h["deactivated"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(versions, [(2, true), (3, false)]);
+    let latest = &holdings[0]["reported_at"];
+    assert_ne!(latest, &first_report, "the holdings say when the Agent last reported");
+    assert!(holdings.iter().all(|h| &h["reported_at"] == latest));
 }
