@@ -141,6 +141,7 @@ def main():
             # the finish (the claim's STS federation, the Agent's work,
             # Terraform and the report).
             runs.append(finished - started)
+            requests.append(parse_time(job["queued_at"]) - t0)
             return elapsed, started - parse_time(job["queued_at"])
 
         def bare_round(i):
@@ -178,7 +179,7 @@ output "secret" {{
 
         # Interleaved (A B A B …), so that a noisy moment of the machine
         # lands on both sides alike.
-        starts, heimdall_e2e, bare, runs = [], [], [], []
+        starts, heimdall_e2e, bare, runs, requests = [], [], [], [], []
         for i in range(ROUNDS):
             elapsed, start = heimdall_round(i)
             heimdall_e2e.append(elapsed)
@@ -206,6 +207,7 @@ output "secret" {{
                     phases.append(fields)
         if phases:
             print("per phase (median ms):")
+            print(f"  {'create request → queued':<34} {ms(requests):8.1f}")
             print(f"  {'queued → claimed':<34} {ms(starts):8.1f}")
             named = [("prepare_ms", "claim → job directory (credentials)"), ("files_ms", "environment and root module"),
                      ("init_ms", "terraform init"), ("takeover_ms", "dead attempt's lock (none here)"),
