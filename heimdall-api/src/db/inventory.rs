@@ -143,6 +143,15 @@ impl InventoryStore for SqlStore {
     ) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let agent_id = agent.id.to_string();
+        // When the Agent last reported, once for all its rows. First: the
+        // row lock (PostgreSQL) makes two syncs of one Agent write their
+        // inventories one after the other, each diffing against the last.
+        sqlx::query("UPDATE agents SET inventory_reported_at = $1 WHERE id = $2")
+            .bind(to_micros(now))
+            .bind(agent_id.clone())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         // The report replaces what the Agent held, but only the rows that
         // changed are written: an Agent holding 10,000 values reports them
         // all on every sync, and rewriting them all was most of its cost.
@@ -202,13 +211,6 @@ impl InventoryStore for SqlStore {
             }
             query.execute(&mut *tx).await.map_err(db_err)?;
         }
-        // When the Agent last reported, once for all its rows.
-        sqlx::query("UPDATE agents SET inventory_reported_at = $1 WHERE id = $2")
-            .bind(to_micros(now))
-            .bind(agent_id.clone())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
         complete_deletions(&mut tx, org, &format!("agent:{}", agent.name), now).await?;
         // A released environment it holds nothing of any more is done with.
         sqlx::query(

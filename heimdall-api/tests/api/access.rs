@@ -15,7 +15,8 @@ crate::on_every_backend!(
     sync_stores_records_once_and_the_access_log_aggregates_them,
     no_record_is_lost_when_an_agents_numbering_restarts,
     the_access_log_comes_in_pages_that_miss_and_repeat_nothing,
-    a_sync_bigger_than_one_insert_stores_every_read_and_holding_once
+    a_sync_bigger_than_one_insert_stores_every_read_and_holding_once,
+    syncs_of_one_agent_at_once_each_replace_its_inventory_whole
 );
 
 fn record(seq: i64, accessor: &str, at: &str, version: i64, from: &str) -> Value {
@@ -392,4 +393,40 @@ async fn a_sync_bigger_than_one_insert_stores_every_read_and_holding_once(db: Te
     let latest = &holdings[0]["reported_at"];
     assert_ne!(latest, &first_report, "the holdings say when the Agent last reported");
     assert!(holdings.iter().all(|h| &h["reported_at"] == latest));
+}
+
+/// An Agent's syncs that overlap (a retry while the first is still in
+/// the API) each replace the inventory whole: none fails on the rows the
+/// other wrote, and what is left is one of the reports, not a mix.
+async fn syncs_of_one_agent_at_once_each_replace_its_inventory_whole(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let prod = c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201)["id"].clone();
+    let (edge, _) = crate::support::enroll_agent(&c, &api, owner, "edge-1").await;
+    let report = |from: i64, to: i64| {
+        let held: Vec<Value> = (from..=to)
+            .map(|v| json!({ "secret": "db-password", "environment": prod, "version": v, "deactivated": false }))
+            .collect();
+        json!({ "inventory": held })
+    };
+    let bodies: Vec<Value> = (0..6).map(|k| report(1 + k * 50, 600 + k * 50)).collect();
+    let (a, b, c3, d, e, f) = tokio::join!(
+        sync(&edge, &api, &bodies[0]),
+        sync(&edge, &api, &bodies[1]),
+        sync(&edge, &api, &bodies[2]),
+        sync(&edge, &api, &bodies[3]),
+        sync(&edge, &api, &bodies[4]),
+        sync(&edge, &api, &bodies[5]),
+    );
+    for (status, answer) in [a, b, c3, d, e, f] {
+        assert_eq!(status, 200, "{answer}");
+    }
+    let holdings = c.get("/v1/agents/edge-1", owner).await.expect(200)["holdings"].clone();
+    let versions: Vec<i64> =
+        holdings.as_array().unwrap().iter().map(|h| h["version"].as_i64().unwrap()).collect();
+    assert_eq!(versions.len(), 600, "one whole report");
+    let first = versions[0];
+    assert!((1..=251).step_by(50).any(|k| k == first), "{first}");
+    assert_eq!(versions, (first..first + 600).collect::<Vec<_>>(), "one report, not a mix");
 }
