@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use heimdall_api::testing::{TestApi, TestDatabase};
-use rcgen::{CertificateParams, KeyPair};
 use serde_json::{json, Value};
 
 #[derive(Debug, Parser)]
@@ -72,28 +71,7 @@ impl Side {
         };
         let environment =
             post("/v1/environments", json!({ "name": "prod" })).await["id"].as_str().unwrap().to_owned();
-        let registration = post("/v1/agents/registrations", json!({ "name": "edge-1" })).await;
-        let key = KeyPair::generate().unwrap();
-        let csr = CertificateParams::default().serialize_request(&key).unwrap().pem().unwrap();
-        let enrolled: Value = people
-            .post(format!("{}/v1/agents/enroll", api.url))
-            .json(&json!({ "token": registration["token"], "csr_pem": csr }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let identity = format!("{}\n{}", enrolled["certificate_pem"].as_str().unwrap(), key.serialize_pem());
-        let agent = reqwest::Client::builder()
-            .use_rustls_tls()
-            .tls_built_in_root_certs(false)
-            .add_root_certificate(
-                reqwest::Certificate::from_pem(enrolled["ca_pem"].as_str().unwrap().as_bytes()).unwrap(),
-            )
-            .identity(reqwest::Identity::from_pem(identity.as_bytes()).unwrap())
-            .build()
-            .unwrap();
+        let (agent, _) = api.enroll_agent(&owner, "edge-1").await;
         post("/v1/environments/prod/agents", json!({ "agent": "edge-1" })).await;
 
         // The secrets, 8 requests at a time, as people would make them.

@@ -160,6 +160,56 @@ impl TestApi {
         }
     }
 
+    /// Registers (with `token`, which may register Agents) and enrolls an
+    /// Agent `name` through the real routes: its mTLS client for the Agent
+    /// channel, and the enrollment answer.
+    pub async fn enroll_agent(&self, token: &str, name: &str) -> (reqwest::Client, serde_json::Value) {
+        let people = reqwest::Client::new();
+        let registration: serde_json::Value = people
+            .post(format!("{}/v1/agents/registrations", self.url))
+            .bearer_auth(token)
+            .json(&serde_json::json!({ "name": name }))
+            .send()
+            .await
+            .expect("register an Agent")
+            .error_for_status()
+            .expect("the registration answers 201")
+            .json()
+            .await
+            .expect("the registration");
+        let key = rcgen::KeyPair::generate().expect("a key");
+        let csr = rcgen::CertificateParams::default()
+            .serialize_request(&key)
+            .expect("a CSR")
+            .pem()
+            .expect("its PEM");
+        let enrolled: serde_json::Value = people
+            .post(format!("{}/v1/agents/enroll", self.url))
+            .json(&serde_json::json!({ "token": registration["token"], "csr_pem": csr }))
+            .send()
+            .await
+            .expect("enroll")
+            .error_for_status()
+            .expect("the enrollment answers 201")
+            .json()
+            .await
+            .expect("the enrollment");
+        let ca = enrolled["ca_pem"].as_str().expect("ca_pem");
+        let identity = format!(
+            "{}\n{}",
+            enrolled["certificate_pem"].as_str().expect("certificate_pem"),
+            key.serialize_pem()
+        );
+        let client = reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).expect("the CA"))
+            .identity(reqwest::Identity::from_pem(identity.as_bytes()).expect("the identity"))
+            .build()
+            .expect("the Agent's client");
+        (client, enrolled)
+    }
+
     /// Another API process on the same database, CA and issuer: a replica
     /// behind the same load balancer. It stops when dropped.
     /// PostgreSQL only (SQLite serves one process).
