@@ -82,10 +82,11 @@ pub async fn run(syncer: Syncer, every: Duration, mut stop: watch::Receiver<bool
 impl Syncer {
     async fn sync_once(&self, cursor: &mut Cursor) -> Result<(), String> {
         let numbering = self.store.numbering(self.agent).await.map_err(|e| e.to_string())?;
-        if numbering.epoch != cursor.epoch {
+        if cursor.epoch.is_empty() {
+            // The first sync since start: from the beginning of the epoch.
             *cursor = Cursor { epoch: numbering.epoch.clone(), acknowledged: 0 };
         }
-        if numbering.last_seq < cursor.acknowledged {
+        if numbering.epoch == cursor.epoch && numbering.last_seq < cursor.acknowledged {
             // The store's numbering went back under us (restored from a
             // backup): report all of it again; the API keeps what differs.
             tracing::warn!(
@@ -109,12 +110,16 @@ impl Syncer {
             })
             .collect();
         loop {
+            // How far the store's numbering had gone before these records
+            // were read: what the API can rightly hold of this epoch.
+            let current = self.store.numbering(self.agent).await.map_err(|e| e.to_string())?;
             let batch = self
                 .store
                 .access_records_after(self.agent, &cursor.epoch, cursor.acknowledged, BATCH)
                 .await
                 .map_err(|e| e.to_string())?;
             let full = batch.len() == BATCH as usize;
+            let sent_through = batch.last().map_or(cursor.acknowledged, |r| r.seq);
             let records = batch
                 .into_iter()
                 .map(|r| AccessRecord {
@@ -152,31 +157,41 @@ impl Syncer {
                 Err(e) => return Err(e.to_string()),
             };
             let through = u64::try_from(response.received_through).unwrap_or(0);
-            let last = self.store.numbering(self.agent).await.map_err(|e| e.to_string())?.last_seq;
-            if through > last {
+            let answered = after_answer(
+                cursor.acknowledged,
+                (current.epoch == cursor.epoch).then_some(current.last_seq),
+                sent_through,
+                through,
+            );
+            cursor.acknowledged = answered.acknowledged;
+            if answered.restore {
                 // The API holds numbers this store never reached in this
                 // epoch: the store was restored from a backup. Its next
-                // reads take a new epoch, so no number is used twice.
+                // reads take a new epoch, so no number is used twice; the
+                // reads numbered in the old one since go first.
                 let fresh = self.store.restart_numbering(self.agent).await.map_err(|e| e.to_string())?;
                 tracing::warn!(
                     old = %cursor.epoch,
                     new = %fresh.epoch,
                     api = through,
-                    store = last,
+                    store = current.last_seq,
                     "the API holds access records past this store's: numbering restarts in a new epoch"
                 );
-                *cursor = Cursor { epoch: fresh.epoch, acknowledged: 0 };
-            } else {
-                cursor.acknowledged = cursor.acknowledged.max(through);
+                continue;
             }
-            if !full {
-                self.apply(&response, &held).await;
-                if let Some(cert) = &self.local_cert {
-                    cert.check(response.local_api_certificates.as_deref(), &self.channel, self.clock.now())
-                        .await;
-                }
-                return Ok(());
+            if full {
+                continue;
             }
+            if current.epoch != cursor.epoch {
+                // An older epoch is reported to its end: on to the store's.
+                *cursor = Cursor { epoch: current.epoch, acknowledged: 0 };
+                continue;
+            }
+            self.apply(&response, &held).await;
+            if let Some(cert) = &self.local_cert {
+                cert.check(response.local_api_certificates.as_deref(), &self.channel, self.clock.now()).await;
+            }
+            return Ok(());
         }
     }
 
@@ -280,5 +295,66 @@ impl Syncer {
                 }
             }
         }
+    }
+}
+
+/// What one sync answer means for the cursor.
+#[derive(Debug, PartialEq, Eq)]
+struct Answered {
+    /// How far the API now has this epoch's records.
+    acknowledged: u64,
+    /// The store was restored from a backup: its numbering must restart.
+    restore: bool,
+}
+
+/// The API answered that it holds this epoch's records through `through`,
+/// after this Agent sent those after `acknowledged` up to `sent_through`.
+/// `reached` is how far the store's numbering had gone in this epoch
+/// before those records were read (`None`: the store numbers in another
+/// epoch now, and this one is being reported to its end).
+///
+/// The API holding a number the store had not reached is a restore. That
+/// is judged against `reached`, read before the records, never against the
+/// numbering after the answer: a read served meanwhile would hide the
+/// restore, and its record, numbered where the API already holds one,
+/// would never be sent. After a restore, and while an older epoch is
+/// reported, only what was sent counts as acknowledged, so that every read
+/// numbered there since is still sent.
+fn after_answer(acknowledged: u64, reached: Option<u64>, sent_through: u64, through: u64) -> Answered {
+    match reached {
+        Some(reached) if through > reached.max(sent_through) => {
+            Answered { acknowledged: acknowledged.max(sent_through), restore: true }
+        }
+        // The API holds nothing this store had not reached: it holds all of it.
+        Some(_) => Answered { acknowledged: acknowledged.max(through), restore: false },
+        None => Answered { acknowledged: acknowledged.max(through.min(sent_through)), restore: false },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{after_answer, Answered};
+
+    #[test]
+    fn the_api_holding_what_the_store_had_reached_acknowledges_all_of_it() {
+        // After a restart the Agent sends from 1; the API had all 5,000.
+        assert_eq!(after_answer(0, Some(5000), 1000, 5000), Answered { acknowledged: 5000, restore: false });
+        assert_eq!(after_answer(3, Some(7), 7, 7), Answered { acknowledged: 7, restore: false });
+    }
+
+    #[test]
+    fn a_read_served_during_the_sync_does_not_hide_a_restore() {
+        // Restored to 0; one read took 1 (sent); the API held 1 and 2 from
+        // before the restore. A read served while the sync was under way
+        // took 2, so the numbering after the answer is 2: not past the
+        // API's 2. Judged by what the store had reached (1), it is a
+        // restore, and only 1 is acknowledged: the new 2 is still sent.
+        assert_eq!(after_answer(0, Some(1), 1, 2), Answered { acknowledged: 1, restore: true });
+    }
+
+    #[test]
+    fn an_older_epoch_is_acknowledged_only_as_far_as_it_was_sent() {
+        assert_eq!(after_answer(1, None, 3, 10), Answered { acknowledged: 3, restore: false });
+        assert_eq!(after_answer(3, None, 3, 2), Answered { acknowledged: 3, restore: false });
     }
 }
