@@ -142,8 +142,9 @@ impl Syncer {
             let response = match self.channel.sync(&request).await {
                 Ok(response) => response,
                 Err(ChannelError::Api(e)) if e.code == ErrorCode::AgentRevoked => {
-                    // Reported what it had; now it serves nothing, at once.
-                    if !self.policy.is_revoked() {
+                    // The API stored what was sent; now it serves nothing, at once.
+                    let newly = !self.policy.is_revoked();
+                    if newly {
                         tracing::error!(
                             "the API revoked this Agent: it refuses every read and write from now on"
                         );
@@ -151,6 +152,12 @@ impl Syncer {
                     self.policy.revoke();
                     if let Some(file) = &self.policy_file {
                         file.remove();
+                    }
+                    cursor.acknowledged = cursor.acknowledged.max(sent_through);
+                    if newly {
+                        // Reads served while this sync was under way, before
+                        // the revocation took hold: reported too.
+                        continue;
                     }
                     return Err(e.to_string());
                 }
