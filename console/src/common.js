@@ -1,4 +1,4 @@
-import { get, page } from './api.js';
+import { all, page } from './api.js';
 import { h, replace } from './dom.js';
 
 /** An API error as the API said it: its code and its message (and fields). */
@@ -20,7 +20,7 @@ export function errorBox(e) {
 /** The catalog's names by id: domains, systems, components, environments. */
 export async function catalog() {
   const [domains, systems, components, environments] = await Promise.all(
-    ['domains', 'systems', 'components', 'environments'].map((kind) => get(`/v1/${kind}`)),
+    ['domains', 'systems', 'components', 'environments'].map((kind) => all(`/v1/${kind}`)),
   );
   const byId = new Map();
   for (const entry of [...domains, ...systems, ...components, ...environments]) byId.set(entry.id, entry);

@@ -1,9 +1,9 @@
-import { get } from './api.js';
+import { all, get } from './api.js';
 import { badge, h, json, table, time } from './dom.js';
 import { errorBox, heading } from './common.js';
 
 export async function membersPage() {
-  const members = await get('/v1/members');
+  const members = await all('/v1/members');
   return h(
     'section',
     heading('Members'),

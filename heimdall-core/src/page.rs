@@ -45,6 +45,39 @@ pub fn decode<T: DeserializeOwned>(token: &str) -> Result<T, ApiError> {
     serde_json::from_value(tree).map_err(|_| bad())
 }
 
+/// Where a page of a short list ends: the sort key of its last entry.
+/// Short lists (members, tokens, policies, the catalog…) are read whole
+/// and cut into pages by [`cut`]; the cursor names a place in the order,
+/// not a position, so an entry added or removed between two pages moves
+/// nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyCursor {
+    pub after: Vec<String>,
+}
+
+/// The page of `items` after `after`: sorted by `key` (which must tell
+/// any two entries apart), at most `limit` of them, and the cursor of the
+/// next page when there are more.
+pub fn cut<T>(
+    mut items: Vec<T>,
+    key: impl Fn(&T) -> Vec<String>,
+    after: Option<&KeyCursor>,
+    limit: u32,
+) -> (Vec<T>, Option<KeyCursor>) {
+    items.sort_by_cached_key(|item| key(item));
+    if let Some(after) = after {
+        items.retain(|item| key(item) > after.after);
+    }
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    if items.len() <= limit {
+        return (items, None);
+    }
+    items.truncate(limit);
+    let next = items.last().map(|last| KeyCursor { after: key(last) });
+    (items, next)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +99,22 @@ mod tests {
         }
         assert_eq!(limit(None).unwrap(), 100);
         assert!(limit(Some(0)).is_err() && limit(Some(1001)).is_err());
+    }
+
+    #[test]
+    fn a_short_list_cut_into_pages_misses_and_repeats_nothing() {
+        let names = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let key = |s: &String| vec![s.clone()];
+        let all = names(&["d", "a", "c", "b", "e"]);
+        let (first, next) = cut(all.clone(), key, None, 2);
+        assert_eq!(first, names(&["a", "b"]));
+        let next = next.unwrap();
+        // "c" removed and "bb" added between the pages: the next starts after "b".
+        let changed = names(&["d", "a", "bb", "b", "e"]);
+        let (second, next) = cut(changed, key, Some(&next), 2);
+        assert_eq!(second, names(&["bb", "d"]));
+        let (last, none) = cut(all.clone(), key, next.as_ref(), 2);
+        assert_eq!((last, none), (names(&["e"]), None));
+        assert_eq!(cut(all, key, None, 5).1, None, "a page that holds the rest names no next one");
     }
 }

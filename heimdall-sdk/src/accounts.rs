@@ -37,7 +37,7 @@ impl Client {
 
     /// `GET /v1/cloud-accounts` (owner, admin: a member gets `FORBIDDEN`).
     pub async fn list_cloud_accounts(&self) -> Result<Vec<CloudAccount>> {
-        self.get(&["cloud-accounts"]).await
+        self.get_all_pages(&["cloud-accounts"], &[]).await
     }
 
     /// `GET /v1/cloud-accounts/{id-or-name}`: the account and its links.

@@ -40,7 +40,7 @@ impl Client {
     /// # }
     /// ```
     pub async fn list_agents(&self) -> Result<Vec<Agent>> {
-        self.get(&["agents"]).await
+        self.get_all_pages(&["agents"], &[]).await
     }
 
     /// `GET /v1/agents/{id-or-name}` (owner, admin): the Agent and what its

@@ -30,11 +30,14 @@ impl Client {
     /// # }
     /// ```
     pub async fn list_catalog(&self, kind: CatalogKind, parent: Option<&str>) -> Result<Vec<CatalogEntry>> {
-        let mut url = self.url(&[kind.plural()])?;
-        if let (Some(parent_kind), Some(parent)) = (kind.parent_kind(), parent) {
-            url.query_pairs_mut().append_pair(parent_kind.as_str(), parent);
-        }
-        self.send(self.authed(Method::GET, url)).await
+        // Systems by domain, components by system.
+        let filter: Vec<(&str, Option<&str>)> = kind
+            .parent_kind()
+            .zip(parent)
+            .map(|(parent_kind, parent)| (parent_kind.as_str(), Some(parent)))
+            .into_iter()
+            .collect();
+        self.get_all_pages(&[kind.plural()], &filter).await
     }
 
     /// `GET /v1/{kind}s/{id-or-name}`.

@@ -284,6 +284,31 @@ impl Client {
         self.exchange(request).await.map(drop)
     }
 
+    /// Every page of the list at `segments` (with the query `pairs`),
+    /// followed to its end, the most a page holds at a time.
+    pub(crate) async fn get_all_pages<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        pairs: &[(&str, Option<&str>)],
+    ) -> Result<Vec<T>> {
+        let limit = heimdall_core::page::MAX_LIMIT.to_string();
+        let mut all = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let mut query = pairs.to_vec();
+            query.push(("limit", Some(limit.as_str())));
+            query.push(("after", after.as_deref()));
+            let url = self.url_with_query(segments, &query)?;
+            let (page, next): (Vec<T>, Option<String>) =
+                self.send_page(self.authed(Method::GET, url)).await?;
+            all.extend(page);
+            match next {
+                Some(next) => after = Some(next),
+                None => return Ok(all),
+            }
+        }
+    }
+
     /// [`Self::send`] for a page of a list: the page, and where the next
     /// one starts (the `Heimdall-Next-After` header), if there is one.
     pub(crate) async fn send_page<T: DeserializeOwned>(

@@ -15,9 +15,9 @@ impl Client {
         self.with_body(Method::POST, &["databases"], request).await
     }
 
-    /// `GET /v1/databases`.
+    /// `GET /v1/databases`, every page.
     pub async fn list_databases(&self) -> Result<Vec<Database>> {
-        self.get(&["databases"]).await
+        self.get_all_pages(&["databases"], &[]).await
     }
 
     /// `POST /v1/databases/{database}/users` (owner, admin): a service

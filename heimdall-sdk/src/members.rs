@@ -6,9 +6,9 @@ use crate::wire::{AddMember, AddedMember, ChangeRole, Member, Role};
 use crate::{Client, Result};
 
 impl Client {
-    /// `GET /v1/members`.
+    /// `GET /v1/members`, every page.
     pub async fn list_members(&self) -> Result<Vec<Member>> {
-        self.get(&["members"]).await
+        self.get_all_pages(&["members"], &[]).await
     }
 
     /// `POST /v1/members`: adds a member and returns their first API token,

@@ -28,9 +28,9 @@ impl Client {
         self.with_body(Method::POST, &["policies"], policy).await
     }
 
-    /// `GET /v1/policies`.
+    /// `GET /v1/policies`, every page.
     pub async fn list_policies(&self) -> Result<Vec<Policy>> {
-        self.get(&["policies"]).await
+        self.get_all_pages(&["policies"], &[]).await
     }
 
     /// `GET /v1/policies/{id}`.

@@ -40,8 +40,7 @@ impl Client {
     /// `GET /v1/schemas`, every version of every type, or `?type=` only the
     /// versions of one type.
     pub async fn list_schemas(&self, type_name: Option<&str>) -> Result<Vec<ResourceSchema>> {
-        let url = self.url_with_query(&["schemas"], &[("type", type_name)])?;
-        self.send(self.authed(Method::GET, url)).await
+        self.get_all_pages(&["schemas"], &[("type", type_name)]).await
     }
 
     /// `GET /v1/schemas/{id-or-type}`: one version by id, or a type's newest

@@ -9,7 +9,7 @@ use crate::{Client, Result};
 impl Client {
     /// `GET /v1/tokens`: the caller's own tokens (metadata only).
     pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
-        self.get(&["tokens"]).await
+        self.get_all_pages(&["tokens"], &[]).await
     }
 
     /// `POST /v1/tokens`: a new token for the caller, shown this once.

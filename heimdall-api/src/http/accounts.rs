@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use super::catalog::resolve as resolve_catalog;
 use super::error::HttpResult;
-use super::extract::{Caller, JsonBody};
+use super::extract::{Caller, JsonBody, QueryParams};
 use super::openapi::errors;
 use super::AppState;
 
@@ -46,11 +46,20 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<CloudAc
     path = "/v1/cloud-accounts",
     tag = "cloud-accounts",
     operation_id = "list_cloud_accounts",
-    responses((status = 200, description = "Cloud accounts (never a credential)", body = Vec<CloudAccount>), ListErrors),
+    params(super::PageQuery),
+    responses((status = 200, description = "A page of the cloud accounts, by name (never a credential)", body = Vec<CloudAccount>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
-async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<CloudAccount>>> {
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(page): QueryParams<super::PageQuery>,
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<CloudAccount>>)> {
     state.authorize(&caller, Action::CloudAccountRead, &Target::organization(caller.org.id), None).await?;
-    Ok(Json(state.store.list_accounts(caller.org.id).await?))
+    let accounts = state.store.list_accounts(caller.org.id).await?;
+    let (headers, accounts) = super::short_page(accounts, page.limit, page.after.as_deref(), |a| {
+        vec![a.name.clone(), a.id.to_string()]
+    })?;
+    Ok((headers, Json(accounts)))
 }
 
 #[utoipa::path(

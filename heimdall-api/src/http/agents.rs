@@ -19,7 +19,7 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::error::HttpResult;
-use super::extract::{Caller, JsonBody};
+use super::extract::{Caller, JsonBody, QueryParams};
 use super::openapi::errors;
 use super::tokens::generate_token;
 use super::AppState;
@@ -61,11 +61,21 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, 
     path = "/v1/agents",
     tag = "agents",
     operation_id = "list_agents",
-    responses((status = 200, description = "Enrolled Agents", body = Vec<Agent>), ListErrors),
+    params(super::PageQuery),
+    responses((status = 200, description = "A page of the enrolled Agents, by name", body = Vec<Agent>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
-async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Agent>>> {
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(page): QueryParams<super::PageQuery>,
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Agent>>)> {
     state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
-    Ok(Json(state.store.list_agents(caller.org.id).await?))
+    let agents = state.store.list_agents(caller.org.id).await?;
+    let (headers, agents) = super::short_page(agents, page.limit, page.after.as_deref(), |a| {
+        let created = a.created_at.unix_timestamp_nanos() / 1000;
+        vec![a.name.clone(), super::sort_number(i64::try_from(created).unwrap_or(i64::MAX)), a.id.to_string()]
+    })?;
+    Ok((headers, Json(agents)))
 }
 
 #[utoipa::path(

@@ -43,8 +43,8 @@ macro_rules! catalog_kind {
 
             #[utoipa::path(get, path = $list_path, tag = "catalog", operation_id = concat!("list_", $noun, "s"),
                 params(ListQuery),
-                responses((status = 200, description = "Every entry of this kind", body = Vec<CatalogEntry>), ListErrors))]
-            async fn list(state: State<AppState>, caller: Caller, query: QueryParams<ListQuery>) -> HttpResult<Json<Vec<CatalogEntry>>> {
+                responses((status = 200, description = "A page of the entries of this kind, by name", body = Vec<CatalogEntry>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors))]
+            async fn list(state: State<AppState>, caller: Caller, query: QueryParams<ListQuery>) -> HttpResult<(axum::http::HeaderMap, Json<Vec<CatalogEntry>>)> {
                 super::list($kind, state, caller, query).await
             }
 
@@ -105,6 +105,10 @@ pub(super) struct ListQuery {
     domain: Option<String>,
     /// For components: only those in this system (id or name).
     system: Option<String>,
+    /// At most this many (default 100, at most 1000).
+    limit: Option<u32>,
+    /// The `Heimdall-Next-After` of the previous page.
+    after: Option<String>,
 }
 
 impl heimdall_core::body::Query for ListQuery {}
@@ -170,7 +174,7 @@ async fn list(
     State(state): State<AppState>,
     caller: Caller,
     QueryParams(query): QueryParams<ListQuery>,
-) -> HttpResult<Json<Vec<CatalogEntry>>> {
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<CatalogEntry>>)> {
     state.authorize(&caller, Action::CatalogRead, &Target::organization(caller.org.id), None).await?;
     let parent_key = match (kind, query.domain, query.system) {
         (CatalogKind::System, Some(domain), None) => Some((CatalogKind::Domain, domain)),
@@ -193,7 +197,11 @@ async fn list(
         Some((parent_kind, key)) => Some(resolve(&state, &caller, parent_kind, &key).await?.id),
         None => None,
     };
-    Ok(Json(state.store.list_catalog(caller.org.id, kind, parent).await?))
+    let entries = state.store.list_catalog(caller.org.id, kind, parent).await?;
+    let (headers, entries) = super::short_page(entries, query.limit, query.after.as_deref(), |e| {
+        vec![e.name.clone(), e.id.to_string()]
+    })?;
+    Ok((headers, Json(entries)))
 }
 
 async fn create(

@@ -30,7 +30,7 @@ use uuid::Uuid;
 use super::agent_channel::{agent, PeerAgent};
 use super::catalog::resolve as resolve_catalog;
 use super::error::HttpResult;
-use super::extract::{Caller, JsonBody};
+use super::extract::{Caller, JsonBody, QueryParams};
 use super::openapi::errors;
 use super::AppState;
 
@@ -136,14 +136,22 @@ async fn create(
     path = "/v1/databases",
     tag = "databases",
     operation_id = "list_databases",
-    responses((status = 200, description = "Databases", body = Vec<Database>), ListErrors),
+    params(super::PageQuery),
+    responses((status = 200, description = "A page of the databases the caller may see, by name", body = Vec<Database>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
-async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Database>>> {
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(page): QueryParams<super::PageQuery>,
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Database>>)> {
     let decider = state.decider(&caller).await?;
     let target = Target::organization(caller.org.id);
     let mut databases = state.store.list_databases(caller.org.id).await?;
     databases.retain(|d| decider.require(Action::SecretRead, &target, Some(&d.environment)).is_ok());
-    Ok(Json(databases))
+    let (headers, databases) = super::short_page(databases, page.limit, page.after.as_deref(), |d| {
+        vec![d.name.clone(), d.id.to_string()]
+    })?;
+    Ok((headers, Json(databases)))
 }
 
 #[utoipa::path(

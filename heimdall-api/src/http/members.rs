@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::error::HttpResult;
-use super::extract::{Caller, JsonBody};
+use super::extract::{Caller, JsonBody, QueryParams};
 use super::openapi::errors;
 use super::tokens::new_token;
 use super::AppState;
@@ -55,11 +55,20 @@ fn target(caller: &Caller, member: Option<&Member>) -> Target {
     path = "/v1/members",
     tag = "members",
     operation_id = "list_members",
-    responses((status = 200, description = "The members of the organization", body = Vec<Member>), ListErrors),
+    params(super::PageQuery),
+    responses((status = 200, description = "A page of the members of the organization, by email", body = Vec<Member>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
-async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Member>>> {
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(page): QueryParams<super::PageQuery>,
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Member>>)> {
     state.authorize(&caller, Action::MemberRead, &target(&caller, None), None).await?;
-    Ok(Json(state.store.list_members(caller.org.id).await?))
+    let members = state.store.list_members(caller.org.id).await?;
+    let (headers, members) = super::short_page(members, page.limit, page.after.as_deref(), |m| {
+        vec![m.email.clone(), m.id.to_string()]
+    })?;
+    Ok((headers, Json(members)))
 }
 
 #[utoipa::path(

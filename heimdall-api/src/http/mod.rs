@@ -313,6 +313,49 @@ errors!(public PublicErrors);
 errors!(public PublicNotFound: NotFound);
 errors!(SignedInErrors);
 
+/// `?limit=&after=` of a short list: one the API reads whole and cuts
+/// into pages ([`short_page`]).
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct PageQuery {
+    /// At most this many (default 100, at most 1000).
+    pub(crate) limit: Option<u32>,
+    /// The `Heimdall-Next-After` of the previous page.
+    pub(crate) after: Option<String>,
+}
+
+impl heimdall_core::body::Query for PageQuery {}
+
+/// The page of a short list after `after`, in the order of `key` (which
+/// tells any two entries apart), and its `Heimdall-Next-After`. The list
+/// is read whole: these lists are an organization's members, tokens,
+/// policies, schemas, accounts, Agents, databases and catalog, not its
+/// data.
+pub(crate) fn short_page<T>(
+    items: Vec<T>,
+    limit: Option<u32>,
+    after: Option<&str>,
+    key: impl Fn(&T) -> Vec<String>,
+) -> Result<(axum::http::HeaderMap, Vec<T>), ApiError> {
+    let limit = heimdall_core::page::limit(limit)?;
+    let after = after.map(heimdall_core::page::decode::<heimdall_core::page::KeyCursor>).transpose()?;
+    let (items, next) = heimdall_core::page::cut(items, key, after.as_ref(), limit);
+    let mut headers = axum::http::HeaderMap::new();
+    if let Some(value) =
+        next.and_then(|n| axum::http::HeaderValue::from_str(&heimdall_core::page::encode(&n)).ok())
+    {
+        headers.insert(heimdall_core::page::NEXT_AFTER, value);
+    }
+    Ok((headers, items))
+}
+
+/// A count or a time as a sort key: zero-padded, so that text order is
+/// number order (for 0 and up; these never go below).
+pub(crate) fn sort_number(n: i64) -> String {
+    format!("{:020}", n.max(0))
+}
+
 /// A page of what the caller may see: reads chunks of `limit + 1` from
 /// `fetch` (each after the last entry read), keeps those `allowed`, until
 /// one more than `limit` is kept (so there is a next page) or the list

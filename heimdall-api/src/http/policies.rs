@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::error::HttpResult;
-use super::extract::{Caller, JsonBody};
+use super::extract::{Caller, JsonBody, QueryParams};
 use super::openapi::errors;
 use super::AppState;
 
@@ -35,11 +35,20 @@ errors!(ShowErrors: NotFound);
     path = "/v1/policies",
     tag = "policies",
     operation_id = "list_policies",
-    responses((status = 200, description = "The organization's Cedar policies", body = Vec<Policy>), ListErrors),
+    params(super::PageQuery),
+    responses((status = 200, description = "A page of the organization's Cedar policies, by name", body = Vec<Policy>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
-async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Policy>>> {
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(page): QueryParams<super::PageQuery>,
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Policy>>)> {
     state.authorize(&caller, Action::PolicyRead, &Target::organization(caller.org.id), None).await?;
-    Ok(Json(state.store.list_policies(caller.org.id).await?))
+    let policies = state.store.list_policies(caller.org.id).await?;
+    let (headers, policies) = super::short_page(policies, page.limit, page.after.as_deref(), |p| {
+        vec![p.name.clone(), p.id.to_string()]
+    })?;
+    Ok((headers, Json(policies)))
 }
 
 #[utoipa::path(

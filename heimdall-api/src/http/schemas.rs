@@ -33,8 +33,13 @@ errors!(body CreateErrors: AlreadyExists, ModuleNotAllowed, SchemaViolation);
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
+    /// Only the versions of this type.
     #[serde(rename = "type")]
     type_name: Option<String>,
+    /// At most this many (default 100, at most 1000).
+    limit: Option<u32>,
+    /// The `Heimdall-Next-After` of the previous page.
+    after: Option<String>,
 }
 
 impl heimdall_core::body::Query for ListQuery {}
@@ -64,19 +69,22 @@ pub(crate) async fn resolve(
     tag = "schemas",
     operation_id = "list_schemas",
     params(ListQuery),
-    responses((status = 200, description = "Resource schemas, every version", body = Vec<ResourceSchema>), ListErrors),
+    responses((status = 200, description = "A page of the resource schemas, every version, by type and version", body = Vec<ResourceSchema>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
     QueryParams(query): QueryParams<ListQuery>,
-) -> HttpResult<Json<Vec<ResourceSchema>>> {
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<ResourceSchema>>)> {
     state.authorize(&caller, Action::SchemaRead, &Target::organization(caller.org.id), None).await?;
     let mut schemas = state.store.list_schemas(caller.org.id).await?;
     if let Some(t) = query.type_name {
         schemas.retain(|s| s.type_name == t);
     }
-    Ok(Json(schemas))
+    let (headers, schemas) = super::short_page(schemas, query.limit, query.after.as_deref(), |s| {
+        vec![s.type_name.clone(), super::sort_number(s.version), s.id.to_string()]
+    })?;
+    Ok((headers, Json(schemas)))
 }
 
 #[utoipa::path(

@@ -17,7 +17,7 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::error::HttpResult;
-use super::extract::{Caller, JsonBody};
+use super::extract::{Caller, JsonBody, QueryParams};
 use super::openapi::errors;
 use super::AppState;
 
@@ -54,10 +54,20 @@ pub(crate) fn new_token(name: &str) -> (Redacted<String>, NewToken) {
     path = "/v1/tokens",
     tag = "tokens",
     operation_id = "list_tokens",
-    responses((status = 200, description = "The caller's API tokens (never the token itself)", body = Vec<TokenInfo>), ListErrors),
+    params(super::PageQuery),
+    responses((status = 200, description = "A page of the caller's API tokens, oldest first (never the token itself)", body = Vec<TokenInfo>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
-async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<TokenInfo>>> {
-    Ok(Json(state.store.list_tokens(caller.org.id, caller.member.id).await?))
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(page): QueryParams<super::PageQuery>,
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<TokenInfo>>)> {
+    let tokens = state.store.list_tokens(caller.org.id, caller.member.id).await?;
+    let (headers, tokens) = super::short_page(tokens, page.limit, page.after.as_deref(), |t| {
+        let created = t.created_at.unix_timestamp_nanos() / 1000;
+        vec![super::sort_number(i64::try_from(created).unwrap_or(i64::MAX)), t.id.to_string()]
+    })?;
+    Ok((headers, Json(tokens)))
 }
 
 #[utoipa::path(

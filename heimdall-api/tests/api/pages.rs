@@ -8,7 +8,10 @@ use serde_json::{json, Value};
 
 use crate::support::{world, Client};
 
-crate::on_every_backend!(secret_and_job_lists_come_in_full_pages_with_hidden_entries_left_out);
+crate::on_every_backend!(
+    secret_and_job_lists_come_in_full_pages_with_hidden_entries_left_out,
+    the_short_lists_come_in_pages_that_make_up_the_whole_list
+);
 
 /// Every page of `path` (which has a `?`) for `token`, `limit` at a time:
 /// the page sizes and the entries' `key` fields in order.
@@ -92,4 +95,62 @@ async fn secret_and_job_lists_come_in_full_pages_with_hidden_entries_left_out(db
     assert_eq!(sizes, [4, 4], "prod's 5 jobs hidden, pages still full");
     assert!(ids.iter().all(|id| every.contains(id)));
     c.get("/v1/jobs?after=nope", owner).await.expect_error(422, "INVALID_INPUT");
+}
+
+/// Members, tokens, policies, schemas, cloud accounts, Agents and the
+/// catalog are read whole but answered in pages like the long lists: put
+/// together, the pages are the whole list in its order, each entry once.
+async fn the_short_lists_come_in_pages_that_make_up_the_whole_list(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = &api.owner_token;
+    for who in ["b@example.com", "c@example.com", "a@example.com"] {
+        c.add_member(owner, who, "member").await;
+    }
+    for name in ["prod", "dev", "stage"] {
+        c.post("/v1/environments", owner, json!({ "name": name })).await.expect(201);
+        c.post("/v1/domains", owner, json!({ "name": name })).await.expect(201);
+        c.post("/v1/tokens", owner, json!({ "name": name })).await.expect(201);
+        let text = format!(
+            r#"forbid (principal, action == Heimdall::Action::"secret.write", resource) when {{ context.environment == "{name}" }};"#
+        );
+        c.post("/v1/policies", owner, json!({ "name": name, "text": text })).await.expect(201);
+        c.post("/v1/schemas", owner, json!({ "type": name, "input_schema": { "type": "object" }, "module": { "source": "./m", "version": "1" } }))
+            .await
+            .expect(201);
+        c.post(
+            "/v1/cloud-accounts",
+            owner,
+            json!({ "name": name, "provider": "aws", "region": "us-east-1", "state_bucket": "state-bucket",
+                    "auth": { "kind": "oidc", "role_arn": "arn:aws:iam::123456789012:role/heimdall" } }),
+        )
+        .await
+        .expect(201);
+        crate::support::enroll_agent(&c, &api, owner, &format!("edge-{name}")).await;
+    }
+    // Tokens come oldest first; the others by the key shown.
+    for (path, key, by_key) in [
+        ("/v1/members?", "email", true),
+        ("/v1/environments?", "name", true),
+        ("/v1/domains?", "name", true),
+        ("/v1/tokens?", "name", false),
+        ("/v1/policies?", "name", true),
+        ("/v1/schemas?", "type", true),
+        ("/v1/cloud-accounts?", "name", true),
+        ("/v1/agents?", "name", true),
+    ] {
+        let whole = c.get(path.trim_end_matches('?'), owner).await;
+        assert_eq!(whole.next_after, None, "{path}: a list under the default limit is one page");
+        let whole: Vec<String> =
+            whole.body.as_array().unwrap().iter().map(|e| e[key].as_str().unwrap().to_owned()).collect();
+        assert!(whole.len() >= 3, "{path}: {whole:?}");
+        let mut sorted = whole.clone();
+        sorted.sort();
+        assert!(!by_key || whole == sorted, "{path}: in order of {key}: {whole:?}");
+        let (sizes, paged) = pages(&c, path, owner, 2, key).await;
+        assert_eq!(paged, whole, "{path}: the pages make up the whole list");
+        assert!(sizes[..sizes.len() - 1].iter().all(|n| *n == 2), "{path}: {sizes:?}");
+        let bad = c.get(&format!("{path}after=bogus"), owner).await;
+        assert_eq!((bad.status.as_u16(), bad.code()), (422, "INVALID_INPUT"), "{path}");
+    }
 }
