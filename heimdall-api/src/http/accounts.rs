@@ -25,7 +25,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show)).routes(routes!(link))
 }
 
-errors!(ListErrors);
+errors!(ListErrors: InvalidInput);
 errors!(ShowErrors: NotFound);
 errors!(body CreateErrors: AlreadyExists, NotFound);
 errors!(body LinkErrors: NotFound, AlreadyExists, Conflict);

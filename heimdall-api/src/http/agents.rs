@@ -36,7 +36,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(forget))
 }
 
-errors!(ListErrors);
+errors!(ListErrors: InvalidInput);
 errors!(ShowErrors: NotFound);
 errors!(body ForgetErrors: NotFound, Conflict);
 errors!(body RegisterErrors: AlreadyExists);

@@ -48,7 +48,7 @@ pub fn agent_routes() -> OpenApiRouter<AppState> {
 }
 
 errors!(body CreateErrors: AlreadyExists, NotFound);
-errors!(ListErrors);
+errors!(ListErrors: InvalidInput);
 errors!(body CreateUserErrors: AlreadyExists, NotFound);
 errors!(ShowErrors: NotFound);
 errors!(RotateErrors: NotFound, Conflict);

@@ -24,7 +24,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list, add)).routes(routes!(show, change_role, remove))
 }
 
-errors!(ListErrors);
+errors!(ListErrors: InvalidInput);
 errors!(body AddErrors: AlreadyExists);
 errors!(ShowErrors: NotFound);
 errors!(body ChangeErrors: NotFound, LastOwner);

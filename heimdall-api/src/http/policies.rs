@@ -26,7 +26,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show, delete))
 }
 
-errors!(ListErrors);
+errors!(ListErrors: InvalidInput);
 errors!(body CreateErrors: InvalidPolicy, AlreadyExists);
 errors!(ShowErrors: NotFound);
 

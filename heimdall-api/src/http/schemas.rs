@@ -25,7 +25,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show))
 }
 
-errors!(ListErrors);
+errors!(ListErrors: InvalidInput);
 errors!(ShowErrors: NotFound);
 errors!(body CreateErrors: AlreadyExists, ModuleNotAllowed, SchemaViolation);
 

@@ -25,7 +25,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(revoke))
 }
 
-errors!(ListErrors);
+errors!(ListErrors: InvalidInput);
 errors!(body CreateErrors);
 errors!(RevokeErrors: NotFound);
 
