@@ -33,6 +33,7 @@ pub mod sealed_file;
 pub mod store;
 pub mod sync;
 pub mod terraform;
+pub mod terraform_guard;
 pub mod token_command;
 pub mod vault;
 pub mod watch;

@@ -63,6 +63,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // First of all: started as a Terraform guard, this process is only that.
+    if let Some(code) = heimdall_agent::terraform_guard::main_or_enable() {
+        return code;
+    }
     if let Err(message) = heimdall_tls::logging::init() {
         eprintln!("error: {message}");
         return ExitCode::from(2);

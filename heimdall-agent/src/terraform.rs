@@ -291,6 +291,15 @@ fn command(terraform: &Path, dir: &Path, env: &[(std::ffi::OsString, std::ffi::O
     command
 }
 
+/// A terraform command in `dir` with [`job_env`] and nothing else, under
+/// the guard that stops it with the Agent ([`crate::terraform_guard`]):
+/// keep the returned child's standard input for as long as it runs.
+fn guarded(terraform: &Path, dir: &Path, env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Command {
+    let (mut command, _) = crate::terraform_guard::command(terraform);
+    command.current_dir(dir).env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+    command
+}
+
 /// Runs one terraform command in `dir`, sending its output to `log`.
 /// Returns (success, the `outputs` message if any, stderr tail + errors).
 pub async fn run(
@@ -302,13 +311,14 @@ pub async fn run(
     mode: Stdout,
 ) -> Result<(bool, Vec<u8>, String), String> {
     let _ = log.send(format!("$ terraform {}\n", args.join(" ")));
-    let mut child = command(terraform, dir, env)
+    let mut child = guarded(terraform, dir, env)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", terraform.display()))?;
+    // Held until the run ends (or is dropped): its end stops Terraform.
+    let _guard_pipe = child.stdin.take();
     let stdout = child.stdout.take().ok_or("no stdout")?;
     let stderr = child.stderr.take().ok_or("no stderr")?;
     let log_err = log.clone();
@@ -523,7 +533,7 @@ async fn probe_lock(
     dir: &Path,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
 ) -> Option<LockInfo> {
-    let out = command(terraform, dir, env)
+    let mut child = guarded(terraform, dir, env)
         .args([
             "plan",
             "-input=false",
@@ -532,9 +542,13 @@ async fn probe_lock(
             "-refresh=false",
             "-detailed-exitcode",
         ])
-        .output()
-        .await
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .ok()?;
+    // `wait_with_output` would close it first, and so stop the probe.
+    let _guard_pipe = child.stdin.take();
+    let out = child.wait_with_output().await.ok()?;
     LockInfo::from_terraform_error(&String::from_utf8_lossy(&out.stderr))
         .or_else(|| LockInfo::from_terraform_error(&String::from_utf8_lossy(&out.stdout)))
 }

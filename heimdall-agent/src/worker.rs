@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use heimdall_core::ids::{JobId, LeaseId};
-use heimdall_core::queue::LEASE;
+use heimdall_core::queue;
 use heimdall_core::wire::{ClaimedJob, FinishOutcome};
 use tokio::sync::{mpsc, watch};
 
@@ -109,6 +109,60 @@ async fn ship_logs(
     buf
 }
 
+/// Renews the lease until the run ends (this task is aborted then), and
+/// returns when the run must stop: the API refused a renewal (the job was
+/// handed on), or none was accepted for [`queue::RUN_STOPS_AFTER`].
+async fn heartbeats(
+    channel: Channel,
+    job: JobId,
+    lease: LeaseId,
+    lock: watch::Receiver<Option<String>>,
+    claimed_at: std::time::Instant,
+) {
+    let to_std = |d: time::Duration| Duration::try_from(d).unwrap_or(Duration::ZERO);
+    let mut renewed = claimed_at;
+    let mut wait = to_std(queue::HEARTBEAT_EVERY);
+    loop {
+        let stop_at = renewed + to_std(queue::RUN_STOPS_AFTER);
+        tokio::time::sleep_until(tokio::time::Instant::from_std(
+            (std::time::Instant::now() + wait).min(stop_at),
+        ))
+        .await;
+        let sent = std::time::Instant::now();
+        let lock_id = lock.borrow().clone();
+        // A renewal that hangs (packets dropped) is given up at the deadline.
+        let answer = tokio::time::timeout_at(
+            tokio::time::Instant::from_std(stop_at),
+            channel.heartbeat(job, lease, lock_id),
+        )
+        .await;
+        match answer {
+            Ok(Ok(_)) => {
+                renewed = sent;
+                wait = to_std(queue::HEARTBEAT_EVERY);
+            }
+            Ok(Err(e)) if e.is_fenced() => {
+                tracing::warn!(%job, "lease lost; abandoning the run");
+                return;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(%job, error = %e, "heartbeat failed; will retry");
+                wait = to_std(queue::HEARTBEAT_RETRY);
+            }
+            Err(_) => {}
+        }
+        let since = time::Duration::try_from(renewed.elapsed()).unwrap_or(time::Duration::MAX);
+        if !queue::run_may_continue(since) {
+            tracing::warn!(
+                %job,
+                seconds = since.whole_seconds(),
+                "no heartbeat reached the API: stopping the run before its job is handed on to another Agent"
+            );
+            return;
+        }
+    }
+}
+
 /// Stops the heartbeat however the run ends, a panic included: the lease
 /// then runs out and the reaper hands the job on, instead of the job
 /// staying `running` on a heartbeat with nothing behind it.
@@ -133,34 +187,22 @@ async fn run_job(
     let shipper = tokio::spawn(ship_logs(channel.clone(), job.id, lease, log_rx));
     let (lock_tx, lock_rx) = watch::channel::<Option<String>>(None);
 
-    // Heartbeats: every third of the lease; a refusal means we were fenced
-    // out (reaped), and the run must stop.
+    // Heartbeats: every third of the lease. A refusal means we were fenced
+    // out (reaped), and the run must stop; so must a run whose lease could
+    // not be renewed for a while (a partitioned Agent), before the API can
+    // hand the job on (`heimdall_core::queue::run_may_continue`).
     let (fenced_tx, fenced_rx) = tokio::sync::oneshot::channel::<()>();
     let hb_channel = channel.clone();
     let job_id = job.id;
+    // The claim's answer just came: the lease began a moment before.
+    let claimed_at = std::time::Instant::now();
     let heartbeat = AbortOnDrop(tokio::spawn(async move {
-        let every = Duration::from_secs(u64::try_from(LEASE.whole_seconds() / 3).unwrap_or(10).max(1));
-        let mut fenced_tx = Some(fenced_tx);
-        loop {
-            tokio::time::sleep(every).await;
-            let lock = lock_rx.borrow().clone();
-            match hb_channel.heartbeat(job_id, lease, lock).await {
-                Ok(_) => {}
-                Err(e) if e.is_fenced() => {
-                    tracing::warn!(job = %job_id, "lease lost; abandoning the run");
-                    if let Some(tx) = fenced_tx.take() {
-                        let _ = tx.send(());
-                    }
-                    return;
-                }
-                Err(e) => tracing::warn!(job = %job_id, error = %e, "heartbeat failed; will retry"),
-            }
-        }
+        heartbeats(hb_channel, job_id, lease, lock_rx, claimed_at).await;
+        let _ = fenced_tx.send(());
     }));
 
     let dir: PathBuf = config.work_dir.join(format!("{}-{}", job.id, job.attempts));
     let mut phases = terraform::Phases::default();
-    let claimed_at = std::time::Instant::now();
     let mut prepared = Duration::ZERO;
     let outcome = async {
         let module = terraform::preflight(config, &job.request).await?;
@@ -199,7 +241,10 @@ async fn run_job(
     drop(log_tx);
     let log_tail = shipper.await.unwrap_or_default();
     let Some(result) = result else {
-        return; // fenced: another attempt owns the job now
+        // Fenced: another attempt owns the job now, or will soon. What
+        // the run left (credential files among it) goes.
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
     };
     let outcome = match result {
         Ok(outputs) => FinishOutcome::Completed { outputs },

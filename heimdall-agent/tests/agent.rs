@@ -57,3 +57,6 @@ mod programs;
 
 #[path = "agent/rekey.rs"]
 mod rekey;
+
+#[path = "agent/fencing.rs"]
+mod fencing;

@@ -13,6 +13,26 @@ pub const MAX_ATTEMPTS: i64 = 3;
 /// `LEASE / 3`, so two lost heartbeats do not lose the job.
 pub const LEASE: Duration = Duration::seconds(30);
 
+/// How often an Agent renews its lease while a job runs.
+pub const HEARTBEAT_EVERY: Duration = Duration::seconds(LEASE.whole_seconds() / 3);
+
+/// How soon an Agent tries again after a renewal failed.
+pub const HEARTBEAT_RETRY: Duration = Duration::seconds(2);
+
+/// An Agent that has not renewed its lease for this long, counted from
+/// when it sent the last renewal the API accepted, stops its run itself.
+/// The API hands the job on only [`LEASE`] after it recorded that
+/// renewal, which is later than it was sent: a partitioned Agent's
+/// Terraform is gone a whole heartbeat before another attempt can start.
+pub const RUN_STOPS_AFTER: Duration =
+    Duration::seconds(LEASE.whole_seconds() - HEARTBEAT_EVERY.whole_seconds());
+
+/// Whether a run may go on, `since_renewal` after the Agent sent the last
+/// renewal of its lease that the API accepted (or its claim).
+pub fn run_may_continue(since_renewal: Duration) -> bool {
+    since_renewal < RUN_STOPS_AFTER
+}
+
 /// Job output kept per job (DESIGN §2).
 pub const MAX_LOG_BYTES: usize = 1024 * 1024;
 
@@ -117,6 +137,20 @@ mod tests {
         assert_eq!(reap_decision(1, 3, t), ReapDecision::Requeue);
         assert_eq!(reap_decision(2, 3, t), ReapDecision::Requeue);
         assert!(matches!(reap_decision(3, 3, t), ReapDecision::Fail(r) if r.contains("3/3")));
+    }
+
+    #[test]
+    fn a_cut_off_run_stops_a_heartbeat_before_its_job_can_be_handed_on() {
+        // One lost heartbeat, and the retries after it, keep the run.
+        assert!(run_may_continue(Duration::ZERO));
+        assert!(run_may_continue(HEARTBEAT_EVERY + HEARTBEAT_RETRY * 4));
+        assert!(!run_may_continue(RUN_STOPS_AFTER));
+        assert!(!run_may_continue(LEASE));
+        // The API hands the job on at the earliest LEASE after the renewal
+        // was sent: the run is stopped a whole heartbeat before that.
+        let sent = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        assert!(sent + RUN_STOPS_AFTER + HEARTBEAT_EVERY <= lease_until(sent));
+        assert!(HEARTBEAT_RETRY < HEARTBEAT_EVERY);
     }
 
     #[test]
