@@ -1,7 +1,7 @@
 // Secrets as the API describes them: versions per environment, who holds
 // them, where they are at risk, who read them. Never a value: the Console
 // has no call that could carry one.
-import { get, seg } from './api.js';
+import { all, get, seg } from './api.js';
 import { badge, facts, h, link, table, time } from './dom.js';
 import { catalog, errorBox, heading, pagedTable } from './common.js';
 
@@ -47,7 +47,7 @@ export async function secretPage({ name }) {
   const holders = await Promise.all(
     byEnv.map(async (env) => {
       try {
-        return { env, list: await get(`/v1/secrets/${seg(s.name)}/holders`, { environment: env.name }) };
+        return { env, list: await all(`/v1/secrets/${seg(s.name)}/holders`, { environment: env.name }) };
       } catch (e) {
         if (e.status === 401) throw e;
         return { env, error: e };

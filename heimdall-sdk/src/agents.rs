@@ -92,6 +92,6 @@ impl Client {
     /// `GET /v1/environments/{id-or-name}/agents`: the Agents that hold
     /// `environment`'s values, who assigned each and when.
     pub async fn list_assignments(&self, environment: &str) -> Result<Vec<Assignment>> {
-        self.get(&["environments", environment, "agents"]).await
+        self.get_all_pages(&["environments", environment, "agents"], &[]).await
     }
 }

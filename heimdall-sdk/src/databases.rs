@@ -32,7 +32,7 @@ impl Client {
 
     /// `GET /v1/databases/{database}/users`.
     pub async fn list_service_users(&self, database: &str) -> Result<Vec<ServiceUser>> {
-        self.get(&["databases", database, "users"]).await
+        self.get_all_pages(&["databases", database, "users"], &[]).await
     }
 
     /// `GET /v1/databases/{database}/users/{user}`.

@@ -26,7 +26,7 @@ impl Client {
 
     /// `GET /v1/notifications` (owner, admin).
     pub async fn list_channels(&self) -> Result<Vec<Channel>> {
-        self.get(&["notifications"]).await
+        self.get_all_pages(&["notifications"], &[]).await
     }
 
     /// `DELETE /v1/notifications/{id-or-name}` (owner).

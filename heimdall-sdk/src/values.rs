@@ -47,9 +47,7 @@ impl Client {
     /// `GET /v1/secrets/{id-or-name}/holders?environment=`: the Agents to
     /// read `secret` from in `environment`, with their local API URLs.
     pub async fn secret_holders(&self, secret: &str, environment: &str) -> Result<Vec<AgentLocation>> {
-        let url =
-            self.url_with_query(&["secrets", secret, "holders"], &[("environment", Some(environment))])?;
-        self.send(self.authed(Method::GET, url)).await
+        self.get_all_pages(&["secrets", secret, "holders"], &[("environment", Some(environment))]).await
     }
 
     /// `POST /v1/me/certificate`: a client certificate for the CSR's public
@@ -63,7 +61,7 @@ impl Client {
     /// (people's, and Agents' local API ones), newest first; a member sees
     /// only her own.
     pub async fn list_certificates(&self) -> Result<Vec<heimdall_core::secrets::IssuedCertificateInfo>> {
-        self.get(&["certificates"]).await
+        self.get_all_pages(&["certificates"], &[]).await
     }
 
     /// `DELETE /v1/certificates/{sha256}`: revokes one certificate (owner,

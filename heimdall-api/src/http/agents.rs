@@ -72,8 +72,7 @@ async fn list(
     state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
     let agents = state.store.list_agents(caller.org.id).await?;
     let (headers, agents) = super::short_page(agents, page.limit, page.after.as_deref(), |a| {
-        let created = a.created_at.unix_timestamp_nanos() / 1000;
-        vec![a.name.clone(), super::sort_number(i64::try_from(created).unwrap_or(i64::MAX)), a.id.to_string()]
+        vec![a.name.clone(), super::sort_time(a.created_at), a.id.to_string()]
     })?;
     Ok((headers, Json(agents)))
 }

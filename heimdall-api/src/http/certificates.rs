@@ -18,7 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::error::HttpResult;
-use super::extract::{Caller, JsonBody};
+use super::extract::{Caller, JsonBody, QueryParams};
 use super::openapi::errors;
 use super::AppState;
 
@@ -27,7 +27,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 }
 
 errors!(body IssueErrors: NotFound);
-errors!(ListErrors);
+errors!(ListErrors: InvalidInput);
 errors!(RevokeErrors: NotFound);
 
 #[utoipa::path(
@@ -35,14 +35,23 @@ errors!(RevokeErrors: NotFound);
     path = "/v1/certificates",
     tag = "certificates",
     operation_id = "list_certificates",
-    responses((status = 200, description = "Client certificates issued", body = Vec<IssuedCertificateInfo>), ListErrors),
+    params(super::PageQuery),
+    responses((status = 200, description = "A page of the client certificates issued, newest first", body = Vec<IssuedCertificateInfo>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
-async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<IssuedCertificateInfo>>> {
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(page): QueryParams<super::PageQuery>,
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<IssuedCertificateInfo>>)> {
     let decider = state.decider(&caller).await?;
     let all =
         decider.decide(Action::CertificateRead, &Target::organization(caller.org.id), None).is_allowed();
     let only = (!all).then_some(caller.member.id);
-    Ok(Json(state.store.list_certificates(caller.org.id, only).await?))
+    let certificates = state.store.list_certificates(caller.org.id, only).await?;
+    let (headers, certificates) = super::short_page(certificates, page.limit, page.after.as_deref(), |c| {
+        vec![super::sort_time_newest_first(c.created_at), c.sha256.clone()]
+    })?;
+    Ok((headers, Json(certificates)))
 }
 
 /// Revokes one certificate: Agents stop accepting a person's at their next

@@ -51,6 +51,7 @@ errors!(body CreateErrors: AlreadyExists, NotFound);
 errors!(ListErrors: InvalidInput);
 errors!(body CreateUserErrors: AlreadyExists, NotFound);
 errors!(ShowErrors: NotFound);
+errors!(ListUsersErrors: NotFound, InvalidInput);
 errors!(RotateErrors: NotFound, Conflict);
 errors!(public ChannelErrors: Unauthenticated, Forbidden, AgentRevoked);
 errors!(public body ReportErrors: Unauthenticated, Forbidden, AgentRevoked, NotFound, Conflict);
@@ -250,17 +251,22 @@ async fn user_named(
     path = "/v1/databases/{database}/users",
     tag = "databases",
     operation_id = "list_service_users",
-    params(("database" = String, Path, description = "A database name")),
-    responses((status = 200, description = "The database's service users", body = Vec<ServiceUser>), ShowErrors),
+    params(("database" = String, Path, description = "A database name"), super::PageQuery),
+    responses((status = 200, description = "A page of the database's service users, by name", body = Vec<ServiceUser>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListUsersErrors),
 )]
 async fn list_users(
     State(state): State<AppState>,
     caller: Caller,
     Path(database): Path<String>,
-) -> HttpResult<Json<Vec<ServiceUser>>> {
+    QueryParams(page): QueryParams<super::PageQuery>,
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<ServiceUser>>)> {
     let database = database_named(&state, &caller, &database).await?;
     authorize(&state, &caller, Action::SecretRead, &database.environment).await?;
-    Ok(Json(state.store.list_service_users(caller.org.id, database.id).await?))
+    let users = state.store.list_service_users(caller.org.id, database.id).await?;
+    let (headers, users) = super::short_page(users, page.limit, page.after.as_deref(), |u| {
+        vec![u.name.clone(), u.id.to_string()]
+    })?;
+    Ok((headers, Json(users)))
 }
 
 #[utoipa::path(

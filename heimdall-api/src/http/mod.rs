@@ -356,6 +356,17 @@ pub(crate) fn sort_number(n: i64) -> String {
     format!("{:020}", n.max(0))
 }
 
+/// A time as a sort key, oldest first (to the microsecond, as stored).
+pub(crate) fn sort_time(t: time::OffsetDateTime) -> String {
+    sort_number(i64::try_from(t.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX))
+}
+
+/// A time as a sort key, newest first.
+pub(crate) fn sort_time_newest_first(t: time::OffsetDateTime) -> String {
+    let micros = i64::try_from(t.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX);
+    sort_number(i64::MAX - micros.max(0))
+}
+
 /// A page of what the caller may see: reads chunks of `limit + 1` from
 /// `fetch` (each after the last entry read), keeps those `allowed`, until
 /// one more than `limit` is kept (so there is a next page) or the list

@@ -24,7 +24,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 }
 
 errors!(body CreateErrors: AlreadyExists);
-errors!(ListErrors);
+errors!(ListErrors: InvalidInput);
 errors!(DeliveriesErrors: InvalidInput);
 errors!(RemoveErrors: NotFound);
 
@@ -79,11 +79,20 @@ async fn create(
     path = "/v1/notifications",
     tag = "notifications",
     operation_id = "list_channels",
-    responses((status = 200, description = "Notification channels", body = Vec<Channel>), ListErrors),
+    params(super::PageQuery),
+    responses((status = 200, description = "A page of the notification channels, by name", body = Vec<Channel>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
-async fn list(State(state): State<AppState>, caller: Caller) -> HttpResult<Json<Vec<Channel>>> {
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(page): QueryParams<super::PageQuery>,
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Channel>>)> {
     state.authorize(&caller, Action::NotificationRead, &Target::organization(caller.org.id), None).await?;
-    Ok(Json(state.store.list_channels(caller.org.id).await?))
+    let channels = state.store.list_channels(caller.org.id).await?;
+    let (headers, channels) = super::short_page(channels, page.limit, page.after.as_deref(), |c| {
+        vec![c.name.clone(), c.id.clone()]
+    })?;
+    Ok((headers, Json(channels)))
 }
 
 #[utoipa::path(

@@ -46,12 +46,13 @@ errors!(ListErrors);
 errors!(ListSecretsErrors: InvalidInput);
 errors!(body CreateErrors: NotFound, AlreadyExists);
 errors!(ShowErrors: NotFound);
+errors!(AssignmentsErrors: NotFound, InvalidInput);
 errors!(body UpdateErrors: NotFound, Conflict);
 errors!(DeleteErrors: NotFound, ValueMayPersist, Conflict);
 errors!(AccessLogErrors: NotFound, InvalidInput);
 errors!(body VersionErrors: NotFound, NoAgent, Conflict, GrantInvalid);
 errors!(body DeactivateErrors: NotFound, VersionDeactivated, Conflict);
-errors!(HoldersErrors: NotFound, NoAgent);
+errors!(HoldersErrors: NotFound, NoAgent, InvalidInput);
 errors!(body AssignErrors: NotFound, AlreadyExists, Conflict);
 
 /// Before a Resource names `secret` as a module input: it exists, it is an
@@ -531,17 +532,21 @@ async fn access_log(
     path = "/v1/environments/{key}/agents",
     tag = "environments",
     operation_id = "list_environment_agents",
-    params(("key" = String, Path, description = "An environment id or name")),
-    responses((status = 200, description = "The Agents assigned to the environment", body = Vec<Assignment>), ShowErrors),
+    params(("key" = String, Path, description = "An environment id or name"), super::PageQuery),
+    responses((status = 200, description = "A page of the Agents assigned to the environment, in the order they were assigned", body = Vec<Assignment>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), AssignmentsErrors),
 )]
 async fn assignments(
     State(state): State<AppState>,
     caller: Caller,
     Path(env): Path<String>,
-) -> HttpResult<Json<Vec<Assignment>>> {
+    QueryParams(page): QueryParams<super::PageQuery>,
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Assignment>>)> {
     state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
     let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &env).await?;
-    Ok(Json(state.store.list_assignments(caller.org.id, env.id).await?))
+    let assigned = state.store.list_assignments(caller.org.id, env.id).await?;
+    let (headers, assigned) =
+        super::short_page(assigned, page.limit, page.after.as_deref(), assignment_order)?;
+    Ok((headers, Json(assigned)))
 }
 
 #[utoipa::path(
@@ -670,6 +675,20 @@ async fn locations(
     environment: CatalogId,
 ) -> Result<Vec<AgentLocation>, ApiError> {
     let assigned = state.store.list_assignments(caller.org.id, environment).await?;
+    locations_of(state, caller, &assigned).await
+}
+
+/// Agents in the order they were assigned to an environment (a sort key).
+fn assignment_order(a: &Assignment) -> Vec<String> {
+    vec![super::sort_time(a.assigned_at), a.agent_id.to_string()]
+}
+
+/// Where the unrevoked Agents of `assigned` answer, in that order.
+async fn locations_of(
+    state: &AppState,
+    caller: &Caller,
+    assigned: &[Assignment],
+) -> Result<Vec<AgentLocation>, ApiError> {
     let agents = state.store.list_agents(caller.org.id).await?;
     let certificates = state.store.active_agent_certificates(caller.org.id, state.clock.now()).await?;
     Ok(assigned
@@ -863,6 +882,10 @@ async fn deactivate_version(
 #[into_params(parameter_in = Query)]
 pub(super) struct HoldersQuery {
     environment: String,
+    /// At most this many (1–1000, default 100).
+    limit: Option<u32>,
+    /// Where the page starts: a `Heimdall-Next-After` value.
+    after: Option<String>,
 }
 
 impl heimdall_core::body::Query for HoldersQuery {
@@ -876,18 +899,21 @@ impl heimdall_core::body::Query for HoldersQuery {
     tag = "secrets",
     operation_id = "list_secret_holders",
     params(("key" = String, Path, description = "An id or a name"), HoldersQuery),
-    responses((status = 200, description = "The Agents that hold the secret in the environment", body = Vec<AgentLocation>), HoldersErrors),
+    responses((status = 200, description = "A page of the Agents that hold the secret in the environment, in the order they were assigned (a revoked one is left out, so a page may hold fewer than `limit`)", body = Vec<AgentLocation>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), HoldersErrors),
 )]
 async fn holders(
     State(state): State<AppState>,
     caller: Caller,
     Path(key): Path<String>,
     QueryParams(query): QueryParams<HoldersQuery>,
-) -> HttpResult<Json<Vec<AgentLocation>>> {
+) -> HttpResult<(axum::http::HeaderMap, Json<Vec<AgentLocation>>)> {
     let secret = resolve(&state, &caller, &key).await?;
     let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &query.environment).await?;
     state
         .authorize(&caller, Action::SecretRead, &target(&state, &caller, &secret).await?, Some(&env.name))
         .await?;
-    Ok(Json(locations(&state, &caller, env.id).await?))
+    let assigned = state.store.list_assignments(caller.org.id, env.id).await?;
+    let (headers, assigned) =
+        super::short_page(assigned, query.limit, query.after.as_deref(), assignment_order)?;
+    Ok((headers, Json(locations_of(&state, &caller, &assigned).await?)))
 }

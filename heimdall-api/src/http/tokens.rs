@@ -64,8 +64,7 @@ async fn list(
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<TokenInfo>>)> {
     let tokens = state.store.list_tokens(caller.org.id, caller.member.id).await?;
     let (headers, tokens) = super::short_page(tokens, page.limit, page.after.as_deref(), |t| {
-        let created = t.created_at.unix_timestamp_nanos() / 1000;
-        vec![super::sort_number(i64::try_from(created).unwrap_or(i64::MAX)), t.id.to_string()]
+        vec![super::sort_time(t.created_at), t.id.to_string()]
     })?;
     Ok((headers, Json(tokens)))
 }

@@ -127,9 +127,35 @@ async fn the_short_lists_come_in_pages_that_make_up_the_whole_list(db: TestDatab
         .await
         .expect(201);
         crate::support::enroll_agent(&c, &api, owner, &format!("edge-{name}")).await;
+        c.post("/v1/notifications", owner, json!({ "name": name, "webhook": "http://127.0.0.1:9/hook" }))
+            .await
+            .expect(201);
+        c.certificate(owner).await;
     }
-    // Tokens come oldest first; the others by the key shown.
+    // The lists under one entry: an environment's Agents, a secret's
+    // holders there, a database's service users.
+    // (In an environment of its own: the policies above forbid writes in the others.)
+    c.post("/v1/environments", owner, json!({ "name": "qa" })).await.expect(201);
+    for name in ["edge-stage", "edge-prod", "edge-dev"] {
+        c.post("/v1/environments/qa/agents", owner, json!({ "agent": name })).await.expect(201);
+    }
+    c.post("/v1/secrets", owner, json!({ "name": "orders-admin" })).await.expect(201);
+    let database = json!({ "name": "orders", "engine": "postgres", "host": "db.internal", "port": 5432,
+                           "database": "orders", "environment": "qa", "admin_secret": "orders-admin" });
+    c.post("/v1/databases", owner, database).await.expect(201);
+    for name in ["web", "app", "jobs"] {
+        let user = json!({ "name": name, "rotate_every": "1d", "grace": "1h" });
+        c.post("/v1/databases/orders/users", owner, user).await.expect(201);
+    }
+    // Tokens come oldest first, certificates newest first, an
+    // environment's Agents (and so a secret's holders) in the order they
+    // were assigned; the others by the key shown.
     for (path, key, by_key) in [
+        ("/v1/certificates?", "sha256", false),
+        ("/v1/notifications?", "name", true),
+        ("/v1/environments/qa/agents?", "agent_id", false),
+        ("/v1/secrets/orders-admin/holders?environment=qa&", "agent", false),
+        ("/v1/databases/orders/users?", "name", true),
         ("/v1/members?", "email", true),
         ("/v1/environments?", "name", true),
         ("/v1/domains?", "name", true),
@@ -139,7 +165,7 @@ async fn the_short_lists_come_in_pages_that_make_up_the_whole_list(db: TestDatab
         ("/v1/cloud-accounts?", "name", true),
         ("/v1/agents?", "name", true),
     ] {
-        let whole = c.get(path.trim_end_matches('?'), owner).await;
+        let whole = c.get(path.trim_end_matches(['?', '&']), owner).await;
         assert_eq!(whole.next_after, None, "{path}: a list under the default limit is one page");
         let whole: Vec<String> =
             whole.body.as_array().unwrap().iter().map(|e| e[key].as_str().unwrap().to_owned()).collect();
@@ -153,4 +179,19 @@ async fn the_short_lists_come_in_pages_that_make_up_the_whole_list(db: TestDatab
         let bad = c.get(&format!("{path}after=bogus"), owner).await;
         assert_eq!((bad.status.as_u16(), bad.code()), (422, "INVALID_INPUT"), "{path}");
     }
+    let holders = c.get("/v1/secrets/orders-admin/holders?environment=qa", owner).await.body;
+    let holders: Vec<&str> =
+        holders.as_array().unwrap().iter().map(|h| h["agent"].as_str().unwrap()).collect();
+    assert_eq!(holders, ["edge-stage", "edge-prod", "edge-dev"], "in the order they were assigned");
+    let certificates = c.get("/v1/certificates", owner).await.body;
+    let made: Vec<time::OffsetDateTime> = certificates
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let at = c["created_at"].as_str().unwrap();
+            time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339).unwrap()
+        })
+        .collect();
+    assert!(made.len() >= 3 && made.windows(2).all(|w| w[0] >= w[1]), "newest first: {made:?}");
 }
