@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Builds the three binaries and lays out what a package ships, the manual
+# Builds the binaries and lays out what a package ships, the manual
 # pages and shell completions generated at build time from the same clap
 # definition the CLI parses with (as ripgrep does since 14: the binary
 # writes them, so they can never drift from its flags):
 #
-#   OUT/bin/{heimdall,heimdall-api,heimdall-agent}
+#   OUT/bin/{heimdall,heimdall-api,heimdall-agent,heimdall-terraform-guard}
 #   OUT/share/man/man1/heimdall*.1          one page per command and subcommand
 #   OUT/share/bash-completion/completions/heimdall
 #   OUT/share/zsh/site-functions/_heimdall
@@ -32,7 +32,9 @@ bin="${CARGO_TARGET_DIR}/${profile}"
 rm -rf "${out}"
 mkdir -p "${out}/bin" "${out}/share/man/man1" "${out}/share/bash-completion/completions" \
     "${out}/share/zsh/site-functions" "${out}/share/fish/vendor_completions.d" "${out}/share/heimdall/openapi"
-install -m 0755 "${bin}/heimdall" "${bin}/heimdall-api" "${bin}/heimdall-agent" "${out}/bin/"
+# The guard goes next to the Agent, where the Agent looks for it.
+install -m 0755 "${bin}/heimdall" "${bin}/heimdall-api" "${bin}/heimdall-agent" "${bin}/heimdall-terraform-guard" \
+    "${out}/bin/"
 
 "${out}/bin/heimdall" man --out-dir "${out}/share/man/man1" >/dev/null
 "${out}/bin/heimdall" completion bash > "${out}/share/bash-completion/completions/heimdall"
@@ -55,4 +57,4 @@ grep -q 'complete -c heimdall' "${out}/share/fish/vendor_completions.d/heimdall.
 for doc in "${out}"/share/heimdall/openapi/*.json; do
     python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["openapi"].startswith("3.") and d["paths"], sys.argv[1]' "${doc}"
 done
-echo "package.sh: ${out} (${profile}): 3 binaries, ${#pages[@]} manual pages, 3 completions, 3 OpenAPI documents"
+echo "package.sh: ${out} (${profile}): 4 binaries, ${#pages[@]} manual pages, 3 completions, 3 OpenAPI documents"

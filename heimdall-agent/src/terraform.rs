@@ -295,7 +295,7 @@ fn command(terraform: &Path, dir: &Path, env: &[(std::ffi::OsString, std::ffi::O
 /// the guard that stops it with the Agent ([`crate::terraform_guard`]):
 /// keep the returned child's standard input for as long as it runs.
 fn guarded(terraform: &Path, dir: &Path, env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Command {
-    let (mut command, _) = crate::terraform_guard::command(terraform);
+    let mut command = crate::terraform_guard::command(terraform);
     command.current_dir(dir).env_clear().envs(env.iter().map(|(k, v)| (k, v)));
     command
 }

@@ -1,15 +1,18 @@
 //! Terraform stops with its Agent.
 //!
-//! The Agent does not start Terraform itself but a guard: its own binary,
-//! started as `heimdall-agent __terraform-guard TERRAFORM ARGS…`, which
-//! runs Terraform (standard output and error go straight to the Agent) and
-//! reads a pipe whose other end only the Agent holds. However the Agent
-//! goes — killed alone with SIGKILL, by the OOM killer, or dropping a
-//! run it was fenced out of — the kernel closes that pipe, and the guard
-//! kills Terraform and everything it started (providers, `local-exec`
-//! commands), which it keeps as its descendants by being their child
-//! subreaper. A job handed on after its lease runs out then never races
-//! a Terraform of the attempt before.
+//! The Agent does not start Terraform itself but a guard,
+//! `heimdall-terraform-guard TERRAFORM ARGS…` (a small binary installed
+//! next to `heimdall-agent`; without it, the Agent's own binary started
+//! as `heimdall-agent __terraform-guard TERRAFORM ARGS…`, which takes a
+//! few milliseconds longer to start). The guard runs Terraform (standard
+//! output and error go straight to the Agent) and reads a pipe whose
+//! other end only the Agent holds. However the Agent goes — killed alone
+//! with SIGKILL, by the OOM killer, or dropping a run it was fenced out
+//! of — the kernel closes that pipe, and the guard kills Terraform and
+//! everything it started (providers, `local-exec` commands), which it
+//! keeps as its descendants by being their child subreaper. A job handed
+//! on after its lease runs out then never races a Terraform of the
+//! attempt before.
 //!
 //! Terraform stays in the Agent's process group, so a signal to the group
 //! (a terminal's Ctrl-C, `kill -- -PID`) still reaches it directly.
@@ -25,22 +28,23 @@ use rustix::process::{Pid, Signal};
 /// The first argument that makes the Agent's binary a guard.
 pub const ARG: &str = "__terraform-guard";
 
-static GUARD: OnceLock<PathBuf> = OnceLock::new();
+/// The guard's own binary, looked for next to the Agent's.
+pub const BINARY: &str = "heimdall-terraform-guard";
+
+/// The guard to start, and whether it needs [`ARG`] first.
+static GUARD: OnceLock<(PathBuf, bool)> = OnceLock::new();
 
 /// Called by the Agent's `main` before anything else: runs as the guard
 /// and returns its exit code when started as one; otherwise makes every
-/// Terraform the Agent starts from now on run under a guard (this binary).
+/// Terraform the Agent starts from now on run under a guard.
 pub fn main_or_enable() -> Option<ExitCode> {
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref() == Some(ARG.as_ref()) {
-        let Some(program) = args.next() else {
-            eprintln!("{ARG}: no program to run");
-            return Some(ExitCode::from(2));
-        };
-        return Some(guard(&program, args.collect()));
+        return Some(guard_main(args.collect()));
     }
     if let Ok(exe) = std::env::current_exe() {
-        let _ = GUARD.set(exe);
+        let small = exe.with_file_name(BINARY);
+        let _ = GUARD.set(if small.is_file() { (small, false) } else { (exe, true) });
     }
     None
 }
@@ -49,19 +53,32 @@ pub fn main_or_enable() -> Option<ExitCode> {
 /// [`main_or_enable`] enabled it, else directly, killed when dropped.
 /// Give it a piped standard input and keep that pipe open while the run
 /// lasts: its end is what stops Terraform.
-pub fn command(terraform: &Path) -> (tokio::process::Command, bool) {
+pub fn command(terraform: &Path) -> tokio::process::Command {
     match GUARD.get() {
-        Some(guard) => {
+        Some((guard, marked)) => {
             let mut command = tokio::process::Command::new(guard);
-            command.arg(ARG).arg(terraform).stdin(Stdio::piped());
-            (command, true)
+            if *marked {
+                command.arg(ARG);
+            }
+            command.arg(terraform).stdin(Stdio::piped());
+            command
         }
         None => {
             let mut command = tokio::process::Command::new(terraform);
             command.stdin(Stdio::null()).kill_on_drop(true);
-            (command, false)
+            command
         }
     }
+}
+
+/// The guard itself: `args` are the program to run and its arguments.
+pub fn guard_main(args: Vec<OsString>) -> ExitCode {
+    let mut args = args.into_iter();
+    let Some(program) = args.next() else {
+        eprintln!("{BINARY}: no program to run");
+        return ExitCode::from(2);
+    };
+    guard(&program, args.collect())
 }
 
 fn guard(program: &OsString, args: Vec<OsString>) -> ExitCode {

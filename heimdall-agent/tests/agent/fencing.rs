@@ -47,7 +47,10 @@ async fn an_agent_killed_alone_takes_its_terraform_with_it() {
     let mut agent = w.run_agent(&config);
     let id = w.create("alone", "bucket", json!({ "bucket": "alone-bucket", "sleep_seconds": 40 })).await;
     wait_for_the_apply(&w, &id, &work).await;
-    assert!(processes_in(&work).iter().any(|c| c.contains("terraform") && c.contains("apply")));
+    let running = processes_in(&work);
+    assert!(running.iter().any(|c| c.contains("terraform apply")), "{running:?}");
+    // Under the small guard installed next to the Agent.
+    assert!(running.iter().any(|c| c.contains("heimdall-terraform-guard ")), "{running:?}");
 
     // SIGKILL to the Agent's process only, as the OOM killer sends it.
     agent.start_kill().unwrap();
