@@ -13,6 +13,8 @@ pub enum JobCommand {
         /// Only this Resource's jobs (id or name)
         #[arg(long)]
         resource: Option<String>,
+        #[command(flatten)]
+        page: super::PageArgs,
     },
     /// Show one job
     Show { job: JobId },

@@ -87,6 +87,24 @@ pub struct GlobalArgs {
     pub request_timeout: Option<std::time::Duration>,
 }
 
+/// One page of a long list instead of every page.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PageArgs {
+    /// One page of at most this many (1-1000) instead of every page
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub limit: Option<u32>,
+    /// One page, after this cursor (printed under a page that has more)
+    #[arg(long, value_name = "CURSOR")]
+    pub after: Option<String>,
+}
+
+impl PageArgs {
+    /// Whether one page was asked for, not the whole list.
+    pub fn one_page(&self) -> bool {
+        self.limit.is_some() || self.after.is_some()
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     /// Aligned columns for people

@@ -77,6 +77,8 @@ pub enum ResourceCommand {
         environment: Option<String>,
         #[arg(long, value_enum)]
         status: Option<StatusArg>,
+        #[command(flatten)]
+        page: super::PageArgs,
     },
     /// Show a Resource, its outputs and its revisions (by id or name)
     Show { resource: String },

@@ -31,6 +31,8 @@ pub enum SecretCommand {
         /// Only secrets a removed member's reads put at risk
         #[arg(long)]
         at_risk: bool,
+        #[command(flatten)]
+        page: super::PageArgs,
     },
     /// Show a secret and its versions in every environment (by id or name)
     Show { secret: String },

@@ -18,8 +18,15 @@ const REASON_WIDTH: usize = 60;
 pub async fn run(ctx: &Context, cmd: JobCommand) -> Result<()> {
     let out = &ctx.out;
     match cmd {
-        JobCommand::List { component, resource } => {
-            let jobs = ctx.client()?.list_jobs(&JobQuery { resource, component }).await?;
+        JobCommand::List { component, resource, page } => {
+            let (client, query) = (ctx.client()?, JobQuery { resource, component });
+            let jobs = if page.one_page() {
+                let (jobs, next) = client.list_jobs_page(&query, page.limit, page.after.as_deref()).await?;
+                super::say_next_page(next.as_deref());
+                jobs
+            } else {
+                client.list_jobs(&query).await?
+            };
             out.list(&jobs, LIST_HEADERS, |j: &Job| {
                 vec![
                     j.id.to_string(),

@@ -215,6 +215,14 @@ pub async fn run(cli: Cli) -> Result<()> {
 }
 
 /// Capitalized noun for `✓ Domain created: …` lines.
+/// Under one page of a list that has more: where the next one starts
+/// (on standard error, so that `--output json` stays one document).
+pub fn say_next_page(next: Option<&str>) {
+    if let Some(cursor) = next {
+        eprintln!("More: add --after {cursor} for the next page");
+    }
+}
+
 pub fn title(kind: CatalogKind) -> &'static str {
     match kind {
         CatalogKind::Domain => "Domain",

@@ -40,10 +40,17 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
             let line = format!("Resource import requested: {} ({}), {count} object(s)", r.name, r.id);
             done_then_wait(&client, out, wait, r, line).await
         }
-        ResourceCommand::List { component, environment, status } => {
+        ResourceCommand::List { component, environment, status, page } => {
             let client = ctx.client()?;
             let query = ResourceQuery { component, environment, status: status.map(Into::into) };
-            let resources = client.list_resources(&query).await?;
+            let resources = if page.one_page() {
+                let (resources, next) =
+                    client.list_resources_page(&query, page.limit, page.after.as_deref()).await?;
+                super::say_next_page(next.as_deref());
+                resources
+            } else {
+                client.list_resources(&query).await?
+            };
             let names = if out.is_json() {
                 HashMap::new()
             } else {

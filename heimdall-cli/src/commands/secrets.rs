@@ -37,9 +37,15 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
             let secret = ctx.client()?.create_secret(&request).await?;
             out.done(&secret, &format!("Secret created: {} ({})", secret.name, secret.id), &[])
         }
-        SecretCommand::List { at_risk } => {
+        SecretCommand::List { at_risk, page } => {
             let client = ctx.client()?;
-            let mut secrets = client.list_secrets().await?;
+            let mut secrets = if page.one_page() {
+                let (secrets, next) = client.list_secrets_page(page.limit, page.after.as_deref()).await?;
+                super::say_next_page(next.as_deref());
+                secrets
+            } else {
+                client.list_secrets().await?
+            };
             secrets.retain(|s| !at_risk || !s.at_risk.is_empty());
             let components =
                 if out.is_json() { HashMap::new() } else { names(&client, CatalogKind::Component).await };

@@ -200,3 +200,46 @@ async fn secret_access_log_in_a_table_and_in_json() {
 
     crate::snapshot("secret_access_log", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
 }
+
+/// `secret list` (like `resource list` and `job list`) shows every page;
+/// `--limit` and `--after` ask for one, and say where the next starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_lists_come_whole_or_one_page_at_a_time() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    for name in ["c-key", "a-key", "b-key"] {
+        let made = h.run(&["secret", "create", name]).await;
+        assert_eq!(made.code, 0, "{made:?}");
+    }
+    let names = |json: &str| -> Vec<String> {
+        let list: serde_json::Value = serde_json::from_str(json).expect("JSON");
+        list.as_array()
+            .expect("a list")
+            .iter()
+            .map(|s| s["name"].as_str().expect("name").to_owned())
+            .collect()
+    };
+    let whole = h.run(&["secret", "list", "--output", "json"]).await;
+    assert_eq!(
+        (names(&whole.stdout), whole.stderr.as_str()),
+        (vec!["a-key".into(), "b-key".into(), "c-key".into()], "")
+    );
+
+    let first = h.run(&["secret", "list", "--limit", "2", "--output", "json"]).await;
+    assert_eq!(names(&first.stdout), ["a-key", "b-key"], "{first:?}");
+    let cursor = first
+        .stderr
+        .strip_prefix("More: add --after ")
+        .and_then(|rest| rest.strip_suffix(" for the next page\n"))
+        .unwrap_or_else(|| panic!("no cursor: {first:?}"));
+    let next = h.run(&["secret", "list", "--limit", "2", "--after", cursor, "--output", "json"]).await;
+    assert_eq!((names(&next.stdout), next.stderr.as_str()), (vec!["c-key".into()], ""), "the last page");
+
+    let resources = h.run(&["resource", "list", "--limit", "1", "--output", "json"]).await;
+    assert_eq!((resources.code, resources.stdout.trim()), (0, "[]"), "{resources:?}");
+    let bogus = h.run(&["job", "list", "--after", "bogus"]).await;
+    assert!(bogus.code != 0 && bogus.stderr.contains("INVALID_INPUT"), "{bogus:?}");
+    let zero = h.run(&["secret", "list", "--limit", "0"]).await;
+    assert!(zero.code != 0 && zero.stderr.contains("--limit"), "{zero:?}");
+}
