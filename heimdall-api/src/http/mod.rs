@@ -341,13 +341,16 @@ pub(crate) fn short_page<T>(
     let limit = heimdall_core::page::limit(limit)?;
     let after = after.map(heimdall_core::page::decode::<heimdall_core::page::KeyCursor>).transpose()?;
     let (items, next) = heimdall_core::page::cut(items, key, after.as_ref(), limit);
+    Ok((next_after(next.map(|n| heimdall_core::page::encode(&n))), items))
+}
+
+/// The `Heimdall-Next-After` header of a page, when another follows.
+fn next_after(cursor: Option<String>) -> axum::http::HeaderMap {
     let mut headers = axum::http::HeaderMap::new();
-    if let Some(value) =
-        next.and_then(|n| axum::http::HeaderValue::from_str(&heimdall_core::page::encode(&n)).ok())
-    {
+    if let Some(value) = cursor.and_then(|c| axum::http::HeaderValue::from_str(&c).ok()) {
         headers.insert(heimdall_core::page::NEXT_AFTER, value);
     }
-    Ok((headers, items))
+    headers
 }
 
 /// A count or a time as a sort key: zero-padded, so that text order is
@@ -406,17 +409,12 @@ pub(crate) fn page<T>(
     limit: u32,
     cursor: impl Fn(&T) -> String,
 ) -> axum::http::HeaderMap {
-    let mut headers = axum::http::HeaderMap::new();
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    if items.len() > limit {
-        items.truncate(limit);
-        if let Some(value) =
-            items.last().and_then(|last| axum::http::HeaderValue::from_str(&cursor(last)).ok())
-        {
-            headers.insert(heimdall_core::page::NEXT_AFTER, value);
-        }
+    if items.len() <= limit {
+        return axum::http::HeaderMap::new();
     }
-    headers
+    items.truncate(limit);
+    next_after(items.last().map(cursor))
 }
 
 async fn not_found() -> HttpError {
