@@ -2,7 +2,8 @@
 # Scale and faults (issue 17): several API replicas on one PostgreSQL
 # database and several Agents, Resources created through random replicas
 # and applied with real Terraform against the S3 protocol (moto), a random
-# Agent killed with SIGKILL (with its Terraform) every few seconds and
+# Agent killed with SIGKILL every few seconds (with its process group, or
+# alone, when its Terraform guard must stop Terraform within 5 s) and
 # started again, secrets read through the Agents all along, and (with
 # --cut-postgres-every) every database connection cut now and then, as a
 # PostgreSQL restart does. At the end, a

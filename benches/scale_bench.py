@@ -66,6 +66,7 @@ class Run:
         self.db_url = PG_ADMIN.rsplit("/", 1)[0] + "/" + self.db
         self.procs = []
         self.agents = []  # dicts: name, config, local_url, proc, lock
+        self.outlived = []  # Terraform still working 5 s after its Agent was killed alone
         self.stop = threading.Event()
         self.last_read_error = ""
 
@@ -210,20 +211,50 @@ def start_agent(run, agent):
                               f"{agent['name']}.log")
 
 
+def running_in(directory):
+    """The command lines of the processes working in `directory` or below."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cwd == directory or cwd.startswith(directory + "/"):
+            found.append(cmdline)
+    return found
+
+
 def chaos(run, kills):
-    """Every few seconds, a random Agent killed with SIGKILL, its Terraform
-    included, and started again a moment later."""
+    """Every few seconds, a random Agent killed with SIGKILL and started
+    again a moment later: every other time with its process group (its
+    Terraform included), else alone, as the OOM killer would, when its
+    Terraform guard must stop Terraform (checked: nothing may keep working
+    in the Agent's work directory)."""
     rng = random.Random(run.opts.seed)
     while not run.stop.wait(run.opts.kill_every * rng.uniform(0.5, 1.5)):
         agent = rng.choice(run.agents)
+        alone = rng.random() < 0.5
         with agent["lock"]:
             try:
-                os.killpg(agent["proc"].pid, signal.SIGKILL)
+                if alone:
+                    os.kill(agent["proc"].pid, signal.SIGKILL)
+                else:
+                    os.killpg(agent["proc"].pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             agent["proc"].wait()
             agent["kills"] += 1
-            kills.append((time.time(), agent["name"]))
+            kills.append((time.time(), agent["name"], alone))
+            if alone:
+                work = os.path.realpath(os.path.join(os.path.dirname(agent["config"]), "work"))
+                deadline = time.monotonic() + 5
+                while running_in(work) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                left = running_in(work)
+                if left:
+                    run.outlived.append(f"{agent['name']}: {left}")
         if run.stop.wait(rng.uniform(0.5, 2.0)):
             break
         with agent["lock"]:
@@ -425,7 +456,10 @@ def main():
               f"p90 {percentile(pickups, 90):.0f} ms, p99 {percentile(pickups, 99):.0f} ms")
         print(f"jobs by attempts: {attempts}")
         print(f"Resources retried after losing their Agent three times: {len(lost)}")
-        print(f"Agents killed: {len(kills)}; state lock takeovers: {takeovers}; locks left for their holder: {left}")
+        alone = sum(1 for k in kills if k[2])
+        print(f"Agents killed: {len(kills)} ({alone} alone, their Terraform stopped by its guard); "
+              f"state lock takeovers: {takeovers}; locks left for their holder: {left}")
+        problems += [f"Terraform outlived its Agent by 5 s: {o}" for o in run.outlived]
         if opts.cut_postgres_every > 0:
             print(f"PostgreSQL cuts: {len(cuts)} ({sum(cuts)} connections terminated)")
         print(f"reads served through the Agents: {sum(reads)} of {len(reads)} tried; records held by the API: "

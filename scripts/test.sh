@@ -34,7 +34,8 @@ cargo build --workspace --bins --locked
 cargo test --workspace --all-features --locked "$@"
 # Scale and faults, small (benches/scale.sh for the full run): 3 API replicas
 # on one PostgreSQL database, 3 Agents, 30 Resources through random
-# replicas, an Agent killed with its Terraform every ~4 s and every
+# replicas, an Agent killed every ~4 s (with its process group, or alone:
+# then its Terraform must stop with it) and every
 # database connection cut every 10 s; then the history check (no job
 # completed twice, no attempt past 3/3, every Resource terminal, every lock
 # released, gapless access records covering every read served).
