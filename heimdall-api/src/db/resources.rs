@@ -339,15 +339,18 @@ impl InfraStore for SqlStore {
 
     async fn list_resources(&self, org: OrgId, filter: &ResourceFilter) -> StoreResult<Vec<Resource>> {
         // Empty strings mean "any": one statement for every filter combination.
-        // After the cursor: created later, or at the same time with a greater id.
+        // After the cursor: created later, or at the same time with a greater
+        // id, as one row comparison, so that the index range starts there
+        // (an `OR` made every page scan from the first Resource). No cursor
+        // is a place before every row.
         let sql = format!(
             "SELECT {RESOURCE_COLUMNS} FROM resources WHERE org_id = $1
                AND ($2 = '' OR component_id = $2) AND ($3 = '' OR environment_id = $3) AND ($4 = '' OR status = $4)
-               AND ($5 = '' OR created_at > $6 OR (created_at = $6 AND id > $5))
+               AND (created_at, id) > ($6, $5)
              ORDER BY created_at, id LIMIT $7"
         );
         let (after_id, after_at) =
-            filter.after.as_ref().map_or((String::new(), 0), |c| (c.id.to_string(), c.created_at));
+            filter.after.as_ref().map_or((String::new(), i64::MIN), |c| (c.id.to_string(), c.created_at));
         sqlx::query_as::<_, ResourceRow>(&sql)
             .bind(org.to_string())
             .bind(filter.component.map(|c| c.to_string()).unwrap_or_default())
@@ -414,13 +417,16 @@ impl InfraStore for SqlStore {
         after: Option<&heimdall_core::queue::JobCursor>,
         limit: u32,
     ) -> StoreResult<Vec<Job>> {
-        // After the cursor: queued later, or at the same time with a greater id.
+        // After the cursor: queued later, or at the same time with a greater
+        // id, as one row comparison (the index range starts there, as for
+        // Resources). No cursor is a place before every row.
         let sql = format!(
             "SELECT {JOB_COLUMNS} FROM jobs WHERE org_id = $1 AND ($2 = '' OR resource_id = $2)
-               AND ($3 = '' OR queued_at > $4 OR (queued_at = $4 AND id > $3))
+               AND (queued_at, id) > ($4, $3)
              ORDER BY queued_at, id LIMIT $5"
         );
-        let (after_id, after_at) = after.map_or((String::new(), 0), |c| (c.id.to_string(), c.queued_at));
+        let (after_id, after_at) =
+            after.map_or((String::new(), i64::MIN), |c| (c.id.to_string(), c.queued_at));
         sqlx::query_as::<_, JobRow>(&sql)
             .bind(org.to_string())
             .bind(resource.map(|r| r.to_string()).unwrap_or_default())
