@@ -291,12 +291,24 @@ impl Client {
         segments: &[&str],
         pairs: &[(&str, Option<&str>)],
     ) -> Result<Vec<T>> {
-        let limit = heimdall_core::page::MAX_LIMIT.to_string();
+        self.follow_pages(segments, pairs, Some(heimdall_core::page::MAX_LIMIT)).await
+    }
+
+    /// Every page of the list at `segments`, `limit` at a time (`None`: the
+    /// server's default, and the first request exactly as an API from
+    /// before pages took it: it sends `after` only when told to go on).
+    pub(crate) async fn follow_pages<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        pairs: &[(&str, Option<&str>)],
+        limit: Option<u32>,
+    ) -> Result<Vec<T>> {
+        let limit = limit.map(|l| l.to_string());
         let mut all = Vec::new();
         let mut after: Option<String> = None;
         loop {
             let mut query = pairs.to_vec();
-            query.push(("limit", Some(limit.as_str())));
+            query.push(("limit", limit.as_deref()));
             query.push(("after", after.as_deref()));
             let url = self.url_with_query(segments, &query)?;
             let (page, next): (Vec<T>, Option<String>) =

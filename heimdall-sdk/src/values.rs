@@ -47,7 +47,9 @@ impl Client {
     /// `GET /v1/secrets/{id-or-name}/holders?environment=`: the Agents to
     /// read `secret` from in `environment`, with their local API URLs.
     pub async fn secret_holders(&self, secret: &str, environment: &str) -> Result<Vec<AgentLocation>> {
-        self.get_all_pages(&["secrets", secret, "holders"], &[("environment", Some(environment))]).await
+        // The server's page size: a read's first request stays the one an
+        // API from before paged holders answers (it knew no `limit`).
+        self.follow_pages(&["secrets", secret, "holders"], &[("environment", Some(environment))], None).await
     }
 
     /// `POST /v1/me/certificate`: a client certificate for the CSR's public
