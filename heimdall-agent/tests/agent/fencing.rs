@@ -124,9 +124,10 @@ async fn an_agent_cut_off_from_the_api_stops_its_run_before_the_job_can_be_hande
     relay.cut();
     let cut_at = Instant::now();
     while !processes_in(&work).is_empty() {
-        // The API hands the job on LEASE (30 s) after the last renewal it
-        // recorded, which was sent at most 10 s before the cut.
-        assert!(cut_at.elapsed() < Duration::from_secs(20), "still applying: {:?}", processes_in(&work));
+        // The run stops 20 s after the last renewal sent (here the claim,
+        // a moment before the cut); the API hands the job on no earlier
+        // than 30 s after it.
+        assert!(cut_at.elapsed() < Duration::from_secs(25), "still applying: {:?}", processes_in(&work));
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let stopped_after = cut_at.elapsed();

@@ -214,7 +214,6 @@ pub async fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// Capitalized noun for `✓ Domain created: …` lines.
 /// Under one page of a list that has more: where the next one starts
 /// (on standard error, so that `--output json` stays one document).
 pub fn say_next_page(next: Option<&str>) {
@@ -223,6 +222,7 @@ pub fn say_next_page(next: Option<&str>) {
     }
 }
 
+/// Capitalized noun for `✓ Domain created: …` lines.
 pub fn title(kind: CatalogKind) -> &'static str {
     match kind {
         CatalogKind::Domain => "Domain",
