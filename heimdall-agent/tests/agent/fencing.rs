@@ -41,16 +41,35 @@ async fn wait_for_the_apply(w: &World, id: &str, work: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_killed_alone_takes_its_terraform_with_it() {
+    // Under the small guard installed next to the Agent.
+    killed_alone(None, "heimdall-terraform-guard ").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_without_the_small_guard_beside_it_guards_terraform_itself() {
+    // The Agent's binary alone in a directory: it is its own guard.
+    let alone = tempfile::tempdir().unwrap();
+    let binary = alone.path().join("heimdall-agent");
+    std::fs::copy(env!("CARGO_BIN_EXE_heimdall-agent"), &binary).unwrap();
+    killed_alone(Some(&binary), "heimdall-agent __terraform-guard ").await;
+}
+
+/// Runs an apply on an Agent (from `binary`, else the built one), checks
+/// the guard `guard` is around Terraform, kills the Agent alone, and
+/// waits for nothing to be left working in its directory.
+async fn killed_alone(binary: Option<&Path>, guard: &str) {
     let w = World::new().await;
     let config = w.enroll("agent-a").await;
     let work = config.with_file_name("work");
-    let mut agent = w.run_agent(&config);
+    let mut agent = match binary {
+        Some(binary) => w.run_agent_binary(binary, &config, &[]),
+        None => w.run_agent(&config),
+    };
     let id = w.create("alone", "bucket", json!({ "bucket": "alone-bucket", "sleep_seconds": 40 })).await;
     wait_for_the_apply(&w, &id, &work).await;
     let running = processes_in(&work);
     assert!(running.iter().any(|c| c.contains("terraform apply")), "{running:?}");
-    // Under the small guard installed next to the Agent.
-    assert!(running.iter().any(|c| c.contains("heimdall-terraform-guard ")), "{running:?}");
+    assert!(running.iter().any(|c| c.contains(guard)), "{running:?}");
 
     // SIGKILL to the Agent's process only, as the OOM killer sends it.
     agent.start_kill().unwrap();

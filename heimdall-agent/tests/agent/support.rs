@@ -221,8 +221,13 @@ impl World {
 
     /// [`Self::run_agent`] with more environment variables.
     pub fn run_agent_with(&self, config: &Path, env: &[(&str, &str)]) -> Child {
+        self.run_agent_binary(Path::new(env!("CARGO_BIN_EXE_heimdall-agent")), config, env)
+    }
+
+    /// [`Self::run_agent_with`] from another copy of the Agent's binary.
+    pub fn run_agent_binary(&self, binary: &Path, config: &Path, env: &[(&str, &str)]) -> Child {
         let log = std::fs::File::create(config.with_extension("log")).unwrap();
-        Command::new(env!("CARGO_BIN_EXE_heimdall-agent"))
+        Command::new(binary)
             .envs(env.iter().copied())
             .args(["run", "--config"])
             .arg(config)
