@@ -16,7 +16,16 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/heimdall-target}"
 # The same packages as the other benches build, so that one release build
 # (one set of features) serves them all.
 cargo build --release --locked -p heimdall-cli -p heimdall-api -p heimdall-agent --bins >&2
-python3 benches/api_bench.py --bin "${CARGO_TARGET_DIR}/release" "$@"
+# The load generator benches/secrets.sh uses too (Python threads would add
+# their own queueing on two cores).
+load="$(cargo bench --locked -p heimdall-agent --bench read_load --no-run --message-format=json \
+    | python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "read_load" and m.get("executable"):
+        print(m["executable"])')"
+[[ -x "${load}" ]] || { echo "api.sh: the read_load bench did not build" >&2; exit 1; }
+python3 benches/api_bench.py --bin "${CARGO_TARGET_DIR}/release" --load "${load}" "$@"
 # The sync answer of an Agent holding --secrets (default 10,000) values
 # against an empty organization's (heimdall-api's sync_answer bench).
 secrets=10000

@@ -12,16 +12,21 @@ side, measured interleaved (empty, loaded, empty, loaded, ...):
   - the first and the 51st page of `GET /v1/resources` with --resources
     Resources, and of a secret's access log with --access-records reads
     of it (written straight into PostgreSQL), against a database with the
-    same catalog and secret and no rows.
+    same catalog and secret and no rows; and a page of Resources each in
+    a Component of its own that a policy names (every one decided on its
+    own, the worst case for a page: see `seed_bulk`).
 
-Load: --concurrency closed-loop threads, HTTP/1.1 keep-alive, for
---duration seconds per measurement. The generator is Python, so its own
-ceiling is printed too (`GET /v1/health`); ratios, not absolute figures,
-are what this reports. Nothing is asserted; it fails only if a request
-fails.
+Load: --concurrency closed-loop connections, HTTP/1.1 keep-alive, for
+--duration seconds per measurement, from --load (heimdall-agent's
+`read_load` bench, which benches/api.sh builds and passes) or else from
+Python threads. The generator shares the two cores, so its own ceiling is
+printed too (`GET /v1/health`), and so is the API's CPU per request (from
+/proc), which does not depend on it. Ratios, not absolute figures, are
+what this reports. Nothing is asserted; it fails only if a request fails.
 """
 
 import argparse
+import base64
 import http.client
 import json
 import os
@@ -35,6 +40,8 @@ import threading
 import time
 
 PG = "postgres://postgres@127.0.0.1:5432"
+# Components the newer half of the bulk Resources take turns over.
+SPREAD = 100
 
 
 def free_port():
@@ -132,7 +139,14 @@ def seed_bulk(api, resources, records):
     """`resources` Resources and `records` access records of one secret,
     written straight into PostgreSQL (through the API it would take hours);
     the catalog, schema and secret through the API. Both APIs get the
-    catalog and the secret, so that they answer the same calls."""
+    catalog and the secret, so that they answer the same calls.
+
+    The older half of the Resources are in one Component, as a team's
+    are: a page of them is one decision. The newer half take turns over
+    SPREAD other Components, each named by a policy (a `forbid` in an
+    environment none of them is in), so that each Resource of a page
+    there is decided on its own: the worst case for a page. Returns the
+    cursor (`Heimdall-Next-After`) of the first page of the newer half."""
     ids = {}
     for target in api:
         d = json.loads(target.call("POST", "/v1/domains", {"name": "bulk"})[1])
@@ -145,13 +159,24 @@ def seed_bulk(api, resources, records):
         ids[target] = (c["id"], e["id"], sc["id"])
     bulk = api[-1]
     component, environment, schema = ids[bulk]
+    system = json.loads(bulk.call("GET", f"/v1/components/{component}")[1])["parent_id"]
+    spread = [json.loads(bulk.call("POST", "/v1/components", {"name": f"spread-{k:03}", "parent_id": system})[1])["id"]
+              for k in range(SPREAD)]
+    names = ", ".join(f'Heimdall::Component::"{c}"' for c in spread)
+    bulk.call("POST", "/v1/policies", {"name": "spread", "text": (
+        'forbid (principal, action == Heimdall::Action::"resource.read", resource) '
+        f'when {{ context.environment == "frozen" && resource in [{names}] }};')})
+    half = resources // 2
+    choose = "CASE i % {n} {whens} END".format(
+        n=SPREAD, whens=" ".join(f"WHEN {k} THEN '{c}'" for k, c in enumerate(spread)))
     org = psql_at(bulk.db, "SELECT id FROM organizations LIMIT 1")
     member = psql_at(bulk.db, "SELECT id FROM members LIMIT 1")
     t0 = int(time.time() * 1e6) - resources * 1000
     psql_at(bulk.db, f"""
         INSERT INTO resources (id, org_id, name, component_id, environment_id, schema_id, region, status, revision,
                                reason, outputs, created_at, created_by, updated_at)
-        SELECT md5('r' || i)::uuid::text, '{org}', 'bulk-' || i, '{component}', '{environment}', '{schema}', NULL,
+        SELECT md5('r' || i)::uuid::text, '{org}', 'bulk-' || i,
+               CASE WHEN i <= {half} THEN '{component}' ELSE {choose} END, '{environment}', '{schema}', NULL,
                'provisioned', 1, NULL, '{{}}', {t0} + i::bigint * 1000, '{member}', {t0} + i::bigint * 1000
         FROM generate_series(1, {resources}) i;
         INSERT INTO resource_revisions (resource_id, number, hash, input, effective_input, region, state,
@@ -174,10 +199,40 @@ def seed_bulk(api, resources, records):
         FROM generate_series(1, {records}) i;
         INSERT INTO access_log_environments (org_id, secret_name, environment) VALUES ('{org}', 'hot', 'dev');
         ANALYZE;""")
+    # The page after the older half starts after Resource `half`: the
+    # cursor the API would give there (heimdall_core::page::encode).
+    at, rid = psql_at(bulk.db, f"SELECT created_at || ' ' || id FROM resources WHERE name = 'bulk-{half}'").split()
+    cursor = json.dumps({"created_at": int(at), "id": rid}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(cursor).decode().rstrip("=")
 
 
-def load(api, path, concurrency, duration, authed=True):
-    """Closed-loop GETs of `path`: requests/s, p50 and p99 in ms."""
+def cpu_seconds(pid):
+    """User + system CPU seconds a process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load(api, path, concurrency, duration, authed=True, generator=None):
+    """Closed-loop GETs of `path`: requests/s, p50 and p99 in ms, and the
+    API's CPU milliseconds per request. With `generator` (heimdall-agent's
+    `read_load` bench executable) the load comes from it; otherwise from
+    Python threads, whose GIL on two cores adds its own queueing to every
+    percentile."""
+    cpu0 = cpu_seconds(api.process.pid)
+    if generator:
+        argv = [generator, "--url", f"http://127.0.0.1:{api.port}{path}", "--concurrency", str(concurrency),
+                "--duration-secs", str(duration), "--warmup-secs", "0.5"]
+        if authed:
+            argv += ["--header", f"Authorization: Bearer {api.token}"]
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, text=True)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+        result = json.loads(lines[-1]) if lines else None
+        if proc.returncode != 0 or result is None or result["errors"] != 0:
+            raise SystemExit(f"GET {path}: the load generator reported errors (exit {proc.returncode}): {result}")
+        cpu = cpu_seconds(api.process.pid) - cpu0
+        return (result["reads_per_sec"], result["p50_ms"], result["p99_ms"],
+                cpu * 1000 / max(result["ok_total"], 1))
     latencies, errors = [], []
     deadline = time.perf_counter() + duration
     headers = {"authorization": f"Bearer {api.token}"} if authed else {}
@@ -209,7 +264,8 @@ def load(api, path, concurrency, duration, authed=True):
         raise SystemExit(f"GET {path}: answered {errors[0]}")
     latencies.sort()
     pct = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000
-    return len(latencies) / elapsed, pct(0.50), pct(0.99)
+    cpu = cpu_seconds(api.process.pid) - cpu0
+    return len(latencies) / elapsed, pct(0.50), pct(0.99), cpu * 1000 / max(len(latencies), 1)
 
 
 def main():
@@ -229,6 +285,8 @@ def main():
     p.add_argument("--secrets", type=int, default=10000)
     p.add_argument("--resources", type=int, default=100_000)
     p.add_argument("--access-records", type=int, default=10_000_000)
+    p.add_argument("--load", metavar="PATH",
+                   help="heimdall-agent's read_load bench executable as the load generator (else Python threads)")
     args = p.parse_args()
 
     with tempfile.TemporaryDirectory() as work:
@@ -241,7 +299,7 @@ def main():
             began = time.perf_counter()
             seed(loaded, args.policies, args.secrets, args.concurrency)
             seed(secrets_only, 0, args.secrets, args.concurrency)
-            seed_bulk([bare, bulk], args.resources, args.access_records)
+            spread_after = seed_bulk([bare, bulk], args.resources, args.access_records)
             print(f"seeded {args.policies} policies and {args.secrets} secrets, {args.secrets} secrets, and "
                   f"{args.resources} Resources and {args.access_records} access records, in "
                   f"{time.perf_counter() - began:.1f} s", file=sys.stderr)
@@ -279,25 +337,28 @@ def main():
                  resource_page, True),
                 (f"GET /v1/resources 51st page of {args.resources} vs none", bare, bulk, resource_page,
                  f"{resource_page}&after={resource_middle}", True),
+                (f"GET /v1/resources page of {args.resources}, each Resource in a Component a policy names, vs none",
+                 bare, bulk, resource_page, f"{resource_page}&after={spread_after}", True),
                 (f"access log of a secret with {args.access_records} reads, first page, vs none", bare, bulk, log_page,
                  log_page, True),
                 (f"access log of a secret with {args.access_records} reads, 51st page, vs none", bare, bulk, log_page,
                  f"{log_page}&after={log_middle}", True),
             ]
-            print(f"{args.rounds} interleaved rounds of {args.duration:.0f} s, {args.concurrency} connections\n")
+            print(f"{args.rounds} interleaved rounds of {args.duration:.0f} s, {args.concurrency} connections, "
+                  f"load from {'read_load' if args.load else 'Python threads'}\n")
             for title, baseline, target, empty_path, loaded_path, authed in cases:
                 rounds = []
                 for _ in range(args.rounds):
-                    a = load(baseline, empty_path, args.concurrency, args.duration, authed)
-                    b = load(target, loaded_path, args.concurrency, args.duration, authed)
+                    a = load(baseline, empty_path, args.concurrency, args.duration, authed, args.load)
+                    b = load(target, loaded_path, args.concurrency, args.duration, authed, args.load)
                     rounds.append((a, b))
                 ratios = [b[0] / a[0] for a, b in rounds]
                 med = lambda xs: statistics.median(xs)
                 print(title)
-                print(f"  empty : {med([a[0] for a, _ in rounds]):8.0f} req/s  p50 {med([a[1] for a, _ in rounds]):6.2f} ms"
-                      f"  p99 {med([a[2] for a, _ in rounds]):6.2f} ms")
-                print(f"  loaded: {med([b[0] for _, b in rounds]):8.0f} req/s  p50 {med([b[1] for _, b in rounds]):6.2f} ms"
-                      f"  p99 {med([b[2] for _, b in rounds]):6.2f} ms")
+                for label, side in (("empty ", 0), ("loaded", 1)):
+                    col = lambda i: med([r[side][i] for r in rounds])
+                    print(f"  {label}: {col(0):8.0f} req/s  p50 {col(1):6.2f} ms  p99 {col(2):6.2f} ms"
+                          f"  API CPU {col(3):6.2f} ms/request")
                 print(f"  loaded/empty throughput: median {med(ratios):.2f} (rounds {', '.join(f'{r:.2f}' for r in ratios)})\n")
         finally:
             for api in (empty, loaded, secrets_only, bulk, bare):

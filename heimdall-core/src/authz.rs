@@ -26,6 +26,9 @@ use crate::domain::CatalogKind;
 use crate::domain::{Policy, Role};
 use crate::ids::{CatalogId, MemberId, OrgId, PolicyId, ResourceId, SecretId};
 
+mod many;
+pub use many::ManyDecisions;
+
 /// The Cedar schema every policy is validated against.
 pub const CEDAR_SCHEMA: &str = include_str!("authz/heimdall.cedarschema");
 
@@ -347,6 +350,10 @@ pub struct OrgPolicies {
     /// no decision, only its cost (200 policies, most about other actions,
     /// were evaluated for every item of a list).
     by_action: HashMap<Action, PolicySet>,
+    /// Per action, the entities its policies name by a literal
+    /// (`resource in Heimdall::Domain::"<id>"`), as ids by Cedar type: the
+    /// only ids a decision can depend on (see [`ManyDecisions`]).
+    named_by_action: HashMap<Action, HashMap<String, HashSet<String>>>,
 }
 
 impl Default for OrgPolicies {
@@ -354,8 +361,11 @@ impl Default for OrgPolicies {
     fn default() -> Self {
         // Adding the defaults to an empty set cannot clash; if it ever
         // did, an empty set denies everything (fail closed).
-        Self::with_defaults(PolicySet::new())
-            .unwrap_or_else(|_| Self { set: PolicySet::new(), by_action: HashMap::new() })
+        Self::with_defaults(PolicySet::new()).unwrap_or_else(|_| Self {
+            set: PolicySet::new(),
+            by_action: HashMap::new(),
+            named_by_action: HashMap::new(),
+        })
     }
 }
 
@@ -383,7 +393,7 @@ impl OrgPolicies {
         for p in &compiled().defaults {
             set.add(p.clone()).map_err(refused)?;
         }
-        let mut by_action = HashMap::new();
+        let (mut by_action, mut named_by_action) = (HashMap::new(), HashMap::new());
         for &action in Action::ALL {
             let Some(this) = uid("Heimdall::Action", action.name()) else { continue };
             let mut subset = PolicySet::new();
@@ -397,9 +407,26 @@ impl OrgPolicies {
                     subset.add(policy.clone()).map_err(refused)?;
                 }
             }
+            let mut named: HashMap<String, HashSet<String>> = HashMap::new();
+            for literal in subset.policies().flat_map(|p| p.entity_literals()) {
+                named
+                    .entry(literal.type_name().to_string())
+                    .or_default()
+                    .insert(literal.id().unescaped().to_owned());
+            }
+            named_by_action.insert(action, named);
             by_action.insert(action, subset);
         }
-        Ok(Self { set, by_action })
+        Ok(Self { set, by_action, named_by_action })
+    }
+
+    /// Whether a policy that deciding `action` evaluates names the entity
+    /// `kind` `id` by a literal. An action not in the table (none is)
+    /// counts as naming every entity.
+    pub fn names_entity(&self, action: Action, kind: TargetKind, id: &str) -> bool {
+        self.named_by_action
+            .get(&action)
+            .is_none_or(|named| named.get(kind.cedar_type()).is_some_and(|ids| ids.contains(id)))
     }
 }
 

@@ -273,6 +273,10 @@ pub trait InfraStore: Send + Sync + std::fmt::Debug {
     async fn get_resource(&self, org: OrgId, id: ResourceId) -> StoreResult<Resource>;
     async fn find_resources_by_name(&self, org: OrgId, name: &str) -> StoreResult<Vec<Resource>>;
     async fn list_resources(&self, org: OrgId, filter: &ResourceFilter) -> StoreResult<Vec<Resource>>;
+    /// The Resources of `org` among `ids`, in no set order; an id of none
+    /// is left out. One query for a page's worth (a job page decides each
+    /// job under its Resource).
+    async fn resources_by_ids(&self, org: OrgId, ids: &[ResourceId]) -> StoreResult<Vec<Resource>>;
     /// Every provisioned Resource, in every organization, whose schema
     /// checks for drift on a schedule, with when it was last checked or
     /// applied.

@@ -367,6 +367,30 @@ impl InfraStore for SqlStore {
             .collect()
     }
 
+    async fn resources_by_ids(&self, org: OrgId, ids: &[ResourceId]) -> StoreResult<Vec<Resource>> {
+        let mut ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut found = Vec::with_capacity(ids.len());
+        // A bounded number of placeholders per statement (SQLite's limit
+        // is 32,766; PostgreSQL's 65,535).
+        for chunk in ids.chunks(1000) {
+            let marks: Vec<String> = (2..chunk.len() + 2).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "SELECT {RESOURCE_COLUMNS} FROM resources WHERE org_id = $1 AND id IN ({})",
+                marks.join(", ")
+            );
+            let mut query = sqlx::query_as::<_, ResourceRow>(&sql).bind(org.to_string());
+            for id in chunk {
+                query = query.bind(id.clone());
+            }
+            for row in query.fetch_all(&self.pool).await.map_err(db_err)? {
+                found.push(row.into_domain()?);
+            }
+        }
+        Ok(found)
+    }
+
     async fn list_drift_candidates(&self) -> StoreResult<Vec<DriftCandidate>> {
         let rows: Vec<(String, String, Option<i64>, Option<i64>)> = sqlx::query_as(
             "SELECT r.org_id, r.id, s.drift_check_every_seconds,

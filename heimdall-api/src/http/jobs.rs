@@ -4,9 +4,8 @@ use axum::extract::{Path, State};
 use axum::Json;
 use heimdall_core::authz::{job_target, Action, Target};
 use heimdall_core::domain::CatalogKind;
-use heimdall_core::ids::JobId;
-use heimdall_core::infra::Job;
-use heimdall_core::ports::ResourceFilter;
+use heimdall_core::ids::{JobId, ResourceId};
+use heimdall_core::infra::{Job, Resource};
 use heimdall_core::queue::JobCursor;
 use heimdall_core::wire::JobLog;
 use heimdall_core::ApiError;
@@ -64,31 +63,46 @@ async fn list(
         Some(key) => Some(super::resources::resolve(&state, &caller, &key).await?),
         None => None,
     };
-    let mut filter = ResourceFilter::default();
-    if let Some(component) = q.component {
-        let component = resolve_catalog(&state, &caller, CatalogKind::Component, &component).await?;
-        if resource.as_ref().is_some_and(|r| r.component_id != component.id) {
-            return Err(ApiError::not_found("resource in that component").into());
+    let component = match q.component {
+        Some(component) => {
+            let component = resolve_catalog(&state, &caller, CatalogKind::Component, &component).await?;
+            if resource.as_ref().is_some_and(|r| r.component_id != component.id) {
+                return Err(ApiError::not_found("resource in that component").into());
+            }
+            Some(component.id)
         }
-        filter.component = Some(component.id);
-    }
-    let resources = state.store.list_resources(caller.org.id, &filter).await?;
-    let (tree, environments) = super::resources::placements(&state, &caller).await?;
-    let allowed = |j: &Job| {
-        resources.iter().find(|r| r.id == j.resource_id).is_some_and(|r| {
-            let env =
-                environments.iter().find(|(id, _)| *id == r.environment_id).map_or("", |(_, n)| n.as_str());
-            decider
-                .decide(Action::JobRead, &job_target(j.id, r.id, r.component_id, &tree), Some(env))
-                .is_allowed()
-        })
+        None => None,
     };
+    let (tree, environments) = super::resources::placements(&state, &caller).await?;
+    // Each chunk of jobs comes with its own Resources (one query), never
+    // the organization's every Resource.
     let (org, resource) = (caller.org.id, resource.as_ref().map(|r| r.id));
     let fetch = |after: Option<JobCursor>, n| {
         let store = state.store.clone();
-        async move { store.list_jobs_page(org, resource, after.as_ref(), n).await }
+        async move {
+            let jobs = store.list_jobs_page(org, resource, after.as_ref(), n).await?;
+            let ids: Vec<ResourceId> = jobs.iter().map(|j| j.resource_id).collect();
+            let resources = store.resources_by_ids(org, &ids).await?;
+            Ok(jobs
+                .into_iter()
+                .map(|job| {
+                    let under = resources.iter().find(|r| r.id == job.resource_id).cloned();
+                    (job, under)
+                })
+                .collect())
+        }
     };
-    let (headers, jobs) = super::visible_page(limit, after, fetch, allowed, JobCursor::after).await?;
+    let mut decisions = decider.many(Action::JobRead);
+    let allowed = |(j, r): &(Job, Option<Resource>)| {
+        r.as_ref().filter(|r| component.is_none_or(|c| r.component_id == c)).is_some_and(|r| {
+            let env =
+                environments.iter().find(|(id, _)| *id == r.environment_id).map_or("", |(_, n)| n.as_str());
+            decisions.decide(&job_target(j.id, r.id, r.component_id, &tree), Some(env)).is_allowed()
+        })
+    };
+    let (headers, jobs) =
+        super::visible_page(limit, after, fetch, allowed, |(j, _): &(Job, _)| JobCursor::after(j)).await?;
+    let jobs = jobs.into_iter().map(|(job, _)| job).collect();
     Ok((headers, Json(jobs)))
 }
 

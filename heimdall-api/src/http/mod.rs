@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::{Json, Router};
-use heimdall_core::authz::{decide, Action, Decision, OrgPolicies, Principal, Target};
+use heimdall_core::authz::{decide, Action, Decision, ManyDecisions, OrgPolicies, Principal, Target};
 use heimdall_core::clock::Clock;
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::{EventId, OrgId};
@@ -171,6 +171,12 @@ pub struct Decider {
 impl Decider {
     pub fn decide(&self, action: Action, target: &Target, environment: Option<&str>) -> Decision {
         decide(&self.principal, action, target, environment, &self.policies)
+    }
+
+    /// For deciding `action` over the items of a list: each distinct
+    /// placement is evaluated once (`heimdall_core::authz::ManyDecisions`).
+    pub fn many(&self, action: Action) -> ManyDecisions<'_> {
+        ManyDecisions::new(&self.principal, action, &self.policies)
     }
 
     pub fn require(
@@ -379,7 +385,7 @@ pub(crate) async fn visible_page<T, C, Fut>(
     limit: u32,
     mut after: Option<C>,
     mut fetch: impl FnMut(Option<C>, u32) -> Fut,
-    allowed: impl Fn(&T) -> bool,
+    mut allowed: impl FnMut(&T) -> bool,
     cursor: impl Fn(&T) -> C,
 ) -> Result<(axum::http::HeaderMap, Vec<T>), ApiError>
 where

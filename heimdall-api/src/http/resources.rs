@@ -264,11 +264,10 @@ async fn list(
     // Each Resource is decided in its own environment and place: a
     // `forbid` scoped to prod or to a Domain hides what it forbids.
     let (tree, environments) = placements(&state, &caller).await?;
+    let mut decisions = decider.many(Action::ResourceRead);
     let allowed = |r: &Resource| {
         let env = environments.iter().find(|(id, _)| *id == r.environment_id).map_or("", |(_, n)| n.as_str());
-        decider
-            .decide(Action::ResourceRead, &resource_target(Some(r.id), r.component_id, &tree), Some(env))
-            .is_allowed()
+        decisions.decide(&resource_target(Some(r.id), r.component_id, &tree), Some(env)).is_allowed()
     };
     let fetch = |after, n| {
         let (store, filter) =

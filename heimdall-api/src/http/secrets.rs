@@ -145,11 +145,10 @@ async fn list(
     let decider = state.decider(&caller).await?;
     decider.require(Action::SecretRead, &Target::organization(caller.org.id), None)?;
     let tree = super::catalog::tree(&state, caller.org.id).await?;
+    let mut decisions = decider.many(Action::SecretRead);
     let allowed = |s: &Secret| {
         visible(s, &caller)
-            && decider
-                .decide(Action::SecretRead, &secret_target(s.id, s.owner_id, &s.components, &tree), None)
-                .is_allowed()
+            && decisions.decide(&secret_target(s.id, s.owner_id, &s.components, &tree), None).is_allowed()
     };
     let org = caller.org.id;
     let fetch = |after: Option<SecretCursor>, n| {

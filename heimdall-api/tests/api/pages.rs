@@ -70,9 +70,16 @@ async fn secret_and_job_lists_come_in_full_pages_with_hidden_entries_left_out(db
     )
     .await
     .expect(201);
+    // Odd ones in a second Component of the same System.
+    let system =
+        c.get(&format!("/v1/components/{}", w.component), owner).await.expect(200)["parent_id"].clone();
+    let ledger =
+        c.post("/v1/components", owner, json!({ "name": "ledger", "parent_id": system })).await.expect(201);
+    let ledger = ledger["id"].as_str().unwrap().to_owned();
     for i in 0..13 {
         let env = if i % 3 == 0 { "prod" } else { "dev" };
-        let body = json!({ "component": w.component, "schema": w.schema, "environment": env,
+        let component = if i % 2 == 1 { &ledger } else { &w.component };
+        let body = json!({ "component": component, "schema": w.schema, "environment": env,
                            "name": format!("r{i:02}"), "input": { "bucket": format!("bucket-{i:02}") } });
         c.post("/v1/resources", owner, body).await.expect(201);
     }
@@ -94,6 +101,13 @@ async fn secret_and_job_lists_come_in_full_pages_with_hidden_entries_left_out(db
     let (sizes, ids) = pages(&c, "/v1/jobs?", &admin, 4, "id").await;
     assert_eq!(sizes, [4, 4], "prod's 5 jobs hidden, pages still full");
     assert!(ids.iter().all(|id| every.contains(id)));
+    // By Component: the 6 odd ones; the admin sees the 4 of them in dev.
+    let (sizes, ids) = pages(&c, &format!("/v1/jobs?component={ledger}&"), owner, 4, "id").await;
+    assert_eq!(sizes, [4, 2]);
+    let odd: Vec<String> = every.iter().skip(1).step_by(2).cloned().collect();
+    assert_eq!(ids, odd, "the ledger's jobs, oldest first");
+    let (sizes, _) = pages(&c, &format!("/v1/jobs?component={ledger}&"), &admin, 3, "id").await;
+    assert_eq!(sizes, [3, 1]);
     c.get("/v1/jobs?after=nope", owner).await.expect_error(422, "INVALID_INPUT");
 }
 

@@ -10,7 +10,11 @@ use serde_json::{json, Value};
 use crate::on_every_backend;
 use crate::support::{world, Client};
 
-on_every_backend!(catalog_scoped_forbids_reach_secrets, leaving_out_the_environment_filters);
+on_every_backend!(
+    catalog_scoped_forbids_reach_secrets,
+    leaving_out_the_environment_filters,
+    a_forbid_naming_one_resource_hides_it_from_lists_among_look_alikes
+);
 
 /// Enrolls an Agent holding dev and prod; its mTLS client.
 async fn holding_agent(c: &Client, api: &TestApi, owner: &str) -> reqwest::Client {
@@ -168,4 +172,61 @@ async fn leaving_out_the_environment_filters(db: TestDatabase) {
     let listed = c.get("/v1/resources", &admin).await.expect(200);
     assert_eq!(envs(&listed, "name"), ["in-dev"]);
     assert_eq!(c.get("/v1/resources", owner).await.expect(200).as_array().unwrap().len(), 2);
+}
+
+/// A list decides a page's look-alike items once (the same Component,
+/// environment and attributes), so a `forbid` that names one of them by
+/// id must still hide exactly that one, from the Resource list and from
+/// the job list, and from a secret list likewise.
+async fn a_forbid_naming_one_resource_hides_it_from_lists_among_look_alikes(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let w = world(&c, owner).await;
+    let admin = c.add_member(owner, "ana@example.com", "admin").await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let body = json!({ "component": w.component, "schema": w.schema, "environment": "dev",
+                           "name": format!("twin-{i}"), "input": { "bucket": format!("twin-bucket-{i}") } });
+        ids.push(c.post("/v1/resources", owner, body).await.expect(201)["id"].as_str().unwrap().to_owned());
+    }
+    for name in ["a", "b", "c"] {
+        c.post("/v1/secrets", owner, json!({ "name": name, "components": [w.component] })).await.expect(201);
+    }
+    let hidden_secret =
+        c.get("/v1/secrets/b", owner).await.expect(200)["secret"]["id"].as_str().unwrap().to_owned();
+    let (one, two) = (&ids[1], &ids[3]);
+    policy(
+        &c,
+        owner,
+        "hide-two",
+        &format!(
+            r#"forbid (principal, action in [Heimdall::Action::"resource.read", Heimdall::Action::"job.read"], resource) when {{ resource == Heimdall::Resource::"{one}" || resource in Heimdall::Resource::"{two}" }} unless {{ principal.role == "owner" }};"#
+        ),
+    )
+    .await;
+    policy(
+        &c,
+        owner,
+        "hide-b",
+        &format!(
+            r#"forbid (principal, action == Heimdall::Action::"secret.read", resource == Heimdall::Secret::"{hidden_secret}") unless {{ principal.role == "owner" }};"#
+        ),
+    )
+    .await;
+    let listed = |v: Value, key: &str| -> Vec<String> {
+        v.as_array().unwrap().iter().map(|e| e[key].as_str().unwrap().to_owned()).collect()
+    };
+    let visible: Vec<String> = ids.iter().filter(|id| *id != one && *id != two).cloned().collect();
+    assert_eq!(listed(c.get("/v1/resources", &admin).await.expect(200), "id"), visible);
+    assert_eq!(listed(c.get("/v1/resources?limit=2", &admin).await.expect(200), "id"), visible[..2]);
+    assert_eq!(listed(c.get("/v1/resources", owner).await.expect(200), "id"), ids);
+    c.get(&format!("/v1/resources/{one}"), &admin).await.expect_error(403, "FORBIDDEN");
+    // Each Resource's job is a Job under it: `resource in` the second one
+    // reaches its job, `resource ==` the first one does not.
+    let jobs = listed(c.get("/v1/jobs", &admin).await.expect(200), "resource_id");
+    let under: Vec<String> = ids.iter().filter(|id| *id != two).cloned().collect();
+    assert_eq!(jobs, under, "every job but the one under the second named Resource, in order");
+    assert_eq!(listed(c.get("/v1/secrets", &admin).await.expect(200), "name"), ["a", "c"]);
+    assert_eq!(listed(c.get("/v1/secrets", owner).await.expect(200), "name"), ["a", "b", "c"]);
 }

@@ -1,3 +1,5 @@
+use std::collections::HashSet;
+
 use heimdall_core::authz::{
     allowed_environments, decide, secret_target, validate_policy_text, Action, CatalogTree, Decision,
     OrgPolicies, Principal, Target, TargetKind,
@@ -248,4 +250,88 @@ fn leaving_out_the_environment_filters_instead_of_skipping() {
         &policies,
     );
     assert_eq!(allowed, vec!["dev", "qa"]);
+}
+
+/// A page decided through `ManyDecisions` answers item by item as
+/// `decide` does: with policies that tell Resources apart only by their
+/// id (in the scope, in a condition's set), by a Component or a Domain,
+/// by environment, and with secrets whose owner differs. A policy that
+/// names one Resource or one Component must hide exactly what it names,
+/// though its siblings look the same to every other policy.
+#[test]
+fn deciding_a_page_at_once_answers_as_deciding_each_item() {
+    use heimdall_core::authz::{resource_target, ManyDecisions};
+    use heimdall_core::ids::ResourceId;
+    // Two domains as in `catalog`, and eight more Components in each system.
+    let mut entries = vec![
+        (cid(1), CatalogKind::Domain, None),
+        (cid(2), CatalogKind::System, Some(cid(1))),
+        (cid(11), CatalogKind::Domain, None),
+        (cid(12), CatalogKind::System, Some(cid(11))),
+    ];
+    let components: Vec<CatalogId> = (0..10).map(|k| cid(100 + k)).collect();
+    for (k, c) in components.iter().enumerate() {
+        entries.push((*c, CatalogKind::Component, Some(if k % 2 == 0 { cid(2) } else { cid(12) })));
+    }
+    let tree = CatalogTree::new(entries);
+    let rid = |n: u128| ResourceId::from_uuid(Uuid::from_u128(1000 + n));
+    let by_scope = format!(
+        r#"forbid(principal, action == Heimdall::Action::"resource.read", resource == Heimdall::Resource::"{}");"#,
+        rid(3)
+    );
+    let by_condition = format!(
+        r#"forbid(principal, action, resource) when {{ resource in [Heimdall::Resource::"{}", Heimdall::Resource::"{}"] }};"#,
+        rid(4),
+        rid(5)
+    );
+    let by_component = format!(
+        r#"forbid(principal, action, resource in Heimdall::Component::"{}") when {{ context.environment == "prod" }};"#,
+        components[3]
+    );
+    let by_domain = format!(
+        r#"forbid(principal, action, resource in Heimdall::Domain::"{}") unless {{ principal.role == "owner" }};"#,
+        cid(11)
+    );
+    let sets = [
+        ("none", OrgPolicies::default()),
+        ("by component", OrgPolicies::compile(&[policy(30, &by_component)]).unwrap()),
+        ("by scope", OrgPolicies::compile(&[policy(31, &by_scope), policy(32, &by_component)]).unwrap()),
+        ("by condition", OrgPolicies::compile(&[policy(33, &by_condition)]).unwrap()),
+        ("by domain", OrgPolicies::compile(&[policy(34, &by_domain), policy(35, &by_scope)]).unwrap()),
+    ];
+    let mut hidden = HashSet::new();
+    for (name, policies) in &sets {
+        for role in [Role::Owner, Role::Member] {
+            let principal = who(role);
+            let mut page = ManyDecisions::new(&principal, Action::ResourceRead, policies);
+            let mut secrets = ManyDecisions::new(&principal, Action::SecretRead, policies);
+            for n in 0..40 {
+                let component = components[(n % 10) as usize];
+                let env = ["dev", "prod", "dev"][(n % 3) as usize];
+                let target = resource_target(Some(rid(n)), component, &tree);
+                let one = decide(&principal, Action::ResourceRead, &target, Some(env), policies);
+                assert_eq!(page.decide(&target, Some(env)), one, "{name}, {role}, Resource {n} in {env}");
+                if !one.is_allowed() {
+                    hidden.insert(*name);
+                }
+                let owner = (n % 4 == 0).then_some(principal.id);
+                let linked = [component, components[((n + 1) % 10) as usize]];
+                let secret = secret_target(
+                    SecretId::from_uuid(Uuid::from_u128(40 + n)),
+                    owner,
+                    &linked[..1 + (n % 2) as usize],
+                    &tree,
+                );
+                let one = decide(&principal, Action::SecretRead, &secret, Some(env), policies);
+                assert_eq!(secrets.decide(&secret, Some(env)), one, "{name}, {role}, secret {n}");
+            }
+        }
+    }
+    // Not a vacuous comparison: every set but none hid something.
+    assert_eq!(hidden.len(), sets.len() - 1, "{hidden:?}");
+    let by_scope = &sets[2].1;
+    assert!(by_scope.names_entity(Action::ResourceRead, TargetKind::Resource, &rid(3).to_string()));
+    assert!(!by_scope.names_entity(Action::ResourceRead, TargetKind::Resource, &rid(4).to_string()));
+    assert!(by_scope.names_entity(Action::SecretRead, TargetKind::Component, &components[3].to_string()));
+    assert!(!by_scope.names_entity(Action::SecretRead, TargetKind::Resource, &rid(3).to_string()));
 }
