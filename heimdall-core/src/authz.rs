@@ -511,7 +511,32 @@ pub fn decide(
     org_policies: &OrgPolicies,
 ) -> Decision {
     let set = org_policies.by_action.get(&action).unwrap_or(&org_policies.set);
-    authorize(&Who::from(principal), action, target, environment, set)
+    match org_policies.named_by_action.get(&action) {
+        Some(named) => authorize(&Who::from(principal), action, &observable(target, named), environment, set),
+        None => authorize(&Who::from(principal), action, target, environment, set),
+    }
+}
+
+/// `target` as the policies can see it: each chain keeps only the
+/// ancestors some policy in `named` names, each linked to the next one
+/// kept. Cedar reaches an ancestor only through a literal that names it
+/// (`resource in Heimdall::Domain::"<id>"`), and `in` is transitive, so
+/// every answer stays the same; an entity fewer is less of the transitive
+/// closure Cedar computes for every request (about half of a decision).
+fn observable(target: &Target, named: &HashMap<String, HashSet<String>>) -> Target {
+    let is_named =
+        |kind: &TargetKind, id: &String| named.get(kind.cedar_type()).is_some_and(|ids| ids.contains(id));
+    Target {
+        kind: target.kind,
+        id: target.id.clone(),
+        chains: target
+            .chains
+            .iter()
+            .map(|chain| chain.iter().filter(|(kind, id)| is_named(kind, id)).cloned().collect::<Vec<_>>())
+            .filter(|chain| !chain.is_empty())
+            .collect(),
+        attrs: target.attrs.clone(),
+    }
 }
 
 fn authorize(
@@ -753,6 +778,96 @@ mod tests {
             }
         }
         assert!(smaller > 0, "no action had a smaller share");
+    }
+
+    /// Leaving out the ancestors no policy names changes no decision:
+    /// `decide` (which does) answers as the whole target over every
+    /// policy, with policies naming a Domain, a System, a Component and a
+    /// Resource, for Resources, jobs and secrets linked under two chains.
+    #[test]
+    fn ancestors_no_policy_names_change_no_decision() {
+        let id = |n: u128| CatalogId::from_uuid(uuid::Uuid::from_u128(n));
+        let org = OrgId::from_uuid(uuid::Uuid::from_u128(7));
+        let tree = CatalogTree::new([
+            (id(1), CatalogKind::Domain, None),
+            (id(2), CatalogKind::System, Some(id(1))),
+            (id(3), CatalogKind::Component, Some(id(2))),
+            (id(4), CatalogKind::Component, Some(id(2))),
+            (id(11), CatalogKind::Domain, None),
+            (id(12), CatalogKind::System, Some(id(11))),
+            (id(13), CatalogKind::Component, Some(id(12))),
+        ]);
+        let resource = |n: u128| ResourceId::from_uuid(uuid::Uuid::from_u128(100 + n));
+        let texts = [
+            format!(
+                r#"forbid (principal, action, resource in Heimdall::Domain::"{}") when {{ context.environment == "prod" }};"#,
+                id(11)
+            ),
+            format!(
+                r#"forbid (principal, action == Heimdall::Action::"resource.read", resource in Heimdall::System::"{}") unless {{ principal.role == "owner" }};"#,
+                id(2)
+            ),
+            format!(
+                r#"permit (principal, action == Heimdall::Action::"resource.delete", resource) when {{ resource in Heimdall::Component::"{}" }};"#,
+                id(4)
+            ),
+            format!(
+                r#"forbid (principal, action, resource) when {{ resource in Heimdall::Resource::"{}" && context.environment == "dev" }};"#,
+                resource(1)
+            ),
+        ];
+        let stored: Vec<Policy> = texts
+            .iter()
+            .map(|text| {
+                serde_json::from_value(serde_json::json!({
+                    "id": uuid::Uuid::new_v4(), "org_id": org, "name": "p", "text": text,
+                    "created_at": "2026-12-01T00:00:00Z", "created_by": "owner@example.com",
+                }))
+                .unwrap()
+            })
+            .collect();
+        let policies = OrgPolicies::compile(&stored).unwrap();
+        let mut targets = Vec::new();
+        for (n, component) in [id(3), id(4), id(13)].into_iter().enumerate() {
+            let r = resource(n as u128);
+            targets.push(resource_target(Some(r), component, &tree));
+            targets.push(job_target(
+                crate::ids::JobId::from_uuid(uuid::Uuid::from_u128(200 + n as u128)),
+                r,
+                component,
+                &tree,
+            ));
+            let secret = SecretId::from_uuid(uuid::Uuid::from_u128(300 + n as u128));
+            targets.push(secret_target(secret, None, &[component, id(13)], &tree));
+        }
+        let (mut allowed, mut denied) = (0, 0);
+        for role in [Role::Owner, Role::Admin, Role::Member] {
+            let principal = Principal {
+                org,
+                id: MemberId::from_uuid(uuid::Uuid::from_u128(9)),
+                email: "a@b.co".into(),
+                role,
+            };
+            for &action in Action::ALL {
+                for target in &targets {
+                    for environment in [None, Some("dev"), Some("prod")] {
+                        let whole =
+                            authorize(&Who::from(&principal), action, target, environment, &policies.set);
+                        assert_eq!(
+                            decide(&principal, action, target, environment, &policies),
+                            whole,
+                            "{role:?} {action:?} {environment:?} {target:?}"
+                        );
+                        if whole.is_allowed() {
+                            allowed += 1
+                        } else {
+                            denied += 1
+                        }
+                    }
+                }
+            }
+        }
+        assert!(allowed > 0 && denied > 0);
     }
 
     #[test]
