@@ -174,7 +174,7 @@ impl Decider {
     }
 
     /// For deciding `action` over the items of a list: each distinct
-    /// placement is evaluated once (`heimdall_core::authz::ManyDecisions`).
+    /// shape of item is evaluated once (`heimdall_core::authz::ManyDecisions`).
     pub fn many(&self, action: Action) -> ManyDecisions<'_> {
         ManyDecisions::new(&self.principal, action, &self.policies)
     }
