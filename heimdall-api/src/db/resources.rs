@@ -2,7 +2,7 @@
 //! applies a `heimdall_core::resources` plan in a transaction.
 
 use async_trait::async_trait;
-use heimdall_core::ids::{CloudAccountId, JobId, OrgId, ResourceId, SchemaId};
+use heimdall_core::ids::{CatalogId, CloudAccountId, JobId, OrgId, ResourceId, SchemaId};
 use heimdall_core::infra::{
     AccountLink, CloudAccount, Job, Resource, ResourceSchema, Revision, RevisionState,
 };
@@ -438,6 +438,7 @@ impl InfraStore for SqlStore {
         &self,
         org: OrgId,
         resource: Option<ResourceId>,
+        component: Option<CatalogId>,
         after: Option<&heimdall_core::queue::JobCursor>,
         limit: u32,
     ) -> StoreResult<Vec<Job>> {
@@ -446,6 +447,7 @@ impl InfraStore for SqlStore {
         // Resources). No cursor is a place before every row.
         let sql = format!(
             "SELECT {JOB_COLUMNS} FROM jobs WHERE org_id = $1 AND ($2 = '' OR resource_id = $2)
+               AND ($6 = '' OR resource_id IN (SELECT id FROM resources WHERE org_id = $1 AND component_id = $6))
                AND (queued_at, id) > ($4, $3)
              ORDER BY queued_at, id LIMIT $5"
         );
@@ -457,6 +459,7 @@ impl InfraStore for SqlStore {
             .bind(after_id)
             .bind(after_at)
             .bind(i64::from(limit))
+            .bind(component.map(|c| c.to_string()).unwrap_or_default())
             .fetch_all(&self.pool)
             .await
             .map_err(db_err)?

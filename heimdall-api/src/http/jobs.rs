@@ -75,12 +75,12 @@ async fn list(
     };
     let (tree, environments) = super::resources::placements(&state, &caller).await?;
     // Each chunk of jobs comes with its own Resources (one query), never
-    // the organization's every Resource.
+    // the organization's every Resource; the Component is the query's.
     let (org, resource) = (caller.org.id, resource.as_ref().map(|r| r.id));
     let fetch = |after: Option<JobCursor>, n| {
         let store = state.store.clone();
         async move {
-            let jobs = store.list_jobs_page(org, resource, after.as_ref(), n).await?;
+            let jobs = store.list_jobs_page(org, resource, component, after.as_ref(), n).await?;
             let ids: Vec<ResourceId> = jobs.iter().map(|j| j.resource_id).collect();
             let resources = store.resources_by_ids(org, &ids).await?;
             Ok(jobs
@@ -94,7 +94,7 @@ async fn list(
     };
     let mut decisions = decider.many(Action::JobRead);
     let allowed = |(j, r): &(Job, Option<Resource>)| {
-        r.as_ref().filter(|r| component.is_none_or(|c| r.component_id == c)).is_some_and(|r| {
+        r.as_ref().is_some_and(|r| {
             let env =
                 environments.iter().find(|(id, _)| *id == r.environment_id).map_or("", |(_, n)| n.as_str());
             decisions.decide(&job_target(j.id, r.id, r.component_id, &tree), Some(env)).is_allowed()
