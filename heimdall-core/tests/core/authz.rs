@@ -335,3 +335,24 @@ fn deciding_a_page_at_once_answers_as_deciding_each_item() {
     assert!(by_scope.names_entity(Action::SecretRead, TargetKind::Component, &components[3].to_string()));
     assert!(!by_scope.names_entity(Action::SecretRead, TargetKind::Resource, &rid(3).to_string()));
 }
+
+/// A member as the target is the principal entity too when it is the
+/// caller: `resource == principal` tells members apart with no literal,
+/// so `ManyDecisions` never shares a member's decision with another's.
+#[test]
+fn deciding_members_at_once_tells_the_caller_from_the_others() {
+    use heimdall_core::authz::ManyDecisions;
+    let policies = OrgPolicies::compile(&[policy(
+        36,
+        r#"forbid (principal, action == Heimdall::Action::"member.write", resource) when { resource == principal };"#,
+    )])
+    .unwrap();
+    let owner = who(Role::Owner);
+    let mut many = ManyDecisions::new(&owner, Action::MemberWrite, &policies);
+    for email in ["x@example.com", owner.email.as_str(), "y@example.com"] {
+        let target = Target::new(TargetKind::Member, email);
+        let one = decide(&owner, Action::MemberWrite, &target, None, &policies);
+        assert_eq!(one.is_allowed(), email != owner.email, "{email}");
+        assert_eq!(many.decide(&target, None), one, "{email}");
+    }
+}
