@@ -511,28 +511,24 @@ pub fn decide(
     org_policies: &OrgPolicies,
 ) -> Decision {
     let set = org_policies.by_action.get(&action).unwrap_or(&org_policies.set);
-    match org_policies.named_by_action.get(&action) {
-        Some(named) => authorize(&Who::from(principal), action, &observable(target, named), environment, set),
-        None => authorize(&Who::from(principal), action, target, environment, set),
-    }
+    let seen = observable(target, |kind, id| org_policies.names_entity(action, kind, id));
+    authorize(&Who::from(principal), action, &seen, environment, set)
 }
 
 /// `target` as the policies can see it: each chain keeps only the
-/// ancestors some policy in `named` names, each linked to the next one
-/// kept. Cedar reaches an ancestor only through a literal that names it
-/// (`resource in Heimdall::Domain::"<id>"`), and `in` is transitive, so
+/// ancestors `named` (some policy names them), each linked to the next
+/// one kept. Cedar reaches an ancestor only through a literal that names
+/// it (`resource in Heimdall::Domain::"<id>"`), and `in` is transitive, so
 /// every answer stays the same; an entity fewer is less of the transitive
 /// closure Cedar computes for every request (about half of a decision).
-fn observable(target: &Target, named: &HashMap<String, HashSet<String>>) -> Target {
-    let is_named =
-        |kind: &TargetKind, id: &String| named.get(kind.cedar_type()).is_some_and(|ids| ids.contains(id));
+fn observable(target: &Target, named: impl Fn(TargetKind, &str) -> bool) -> Target {
     Target {
         kind: target.kind,
         id: target.id.clone(),
         chains: target
             .chains
             .iter()
-            .map(|chain| chain.iter().filter(|(kind, id)| is_named(kind, id)).cloned().collect::<Vec<_>>())
+            .map(|chain| chain.iter().filter(|(kind, id)| named(*kind, id)).cloned().collect::<Vec<_>>())
             .filter(|chain| !chain.is_empty())
             .collect(),
         attrs: target.attrs.clone(),

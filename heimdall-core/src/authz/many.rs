@@ -8,10 +8,10 @@
 //! is not an attribute, and no expression turns an entity into a string.
 //! Heimdall's targets carry string attributes only, so no expression
 //! reaches an ancestor except through a literal. So a decision holds for
-//! every target with the same *shape*: its kind, its ancestors' kinds in
-//! order, the ids among them (its own included) that a policy for the
-//! action names, its attributes and the environment. Ids no policy names
-//! are left out of the shape. A member is never shared: when it is the
+//! every target with the same *shape*: what `decide` hands Cedar (the
+//! target with only the ancestors a policy for the action names,
+//! `super::observable`), with the target's own id left out unless a
+//! policy names it, and the environment. A member is never shared: when it is the
 //! target it is also the principal entity, and `resource == principal`
 //! tells members apart.
 
@@ -19,13 +19,13 @@ use std::collections::HashMap;
 
 use super::{decide, Action, Decision, OrgPolicies, Principal, Target, TargetKind};
 
-/// What a decision depends on: the target with the ids no policy names
-/// left out (`None`).
+/// What a decision depends on: the named ancestors, and the target's id
+/// only when a policy names it (`None` otherwise).
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct Shape {
     kind: TargetKind,
     id: Option<String>,
-    chains: Vec<Vec<(TargetKind, Option<String>)>>,
+    chains: Vec<Vec<(TargetKind, String)>>,
     attrs: Vec<(&'static str, String)>,
     environment: Option<String>,
 }
@@ -59,18 +59,13 @@ impl<'a> ManyDecisions<'a> {
     }
 
     fn shape(&self, target: &Target, environment: Option<&str>) -> Shape {
-        let named = |kind: TargetKind, id: &str| {
-            self.policies.names_entity(self.action, kind, id).then(|| id.to_owned())
-        };
+        let named = |kind: TargetKind, id: &str| self.policies.names_entity(self.action, kind, id);
+        let seen = super::observable(target, named);
         Shape {
-            kind: target.kind,
-            id: named(target.kind, &target.id),
-            chains: target
-                .chains
-                .iter()
-                .map(|chain| chain.iter().map(|(kind, id)| (*kind, named(*kind, id))).collect())
-                .collect(),
-            attrs: target.attrs.clone(),
+            kind: seen.kind,
+            id: named(seen.kind, &seen.id).then_some(seen.id),
+            chains: seen.chains,
+            attrs: seen.attrs,
             environment: environment.map(str::to_owned),
         }
     }
