@@ -74,7 +74,7 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
     loop {
         let out = dev.sh("heimdall secret access-log aws-dev --output json");
         let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        if log.as_array().is_some_and(|l| l.iter().any(|e| e["accessor"] == "agent dev")) {
+        if log.as_array().is_some_and(|l| l.iter().any(|e| e["accessor"] == "agent dev for dev@localhost")) {
             break;
         }
         assert!(std::time::Instant::now() < deadline, "the Agent's read of aws-dev never showed: {log}");

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use heimdall_core::authz::{self, secret_target, Action, CatalogTree, OrgPolicies, Principal};
 use heimdall_core::ids::{CatalogId, MemberId, OrgId};
+use heimdall_core::on_behalf::{self, OnBehalfOf};
 use heimdall_core::program::{self, ProgramScope, Verb};
 use heimdall_core::secrets::{reaches, Reach};
 use heimdall_core::wire::{SyncMember, SyncResponse, SyncSecret};
@@ -42,12 +43,21 @@ pub struct PolicySnapshot {
     org: OrgId,
     /// Certificate SHA-256 → member.
     by_certificate: HashMap<String, SyncMember>,
+    /// Member id → member: on whose behalf a job or task may use a value.
+    by_id: HashMap<MemberId, SyncMember>,
+    /// The ids of this Agent's program tokens the API holds as live (`None`
+    /// from an API that does not say: then no token is).
+    live_tokens: Option<std::collections::HashSet<String>>,
     secrets: HashMap<String, SyncSecret>,
     environments: Vec<(CatalogId, String)>,
     catalog: CatalogTree,
     policies: OrgPolicies,
     /// This Agent's clock when the answer arrived.
     received_at: OffsetDateTime,
+    /// The API's clock when it answered (the Unix epoch for a snapshot
+    /// read back from disk): work asked for later than this may have met
+    /// policies this snapshot does not hold.
+    answered_at: OffsetDateTime,
     /// Decisions already taken with this snapshot, by (certificate,
     /// secret, environment): a snapshot never changes, so neither do they,
     /// and the hot read path skips Cedar. Bounded; cleared when full.
@@ -75,11 +85,14 @@ impl PolicySnapshot {
         Ok(Self {
             org: response.org_id,
             by_certificate,
+            by_id: response.members.iter().map(|m| (m.id, m.clone())).collect(),
+            live_tokens: response.live_program_tokens.as_ref().map(|ids| ids.iter().cloned().collect()),
             secrets: response.secrets.iter().map(|s| (s.name.clone(), s.clone())).collect(),
             environments: response.environments.iter().map(|e| (e.id, e.name.clone())).collect(),
             catalog: CatalogTree::new(response.catalog.iter().map(|e| (e.id, e.kind, e.parent_id))),
             policies,
             received_at,
+            answered_at: response.at,
             decided: std::sync::Mutex::new(HashMap::new()),
         })
     }
@@ -92,6 +105,12 @@ impl PolicySnapshot {
         self.received_at
     }
 
+    /// Whether the API answered this snapshot at or after `at` (its own
+    /// clock): then it holds the policies work asked for at `at` met.
+    pub fn answered_since(&self, at: OffsetDateTime) -> bool {
+        self.answered_at >= at
+    }
+
     /// The environment by id or name.
     pub fn environment(&self, key: &str) -> Option<(CatalogId, &str)> {
         self.environments
@@ -100,17 +119,48 @@ impl PolicySnapshot {
             .map(|(id, name)| (*id, name.as_str()))
     }
 
-    /// Whether this Agent may read `secret` for a job
-    /// (`heimdall_core::secrets::usable_by_jobs`): `NOT_FOUND` for a
-    /// secret the last sync did not list.
-    pub fn job_secret(&self, secret: &str) -> Result<(), ApiError> {
+    /// The environment's name, by id.
+    pub fn environment_name(&self, id: CatalogId) -> Option<&str> {
+        self.environments.iter().find(|(env, _)| *env == id).map(|(_, name)| name.as_str())
+    }
+
+    /// Whether this Agent may use `secret` in `environment` for the member
+    /// `on_behalf` (a job's static credential or secret input, a
+    /// database's admin secret): `heimdall_core::on_behalf::may_use` with
+    /// this snapshot's members, catalog and policies, as the API decided
+    /// it when the work was asked for. `what` names the work in the
+    /// refusal. `NOT_FOUND` for a secret or environment the last sync did
+    /// not list; `FORBIDDEN` for no one to act for, a member removed since,
+    /// a personal secret or a read she may not make; `POLICY_STALE` past
+    /// [`MAX_POLICY_AGE`].
+    pub fn may_use(
+        &self,
+        on_behalf: Option<&OnBehalfOf>,
+        what: &str,
+        secret: &str,
+        environment: CatalogId,
+        now: OffsetDateTime,
+    ) -> Result<(), ApiError> {
+        self.check_fresh(now)?;
         let found = self.secrets.get(secret).ok_or_else(|| {
             ApiError::new(
                 ErrorCode::NotFound,
                 format!("secret {secret} not found (as of this Agent's last sync)"),
             )
         })?;
-        heimdall_core::secrets::usable_by_jobs(found.owner_id)
+        let env_name =
+            self.environment_name(environment).ok_or_else(|| ApiError::not_found("environment"))?;
+        let Some(who) = on_behalf else { return Err(on_behalf::nobody(what, secret)) };
+        let member = self.by_id.get(&who.member_id).ok_or_else(|| on_behalf::not_a_member(who, secret))?;
+        let principal =
+            Principal { org: self.org, id: member.id, email: member.email.clone(), role: member.role };
+        let used = on_behalf::UsedSecret {
+            name: &found.name,
+            id: found.id,
+            owner: found.owner_id,
+            components: &found.components,
+        };
+        on_behalf::may_use(&principal, used, env_name, &self.catalog, &self.policies)
     }
 
     /// The member a certificate belongs to; `UNAUTHENTICATED` for a
@@ -192,11 +242,19 @@ impl PolicySnapshot {
         now: OffsetDateTime,
     ) -> Result<AllowedRead, ApiError> {
         self.check_fresh(now)?;
+        // Registered with the API and not revoked there, as of the last
+        // sync: a token list copied back from a backup revives nothing.
+        if !self.live_tokens.as_ref().is_some_and(|live| live.contains(&scope.id)) {
+            return Err(ApiError::new(
+                ErrorCode::Unauthenticated,
+                "this program token is not (or no longer) registered with the API",
+            ));
+        }
         let (environment_id, env_name) =
             self.environment(environment).ok_or_else(|| ApiError::not_found("environment"))?;
         let found = self.secrets.get(secret);
         let personal = found.is_none_or(|s| s.owner_id.is_some() || s.personal_owner.is_some());
-        program::check(scope, verb, secret, personal, env_name, now)?;
+        program::check(scope, verb, secret, personal, environment_id, now)?;
         let found = found.ok_or_else(|| ApiError::not_found("secret"))?;
         let target = secret_target(found.id, found.owner_id, &found.components, &self.catalog);
         program::organization_allows(
@@ -217,6 +275,12 @@ impl PolicySnapshot {
             environment_id,
             environment: env_name.to_owned(),
         })
+    }
+
+    /// The ids of this Agent's tokens the API holds as live; `None` when
+    /// it does not say.
+    pub fn live_tokens(&self) -> Option<&std::collections::HashSet<String>> {
+        self.live_tokens.as_ref()
     }
 
     /// The organization secrets (never a personal one) a token's scope
@@ -426,6 +490,7 @@ mod tests {
             released_environments: vec![],
             received_through: 0,
             local_api_certificates: None,
+            live_program_tokens: None,
         }
     }
 

@@ -116,6 +116,27 @@ impl Channel {
             .ok_or_else(|| ChannelError::Transport("empty deletion response".into()))
     }
 
+    /// Registers a program token this Agent made (its id and scope, never
+    /// the token); the answer names its environment by id.
+    pub async fn register_program_token(
+        &self,
+        request: &heimdall_core::wire::RegisterProgramToken,
+    ) -> Result<heimdall_core::program::RegisteredToken, ChannelError> {
+        self.post("/v1/agent/program-tokens", request)
+            .await?
+            .ok_or_else(|| ChannelError::Transport("empty registration response".into()))
+    }
+
+    /// Tells the API a program token was revoked here.
+    pub async fn revoke_program_token(&self, id: &str) -> Result<(), ChannelError> {
+        self.post::<_, serde_json::Value>(
+            &format!("/v1/agent/program-tokens/{id}/revoke"),
+            &serde_json::json!({}),
+        )
+        .await
+        .map(|_| ())
+    }
+
     /// The first database task due in an environment this Agent holds,
     /// leased to it; `None` when nothing is due.
     pub async fn claim_database_task(

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use heimdall_core::clock::Clock;
-use heimdall_core::dbusers::{self, Credential, Engine, Phase, Statement, Step, Task, TaskKind};
+use heimdall_core::dbusers::{self, Credential, Engine, Phase, Statement, Step, Task, TaskKind, TlsMode};
 use heimdall_core::ids::AgentId;
 use heimdall_core::wire::{DatabaseTask, DatabaseTaskOutcome, DatabaseTaskReport};
 use heimdall_core::Redacted;
@@ -21,6 +21,7 @@ use sqlx::Connection;
 use tokio::sync::watch;
 use zeroize::Zeroizing;
 
+use crate::access::SharedPolicy;
 use crate::channel::Channel;
 use crate::crypto::ValueAddress;
 use crate::recorder::Recorder;
@@ -33,12 +34,17 @@ const STATEMENT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Where this Agent's reads of admin credentials say they came from.
 const SOURCE: &str = "database-rotation";
 
+/// How long a task waits for the sync it asked for.
+const REFRESH_WAIT: Duration = Duration::from_secs(5);
+
 /// What rotating takes: the store, the recorder every read goes through,
-/// and the channel to the API.
+/// the policies the admin secret's use is decided with, and the channel to
+/// the API.
 #[derive(Debug)]
 pub struct Rotator {
     pub vault: Arc<Vault>,
     pub recorder: Recorder,
+    pub policy: SharedPolicy,
     pub channel: Channel,
     pub agent: AgentId,
     pub clock: Arc<dyn Clock>,
@@ -93,29 +99,55 @@ impl Admin {
         })?
     }
 
+    /// Connects with TLS as the task says (`verify-full`: the system's
+    /// roots and the database's CA, the host name checked), or in
+    /// cleartext to this machine only (`dbusers::check_tls`, decided again
+    /// here before any password leaves). Errors name neither the admin
+    /// login nor its password.
     async fn dial(task: &DatabaseTask, credential: &AdminCredential) -> Result<Self, String> {
+        dbusers::check_tls(&task.host, task.tls).map_err(|e| e.message)?;
+        // The server's message may name the login it refused: not shown
+        // (it lands in `last_error`, which every reader of the user sees).
         let failed = |e: sqlx::Error| {
-            format!(
-                "cannot connect to {} at {}:{} as {}: {e}",
-                task.database, task.host, task.port, credential.username
-            )
+            let mut message = database_message(&e);
+            if !credential.username.is_empty() {
+                message = message.replace(credential.username.as_str(), "<admin login>");
+            }
+            format!("cannot connect to {} at {}:{}: {message}", task.database, task.host, task.port)
         };
+        let ca = task.ca_pem.as_deref().map(|pem| pem.as_bytes().to_vec());
         Ok(match task.engine {
             Engine::Postgres => {
-                let options = sqlx::postgres::PgConnectOptions::new()
+                use sqlx::postgres::PgSslMode;
+                let mut options = sqlx::postgres::PgConnectOptions::new()
                     .host(&task.host)
                     .port(task.port)
                     .username(&credential.username)
                     .password(credential.password.expose())
-                    .database(&task.database_name);
+                    .database(&task.database_name)
+                    .ssl_mode(match task.tls {
+                        TlsMode::VerifyFull => PgSslMode::VerifyFull,
+                        TlsMode::Disable => PgSslMode::Disable,
+                    });
+                if let Some(ca) = ca {
+                    options = options.ssl_root_cert_from_pem(ca);
+                }
                 Admin::Postgres(sqlx::PgConnection::connect_with(&options).await.map_err(failed)?)
             }
             Engine::Mariadb => {
+                use sqlx::mysql::MySqlSslMode;
                 let mut options = sqlx::mysql::MySqlConnectOptions::new()
                     .host(&task.host)
                     .port(task.port)
                     .username(&credential.username)
-                    .database(&task.database_name);
+                    .database(&task.database_name)
+                    .ssl_mode(match task.tls {
+                        TlsMode::VerifyFull => MySqlSslMode::VerifyIdentity,
+                        TlsMode::Disable => MySqlSslMode::Disabled,
+                    });
+                if let Some(ca) = ca {
+                    options = options.ssl_ca_from_pem(ca);
+                }
                 // An empty password is no password (MariaDB tells the two apart).
                 if !credential.password.expose().is_empty() {
                     options = options.password(credential.password.expose());
@@ -260,8 +292,28 @@ impl Rotator {
         })
     }
 
-    /// The admin credential, read as every read is: recorded before use.
+    /// The admin credential, read as every read is: decided as a read by
+    /// the member the task acts for (the user's creator), with the
+    /// policies of a sync asked for now (the last one's, if the API does
+    /// not answer within [`REFRESH_WAIT`]), then recorded as
+    /// `database-rotation DB/USER for <email>` before use.
     async fn admin(&self, task: &DatabaseTask) -> Result<AdminCredential, String> {
+        dbusers::check_tls(&task.host, task.tls).map_err(|e| e.message)?;
+        let what = format!("the task of service user {}/{}", task.database, task.user);
+        let on_behalf = task.on_behalf_of.as_ref();
+        let decide = |snapshot: &crate::access::PolicySnapshot| {
+            snapshot.may_use(on_behalf, &what, &task.admin_secret, task.environment_id, self.clock.now())
+        };
+        // Tasks are rare (a rotation every few days): each asks for a sync.
+        let than = self.policy.current().map_or(time::OffsetDateTime::UNIX_EPOCH, |s| s.received_at());
+        let decided = match self.policy.refresh(than, REFRESH_WAIT).await {
+            Some(snapshot) => decide(&snapshot),
+            None => Err(heimdall_core::ApiError::new(
+                heimdall_core::ErrorCode::PolicyStale,
+                "this Agent has not synced with the API yet",
+            )),
+        };
+        decided.map_err(|e| format!("{}: {}", e.code, e.message))?;
         let found = self
             .vault
             .latest_value(task.org_id, &task.admin_secret, task.environment_id)
@@ -274,8 +326,10 @@ impl Rotator {
             ));
         };
         let now = self.clock.now();
+        let part = format!("database-rotation {}/{}", task.database, task.user);
         let record = ServedRead {
-            accessor: format!("database-rotation {}/{}", task.database, task.user),
+            // Decided above: `on_behalf` is some.
+            accessor: on_behalf.map_or(part.clone(), |who| heimdall_core::on_behalf::accessor(&part, who)),
             at_micros: i64::try_from(now.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX),
             secret: task.admin_secret.clone(),
             environment: task.environment_id,

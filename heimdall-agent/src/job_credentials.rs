@@ -1,7 +1,8 @@
 //! The secrets a job runs with: its account's static credential and the
 //! secrets its input names, read from this Agent's own store the way every
-//! read is (decided, then recorded before it is used; the accessor in the
-//! access log is `agent <name>`), and a federated account's temporary
+//! read is: decided as a read by the member the job acts for
+//! (`heimdall_core::on_behalf`), then recorded before it is used (the
+//! accessor in the access log is `agent <name> for <email>`), and a federated account's temporary
 //! credentials from the claim. `heimdall_core::credentials` says what
 //! Terraform gets.
 
@@ -91,9 +92,10 @@ fn refused(e: ApiError) -> RunFailure {
 }
 
 /// The latest value of `secret` in the job's environment, read as every
-/// read is: decided (an organization secret this Agent's snapshot lists,
-/// a sync asked for first if it does not), then recorded as `agent <name>`
-/// before it is used.
+/// read is: decided as a read by the member the job acts for (an
+/// organization secret she may read there, by the last sync's policies; a
+/// sync asked for first if that refuses), then recorded as `agent <name>
+/// for <email>` before it is used.
 async fn read_for_job(
     source: Option<&CredentialSource>,
     job: &Job,
@@ -111,10 +113,17 @@ async fn read_for_job(
             "the job names no environment to read its secrets in",
         )));
     };
-    // A secret created a moment ago may be newer than the last sync: ask
-    // for one before refusing.
+    // Used for the member the job acts for, as her read, with policies at
+    // least as new as the job (a snapshot from before it was queued, or
+    // read back from disk, is refreshed first); a secret created a moment
+    // ago, or a policy changed since, may be newer: a sync before refusing.
+    let on_behalf = job.request.requested_by.as_ref();
+    let what = format!("job {}", job.id);
+    let decide = |snapshot: &crate::access::PolicySnapshot| {
+        snapshot.may_use(on_behalf, &what, secret, environment, source.clock.now())
+    };
     let than = match source.policy.current() {
-        Some(snapshot) if snapshot.job_secret(secret).is_ok() => None,
+        Some(snapshot) if snapshot.answered_since(job.queued_at) && decide(&snapshot).is_ok() => None,
         Some(snapshot) => Some(snapshot.received_at()),
         None => Some(OffsetDateTime::UNIX_EPOCH),
     };
@@ -123,7 +132,11 @@ async fn read_for_job(
             let reason = "this Agent has not synced with the API yet; the job is retried".to_owned();
             return Err(RunFailure { code: Some(ErrorCode::PolicyStale), reason, retryable: true });
         };
-        snapshot.job_secret(secret).map_err(refused)?;
+        decide(&snapshot).map_err(|e| RunFailure {
+            retryable: e.code == ErrorCode::PolicyStale,
+            code: Some(e.code),
+            reason: e.message,
+        })?;
     }
     let unavailable = |e: StoreError| RunFailure {
         code: Some(ErrorCode::Unavailable),
@@ -151,8 +164,10 @@ async fn read_for_job(
         )));
     };
     let now = source.clock.now();
+    let part = format!("agent {}", job.agent.as_deref().unwrap_or("?"));
     let record = ServedRead {
-        accessor: format!("agent {}", job.agent.as_deref().unwrap_or("?")),
+        // Decided above: `on_behalf` is some.
+        accessor: on_behalf.map_or(part.clone(), |who| heimdall_core::on_behalf::accessor(&part, who)),
         at_micros: i64::try_from(now.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX),
         secret: secret.to_owned(),
         environment,

@@ -13,7 +13,8 @@ use std::time::SystemTime;
 use aes_gcm::aead::rand_core::RngCore;
 use aes_gcm::aead::OsRng;
 use heimdall_core::ids::AgentId;
-use heimdall_core::program::{self, ProgramScope, Verb};
+use heimdall_core::program::{self, ProgramScope, RegisteredToken, Verb};
+use heimdall_core::wire::RegisterProgramToken;
 use heimdall_core::{ApiError, ErrorCode};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -24,6 +25,8 @@ use crate::vault::Vault;
 
 /// The file's name, next to the Agent's certificate and key.
 pub const FILE_NAME: &str = "program-tokens.sealed";
+/// Held (an exclusive lock) by a command while it changes the list.
+const LOCK_NAME: &str = "program-tokens.lock";
 /// Bound into the seal: the file opens as nothing else.
 const PURPOSE: &str = "program-tokens";
 
@@ -49,11 +52,21 @@ pub struct TokenFile {
     /// The list as last read, and the file's (inode, modified time, length)
     /// then: every save is a new file, so a new inode.
     cached: Mutex<Option<(Stamp, Arc<Vec<ProgramScope>>)>>,
+    /// Every token id this process has seen revoked: never live again here,
+    /// whatever file comes after (one copied back from a backup).
+    seen_revoked: Mutex<std::collections::HashSet<String>>,
 }
 
 impl TokenFile {
     pub fn new(dir: &Path, agent: AgentId, vault: Arc<Vault>) -> Self {
-        Self { path: dir.join(FILE_NAME), owner: agent.to_string(), agent, vault, cached: Mutex::new(None) }
+        Self {
+            path: dir.join(FILE_NAME),
+            owner: agent.to_string(),
+            agent,
+            vault,
+            cached: Mutex::new(None),
+            seen_revoked: Mutex::new(std::collections::HashSet::new()),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -74,18 +87,43 @@ impl TokenFile {
         crate::sealed_file::write(&self.path, &self.vault, PURPOSE, &self.owner, &plaintext)
     }
 
-    /// Makes a token: returns it (shown once) and its scope, of which only
-    /// the token's hash is kept. A name still in use by a live token is
+    /// An exclusive lock on a file beside the list, held while a command
+    /// reads, changes and writes it: `token create` and `token revoke` run
+    /// at once each see the other's change.
+    fn lock(&self) -> Result<std::fs::File, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.path.with_file_name(LOCK_NAME);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        file.lock().map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
+        Ok(file)
+    }
+
+    /// Makes a token: registers its id and scope with `register` (the API,
+    /// which answers with its environment's id, or refuses), then keeps it;
+    /// returns the token (shown once) and its scope, of which only the
+    /// token's hash is kept. A name still in use by a live token is
     /// refused, so records name one program.
-    pub fn create(
+    pub async fn create<F, Fut>(
         &self,
         new: NewToken,
         now: OffsetDateTime,
-    ) -> Result<(Zeroizing<String>, ProgramScope), String> {
+        register: F,
+    ) -> Result<(Zeroizing<String>, ProgramScope), String>
+    where
+        F: FnOnce(RegisterProgramToken) -> Fut,
+        Fut: std::future::Future<Output = Result<RegisteredToken, String>>,
+    {
         program::check_new(&new.name, &new.environment, &new.secrets, &new.verbs).map_err(|e| e.message)?;
         if new.expires_at.is_some_and(|at| at <= now) {
             return Err("--expires must be in the future".into());
         }
+        let _held = self.lock()?;
         let mut scopes = self.list()?;
         if scopes.iter().any(|s| s.name == new.name && program::check_alive(s, now).is_ok()) {
             return Err(format!(
@@ -98,11 +136,21 @@ impl TokenFile {
         OsRng.fill_bytes(&mut id);
         OsRng.fill_bytes(secret.as_mut());
         let id = hex::encode(id);
+        let registered = register(RegisterProgramToken {
+            id: id.clone(),
+            name: new.name.clone(),
+            environment: new.environment.clone(),
+            secrets: new.secrets.clone(),
+            verbs: new.verbs.clone(),
+            expires_at: new.expires_at,
+        })
+        .await?;
         let token = Zeroizing::new(program::format_token(self.agent, &id, &hex::encode(secret.as_ref())));
         let scope = ProgramScope {
             id,
             name: new.name,
-            environment: new.environment,
+            environment: registered.environment,
+            environment_id: Some(registered.environment_id),
             secrets: new.secrets,
             verbs: new.verbs,
             created_at: now,
@@ -115,9 +163,11 @@ impl TokenFile {
         Ok((token, scope))
     }
 
-    /// Revokes the live token with this id or name; the running Agent
-    /// refuses it from its next request.
+    /// Revokes the live token with this id or name here: the running
+    /// Agent refuses it from its next request. The caller tells the API
+    /// (and the Agent's next sync does, if that failed).
     pub fn revoke(&self, id_or_name: &str, now: OffsetDateTime) -> Result<ProgramScope, String> {
+        let _held = self.lock()?;
         let mut scopes = self.list()?;
         let found = scopes
             .iter_mut()
@@ -127,6 +177,11 @@ impl TokenFile {
         let revoked = found.clone();
         self.save(&scopes)?;
         Ok(revoked)
+    }
+
+    /// The ids of tokens revoked here, as the list is now.
+    pub fn revoked_ids(&self) -> Result<Vec<String>, String> {
+        Ok(self.current()?.iter().filter(|s| s.revoked_at.is_some()).map(|s| s.id.clone()).collect())
     }
 
     /// The scope of a presented token: made by this Agent, found by its
@@ -140,6 +195,13 @@ impl TokenFile {
             refused()
         })?;
         let scope = scopes.iter().find(|s| s.id == id).ok_or_else(refused)?;
+        let seen_revoked = self.seen_revoked.lock().map_err(|_| refused())?.contains(id);
+        if seen_revoked {
+            return Err(ApiError::new(
+                ErrorCode::Unauthenticated,
+                "this program token is revoked or expired",
+            ));
+        }
         let presented = hex::encode(Sha256::digest(token.as_bytes()));
         if !bool::from(presented.as_bytes().ct_eq(scope.token_sha256.as_bytes())) {
             return Err(refused());
@@ -163,6 +225,9 @@ impl TokenFile {
             return Ok(scopes.clone());
         }
         let scopes = Arc::new(self.list()?);
+        if let Ok(mut seen) = self.seen_revoked.lock() {
+            seen.extend(scopes.iter().filter(|s| s.revoked_at.is_some()).map(|s| s.id.clone()));
+        }
         *cached = Some((stamp, scopes.clone()));
         Ok(scopes)
     }
@@ -189,8 +254,28 @@ mod tests {
             verbs: vec![Verb::Read],
             expires_at: Some(now + time::Duration::days(90)),
         };
-        let (token, scope) = file.create(new.clone(), now).unwrap();
-        assert!(file.create(new.clone(), now).is_err(), "one live token per name");
+        let env = heimdall_core::ids::CatalogId::from_uuid(uuid::Uuid::new_v4());
+        let register = |asked: RegisterProgramToken| async move {
+            Ok(RegisteredToken {
+                id: asked.id,
+                agent_id: agent,
+                name: asked.name,
+                environment_id: env,
+                environment: asked.environment,
+                secrets: asked.secrets,
+                verbs: asked.verbs,
+                created_at: now,
+                expires_at: asked.expires_at,
+                revoked_at: None,
+            })
+        };
+        let (token, scope) = file.create(new.clone(), now, register).await.unwrap();
+        assert_eq!(scope.environment_id, Some(env), "bound to the environment's id the API gave");
+        assert!(file.create(new.clone(), now, register).await.is_err(), "one live token per name");
+        let refused = |_| async { Err::<RegisteredToken, _>("the API refused".to_owned()) };
+        let other = NewToken { name: "other".into(), ..new.clone() };
+        assert!(file.create(other, now, refused).await.is_err());
+        assert_eq!(file.list().unwrap().len(), 1, "a token the API refused is not kept");
         let on_disk = std::fs::read(file.path()).unwrap();
         assert!(!on_disk.windows(scope.token_sha256.len()).any(|w| w == scope.token_sha256.as_bytes()));
         assert!(!on_disk.windows(11).any(|w| w == b"billing-api"), "the list is sealed");
@@ -209,6 +294,7 @@ mod tests {
 
         file.revoke("billing-api", now).unwrap();
         assert_eq!(file.authenticate(&token, now).unwrap_err().code, ErrorCode::Unauthenticated);
-        assert!(file.create(new, now).is_ok(), "the name is free again");
+        assert_eq!(file.revoked_ids().unwrap(), vec![scope.id.clone()]);
+        assert!(file.create(new, now, register).await.is_ok(), "the name is free again");
     }
 }

@@ -62,15 +62,25 @@ impl Prepared {
     }
 }
 
-/// The value store of a prepared configuration, where the Agent keeps its
-/// own sealed files (next to its certificate), and its id: for commands
-/// that work on what the Agent keeps (`token`).
-pub async fn open_own(prepared: Prepared) -> Result<(Arc<Vault>, std::path::PathBuf, AgentId), String> {
+/// What the Agent's own commands (`token`) work with: its value store,
+/// where it keeps its sealed files (next to its certificate), its id, and
+/// its channel to the API.
+#[derive(Debug)]
+pub struct Own {
+    pub vault: Arc<Vault>,
+    pub dir: std::path::PathBuf,
+    pub agent: AgentId,
+    pub channel: Channel,
+}
+
+/// [`Own`] for a prepared configuration.
+pub async fn open_own(prepared: Prepared) -> Result<Own, String> {
     let Prepared { config, master_key } = prepared;
     let values = config.values.as_ref().ok_or("agent.toml has no [values]: this Agent keeps no secrets")?;
     let vault = open_values(values, master_key).await?;
     let dir = config.cert.parent().unwrap_or(std::path::Path::new(".")).to_owned();
-    Ok((vault, dir, config.agent_id()?))
+    let channel = Channel::new(&config).map_err(|e| e.to_string())?;
+    Ok(Own { vault, dir, agent: config.agent_id()?, channel })
 }
 
 /// Runs the Agent until `shutdown` resolves, then lets running work end.
@@ -105,6 +115,11 @@ pub async fn run(
     if let Some(file) = &policy_file {
         restore_policy(file, &policy);
     }
+    // Program tokens: the local API authenticates with them, the sync loop
+    // tells the API of revocations it did not hear.
+    let tokens = values
+        .as_ref()
+        .map(|vault| Arc::new(crate::program_tokens::TokenFile::new(identity_dir, agent, vault.clone())));
     // One group committer for every read this Agent serves: people's, and
     // the credentials its jobs run with.
     let credentials = values.as_ref().map(|store| CredentialSource {
@@ -128,6 +143,7 @@ pub async fn run(
                 clock: clock.clone(),
                 metrics: metrics.clone(),
                 api: channel.clone(),
+                tokens: tokens.clone(),
             };
             Some(start_local_api(&config, local, parts, stop_rx.clone()).await?)
         }
@@ -145,6 +161,7 @@ pub async fn run(
                 local_url: config.local_api.as_ref().map(LocalApiConfig::public_url),
                 local_cert,
                 policy_file,
+                tokens: tokens.clone(),
             };
             let period = std::time::Duration::from_secs(v.sync_seconds);
             Some(tokio::spawn(sync::run(syncer, period, stop_rx.clone())))
@@ -157,6 +174,7 @@ pub async fn run(
             let rotator = crate::db_rotation::Rotator {
                 vault: source.vault.clone(),
                 recorder: source.recorder.clone(),
+                policy: source.policy.clone(),
                 channel: channel.clone(),
                 agent,
                 clock: clock.clone(),
@@ -301,6 +319,7 @@ struct LocalParts {
     metrics: Option<Arc<Metrics>>,
     /// Asked on programs' behalf for versions and deletions.
     api: Channel,
+    tokens: Option<Arc<crate::program_tokens::TokenFile>>,
 }
 
 /// Starts the local API on its certificate (renewed by the sync loop) and
@@ -322,11 +341,7 @@ async fn start_local_api(
         policy: parts.policy,
         grants: grant::GrantVerifier::from_ca_pem(&ca_pem)?,
         metrics: parts.metrics,
-        tokens: Some(Arc::new(crate::program_tokens::TokenFile::new(
-            config.cert.parent().unwrap_or(std::path::Path::new(".")),
-            parts.agent,
-            parts.store.clone(),
-        ))),
+        tokens: parts.tokens,
         api: Some(parts.api),
     };
     let listener = tokio::net::TcpListener::bind(&local.listen)

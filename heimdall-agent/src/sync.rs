@@ -43,6 +43,8 @@ pub struct Syncer {
     pub local_cert: Option<Arc<crate::local_cert::LocalCertificate>>,
     /// Where each new snapshot is kept for a restart during an outage.
     pub policy_file: Option<Arc<crate::policy_file::PolicyFile>>,
+    /// Program tokens: a revocation the API did not hear is told again.
+    pub tokens: Option<Arc<crate::program_tokens::TokenFile>>,
 }
 
 /// How far the API has this Agent's records: an epoch and a number in it.
@@ -109,6 +111,20 @@ impl Syncer {
                 deactivated: i.deactivated,
             })
             .collect();
+        // Tokens revoked here that the API still lists as live.
+        let revoked_program_tokens = match (&self.tokens, self.policy.current()) {
+            (Some(tokens), Some(snapshot)) => match tokens.revoked_ids() {
+                Ok(ids) => ids
+                    .into_iter()
+                    .filter(|id| snapshot.live_tokens().is_some_and(|live| live.contains(id)))
+                    .collect(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the program tokens to report revocations");
+                    Vec::new()
+                }
+            },
+            _ => Vec::new(),
+        };
         loop {
             // How far the store's numbering had gone before these records
             // were read: what the API can rightly hold of this epoch.
@@ -138,6 +154,7 @@ impl Syncer {
                 records,
                 inventory: inventory.clone(),
                 local_url: self.local_url.clone(),
+                revoked_program_tokens: revoked_program_tokens.clone(),
             };
             let response = match self.channel.sync(&request).await {
                 Ok(response) => response,

@@ -78,8 +78,9 @@ pub fn main(command: TokenCommand) -> Result<(), String> {
     };
     let prepared = crate::runtime::prepare(config)?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let (vault, dir, agent) = runtime.block_on(crate::runtime::open_own(prepared))?;
-    let file = TokenFile::new(&dir, agent, vault);
+    let own = runtime.block_on(crate::runtime::open_own(prepared))?;
+    let file = TokenFile::new(&own.dir, own.agent, own.vault.clone());
+    let channel = own.channel;
     let now = OffsetDateTime::now_utc();
     match command {
         TokenCommand::Create { name, environment, secrets, verbs, expires, json, .. } => {
@@ -92,7 +93,15 @@ pub fn main(command: TokenCommand) -> Result<(), String> {
             }
             let verbs = unique;
             let new = NewToken { name, environment, secrets, verbs, expires_at: lifetime.map(|l| now + l) };
-            let (token, scope) = file.create(new, now)?;
+            // Registered with the API first (its id and scope, never the
+            // token): refused there, nothing is kept here.
+            let register = |asked| async move {
+                channel.register_program_token(&asked).await.map_err(|e| match e {
+                    crate::channel::ChannelError::Api(e) => format!("{}: {}", e.code, e.message),
+                    other => format!("the API could not register the token (it must be reachable): {other}"),
+                })
+            };
+            let (token, scope) = runtime.block_on(file.create(new, now, register))?;
             if json {
                 let mut shown = described(&scope, now);
                 shown["token"] = json!(token.as_str());
@@ -136,8 +145,18 @@ pub fn main(command: TokenCommand) -> Result<(), String> {
         }
         TokenCommand::Revoke { id_or_name, json, .. } => {
             let revoked = file.revoke(&id_or_name, now)?;
+            // Told to the API now; if it cannot be reached, the running
+            // Agent's next sync tells it.
+            let told = runtime.block_on(channel.revoke_program_token(&revoked.id));
+            if let Err(e) = &told {
+                eprintln!(
+                    "warning: revoked here, but the API was not told ({e}); the Agent's next sync tells it"
+                );
+            }
             if json {
-                println!("{}", described(&revoked, now));
+                let mut shown = described(&revoked, now);
+                shown["api_told"] = json!(told.is_ok());
+                println!("{shown}");
             } else {
                 println!("✓ Revoked the token of program {} ({})", revoked.name, revoked.id);
             }
@@ -179,6 +198,7 @@ fn described(scope: &ProgramScope, now: OffsetDateTime) -> serde_json::Value {
         "id": scope.id,
         "name": scope.name,
         "environment": scope.environment,
+        "environment_id": scope.environment_id,
         "secrets": scope.secrets,
         "verbs": scope.verbs,
         "created_at": stamp(scope.created_at),

@@ -17,6 +17,9 @@ mod credentials;
 #[path = "agent/databases.rs"]
 mod databases;
 
+#[path = "agent/deputy.rs"]
+mod deputy;
+
 #[path = "agent/drift.rs"]
 mod drift;
 #[path = "agent/plans.rs"]

@@ -153,10 +153,77 @@ pub struct Database {
     pub environment_id: CatalogId,
     pub environment: String,
     pub admin_secret: String,
+    /// How the Agent's admin connection proves the server ([`check_tls`]).
+    #[serde(default)]
+    pub tls: TlsMode,
+    /// The CA certificates (PEM) the server's certificate may chain to,
+    /// besides the system's roots (a managed database's own CA bundle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_pem: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     pub created_by: String,
 }
+
+/// How the Agent's admin connection to a database is secured: it carries
+/// the administrator's password, so it goes only to a server that proved
+/// who it is, or to this machine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum TlsMode {
+    /// TLS, with the server's certificate checked against the system's
+    /// roots (and the database's `ca_pem`) and its name against the host.
+    #[default]
+    VerifyFull,
+    /// No TLS: only for a database on the Agent's own machine (a loopback
+    /// address or `localhost`), where nothing crosses a network.
+    Disable,
+}
+
+impl TlsMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsMode::VerifyFull => "verify-full",
+            TlsMode::Disable => "disable",
+        }
+    }
+
+    /// What a database is registered with when nothing is said: no TLS on
+    /// the Agent's own machine, verified TLS anywhere else.
+    pub fn default_for(host: &str) -> Self {
+        if is_loopback(host) {
+            TlsMode::Disable
+        } else {
+            TlsMode::VerifyFull
+        }
+    }
+}
+
+/// `localhost`, or a literal loopback address (`127.0.0.0/8`, `::1`). A
+/// name that merely resolves to one is not: what it resolves to can change.
+pub fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether the admin connection to `host` may use `tls`: cleartext only to
+/// the Agent's own machine. The API decides it when a database is
+/// registered, the Agent again before it sends a password: a password
+/// sent in cleartext goes to whoever answers at that address.
+pub fn check_tls(host: &str, tls: TlsMode) -> Result<(), ApiError> {
+    match tls {
+        TlsMode::VerifyFull => Ok(()),
+        TlsMode::Disable if is_loopback(host) => Ok(()),
+        TlsMode::Disable => Err(ApiError::invalid_input(format!(
+            "the admin connection to {host} would carry the administrator's password in cleartext; \
+             only a database on the Agent's own machine (localhost, 127.0.0.1, ::1) goes without TLS: \
+             use --tls verify-full (with --ca-file for a private CA)"
+        ))),
+    }
+}
+
+/// Most bytes of a database's CA bundle.
+pub const MAX_CA_PEM: usize = 256 * 1024;
 
 /// A host name or address: letters, digits, `.`, `-`, `:` (IPv6), at most 253.
 pub fn check_host(host: &str) -> Result<(), ApiError> {
@@ -224,6 +291,12 @@ pub struct ServiceUser {
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     pub created_by: String,
+    /// Who created it, by member id: the admin secret is used for this
+    /// user as her read (`crate::on_behalf::may_use`), at every task.
+    /// `None` for a user created before it was recorded by someone who is
+    /// no longer a member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by_id: Option<crate::ids::MemberId>,
     /// The claim an Agent works under, if any (never shown).
     #[serde(skip)]
     pub lease_id: Option<crate::ids::LeaseId>,
@@ -242,7 +315,11 @@ pub struct NewServiceUser<'a> {
 
 impl ServiceUser {
     /// A user not created yet: its Agent creates it at its next claim.
-    pub fn new(new: NewServiceUser<'_>, now: OffsetDateTime, created_by: &str) -> Self {
+    pub fn new(
+        new: NewServiceUser<'_>,
+        now: OffsetDateTime,
+        created_by: &crate::on_behalf::OnBehalfOf,
+    ) -> Self {
         let NewServiceUser { id, database, name, secret_id, schedule, grants } = new;
         Self {
             id,
@@ -265,9 +342,16 @@ impl ServiceUser {
             retry_at: None,
             last_error: None,
             created_at: now,
-            created_by: created_by.to_owned(),
+            created_by: created_by.email.clone(),
+            created_by_id: Some(created_by.member_id),
             lease_id: None,
         }
+    }
+
+    /// The member the admin secret is used for, for this user's tasks.
+    pub fn on_behalf_of(&self) -> Option<crate::on_behalf::OnBehalfOf> {
+        self.created_by_id
+            .map(|member_id| crate::on_behalf::OnBehalfOf { member_id, email: self.created_by.clone() })
     }
 
     pub fn schedule(&self) -> Schedule {
@@ -583,6 +667,8 @@ mod tests {
             environment_id: CatalogId::from_uuid(uuid::Uuid::from_u128(5)),
             environment: "prod".into(),
             admin_secret: "orders-admin".into(),
+            tls: TlsMode::VerifyFull,
+            ca_pem: None,
             created_at: now,
             created_by: "o@example.com".into(),
         };
@@ -594,9 +680,31 @@ mod tests {
             schedule: Schedule::new(Duration::hours(1), Duration::minutes(1)).unwrap(),
             grants: None,
         };
-        let user = ServiceUser::new(new, now, "o@example.com");
+        let by = crate::on_behalf::OnBehalfOf {
+            member_id: crate::ids::MemberId::from_uuid(uuid::Uuid::from_u128(9)),
+            email: "o@example.com".into(),
+        };
+        let user = ServiceUser::new(new, now, &by);
+        assert_eq!(user.on_behalf_of(), Some(by));
         assert_eq!(user.secret, "db-orders-app");
         user
+    }
+
+    #[test]
+    fn cleartext_goes_only_to_this_machine() {
+        for host in ["127.0.0.1", "127.3.2.1", "::1", "localhost", "LOCALHOST"] {
+            assert!(check_tls(host, TlsMode::Disable).is_ok(), "{host}");
+            assert_eq!(TlsMode::default_for(host), TlsMode::Disable, "{host}");
+        }
+        // A name that resolves to loopback today may not tomorrow; a
+        // private address is still a network.
+        for host in ["db.internal", "localhost.attacker.example", "10.0.0.5", "0.0.0.0", "::ffff:127.0.0.1"] {
+            let err = check_tls(host, TlsMode::Disable).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidInput, "{host}");
+            assert!(err.message.contains("verify-full"), "{}", err.message);
+            assert_eq!(TlsMode::default_for(host), TlsMode::VerifyFull, "{host}");
+            assert!(check_tls(host, TlsMode::VerifyFull).is_ok());
+        }
     }
 
     #[test]

@@ -410,6 +410,30 @@ pub struct JobRequest {
     /// Agent applies that file only if it hashes to this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_sha256: Option<String>,
+    /// The member the job acts for: the Agent uses its account's static
+    /// secret and its secret inputs only as her reads
+    /// (`crate::on_behalf::may_use`). Absent in jobs queued before it was
+    /// recorded: those use no secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<crate::on_behalf::OnBehalfOf>,
+}
+
+impl JobRequest {
+    /// Every secret the job reads from the Agent's store, with what for:
+    /// the account's static credential, then each secret input.
+    pub fn secrets_used(&self) -> Vec<(&str, String)> {
+        let mut used = Vec::new();
+        if let AccountAuth::Static { secret } = &self.account.auth {
+            used.push((
+                secret.as_str(),
+                format!("the static credential of cloud account {}", self.account.id),
+            ));
+        }
+        for input in &self.secret_inputs {
+            used.push((input.secret.as_str(), format!("the input {}", input.variable)));
+        }
+        used
+    }
 }
 
 /// An object created outside Heimdall, to import: its resource address

@@ -31,6 +31,7 @@ pub mod members;
 pub mod names;
 pub mod notify;
 pub mod oidc;
+pub mod on_behalf;
 pub mod page;
 pub mod plan;
 pub mod ports;

@@ -371,6 +371,7 @@ pub trait Store:
     + NotificationStore
     + InventoryStore
     + DatabaseStore
+    + ProgramStore
 {
 }
 impl<T> Store for T where
@@ -383,6 +384,7 @@ impl<T> Store for T where
         + NotificationStore
         + InventoryStore
         + DatabaseStore
+        + ProgramStore
 {
 }
 
@@ -624,6 +626,56 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
     async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()>;
     /// Records where people reach the Agent's local API (from its sync).
     async fn set_agent_local_url(&self, id: AgentId, url: Option<&str>) -> StoreResult<()>;
+}
+
+/// What owners let each Agent's programs write and delete, and the program
+/// tokens Agents registered (ids and scopes, never a token).
+#[async_trait]
+pub trait ProgramStore: Send + Sync {
+    /// Adds the allowance, or replaces the verbs of the one for the same
+    /// Agent, environment and glob.
+    async fn set_program_allowance(
+        &self,
+        org: OrgId,
+        allowance: &crate::program::ProgramAllowance,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+    /// `NotFound` when there is no such allowance.
+    async fn remove_program_allowance(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+        environment: CatalogId,
+        secret: &str,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+    async fn program_allowances(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+    ) -> StoreResult<Vec<crate::program::ProgramAllowance>>;
+    /// `AlreadyExists` for a token id the Agent registered before.
+    async fn register_program_token(
+        &self,
+        org: OrgId,
+        token: &crate::program::RegisteredToken,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+    /// Revokes those of `ids` that are this Agent's and live, each with a
+    /// `program_token.revoked` event by `actor`; the ids it revoked.
+    async fn revoke_program_tokens(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+        ids: &[String],
+        at: OffsetDateTime,
+        actor: &str,
+    ) -> StoreResult<Vec<String>>;
+    async fn program_tokens(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+    ) -> StoreResult<Vec<crate::program::RegisteredToken>>;
 }
 
 // ---- Secret Manager (metadata) -------------------------------------------------

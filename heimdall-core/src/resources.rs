@@ -44,6 +44,11 @@ pub struct Place<'a> {
 pub struct Context<'a> {
     /// Recorded as `requested_by` / `decided_by`.
     pub actor: &'a str,
+    /// The member a queued job acts for: the secrets it uses (a static
+    /// credential, secret inputs) are decided as her reads
+    /// (`on_behalf::may_use`), by the API now and by the Agent at the run.
+    /// `None` for the drift schedule with no earlier job to take it from.
+    pub requester: Option<&'a crate::on_behalf::OnBehalfOf>,
     pub now: OffsetDateTime,
     pub place: Place<'a>,
     /// The account the placement resolves to (`accounts::resolve_account`);
@@ -517,6 +522,7 @@ pub fn job_for(
             state_key: state_key(resource.id),
             plan_key: None,
             plan_sha256: None,
+            requested_by: ctx.requester.cloned(),
         },
         queued_at: ctx.now,
         started_at: None,

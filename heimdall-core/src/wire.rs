@@ -495,6 +495,7 @@ pub struct FinishJob {
 // `POST/GET /v1/environments/{env}/agents` (assign an Agent to hold an
 // environment's values; owner only).
 
+pub use crate::program::{ProgramAllowance, RegisteredToken, Verb};
 pub use crate::secrets::{Assignment, Secret, SecretVersion};
 
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -597,6 +598,11 @@ pub struct SyncRequest {
     /// Where people reach this Agent's local API, e.g. `https://agent-1.internal:7482`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_url: Option<String>,
+    /// Ids of program tokens revoked on this Agent that the API still
+    /// holds as live (a `token revoke` the API did not hear): it revokes
+    /// them too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revoked_program_tokens: Vec<String>,
 }
 
 /// A member as an Agent needs to know them: to decide reads. A read is
@@ -693,6 +699,12 @@ pub struct SyncResponse {
     /// (`None` from an API older than this list.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_api_certificates: Option<Vec<String>>,
+    /// The ids of this Agent's program tokens that are registered with the
+    /// API and live: the Agent accepts no other token, whatever its token
+    /// list says (a list copied back from a backup revives nothing).
+    /// `None` from an API older than registration: no token is accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_program_tokens: Option<Vec<String>>,
 }
 
 pub use crate::access::AccessLogEntry;
@@ -864,6 +876,35 @@ pub struct ProgramCaller {
     pub name: String,
 }
 
+/// `POST /v1/agent/program-tokens`: the Agent registers a token it made
+/// (its id and scope, never the token). Tokens that write or delete must
+/// fit inside an owner's allowance for this Agent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterProgramToken {
+    pub id: String,
+    pub name: String,
+    /// The environment's name or id; the answer names it by id.
+    pub environment: String,
+    pub secrets: Vec<String>,
+    pub verbs: Vec<crate::program::Verb>,
+    #[serde(with = "time::serde::rfc3339::option", default)]
+    pub expires_at: Option<time::OffsetDateTime>,
+}
+
+/// `POST /v1/agents/{agent}/program-allowances` (owner): what that
+/// Agent's programs may write or delete in one environment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AllowPrograms {
+    /// The environment's name or id.
+    pub environment: String,
+    /// A secret name or glob (`billing-*`).
+    pub secret: String,
+    /// `write`, `delete` or both.
+    pub verbs: Vec<crate::program::Verb>,
+}
+
 /// `POST /v1/agent/program-versions`: the next version of a secret in an
 /// environment (both by id), for a program whose token this Agent accepted. The
 /// API numbers it and signs a grant for this Agent and program only.
@@ -953,7 +994,7 @@ macro_rules! bodies {
 
 bodies!(ValuePolicy::Metadata =>
     AddMember, ChangeRole, CreateToken, CreateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, CreateCloudAccount,
-    LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest,
+    LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest, AllowPrograms,
 );
 // The secret routes: closed. Anything they do not define is where a value would go.
 bodies!(ValuePolicy::Closed =>
@@ -966,6 +1007,7 @@ bodies!(ValuePolicy::SchemaGoverned(&["input_schema", "defaults"]) => CreateSche
 // The Agent channel: machines, not people, write these.
 bodies!(ValuePolicy::NotScanned =>
     Claim, Heartbeat, LogChunk, FinishJob, SyncRequest, ServerCertificateRequest, DatabaseTaskReport,
+    RegisterProgramToken,
 );
 // The Agent's local API write: the one body with a place for a value.
 bodies!(ValuePolicy::Carries("value") => WriteValue, ProgramValue);
@@ -984,8 +1026,17 @@ pub struct CreateDatabase {
     /// The environment's name or id: its Agents run the statements.
     pub environment: String,
     /// The secret (in that environment) holding `{"username","password"}`
-    /// of the administrative login.
+    /// of the administrative login. The caller must be able to read it
+    /// there: the Agent uses it on her behalf.
     pub admin_secret: String,
+    /// How the admin connection is secured; by default `disable` on the
+    /// Agent's own machine and `verify-full` anywhere else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::dbusers::TlsMode>,
+    /// CA certificates (PEM) the server's certificate may chain to,
+    /// besides the system's roots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_pem: Option<String>,
 }
 
 /// `POST /v1/databases/{database}/users`.
@@ -1027,6 +1078,16 @@ pub struct DatabaseTask {
     pub admin_secret: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grants: Option<String>,
+    /// How the admin connection is secured (`dbusers::check_tls`, decided
+    /// again by the Agent).
+    #[serde(default)]
+    pub tls: crate::dbusers::TlsMode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_pem: Option<String>,
+    /// The member the admin secret is used for (the user's creator): the
+    /// Agent decides the use as her read before it connects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<crate::on_behalf::OnBehalfOf>,
 }
 
 /// How a [`DatabaseTask`] ended, as the Agent reports it.

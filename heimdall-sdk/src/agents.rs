@@ -64,6 +64,57 @@ impl Client {
         self.delete(&["agents", id_or_name]).await
     }
 
+    /// `POST /v1/agents/{id-or-name}/program-allowances` (owner): the
+    /// Agent's programs may `verbs` (write, delete) the secrets `secret` (a
+    /// name or glob) names in `environment`. Without one, its program
+    /// tokens only read; the API refuses any write or deletion outside an
+    /// allowance, whatever the Agent asks. Recorded.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// use heimdall_sdk::wire::Verb;
+    /// client.allow_programs("edge-1", "prod", "billing-*", &[Verb::Write]).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn allow_programs(
+        &self,
+        agent: &str,
+        environment: &str,
+        secret: &str,
+        verbs: &[crate::wire::Verb],
+    ) -> Result<crate::wire::ProgramAllowance> {
+        let body = crate::wire::AllowPrograms {
+            environment: environment.to_owned(),
+            secret: secret.to_owned(),
+            verbs: verbs.to_vec(),
+        };
+        self.with_body(Method::POST, &["agents", agent, "program-allowances"], &body).await
+    }
+
+    /// `DELETE /v1/agents/{id-or-name}/program-allowances` (owner):
+    /// withdraws the allowance for `secret` (as it was given) in
+    /// `environment`; the API refuses what it allowed from now on.
+    pub async fn disallow_programs(&self, agent: &str, environment: &str, secret: &str) -> Result<()> {
+        let url = self.url_with_query(
+            &["agents", agent, "program-allowances"],
+            &[("environment", Some(environment)), ("secret", Some(secret))],
+        )?;
+        self.send_ignoring_body(self.authed(Method::DELETE, url)).await
+    }
+
+    /// `GET /v1/agents/{id-or-name}/program-allowances`: what the Agent's
+    /// programs may write or delete.
+    pub async fn program_allowances(&self, agent: &str) -> Result<Vec<crate::wire::ProgramAllowance>> {
+        self.get(&["agents", agent, "program-allowances"]).await
+    }
+
+    /// `GET /v1/agents/{id-or-name}/program-tokens`: the program tokens the
+    /// Agent registered (ids and scopes, never a token).
+    pub async fn program_tokens(&self, agent: &str) -> Result<Vec<crate::wire::RegisteredToken>> {
+        self.get(&["agents", agent, "program-tokens"]).await
+    }
+
     // ---- environments: which Agents hold their values --------------------------
 
     /// `POST /v1/environments/{id-or-name}/agents` (owner): the Agent

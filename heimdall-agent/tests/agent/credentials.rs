@@ -74,8 +74,9 @@ async fn a_static_credential_reaches_terraform_as_a_file_and_its_read_is_recorde
     // The read is the Agent's, in the access log once it syncs.
     eventually(&config, "the Agent's read in the access log", || async {
         let (_, log) = w.call(Method::GET, "/v1/secrets/aws-keys/access-log", None).await;
-        log.as_array()
-            .is_some_and(|l| l.iter().any(|e| e["accessor"] == "agent agent-1" && e["version"] == 1))
+        log.as_array().is_some_and(|l| {
+            l.iter().any(|e| e["accessor"] == "agent agent-1 for owner@example.com" && e["version"] == 1)
+        })
     })
     .await;
 
@@ -289,8 +290,9 @@ async fn a_secret_input_reaches_the_module_as_a_sensitive_variable() {
 
     eventually(&config, "the Agent's read in the access log", || async {
         let (_, log) = w.call(Method::GET, "/v1/secrets/orders-admin/access-log", None).await;
-        log.as_array()
-            .is_some_and(|l| l.iter().any(|e| e["accessor"] == "agent agent-1" && e["version"] == 1))
+        log.as_array().is_some_and(|l| {
+            l.iter().any(|e| e["accessor"] == "agent agent-1 for owner@example.com" && e["version"] == 1)
+        })
     })
     .await;
     let job = w.jobs(&id).await[0]["id"].as_str().unwrap().to_owned();

@@ -290,7 +290,8 @@ async fn a_gcp_service_account_key_from_the_agent_keeps_state_in_gcs() {
     assert_eq!(gcs.objects(&bucket).await, [format!("heimdall/{id}/default.tfstate")]);
     eventually(&config, "the Agent's read in the access log", || async {
         let (_, log) = w.call(Method::GET, "/v1/secrets/gcp-key/access-log", None).await;
-        log.as_array().is_some_and(|l| l.iter().any(|e| e["accessor"] == "agent agent-1"))
+        log.as_array()
+            .is_some_and(|l| l.iter().any(|e| e["accessor"] == "agent agent-1 for owner@example.com"))
     })
     .await;
     let private = key["private_key"].as_str().unwrap().lines().nth(1).unwrap().to_owned();

@@ -26,6 +26,19 @@ fn token_command(config: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// `heimdall-agent token ARGS --config CONFIG`, which must fail: its stderr.
+fn token_command_fails(config: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_heimdall-agent"))
+        .arg("token")
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "token {args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// A client that trusts the installation CA and presents no certificate,
 /// as ESO's webhook provider does.
 fn no_certificate(config: &Path) -> reqwest::Client {
@@ -133,6 +146,8 @@ async fn a_program_token_reads_its_scope_only_and_serves_the_eso_webhook() {
         .await
         .unwrap();
     assert_eq!(write.status(), StatusCode::FORBIDDEN, "a token only reads");
+    w.post(&owner, "/v1/environments", json!({ "name": "prod" })).await;
+    w.post(&owner, "/v1/environments/prod/agents", json!({ "agent": "agent-1" })).await;
     let other_env = token_command(
         &config,
         &["create", "--name", "billing-prod", "--environment", "prod", "--secret", "billing-*"],
@@ -201,6 +216,29 @@ async fn a_program_writes_and_deletes_through_the_api_attributed_to_it() {
     let owner = w.api.owner_token.clone();
     let agent = agent_id(&config);
     let accessor = format!("program billing-api@{agent}");
+    // Without an owner's allowance, a token that writes is not even made.
+    let refused = token_command_fails(
+        &config,
+        &[
+            "create",
+            "--name",
+            "billing-api",
+            "--environment",
+            "dev",
+            "--secret",
+            "billing-*",
+            "--verb",
+            "write",
+        ],
+    );
+    assert!(refused.contains("FORBIDDEN") && refused.contains("allow-programs"), "{refused}");
+    assert!(token_command(&config, &["list"]).as_array().unwrap().is_empty(), "nothing kept");
+    w.post(
+        &owner,
+        "/v1/agents/agent-1/program-allowances",
+        json!({ "environment": "dev", "secret": "billing-*", "verbs": ["write", "delete"] }),
+    )
+    .await;
     let made = token_command(
         &config,
         &[
@@ -433,4 +471,281 @@ async fn the_local_api_document_lists_what_the_agent_serves() {
     assert!(operations >= 8, "{operations} operations in {document}");
     let miss = http.get(format!("{}/v1/valuez", held.local_url)).send().await.unwrap();
     assert_eq!(miss.status(), StatusCode::NOT_FOUND);
+}
+
+/// What the Agent channel answers `ask` with: its error's code.
+async fn refused_code<T: std::fmt::Debug>(
+    ask: impl std::future::Future<Output = Result<T, heimdall_agent::channel::ChannelError>>,
+) -> heimdall_core::ErrorCode {
+    match ask.await {
+        Err(heimdall_agent::channel::ChannelError::Api(e)) => e.code,
+        other => panic!("not refused by the API: {other:?}"),
+    }
+}
+
+/// Whoever holds an Agent's key (its certificate and key) can ask the
+/// Agent channel anything: the API lets a program write or delete only
+/// through a token id that Agent registered, live, inside an owner's
+/// allowance as it stands now. Invented ids, a token's scope stretched,
+/// a revoked token and a withdrawn allowance: nothing numbered, nothing
+/// deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_key_alone_writes_or_deletes_nothing_an_owner_did_not_allow() {
+    use heimdall_core::program::Verb;
+    use heimdall_core::wire::{
+        ProgramCaller, ProgramDeletionRequest, ProgramVersionRequest, RegisterProgramToken,
+    };
+    use heimdall_core::ErrorCode;
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let held = holding_secret(&w, &config, "billing-db", "s3cret", &[]).await;
+    let owner = w.api.owner_token.clone();
+    w.post(&owner, "/v1/secrets", json!({ "name": "payments-db" })).await;
+    set(&w, &owner, &held.owner, "payments-db", "dev", "p4y").await;
+    let channel =
+        heimdall_agent::channel::Channel::new(&heimdall_agent::config::AgentConfig::load(&config).unwrap())
+            .unwrap();
+    let (_, dev) = w.call(Method::GET, "/v1/environments/dev", None).await;
+    let dev_id: heimdall_core::ids::CatalogId = dev["id"].as_str().unwrap().parse().unwrap();
+    let id_of = |detail: &Value| detail["secret"]["id"].as_str().unwrap().parse().unwrap();
+    let billing = id_of(&w.call(Method::GET, "/v1/secrets/billing-db", None).await.1);
+    let payments = id_of(&w.call(Method::GET, "/v1/secrets/payments-db", None).await.1);
+    let as_program =
+        |token_id: &str, name: &str| ProgramCaller { token_id: token_id.into(), name: name.into() };
+    let version = |who: ProgramCaller, secret_id| ProgramVersionRequest {
+        program: who,
+        secret_id,
+        environment_id: dev_id,
+    };
+    let deletion = |who: ProgramCaller, secret_id| ProgramDeletionRequest {
+        program: who,
+        secret_id,
+        environment_id: dev_id,
+    };
+
+    // An invented token id: the Agent's word alone numbers and deletes nothing.
+    let invented = as_program("0123456789abcdef", "billing-api");
+    assert_eq!(
+        refused_code(channel.program_version(&version(invented.clone(), payments))).await,
+        ErrorCode::Unauthenticated
+    );
+    assert_eq!(
+        refused_code(channel.program_deletion(&deletion(invented, payments))).await,
+        ErrorCode::Unauthenticated
+    );
+
+    // Registering a token that writes needs an owner's allowance, and must
+    // fit inside it.
+    let register = |id: &str, secrets: &[&str], verbs: &[Verb]| RegisterProgramToken {
+        id: id.into(),
+        name: "billing-api".into(),
+        environment: "dev".into(),
+        secrets: secrets.iter().map(|s| (*s).to_owned()).collect(),
+        verbs: verbs.to_vec(),
+        expires_at: None,
+    };
+    let writes = register("00000000000000aa", &["billing-*"], &[Verb::Write]);
+    assert_eq!(refused_code(channel.register_program_token(&writes)).await, ErrorCode::Forbidden);
+    w.post(
+        &owner,
+        "/v1/agents/agent-1/program-allowances",
+        json!({ "environment": "dev", "secret": "billing-*", "verbs": ["write"] }),
+    )
+    .await;
+    let everything = register("00000000000000ab", &["*"], &[Verb::Write, Verb::Delete]);
+    assert_eq!(refused_code(channel.register_program_token(&everything)).await, ErrorCode::Forbidden);
+    let registered = channel.register_program_token(&writes).await.unwrap();
+    assert_eq!(registered.environment_id, dev_id);
+    let token = as_program("00000000000000aa", "billing-api");
+
+    // Inside the allowance it works; outside it (another secret, another
+    // verb, another name for the token), nothing.
+    channel.program_version(&version(token.clone(), billing)).await.unwrap();
+    assert_eq!(
+        refused_code(channel.program_version(&version(token.clone(), payments))).await,
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        refused_code(channel.program_deletion(&deletion(token.clone(), billing))).await,
+        ErrorCode::Forbidden
+    );
+    let renamed = as_program("00000000000000aa", "someone-else");
+    assert_eq!(
+        refused_code(channel.program_version(&version(renamed, billing))).await,
+        ErrorCode::Unauthenticated
+    );
+
+    // The allowance withdrawn: refused at once, whatever the token says.
+    let withdraw =
+        format!("{}/v1/agents/agent-1/program-allowances?environment=dev&secret=billing-*", w.api.url);
+    let gone = w.http.delete(withdraw).bearer_auth(&owner).send().await.unwrap();
+    assert_eq!(gone.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        refused_code(channel.program_version(&version(token.clone(), billing))).await,
+        ErrorCode::Forbidden
+    );
+    // Revoked: unknown from now on.
+    channel.revoke_program_token("00000000000000aa").await.unwrap();
+    assert_eq!(
+        refused_code(channel.program_version(&version(token, billing))).await,
+        ErrorCode::Unauthenticated
+    );
+
+    // What happened: one version numbered (inside the allowance), nothing
+    // deleted, and every step in the audit feed.
+    let (_, payments_now) = w.call(Method::GET, "/v1/secrets/payments-db", None).await;
+    assert_eq!(payments_now["versions"].as_array().unwrap().len(), 1, "{payments_now}");
+    assert!(payments_now["environment_deletions"].as_array().is_none_or(|d| d.is_empty()), "{payments_now}");
+    let (_, billing_now) = w.call(Method::GET, "/v1/secrets/billing-db", None).await;
+    assert_eq!(billing_now["versions"].as_array().unwrap().len(), 2, "{billing_now}");
+    let (_, events) = w.call(Method::GET, "/v1/events?limit=200", None).await;
+    let actions: Vec<&str> = events.as_array().unwrap().iter().filter_map(|e| e["action"].as_str()).collect();
+    for action in [
+        "agent.programs_allowed",
+        "program_token.registered",
+        "agent.programs_disallowed",
+        "program_token.revoked",
+    ] {
+        assert!(actions.contains(&action), "{action} in {actions:?}");
+    }
+    drop(held);
+}
+
+/// A token reaches its environment by id: renaming `dev` away and `prod`
+/// to `dev` does not make a dev token a prod token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_reaches_its_environment_by_id_whatever_it_is_called_later() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let held = holding_secret(&w, &config, "billing-db", "dev-value", &[]).await;
+    let owner = w.api.owner_token.clone();
+    w.post(&owner, "/v1/environments", json!({ "name": "prod" })).await;
+    w.post(&owner, "/v1/environments/prod/agents", json!({ "agent": "agent-1" })).await;
+    set(&w, &owner, &held.owner, "billing-db", "prod", "prod-value").await;
+    let token = token_command(
+        &config,
+        &["create", "--name", "billing-api", "--environment", "dev", "--secret", "billing-*"],
+    )["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let http = no_certificate(&config);
+    let read = |environment: &str| {
+        http.get(format!("{}/v1/secrets/billing-db/value?environment={environment}", held.local_url))
+            .bearer_auth(&token)
+            .send()
+    };
+    let first = read("dev").await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(first.json::<Value>().await.unwrap()["value"], "dev-value");
+
+    for (from, to) in [("dev", "old-dev"), ("prod", "dev")] {
+        let (status, body) =
+            w.call(Method::PATCH, &format!("/v1/environments/{from}"), Some(json!({ "name": to }))).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    eventually(&config, "the renames to reach the Agent", || async {
+        read("old-dev").await.unwrap().status() == StatusCode::OK
+    })
+    .await;
+    let now_dev = read("dev").await.unwrap();
+    assert_eq!(now_dev.status(), StatusCode::FORBIDDEN, "the new `dev` is prod");
+    assert!(!now_dev.text().await.unwrap().contains("prod-value"));
+    drop(held);
+}
+
+/// Someone who can write the Agent's disk but holds no master key copies
+/// the token list back from before a revocation: the revoked token stays
+/// refused (the API no longer lists it as live), and the Agent tells the
+/// API of a revocation it did not hear.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_list_copied_back_revives_no_revoked_token() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let held = holding_secret(&w, &config, "billing-db", "s3cret", &[]).await;
+    let token = token_command(
+        &config,
+        &["create", "--name", "billing-api", "--environment", "dev", "--secret", "billing-*"],
+    )["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let http = no_certificate(&config);
+    let read = || {
+        http.get(format!("{}/v1/secrets/billing-db/value?environment=dev", held.local_url))
+            .bearer_auth(&token)
+            .send()
+    };
+    assert_eq!(read().await.unwrap().status(), StatusCode::OK);
+    let file = config.with_file_name("program-tokens.sealed");
+    let before = std::fs::read(&file).unwrap();
+    let revoked = token_command(&config, &["revoke", "billing-api"]);
+    assert_eq!(revoked["api_told"], true, "{revoked}");
+    assert_eq!(read().await.unwrap().status(), StatusCode::UNAUTHORIZED);
+
+    // Copied back (a new file, as a restore makes): still refused.
+    let copy = config.with_file_name("program-tokens.restored");
+    std::fs::write(&copy, &before).unwrap();
+    std::fs::rename(&copy, &file).unwrap();
+    let listed = token_command(&config, &["list"]);
+    assert_eq!(listed[0]["state"], "live", "the old list does open: {listed}");
+    for _ in 0..3 {
+        assert_eq!(read().await.unwrap().status(), StatusCode::UNAUTHORIZED);
+        tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    }
+    let (_, tokens) = w.call(Method::GET, "/v1/agents/agent-1/program-tokens", None).await;
+    assert!(tokens[0]["revoked_at"].is_string(), "{tokens}");
+    // Restarted on the old list: the API's word decides, before and after
+    // the first sync.
+    let mut process = held.process;
+    process.kill().await.unwrap();
+    let mut agent = w.run_agent(&config);
+    eventually(&config, "the restarted Agent's local API", || async {
+        http.get(format!("{}/v1/health", held.local_url)).send().await.is_ok()
+    })
+    .await;
+    for _ in 0..3 {
+        assert_eq!(read().await.unwrap().status(), StatusCode::UNAUTHORIZED);
+        tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    }
+    agent.kill().await.unwrap();
+}
+
+/// `token create` and `token revoke` run at once: each sees the other's
+/// change, and the list keeps every token made and every revocation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_commands_run_at_once_lose_nothing() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let held = holding_secret(&w, &config, "billing-db", "s3cret", &[]).await;
+    token_command(&config, &["create", "--name", "first", "--environment", "dev", "--secret", "billing-*"]);
+    let commands: Vec<Vec<String>> = (0..4)
+        .map(|n| {
+            ["create", "--name", &format!("program-{n}"), "--environment", "dev", "--secret", "billing-*"]
+                .map(str::to_owned)
+                .to_vec()
+        })
+        .chain([["revoke", "first"].map(str::to_owned).to_vec()])
+        .collect();
+    let running: Vec<_> = commands
+        .into_iter()
+        .map(|args| {
+            let config = config.clone();
+            std::thread::spawn(move || {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                token_command(&config, &args)
+            })
+        })
+        .collect();
+    for command in running {
+        command.join().unwrap();
+    }
+    let listed = token_command(&config, &["list"]);
+    let names: Vec<&str> = listed.as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names.len(), 5, "{listed}");
+    let first = listed.as_array().unwrap().iter().find(|t| t["name"] == "first").unwrap();
+    assert_eq!(first["state"], "revoked", "{listed}");
+    let (_, registered) = w.call(Method::GET, "/v1/agents/agent-1/program-tokens", None).await;
+    assert_eq!(registered.as_array().unwrap().len(), 5, "{registered}");
+    drop(held);
 }

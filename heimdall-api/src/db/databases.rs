@@ -3,7 +3,7 @@
 //! works on a user at a time. No password is ever in these tables.
 
 use async_trait::async_trait;
-use heimdall_core::dbusers::{Database, Engine, ServiceUser, TaskKind};
+use heimdall_core::dbusers::{Database, Engine, ServiceUser, TaskKind, TlsMode};
 use heimdall_core::ids::{AgentId, CatalogId, DatabaseId, LeaseId, OrgId, ServiceUserId};
 use heimdall_core::ports::{DatabaseStore, NewEvent, ServiceUserTaskResult, StoreError, StoreResult};
 use heimdall_core::secrets::Secret;
@@ -13,14 +13,14 @@ use time::OffsetDateTime;
 use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, unique_as, SqlStore};
 
 const DATABASE_COLUMNS: &str = "d.id, d.org_id, d.name, d.engine, d.host, d.port, d.database_name, \
-     d.environment_id, e.name AS environment, d.admin_secret, d.created_at, d.created_by";
+     d.environment_id, e.name AS environment, d.admin_secret, d.tls, d.ca_pem, d.created_at, d.created_by";
 
 const DATABASE_FROM: &str = "databases d JOIN catalog_entries e ON e.id = d.environment_id";
 
 const USER_COLUMNS: &str = "u.id, u.org_id, u.database_id, d.name AS database, u.name, u.secret_id, \
      u.secret_name, u.rotate_every_seconds, u.grace_seconds, u.grants, u.current_version, \
      u.pending_version, u.retiring_version, u.grace_until, u.last_rotated_at, u.next_rotation_at, \
-     u.rotate_requested, u.retry_at, u.last_error, u.created_at, u.created_by, u.lease_id";
+     u.rotate_requested, u.retry_at, u.last_error, u.created_at, u.created_by, u.created_by_id, u.lease_id";
 
 const USER_FROM: &str = "database_users u JOIN databases d ON d.id = u.database_id";
 
@@ -36,6 +36,8 @@ struct DatabaseRow {
     environment_id: String,
     environment: String,
     admin_secret: String,
+    tls: String,
+    ca_pem: Option<String>,
     created_at: i64,
     created_by: String,
 }
@@ -73,6 +75,12 @@ impl DatabaseRow {
             environment_id: parse_id(&self.environment_id)?,
             environment: self.environment,
             admin_secret: self.admin_secret,
+            tls: match self.tls.as_str() {
+                "verify-full" => TlsMode::VerifyFull,
+                "disable" => TlsMode::Disable,
+                other => return Err(StoreError::Backend(format!("unknown TLS mode {other:?}"))),
+            },
+            ca_pem: self.ca_pem,
             created_at: from_micros(self.created_at),
             created_by: self.created_by,
         })
@@ -102,6 +110,7 @@ struct UserRow {
     last_error: Option<String>,
     created_at: i64,
     created_by: String,
+    created_by_id: Option<String>,
     lease_id: Option<String>,
 }
 
@@ -129,6 +138,7 @@ impl UserRow {
             last_error: self.last_error,
             created_at: from_micros(self.created_at),
             created_by: self.created_by,
+            created_by_id: self.created_by_id.as_deref().map(parse_id).transpose()?,
             lease_id: self.lease_id.as_deref().map(parse_id).transpose()?,
         })
     }
@@ -160,7 +170,8 @@ impl DatabaseStore for SqlStore {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         sqlx::query(
             "INSERT INTO databases (id, org_id, name, engine, host, port, database_name, environment_id, \
-             admin_secret, created_at, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             admin_secret, created_at, created_by, tls, ca_pem) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(database.id.to_string())
         .bind(database.org_id.to_string())
@@ -173,6 +184,8 @@ impl DatabaseStore for SqlStore {
         .bind(database.admin_secret.clone())
         .bind(to_micros(database.created_at))
         .bind(database.created_by.clone())
+        .bind(database.tls.as_str())
+        .bind(database.ca_pem.clone())
         .execute(&mut *tx)
         .await
         .map_err(unique_as("database"))?;
@@ -208,8 +221,8 @@ impl DatabaseStore for SqlStore {
         super::secrets::insert_secret(&mut tx, secret).await?;
         sqlx::query(
             "INSERT INTO database_users (id, org_id, database_id, name, secret_id, secret_name, \
-             rotate_every_seconds, grace_seconds, grants, next_rotation_at, rotate_requested, created_at, created_by) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $12)",
+             rotate_every_seconds, grace_seconds, grants, next_rotation_at, rotate_requested, created_at, created_by, \
+             created_by_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $12, $13)",
         )
         .bind(user.id.to_string())
         .bind(user.org_id.to_string())
@@ -223,6 +236,7 @@ impl DatabaseStore for SqlStore {
         .bind(to_micros(user.next_rotation_at))
         .bind(to_micros(user.created_at))
         .bind(user.created_by.clone())
+        .bind(user.created_by_id.map(|id| id.to_string()))
         .execute(&mut *tx)
         .await
         .map_err(unique_as("service user"))?;

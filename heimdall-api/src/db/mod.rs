@@ -18,6 +18,7 @@ mod infra_rows;
 mod inventory;
 mod notifications;
 mod postgres;
+mod programs;
 pub use postgres::listen_for_jobs;
 mod queue;
 mod resources;

@@ -106,7 +106,9 @@ async fn create(
     state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
     if let AccountAuth::Static { secret } = &body.auth {
         // The job will carry only this name: it must be an organization
-        // secret that exists now (its value lives in the Agents).
+        // secret that exists now (its value lives in the Agents), and one
+        // the caller may read somewhere (each link decides its
+        // environment, each job its requester: `on_behalf::may_use`).
         let found = state.store.find_secret_by_name(caller.org.id, secret).await?.ok_or_else(|| {
             ApiError::new(
                 ErrorCode::NotFound,
@@ -116,6 +118,20 @@ async fn create(
             )
         })?;
         usable_by_jobs(found.owner_id)?;
+        let environments = state.store.list_catalog(caller.org.id, CatalogKind::Environment, None).await?;
+        let mut refusal = None;
+        for environment in &environments {
+            match super::secrets::check_use(&state, &caller, secret, &environment.name).await {
+                Ok(_) => {
+                    refusal = None;
+                    break;
+                }
+                Err(e) => refusal = Some(e),
+            }
+        }
+        if let Some(refused) = refusal {
+            return Err(refused.into());
+        }
     }
     let account = CloudAccount {
         id: CloudAccountId::from_uuid(Uuid::new_v4()),
@@ -173,6 +189,11 @@ async fn link(
         }
         (scope, None) => return Err(ApiError::invalid_input(format!("scope {scope} needs scope_id")).into()),
     };
+    // Linked, a static account's secret is used in that environment: the
+    // caller may read it there (each job decides its own requester too).
+    if let AccountAuth::Static { secret } = &account.auth {
+        super::secrets::check_use(&state, &caller, secret, &environment.name).await?;
+    }
     let link = AccountLink {
         account_id: account.id,
         scope: body.scope,

@@ -62,6 +62,8 @@ pub(crate) fn document() -> OpenApiRouter<AppState> {
         .routes(routes!(finish))
         .routes(routes!(super::program_writes::version))
         .routes(routes!(super::program_writes::deletion))
+        .routes(routes!(super::program_writes::register))
+        .routes(routes!(super::program_writes::revoke))
         .merge(super::databases::agent_routes())
 }
 
@@ -378,6 +380,13 @@ async fn sync(
         })
         .collect();
     state.store.store_inventory(org, &agent, &reported, now).await?;
+    if !body.revoked_program_tokens.is_empty() {
+        if body.revoked_program_tokens.len() > MAX_SYNC_RECORDS {
+            return Err(ApiError::invalid_input("too many revoked_program_tokens").into());
+        }
+        let actor = format!("agent:{}", agent.name);
+        state.store.revoke_program_tokens(org, agent.id, &body.revoked_program_tokens, now, &actor).await?;
+    }
     if agent.revoked_at.is_some() {
         tracing::warn!(agent = %agent.name, stored = outcome.stored, "a revoked Agent reported its reads");
         return Err(revoked(&agent).into());
@@ -485,6 +494,16 @@ async fn sync(
                 .into_iter()
                 .filter(|c| c.agent_id == agent.id)
                 .map(|c| c.sha256)
+                .collect(),
+        ),
+        live_program_tokens: Some(
+            state
+                .store
+                .program_tokens(org, agent.id)
+                .await?
+                .into_iter()
+                .filter(|t| t.is_live(now))
+                .map(|t| t.id)
                 .collect(),
         ),
     }))

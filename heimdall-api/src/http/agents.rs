@@ -34,6 +34,8 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(enroll))
         .routes(routes!(show, revoke))
         .routes(routes!(forget))
+        .routes(routes!(allowances, allow_programs, disallow_programs))
+        .routes(routes!(program_tokens))
 }
 
 errors!(ListErrors: InvalidInput);
@@ -41,6 +43,8 @@ errors!(ShowErrors: NotFound);
 errors!(body ForgetErrors: NotFound, Conflict);
 errors!(body RegisterErrors: AlreadyExists);
 errors!(public body EnrollErrors: Unauthenticated, NotFound);
+errors!(body AllowErrors: NotFound);
+errors!(DisallowErrors: NotFound, InvalidInput);
 
 async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, ApiError> {
     let agents = state.store.list_agents(caller.org.id).await?;
@@ -276,4 +280,143 @@ async fn revoke(
         serde_json::json!({ "name": agent.name }),
     );
     Ok(Json(state.store.revoke_agent(caller.org.id, agent.id, event).await?))
+}
+
+/// `DELETE …/program-allowances?environment=E&secret=GLOB`.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(super) struct AllowanceQuery {
+    /// The environment's name or id.
+    environment: String,
+    /// The allowance's secret name or glob, as it was given.
+    secret: String,
+}
+
+impl heimdall_core::body::Query for AllowanceQuery {}
+
+#[utoipa::path(
+    get,
+    path = "/v1/agents/{key}/program-allowances",
+    tag = "agents",
+    operation_id = "list_program_allowances",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 200, description = "What the Agent's programs may write or delete, per environment (reads need no allowance)", body = Vec<heimdall_core::program::ProgramAllowance>), ShowErrors),
+)]
+async fn allowances(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> HttpResult<Json<Vec<heimdall_core::program::ProgramAllowance>>> {
+    state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
+    let agent = resolve_any(&state, &caller, &key).await?;
+    Ok(Json(state.store.program_allowances(caller.org.id, agent.id).await?))
+}
+
+/// An owner lets the Agent's programs write or delete what `secret` names
+/// in one environment (`heimdall_core::program::check_allowance`); the
+/// same Agent, environment and glob again replaces the verbs. Recorded as
+/// `agent.programs_allowed`.
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{key}/program-allowances",
+    tag = "agents",
+    operation_id = "allow_programs",
+    params(("key" = String, Path, description = "An id or a name")),
+    request_body = heimdall_core::wire::AllowPrograms,
+    responses((status = 201, description = "The allowance", body = heimdall_core::program::ProgramAllowance), AllowErrors),
+)]
+async fn allow_programs(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    JsonBody(body): JsonBody<heimdall_core::wire::AllowPrograms>,
+) -> HttpResult<(StatusCode, Json<heimdall_core::program::ProgramAllowance>)> {
+    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
+    let mut verbs = body.verbs;
+    verbs.dedup();
+    heimdall_core::program::check_allowance(&body.secret, &verbs)?;
+    let agent = resolve(&state, &caller, &key).await?;
+    let environment = super::catalog::resolve(
+        &state,
+        &caller,
+        heimdall_core::domain::CatalogKind::Environment,
+        &body.environment,
+    )
+    .await?;
+    let allowance = heimdall_core::program::ProgramAllowance {
+        agent_id: agent.id,
+        environment_id: environment.id,
+        environment: environment.name.clone(),
+        secret: body.secret,
+        verbs,
+        created_at: state.clock.now(),
+        created_by: caller.member.email.clone(),
+    };
+    let event = state.event(
+        &caller,
+        "agent.programs_allowed",
+        format!("agent:{}", agent.id),
+        serde_json::json!({ "agent": agent.name, "environment": environment.name,
+            "secret": allowance.secret, "verbs": allowance.verbs }),
+    );
+    state.store.set_program_allowance(caller.org.id, &allowance, event).await?;
+    Ok((StatusCode::CREATED, Json(allowance)))
+}
+
+/// An owner withdraws an allowance: from now on the API refuses what it
+/// allowed, whatever tokens were made under it. Recorded as
+/// `agent.programs_disallowed`.
+#[utoipa::path(
+    delete,
+    path = "/v1/agents/{key}/program-allowances",
+    tag = "agents",
+    operation_id = "disallow_programs",
+    params(("key" = String, Path, description = "An id or a name"), AllowanceQuery),
+    responses((status = 204, description = "Withdrawn"), DisallowErrors),
+)]
+async fn disallow_programs(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    QueryParams(query): QueryParams<AllowanceQuery>,
+) -> HttpResult<StatusCode> {
+    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
+    let agent = resolve_any(&state, &caller, &key).await?;
+    let environment = super::catalog::resolve(
+        &state,
+        &caller,
+        heimdall_core::domain::CatalogKind::Environment,
+        &query.environment,
+    )
+    .await?;
+    let event = state.event(
+        &caller,
+        "agent.programs_disallowed",
+        format!("agent:{}", agent.id),
+        serde_json::json!({ "agent": agent.name, "environment": environment.name, "secret": query.secret }),
+    );
+    state
+        .store
+        .remove_program_allowance(caller.org.id, agent.id, environment.id, &query.secret, event)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/agents/{key}/program-tokens",
+    tag = "agents",
+    operation_id = "list_program_tokens",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 200, description = "The program tokens the Agent registered: ids and scopes, never a token", body = Vec<heimdall_core::program::RegisteredToken>), ShowErrors),
+)]
+async fn program_tokens(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> HttpResult<Json<Vec<heimdall_core::program::RegisteredToken>>> {
+    state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
+    let agent = resolve_any(&state, &caller, &key).await?;
+    Ok(Json(state.store.program_tokens(caller.org.id, agent.id).await?))
 }

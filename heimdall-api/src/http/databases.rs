@@ -88,22 +88,29 @@ async fn create(
     if body.port == 0 {
         return Err(ApiError::invalid_input("--port must be 1-65535").into());
     }
+    let tls = body.tls.unwrap_or_else(|| dbusers::TlsMode::default_for(&body.host));
+    dbusers::check_tls(&body.host, tls)?;
+    if let Some(pem) = &body.ca_pem {
+        check_ca_pem(pem)?;
+    }
     let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
     authorize(&state, &caller, Action::SecretWrite, &env.name).await?;
-    let admin = state
-        .store
-        .find_secret_by_name(caller.org.id, &body.admin_secret)
-        .await?
-        .filter(|s| s.owner_id.is_none())
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::NotFound,
-                format!(
-                    "no organization secret named {:?}: create it and set the admin credential \
+    // The Agent uses the admin secret for whoever registers the database
+    // and creates its users: each must be able to read it there.
+    let admin =
+        super::secrets::check_use(&state, &caller, &body.admin_secret, &env.name).await.map_err(|e| {
+            if e.code == ErrorCode::NotFound {
+                ApiError::new(
+                    ErrorCode::NotFound,
+                    format!(
+                        "no organization secret named {:?}: create it and set the admin credential \
                      ({{\"username\",\"password\"}}) in {} first",
-                    body.admin_secret, env.name
-                ),
-            )
+                        body.admin_secret, env.name
+                    ),
+                )
+            } else {
+                e
+            }
         })?;
     let database = Database {
         id: DatabaseId::from_uuid(Uuid::new_v4()),
@@ -116,6 +123,8 @@ async fn create(
         environment_id: env.id,
         environment: env.name,
         admin_secret: admin.name,
+        tls,
+        ca_pem: body.ca_pem,
         created_at: state.clock.now(),
         created_by: caller.member.email.clone(),
     };
@@ -125,7 +134,7 @@ async fn create(
         format!("database:{}", database.id),
         serde_json::json!({
             "name": database.name, "engine": database.engine, "host": database.host,
-            "port": database.port, "environment": database.environment,
+            "port": database.port, "environment": database.environment, "tls": database.tls,
         }),
     );
     state.store.create_database(&database, event).await?;
@@ -179,6 +188,9 @@ async fn create_user(
         dbusers::check_grants(database.engine, grants)?;
     }
     authorize(&state, &caller, Action::SecretWrite, &database.environment).await?;
+    // The user's grants are made with the admin secret, on the caller's
+    // behalf, at every task: she must be able to read it.
+    super::secrets::check_use(&state, &caller, &database.admin_secret, &database.environment).await?;
     let secret_name = dbusers::secret_name(&database.name, &body.name);
     validate_name("the user's secret name", &secret_name)?;
     let now = state.clock.now();
@@ -211,7 +223,7 @@ async fn create_user(
         schedule,
         grants: body.grants,
     };
-    let user = ServiceUser::new(new, now, &caller.member.email);
+    let user = ServiceUser::new(new, now, &caller.on_behalf);
     let event = state.event(
         &caller,
         "database.user_created",
@@ -302,6 +314,8 @@ async fn rotate(
 ) -> HttpResult<(StatusCode, Json<ServiceUser>)> {
     let database = database_named(&state, &caller, &database).await?;
     authorize(&state, &caller, Action::SecretWrite, &database.environment).await?;
+    // A rotation asked for now uses the admin secret too.
+    super::secrets::check_use(&state, &caller, &database.admin_secret, &database.environment).await?;
     let user = user_named(&state, &caller, &database, &user).await?;
     dbusers::may_rotate_now(&user, state.clock.now())?;
     let event = state.event(
@@ -312,6 +326,16 @@ async fn rotate(
     );
     state.store.request_rotation(caller.org.id, user.id, event).await?;
     Ok((StatusCode::ACCEPTED, Json(state.store.get_service_user(caller.org.id, user.id).await?)))
+}
+
+/// A CA bundle: PEM certificates only, bounded.
+fn check_ca_pem(pem: &str) -> Result<(), ApiError> {
+    if pem.len() > dbusers::MAX_CA_PEM {
+        return Err(ApiError::invalid_input(format!("--ca-file is at most {} bytes", dbusers::MAX_CA_PEM)));
+    }
+    heimdall_tls::verify::roots(pem)
+        .map(|_| ())
+        .map_err(|e| ApiError::invalid_input(format!("--ca-file holds no usable CA certificate: {e}")))
 }
 
 /// Who the Agent's work on database users is attributed to.
@@ -379,6 +403,7 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
             }),
         };
         tracing::info!(database = %database.name, user = %user.name, ?kind, agent = %agent.name, "database task claimed");
+        let on_behalf_of = user.on_behalf_of();
         let task = DatabaseTask {
             user_id: user.id,
             lease_id: lease,
@@ -396,7 +421,10 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
             port: database.port,
             database_name: database.database,
             admin_secret: database.admin_secret,
+            on_behalf_of,
             grants: user.grants,
+            tls: database.tls,
+            ca_pem: database.ca_pem,
         };
         return Ok(Json(task).into_response());
     }

@@ -17,6 +17,9 @@ use super::{AppState, HttpError};
 pub struct Caller {
     pub member: Member,
     pub org: Organization,
+    /// The member as a job or task she queues names her
+    /// (`heimdall_core::on_behalf`).
+    pub on_behalf: heimdall_core::on_behalf::OnBehalfOf,
 }
 
 impl<S> FromRequestParts<S> for Caller
@@ -40,7 +43,9 @@ where
             .ok_or_else(unauthenticated)?;
         let (member, org) =
             state.store.authenticate(&TokenHash::of(token)).await?.ok_or_else(unauthenticated)?;
-        Ok(Caller { member, org })
+        let on_behalf =
+            heimdall_core::on_behalf::OnBehalfOf { member_id: member.id, email: member.email.clone() };
+        Ok(Caller { member, org, on_behalf })
     }
 }
 

@@ -169,6 +169,14 @@ pub struct Decider {
 }
 
 impl Decider {
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    pub fn policies(&self) -> &OrgPolicies {
+        &self.policies
+    }
+
     pub fn decide(&self, action: Action, target: &Target, environment: Option<&str>) -> Decision {
         decide(&self.principal, action, target, environment, &self.policies)
     }

@@ -1,14 +1,21 @@
-//! Programs' writes and deletions, asked on the Agent channel by the Agent
-//! that holds the program's token (tokens never reach the API).
+//! Program tokens on the Agent channel: an Agent registers each token it
+//! makes (its id and scope, never the token) and its revocations; and
+//! programs' writes and deletions, asked by the Agent that holds the
+//! program's token.
 //!
 //! The Agent decided the token's scope and the organization's policies
-//! with its snapshot; the API decides again what it is the authority on,
-//! with the policies as stored: the Agent holds the environment, the
-//! secret is an organization secret, no `forbid` refuses the program
-//! (`heimdall_core::program::organization_allows`, the Agent's rule too).
-//! Then the same steps as a person's: a version numbered here with a grant
-//! for this Agent and this program's token only, or a deletion started.
-//! Both are attributed to `program NAME@AGENT`.
+//! with its snapshot; the API does not take its word for either. It
+//! decides what it is the authority on: the token id is one this Agent
+//! registered, live, with that name, verb, environment (by id) and
+//! secret, inside an owner's allowance as it stands now
+//! (`heimdall_core::program::check_registered_call`); the Agent holds the
+//! environment; the secret is an organization secret, and no `forbid`
+//! refuses the program (`program::organization_allows`, the Agent's rule
+//! too). So a stolen Agent key writes or deletes nothing an owner did not
+//! allow that Agent's programs. Then the same steps as a person's: a
+//! version numbered here with a grant for this Agent and this program's
+//! token only, or a deletion started. Both are attributed to
+//! `program NAME@AGENT`.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -49,6 +56,19 @@ async fn allowed(
     if env.kind != CatalogKind::Environment {
         return Err(ApiError::not_found("environment"));
     }
+    let secret = state.store.get_secret(org, secret_id).await?;
+    let tokens = state.store.program_tokens(org, agent.id).await?;
+    let allowances = state.store.program_allowances(org, agent.id).await?;
+    program::check_registered_call(
+        &agent.name,
+        tokens.iter().find(|t| t.id == who.token_id),
+        &who.name,
+        verb,
+        &secret.name,
+        (env.id, &env.name),
+        &allowances,
+        state.clock.now(),
+    )?;
     let holds = state.store.list_assignments(org, env.id).await?.iter().any(|a| a.agent_id == agent.id);
     if !holds {
         return Err(ApiError::forbidden(format!(
@@ -56,7 +76,6 @@ async fn allowed(
             agent.name, env.name
         )));
     }
-    let secret = state.store.get_secret(org, secret_id).await?;
     let tree = super::catalog::tree(state, org).await?;
     let target = secret_target(secret.id, secret.owner_id, &secret.components, &tree);
     let policies = state.org_policies(org).await?;
@@ -162,4 +181,98 @@ pub(super) async fn deletion(
         StatusCode::ACCEPTED,
         Json(ProgramDeletion { secret: secret.name, environment: env.name, status: "deleting".into() }),
     ))
+}
+
+errors!(public body RegisterErrors: Unauthenticated, AgentRevoked, Forbidden, NotFound, AlreadyExists);
+errors!(public RevokeErrors: Unauthenticated, AgentRevoked, NotFound);
+
+/// `POST /v1/agent/program-tokens`: the Agent registers a token it made
+/// (`heimdall-agent token create`). Its environment must be one the Agent
+/// holds, and its writes and deletions must fit an owner's allowance for
+/// this Agent (`program::check_registration`). Recorded as
+/// `program_token.registered`.
+#[utoipa::path(
+    post,
+    path = "/v1/agent/program-tokens",
+    tag = "agent-channel",
+    operation_id = "register_program_token",
+    request_body = heimdall_core::wire::RegisterProgramToken,
+    security(()),
+    responses((status = 201, description = "The token as registered (its environment by id)", body = heimdall_core::program::RegisteredToken), RegisterErrors),
+)]
+pub(super) async fn register(
+    State(state): State<AppState>,
+    Extension(peer): Extension<PeerAgent>,
+    JsonBody(body): JsonBody<heimdall_core::wire::RegisterProgramToken>,
+) -> HttpResult<(StatusCode, Json<heimdall_core::program::RegisteredToken>)> {
+    let agent = agent(&state, &peer).await?;
+    let org = agent.org_id;
+    let environments = state.store.list_catalog(org, CatalogKind::Environment, None).await?;
+    let env = environments
+        .into_iter()
+        .find(|e| e.name == body.environment || e.id.to_string() == body.environment)
+        .ok_or_else(|| ApiError::not_found("environment"))?;
+    let holds = state.store.list_assignments(org, env.id).await?.iter().any(|a| a.agent_id == agent.id);
+    if !holds {
+        return Err(ApiError::forbidden(format!(
+            "Agent {} does not hold environment {}: a token of its could reach nothing there",
+            agent.name, env.name
+        ))
+        .into());
+    }
+    let now = state.clock.now();
+    let token = heimdall_core::program::RegisteredToken {
+        id: body.id,
+        agent_id: agent.id,
+        name: body.name,
+        environment_id: env.id,
+        environment: env.name.clone(),
+        secrets: body.secrets,
+        verbs: body.verbs,
+        created_at: now,
+        expires_at: body.expires_at,
+        revoked_at: None,
+    };
+    if token.expires_at.is_some_and(|at| at <= now) {
+        return Err(ApiError::invalid_input("expires_at must be in the future").into());
+    }
+    let allowances = state.store.program_allowances(org, agent.id).await?;
+    program::check_registration(&agent.name, &token, &allowances)?;
+    let event = state.event_as(
+        &format!("agent:{}", agent.name),
+        "program_token.registered",
+        format!("agent:{}", agent.id),
+        serde_json::json!({ "agent": agent.id, "token_id": token.id, "program": token.name,
+            "environment": env.name, "secrets": token.secrets, "verbs": token.verbs }),
+    );
+    state.store.register_program_token(org, &token, event).await?;
+    tracing::info!(agent = %agent.name, program = %token.name, token = %token.id, "program token registered");
+    Ok((StatusCode::CREATED, Json(token)))
+}
+
+/// `POST /v1/agent/program-tokens/{id}/revoke`: the Agent revoked a token
+/// (`heimdall-agent token revoke`); the API refuses its writes and
+/// deletions from now on, and no Agent accepts it after its next sync.
+#[utoipa::path(
+    post,
+    path = "/v1/agent/program-tokens/{id}/revoke",
+    tag = "agent-channel",
+    operation_id = "revoke_program_token",
+    params(("id" = String, Path, description = "The token's id")),
+    security(()),
+    responses((status = 204, description = "Revoked (or it already was)"), RevokeErrors),
+)]
+pub(super) async fn revoke(
+    State(state): State<AppState>,
+    Extension(peer): Extension<PeerAgent>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> HttpResult<StatusCode> {
+    let agent = agent(&state, &peer).await?;
+    let tokens = state.store.program_tokens(agent.org_id, agent.id).await?;
+    if !tokens.iter().any(|t| t.id == id) {
+        return Err(ApiError::not_found("program token").into());
+    }
+    let actor = format!("agent:{}", agent.name);
+    state.store.revoke_program_tokens(agent.org_id, agent.id, &[id], state.clock.now(), &actor).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

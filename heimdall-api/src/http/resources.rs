@@ -13,7 +13,7 @@ use heimdall_core::accounts::resolve_account;
 use heimdall_core::authz::{resource_target, Action, CatalogTree, Target};
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
 use heimdall_core::ids::{JobId, OrgId, ResourceId};
-use heimdall_core::infra::{CloudAccount, Resource, ResourceStatus};
+use heimdall_core::infra::{CloudAccount, JobOperation, JobStatus, Resource, ResourceStatus};
 use heimdall_core::ports::ResourceFilter;
 use heimdall_core::resources::ResourceCursor;
 use heimdall_core::resources::{self, Change, Context, DecisionRequest, NewResource, Place, ResourcePlan};
@@ -134,17 +134,19 @@ impl Placement {
         account: Option<&'a CloudAccount>,
         now: OffsetDateTime,
     ) -> Context<'a> {
-        self.context_as(&caller.member.email, account, now)
+        self.context_as(&caller.member.email, Some(&caller.on_behalf), account, now)
     }
 
     fn context_as<'a>(
         &'a self,
         actor: &'a str,
+        requester: Option<&'a heimdall_core::on_behalf::OnBehalfOf>,
         account: Option<&'a CloudAccount>,
         now: OffsetDateTime,
     ) -> Context<'a> {
         Context {
             actor,
+            requester,
             now,
             place: Place {
                 environment: &self.environment.name,
@@ -157,20 +159,21 @@ impl Placement {
     }
 }
 
-/// Every secret the plan's revision names as a module input exists and the
-/// requester may read it where the Resource lives.
-async fn check_secret_inputs(
+/// Every secret the plan's job would use (its account's static
+/// credential, its secret inputs) is one the caller may read where the
+/// Resource lives: the job acts on her behalf (`on_behalf::may_use`; the
+/// Agent decides it again at the run). Refused before anything is stored.
+async fn check_values_used(
     state: &AppState,
     caller: &Caller,
     placement: &Placement,
-    schema: &heimdall_core::infra::ResourceSchema,
     plan: &ResourcePlan,
 ) -> Result<(), ApiError> {
-    let Some(revision) = &plan.revision else { return Ok(()) };
-    let named = heimdall_core::input::secret_references(&schema.input_schema, &revision.effective_input)?;
-    for input in named {
-        super::secrets::check_input_reference(state, caller, &input.secret, &placement.environment.name)
-            .await?;
+    let Some(job) = &plan.job else { return Ok(()) };
+    for (secret, what) in job.request.secrets_used() {
+        super::secrets::check_use(state, caller, secret, &placement.environment.name)
+            .await
+            .map_err(|e| ApiError::new(e.code, format!("{}, named as {what}", e.message)))?;
     }
     Ok(())
 }
@@ -332,7 +335,8 @@ pub(crate) async fn queue_due_drift_checks(state: &AppState) -> Result<usize, Ap
             if !every.is_some_and(|every| heimdall_core::drift::due(every, candidate.last, now)) {
                 return Ok(false);
             }
-            queue_drift_check(state, org, DRIFT_SCHEDULE, &resource, (&placement, account), now).await?;
+            queue_drift_check(state, org, (DRIFT_SCHEDULE, None), &resource, (&placement, account), now)
+                .await?;
             Ok::<_, ApiError>(true)
         };
         match queue.await {
@@ -345,11 +349,13 @@ pub(crate) async fn queue_due_drift_checks(state: &AppState) -> Result<usize, Ap
 }
 
 /// Plans and applies a drift check of `resource` by `actor`, placed on
-/// `account` by `placement`; the job.
+/// `account` by `placement`; the job. It acts for `requester`; the drift
+/// schedule (`None`) acts for whoever the last apply acted for, so the
+/// secrets it uses are still decided as a member's reads.
 async fn queue_drift_check(
     state: &AppState,
     org: OrgId,
-    actor: &str,
+    (actor, requester): (&str, Option<&heimdall_core::on_behalf::OnBehalfOf>),
     resource: &Resource,
     (placement, account): (&Placement, Option<CloudAccount>),
     now: OffsetDateTime,
@@ -357,7 +363,16 @@ async fn queue_drift_check(
     let schema = state.store.get_schema(org, resource.schema_id).await?;
     let revisions = state.store.list_revisions(org, resource.id).await?;
     let jobs = state.store.list_jobs(org, Some(resource.id)).await?;
-    let ctx = placement.context_as(actor, account.as_ref(), now);
+    let applied_for = jobs
+        .iter()
+        .rev()
+        .find(|j| {
+            matches!(j.operation, JobOperation::Apply | JobOperation::Import)
+                && j.status == JobStatus::Completed
+        })
+        .and_then(|j| j.request.requested_by.clone());
+    let requester = requester.or(applied_for.as_ref());
+    let ctx = placement.context_as(actor, requester, account.as_ref(), now);
     let plan = resources::drift_check(resource, &schema, &revisions, &jobs, &ctx)?;
     let job =
         plan.job.clone().ok_or_else(|| ApiError::new(ErrorCode::Internal, "a drift check queues a job"))?;
@@ -384,8 +399,17 @@ async fn drift_check(
     let placement = Placement::of_resource(&state, &caller, &resource).await?;
     placement.authorize(&state, &caller, Action::ResourceWrite, Some(resource.id)).await?;
     let account = placement.account_in(&state, caller.org.id).await?;
-    let (actor, now) = (&caller.member.email, state.clock.now());
-    let job = queue_drift_check(&state, caller.org.id, actor, &resource, (&placement, account), now).await?;
+    // The job acts for the caller: she may read what it uses.
+    let schema = state.store.get_schema(caller.org.id, resource.schema_id).await?;
+    let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
+    let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
+    let now = state.clock.now();
+    let ctx = placement.context(&caller, account.as_ref(), now);
+    let plan = resources::drift_check(&resource, &schema, &revisions, &jobs, &ctx)?;
+    check_values_used(&state, &caller, &placement, &plan).await?;
+    let job =
+        plan.job.clone().ok_or_else(|| ApiError::new(ErrorCode::Internal, "a drift check queues a job"))?;
+    apply(&state, &caller, &plan).await?;
     Ok((StatusCode::ACCEPTED, Json(job)))
 }
 
@@ -443,7 +467,7 @@ async fn create(
         imports: body.imports,
     };
     let plan = resources::create(new, &placement.context(&caller, account.as_ref(), state.clock.now()))?;
-    check_secret_inputs(&state, &caller, &placement, &schema, &plan).await?;
+    check_values_used(&state, &caller, &placement, &plan).await?;
     Ok((StatusCode::CREATED, Json(apply(&state, &caller, &plan).await?)))
 }
 
@@ -470,7 +494,7 @@ async fn change(
     let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
     let plan =
         resources::change(&resource, &schema, Change { input: body.input, region: body.region }, &ctx)?;
-    check_secret_inputs(&state, &caller, &placement, &schema, &plan).await?;
+    check_values_used(&state, &caller, &placement, &plan).await?;
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
 
@@ -498,6 +522,7 @@ async fn approve(
     let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
     let request = DecisionRequest { revision: body.revision, plan: body.plan, reason: body.reason };
     let plan = resources::approve(&resource, &schema, &revisions, request, &ctx)?;
+    check_values_used(&state, &caller, &placement, &plan).await?;
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
 
@@ -550,6 +575,7 @@ async fn retry(
     let account = placement.account(&state, &caller).await?;
     let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
     let plan = resources::retry(&resource, &schema, &revisions, &jobs, &ctx)?;
+    check_values_used(&state, &caller, &placement, &plan).await?;
     Ok((StatusCode::ACCEPTED, Json(apply(&state, &caller, &plan).await?)))
 }
 
@@ -577,6 +603,7 @@ async fn delete(
     let Some(plan) = resources::delete(&resource, &schema, &revisions, &jobs, &ctx)? else {
         return Ok((StatusCode::OK, Json(resource)));
     };
+    check_values_used(&state, &caller, &placement, &plan).await?;
     // A destroy runs later (202); a Resource that never ran is gone now (200).
     let code = if plan.job.is_some() { StatusCode::ACCEPTED } else { StatusCode::OK };
     Ok((code, Json(apply(&state, &caller, &plan).await?)))

@@ -55,21 +55,30 @@ errors!(body DeactivateErrors: NotFound, VersionDeactivated, Conflict);
 errors!(HoldersErrors: NotFound, NoAgent, InvalidInput);
 errors!(body AssignErrors: NotFound, AlreadyExists, Conflict);
 
-/// Before a Resource names `secret` as a module input: it exists, it is an
-/// organization secret (the Agent reads it for the job), and the requester
-/// may read it in the Resource's environment. 404 or 403, nothing stored.
-pub(crate) async fn check_input_reference(
+/// Before a job or task would use `secret` on the caller's behalf (a
+/// Resource's secret input or static credential, a database's admin
+/// secret): it exists for her, and she may read it in `environment`
+/// (`heimdall_core::on_behalf::may_use`, which the Agent decides again
+/// when it uses the value). 404 or 403, nothing stored.
+pub(crate) async fn check_use(
     state: &AppState,
     caller: &Caller,
     secret: &str,
     environment: &str,
-) -> Result<(), ApiError> {
-    let found = resolve(state, caller, secret).await.map_err(|_| {
-        ApiError::new(ErrorCode::NotFound, format!("secret {secret}, named in the input, not found"))
-    })?;
-    heimdall_core::secrets::usable_by_jobs(found.owner_id)?;
-    let target = target(state, caller, &found).await?;
-    state.authorize(caller, Action::SecretRead, &target, Some(environment)).await
+) -> Result<Secret, ApiError> {
+    let found = resolve(state, caller, secret)
+        .await
+        .map_err(|_| ApiError::new(ErrorCode::NotFound, format!("secret {secret} not found")))?;
+    let tree = super::catalog::tree(state, caller.org.id).await?;
+    let decider = state.decider(caller).await?;
+    let used = heimdall_core::on_behalf::UsedSecret {
+        name: &found.name,
+        id: found.id,
+        owner: found.owner_id,
+        components: &found.components,
+    };
+    heimdall_core::on_behalf::may_use(decider.principal(), used, environment, &tree, decider.policies())?;
+    Ok(found)
 }
 
 /// A secret as policies see it: under its Components, with its owner.

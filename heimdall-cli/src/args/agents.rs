@@ -16,6 +16,34 @@ pub enum AgentCommand {
     },
     /// Show an Agent and what its value store held when it last synced
     Show { agent: String },
+    /// Let an Agent's programs write or delete secrets (owner). Without an
+    /// allowance its program tokens only read; the API refuses any write or
+    /// deletion outside one, whoever holds the Agent's key. Recorded
+    AllowPrograms {
+        agent: String,
+        /// The environment (name or id)
+        #[arg(long)]
+        environment: String,
+        /// A secret name or glob, e.g. 'billing-*'
+        #[arg(long)]
+        secret: String,
+        /// What its programs may do (repeatable)
+        #[arg(long = "verb", value_enum, required = true)]
+        verbs: Vec<ProgramVerbArg>,
+    },
+    /// Withdraw an allowance (owner): the API refuses what it allowed from now on
+    DisallowPrograms {
+        agent: String,
+        /// The environment (name or id)
+        #[arg(long)]
+        environment: String,
+        /// The allowance's secret name or glob, as it was given
+        #[arg(long)]
+        secret: String,
+    },
+    /// What an Agent's programs may write or delete, and the program tokens it
+    /// registered (ids and scopes, never a token)
+    Programs { agent: String },
     /// Say an Agent's value store is destroyed (owner): what it held no longer
     /// holds up a `secret delete`. Recorded in the audit feed
     Forget {
@@ -24,6 +52,14 @@ pub enum AgentCommand {
         #[arg(long)]
         confirm_store_destroyed: bool,
     },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgramVerbArg {
+    /// A new version, numbered by the API
+    Write,
+    /// Every version in the environment
+    Delete,
 }
 
 #[derive(Debug, Subcommand)]

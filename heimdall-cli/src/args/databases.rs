@@ -8,6 +8,14 @@ pub enum EngineArg {
     Mariadb,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TlsArg {
+    /// TLS, the server's certificate checked (system roots and --ca-file) and its name against --host
+    VerifyFull,
+    /// No TLS: only for a database on the Agent's own machine (localhost, 127.0.0.1, ::1)
+    Disable,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum DatabaseCommand {
     /// Register a database whose service users the Agent creates and rotates
@@ -29,9 +37,18 @@ pub enum DatabaseCommand {
         /// The environment whose Agents run the statements (name or id)
         #[arg(long)]
         environment: String,
-        /// The secret holding the admin credential
+        /// The secret holding the admin credential; you must be able to read
+        /// it in that environment: the Agent uses it on your behalf
         #[arg(long, value_name = "SECRET")]
         admin_secret: String,
+        /// How the Agent's admin connection is secured. Default: disable for
+        /// localhost, 127.0.0.1 and ::1; verify-full for any other host
+        #[arg(long, value_enum)]
+        tls: Option<TlsArg>,
+        /// CA certificates (PEM) the server's certificate may chain to,
+        /// besides the system's roots (e.g. a managed database's CA bundle)
+        #[arg(long, value_name = "FILE")]
+        ca_file: Option<std::path::PathBuf>,
     },
     /// List the databases
     List,

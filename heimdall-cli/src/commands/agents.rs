@@ -1,10 +1,10 @@
 //! `agent token create|list|revoke`: the Agents that run jobs, and the
 //! one-time tokens that enroll them.
 
-use heimdall_core::wire::Agent;
+use heimdall_core::wire::{Agent, Verb};
 
 use super::Context;
-use crate::args::{AgentCommand, AgentTokenCommand};
+use crate::args::{AgentCommand, AgentTokenCommand, ProgramVerbArg};
 use crate::error::{CliError, Result};
 use crate::output::{self, optional_timestamp, timestamp};
 
@@ -75,6 +75,86 @@ pub async fn run(ctx: &Context, cmd: AgentCommand) -> Result<()> {
             out.section(
                 &["SECRET", "ENVIRONMENT", "VERSION", "STATE", "REPORTED AT"],
                 detail.holdings.iter().map(|h| holding_row(&h.secret, h)).collect(),
+            )
+        }
+        AgentCommand::AllowPrograms { agent, environment, secret, verbs } => {
+            let verbs: Vec<Verb> = verbs
+                .into_iter()
+                .map(|v| match v {
+                    ProgramVerbArg::Write => Verb::Write,
+                    ProgramVerbArg::Delete => Verb::Delete,
+                })
+                .collect();
+            let allowed = client.allow_programs(&agent, &environment, &secret, &verbs).await?;
+            let verbs: Vec<&str> = allowed.verbs.iter().map(|v| v.as_str()).collect();
+            out.done(
+                &allowed,
+                &format!(
+                    "Programs of {agent} may {} {} in {}",
+                    verbs.join(" and "),
+                    allowed.secret,
+                    allowed.environment
+                ),
+                &[],
+            )
+        }
+        AgentCommand::DisallowPrograms { agent, environment, secret } => {
+            client.disallow_programs(&agent, &environment, &secret).await?;
+            let done = serde_json::json!({ "agent": agent, "environment": environment, "secret": secret });
+            out.done(
+                &done,
+                &format!(
+                    "Withdrawn: programs of {agent} no longer write or delete {secret} in {environment}"
+                ),
+                &[],
+            )
+        }
+        AgentCommand::Programs { agent } => {
+            let allowances = client.program_allowances(&agent).await?;
+            let tokens = client.program_tokens(&agent).await?;
+            if out.is_json() {
+                return out.record(&serde_json::json!({ "allowances": allowances, "tokens": tokens }), &[]);
+            }
+            if allowances.is_empty() {
+                out.text(&format!("No allowance: the programs of {agent} only read.\n"))?;
+            }
+            let verbs = |v: &[Verb]| v.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(",");
+            out.section(
+                &["ENVIRONMENT", "SECRET", "VERBS", "ALLOWED BY", "ALLOWED AT"],
+                allowances
+                    .iter()
+                    .map(|a| {
+                        vec![
+                            a.environment.clone(),
+                            a.secret.clone(),
+                            verbs(&a.verbs),
+                            a.created_by.clone(),
+                            timestamp(a.created_at),
+                        ]
+                    })
+                    .collect(),
+            )?;
+            let now = time::OffsetDateTime::now_utc();
+            out.section(
+                &["TOKEN ID", "PROGRAM", "ENVIRONMENT", "SECRETS", "VERBS", "STATE"],
+                tokens
+                    .iter()
+                    .map(|t| {
+                        let state = match (t.revoked_at, t.is_live(now)) {
+                            (Some(_), _) => "revoked",
+                            (None, false) => "expired",
+                            (None, true) => "live",
+                        };
+                        vec![
+                            t.id.clone(),
+                            t.name.clone(),
+                            t.environment.clone(),
+                            t.secrets.join(","),
+                            verbs(&t.verbs),
+                            state.to_owned(),
+                        ]
+                    })
+                    .collect(),
             )
         }
         AgentCommand::Forget { agent, confirm_store_destroyed } => {

@@ -1,17 +1,27 @@
 //! `database create|list` and `database user create|list|show|rotate`.
 
-use heimdall_core::dbusers::{Database, Engine, ServiceUser};
+use heimdall_core::dbusers::{Database, Engine, ServiceUser, TlsMode};
 use heimdall_core::wire::{CreateDatabase, CreateServiceUser};
 
 use super::Context;
-use crate::args::{DatabaseCommand, DatabaseUserCommand, EngineArg};
+use crate::args::{DatabaseCommand, DatabaseUserCommand, EngineArg, TlsArg};
 use crate::error::Result;
 use crate::output::timestamp;
 
 pub async fn run(ctx: &Context, cmd: DatabaseCommand) -> Result<()> {
     let (client, out) = (ctx.client()?, &ctx.out);
     match cmd {
-        DatabaseCommand::Create { name, engine, host, port, database, environment, admin_secret } => {
+        DatabaseCommand::Create {
+            name,
+            engine,
+            host,
+            port,
+            database,
+            environment,
+            admin_secret,
+            tls,
+            ca_file,
+        } => {
             let engine = match engine {
                 EngineArg::Postgres => Engine::Postgres,
                 EngineArg::Mariadb => Engine::Mariadb,
@@ -20,7 +30,21 @@ pub async fn run(ctx: &Context, cmd: DatabaseCommand) -> Result<()> {
                 Engine::Postgres => 5432,
                 Engine::Mariadb => 3306,
             });
-            let request = CreateDatabase { name, engine, host, port, database, environment, admin_secret };
+            let tls = tls.map(|t| match t {
+                TlsArg::VerifyFull => TlsMode::VerifyFull,
+                TlsArg::Disable => TlsMode::Disable,
+            });
+            // Checked here too, so the flag is named before anything is sent.
+            heimdall_core::dbusers::check_tls(&host, tls.unwrap_or_else(|| TlsMode::default_for(&host)))
+                .map_err(crate::error::CliError::Coded)?;
+            let ca_pem = match ca_file {
+                Some(path) => Some(std::fs::read_to_string(&path).map_err(|e| {
+                    crate::error::CliError::usage(format!("--ca-file {}: {e}", path.display()))
+                })?),
+                None => None,
+            };
+            let request =
+                CreateDatabase { name, engine, host, port, database, environment, admin_secret, tls, ca_pem };
             let created = client.create_database(&request).await?;
             let line = format!(
                 "Database created: {} ({} at {}:{}, in {})",
@@ -30,6 +54,7 @@ pub async fn run(ctx: &Context, cmd: DatabaseCommand) -> Result<()> {
                 created.port,
                 created.environment
             );
+            let line = format!("{line}; TLS {}", created.tls.as_str());
             out.done(&created, &line, &[])
         }
         DatabaseCommand::List => {

@@ -92,6 +92,7 @@ impl World {
         self.next_job += 1;
         Context {
             actor,
+            requester: None,
             now: self.clock.now(),
             place: PLACE,
             account: self.account.as_ref(),

@@ -38,6 +38,7 @@ fn request(source: &str, input: serde_json::Value) -> JobRequest {
         state_key: "heimdall/x.tfstate".into(),
         plan_key: None,
         plan_sha256: None,
+        requested_by: None,
     }
 }
 
