@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access;
+pub mod alerts;
 pub mod aws;
 pub mod channel;
 pub mod config;

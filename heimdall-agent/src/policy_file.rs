@@ -4,10 +4,12 @@
 //! [`crate::access::MAX_POLICY_AGE`] counted from when that arrived, not
 //! from the restart. Sealing authenticates it too: a file edited by someone
 //! who can write the disk but has no master key (a certificate pin added, a
-//! policy dropped) does not open, and the Agent then decides nothing until
-//! its first sync.
+//! policy dropped) does not open, nor does one copied back from before a
+//! later write (a `forbid` since removed, a revoked certificate listed):
+//! the Agent then decides nothing until its first sync
+//! ([`crate::sealed_file`]).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use heimdall_core::ids::AgentId;
@@ -17,6 +19,8 @@ use sha2::{Digest, Sha256};
 use time::{Duration, OffsetDateTime};
 use zeroize::Zeroizing;
 
+use crate::alerts::Alerts;
+use crate::sealed_file::{Order, SealedFile};
 use crate::vault::Vault;
 
 /// The file's name, next to the Agent's certificate and key.
@@ -38,41 +42,52 @@ struct Snapshot {
 /// Where this Agent keeps its snapshot, and what it last wrote there.
 #[derive(Debug)]
 pub struct PolicyFile {
-    path: PathBuf,
-    /// The Agent's id: a file copied from another Agent does not open here.
-    owner: String,
-    vault: Arc<Vault>,
+    /// Bound to this Agent's id (a file copied from another Agent does not
+    /// open here) and to a generation (nor one copied back).
+    file: SealedFile,
     /// The SHA-256 of the last content written, and when it was received.
     written: Mutex<Option<([u8; 32], OffsetDateTime)>>,
 }
 
 impl PolicyFile {
-    pub fn new(dir: &Path, agent: AgentId, vault: Arc<Vault>) -> Self {
-        Self { path: dir.join(FILE_NAME), owner: agent.to_string(), vault, written: Mutex::new(None) }
+    pub fn new(dir: &Path, agent: AgentId, vault: Arc<Vault>, alerts: Alerts) -> Self {
+        // A cache the next sync rewrites: a crash mid-write leaves it refused.
+        let file = SealedFile::new(dir.join(FILE_NAME), PURPOSE, agent, vault, alerts, Order::StoreFirst);
+        Self { file, written: Mutex::new(None) }
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
+    }
+
+    /// Reads how far the file was written from the value store: a copy put
+    /// back from before that does not open. Before the first [`Self::load`].
+    pub async fn load_floor(&self) -> Result<(), String> {
+        self.file.load_floor().await
     }
 
     /// Keeps `response`, received at `received_at`, unless the same content
     /// was written less than [`REWRITE_AFTER`] before. Written to a new
     /// file (0600) that replaces the old one whole. Whether it wrote.
-    pub fn save(&self, response: &SyncResponse, received_at: OffsetDateTime) -> Result<bool, String> {
+    pub async fn save(&self, response: &SyncResponse, received_at: OffsetDateTime) -> Result<bool, String> {
         // The API's clock and how far it has this Agent's records change
         // every sync and decide nothing.
         let content =
             SyncResponse { at: OffsetDateTime::UNIX_EPOCH, received_through: 0, ..response.clone() };
         let json = Zeroizing::new(serde_json::to_vec(&content).map_err(|e| e.to_string())?);
         let digest: [u8; 32] = Sha256::digest(json.as_slice()).into();
-        let mut written = self.written.lock().map_err(|_| "the policy file's lock is poisoned".to_owned())?;
-        if written.is_some_and(|(last, at)| last == digest && received_at - at < REWRITE_AFTER) {
-            return Ok(false);
+        {
+            let written = self.written.lock().map_err(|_| "the policy file's lock is poisoned".to_owned())?;
+            if written.is_some_and(|(last, at)| last == digest && received_at - at < REWRITE_AFTER) {
+                return Ok(false);
+            }
         }
         let snapshot = Snapshot { received_at, response: content };
         let plaintext = Zeroizing::new(serde_json::to_vec(&snapshot).map_err(|e| e.to_string())?);
-        crate::sealed_file::write(&self.path, &self.vault, PURPOSE, &self.owner, &plaintext)?;
-        *written = Some((digest, received_at));
+        self.file.write(&plaintext).await?;
+        if let Ok(mut written) = self.written.lock() {
+            *written = Some((digest, received_at));
+        }
         Ok(true)
     }
 
@@ -80,7 +95,7 @@ impl PolicyFile {
     /// file. A file that does not open (edited, another Agent's, another
     /// store's key) is an error, and nothing of it is used.
     pub fn load(&self) -> Result<Option<(SyncResponse, OffsetDateTime)>, String> {
-        let Some(plaintext) = crate::sealed_file::read(&self.path, &self.vault, PURPOSE, &self.owner)? else {
+        let Some(plaintext) = self.file.read()? else {
             return Ok(None);
         };
         let snapshot: Snapshot = serde_json::from_slice(&plaintext).map_err(|e| e.to_string())?;
@@ -89,7 +104,7 @@ impl PolicyFile {
 
     /// The API revoked this Agent: nothing of what it knew may outlive that.
     pub fn remove(&self) {
-        let _ = std::fs::remove_file(&self.path);
+        self.file.remove();
         if let Ok(mut written) = self.written.lock() {
             *written = None;
         }
@@ -123,11 +138,13 @@ mod tests {
         let (agent, other) =
             (AgentId::from_uuid(uuid::Uuid::new_v4()), AgentId::from_uuid(uuid::Uuid::new_v4()));
         let vault = vault(dir.path(), "5e").await;
-        let file = PolicyFile::new(dir.path(), agent, vault.clone());
+        let alerts = Alerts::default();
+        let file = PolicyFile::new(dir.path(), agent, vault.clone(), alerts.clone());
+        file.load_floor().await.unwrap();
         assert_eq!(file.load().unwrap(), None, "no file yet");
         let at = OffsetDateTime::UNIX_EPOCH + Duration::days(20_000);
         let sent = response(7);
-        assert!(file.save(&sent, at).unwrap());
+        assert!(file.save(&sent, at).await.unwrap());
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(file.path()).unwrap().permissions().mode() & 0o777, 0o600);
         let (loaded, received_at) = file.load().unwrap().unwrap();
@@ -135,11 +152,23 @@ mod tests {
         assert!(!std::fs::read_to_string(file.path()).unwrap().contains(&sent.org_id.to_string()));
 
         // The same content again: not rewritten until REWRITE_AFTER.
-        assert!(!file.save(&response_like(&sent, 8), at + Duration::seconds(30)).unwrap());
-        assert!(file.save(&response_like(&sent, 9), at + REWRITE_AFTER).unwrap());
+        assert!(!file.save(&response_like(&sent, 8), at + Duration::seconds(30)).await.unwrap());
+        let first_copy = std::fs::read(file.path()).unwrap();
+        assert!(file.save(&response_like(&sent, 9), at + REWRITE_AFTER).await.unwrap());
+
+        // Copied back from before the last write: refused, here and in a
+        // new process (the store keeps the generation), with an alert.
+        std::fs::write(file.path(), &first_copy).unwrap();
+        assert!(file.load().unwrap_err().contains("copy put back"));
+        let restarted = PolicyFile::new(dir.path(), agent, vault.clone(), Alerts::default());
+        restarted.load_floor().await.unwrap();
+        assert!(restarted.load().is_err());
+        assert_eq!(alerts.take().len(), 1);
+        assert!(file.save(&response_like(&sent, 10), at + REWRITE_AFTER * 2).await.unwrap());
+        assert!(restarted.load().is_ok(), "a newer file opens");
 
         // Another Agent's file, or one edited by a byte, does not open.
-        let stranger = PolicyFile::new(dir.path(), other, vault);
+        let stranger = PolicyFile::new(dir.path(), other, vault, Alerts::default());
         assert!(stranger.load().is_err());
         let mut text: serde_json::Value =
             serde_json::from_slice(&std::fs::read(file.path()).unwrap()).unwrap();

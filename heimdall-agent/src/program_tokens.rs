@@ -21,6 +21,8 @@ use subtle::ConstantTimeEq;
 use time::OffsetDateTime;
 use zeroize::Zeroizing;
 
+use crate::alerts::Alerts;
+use crate::sealed_file::{Order, SealedFile};
 use crate::vault::Vault;
 
 /// The file's name, next to the Agent's certificate and key.
@@ -46,9 +48,9 @@ type Stamp = (u64, SystemTime, u64);
 #[derive(Debug)]
 pub struct TokenFile {
     path: PathBuf,
-    owner: String,
+    /// The list, sealed, bound to this Agent and a generation.
+    file: SealedFile,
     agent: AgentId,
-    vault: Arc<Vault>,
     /// The list as last read, and the file's (inode, modified time, length)
     /// then: every save is a new file, so a new inode.
     cached: Mutex<Option<(Stamp, Arc<Vec<ProgramScope>>)>>,
@@ -58,12 +60,13 @@ pub struct TokenFile {
 }
 
 impl TokenFile {
-    pub fn new(dir: &Path, agent: AgentId, vault: Arc<Vault>) -> Self {
+    pub fn new(dir: &Path, agent: AgentId, vault: Arc<Vault>, alerts: Alerts) -> Self {
         Self {
             path: dir.join(FILE_NAME),
-            owner: agent.to_string(),
+            // Nothing else rewrites it: a crash mid-write must not lock
+            // every token out (the API's live list guards revocations).
+            file: SealedFile::new(dir.join(FILE_NAME), PURPOSE, agent, vault, alerts, Order::FileFirst),
             agent,
-            vault,
             cached: Mutex::new(None),
             seen_revoked: Mutex::new(std::collections::HashSet::new()),
         }
@@ -73,18 +76,24 @@ impl TokenFile {
         &self.path
     }
 
+    /// Reads how far the list was written from the value store: a copy put
+    /// back from before that does not open. Before the first read.
+    pub async fn load_floor(&self) -> Result<(), String> {
+        self.file.load_floor().await
+    }
+
     /// Every token made here, revoked ones included (their records stay
     /// meaningful).
     pub fn list(&self) -> Result<Vec<ProgramScope>, String> {
-        let Some(plaintext) = crate::sealed_file::read(&self.path, &self.vault, PURPOSE, &self.owner)? else {
+        let Some(plaintext) = self.file.read()? else {
             return Ok(Vec::new());
         };
         serde_json::from_slice(&plaintext).map_err(|e| format!("{}: {e}", self.path.display()))
     }
 
-    fn save(&self, scopes: &[ProgramScope]) -> Result<(), String> {
+    async fn save(&self, scopes: &[ProgramScope]) -> Result<(), String> {
         let plaintext = Zeroizing::new(serde_json::to_vec(scopes).map_err(|e| e.to_string())?);
-        crate::sealed_file::write(&self.path, &self.vault, PURPOSE, &self.owner, &plaintext)
+        self.file.write(&plaintext).await
     }
 
     /// An exclusive lock on a file beside the list, held while a command
@@ -159,14 +168,14 @@ impl TokenFile {
             token_sha256: hex::encode(Sha256::digest(token.as_bytes())),
         };
         scopes.push(scope.clone());
-        self.save(&scopes)?;
+        self.save(&scopes).await?;
         Ok((token, scope))
     }
 
     /// Revokes the live token with this id or name here: the running
     /// Agent refuses it from its next request. The caller tells the API
     /// (and the Agent's next sync does, if that failed).
-    pub fn revoke(&self, id_or_name: &str, now: OffsetDateTime) -> Result<ProgramScope, String> {
+    pub async fn revoke(&self, id_or_name: &str, now: OffsetDateTime) -> Result<ProgramScope, String> {
         let _held = self.lock()?;
         let mut scopes = self.list()?;
         let found = scopes
@@ -175,7 +184,7 @@ impl TokenFile {
             .ok_or_else(|| format!("no live token has the id or name {id_or_name}"))?;
         found.revoked_at = Some(now);
         let revoked = found.clone();
-        self.save(&scopes)?;
+        self.save(&scopes).await?;
         Ok(revoked)
     }
 
@@ -245,7 +254,8 @@ mod tests {
         let vault =
             Arc::new(crate::store::sqlite::open(&dir.path().join("values.db"), &master).await.unwrap());
         let agent = AgentId::from_uuid(uuid::Uuid::new_v4());
-        let file = TokenFile::new(dir.path(), agent, vault.clone());
+        let file = TokenFile::new(dir.path(), agent, vault.clone(), Alerts::default());
+        file.load_floor().await.unwrap();
         let now = OffsetDateTime::UNIX_EPOCH + time::Duration::days(20_000);
         let new = NewToken {
             name: "billing-api".into(),
@@ -288,11 +298,12 @@ mod tests {
         assert_eq!(file.authenticate(&token, later).unwrap_err().code, ErrorCode::Unauthenticated);
 
         // Another Agent's list does not open here.
-        let stranger = TokenFile::new(dir.path(), AgentId::from_uuid(uuid::Uuid::new_v4()), vault);
+        let stranger =
+            TokenFile::new(dir.path(), AgentId::from_uuid(uuid::Uuid::new_v4()), vault, Alerts::default());
         assert!(stranger.list().is_err());
         assert_eq!(stranger.authenticate(&token, now).unwrap_err().code, ErrorCode::Unauthenticated);
 
-        file.revoke("billing-api", now).unwrap();
+        file.revoke("billing-api", now).await.unwrap();
         assert_eq!(file.authenticate(&token, now).unwrap_err().code, ErrorCode::Unauthenticated);
         assert_eq!(file.revoked_ids().unwrap(), vec![scope.id.clone()]);
         assert!(file.create(new, now, register).await.is_ok(), "the name is free again");

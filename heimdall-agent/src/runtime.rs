@@ -110,16 +110,26 @@ pub async fn run(
     let policy = SharedPolicy::default();
     let metrics = config.metrics.as_ref().map(|_| Arc::new(Metrics::default()));
     let identity_dir = config.cert.parent().unwrap_or(std::path::Path::new("."));
-    let policy_file =
-        values.as_ref().map(|vault| Arc::new(PolicyFile::new(identity_dir, agent, vault.clone())));
+    // What this Agent finds wrong on its side, told to the API by sync.
+    let alerts = crate::alerts::Alerts::default();
+    let policy_file = values
+        .as_ref()
+        .map(|vault| Arc::new(PolicyFile::new(identity_dir, agent, vault.clone(), alerts.clone())));
     if let Some(file) = &policy_file {
+        file.load_floor().await?;
         restore_policy(file, &policy);
     }
     // Program tokens: the local API authenticates with them, the sync loop
     // tells the API of revocations it did not hear.
-    let tokens = values
-        .as_ref()
-        .map(|vault| Arc::new(crate::program_tokens::TokenFile::new(identity_dir, agent, vault.clone())));
+    let tokens = match &values {
+        Some(vault) => {
+            let file =
+                crate::program_tokens::TokenFile::new(identity_dir, agent, vault.clone(), alerts.clone());
+            file.load_floor().await?;
+            Some(Arc::new(file))
+        }
+        None => None,
+    };
     // One group committer for every read this Agent serves: people's, and
     // the credentials its jobs run with.
     let credentials = values.as_ref().map(|store| CredentialSource {
@@ -162,6 +172,7 @@ pub async fn run(
                 local_cert,
                 policy_file,
                 tokens: tokens.clone(),
+                alerts: alerts.clone(),
             };
             let period = std::time::Duration::from_secs(v.sync_seconds);
             Some(tokio::spawn(sync::run(syncer, period, stop_rx.clone())))

@@ -45,6 +45,8 @@ pub struct Syncer {
     pub policy_file: Option<Arc<crate::policy_file::PolicyFile>>,
     /// Program tokens: a revocation the API did not hear is told again.
     pub tokens: Option<Arc<crate::program_tokens::TokenFile>>,
+    /// What this Agent found wrong on its side, for the API's audit feed.
+    pub alerts: crate::alerts::Alerts,
 }
 
 /// How far the API has this Agent's records: an epoch and a number in it.
@@ -125,6 +127,24 @@ impl Syncer {
             },
             _ => Vec::new(),
         };
+        let alerts = self.alerts.take();
+        let sent = self.report(cursor, &held, inventory, revoked_program_tokens, alerts.clone()).await;
+        if sent.is_err() {
+            self.alerts.put_back(alerts);
+        }
+        sent
+    }
+
+    /// Sends what this Agent has to report (records, in batches) and
+    /// applies the answer.
+    async fn report(
+        &self,
+        cursor: &mut Cursor,
+        held: &[crate::store::InventoryEntry],
+        inventory: Vec<InventoryItem>,
+        revoked_program_tokens: Vec<String>,
+        alerts: Vec<heimdall_core::wire::AgentAlert>,
+    ) -> Result<(), String> {
         loop {
             // How far the store's numbering had gone before these records
             // were read: what the API can rightly hold of this epoch.
@@ -155,6 +175,7 @@ impl Syncer {
                 inventory: inventory.clone(),
                 local_url: self.local_url.clone(),
                 revoked_program_tokens: revoked_program_tokens.clone(),
+                alerts: alerts.clone(),
             };
             let response = match self.channel.sync(&request).await {
                 Ok(response) => response,
@@ -211,7 +232,7 @@ impl Syncer {
                 *cursor = Cursor { epoch: current.epoch, acknowledged: 0 };
                 continue;
             }
-            self.apply(&response, &held).await;
+            self.apply(&response, held).await;
             if let Some(cert) = &self.local_cert {
                 cert.check(response.local_api_certificates.as_deref(), &self.channel, self.clock.now()).await;
             }
@@ -226,10 +247,11 @@ impl Syncer {
         match PolicySnapshot::new(response, received_at) {
             Ok(snapshot) => {
                 self.policy.install(snapshot);
-                let kept = self.policy_file.as_ref().map(|file| (file, file.save(response, received_at)));
-                if let Some((file, Err(e))) = kept {
-                    let path = file.path().display();
-                    tracing::warn!(error = %e, file = %path, "could not keep the policy snapshot on disk");
+                if let Some(file) = &self.policy_file {
+                    if let Err(e) = file.save(response, received_at).await {
+                        let path = file.path().display();
+                        tracing::warn!(error = %e, file = %path, "could not keep the policy snapshot on disk");
+                    }
                 }
             }
             Err(e) => {

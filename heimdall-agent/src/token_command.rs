@@ -79,7 +79,8 @@ pub fn main(command: TokenCommand) -> Result<(), String> {
     let prepared = crate::runtime::prepare(config)?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
     let own = runtime.block_on(crate::runtime::open_own(prepared))?;
-    let file = TokenFile::new(&own.dir, own.agent, own.vault.clone());
+    let file = TokenFile::new(&own.dir, own.agent, own.vault.clone(), crate::alerts::Alerts::default());
+    runtime.block_on(file.load_floor())?;
     let channel = own.channel;
     let now = OffsetDateTime::now_utc();
     match command {
@@ -144,7 +145,7 @@ pub fn main(command: TokenCommand) -> Result<(), String> {
             }
         }
         TokenCommand::Revoke { id_or_name, json, .. } => {
-            let revoked = file.revoke(&id_or_name, now)?;
+            let revoked = runtime.block_on(file.revoke(&id_or_name, now))?;
             // Told to the API now; if it cannot be reached, the running
             // Agent's next sync tells it.
             let told = runtime.block_on(channel.revoke_program_token(&revoked.id));

@@ -217,6 +217,16 @@ impl Vault {
         self.rows.numbering(agent).await
     }
 
+    /// How far `agent`'s sealed file `purpose` was written (0: never).
+    pub async fn generation(&self, agent: AgentId, purpose: &str) -> Result<u64, StoreError> {
+        self.rows.generation(agent, purpose).await
+    }
+
+    /// Raises that generation to `to`; it never goes back.
+    pub async fn advance_generation(&self, agent: AgentId, purpose: &str, to: u64) -> Result<(), StoreError> {
+        self.rows.advance_generation(agent, purpose, to).await
+    }
+
     /// Starts `agent` on a new epoch from 0: its store was restored from a
     /// backup and its numbers have been used already. The old epoch's
     /// records stay.

@@ -603,6 +603,38 @@ pub struct SyncRequest {
     /// them too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub revoked_program_tokens: Vec<String>,
+    /// What the Agent found wrong on its side since its last sync: each
+    /// becomes an audit event.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alerts: Vec<AgentAlert>,
+}
+
+/// Something an Agent found wrong on its own side, for the audit feed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AgentAlert {
+    /// One of its sealed files (`policy-snapshot`, `program-tokens`) is
+    /// older than one it already wrote: copied back from a backup, and
+    /// refused.
+    SealedFileRolledBack { file: String, generation: u64, expected_at_least: u64 },
+}
+
+impl AgentAlert {
+    /// The audit event's action.
+    pub fn action(&self) -> &'static str {
+        match self {
+            AgentAlert::SealedFileRolledBack { .. } => "agent.sealed_file_rolled_back",
+        }
+    }
+
+    /// Its fields are short: what a sync may carry of them.
+    pub fn check(&self) -> Result<(), ApiError> {
+        match self {
+            AgentAlert::SealedFileRolledBack { file, .. } => {
+                crate::names::validate_text("alerts[].file", file, 64)
+            }
+        }
+    }
 }
 
 /// A member as an Agent needs to know them: to decide reads. A read is

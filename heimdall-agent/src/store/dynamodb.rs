@@ -86,6 +86,8 @@ const COUNTER_PK: &str = "counter";
 const COUNTER_SK: &str = "access";
 /// The legacy records' partition, and the prefix of each Agent's.
 const ACCESS_PK: &str = "access";
+/// Sealed files' generations: one item per Agent and file.
+const GENERATION_PREFIX: &str = "generation#";
 const VALUE_PREFIX: &str = "value#";
 
 type Item = HashMap<String, AttributeValue>;
@@ -179,6 +181,10 @@ fn n(v: impl fmt::Display) -> AttributeValue {
 
 fn b(v: Vec<u8>) -> AttributeValue {
     AttributeValue::B(Blob::new(v))
+}
+
+fn generation_pk(agent: AgentId) -> String {
+    format!("{GENERATION_PREFIX}{agent}")
 }
 
 fn key(pk: String, sk: String) -> Item {
@@ -682,6 +688,38 @@ impl SealedStore for DynamoRows {
             (e.org.to_string(), e.secret.clone(), e.environment.to_string(), e.version)
         });
         Ok(entries)
+    }
+
+    async fn generation(&self, agent: AgentId, purpose: &str) -> Result<u64, StoreError> {
+        match self.get(generation_pk(agent), purpose.to_owned(), "sealed file generation").await? {
+            Some(item) => get_n::<u64>(&item, "generation"),
+            None => Ok(0),
+        }
+    }
+
+    async fn advance_generation(&self, agent: AgentId, purpose: &str, to: u64) -> Result<(), StoreError> {
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(generation_pk(agent), purpose.to_owned())))
+            .update_expression("SET generation = :to")
+            .condition_expression("attribute_not_exists(generation) OR generation < :to")
+            .expression_attribute_values(":to", n(to))
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(()),
+            // Already there, or past it: it never goes back.
+            Err(e)
+                if e.as_service_error().is_some_and(|e| {
+                    matches!(e, aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_))
+                }) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(unavailable("UpdateItem (sealed file generation)", &e)),
+        }
     }
 
     async fn numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {

@@ -190,6 +190,12 @@ pub trait SealedStore: Send + Sync + fmt::Debug {
     /// The most records one [`Self::append_records`] takes.
     fn max_batch(&self) -> usize;
 
+    /// How far `agent`'s sealed file `purpose` was written (0: never).
+    async fn generation(&self, agent: AgentId, purpose: &str) -> Result<u64, StoreError>;
+    /// Raises it to `to` unless it is there already or past it: it never
+    /// goes back.
+    async fn advance_generation(&self, agent: AgentId, purpose: &str, to: u64) -> Result<(), StoreError>;
+
     /// Releases connections.
     async fn close(&self) {}
 }

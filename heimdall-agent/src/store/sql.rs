@@ -353,6 +353,34 @@ impl SealedStore for SqlRows {
             .collect()
     }
 
+    async fn generation(&self, agent: AgentId, purpose: &str) -> Result<u64, StoreError> {
+        let row =
+            sqlx::query("SELECT generation FROM sealed_generations WHERE agent_id = $1 AND purpose = $2")
+                .bind(agent.to_string())
+                .bind(purpose.to_owned())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?;
+        let generation = row.map(|r| r.try_get::<i64, _>("generation")).transpose().map_err(db)?.unwrap_or(0);
+        u64::try_from(generation).map_err(|_| StoreError::Unavailable("a negative generation".into()))
+    }
+
+    async fn advance_generation(&self, agent: AgentId, purpose: &str, to: u64) -> Result<(), StoreError> {
+        let to = i64::try_from(to).map_err(|_| StoreError::Invalid("a generation out of range".into()))?;
+        sqlx::query(
+            "INSERT INTO sealed_generations (agent_id, purpose, generation) VALUES ($1, $2, $3) \
+             ON CONFLICT (agent_id, purpose) DO UPDATE SET generation = excluded.generation \
+             WHERE sealed_generations.generation < excluded.generation",
+        )
+        .bind(agent.to_string())
+        .bind(purpose.to_owned())
+        .bind(to)
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(())
+    }
+
     async fn numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
         if let Some(n) = self.read_numbering(agent).await? {
             return Ok(n);

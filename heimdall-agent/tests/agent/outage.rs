@@ -51,3 +51,66 @@ async fn an_agent_restarted_while_the_api_is_unreachable_serves_and_reports_ever
     eventually(&config, "the outage's read in the access log", || async { reads(&w).await == 2 }).await;
     agent.kill().await.unwrap();
 }
+
+/// Someone who can write the Agent's disk (no master key) keeps a copy of
+/// its policy snapshot from before a `forbid`, then puts it back and
+/// cuts the Agent off from the API: the copy does not open (its
+/// generation is below what the value store recorded), the Agent decides
+/// nothing until it syncs, and the API hears of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_snapshot_copied_back_from_before_a_forbid_is_refused() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let mut held = holding_secret(&w, &config, "db-password", "s3cret", &[]).await;
+    let reader = agent_client(&config, &held.local_url, &held.owner);
+    let read = || async { reader.get_value("db-password", "dev", None).await };
+    assert!(read().await.is_ok());
+    let kept = config.with_file_name(heimdall_agent::policy_file::FILE_NAME);
+    eventually(&config, "the snapshot kept on disk", || async { kept.exists() }).await;
+    let before = std::fs::read(&kept).unwrap();
+
+    // A forbid: the owner may not read it any more, and the Agent knows.
+    let forbid = "forbid (principal, action == Heimdall::Action::\"secret.read\", resource) when { context.environment == \"dev\" };";
+    w.post(&w.api.owner_token, "/v1/policies", serde_json::json!({ "name": "no-dev", "text": forbid })).await;
+    eventually(&config, "the forbid at the Agent", || async {
+        read().await.is_err_and(|e| e.code() == Some(heimdall_sdk::ErrorCode::Forbidden))
+    })
+    .await;
+    eventually(&config, "the snapshot with the forbid on disk", || async {
+        std::fs::read(&kept).unwrap() != before
+    })
+    .await;
+    held.process.kill().await.unwrap();
+
+    // The old copy put back, the API out of reach.
+    std::fs::write(&kept, &before).unwrap();
+    let text = std::fs::read_to_string(&config).unwrap();
+    let real = format!("api_url = \"{}\"", w.api.agent_url);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    std::fs::write(&config, text.replace(&real, &format!("api_url = \"https://127.0.0.1:{closed}\"")))
+        .unwrap();
+    let mut cut_off = w.run_agent(&config);
+    eventually(&config, "the local API up", || async {
+        read().await.is_err_and(|e| e.code() == Some(heimdall_sdk::ErrorCode::PolicyStale))
+    })
+    .await;
+    for _ in 0..3 {
+        let refused = read().await.unwrap_err();
+        assert_eq!(refused.code(), Some(heimdall_sdk::ErrorCode::PolicyStale), "{refused}");
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    let log = std::fs::read_to_string(config.with_extension("log")).unwrap_or_default();
+    assert!(log.contains("copied back"), "{log}");
+    cut_off.kill().await.unwrap();
+
+    // With the API again: the forbid holds, and the audit feed says what was found.
+    std::fs::write(&config, text).unwrap();
+    let mut agent = w.run_agent(&config);
+    eventually(&config, "the alert in the audit feed", || async {
+        let (_, events) = w.call(Method::GET, "/v1/events?action=agent.sealed_file_rolled_back", None).await;
+        events.as_array().is_some_and(|e| e.iter().any(|e| e["detail"]["file"] == "policy-snapshot"))
+    })
+    .await;
+    assert_eq!(read().await.unwrap_err().code(), Some(heimdall_sdk::ErrorCode::Forbidden));
+    agent.kill().await.unwrap();
+}

@@ -380,6 +380,22 @@ async fn sync(
         })
         .collect();
     state.store.store_inventory(org, &agent, &reported, now).await?;
+    if body.alerts.len() > 100 {
+        return Err(ApiError::invalid_input("at most 100 alerts per sync").into());
+    }
+    for alert in &body.alerts {
+        alert.check()?;
+        tracing::error!(agent = %agent.name, ?alert, "an Agent raised an alert");
+        let mut detail = serde_json::to_value(alert).unwrap_or_default();
+        detail["agent"] = serde_json::json!(agent.name);
+        let event = state.event_as(
+            &format!("agent:{}", agent.name),
+            alert.action(),
+            format!("agent:{}", agent.id),
+            detail,
+        );
+        state.store.record_event(org, event).await?;
+    }
     if !body.revoked_program_tokens.is_empty() {
         if body.revoked_program_tokens.len() > MAX_SYNC_RECORDS {
             return Err(ApiError::invalid_input("too many revoked_program_tokens").into());
