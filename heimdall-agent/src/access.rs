@@ -48,6 +48,11 @@ pub struct PolicySnapshot {
     /// The ids of this Agent's program tokens the API holds as live (`None`
     /// from an API that does not say: then no token is).
     live_tokens: Option<std::collections::HashSet<String>>,
+    /// Secrets being deleted: no value of theirs is stored.
+    deleting: std::collections::HashSet<String>,
+    /// Deletions in one environment, being done or done lately: no version
+    /// they cover is stored.
+    deleted_in_environments: Vec<heimdall_core::wire::DeletedInEnvironment>,
     secrets: HashMap<String, SyncSecret>,
     environments: Vec<(CatalogId, String)>,
     catalog: CatalogTree,
@@ -87,6 +92,8 @@ impl PolicySnapshot {
             by_certificate,
             by_id: response.members.iter().map(|m| (m.id, m.clone())).collect(),
             live_tokens: response.live_program_tokens.as_ref().map(|ids| ids.iter().cloned().collect()),
+            deleting: response.deleted_secrets.iter().cloned().collect(),
+            deleted_in_environments: response.deleted_in_environments.clone(),
             secrets: response.secrets.iter().map(|s| (s.name.clone(), s.clone())).collect(),
             environments: response.environments.iter().map(|e| (e.id, e.name.clone())).collect(),
             catalog: CatalogTree::new(response.catalog.iter().map(|e| (e.id, e.kind, e.parent_id))),
@@ -275,6 +282,40 @@ impl PolicySnapshot {
             environment_id,
             environment: env_name.to_owned(),
         })
+    }
+
+    /// Whether a value written with a grant for `version` of `secret` (by
+    /// the grant's secret id) in `environment` may be stored: a secret this
+    /// snapshot lists under that id (`NOT_FOUND` otherwise: a sync is asked
+    /// for first), not being deleted, and no deletion in that environment
+    /// covers the version (`CONFLICT`): a grant issued before a delete,
+    /// used after it, stores nothing.
+    pub fn may_store(
+        &self,
+        secret: &str,
+        secret_id: heimdall_core::ids::SecretId,
+        environment: CatalogId,
+        version: i64,
+    ) -> Result<(), ApiError> {
+        let gone = || {
+            ApiError::new(
+                ErrorCode::Conflict,
+                format!("{secret} is deleted (or being deleted) there: its value is not stored"),
+            )
+        };
+        let known = self.secrets.get(secret).ok_or_else(|| ApiError::not_found("secret"))?;
+        if known.id != secret_id || self.deleting.contains(secret) {
+            return Err(gone());
+        }
+        let covered = self.deleted_in_environments.iter().any(|d| {
+            d.secret == secret
+                && d.environment == environment
+                && d.through_version.is_none_or(|t| version <= t)
+        });
+        if covered {
+            return Err(gone());
+        }
+        Ok(())
     }
 
     /// The ids of this Agent's tokens the API holds as live; `None` when

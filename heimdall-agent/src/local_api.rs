@@ -304,6 +304,7 @@ async fn write(
     // written to an environment created since the last sync.
     let (environment_id, environment) = (grant.claims.environment_id, grant.claims.environment.clone());
     check_size(body.value.expose())?;
+    with_fresh(&state, |s| s.may_store(&name, grant.claims.secret_id, environment_id, body.version)).await?;
     let at = ValueAddress { org: snap.org(), secret: name.clone(), environment: environment_id, version };
     store_granted(&state, &at, body.value.expose().as_bytes()).await?;
     tracing::info!(secret = %name, environment = %environment, version, writer = %writer.email, "value stored");

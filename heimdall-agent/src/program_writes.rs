@@ -101,6 +101,8 @@ pub(crate) async fn write(
         writer_key: "",
     };
     state.grants.verify(&grant, &target, state.clock.now()).map_err(ApiError::from)?;
+    let (secret_id, environment_id) = (grant.claims.secret_id, grant.claims.environment_id);
+    with_fresh(state, |s| s.may_store(&allowed.secret, secret_id, environment_id, numbered.version)).await?;
     let version = to_u32_version(numbered.version)?;
     let at = ValueAddress {
         org: allowed.org,

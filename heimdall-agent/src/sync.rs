@@ -49,11 +49,13 @@ pub struct Syncer {
     pub alerts: crate::alerts::Alerts,
 }
 
-/// How far the API has this Agent's records: an epoch and a number in it.
+/// How far the API has this Agent's records (an epoch and a number in
+/// it), and the API's time of the last answer applied here.
 #[derive(Clone, Debug, Default)]
 struct Cursor {
     epoch: String,
     acknowledged: u64,
+    applied_through: Option<OffsetDateTime>,
 }
 
 pub async fn run(syncer: Syncer, every: Duration, mut stop: watch::Receiver<bool>) {
@@ -88,7 +90,7 @@ impl Syncer {
         let numbering = self.store.numbering(self.agent).await.map_err(|e| e.to_string())?;
         if cursor.epoch.is_empty() {
             // The first sync since start: from the beginning of the epoch.
-            *cursor = Cursor { epoch: numbering.epoch.clone(), acknowledged: 0 };
+            *cursor = Cursor { epoch: numbering.epoch.clone(), acknowledged: 0, applied_through: None };
         }
         if numbering.epoch == cursor.epoch && numbering.last_seq < cursor.acknowledged {
             // The store's numbering went back under us (restored from a
@@ -176,6 +178,8 @@ impl Syncer {
                 local_url: self.local_url.clone(),
                 revoked_program_tokens: revoked_program_tokens.clone(),
                 alerts: alerts.clone(),
+                // `held` was read after this answer was applied.
+                applied_through: cursor.applied_through,
             };
             let response = match self.channel.sync(&request).await {
                 Ok(response) => response,
@@ -229,10 +233,12 @@ impl Syncer {
             }
             if current.epoch != cursor.epoch {
                 // An older epoch is reported to its end: on to the store's.
-                *cursor = Cursor { epoch: current.epoch, acknowledged: 0 };
+                *cursor =
+                    Cursor { epoch: current.epoch, acknowledged: 0, applied_through: cursor.applied_through };
                 continue;
             }
             self.apply(&response, held).await;
+            cursor.applied_through = Some(response.at);
             if let Some(cert) = &self.local_cert {
                 cert.check(response.local_api_certificates.as_deref(), &self.channel, self.clock.now()).await;
             }
@@ -277,15 +283,20 @@ impl Syncer {
                 }
             }
         }
-        // A secret deleted in one environment: what it holds of it there goes.
+        // A secret deleted in one environment: what it holds of it there
+        // goes, up to the deletion's version (a later one is a new write).
         for d in &response.deleted_in_environments {
-            if !held
-                .iter()
-                .any(|e| e.org == response.org_id && e.secret == d.secret && e.environment == d.environment)
-            {
+            let through = d.through_version.and_then(|v| u32::try_from(v).ok());
+            let covered = |e: &crate::store::InventoryEntry| {
+                e.org == response.org_id
+                    && e.secret == d.secret
+                    && e.environment == d.environment
+                    && through.is_none_or(|t| e.version <= t)
+            };
+            if !held.iter().any(covered) {
                 continue;
             }
-            match self.store.delete_in_environment(response.org_id, &d.secret, d.environment).await {
+            match self.store.delete_in_environment(response.org_id, &d.secret, d.environment, through).await {
                 Ok(rows) => {
                     tracing::warn!(secret = %d.secret, environment = %d.environment, rows, "secret deleted in an environment: its values there are gone")
                 }
@@ -303,7 +314,7 @@ impl Syncer {
                 .collect();
             secrets.dedup();
             for secret in secrets {
-                match self.store.delete_in_environment(response.org_id, secret, *env).await {
+                match self.store.delete_in_environment(response.org_id, secret, *env, None).await {
                     Ok(rows) => {
                         tracing::warn!(secret, environment = %env, rows, "unassigned: its values there are gone from this store")
                     }

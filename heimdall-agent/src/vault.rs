@@ -177,23 +177,25 @@ impl Vault {
     /// how many rows went.
     pub async fn delete_secret(&self, org: OrgId, secret: &str) -> Result<u64, StoreError> {
         validate_name(secret)?;
-        let done = self.rows.delete(org, secret, None).await;
+        let done = self.rows.delete(org, secret, None, None).await;
         self.latest.invalidate(org, secret);
         self.changed();
         done
     }
 
-    /// Deletes every version of the secret in one environment (this Agent
-    /// no longer holds it); returns how many rows went.
+    /// Deletes the versions of the secret in one environment (all of them,
+    /// or those up to `through`: a deletion's); returns how many rows went.
     pub async fn delete_in_environment(
         &self,
         org: OrgId,
         secret: &str,
         environment: CatalogId,
+        through: Option<u32>,
     ) -> Result<u64, StoreError> {
         validate_name(secret)?;
-        let done = self.rows.delete(org, secret, Some(environment)).await;
+        let done = self.rows.delete(org, secret, Some(environment), through).await;
         self.latest.invalidate(org, secret);
+        self.changed();
         done
     }
 

@@ -1,7 +1,8 @@
 //! Deleting a secret without leaving a copy behind. The API knows what
 //! each Agent's store holds from the inventory it reported last; a delete
 //! may start only when every Agent that holds the secret will sync again
-//! (and so delete it), and it is done when no Agent's inventory lists it.
+//! (and so delete it) ([`may_delete`]), and it is done only when every
+//! Agent that may hold it has heard of it and holds none of it ([`is_done`]).
 
 use time::{Duration, OffsetDateTime};
 
@@ -51,6 +52,34 @@ pub fn may_delete(
         ),
     ))
 }
+
+/// An Agent that must hear of a deletion before it is done: one that holds
+/// the environment (for a whole secret, any environment), or whose last
+/// inventory listed the secret there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hearer {
+    /// The API's clock when it answered the last sync this Agent applied
+    /// before taking the inventory it last reported (`None`: it never said).
+    pub applied_through: Option<OffsetDateTime>,
+    /// Whether that inventory still lists the secret (there).
+    pub still_holds: bool,
+}
+
+/// Whether a deletion started at `started_at` is done: every Agent that
+/// may hold a copy applied a sync answer given at or after the start
+/// (which named the deletion), and reported an inventory since that holds
+/// none of it. An inventory alone says nothing of a value stored after it
+/// was taken (a write just before the delete): the deletion is sent to
+/// every Agent that holds the environment until each has heard it.
+pub fn is_done(started_at: OffsetDateTime, hearers: &[Hearer]) -> bool {
+    hearers.iter().all(|h| !h.still_holds && h.applied_through.is_some_and(|at| at >= started_at))
+}
+
+/// How long after a deletion in an environment is done it is still sent to
+/// Agents: longer than a write grant lives (plus clock skew), so a write
+/// made with a grant issued before the deletion (`version <= through`) is
+/// refused, or deleted, wherever it arrives late.
+pub const KEEP_SENDING_DONE: Duration = Duration::hours(1);
 
 /// Refuses taking `agent` off `environment` (`CONFLICT`) while it is the
 /// only Agent there holding a current version of a secret: a value is
@@ -119,6 +148,19 @@ mod tests {
         assert!(may_delete("db", &[edge], now, STALE_AFTER).is_ok());
         let never = Holder { agent: "edge-4".into(), revoked: false, last_seen_at: None };
         assert!(will_not_sync(&never, now, STALE_AFTER));
+    }
+
+    #[test]
+    fn a_deletion_is_done_once_every_agent_heard_it_and_holds_none() {
+        let start = at(10);
+        let heard = |days: i64, still_holds| Hearer { applied_through: Some(at(days)), still_holds };
+        assert!(is_done(start, &[]), "nobody may hold it");
+        assert!(is_done(start, &[heard(10, false), heard(11, false)]));
+        // An inventory with no copy, taken before the Agent heard of the
+        // deletion: a value written just before it may not be in it.
+        assert!(!is_done(start, &[heard(11, false), heard(9, false)]));
+        assert!(!is_done(start, &[Hearer { applied_through: None, still_holds: false }]));
+        assert!(!is_done(start, &[heard(11, true)]), "heard it, still holds it");
     }
 
     #[test]

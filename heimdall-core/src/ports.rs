@@ -422,6 +422,20 @@ pub struct EnvironmentDeletion {
     pub started_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
     pub deleted_at: Option<OffsetDateTime>,
+    /// The highest version numbered there when it started: what it deletes
+    /// (a version numbered after it is done is another write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through_version: Option<i64>,
+}
+
+/// What an Agent reported on a sync, besides the inventory's rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReportedAt {
+    /// When the API received it.
+    pub now: OffsetDateTime,
+    /// The `at` of the last answer the Agent applied before it took the
+    /// inventory (`heimdall_core::deletion::Hearer`).
+    pub applied_through: Option<OffsetDateTime>,
 }
 
 /// One version an Agent reports holding (the environment as the Agent keys it: its id).
@@ -435,15 +449,16 @@ pub struct Reported {
 
 #[async_trait]
 pub trait InventoryStore: Send + Sync {
-    /// Replaces what `agent` holds with its report (environments by id);
-    /// a secret being deleted that no Agent lists any more is deleted
+    /// Replaces what `agent` holds with its report (environments by id) and
+    /// records how far it applied the API's answers; every deletion now
+    /// done (`heimdall_core::deletion::is_done`) becomes `deleted`
     /// (`secret.deleted`), in the same transaction.
     async fn store_inventory(
         &self,
         org: OrgId,
         agent: &crate::infra::Agent,
         items: &[Reported],
-        now: OffsetDateTime,
+        at: ReportedAt,
     ) -> StoreResult<()>;
     async fn holdings_of_secret(&self, org: OrgId, secret: &str) -> StoreResult<Vec<Holding>>;
     async fn holdings_of_agent(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<Holding>>;

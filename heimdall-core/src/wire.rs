@@ -570,6 +570,11 @@ pub use crate::access::AccessRecord;
 pub struct DeletedInEnvironment {
     pub secret: String,
     pub environment: CatalogId,
+    /// The highest version numbered there when the deletion started: the
+    /// Agent deletes up to it and refuses a late write up to it (`None`
+    /// from an older API: every version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through_version: Option<i64>,
 }
 
 /// One version an Agent's store holds (or holds as a tombstone).
@@ -603,6 +608,12 @@ pub struct SyncRequest {
     /// them too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub revoked_program_tokens: Vec<String>,
+    /// The API's `at` of the last answer this Agent applied before it took
+    /// `inventory`: a deletion started before it was in it, so the
+    /// inventory says whether the Agent still holds a copy
+    /// (`heimdall_core::deletion::is_done`).
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub applied_through: Option<time::OffsetDateTime>,
     /// What the Agent found wrong on its side since its last sync: each
     /// becomes an audit event.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -623,14 +623,21 @@ impl SealedStore for DynamoRows {
         org: OrgId,
         secret: &str,
         environment: Option<CatalogId>,
+        through: Option<u32>,
     ) -> Result<u64, StoreError> {
         let mut values = HashMap::from([(":pk".to_owned(), s(value_pk(org, secret)))]);
-        let condition = match environment {
-            None => "pk = :pk",
-            Some(env) => {
+        let condition = match (environment, through) {
+            (None, _) => "pk = :pk",
+            (Some(env), None) => {
                 // The sort key is `<environment>#<version>`.
                 values.insert(":env".to_owned(), s(format!("{env}#")));
                 "pk = :pk AND begins_with(sk, :env)"
+            }
+            (Some(env), Some(through)) => {
+                // Zero-padded versions sort as numbers.
+                values.insert(":low".to_owned(), s(value_sk(env, 0)));
+                values.insert(":high".to_owned(), s(value_sk(env, through)));
+                "pk = :pk AND sk BETWEEN :low AND :high"
             }
         };
         let keys = self.query_all(condition, values, Some("pk, sk"), 0).await?;

@@ -160,13 +160,15 @@ pub trait SealedStore: Send + Sync + fmt::Debug {
     ) -> Result<Option<(u32, Row)>, StoreError>;
     /// Replaces the row at `at` with a tombstone, inserting one if there is none.
     async fn tombstone(&self, at: &ValueAddress) -> Result<(), StoreError>;
-    /// Deletes every row of the secret, or only those of `environment`;
-    /// returns how many went.
+    /// Deletes every row of the secret, or only those of `environment`
+    /// (there, with `through`, only the versions up to it); returns how
+    /// many went.
     async fn delete(
         &self,
         org: OrgId,
         secret: &str,
         environment: Option<CatalogId>,
+        through: Option<u32>,
     ) -> Result<u64, StoreError>;
     /// Every address held and whether it is a tombstone.
     async fn inventory(&self) -> Result<Vec<InventoryEntry>, StoreError>;

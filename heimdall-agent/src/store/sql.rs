@@ -316,14 +316,23 @@ impl SealedStore for SqlRows {
         org: OrgId,
         secret: &str,
         environment: Option<CatalogId>,
+        through: Option<u32>,
     ) -> Result<u64, StoreError> {
-        let sql = match environment {
-            None => "DELETE FROM secret_values WHERE org_id = $1 AND secret = $2",
-            Some(_) => "DELETE FROM secret_values WHERE org_id = $1 AND secret = $2 AND environment_id = $3",
+        let sql = match (environment, through) {
+            (None, _) => "DELETE FROM secret_values WHERE org_id = $1 AND secret = $2",
+            (Some(_), None) => {
+                "DELETE FROM secret_values WHERE org_id = $1 AND secret = $2 AND environment_id = $3"
+            }
+            (Some(_), Some(_)) => {
+                "DELETE FROM secret_values WHERE org_id = $1 AND secret = $2 AND environment_id = $3 AND version <= $4"
+            }
         };
         let mut query = sqlx::query(sql).bind(org.to_string()).bind(secret);
         if let Some(env) = environment {
             query = query.bind(env.to_string());
+            if let Some(through) = through {
+                query = query.bind(i64::from(through));
+            }
         }
         let done = query.execute(&self.pool).await.map_err(db)?;
         Ok(done.rows_affected())

@@ -153,3 +153,70 @@ async fn a_delete_leaves_no_copy_in_either_agents_store() {
     assert_eq!(rows(&sqlite_url, "cache-key").await, 0);
     let _ = sqlite_agent.kill().await;
 }
+
+/// A delete right after a write, before the Agent's next sync reported the
+/// value: it is sent to every Agent holding the environment and is done
+/// only once each has heard of it and holds none of it; the value is not
+/// served after. A grant issued before the delete stores nothing after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_right_after_a_write_leaves_no_value_served() {
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    let config = w.enroll("edge-1").await;
+    // A sync a minute apart, as by default: the write lands between two.
+    let (local_url, _) = crate::values::configure_syncing_every(&config, Store::Sqlite, None, 60);
+    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "edge-1" })).await;
+    w.post(&owner, "/v1/secrets", json!({ "name": "victim" })).await;
+    let mut agent = w.run_agent(&config);
+    eventually(&config, "the Agent's local URL", || async {
+        let (_, holders) = w.call(Method::GET, "/v1/secrets/victim/holders?environment=dev", None).await;
+        holders[0]["url"].as_str() == Some(local_url.as_str())
+    })
+    .await;
+    let who = identity(&w, &owner).await;
+    let reader = crate::support::agent_client(&config, &local_url, &who);
+    assert_eq!(set(&w, &owner, &who, "victim", "dev", "x-value").await, 1);
+    // A second grant, taken before the delete and used after it.
+    let late = w.post(&owner, "/v1/secrets/victim/versions", json!({ "environment": "dev" })).await;
+    assert_eq!(reader.get_value("victim", "dev", None).await.unwrap().value.expose(), "x-value");
+
+    let (status, started) = w.call(Method::DELETE, "/v1/secrets/victim?environment=dev", None).await;
+    assert_eq!(status, 200, "{started}");
+    assert_eq!(
+        started["environment_deletions"][0]["status"], "deleting",
+        "edge-1 has not heard of it: {started}"
+    );
+
+    // The Agent hears of it at its next sync (asked for now, as SIGHUP does).
+    let pid = agent.id().unwrap().to_string();
+    let hangup =
+        || assert!(std::process::Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+    hangup();
+    eventually(&config, "the value gone from edge-1", || async {
+        reader
+            .get_value("victim", "dev", None)
+            .await
+            .is_err_and(|e| e.code() == Some(heimdall_sdk::ErrorCode::NotFound))
+    })
+    .await;
+    eventually(&config, "the deletion done", || async {
+        hangup();
+        let (_, detail) = w.call(Method::GET, "/v1/secrets/victim", None).await;
+        detail["environment_deletions"][0]["status"] == "deleted"
+    })
+    .await;
+    let (_, detail) = w.call(Method::GET, "/v1/secrets/victim", None).await;
+    assert!(detail["holdings"].as_array().is_none_or(|h| h.is_empty()), "deleted, and held: {detail}");
+
+    // The grant from before: refused, nothing stored.
+    let holder = &late["holders"][0];
+    let id: heimdall_core::ids::AgentId = holder["agent_id"].as_str().unwrap().parse().unwrap();
+    let writer = heimdall_sdk::AgentClient::new(&local_url, &who, id, None).unwrap();
+    let refused = writer
+        .put_value("victim", "dev", 2, holder["grant"].as_str().unwrap(), "late-value")
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(heimdall_sdk::ErrorCode::Conflict), "{refused}");
+    assert!(reader.get_value("victim", "dev", Some(2)).await.is_err());
+    agent.kill().await.unwrap();
+}

@@ -679,7 +679,7 @@ async fn scenario(place: Place) {
     assert_eq!(after(0, 100).await.unwrap().len(), 7);
 
     // Unassigned from prod: only prod's versions go.
-    assert_eq!(store.delete_in_environment(org, "db-password", prod).await.unwrap(), 1);
+    assert_eq!(store.delete_in_environment(org, "db-password", prod, None).await.unwrap(), 1);
     assert!(store.get_value(&at("db-password", prod, 1)).await.unwrap().is_none());
     assert_eq!(store.latest_version(org, "db-password", prod).await.unwrap(), None);
     let left: Vec<(CatalogId, u32)> = store
@@ -691,9 +691,14 @@ async fn scenario(place: Place) {
         .map(|e| (e.environment, e.version))
         .collect();
     assert_eq!(left, [(dev, 1), (dev, 2)], "dev stays");
+    // A deletion in dev through version 1: version 2 (numbered after it
+    // started) stays.
+    assert_eq!(store.delete_in_environment(org, "db-password", dev, Some(1)).await.unwrap(), 1);
+    assert!(store.get_value(&at("db-password", dev, 1)).await.unwrap().is_none());
+    assert!(matches!(store.get_value(&at("db-password", dev, 2)).await, Err(StoreError::Deactivated { .. })));
 
     // Delete a secret: every version in every environment goes.
-    assert_eq!(store.delete_secret(org, "db-password").await.unwrap(), 2);
+    assert_eq!(store.delete_secret(org, "db-password").await.unwrap(), 1);
     assert!(store.get_value(&at("db-password", dev, 1)).await.unwrap().is_none());
     assert_eq!(store.latest_version(org, "db-password", dev).await.unwrap(), None);
     assert!(store.inventory().await.unwrap().iter().all(|e| e.secret != "db-password"));

@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use heimdall_core::deletion::{is_done, Hearer};
 use heimdall_core::ids::{AgentId, CatalogId, EventId, OrgId, SecretId};
 use heimdall_core::infra::Agent;
 use heimdall_core::ports::{
-    EnvironmentDeletion, Holding, InventoryStore, NewEvent, Reported, StoreError, StoreResult,
+    EnvironmentDeletion, Holding, InventoryStore, NewEvent, Reported, ReportedAt, StoreError, StoreResult,
 };
 use sqlx::{Any, FromRow, Transaction};
 use time::OffsetDateTime;
@@ -56,23 +57,121 @@ const HOLDINGS: &str = "SELECT i.agent_id, a.name AS agent, i.secret_name AS sec
      FROM agent_inventory i JOIN agents a ON a.id = i.agent_id \
      LEFT JOIN catalog_entries e ON e.id = i.environment_id";
 
-/// Every secret of `org` being deleted that no inventory lists any more becomes `deleted`.
+/// Who may hold a copy of what, in `org`, as the store says now: what
+/// [`heimdall_core::deletion::is_done`] decides with.
+struct Copies {
+    /// Each Agent not revoked: its id and how far it applied the API's answers.
+    agents: Vec<(String, Option<OffsetDateTime>)>,
+    /// (environment id, Agent id) of each assignment.
+    assigned: Vec<(String, String)>,
+    /// (Agent id, secret name, environment id) of each inventory row.
+    held: Vec<(String, String, String)>,
+}
+
+impl Copies {
+    async fn load(tx: &mut Transaction<'_, Any>, org: OrgId) -> StoreResult<Self> {
+        let agents: Vec<(String, Option<i64>)> =
+            sqlx::query_as("SELECT id, applied_through FROM agents WHERE org_id = $1 AND revoked_at IS NULL")
+                .bind(org.to_string())
+                .fetch_all(&mut **tx)
+                .await
+                .map_err(db_err)?;
+        let assigned: Vec<(String, String)> =
+            sqlx::query_as("SELECT environment_id, agent_id FROM environment_agents WHERE org_id = $1")
+                .bind(org.to_string())
+                .fetch_all(&mut **tx)
+                .await
+                .map_err(db_err)?;
+        let held: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT agent_id, secret_name, environment_id FROM agent_inventory WHERE org_id = $1",
+        )
+        .bind(org.to_string())
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        let agents = agents.into_iter().map(|(id, at)| (id, at.map(from_micros))).collect();
+        Ok(Self { agents, assigned, held })
+    }
+
+    /// The Agents that must hear of deleting `secret` (in `environment`,
+    /// or in every one): those that hold the environment, and those whose
+    /// inventory lists it there.
+    fn hearers(&self, secret: &str, environment: Option<&str>) -> Vec<Hearer> {
+        let in_place = |env: &str| environment.is_none_or(|e| e == env);
+        let holds = |agent: &str| self.held.iter().any(|(a, s, e)| a == agent && s == secret && in_place(e));
+        let assigned = |agent: &str| self.assigned.iter().any(|(e, a)| a == agent && in_place(e));
+        let mut hearers: Vec<Hearer> = self
+            .agents
+            .iter()
+            .filter(|(agent, _)| assigned(agent) || holds(agent))
+            .map(|(agent, applied_through)| Hearer {
+                applied_through: *applied_through,
+                still_holds: holds(agent),
+            })
+            .collect();
+        // A revoked Agent that still holds it never hears: never done
+        // (`agent forget` says its store is gone).
+        let revoked_holder = self
+            .held
+            .iter()
+            .any(|(a, s, e)| s == secret && in_place(e) && !self.agents.iter().any(|(id, _)| id == a));
+        if revoked_holder {
+            hearers.push(Hearer { applied_through: None, still_holds: true });
+        }
+        hearers
+    }
+}
+
+/// Every deletion in `org` now done (`heimdall_core::deletion::is_done`)
+/// becomes `deleted`, each with its `secret.deleted` event.
 async fn complete_deletions(
     tx: &mut Transaction<'_, Any>,
     org: OrgId,
     actor: &str,
     now: OffsetDateTime,
 ) -> StoreResult<()> {
-    let done: Vec<(String, String)> = sqlx::query_as(
-        "SELECT s.id, s.name FROM secrets s WHERE s.org_id = $1 AND s.lifecycle = 'deleting' \
-         AND NOT EXISTS (SELECT 1 FROM agent_inventory i WHERE i.org_id = s.org_id AND i.secret_name = s.name)",
+    let whole: Vec<(String, String, Option<i64>)> = sqlx::query_as(
+        "SELECT id, name, deletion_started_at FROM secrets WHERE org_id = $1 AND lifecycle = 'deleting'",
     )
     .bind(org.to_string())
     .fetch_all(&mut **tx)
     .await
     .map_err(db_err)?;
-    complete_environment_deletions(tx, org, actor, now).await?;
-    for (id, name) in done {
+    let in_environments: Vec<(String, String, String, String, i64)> = sqlx::query_as(
+        "SELECT s.id, s.name, d.environment_id, e.name, d.started_at FROM secret_environment_deletions d \
+         JOIN secrets s ON s.id = d.secret_id JOIN catalog_entries e ON e.id = d.environment_id \
+         WHERE s.org_id = $1 AND d.lifecycle = 'deleting'",
+    )
+    .bind(org.to_string())
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    if whole.is_empty() && in_environments.is_empty() {
+        return Ok(());
+    }
+    let copies = Copies::load(tx, org).await?;
+    for (id, name, environment_id, environment, started) in in_environments {
+        if !is_done(from_micros(started), &copies.hearers(&name, Some(&environment_id))) {
+            continue;
+        }
+        sqlx::query(
+            "UPDATE secret_environment_deletions SET lifecycle = 'deleted', deleted_at = $1 \
+             WHERE secret_id = $2 AND environment_id = $3",
+        )
+        .bind(to_micros(now))
+        .bind(id.clone())
+        .bind(environment_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        let detail = serde_json::json!({ "name": name, "environment": environment });
+        insert_event(tx, org, deleted_event(&id, detail, actor, now)).await?;
+    }
+    for (id, name, started) in whole {
+        let started = from_micros(started.unwrap_or(0));
+        if !is_done(started, &copies.hearers(&name, None)) {
+            continue;
+        }
         sqlx::query("UPDATE secrets SET lifecycle = 'deleted', deleted_at = $1 WHERE id = $2")
             .bind(to_micros(now))
             .bind(id.clone())
@@ -97,41 +196,6 @@ fn deleted_event(secret_id: &str, detail: serde_json::Value, actor: &str, now: O
     }
 }
 
-/// Every secret of `org` being deleted in one environment that no
-/// inventory lists there any more becomes `deleted` there.
-async fn complete_environment_deletions(
-    tx: &mut Transaction<'_, Any>,
-    org: OrgId,
-    actor: &str,
-    now: OffsetDateTime,
-) -> StoreResult<()> {
-    let done: Vec<(String, String, String, String)> = sqlx::query_as(
-        "SELECT s.id, s.name, d.environment_id, e.name FROM secret_environment_deletions d \
-         JOIN secrets s ON s.id = d.secret_id JOIN catalog_entries e ON e.id = d.environment_id \
-         WHERE s.org_id = $1 AND d.lifecycle = 'deleting' AND NOT EXISTS (SELECT 1 FROM agent_inventory i \
-         WHERE i.org_id = s.org_id AND i.secret_name = s.name AND i.environment_id = d.environment_id)",
-    )
-    .bind(org.to_string())
-    .fetch_all(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    for (id, name, environment_id, environment) in done {
-        sqlx::query(
-            "UPDATE secret_environment_deletions SET lifecycle = 'deleted', deleted_at = $1 \
-             WHERE secret_id = $2 AND environment_id = $3",
-        )
-        .bind(to_micros(now))
-        .bind(id.clone())
-        .bind(environment_id)
-        .execute(&mut **tx)
-        .await
-        .map_err(db_err)?;
-        let detail = serde_json::json!({ "name": name, "environment": environment });
-        insert_event(tx, org, deleted_event(&id, detail, actor, now)).await?;
-    }
-    Ok(())
-}
-
 #[async_trait]
 impl InventoryStore for SqlStore {
     async fn store_inventory(
@@ -139,15 +203,18 @@ impl InventoryStore for SqlStore {
         org: OrgId,
         agent: &Agent,
         items: &[Reported],
-        now: OffsetDateTime,
+        at: ReportedAt,
     ) -> StoreResult<()> {
+        let now = at.now;
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let agent_id = agent.id.to_string();
-        // When the Agent last reported, once for all its rows. First: the
-        // row lock (PostgreSQL) makes two syncs of one Agent write their
+        // When the Agent last reported, once for all its rows, and how far
+        // it had applied the API's answers then. First: the row lock
+        // (PostgreSQL) makes two syncs of one Agent write their
         // inventories one after the other, each diffing against the last.
-        sqlx::query("UPDATE agents SET inventory_reported_at = $1 WHERE id = $2")
+        sqlx::query("UPDATE agents SET inventory_reported_at = $1, applied_through = $2 WHERE id = $3")
             .bind(to_micros(now))
+            .bind(at.applied_through.map(to_micros))
             .bind(agent_id.clone())
             .execute(&mut *tx)
             .await
@@ -253,7 +320,8 @@ impl InventoryStore for SqlStore {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let (actor, at) = (event.actor.clone(), event.at);
         let changed = sqlx::query(
-            "UPDATE secrets SET lifecycle = 'deleting', updated_at = $1 WHERE org_id = $2 AND id = $3 AND lifecycle = 'active'",
+            "UPDATE secrets SET lifecycle = 'deleting', updated_at = $1, deletion_started_at = $1 \
+             WHERE org_id = $2 AND id = $3 AND lifecycle = 'active'",
         )
         .bind(to_micros(at))
         .bind(org.to_string())
@@ -364,8 +432,9 @@ impl InventoryStore for SqlStore {
             )));
         }
         sqlx::query(
-            "INSERT INTO secret_environment_deletions (secret_id, environment_id, lifecycle, started_at) \
-             VALUES ($1, $2, 'deleting', $3)",
+            "INSERT INTO secret_environment_deletions (secret_id, environment_id, lifecycle, started_at, \
+             through_version) VALUES ($1, $2, 'deleting', $3, (SELECT MAX(version) FROM secret_versions \
+             WHERE secret_id = $1 AND environment_id = $2))",
         )
         .bind(secret.to_string())
         .bind(environment.to_string())
@@ -374,13 +443,14 @@ impl InventoryStore for SqlStore {
         .await
         .map_err(db_err)?;
         insert_event(&mut tx, org, event).await?;
-        complete_environment_deletions(&mut tx, org, &actor, at).await?;
+        complete_deletions(&mut tx, org, &actor, at).await?;
         tx.commit().await.map_err(db_err)
     }
 
     async fn environment_deletions(&self, org: OrgId) -> StoreResult<Vec<EnvironmentDeletion>> {
-        let rows: Vec<(String, String, String, String, i64, Option<i64>)> = sqlx::query_as(
-            "SELECT s.name, d.environment_id, e.name, d.lifecycle, d.started_at, d.deleted_at \
+        type Row = (String, String, String, String, i64, Option<i64>, Option<i64>);
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT s.name, d.environment_id, e.name, d.lifecycle, d.started_at, d.deleted_at, d.through_version \
              FROM secret_environment_deletions d JOIN secrets s ON s.id = d.secret_id \
              JOIN catalog_entries e ON e.id = d.environment_id WHERE s.org_id = $1 ORDER BY s.name, e.name",
         )
@@ -389,7 +459,7 @@ impl InventoryStore for SqlStore {
         .await
         .map_err(db_err)?;
         rows.into_iter()
-            .map(|(secret, environment_id, environment, status, started, deleted)| {
+            .map(|(secret, environment_id, environment, status, started, deleted, through_version)| {
                 Ok(EnvironmentDeletion {
                     secret,
                     environment_id: parse_id(&environment_id)?,
@@ -397,6 +467,7 @@ impl InventoryStore for SqlStore {
                     status,
                     started_at: from_micros(started),
                     deleted_at: deleted.map(from_micros),
+                    through_version,
                 })
             })
             .collect()

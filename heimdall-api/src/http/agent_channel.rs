@@ -379,7 +379,8 @@ async fn sync(
             deactivated: i.deactivated,
         })
         .collect();
-    state.store.store_inventory(org, &agent, &reported, now).await?;
+    let at = heimdall_core::ports::ReportedAt { now, applied_through: body.applied_through };
+    state.store.store_inventory(org, &agent, &reported, at).await?;
     if body.alerts.len() > 100 {
         return Err(ApiError::invalid_input("at most 100 alerts per sync").into());
     }
@@ -494,10 +495,16 @@ async fn sync(
             .environment_deletions(org)
             .await?
             .into_iter()
-            .filter(|d| d.status == "deleting")
+            // Still sent a while after it is done, for a late write made
+            // with a grant from before it (`deletion::KEEP_SENDING_DONE`).
+            .filter(|d| {
+                d.status == "deleting"
+                    || d.deleted_at.is_some_and(|at| now - at < heimdall_core::deletion::KEEP_SENDING_DONE)
+            })
             .map(|d| heimdall_core::wire::DeletedInEnvironment {
                 secret: d.secret,
                 environment: d.environment_id,
+                through_version: d.through_version,
             })
             .collect(),
         released_environments: state.store.released_environments(org, agent.id).await?,

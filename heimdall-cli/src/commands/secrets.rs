@@ -162,7 +162,10 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
             let (name, place) =
                 (&detail.secret.name, environment.as_deref().map_or(String::new(), |e| format!(" in {e}")));
             let line = if pending(&detail) {
-                format!("Secret {name} is being deleted{place}: each Agent that holds it deletes its copies on its next sync")
+                format!(
+                    "Secret {name} is being deleted{place}: every Agent that may hold a copy deletes it at its next \
+                     sync, and it is deleted once each has reported holding none (`--wait` waits for that)"
+                )
             } else {
                 format!("Secret deleted{place}: {name} (no Agent holds a copy)")
             };
