@@ -43,6 +43,7 @@ pub mod resources;
 pub mod root_module;
 pub mod runner;
 pub mod secrets;
+pub mod server_names;
 pub mod state_lock;
 pub mod token;
 pub mod wire;

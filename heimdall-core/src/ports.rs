@@ -641,6 +641,27 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
     async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()>;
     /// Records where people reach the Agent's local API (from its sync).
     async fn set_agent_local_url(&self, id: AgentId, url: Option<&str>) -> StoreResult<()>;
+    /// Approves `name` for the Agent's local-API certificate (again: no change).
+    async fn approve_agent_name(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+        name: &crate::server_names::ApprovedName,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+    /// `NotFound` when it was not approved.
+    async fn remove_agent_name(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+        name: &str,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+    async fn agent_names(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+    ) -> StoreResult<Vec<crate::server_names::ApprovedName>>;
 }
 
 /// What owners let each Agent's programs write and delete, and the program

@@ -127,6 +127,17 @@ pub struct ForgetAgent {
 pub struct AgentDetail {
     pub agent: crate::infra::Agent,
     pub holdings: Vec<crate::ports::Holding>,
+    /// Host names an owner approved for its local-API certificate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<crate::server_names::ApprovedName>,
+}
+
+/// `POST /v1/agents/{agent}/names` (owner): a host name the Agent's
+/// local-API certificate may carry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AllowName {
+    pub name: String,
 }
 
 /// `POST /v1/notifications` (owner): a webhook the organization's
@@ -497,6 +508,7 @@ pub struct FinishJob {
 
 pub use crate::program::{ProgramAllowance, RegisteredToken, Verb};
 pub use crate::secrets::{Assignment, Secret, SecretVersion};
+pub use crate::server_names::ApprovedName;
 
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -1037,7 +1049,7 @@ macro_rules! bodies {
 
 bodies!(ValuePolicy::Metadata =>
     AddMember, ChangeRole, CreateToken, CreateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, CreateCloudAccount,
-    LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest, AllowPrograms,
+    LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest, AllowPrograms, AllowName,
 );
 // The secret routes: closed. Anything they do not define is where a value would go.
 bodies!(ValuePolicy::Closed =>

@@ -115,6 +115,21 @@ impl Client {
         self.get(&["agents", agent, "program-tokens"]).await
     }
 
+    /// `POST /v1/agents/{id-or-name}/names` (owner): a host name the
+    /// Agent's local-API certificate may carry (loopback names need none).
+    /// Recorded.
+    pub async fn allow_agent_name(&self, agent: &str, name: &str) -> Result<crate::wire::ApprovedName> {
+        let body = crate::wire::AllowName { name: name.to_owned() };
+        self.with_body(Method::POST, &["agents", agent, "names"], &body).await
+    }
+
+    /// `DELETE /v1/agents/{id-or-name}/names/{name}` (owner): withdraws it;
+    /// certificates that carry it are revoked.
+    pub async fn disallow_agent_name(&self, agent: &str, name: &str) -> Result<()> {
+        let url = self.url(&["agents", agent, "names", name])?;
+        self.send_ignoring_body(self.authed(Method::DELETE, url)).await
+    }
+
     // ---- environments: which Agents hold their values --------------------------
 
     /// `POST /v1/environments/{id-or-name}/agents` (owner): the Agent

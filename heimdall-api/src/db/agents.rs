@@ -181,4 +181,74 @@ impl AgentStore for SqlStore {
             .map_err(db_err)?;
         Ok(())
     }
+
+    async fn approve_agent_name(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+        name: &heimdall_core::server_names::ApprovedName,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO agent_names (org_id, agent_id, name, approved_at, approved_by) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (agent_id, name) DO NOTHING",
+        )
+        .bind(org.to_string())
+        .bind(agent.to_string())
+        .bind(name.name.clone())
+        .bind(to_micros(name.approved_at))
+        .bind(name.approved_by.clone())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn remove_agent_name(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+        name: &str,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let removed =
+            sqlx::query("DELETE FROM agent_names WHERE org_id = $1 AND agent_id = $2 AND name = $3")
+                .bind(org.to_string())
+                .bind(agent.to_string())
+                .bind(name.to_owned())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        if removed.rows_affected() == 0 {
+            return Err(StoreError::NotFound("approved name"));
+        }
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn agent_names(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+    ) -> StoreResult<Vec<heimdall_core::server_names::ApprovedName>> {
+        let rows: Vec<(String, i64, String)> = sqlx::query_as(
+            "SELECT name, approved_at, approved_by FROM agent_names WHERE org_id = $1 AND agent_id = $2 ORDER BY name",
+        )
+        .bind(org.to_string())
+        .bind(agent.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(name, at, by)| heimdall_core::server_names::ApprovedName {
+                name,
+                approved_at: from_micros(at),
+                approved_by: by,
+            })
+            .collect())
+    }
 }

@@ -532,9 +532,6 @@ async fn sync(
     }))
 }
 
-/// Most names one local API certificate may carry.
-const MAX_SERVER_NAMES: usize = 16;
-
 /// Signs the certificate the Agent's local API presents to people. Only
 /// the CSR's public key and the names asked for are used; the Agent's id
 /// goes in a URI SAN.
@@ -556,57 +553,50 @@ async fn server_certificate(
     let Some(ca) = state.ca.clone() else {
         return Err(ApiError::new(ErrorCode::Unavailable, "this API has no certificate authority").into());
     };
-    if body.names.is_empty() || body.names.len() > MAX_SERVER_NAMES {
+    if body.names.is_empty() || body.names.len() > heimdall_core::server_names::MAX_NAMES {
         return Err(ApiError::invalid_input(format!(
-            "names: 1 to {MAX_SERVER_NAMES} DNS names or IP addresses"
+            "names: 1 to {} DNS names or IP addresses",
+            heimdall_core::server_names::MAX_NAMES
         ))
         .into());
     }
-    for name in &body.names {
-        validate_text("names[]", name, 253)?;
-        let ok = name.parse::<std::net::IpAddr>().is_ok()
-            || name.split('.').all(|l| {
-                !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-            });
-        if !ok {
-            return Err(ApiError::invalid_input("names[] must be DNS names or IP addresses").into());
-        }
-    }
-    // An Agent may not name what the API's own certificates name: it would
-    // then pass for the API to a client that checked host names only. The
-    // attempt is on the audit feed. Loopback names are this machine's, not
-    // the API's (in dev, the API and its Agent share them): every client
-    // checks the URI SAN, which no Agent can get for the API.
-    let taken: Vec<&String> = body
+    let names = body
         .names
         .iter()
-        .filter(|n| !is_loopback(n) && state.api_names.iter().any(|a| a.eq_ignore_ascii_case(n)))
-        .collect();
-    if !taken.is_empty() {
+        .map(|n| heimdall_core::server_names::check_name(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Loopback names, and the names an owner approved for this Agent, never
+    // the API's own (`heimdall_core::server_names`): a browser, `curl` or
+    // ESO checks only a host name. A refusal is on the audit feed.
+    let approved: Vec<String> =
+        state.store.agent_names(agent.org_id, agent.id).await?.into_iter().map(|n| n.name).collect();
+    if let Err(refused) = heimdall_core::server_names::check_agent_names(&names, &approved, &state.api_names)
+    {
+        let reason = match refused {
+            heimdall_core::server_names::Refused::ApiNames(_) => "names of the API",
+            heimdall_core::server_names::Refused::NotApproved(_) => "names no owner approved",
+        };
         let event = NewEvent {
             id: heimdall_core::ids::EventId::from_uuid(Uuid::new_v4()),
             at: state.clock.now(),
             actor: format!("agent:{}", agent.name),
             action: "agent.certificate_refused".into(),
             target: format!("agent:{}", agent.id),
-            detail: serde_json::json!({ "agent": agent.name, "names": taken, "reason": "names of the API" }),
+            detail: serde_json::json!({ "agent": agent.name, "names": refused.names(), "reason": reason }),
         };
         state.store.record_event(agent.org_id, event).await?;
-        tracing::warn!(agent = %agent.name, names = ?taken, "refused an Agent certificate naming the API");
-        return Err(ApiError::forbidden(format!(
-            "names {taken:?} are the API's own; an Agent's local API certificate cannot name them"
-        ))
-        .into());
+        tracing::warn!(agent = %agent.name, names = ?refused.names(), reason, "refused an Agent certificate");
+        return Err(refused.error(&agent.name).into());
     }
     let now = state.clock.now();
     let issued = ca
-        .issue_agent_server_cert(&body.csr, agent.id, &body.names, now)
+        .issue_agent_server_cert(&body.csr, agent.id, &names, now)
         .map_err(|e| ApiError::invalid_input(e.to_string()))?;
     let record = heimdall_core::secrets::AgentCertificate {
         sha256: issued.sha256.clone(),
         org_id: agent.org_id,
         agent_id: agent.id,
-        names: body.names.clone(),
+        names: names.clone(),
         created_at: now,
         not_after: issued.not_after,
     };
@@ -616,20 +606,14 @@ async fn server_certificate(
         actor: format!("agent:{}", agent.name),
         action: "agent.certificate_issued".into(),
         target: format!("agent:{}", agent.id),
-        detail: serde_json::json!({ "agent": agent.name, "names": body.names, "sha256": issued.sha256 }),
+        detail: serde_json::json!({ "agent": agent.name, "names": names, "sha256": issued.sha256 }),
     };
     state.store.add_agent_certificate(&record, event).await?;
-    tracing::info!(agent = %agent.name, names = ?body.names, "issued the Agent's local API certificate");
+    tracing::info!(agent = %agent.name, ?names, "issued the Agent's local API certificate");
     Ok(Json(IssuedCertificate {
         certificate: issued.pem,
         ca: ca.cert_pem().to_owned(),
         sha256: issued.sha256,
         not_after: issued.not_after,
     }))
-}
-
-/// `localhost` or a loopback address.
-fn is_loopback(name: &str) -> bool {
-    name.eq_ignore_ascii_case("localhost")
-        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }

@@ -36,6 +36,8 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(forget))
         .routes(routes!(allowances, allow_programs, disallow_programs))
         .routes(routes!(program_tokens))
+        .routes(routes!(allow_name))
+        .routes(routes!(disallow_name))
 }
 
 errors!(ListErrors: InvalidInput);
@@ -45,6 +47,7 @@ errors!(body RegisterErrors: AlreadyExists);
 errors!(public body EnrollErrors: Unauthenticated, NotFound);
 errors!(body AllowErrors: NotFound);
 errors!(DisallowErrors: NotFound, InvalidInput);
+errors!(body AllowNameErrors: NotFound, Forbidden);
 
 async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, ApiError> {
     let agents = state.store.list_agents(caller.org.id).await?;
@@ -97,7 +100,8 @@ async fn show(
     state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
     let agent = resolve_any(&state, &caller, &key).await?;
     let holdings = state.store.holdings_of_agent(caller.org.id, agent.id).await?;
-    Ok(Json(AgentDetail { agent, holdings }))
+    let names = state.store.agent_names(caller.org.id, agent.id).await?;
+    Ok(Json(AgentDetail { agent, holdings, names }))
 }
 
 /// An owner says the Agent's store is destroyed: its last inventory no
@@ -135,7 +139,8 @@ async fn forget(
         serde_json::json!({ "name": agent.name, "secrets_it_held": secrets }),
     );
     state.store.forget_agent(caller.org.id, agent.id, event).await?;
-    Ok(Json(AgentDetail { agent, holdings: Vec::new() }))
+    let names = state.store.agent_names(caller.org.id, agent.id).await?;
+    Ok(Json(AgentDetail { agent, holdings: Vec::new(), names }))
 }
 
 /// By id, or by name: the Agent not revoked with it, else the one revoked
@@ -419,4 +424,93 @@ async fn program_tokens(
     state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
     let agent = resolve_any(&state, &caller, &key).await?;
     Ok(Json(state.store.program_tokens(caller.org.id, agent.id).await?))
+}
+
+/// An owner approves a host name for the Agent's local-API certificate: the
+/// CA signs it for that Agent from its next renewal (the Agent asks for a
+/// new certificate at its next sync when its configuration names it).
+/// Never one of the API's own names. Recorded as `agent.name_allowed`.
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{key}/names",
+    tag = "agents",
+    operation_id = "allow_agent_name",
+    params(("key" = String, Path, description = "An id or a name")),
+    request_body = heimdall_core::wire::AllowName,
+    responses((status = 201, description = "Approved", body = heimdall_core::server_names::ApprovedName), AllowNameErrors),
+)]
+async fn allow_name(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    JsonBody(body): JsonBody<heimdall_core::wire::AllowName>,
+) -> HttpResult<(StatusCode, Json<heimdall_core::server_names::ApprovedName>)> {
+    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
+    let name = heimdall_core::server_names::check_name(&body.name)?;
+    let agent = resolve(&state, &caller, &key).await?;
+    if let Err(refused @ heimdall_core::server_names::Refused::ApiNames(_)) =
+        heimdall_core::server_names::check_agent_names(
+            std::slice::from_ref(&name),
+            std::slice::from_ref(&name),
+            &state.api_names,
+        )
+    {
+        return Err(refused.error(&agent.name).into());
+    }
+    let approved = heimdall_core::server_names::ApprovedName {
+        name,
+        approved_at: state.clock.now(),
+        approved_by: caller.member.email.clone(),
+    };
+    let event = state.event(
+        &caller,
+        "agent.name_allowed",
+        format!("agent:{}", agent.id),
+        serde_json::json!({ "agent": agent.name, "name": approved.name }),
+    );
+    state.store.approve_agent_name(caller.org.id, agent.id, &approved, event).await?;
+    Ok((StatusCode::CREATED, Json(approved)))
+}
+
+/// An owner withdraws a name: the CA signs it no more for that Agent.
+/// Certificates already issued with it are revoked, so the Agent renews
+/// without it at its next sync (and clients that pin the API's list stop
+/// accepting them at once). Recorded as `agent.name_disallowed`.
+#[utoipa::path(
+    delete,
+    path = "/v1/agents/{key}/names/{name}",
+    tag = "agents",
+    operation_id = "disallow_agent_name",
+    params(("key" = String, Path, description = "An id or a name"), ("name" = String, Path, description = "The approved name")),
+    responses((status = 204, description = "Withdrawn"), ShowErrors),
+)]
+async fn disallow_name(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((key, name)): Path<(String, String)>,
+) -> HttpResult<StatusCode> {
+    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
+    let agent = resolve_any(&state, &caller, &key).await?;
+    let name = name.to_ascii_lowercase();
+    let event = state.event(
+        &caller,
+        "agent.name_disallowed",
+        format!("agent:{}", agent.id),
+        serde_json::json!({ "agent": agent.name, "name": name }),
+    );
+    state.store.remove_agent_name(caller.org.id, agent.id, &name, event).await?;
+    let now = state.clock.now();
+    for certificate in state.store.active_agent_certificates(caller.org.id, now).await? {
+        if certificate.agent_id == agent.id && certificate.names.iter().any(|n| n.eq_ignore_ascii_case(&name))
+        {
+            let event = state.event(
+                &caller,
+                "certificate.revoked",
+                format!("certificate:{}", certificate.sha256),
+                serde_json::json!({ "agent": agent.name, "reason": "a name it carried was withdrawn" }),
+            );
+            state.store.revoke_certificate(caller.org.id, &certificate.sha256, event).await?;
+        }
+    }
+    Ok(StatusCode::NO_CONTENT)
 }

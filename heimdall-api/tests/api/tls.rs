@@ -189,7 +189,24 @@ async fn agents_cannot_get_the_apis_names_or_identity(db: TestDatabase) {
     let refused = c.get("/v1/events?action=agent.certificate_refused", owner).await.expect(200);
     assert_eq!(refused.as_array().unwrap().len(), 1, "{refused}");
     assert_eq!(refused[0]["detail"]["names"], json!([API_TEST_NAME]));
-    // Its own names, loopback too: issued, with its URI SAN only.
+    // Any other name only once an owner approved it for this Agent (a
+    // browser or ESO trusts the CA by host name): not www.example.com.
+    let (status, body) = ask(vec!["www.example.com", "127.0.0.1"]).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (403, Some("FORBIDDEN")), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("allow-name edge-1"), "{body}");
+    let (status, body) = ask(vec!["edge-1.internal"]).await;
+    assert_eq!(status, 403, "not approved yet: {body}");
+    let refused = c.get("/v1/events?action=agent.certificate_refused", owner).await.expect(200);
+    assert_eq!(refused.as_array().unwrap().len(), 3, "{refused}");
+    let admin = c.add_member(owner, "ada@example.com", "admin").await;
+    let approve = json!({ "name": "edge-1.internal" });
+    c.post("/v1/agents/edge-1/names", &admin, approve.clone()).await.expect_error(403, "FORBIDDEN");
+    c.post("/v1/agents/edge-1/names", owner, json!({ "name": API_TEST_NAME }))
+        .await
+        .expect_error(403, "FORBIDDEN");
+    c.post("/v1/agents/edge-1/names", owner, approve).await.expect(201);
+    assert_eq!(c.get("/v1/agents/edge-1", owner).await.expect(200)["names"][0]["name"], "edge-1.internal");
+    // Its approved names, loopback too: issued, with its URI SAN only.
     let (status, issued) = ask(vec!["edge-1.internal", "127.0.0.1"]).await;
     assert_eq!(status, 200, "{issued}");
     let der = heimdall_tls::identity::first_der(issued["certificate"].as_str().unwrap()).unwrap();

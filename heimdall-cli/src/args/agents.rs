@@ -16,6 +16,17 @@ pub enum AgentCommand {
     },
     /// Show an Agent and what its value store held when it last synced
     Show { agent: String },
+    /// Approve a host name for an Agent's local-API certificate (owner). The CA
+    /// signs no other name for it but localhost and loopback addresses: clients
+    /// that check host names (browsers, curl, the External Secrets Operator)
+    /// trust the installation CA. Recorded
+    AllowName {
+        agent: String,
+        /// A DNS name or IP address, e.g. edge-1.acme.internal
+        name: String,
+    },
+    /// Withdraw an approved name (owner); certificates carrying it are revoked
+    DisallowName { agent: String, name: String },
     /// Let an Agent's programs write or delete secrets (owner). Without an
     /// allowance its program tokens only read; the API refuses any write or
     /// deletion outside one, whoever holds the Agent's key. Recorded

@@ -67,6 +67,14 @@ pub async fn run(ctx: &Context, cmd: AgentCommand) -> Result<()> {
                     ("LAST SEEN", optional_timestamp(a.last_seen_at)),
                     ("ENROLLED AT", timestamp(a.created_at)),
                     ("LOCAL API", a.local_url.clone().unwrap_or_else(|| "-".into())),
+                    (
+                        "APPROVED NAMES",
+                        if detail.names.is_empty() {
+                            "-".into()
+                        } else {
+                            detail.names.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
+                        },
+                    ),
                 ],
             )?;
             if detail.holdings.is_empty() {
@@ -75,6 +83,23 @@ pub async fn run(ctx: &Context, cmd: AgentCommand) -> Result<()> {
             out.section(
                 &["SECRET", "ENVIRONMENT", "VERSION", "STATE", "REPORTED AT"],
                 detail.holdings.iter().map(|h| holding_row(&h.secret, h)).collect(),
+            )
+        }
+        AgentCommand::AllowName { agent, name } => {
+            let approved = client.allow_agent_name(&agent, &name).await?;
+            out.done(
+                &approved,
+                &format!("{agent} may carry {} in its local API certificate", approved.name),
+                &["It asks for a new certificate when its [local_api] names list it (restart, or at renewal).".to_owned()],
+            )
+        }
+        AgentCommand::DisallowName { agent, name } => {
+            client.disallow_agent_name(&agent, &name).await?;
+            let done = serde_json::json!({ "agent": agent, "name": name });
+            out.done(
+                &done,
+                &format!("Withdrawn: {agent} no longer carries {name}; certificates with it are revoked"),
+                &[],
             )
         }
         AgentCommand::AllowPrograms { agent, environment, secret, verbs } => {

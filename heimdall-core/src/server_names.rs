@@ -1,0 +1,145 @@
+//! Which host names an Agent's local-API certificate may carry. Heimdall's
+//! own clients trust an Agent by the URI SAN `urn:heimdall:agent:<id>`
+//! (and the certificates the API lists), never by a host name; but a
+//! browser, `curl` or the External Secrets Operator checks the host name
+//! only, and they trust the installation CA. So the CA signs for an Agent
+//! only this machine's names (`localhost`, loopback addresses: reachable
+//! from the same machine alone) and the names an owner approved for that
+//! Agent (`heimdall agent allow-name`), never one of the API's own.
+
+use crate::error::{ApiError, ErrorCode};
+
+/// A name an owner approved for one Agent.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct ApprovedName {
+    pub name: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub approved_at: time::OffsetDateTime,
+    pub approved_by: String,
+}
+
+/// Most names one local-API certificate carries.
+pub const MAX_NAMES: usize = 16;
+
+/// `localhost`, or a literal loopback address (`127.0.0.0/8`, `::1`): names
+/// only the same machine reaches. A name that merely resolves to one is not.
+pub fn is_loopback(name: &str) -> bool {
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A DNS name (letters, digits, `-`, labels of 1-63, at most 253) or an IP
+/// address; lowercase, as certificates compare them.
+pub fn check_name(name: &str) -> Result<String, ApiError> {
+    let lower = name.to_ascii_lowercase();
+    let dns = lower.len() <= 253
+        && lower.split('.').all(|l| {
+            !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        });
+    if dns || lower.parse::<std::net::IpAddr>().is_ok() {
+        Ok(lower)
+    } else {
+        Err(ApiError::invalid_input(format!("{name:?} is neither a DNS name nor an IP address")))
+    }
+}
+
+/// Why the CA does not sign a set of names for an Agent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Names of the API's own certificates.
+    ApiNames(Vec<String>),
+    /// Names no owner approved for this Agent.
+    NotApproved(Vec<String>),
+}
+
+impl Refused {
+    pub fn names(&self) -> &[String] {
+        match self {
+            Refused::ApiNames(n) | Refused::NotApproved(n) => n,
+        }
+    }
+
+    /// As the Agent is told (`FORBIDDEN`), naming what resolves it.
+    pub fn error(&self, agent: &str) -> ApiError {
+        let message = match self {
+            Refused::ApiNames(names) => {
+                format!("names {names:?} are the API's own; an Agent's local API certificate cannot name them")
+            }
+            Refused::NotApproved(names) => format!(
+                "names {names:?} are not approved for Agent {agent}: an owner runs `heimdall agent allow-name {agent} \
+                 NAME` for each (localhost and loopback addresses need no approval)"
+            ),
+        };
+        ApiError::new(ErrorCode::Forbidden, message)
+    }
+}
+
+/// Whether the CA may sign `requested` (already [`check_name`]d) for an
+/// Agent whose approved names are `approved`, with the API's own names
+/// `api_names`: loopback names, and approved names that are not the API's.
+pub fn check_agent_names(
+    requested: &[String],
+    approved: &[String],
+    api_names: &[String],
+) -> Result<(), Refused> {
+    let api: Vec<String> = requested
+        .iter()
+        .filter(|n| !is_loopback(n) && api_names.iter().any(|a| a.eq_ignore_ascii_case(n)))
+        .cloned()
+        .collect();
+    if !api.is_empty() {
+        return Err(Refused::ApiNames(api));
+    }
+    let unapproved: Vec<String> = requested
+        .iter()
+        .filter(|n| !is_loopback(n) && !approved.iter().any(|a| a.eq_ignore_ascii_case(n)))
+        .cloned()
+        .collect();
+    if !unapproved.is_empty() {
+        return Err(Refused::NotApproved(unapproved));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn an_agent_gets_loopback_names_and_the_names_an_owner_approved_only() {
+        let api = names(&["heimdall.acme.internal", "localhost"]);
+        let approved = names(&["edge-1.acme.internal"]);
+        assert_eq!(check_agent_names(&names(&["localhost", "127.0.0.1", "::1"]), &[], &api), Ok(()));
+        assert_eq!(
+            check_agent_names(&names(&["edge-1.acme.internal", "localhost"]), &approved, &api),
+            Ok(())
+        );
+        assert_eq!(
+            check_agent_names(&names(&["www.example.com", "edge-1.acme.internal"]), &approved, &api),
+            Err(Refused::NotApproved(names(&["www.example.com"])))
+        );
+        // Not even approved: the API's own names.
+        let approved_api = names(&["heimdall.acme.internal"]);
+        assert_eq!(
+            check_agent_names(&names(&["heimdall.acme.internal"]), &approved_api, &api),
+            Err(Refused::ApiNames(names(&["heimdall.acme.internal"])))
+        );
+        // A name that resolves to loopback is no loopback name.
+        assert!(check_agent_names(&names(&["localhost.attacker.example"]), &[], &api).is_err());
+        let err = Refused::NotApproved(names(&["www.example.com"])).error("edge-1");
+        assert!(err.message.contains("allow-name edge-1"), "{}", err.message);
+    }
+
+    #[test]
+    fn names_are_dns_names_or_addresses() {
+        assert_eq!(check_name("Edge-1.ACME.internal").unwrap(), "edge-1.acme.internal");
+        assert!(check_name("10.0.0.5").is_ok() && check_name("::1").is_ok());
+        for bad in ["", "a..b", "*.example.com", "a b", "x_y.example", &"a".repeat(64)] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+}
