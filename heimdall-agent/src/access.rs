@@ -48,6 +48,9 @@ pub struct PolicySnapshot {
     /// The ids of this Agent's program tokens the API holds as live (`None`
     /// from an API that does not say: then no token is).
     live_tokens: Option<std::collections::HashSet<String>>,
+    /// The CA's statement of this Agent's local-API certificates, shown to
+    /// program clients (`GET /v1/certificate-status`).
+    local_api_status: Option<String>,
     /// Secrets being deleted: no value of theirs is stored.
     deleting: std::collections::HashSet<String>,
     /// Deletions in one environment, being done or done lately: no version
@@ -93,6 +96,7 @@ impl PolicySnapshot {
             by_id: response.members.iter().map(|m| (m.id, m.clone())).collect(),
             live_tokens: response.live_program_tokens.as_ref().map(|ids| ids.iter().cloned().collect()),
             deleting: response.deleted_secrets.iter().cloned().collect(),
+            local_api_status: response.local_api_status.clone(),
             deleted_in_environments: response.deleted_in_environments.clone(),
             secrets: response.secrets.iter().map(|s| (s.name.clone(), s.clone())).collect(),
             environments: response.environments.iter().map(|e| (e.id, e.name.clone())).collect(),
@@ -318,6 +322,12 @@ impl PolicySnapshot {
         Ok(())
     }
 
+    /// The CA's statement of this Agent's local-API certificates, if the
+    /// API gave one.
+    pub fn local_api_status(&self) -> Option<&str> {
+        self.local_api_status.as_deref()
+    }
+
     /// The ids of this Agent's tokens the API holds as live; `None` when
     /// it does not say.
     pub fn live_tokens(&self) -> Option<&std::collections::HashSet<String>> {
@@ -532,6 +542,7 @@ mod tests {
             received_through: 0,
             local_api_certificates: None,
             live_program_tokens: None,
+            local_api_status: None,
         }
     }
 

@@ -160,6 +160,7 @@ pub(crate) fn routes() -> OpenApiRouter<LocalApi> {
     OpenApiRouter::with_openapi(crate::openapi::AgentLocalApi::openapi())
         .routes(routes!(openapi_json))
         .routes(routes!(health))
+        .routes(routes!(certificate_status))
         .routes(routes!(read, write))
         .routes(routes!(crate::program_writes::delete))
         .routes(routes!(read_many))
@@ -248,6 +249,28 @@ async fn health(State(state): State<LocalApi>) -> Json<serde_json::Value> {
         "agent": state.agent,
         "policy_synced_at": synced.and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok()),
     }))
+}
+
+/// The CA's statement of this Agent's local-API certificates, from its
+/// last sync: program clients check it and pin what it lists before they
+/// send a token (`heimdall_core::local_api_status`).
+#[utoipa::path(
+    get,
+    path = "/v1/certificate-status",
+    tag = "agent",
+    operation_id = "agent_certificate_status",
+    security(()),
+    responses((status = 200, description = "The signed statement (`status`) and this Agent's id", body = Object), crate::openapi::StatusErrors),
+)]
+async fn certificate_status(State(state): State<LocalApi>) -> Result<Json<serde_json::Value>, Refusal> {
+    let snap = snapshot(&state).await?;
+    let status = snap.local_api_status().ok_or_else(|| {
+        Refusal(ApiError::new(
+            ErrorCode::PolicyStale,
+            "this Agent has no certificate statement from the API yet; programs wait for its next sync",
+        ))
+    })?;
+    Ok(Json(serde_json::json!({ "agent": state.agent, "status": status })))
 }
 
 pub(crate) fn to_u32_version(version: i64) -> Result<u32, Refusal> {

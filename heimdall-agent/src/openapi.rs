@@ -58,5 +58,6 @@ pub fn document() -> utoipa::openapi::OpenApi {
 
 errors!(public HealthErrors);
 errors!(ReadErrors: NotFound, InvalidInput, VersionDeactivated, PolicyStale, AgentRevoked, AuditUnavailable);
-errors!(body WriteErrors: NotFound, AlreadyExists, GrantInvalid, VersionDeactivated, PolicyStale, AgentRevoked);
+errors!(body WriteErrors: NotFound, AlreadyExists, Conflict, GrantInvalid, VersionDeactivated, PolicyStale, AgentRevoked);
+errors!(public StatusErrors: PolicyStale, AgentRevoked);
 errors!(DeleteErrors: NotFound, ValueMayPersist, Conflict, PolicyStale, AgentRevoked);

@@ -213,10 +213,11 @@ impl Ca {
         self.sign_leaf(csr_pem, leaf, now)
     }
 
-    /// Signs a write grant's signing input (ECDSA P-256, SHA-256, ASN.1 DER
-    /// signature) with the CA key; Agents verify with the CA certificate
-    /// they already trust.
-    pub fn sign_grant(&self, message: &[u8]) -> Result<Vec<u8>, PkiError> {
+    /// Signs a statement's signing input (`heimdall_core::signed`: a write
+    /// grant, an Agent's certificate statement; its context keeps kinds
+    /// apart) with the CA key (ECDSA P-256, SHA-256, ASN.1 DER signature);
+    /// Agents and clients verify with the CA certificate they already trust.
+    pub fn sign_statement(&self, message: &[u8]) -> Result<Vec<u8>, PkiError> {
         use rcgen::SigningKey;
         self.issuer.key().sign(message).map_err(generate_err)
     }

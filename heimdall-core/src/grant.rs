@@ -14,8 +14,6 @@
 //! verifying are the adapters' (they hold keys); this module is the format
 //! and the rules, pure.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use serde::{Deserialize, Serialize};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
@@ -190,20 +188,11 @@ pub struct GrantTarget<'a> {
 }
 
 /// A grant split into what was signed and the signature, claims decoded.
-#[derive(Clone, Debug)]
-pub struct ParsedGrant {
-    pub claims: WriteGrantClaims,
-    /// [`GRANT_CONTEXT`] then the claims bytes: the exact signed message.
-    pub signed_message: Vec<u8>,
-    pub signature: Vec<u8>,
-}
+pub type ParsedGrant = crate::signed::Parsed<WriteGrantClaims>;
 
 /// The message a signer signs for `claims_json`.
 pub fn signing_input(claims_json: &[u8]) -> Vec<u8> {
-    let mut message = Vec::with_capacity(GRANT_CONTEXT.len() + claims_json.len());
-    message.extend_from_slice(GRANT_CONTEXT);
-    message.extend_from_slice(claims_json);
-    message
+    crate::signed::signing_input(GRANT_CONTEXT, claims_json)
 }
 
 /// Serializes and signs `claims` with `sign` (which receives the full
@@ -212,10 +201,7 @@ pub fn encode<E>(
     claims: &WriteGrantClaims,
     sign: impl FnOnce(&[u8]) -> Result<Vec<u8>, E>,
 ) -> Result<String, E> {
-    // Serializing a struct of strings, ids and integers cannot fail.
-    let json = serde_json::to_vec(claims).unwrap_or_default();
-    let signature = sign(&signing_input(&json))?;
-    Ok(format!("{PREFIX}{}.{}", URL_SAFE_NO_PAD.encode(&json), URL_SAFE_NO_PAD.encode(signature)))
+    crate::signed::encode(PREFIX, GRANT_CONTEXT, claims, sign)
 }
 
 /// Splits and decodes a token. The signature is *not* checked here.
@@ -223,12 +209,7 @@ pub fn parse(token: &str) -> Result<ParsedGrant, GrantError> {
     if token.len() > MAX_TOKEN_LEN {
         return Err(GrantError::Malformed);
     }
-    let rest = token.strip_prefix(PREFIX).ok_or(GrantError::Malformed)?;
-    let (claims_b64, signature_b64) = rest.split_once('.').ok_or(GrantError::Malformed)?;
-    let json = URL_SAFE_NO_PAD.decode(claims_b64).map_err(|_| GrantError::Malformed)?;
-    let signature = URL_SAFE_NO_PAD.decode(signature_b64).map_err(|_| GrantError::Malformed)?;
-    let claims: WriteGrantClaims = serde_json::from_slice(&json).map_err(|_| GrantError::Malformed)?;
-    Ok(ParsedGrant { claims, signed_message: signing_input(&json), signature })
+    crate::signed::parse(PREFIX, GRANT_CONTEXT, token).ok_or(GrantError::Malformed)
 }
 
 #[cfg(test)]

@@ -760,6 +760,11 @@ pub struct SyncResponse {
     /// `None` from an API older than registration: no token is accepted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live_program_tokens: Option<Vec<String>>,
+    /// Those local-API certificates, as a statement the CA signed
+    /// (`heimdall_core::local_api_status`): the Agent shows it to program
+    /// clients, which pin what it lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_api_status: Option<String>,
 }
 
 pub use crate::access::AccessLogEntry;

@@ -223,3 +223,45 @@ pub fn client_config(
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
 }
+
+/// Checks what the installation CA signed for others (write grants, an
+/// Agent's certificate statement: `heimdall_core::signed`) against the CA
+/// certificate's public key, which every party trusts already.
+#[derive(Clone, Debug)]
+pub struct CaSignatures {
+    public_key: Vec<u8>,
+}
+
+impl CaSignatures {
+    /// From the CA certificate (PEM). The CA key must be ECDSA P-256, as
+    /// the API generates it.
+    pub fn from_ca_pem(ca_pem: &str) -> Result<Self, String> {
+        let der = rustls_pemfile::certs(&mut ca_pem.as_bytes())
+            .next()
+            .ok_or("no certificate in the CA file")?
+            .map_err(|e| format!("the CA file is not PEM: {e}"))?;
+        let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref())
+            .map_err(|e| format!("the CA certificate does not parse: {e}"))?;
+        let spki = cert.public_key();
+        // id-ecPublicKey with the P-256 curve.
+        let is_p256 = spki.algorithm.algorithm.to_id_string() == "1.2.840.10045.2.1"
+            && spki
+                .algorithm
+                .parameters
+                .as_ref()
+                .and_then(|p| p.as_oid().ok())
+                .is_some_and(|oid| oid.to_id_string() == "1.2.840.10045.3.1.7");
+        if !is_p256 {
+            return Err("the CA key is not ECDSA P-256; what it signs cannot be verified".into());
+        }
+        Ok(Self { public_key: spki.subject_public_key.data.to_vec() })
+    }
+
+    /// Whether `signature` (ECDSA P-256 SHA-256, ASN.1 DER) is the CA's
+    /// over `message`.
+    pub fn verify(&self, message: &[u8], signature: &[u8]) -> bool {
+        ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_ASN1, &self.public_key)
+            .verify(message, signature)
+            .is_ok()
+    }
+}

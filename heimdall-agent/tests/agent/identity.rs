@@ -237,3 +237,141 @@ async fn enrollment_pins_the_ca_and_never_takes_the_token_on_the_command_line() 
     let ca = std::fs::read_to_string(data.join("ca.pem")).unwrap();
     assert_eq!(heimdall_tls_sha(&ca), fingerprint);
 }
+
+/// A TLS server with `cert`/`key` (no client certificate asked, as the
+/// local API for programs): it answers `GET /v1/certificate-status` with
+/// `status`, anything else with a 404, and counts the requests that carried
+/// an `Authorization` header (a program token handed over).
+async fn program_impostor(cert: &str, key: &str, status: serde_json::Value) -> (u16, Arc<AtomicUsize>) {
+    use tokio::io::AsyncWriteExt;
+    let chain = rustls_pemfile::certs(&mut cert.as_bytes()).collect::<Result<Vec<_>, _>>().unwrap();
+    let key = rustls_pemfile::private_key(&mut key.as_bytes()).unwrap().unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let tokens = Arc::new(AtomicUsize::new(0));
+    let count = tokens.clone();
+    let body = status.to_string();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, count, body) = (acceptor.clone(), count.clone(), body.clone());
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                let mut buf = vec![0u8; 16 * 1024];
+                while let Ok(n) = tls.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let request = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+                    if request.contains("authorization:") {
+                        count.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let (code, text) = if request.starts_with("get /v1/certificate-status") {
+                        ("200 OK", body.clone())
+                    } else {
+                        (
+                            "404 Not Found",
+                            "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"no\"}}".to_owned(),
+                        )
+                    };
+                    let answer = format!(
+                        "HTTP/1.1 {code}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
+                        text.len()
+                    );
+                    if tls.write_all(answer.as_bytes()).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (port, tokens)
+}
+
+/// A local-API key leaks and its certificate is revoked: a program (the
+/// SDK's program client, which `heimdall run` uses) pins the certificates
+/// the Agent's current statement from the CA lists, so an impostor with the
+/// revoked certificate never receives its token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_sends_its_token_to_no_revoked_local_api_certificate() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let held = crate::values::holding_secret(&w, &config, "billing-db", "s3cret", &[]).await;
+    let made = std::process::Command::new(env!("CARGO_BIN_EXE_heimdall-agent"))
+        .args([
+            "token",
+            "create",
+            "--name",
+            "billing-api",
+            "--environment",
+            "dev",
+            "--secret",
+            "billing-*",
+            "--json",
+        ])
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let token = serde_json::from_slice::<serde_json::Value>(&made.stdout).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let ca = std::fs::read_to_string(config.with_file_name("ca.pem")).unwrap();
+    let program = |url: &str| AgentClient::with_program_token(url, &token, &ca).unwrap();
+    assert_eq!(
+        program(&held.local_url).get_value("billing-db", "dev", None).await.unwrap().value.expose(),
+        "s3cret"
+    );
+
+    // The key leaks; an owner revokes the certificate; the Agent renews.
+    let (leaked_cert, leaked_key) = local_api_pair(&config);
+    let leaked = heimdall_tls_sha(&leaked_cert);
+    let (status, _) = w.call(Method::DELETE, &format!("/v1/certificates/{leaked}"), None).await;
+    assert_eq!(status, 200);
+    let http = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
+        .build()
+        .unwrap();
+    let current = || async {
+        let shown: serde_json::Value = http
+            .get(format!("{}/v1/certificate-status", held.local_url))
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        let parsed = heimdall_core::local_api_status::parse(shown["status"].as_str()?).ok()?;
+        Some((shown, parsed.claims.certificates))
+    };
+    eventually(&config, "a statement without the revoked certificate", || async {
+        current().await.is_some_and(|(_, listed)| !listed.is_empty() && !listed.contains(&leaked))
+    })
+    .await;
+    let (statement, _) = current().await.unwrap();
+
+    // The impostor: the revoked certificate, the Agent's current statement.
+    let (port, tokens) = program_impostor(&leaked_cert, &leaked_key, statement).await;
+    let refused =
+        program(&format!("https://localhost:{port}")).get_value("billing-db", "dev", None).await.unwrap_err();
+    assert!(refused.to_string().contains("not one the API lists"), "{refused}");
+    assert_eq!(tokens.load(Ordering::SeqCst), 0, "the program's token went to the impostor");
+    // The real Agent, on its new certificate: the program reads on.
+    assert_eq!(
+        program(&held.local_url).get_value("billing-db", "dev", None).await.unwrap().value.expose(),
+        "s3cret"
+    );
+    drop(held);
+}

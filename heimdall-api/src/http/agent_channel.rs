@@ -416,6 +416,14 @@ async fn sync(
     }
 
     let certificates = state.store.active_member_certificates(org, now).await?;
+    let local_api: Vec<String> = state
+        .store
+        .active_agent_certificates(org, now)
+        .await?
+        .into_iter()
+        .filter(|c| c.agent_id == agent.id)
+        .map(|c| c.sha256)
+        .collect();
     let members = state
         .store
         .list_members(org)
@@ -509,16 +517,17 @@ async fn sync(
             .collect(),
         released_environments: state.store.released_environments(org, agent.id).await?,
         received_through: outcome.received_through,
-        local_api_certificates: Some(
-            state
-                .store
-                .active_agent_certificates(org, now)
-                .await?
-                .into_iter()
-                .filter(|c| c.agent_id == agent.id)
-                .map(|c| c.sha256)
-                .collect(),
-        ),
+        local_api_status: match &state.ca {
+            Some(ca) => {
+                let status =
+                    heimdall_core::local_api_status::CertificateStatus::new(agent.id, local_api.clone(), now);
+                let signed = heimdall_core::local_api_status::encode(&status, |m| ca.sign_statement(m))
+                    .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+                Some(signed)
+            }
+            None => None,
+        },
+        local_api_certificates: Some(local_api),
         live_program_tokens: Some(
             state
                 .store

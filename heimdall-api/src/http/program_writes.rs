@@ -137,7 +137,7 @@ pub(super) async fn version(
         None,
         now,
     );
-    let token = grant::encode(&claims, |m| ca.sign_grant(m))
+    let token = grant::encode(&claims, |m| ca.sign_statement(m))
         .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
     tracing::info!(secret = %secret.name, environment = %env.name, version = version.version, writer = %accessor, "version numbered for a program");
     Ok((

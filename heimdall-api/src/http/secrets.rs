@@ -834,7 +834,7 @@ async fn create_version(
             owner_keys.clone(),
             now,
         );
-        let token = grant::encode(&claims, |m| ca.sign_grant(m))
+        let token = grant::encode(&claims, |m| ca.sign_statement(m))
             .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
         signed.push(VersionHolder { location, grant: Redacted::new(token) });
     }
