@@ -358,7 +358,11 @@ impl PolicySnapshot {
     ) -> Result<AllowedRead, ApiError> {
         let reader = self.reader(cert_sha256)?;
         let not_found = || ApiError::not_found("secret");
-        let found = self.secrets.get(secret).ok_or_else(not_found)?;
+        // Her own personal secret of that name first, then the organization's.
+        let found = heimdall_core::secrets::lookup_order(secret, reader.member)
+            .iter()
+            .find_map(|name| self.secrets.get(name))
+            .ok_or_else(not_found)?;
         // A personal secret exists only for its owner, by member id, and
         // opens only with a key bound to it, whatever anyone's role.
         if !reaches(found.owner_id, &found.owner_keys, reader.member, Reach::Value { key_sha256 }) {

@@ -309,6 +309,12 @@ async fn write(
     let (snap, writer) = with_fresh(&state, |s| s.reader(&cert.cert_sha256)).await?;
     let writer_id = heimdall_core::grant::GrantWriter::Member(writer.member);
     let grant = heimdall_core::grant::parse(body.grant.expose()).map_err(ApiError::from)?;
+    // Her personal secret asked for by the name she gave it.
+    let name = if grant.claims.secret == heimdall_core::secrets::personal_key(writer.member, &name) {
+        grant.claims.secret.clone()
+    } else {
+        name
+    };
     let version = to_u32_version(body.version)?;
     // Every claim, in `WriteGrantClaims::check`: organization, this Agent,
     // secret, environment (by id or name, as asked), version, the writer by

@@ -101,7 +101,11 @@ pub fn may_unassign(
                 h.agent_id != agent && h.secret == mine.secret && h.version == mine.version && !h.deactivated
             })
         })
-        .map(|h| format!("{} v{}", h.secret, h.version))
+        .map(|h| match h.secret.starts_with(crate::secrets::PERSONAL_PREFIX) {
+            // Another member's personal secret is named to nobody.
+            true => format!("a personal secret v{}", h.version),
+            false => format!("{} v{}", h.secret, h.version),
+        })
         .collect();
     only_here.sort();
     if only_here.is_empty() {

@@ -15,6 +15,9 @@ use crate::names::{validate_name, validate_text};
 pub struct Secret {
     pub id: SecretId,
     pub org_id: OrgId,
+    /// The name it is kept under; shown as people gave it (a personal
+    /// secret's without its owner's part: [`display_name`]).
+    #[serde(serialize_with = "shown_name")]
     pub name: String,
     /// Free classification, e.g. `password`, `api-key`, `certificate`.
     #[serde(rename = "type")]
@@ -55,6 +58,52 @@ pub struct Secret {
     /// When its deletion completed.
     #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
     pub deleted_at: Option<OffsetDateTime>,
+}
+
+fn shown_name<S: serde::Serializer>(name: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(display_name(name))
+}
+
+/// What starts the name a personal secret is kept under: `~<owner>.<name>`
+/// (the owner's member id, 32 hex digits). No name a person gives has a
+/// `~` or a `.`, so a personal secret's name never meets an organization
+/// secret's, nor another member's personal one: nobody learns a personal
+/// name by trying to create a secret.
+pub const PERSONAL_PREFIX: char = '~';
+
+/// The name `owner`'s personal secret `name` is kept under.
+pub fn personal_key(owner: MemberId, name: &str) -> String {
+    format!("{PERSONAL_PREFIX}{}.{name}", owner.as_uuid().simple())
+}
+
+/// The name people see: a personal secret's without its owner's part.
+pub fn display_name(kept: &str) -> &str {
+    match kept.strip_prefix(PERSONAL_PREFIX).and_then(|rest| rest.split_once('.')) {
+        Some((owner, name)) if owner.len() == 32 => name,
+        _ => kept,
+    }
+}
+
+/// The names `name`, asked by `reader`, may be kept under, in the order
+/// they are tried: her own personal secret first, then the organization's
+/// (or a personal secret from before personal names were scoped).
+pub fn lookup_order(name: &str, reader: MemberId) -> [String; 2] {
+    [personal_key(reader, name), name.to_owned()]
+}
+
+/// An audit event's detail about a personal secret, as anyone may see it
+/// (the feed goes to admins and to webhooks): every string that is the
+/// secret's name, kept or shown, becomes `personal secret`.
+pub fn redact_personal(detail: &mut serde_json::Value, kept_name: &str) {
+    let shown = display_name(kept_name);
+    match detail {
+        serde_json::Value::String(text) if text == kept_name || text == shown => {
+            *text = "personal secret".to_owned();
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|v| redact_personal(v, kept_name)),
+        serde_json::Value::Object(map) => map.values_mut().for_each(|v| redact_personal(v, kept_name)),
+        _ => {}
+    }
 }
 
 /// Whether a read of `version` in `environment` is in a secret's trail,
@@ -306,6 +355,22 @@ mod tests {
         // Created before keys were bound: her member id alone.
         assert!(reaches(Some(bo), &[], bo, Reach::Value { key_sha256: "bb" }));
         assert!(!reaches(Some(bo), &[], bo_again, Reach::Value { key_sha256: "bb" }));
+    }
+
+    #[test]
+    fn personal_names_are_their_owners_alone() {
+        let (ana, bo) =
+            (MemberId::from_uuid(uuid::Uuid::from_u128(1)), MemberId::from_uuid(uuid::Uuid::from_u128(2)));
+        let kept = personal_key(ana, "notes");
+        assert_ne!(kept, personal_key(bo, "notes"), "two members' notes never meet");
+        assert!(
+            crate::names::validate_name("name", &kept).is_err(),
+            "nobody names an organization secret so"
+        );
+        assert_eq!(display_name(&kept), "notes");
+        assert_eq!(display_name("notes"), "notes");
+        assert_eq!(display_name("~short.notes"), "~short.notes");
+        assert_eq!(lookup_order("notes", ana), [kept, "notes".to_owned()]);
     }
 
     #[test]

@@ -101,8 +101,24 @@ pub(crate) fn values_list_after(bound: usize, rows: usize, columns: usize) -> St
 pub(crate) async fn insert_event(
     tx: &mut Transaction<'_, Any>,
     org: OrgId,
-    event: NewEvent,
+    mut event: NewEvent,
 ) -> StoreResult<()> {
+    // An event about a personal secret never names it: the feed is the
+    // organization's (`secrets::redact_personal`).
+    if let Some(id) = event.target.strip_prefix("secret:") {
+        let personal: Option<(String, Option<String>, Option<String>)> =
+            sqlx::query_as("SELECT name, deleted_name, personal_owner_id FROM secrets WHERE id = $1")
+                .bind(id.to_owned())
+                .fetch_optional(&mut **tx)
+                .await
+                .map_err(db_err)?;
+        if let Some((name, deleted_name, Some(_))) = personal {
+            heimdall_core::secrets::redact_personal(
+                &mut event.detail,
+                deleted_name.as_deref().unwrap_or(&name),
+            );
+        }
+    }
     if heimdall_core::notify::is_notified(&event.action) {
         super::notifications::queue(tx, org, &event).await?;
     }

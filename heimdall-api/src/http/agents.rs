@@ -99,7 +99,9 @@ async fn show(
 ) -> HttpResult<Json<AgentDetail>> {
     state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
     let agent = resolve_any(&state, &caller, &key).await?;
-    let holdings = state.store.holdings_of_agent(caller.org.id, agent.id).await?;
+    let mut holdings = state.store.holdings_of_agent(caller.org.id, agent.id).await?;
+    let hidden = others_personal(&state, &caller).await?;
+    holdings.retain(|h| !hidden.contains(&h.secret));
     let names = state.store.agent_names(caller.org.id, agent.id).await?;
     Ok(Json(AgentDetail { agent, holdings, names }))
 }
@@ -130,17 +132,47 @@ async fn forget(
     }
     let agent = resolve_any(&state, &caller, &key).await?;
     let held = state.store.holdings_of_agent(caller.org.id, agent.id).await?;
-    let mut secrets: Vec<&str> = held.iter().map(|h| h.secret.as_str()).collect();
+    // Personal secrets are counted, never named (the feed is the organization's).
+    let personal = personal_names(&state, &caller).await?;
+    let mut secrets: Vec<&str> =
+        held.iter().map(|h| h.secret.as_str()).filter(|s| !personal.contains(*s)).collect();
     secrets.dedup();
+    let mut personal_held: Vec<&str> =
+        held.iter().map(|h| h.secret.as_str()).filter(|s| personal.contains(*s)).collect();
+    personal_held.dedup();
     let event = state.event(
         &caller,
         "agent.forgotten",
         format!("agent:{}", agent.id),
-        serde_json::json!({ "name": agent.name, "secrets_it_held": secrets }),
+        serde_json::json!({ "name": agent.name, "secrets_it_held": secrets,
+            "personal_secrets_it_held": personal_held.len() }),
     );
     state.store.forget_agent(caller.org.id, agent.id, event).await?;
     let names = state.store.agent_names(caller.org.id, agent.id).await?;
     Ok(Json(AgentDetail { agent, holdings: Vec::new(), names }))
+}
+
+/// The names personal secrets are kept under (every member's).
+async fn personal_names(
+    state: &AppState,
+    caller: &Caller,
+) -> Result<std::collections::HashSet<String>, ApiError> {
+    let secrets = state.store.list_secrets(caller.org.id).await?;
+    Ok(secrets.into_iter().filter(|s| s.owner_id.is_some()).map(|s| s.name).collect())
+}
+
+/// The names other members' personal secrets are kept under: shown to
+/// nobody but their owner (`secrets::reaches`).
+async fn others_personal(
+    state: &AppState,
+    caller: &Caller,
+) -> Result<std::collections::HashSet<String>, ApiError> {
+    let secrets = state.store.list_secrets(caller.org.id).await?;
+    Ok(secrets
+        .into_iter()
+        .filter(|s| s.owner_id.is_some_and(|owner| owner != caller.member.id))
+        .map(|s| s.name)
+        .collect())
 }
 
 /// By id, or by name: the Agent not revoked with it, else the one revoked

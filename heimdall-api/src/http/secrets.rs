@@ -93,12 +93,20 @@ fn visible(secret: &Secret, caller: &Caller) -> bool {
     reaches(secret.owner_id, &secret.owner_keys, caller.member.id, Reach::Metadata)
 }
 
+/// A secret by id, or by name: the caller's own personal secret of that
+/// name first, then the organization's (`secrets::lookup_order`).
 async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Secret, ApiError> {
-    let found = match key.parse::<SecretId>() {
-        Ok(id) => Some(state.store.get_secret(caller.org.id, id).await?),
-        Err(_) => state.store.find_secret_by_name(caller.org.id, key).await?,
-    };
-    found.filter(|s| visible(s, caller)).ok_or_else(|| ApiError::not_found("secret"))
+    if let Ok(id) = key.parse::<SecretId>() {
+        let found = Some(state.store.get_secret(caller.org.id, id).await?);
+        return found.filter(|s| visible(s, caller)).ok_or_else(|| ApiError::not_found("secret"));
+    }
+    for name in heimdall_core::secrets::lookup_order(key, caller.member.id) {
+        let found = state.store.find_secret_by_name(caller.org.id, &name).await?;
+        if let Some(secret) = found.filter(|s| visible(s, caller)) {
+            return Ok(secret);
+        }
+    }
+    Err(ApiError::not_found("secret"))
 }
 
 /// The environments' names by id.
@@ -383,10 +391,17 @@ async fn create(
     };
     let components = components(&state, &caller, &body.components.unwrap_or_default()).await?;
     let now = state.clock.now();
+    // A personal secret's name is kept under her member id: it meets no
+    // organization secret's nor another member's (`secrets::personal_key`).
+    let name = if body.personal {
+        heimdall_core::secrets::personal_key(caller.member.id, &body.name)
+    } else {
+        body.name
+    };
     let secret = Secret {
         id: SecretId::from_uuid(Uuid::new_v4()),
         org_id: caller.org.id,
-        name: body.name,
+        name,
         secret_type,
         description,
         tags,

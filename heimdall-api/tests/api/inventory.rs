@@ -164,7 +164,10 @@ async fn a_delete_completes_when_every_holder_reported_and_waits_for_none_that_w
     c.post("/v1/agents/edge-2/forget", owner, unconfirmed).await.expect_error(422, "INVALID_INPUT");
     c.post("/v1/agents/edge-2/forget", owner, confirm).await.expect(200);
     let forgotten = c.get("/v1/events?action=agent.forgotten", owner).await.expect(200);
-    assert_eq!(forgotten[0]["detail"], json!({ "name": "edge-2", "secrets_it_held": ["api-key"] }));
+    assert_eq!(
+        forgotten[0]["detail"],
+        json!({ "name": "edge-2", "secrets_it_held": ["api-key"], "personal_secrets_it_held": 0 })
+    );
     let deleted = c.call(Method::DELETE, "/v1/secrets/api-key", owner, None).await.expect(200);
     assert_eq!(deleted["secret"]["status"], "deleting", "edge-1 holds prod: it may have a copy");
     sim1.sync(json!([])).await;

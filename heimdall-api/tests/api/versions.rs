@@ -132,7 +132,9 @@ async fn versions_grants_deactivation_and_certificates(db: TestDatabase) {
         answer["deactivated"],
         json!([{ "secret": "db-password", "environment": "dev", "version": 2 }])
     );
-    assert!(answer["secrets"].as_array().unwrap().iter().any(|s| s["name"] == "bo-notes"
+    let bo_member: heimdall_core::ids::MemberId = bo_id.parse().unwrap();
+    let bo_kept = heimdall_core::secrets::personal_key(bo_member, "bo-notes");
+    assert!(answer["secrets"].as_array().unwrap().iter().any(|s| s["name"] == bo_kept.as_str()
             && s["owner_id"] == bo_id.as_str()
             && s["owner_keys"] == personal["owner_keys"]
             // Never the email: an older Agent matching it would serve whoever holds it.
@@ -182,4 +184,60 @@ async fn versions_grants_deactivation_and_certificates(db: TestDatabase) {
         .unwrap()
         .iter()
         .all(|s| s["name"] != "bo-notes"));
+}
+
+crate::on_every_backend!(personal_names_are_invisible_and_cannot_be_probed);
+
+/// A personal secret's name is its owner's alone: another member creating
+/// a secret of that name learns nothing (it is created), the audit feed and
+/// an Agent's inventory shown to admins do not name it, and its owner
+/// reaches hers by the name she gave it.
+async fn personal_names_are_invisible_and_cannot_be_probed(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let ana = c.add_member(owner, "ana@example.com", "member").await;
+    let bo = c.add_member(owner, "bo@example.com", "admin").await;
+    let mine = c.personal_secret(&ana, "diary-ana").await;
+    let mine_id = mine["id"].as_str().unwrap().to_owned();
+
+    // No probe: an organization secret and bo's own personal one by that
+    // name are both created, and each caller finds their own.
+    let org = c.post("/v1/secrets", &bo, json!({ "name": "diary-ana" })).await.expect(201);
+    c.personal_secret(&bo, "diary-ana").await;
+    assert_eq!(c.get("/v1/secrets/diary-ana", &ana).await.expect(200)["secret"]["id"], mine_id.as_str());
+    let bos = c.get("/v1/secrets/diary-ana", &bo).await.expect(200);
+    assert_ne!(bos["secret"]["id"], mine_id.as_str());
+    assert_eq!(c.get("/v1/secrets/diary-ana", owner).await.expect(200)["secret"]["id"], org["id"]);
+
+    // The feed: the events about ana's secret do not name it.
+    let events = c.get("/v1/events?limit=200", owner).await.expect(200);
+    let hers: Vec<&Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["target"] == format!("secret:{mine_id}").as_str())
+        .collect();
+    assert!(!hers.is_empty(), "{events}");
+    for event in hers {
+        assert!(!event.to_string().contains("diary-ana"), "{event}");
+    }
+
+    // An Agent's inventory, shown to an admin: not hers.
+    let prod = c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201)["id"].clone();
+    let (edge, _) = crate::support::enroll_agent(&c, &api, owner, "edge-1").await;
+    assert_eq!(mine["name"], "diary-ana", "shown as she named it");
+    let ana_id: heimdall_core::ids::MemberId = mine["owner_id"].as_str().unwrap().parse().unwrap();
+    let kept = heimdall_core::secrets::personal_key(ana_id, "diary-ana");
+    let kept = kept.as_str();
+    let inventory = json!({ "inventory": [
+        { "secret": kept, "environment": prod, "version": 1, "deactivated": false },
+        { "secret": "diary-ana", "environment": prod, "version": 1, "deactivated": false },
+    ] });
+    let resp = edge.post(format!("{}/v1/agent/sync", api.agent_url)).json(&inventory).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let shown = c.get("/v1/agents/edge-1", owner).await.expect(200);
+    let held: Vec<&str> =
+        shown["holdings"].as_array().unwrap().iter().map(|h| h["secret"].as_str().unwrap()).collect();
+    assert_eq!(held, ["diary-ana"], "only the organization's: {shown}");
 }

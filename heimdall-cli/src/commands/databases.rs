@@ -47,14 +47,14 @@ pub async fn run(ctx: &Context, cmd: DatabaseCommand) -> Result<()> {
                 CreateDatabase { name, engine, host, port, database, environment, admin_secret, tls, ca_pem };
             let created = client.create_database(&request).await?;
             let line = format!(
-                "Database created: {} ({} at {}:{}, in {})",
+                "Database created: {} ({} at {}:{}, in {}, TLS {})",
                 created.name,
                 engine_name(created.engine),
                 created.host,
                 created.port,
-                created.environment
+                created.environment,
+                created.tls.as_str()
             );
-            let line = format!("{line}; TLS {}", created.tls.as_str());
             out.done(&created, &line, &[])
         }
         DatabaseCommand::List => {

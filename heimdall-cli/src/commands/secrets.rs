@@ -35,7 +35,7 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
                 certificate_sha256,
             };
             let secret = ctx.client()?.create_secret(&request).await?;
-            out.done(&secret, &format!("Secret created: {} ({})", secret.name, secret.id), &[])
+            out.done(&secret, &format!("Secret created: {} ({})", shown(&secret.name), secret.id), &[])
         }
         SecretCommand::List { at_risk, page } => {
             let client = ctx.client()?;
@@ -52,7 +52,7 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
             let headers = ["NAME", "TYPE", "STATUS", "AT RISK", "TAGS", "COMPONENTS", "UPDATED AT"];
             out.list(&secrets, &headers, |s: &Secret| {
                 vec![
-                    s.name.clone(),
+                    shown(&s.name).to_owned(),
                     s.secret_type.clone(),
                     s.status.as_str().to_owned(),
                     at_risk_label(s),
@@ -75,7 +75,7 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
                 &detail,
                 &[
                     ("ID", s.id.to_string()),
-                    ("NAME", s.name.clone()),
+                    ("NAME", shown(&s.name).to_owned()),
                     ("TYPE", s.secret_type.clone()),
                     ("STATUS", s.status.as_str().to_owned()),
                     ("DESCRIPTION", s.description.clone()),
@@ -159,8 +159,10 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 detail = client.get_secret(&id).await?;
             }
-            let (name, place) =
-                (&detail.secret.name, environment.as_deref().map_or(String::new(), |e| format!(" in {e}")));
+            let (name, place) = (
+                shown(&detail.secret.name),
+                environment.as_deref().map_or(String::new(), |e| format!(" in {e}")),
+            );
             let line = if pending(&detail) {
                 format!(
                     "Secret {name} is being deleted{place}: every Agent that may hold a copy deletes it at its next \
@@ -385,4 +387,9 @@ mod tests {
         assert_eq!(version_row(&HashMap::new(), &version)[4], "deactivated");
         assert_eq!(version_row(&HashMap::new(), &version)[0], prod.to_string(), "unknown names show ids");
     }
+}
+
+/// A secret's name as people gave it (a personal one's without its owner's part).
+pub(crate) fn shown(name: &str) -> &str {
+    heimdall_core::secrets::display_name(name)
 }

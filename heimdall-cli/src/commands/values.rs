@@ -92,7 +92,10 @@ pub async fn set(
                 if !ctx.out.is_json() {
                     let line = format!(
                         "✓ {} version {} stored in {} on {}\n",
-                        created.secret, created.version, created.environment, location.agent
+                        super::secrets::shown(&created.secret),
+                        created.version,
+                        created.environment,
+                        location.agent
                     );
                     let mut stdout = std::io::stdout().lock();
                     stdout.write_all(line.as_bytes())?;
@@ -127,7 +130,7 @@ pub async fn set(
     let why: Vec<String> = failures.iter().map(|(agent, err)| format!("{agent}: {err}")).collect();
     let message = format!(
         "{} version {} was stored on {} of {total} Agents holding {}; not on {}",
-        created.secret,
+        super::secrets::shown(&created.secret),
         created.version,
         stored_on.len(),
         created.environment,

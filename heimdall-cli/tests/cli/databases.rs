@@ -104,7 +104,7 @@ async fn a_service_user_is_made_by_the_agent_and_run_watch_moves_onto_each_rotat
         ])
         .await;
     assert_eq!(
-        created.stdout, "✓ Database created: orders (postgres at 127.0.0.1:5432, in dev)\n",
+        created.stdout, "✓ Database created: orders (postgres at 127.0.0.1:5432, in dev, TLS disable)\n",
         "{created:?}"
     );
     let bad = h
