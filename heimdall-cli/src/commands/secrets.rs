@@ -324,6 +324,11 @@ fn at_risk_label(secret: &Secret) -> String {
     }
 }
 
+/// A secret's name as people gave it (a personal one's without its owner's part).
+pub(crate) fn shown(name: &str) -> &str {
+    heimdall_core::secrets::display_name(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,9 +392,4 @@ mod tests {
         assert_eq!(version_row(&HashMap::new(), &version)[4], "deactivated");
         assert_eq!(version_row(&HashMap::new(), &version)[0], prod.to_string(), "unknown names show ids");
     }
-}
-
-/// A secret's name as people gave it (a personal one's without its owner's part).
-pub(crate) fn shown(name: &str) -> &str {
-    heimdall_core::secrets::display_name(name)
 }
