@@ -26,6 +26,9 @@ pub struct ServeConfig {
     pub agent_stale_after: time::Duration,
     /// Where `GET /metrics` is served (plain HTTP); `None`: metrics are off.
     pub metrics_listen: Option<SocketAddr>,
+    /// Internal address ranges webhooks may reach besides the internet
+    /// (`heimdall_core::notify::may_deliver_to`); none by default.
+    pub webhook_allow_cidrs: Vec<heimdall_core::notify::Cidr>,
     /// How often a waiting claim looks at the queue again when nothing
     /// woke it (a replica's notification can be lost while its listening
     /// connection is made again).
@@ -53,6 +56,10 @@ pub struct FileConfig {
     pub agent_stale_after_days: Option<u32>,
     /// Where `GET /metrics` is served, e.g. 127.0.0.1:9480 (off by default).
     pub metrics_listen: Option<String>,
+    /// Internal address ranges notification webhooks may reach, e.g.
+    /// ["10.20.0.0/16"]: by default only internet addresses (no loopback,
+    /// private, link-local or metadata address).
+    pub webhook_allow_cidrs: Option<Vec<String>>,
 }
 
 impl FileConfig {
@@ -121,6 +128,12 @@ impl ServeConfig {
             None => heimdall_core::deletion::STALE_AFTER,
         };
         let metrics_listen = file.metrics_listen.as_deref().map(parse_metrics_listen).transpose()?;
+        let webhook_allow_cidrs = file
+            .webhook_allow_cidrs
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.parse().map_err(|e| format!("webhook_allow_cidrs: {e}")))
+            .collect::<Result<Vec<_>, String>>()?;
         Ok(Self {
             database_url: Redacted::new(database_url),
             listen,
@@ -129,6 +142,7 @@ impl ServeConfig {
             notification_retry,
             agent_stale_after,
             metrics_listen,
+            webhook_allow_cidrs,
             claim_recheck: std::time::Duration::from_secs(1),
         })
     }

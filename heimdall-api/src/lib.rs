@@ -134,7 +134,8 @@ pub async fn serve_with_clock(
     let drift = tokio::spawn(drift_forever(state.clone()));
     let deliveries = state.notifications.clone().map(|key| {
         let (store, clock) = (state.store.clone(), state.clock.clone());
-        tokio::spawn(notifications::deliver_forever(store, clock, key, config.notification_retry))
+        let allowed = config.webhook_allow_cidrs.clone();
+        tokio::spawn(notifications::deliver_forever(store, clock, key, config.notification_retry, allowed))
     });
     let app = http::router(state, config.max_body_bytes);
     let people =

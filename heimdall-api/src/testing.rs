@@ -231,6 +231,9 @@ pub struct Options {
     pub clock: Option<std::sync::Arc<dyn heimdall_core::clock::Clock>>,
     /// How often a waiting claim re-checks the queue unwoken (default 1 s).
     pub claim_recheck: Option<std::time::Duration>,
+    /// Webhooks may not reach this machine (the default config's): by
+    /// default the tests' receivers on loopback are allowed.
+    pub webhooks_off_loopback: bool,
 }
 
 /// One running API server: where it listens; it stops when dropped.
@@ -258,6 +261,11 @@ async fn spawn_server(
     .expect("test config");
     // Failed notifications are tried again within the test's patience.
     config.notification_retry = std::time::Duration::from_millis(200);
+    // The tests' webhook receivers listen on loopback, which only an
+    // owner's allow-list opens (`webhook_allow_cidrs`).
+    if !options.webhooks_off_loopback {
+        config.webhook_allow_cidrs = vec!["127.0.0.0/8".parse().expect("a range")];
+    }
     if let Some(recheck) = options.claim_recheck {
         config.claim_recheck = recheck;
     }

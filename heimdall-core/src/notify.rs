@@ -67,6 +67,106 @@ pub fn check_webhook_url(url: &str) -> Result<(), ApiError> {
     }
 }
 
+/// A range of addresses, `10.1.0.0/16` or `fd00::/8`, that an owner lets
+/// webhooks reach (`webhook_allow_cidrs` in the API's config file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cidr {
+    network: std::net::IpAddr,
+    prefix: u8,
+}
+
+impl std::str::FromStr for Cidr {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("{text:?} is not an address range like 10.1.0.0/16 or fd00::/8");
+        let (address, prefix) = text.split_once('/').ok_or_else(bad)?;
+        let network: std::net::IpAddr = address.parse().map_err(|_| bad())?;
+        let prefix: u8 = prefix.parse().map_err(|_| bad())?;
+        let max = if network.is_ipv4() { 32 } else { 128 };
+        if prefix > max {
+            return Err(bad());
+        }
+        Ok(Self { network, prefix })
+    }
+}
+
+impl Cidr {
+    pub fn contains(&self, ip: std::net::IpAddr) -> bool {
+        use std::net::IpAddr;
+        match (self.network, canonical(ip)) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                u32::from(net) & mask == u32::from(ip) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
+                u128::from(net) & mask == u128::from(ip) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+/// An IPv4 address written as IPv6 (`::ffff:a.b.c.d`) is that IPv4 address.
+fn canonical(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip {
+        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// Addresses inside a network rather than on the internet: this machine,
+/// private and shared ranges, link-local (the cloud's metadata service,
+/// 169.254.169.254), multicast, and the reserved ones.
+fn is_internal(ip: std::net::IpAddr) -> bool {
+    match canonical(ip) {
+        std::net::IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..=127).contains(&b)) // shared (carrier-grade NAT)
+                || (a == 198 && (b == 18 || b == 19)) // benchmarking
+                || a >= 240 // reserved
+        }
+        std::net::IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00 // unique local
+                || (first & 0xffc0) == 0xfe80 // link-local
+                || (first == 0x2001 && v6.segments()[1] == 0x0db8) // documentation
+                || (first == 0x0064 && v6.segments()[1] == 0xff9b) // NAT64: an IPv4 behind it
+        }
+    }
+}
+
+/// Whether a webhook may connect to `ip`, decided when it connects (the
+/// address a name resolves to then, not the URL's text): an internet
+/// address, or one inside a range an owner allowed. Without this a webhook
+/// reaches the API's own network, its metadata service, and its loopback
+/// ports, and the delivery log becomes a port scanner.
+pub fn may_deliver_to(ip: std::net::IpAddr, allowed: &[Cidr]) -> bool {
+    !is_internal(ip) || allowed.iter().any(|range| range.contains(ip))
+}
+
+/// What the delivery log says of an attempt: the class of the receiver's
+/// status, or that there was none; never why (refused, reset, a TLS
+/// error, a timeout: told apart, they map the API's network).
+pub fn describe(status: Option<u16>) -> String {
+    match status {
+        Some(code) => format!("HTTP {}xx", code / 100),
+        None => "no answer".to_owned(),
+    }
+}
+
 /// The channel's secret: HMAC-SHA256 of its id under the API's key.
 pub fn channel_secret(api_key: &[u8; 32], channel_id: &str) -> zeroize::Zeroizing<String> {
     zeroize::Zeroizing::new(format!(
@@ -173,6 +273,45 @@ pub fn after_attempt(status: Option<u16>, attempts: u32, now: OffsetDateTime, ba
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn webhooks_reach_the_internet_and_the_ranges_an_owner_allowed_only() {
+        let ip = |text: &str| text.parse::<std::net::IpAddr>().unwrap();
+        for inside in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "224.0.0.1",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+        ] {
+            assert!(!may_deliver_to(ip(inside), &[]), "{inside}");
+        }
+        for outside in ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946", "::ffff:93.184.216.34"] {
+            assert!(may_deliver_to(ip(outside), &[]), "{outside}");
+        }
+        let allowed: Vec<Cidr> =
+            ["127.0.0.0/8", "10.1.0.0/16", "fd00::/8"].iter().map(|c| c.parse().unwrap()).collect();
+        assert!(may_deliver_to(ip("127.0.0.1"), &allowed));
+        assert!(may_deliver_to(ip("::ffff:127.0.0.1"), &allowed));
+        assert!(may_deliver_to(ip("10.1.200.7"), &allowed));
+        assert!(!may_deliver_to(ip("10.2.0.1"), &allowed));
+        assert!(may_deliver_to(ip("fd12::1"), &allowed));
+        assert!(!may_deliver_to(ip("169.254.169.254"), &allowed));
+        for bad in ["10.0.0.0", "10.0.0.0/33", "x/8", "::/129"] {
+            assert!(bad.parse::<Cidr>().is_err(), "{bad}");
+        }
+        assert_eq!(describe(Some(503)), "HTTP 5xx");
+        assert_eq!(describe(None), "no answer");
+    }
 
     #[test]
     fn retries_back_off_and_stop() {

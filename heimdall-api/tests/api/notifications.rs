@@ -128,11 +128,116 @@ async fn a_notified_event_reaches_the_webhook_signed_and_is_retried(db: TestData
         (Some("delivered"), Some(2)),
         "{log:?}"
     );
-    assert_eq!(log[0]["last_result"], "HTTP 204");
+    assert_eq!(log[0]["last_result"], "HTTP 2xx", "the status class only");
     assert_eq!(log[0]["channel"], "ops");
 
     // Removed: nothing more goes there.
     c.call(Method::DELETE, "/v1/notifications/ops", owner, None).await.expect(200);
     assert_eq!(c.get("/v1/notifications", owner).await.expect(200), json!([]));
     c.call(Method::DELETE, "/v1/notifications/ops", owner, None).await.expect_error(404, "NOT_FOUND");
+}
+
+/// A receiver that holds each request `hold` before it answers 204; what it got.
+async fn slow_receiver(hold: Duration) -> (u16, Received) {
+    let received: Received = Arc::default();
+    let kept = received.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: HeaderMap, body: axum::body::Bytes| {
+            let kept = kept.clone();
+            async move {
+                kept.lock().unwrap().push((headers, body.to_vec()));
+                tokio::time::sleep(hold).await;
+                StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (port, received)
+}
+
+/// Makes `secret.at_risk` happen: a member who read a secret leaves.
+async fn an_event_at_risk(c: &Client, api: &TestApi, owner: &str) {
+    c.add_member(owner, "ana@example.com", "member").await;
+    c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201);
+    let (edge, _) = enroll_agent(c, api, owner, "edge-1").await;
+    c.post("/v1/environments/prod/agents", owner, json!({ "agent": "edge-1" })).await.expect(201);
+    c.post("/v1/secrets", owner, json!({ "name": "db-password" })).await.expect(201);
+    c.post("/v1/secrets/db-password/versions", owner, json!({ "environment": "prod" })).await.expect(201);
+    let at = time::OffsetDateTime::now_utc().format(&Rfc3339).unwrap();
+    let read = json!({ "records": [{ "seq": 1, "accessor": "ana@example.com", "at": at, "secret": "db-password",
+                                     "environment": "prod", "version": 1, "from": "10.0.0.7" }] });
+    let synced = edge.post(format!("{}/v1/agent/sync", api.agent_url)).json(&read).send().await.unwrap();
+    assert_eq!(synced.status().as_u16(), 200);
+    c.call(Method::DELETE, "/v1/members/ana@example.com", owner, None).await.expect(200);
+}
+
+/// With the API's default configuration, a webhook reaches no address on
+/// its own machine or network, by address or by a name that resolves to
+/// one, and the delivery log says only that there was no answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_reaches_no_internal_address_by_address_or_by_name() {
+    let options = heimdall_api::testing::Options { webhooks_off_loopback: true, ..Default::default() };
+    let api = TestApi::with_options(TestDatabase::sqlite().await, options).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let (port, received) = slow_receiver(Duration::ZERO).await;
+    for (name, host) in [("by-address", "127.0.0.1"), ("by-name", "localhost")] {
+        let body = json!({ "name": name, "webhook": format!("http://{host}:{port}/hook") });
+        c.post("/v1/notifications", owner, body).await.expect(201);
+    }
+    an_event_at_risk(&c, &api, owner).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let log = c.get("/v1/notifications/deliveries", owner).await.expect(200);
+        let tried = log.as_array().unwrap().iter().filter(|d| d["attempts"].as_u64() >= Some(2)).count();
+        if tried == 2 {
+            for delivery in log.as_array().unwrap() {
+                assert_eq!(delivery["last_result"], "no answer", "{log}");
+            }
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not tried twice each: {log}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(received.lock().unwrap().is_empty(), "a webhook reached this machine");
+}
+
+/// One endpoint that holds every request does not hold up another's
+/// deliveries: each channel is sent to on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_webhook_does_not_hold_up_another() {
+    let api = TestApi::start(TestDatabase::sqlite().await).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let (slow, held) = slow_receiver(Duration::from_secs(8)).await;
+    let (fast, got) = slow_receiver(Duration::ZERO).await;
+    for (name, port) in [("a-slow", slow), ("b-fast", fast)] {
+        let body = json!({ "name": name, "webhook": format!("http://127.0.0.1:{port}/hook") });
+        c.post("/v1/notifications", owner, body).await.expect(201);
+    }
+    an_event_at_risk(&c, &api, owner).await;
+    let started = tokio::time::Instant::now();
+    while got.lock().unwrap().is_empty() || held.lock().unwrap().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(15), "not both sent");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let log = c.get("/v1/notifications/deliveries", owner).await.expect(200);
+    let fast_done =
+        log.as_array().unwrap().iter().any(|d| d["channel"] == "b-fast" && d["status"] == "delivered");
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(5), "the fast one waited {waited:?} behind the slow one");
+    // Its delivery is recorded while the slow one still holds its request.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let mut fast_done = fast_done;
+    while !fast_done {
+        assert!(tokio::time::Instant::now() < deadline, "the fast delivery was not recorded");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let log = c.get("/v1/notifications/deliveries", owner).await.expect(200);
+        fast_done =
+            log.as_array().unwrap().iter().any(|d| d["channel"] == "b-fast" && d["status"] == "delivered");
+    }
+    assert!(started.elapsed() < Duration::from_secs(8), "recorded only after the slow one answered");
 }
