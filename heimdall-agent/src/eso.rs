@@ -79,9 +79,17 @@ async fn all(
             "key * is for a program token: it reads the token's scope",
         )));
     };
-    let snapshot = state.policy.current().ok_or_else(|| {
+    let mut snapshot = state.policy.current().ok_or_else(|| {
         Refusal(ApiError::new(ErrorCode::PolicyStale, "this Agent has not synced with the API yet"))
     })?;
+    // An environment it does not know: one sync asked for, then 404 (not a
+    // sync per secret of the scope).
+    if snapshot.environment(environment).is_none() {
+        let fresh = state.policy.refresh(snapshot.received_at(), crate::local_api::REFRESH_WAIT).await;
+        snapshot = fresh
+            .filter(|s| s.environment(environment).is_some())
+            .ok_or_else(|| Refusal(ApiError::not_found("environment")))?;
+    }
     let now = state.clock.now();
     let mut loaded = Vec::new();
     for name in snapshot.program_secrets(scope) {

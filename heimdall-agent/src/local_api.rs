@@ -68,6 +68,9 @@ pub struct LocalApi {
     /// The API, asked on a program's behalf for a version or a deletion;
     /// `None`: programs only read.
     pub api: Option<crate::channel::Channel>,
+    /// Long polls open per caller (`watch`): bounded, so that one token or
+    /// certificate cannot hold the connection cap.
+    pub watches: crate::watch::Watches,
 }
 
 /// A connection: its verified client certificate, if it presented one,
@@ -91,6 +94,16 @@ pub struct PeerCert {
 pub(crate) enum Caller {
     Person(PeerCert),
     Program { scope: heimdall_core::program::ProgramScope, accessor: String },
+}
+
+impl Caller {
+    /// Who it is, for counting what it holds open: a certificate's key, or a token's id.
+    pub(crate) fn key(&self) -> String {
+        match self {
+            Caller::Person(cert) => format!("key:{}", cert.key_sha256),
+            Caller::Program { scope, .. } => format!("token:{}", scope.id),
+        }
+    }
 }
 
 /// The caller of a request: exactly one of a client certificate and a
@@ -211,7 +224,7 @@ fn revoked() -> ApiError {
 }
 
 /// How long a request waits for the sync it asked for.
-const REFRESH_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+pub(crate) const REFRESH_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// `decide` with the current snapshot; if it does not know the
 /// certificate, secret or environment, once more after a sync asked for now.

@@ -354,6 +354,7 @@ async fn start_local_api(
         metrics: parts.metrics,
         tokens: parts.tokens,
         api: Some(parts.api),
+        watches: crate::watch::Watches::default(),
     };
     let listener = tokio::net::TcpListener::bind(&local.listen)
         .await

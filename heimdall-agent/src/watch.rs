@@ -18,6 +18,50 @@ use crate::openapi::ReadErrors;
 /// How long one poll waits for a change.
 pub const WAIT: std::time::Duration = std::time::Duration::from_secs(25);
 
+/// Most polls one caller (a certificate's key, a token) holds open at once.
+pub const MAX_PER_CALLER: usize = 8;
+
+/// The polls open, per caller.
+#[derive(Clone, Debug, Default)]
+pub struct Watches(std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>);
+
+/// One open poll, given back when dropped.
+struct Open {
+    watches: Watches,
+    caller: String,
+}
+
+impl Watches {
+    fn open(&self, caller: String) -> Result<Open, Refusal> {
+        let mut open = self
+            .0
+            .lock()
+            .map_err(|_| Refusal(ApiError::new(heimdall_core::ErrorCode::Internal, "a poisoned lock")))?;
+        let count = open.entry(caller.clone()).or_default();
+        if *count >= MAX_PER_CALLER {
+            return Err(Refusal(ApiError::new(
+                heimdall_core::ErrorCode::TooManyRequests,
+                format!("at most {MAX_PER_CALLER} watches open at once per caller"),
+            )));
+        }
+        *count += 1;
+        Ok(Open { watches: self.clone(), caller })
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.watches.0.lock() {
+            if let Some(count) = open.get_mut(&self.caller) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    open.remove(&self.caller);
+                }
+            }
+        }
+    }
+}
+
 #[utoipa::path(
     post,
     path = "/v1/values/watch",
@@ -33,6 +77,7 @@ pub(crate) async fn watch(
     body: axum::body::Bytes,
 ) -> Result<Json<WatchAnswer>, Refusal> {
     let caller = caller(&state, &peer, &headers)?;
+    let _open = state.watches.open(caller.key())?;
     let body: WatchValues = heimdall_core::body::decode(&body)?;
     if body.secrets.is_empty() || body.secrets.len() > MAX_READ_VALUES {
         return Err(Refusal(ApiError::invalid_input(format!(

@@ -47,7 +47,10 @@ pub fn exit_code(code: ErrorCode) -> u8 {
         | ErrorCode::ValueNotAccepted
         | ErrorCode::PayloadTooLarge
         | ErrorCode::NoCloudAccount => exit::INVALID_INPUT,
-        ErrorCode::PolicyStale | ErrorCode::AuditUnavailable | ErrorCode::Unavailable => exit::UNAVAILABLE,
+        ErrorCode::PolicyStale
+        | ErrorCode::AuditUnavailable
+        | ErrorCode::Unavailable
+        | ErrorCode::TooManyRequests => exit::UNAVAILABLE,
     }
 }
 

@@ -98,6 +98,30 @@ pub fn check_oidc(provider: Provider, target: &OidcTarget) -> Result<(), ApiErro
             None => {}
         }
     }
+    // A job's token is handed to its Terraform: with another cloud's
+    // audience it could be traded there instead (an AWS role's, say).
+    if let Some(audience) = &target.audience {
+        let elsewhere = match provider {
+            Provider::Aws => {
+                audience == "api://AzureADTokenExchange"
+                    || audience.starts_with("https://iam.googleapis.com/")
+            }
+            Provider::Gcp => audience == "sts.amazonaws.com" || audience == "api://AzureADTokenExchange",
+            Provider::Azure => {
+                audience == "sts.amazonaws.com" || audience.starts_with("https://iam.googleapis.com/")
+            }
+            Provider::Kubernetes | Provider::Helm | Provider::Cloudflare => {
+                audience == "sts.amazonaws.com"
+                    || audience == "api://AzureADTokenExchange"
+                    || audience.starts_with("https://iam.googleapis.com/")
+            }
+        };
+        if elsewhere {
+            return Err(ApiError::invalid_input(format!(
+                "auth.audience {audience} is another cloud's: a {provider} job's token must not be one it would take"
+            )));
+        }
+    }
     if let Some(pool) = &target.workload_identity_provider {
         let parts: Vec<&str> = pool.split('/').collect();
         let shape = parts.len() == 8
@@ -216,6 +240,20 @@ mod tests {
             (Provider::Azure, serde_json::json!({ "kind": "oidc", "client_id": "c" })),
             (Provider::Kubernetes, serde_json::json!({ "kind": "oidc", "cluster_url": "k8s:6443" })),
             (Provider::Cloudflare, serde_json::json!({ "kind": "oidc", "audience": "x" })),
+            (
+                Provider::Kubernetes,
+                serde_json::json!({ "kind": "oidc", "cluster_url": "https://k8s:6443", "audience": "sts.amazonaws.com" }),
+            ),
+            (
+                Provider::Gcp,
+                serde_json::json!({ "kind": "oidc", "audience": "sts.amazonaws.com",
+                    "workload_identity_provider": "projects/1/locations/global/workloadIdentityPools/p/providers/q" }),
+            ),
+            (
+                Provider::Aws,
+                serde_json::json!({ "kind": "oidc", "role_arn": "arn:aws:iam::1:role/x",
+                    "audience": "api://AzureADTokenExchange" }),
+            ),
         ];
         for (provider, auth) in refused {
             let mut body = account(provider, auth.clone());

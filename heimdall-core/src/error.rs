@@ -64,6 +64,7 @@ error_codes! {
     AgentRevoked = 403,
     ImportWouldChange = 409,
     StalePlan = 409,
+    TooManyRequests = 429,
 }
 
 impl ErrorCode {
@@ -100,6 +101,7 @@ impl ErrorCode {
             ErrorCode::AgentRevoked => "AGENT_REVOKED",
             ErrorCode::ImportWouldChange => "IMPORT_WOULD_CHANGE",
             ErrorCode::StalePlan => "STALE_PLAN",
+            ErrorCode::TooManyRequests => "TOO_MANY_REQUESTS",
         }
     }
 
@@ -114,6 +116,7 @@ impl ErrorCode {
             409 => ErrorCode::Conflict,
             413 => ErrorCode::PayloadTooLarge,
             422 => ErrorCode::InvalidInput,
+            429 => ErrorCode::TooManyRequests,
             503 => ErrorCode::Unavailable,
             _ => ErrorCode::Internal,
         }

@@ -750,3 +750,66 @@ async fn token_commands_run_at_once_lose_nothing() {
     assert_eq!(registered.as_array().unwrap().len(), 5, "{registered}");
     drop(held);
 }
+
+/// What one token can hold of an Agent: at most a few watches open at once
+/// (not the connection cap), and `*` for an environment the Agent does not
+/// know is one sync's wait, not one per secret of the scope.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_token_holds_a_few_watches_and_an_unknown_environment_costs_one_sync() {
+    let w = World::new().await;
+    let config = w.enroll("agent-1").await;
+    let held = holding_secret(&w, &config, "billing-db", "s3cret", &[]).await;
+    let owner = w.api.owner_token.clone();
+    for n in 0..5 {
+        w.post(&owner, "/v1/secrets", json!({ "name": format!("billing-{n}") })).await;
+    }
+    let token = token_command(
+        &config,
+        &["create", "--name", "watcher", "--environment", "dev", "--secret", "billing-*"],
+    )["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let http = no_certificate(&config);
+    let watch_url = format!("{}/v1/values/watch", held.local_url);
+    let first: Value = http
+        .post(&watch_url)
+        .bearer_auth(&token)
+        .body(json!({ "environment": "dev", "secrets": ["billing-db"] }).to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let since = first["fingerprint"].as_str().unwrap().to_owned();
+    let body = json!({ "environment": "dev", "secrets": ["billing-db"], "since": since }).to_string();
+    let mut open = Vec::new();
+    for _ in 0..heimdall_agent::watch::MAX_PER_CALLER {
+        let request = http.post(&watch_url).bearer_auth(&token).body(body.clone()).send();
+        open.push(tokio::spawn(request));
+    }
+    // Once those are open (a poll waits 25 s), one more is refused at once.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let extra = http
+        .post(&watch_url)
+        .bearer_auth(&token)
+        .body(body.clone())
+        .timeout(std::time::Duration::from_secs(10))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(extra.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(open.iter().all(|r| !r.is_finished()), "each of the first ones is still waiting");
+    for request in open {
+        request.abort();
+    }
+
+    let started = std::time::Instant::now();
+    let unknown =
+        http.get(format!("{}/v1/eso/nowhere/*", held.local_url)).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+    // One sync asked for and waited on (3 s at most), not one per secret.
+    assert!(started.elapsed() < std::time::Duration::from_secs(9), "{:?}", started.elapsed());
+    drop(held);
+}

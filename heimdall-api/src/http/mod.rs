@@ -384,11 +384,16 @@ pub(crate) fn sort_time_newest_first(t: time::OffsetDateTime) -> String {
     sort_number(i64::MAX - micros.max(0))
 }
 
+/// Most chunks one page reads: where a `forbid` hides nearly everything, a
+/// page stops short (with where to go on) rather than read the whole list.
+pub(crate) const MAX_CHUNKS: usize = 20;
+
 /// A page of what the caller may see: reads chunks of `limit + 1` from
 /// `fetch` (each after the last entry read), keeps those `allowed`, until
 /// one more than `limit` is kept (so there is a next page) or the list
-/// ends; hidden entries never leave a short page. Answers the page and
-/// its `Heimdall-Next-After` (see [`page`]).
+/// ends; hidden entries never leave a short page, unless [`MAX_CHUNKS`]
+/// were read: then it ends short, its `Heimdall-Next-After` at the last
+/// entry read. Answers the page and that header (see [`page`]).
 pub(crate) async fn visible_page<T, C, Fut>(
     limit: u32,
     mut after: Option<C>,
@@ -403,13 +408,18 @@ where
     let wanted = limit.saturating_add(1);
     let enough = usize::try_from(wanted).unwrap_or(usize::MAX);
     let mut kept = Vec::new();
-    loop {
+    for chunks in 1.. {
         let chunk = fetch(after.take(), wanted).await?;
         let read = chunk.len();
         after = chunk.last().map(&cursor);
         kept.extend(chunk.into_iter().filter(|e| allowed(e)));
         if kept.len() >= enough || read < enough {
             break;
+        }
+        if chunks >= MAX_CHUNKS {
+            // Short, and more to read: go on after the last entry read.
+            let next = after.as_ref().map(heimdall_core::page::encode);
+            return Ok((next_after(next), kept));
         }
     }
     let headers = page(&mut kept, limit, |last| heimdall_core::page::encode(&cursor(last)));

@@ -10,7 +10,8 @@ use crate::support::{world, Client};
 
 crate::on_every_backend!(
     secret_and_job_lists_come_in_full_pages_with_hidden_entries_left_out,
-    the_short_lists_come_in_pages_that_make_up_the_whole_list
+    the_short_lists_come_in_pages_that_make_up_the_whole_list,
+    a_page_hidden_almost_whole_ends_short_and_goes_on
 );
 
 /// Every page of `path` (which has a `?`) for `token`, `limit` at a time:
@@ -211,4 +212,36 @@ async fn the_short_lists_come_in_pages_that_make_up_the_whole_list(db: TestDatab
         })
         .collect();
     assert!(made.len() >= 3 && made.windows(2).all(|w| w[0] >= w[1]), "newest first: {made:?}");
+}
+
+/// A page reads a bounded number of chunks: where a `forbid` hides nearly
+/// all of a list, a page ends short with where to go on, and following
+/// the pages still reaches every visible entry.
+async fn a_page_hidden_almost_whole_ends_short_and_goes_on(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = &api.owner_token;
+    let bo = c.add_member(owner, "bo@example.com", "member").await;
+    let d = c.post("/v1/domains", owner, json!({ "name": "payments" })).await.expect(201)["id"].clone();
+    let s = c.post("/v1/systems", owner, json!({ "name": "checkout", "parent_id": d })).await.expect(201)
+        ["id"]
+        .clone();
+    let component =
+        c.post("/v1/components", owner, json!({ "name": "vault", "parent_id": s })).await.expect(201)["id"]
+            .clone();
+    for i in 0..50 {
+        let body = json!({ "name": format!("a{i:02}"), "components": [component.clone()] });
+        c.post("/v1/secrets", owner, body).await.expect(201);
+    }
+    c.post("/v1/secrets", owner, json!({ "name": "zz-open" })).await.expect(201);
+    let text = format!(
+        "forbid (principal, action == Heimdall::Action::\"secret.read\", resource in Heimdall::Component::\"{}\") unless {{ principal.role == \"owner\" }};",
+        component.as_str().unwrap()
+    );
+    c.post("/v1/policies", owner, json!({ "name": "vault-owner-only", "text": text })).await.expect(201);
+    let first = c.get("/v1/secrets?limit=1", &bo).await;
+    assert_eq!(first.body.as_array().map(Vec::len), Some(0), "{}", first.text);
+    assert!(first.next_after.is_some(), "a short page says where to go on");
+    let (_, names) = pages(&c, "/v1/secrets?", &bo, 1, "name").await;
+    assert_eq!(names, ["zz-open"]);
 }

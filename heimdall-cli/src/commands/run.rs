@@ -22,6 +22,10 @@ use crate::run_file::RunFile;
 /// A program token (`heimdall-agent token create`), for servers and CI.
 pub(super) const AGENT_TOKEN_ENV: &str = "HEIMDALL_AGENT_TOKEN";
 
+/// Credentials of `heimdall`'s own that the program it starts never gets:
+/// the Agent token it read with, and an API token.
+pub(super) const CREDENTIALS_ENV: [&str; 2] = [AGENT_TOKEN_ENV, "HEIMDALL_TOKEN"];
+
 /// Every secret from the Agent at `agent_url`, as the program the token is
 /// for: trusting only the installation CA in `HEIMDALL_CA_FILE`, and only
 /// the Agent the token names.
@@ -75,7 +79,10 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<()> {
         return super::run_watch::supervise(watched, values).await;
     }
     let mut command = std::process::Command::new(program);
-    command.args(arguments).env_remove(AGENT_TOKEN_ENV);
+    command.args(arguments);
+    for credential in CREDENTIALS_ENV {
+        command.env_remove(credential);
+    }
     for (variable, answer) in variables.iter().zip(&values) {
         command.env(variable, answer.value.expose());
     }

@@ -16,7 +16,6 @@ use heimdall_sdk::AgentClient;
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, SignalKind};
 
-use super::run::AGENT_TOKEN_ENV;
 use crate::error::{CliError, Result};
 
 /// How long the child has to stop after SIGTERM.
@@ -82,7 +81,10 @@ pub async fn supervise(watched: Watched<'_>, first: Vec<ValueAnswer>) -> Result<
 
 fn start(watched: &Watched<'_>, values: &[ValueAnswer]) -> Result<Child> {
     let mut command = Command::new(watched.program);
-    command.args(watched.arguments).env_remove(AGENT_TOKEN_ENV).kill_on_drop(true);
+    command.args(watched.arguments).kill_on_drop(true);
+    for credential in super::run::CREDENTIALS_ENV {
+        command.env_remove(credential);
+    }
     for (variable, answer) in watched.variables.iter().zip(values) {
         command.env(variable, answer.value.expose());
     }

@@ -251,10 +251,11 @@ async fn dev_quickstart_bootstraps_once_and_stops_on_a_signal() {
                 port + 2
             );
             std::fs::write(project.join("heimdall.yaml"), yaml).expect("heimdall.yaml");
-            let script = r#"printf %s "$DB_PASSWORD"; test -z "${HEIMDALL_AGENT_TOKEN+set}""#;
+            let script = r#"printf %s "$DB_PASSWORD"; test -z "${HEIMDALL_AGENT_TOKEN+set}" && test -z "${HEIMDALL_TOKEN+set}""#;
             let mut run = nobody.command(&["run", "--", "sh", "-c", script]);
             run.current_dir(&project)
                 .env("HEIMDALL_AGENT_TOKEN", made["token"].as_str().expect("token"))
+                .env("HEIMDALL_TOKEN", "hd_an-api-token-the-program-must-not-get")
                 .env("HEIMDALL_CA_FILE", data.join("agent/ca.pem"));
             let out = run.output().await.expect("heimdall run with a token");
             let stderr = String::from_utf8_lossy(&out.stderr);

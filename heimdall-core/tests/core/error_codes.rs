@@ -32,6 +32,7 @@ const PINNED: &[(&str, u16)] = &[
     ("AGENT_REVOKED", 403),
     ("IMPORT_WOULD_CHANGE", 409),
     ("STALE_PLAN", 409),
+    ("TOO_MANY_REQUESTS", 429),
 ];
 
 #[test]
