@@ -253,5 +253,7 @@ def world(dev: Dev) -> World:
     stored = dev.cli("secret", "set", "db-password", "--environment", "dev", input=DB_VALUE)
     assert "db-password version 1 stored in dev" in stored.stdout, stored.stdout
     reader = dev.program_token("ci-job", secrets="db-*")
+    # A token that writes needs an owner's allowance for the Agent's programs.
+    dev.cli("agent", "allow-programs", "dev", "--environment", "dev", "--secret", "py-*", "--verb", "write")
     writer = dev.program_token("py-writer", secrets="py-*", verbs=("read", "write"))
     return World(dev, reader, writer)
