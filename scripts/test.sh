@@ -29,8 +29,8 @@ pg_isready -h 127.0.0.1 -p 5432 || {
 # The Agent tests start moto (scripts/moto.sh start); leave nothing running.
 trap 'bash scripts/moto.sh stop >/dev/null 2>&1 || true' EXIT
 
-# Builds every binary first: the end-to-end tests drive them.
-cargo build --workspace --bins --locked
+# Builds every binary and example first: the end-to-end tests drive them.
+cargo build --workspace --bins --examples --locked
 cargo test --workspace --all-features --locked "$@"
 # Scale and faults, small (benches/scale.sh for the full run): 3 API replicas
 # on one PostgreSQL database, 3 Agents, 30 Resources through random

@@ -167,3 +167,52 @@ fn api_routes_come_with_their_document() {
         }
     }
 }
+
+/// The audit actions `heimdall_core::audit::AuditAction` names, read from
+/// its source (`Variant => "object.what",`).
+fn audit_action_names() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(workspace().join("heimdall-core/src/audit.rs")).unwrap();
+    text.lines()
+        .filter_map(|l| l.trim().split_once(" => \"").and_then(|(_, rest)| rest.strip_suffix("\",")))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A file's code before its test module (`#[cfg(test)]` closes our files).
+fn code_of(file: &Path) -> String {
+    let text = std::fs::read_to_string(file).unwrap();
+    match text.find("#[cfg(test)]") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
+    }
+}
+
+/// Architecture Invariant: an audit event's name comes only from core's
+/// `AuditAction`: no adapter spells one as a string, so a rename or a new
+/// event is one line in one place, and a notification filter cannot name
+/// an event that is never written.
+#[test]
+fn event_names_come_only_from_cores_enum() {
+    let names = audit_action_names();
+    assert!(names.len() > 50 && names.contains("secret.created"), "the check reads the enum: {names:?}");
+    let mut offenders = Vec::new();
+    for krate in ["heimdall-api/src", "heimdall-agent/src", "heimdall-core/src"] {
+        for file in rust_files(&workspace().join(krate)) {
+            if file.ends_with("heimdall-core/src/audit.rs") {
+                continue;
+            }
+            for (n, line) in code_of(&file).lines().enumerate() {
+                for name in &names {
+                    if line.contains(&format!("\"{name}\"")) && !line.trim_start().starts_with("//") {
+                        offenders.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "event names spelt outside heimdall_core::audit:\n{}",
+        offenders.join("\n")
+    );
+}

@@ -175,3 +175,70 @@ fn an_approver_reads_the_plan_and_approves_exactly_it_with_the_cli() {
     assert!(data.join("state").join(format!("{resource_id}.tfstate")).is_file());
     assert!(dev.stop().success());
 }
+
+/// An embedding program writes and reads a value with the SDK alone: the
+/// `value_roundtrip` example, built as the README's test command builds
+/// every example, run against `heimdall dev` with a token of its own. The
+/// CLI then reads what the program wrote, and the access log names the
+/// program's person.
+#[test]
+fn an_sdk_program_writes_and_reads_a_value_with_no_cli_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, config) = (tmp.path().join("data"), tmp.path().join("config"));
+    let port = free_port();
+    let dev = Dev::start(&data, &config, port);
+    let ok = |line: &str| {
+        let out = dev.sh(line);
+        assert!(out.status.success(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    ok("heimdall environment create dev");
+    ok("heimdall environment assign-agent dev dev");
+    let token: serde_json::Value =
+        serde_json::from_slice(&ok("heimdall token create --name embedded --output json")).unwrap();
+    let example = dev.bin_dir.join("examples").join("value_roundtrip");
+    assert!(example.exists(), "{} is missing: build the examples (scripts/test.sh does)", example.display());
+
+    let run = |secret: &str, environment: &str, value: &[u8]| {
+        use std::io::Write;
+        let mut child = std::process::Command::new(&example)
+            .args([secret, environment])
+            .env("HEIMDALL_API_URL", format!("https://127.0.0.1:{port}"))
+            .env("HEIMDALL_TOKEN", token["token"].as_str().unwrap())
+            .env("HEIMDALL_CA_FILE", config.join("profiles/dev/ca.pem"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(value).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = run("embedded-key", "dev", b"from-the-sdk");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("created secret embedded-key"), "{stdout}");
+    assert!(stdout.contains("stored version 1 on dev"), "{stdout}");
+    assert!(stdout.contains("read back version 1 from dev: the same value"), "{stdout}");
+    assert!(!stdout.contains("from-the-sdk"), "the value is never printed: {stdout}");
+
+    // A second run: a new version, the secret already there.
+    let out = run("embedded-key", "dev", b"second");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("secret embedded-key exists") && stdout.contains("stored version 2 on dev"),
+        "{stdout}"
+    );
+
+    // What the program wrote is what a person reads.
+    assert_eq!(ok("heimdall secret get embedded-key --environment dev"), b"second");
+    assert_eq!(ok("heimdall secret get embedded-key --environment dev --version 1"), b"from-the-sdk");
+    // An environment no Agent holds: the SDK's error carries the API's code,
+    // and no version was numbered for it.
+    ok("heimdall environment create prod");
+    let out = run("embedded-key", "prod", b"x");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("error: NO_AGENT:"), "{stderr}");
+    assert!(dev.stop().success());
+}

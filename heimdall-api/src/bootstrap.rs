@@ -1,5 +1,6 @@
 //! Creating the first organization and its owner.
 
+use heimdall_core::audit::AuditAction;
 use heimdall_core::clock::Clock;
 use heimdall_core::domain::{Member, Organization, Role};
 use heimdall_core::ids::{EventId, MemberId, OrgId, TokenId};
@@ -42,7 +43,7 @@ pub async fn bootstrap(
         id: EventId::from_uuid(Uuid::new_v4()),
         at: now,
         actor: "system".into(),
-        action: "organization.bootstrapped".into(),
+        action: AuditAction::OrganizationBootstrapped,
         target: format!("organization:{}", org.id),
         detail: serde_json::json!({ "name": org.name, "owner": email }),
     };

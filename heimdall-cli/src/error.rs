@@ -163,6 +163,7 @@ mod tests {
             ("AGENT_REVOKED", 4),
             ("IMPORT_WOULD_CHANGE", 6),
             ("STALE_PLAN", 6),
+            ("TOO_MANY_REQUESTS", 8),
         ];
         assert_eq!(expected.len(), ErrorCode::ALL.len(), "every code has a pinned exit status");
         for (name, status) in expected {

@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 
 use heimdall_core::wire::IssuedCertificate;
 use heimdall_core::{ApiError, ErrorCode, Redacted};
+use heimdall_sdk::flows::{self, Certified};
 use heimdall_sdk::{Client, Identity};
-use zeroize::Zeroizing;
 
 use crate::config;
 use crate::error::{CliError, Result};
@@ -46,25 +46,12 @@ pub async fn issue(
 ) -> Result<IssuedCertificate> {
     let dir = profile_dir(config_dir, profile);
     let kept = match std::fs::read_to_string(dir.join(KEY_FILE)) {
-        Ok(pem) if !new_key => rcgen::KeyPair::from_pem(&Zeroizing::new(pem)).ok(),
+        Ok(pem) if !new_key => Some(Redacted::new(pem)),
         _ => None,
     };
-    let key = match kept {
-        Some(key) => key,
-        None => rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
-            .map_err(|err| CliError::local(format!("cannot generate a key: {err}")))?,
-    };
-    // The API takes nothing from the request but its public key: names,
-    // usages and validity are its own.
-    let csr = rcgen::CertificateParams::new(Vec::<String>::new())
-        .and_then(|params| params.serialize_request(&key))
-        .and_then(|request| request.pem())
-        .map_err(|err| CliError::local(format!("cannot make a certificate request: {err}")))?;
-    let issued = client.issue_certificate(&csr).await?;
-    let key_pem = Zeroizing::new(key.serialize_pem());
-    drop(key);
+    let Certified { identity, issued } = flows::login(client, kept.as_ref()).await?;
     // The key first: a certificate on disk always has its key.
-    config::write_private(&dir, &dir.join(KEY_FILE), key_pem.as_bytes())?;
+    config::write_private(&dir, &dir.join(KEY_FILE), identity.key_pem.expose().as_bytes())?;
     config::write_private(&dir, &dir.join(CERT_FILE), issued.certificate.as_bytes())?;
     config::write_private(&dir, &dir.join(CA_FILE), issued.ca.as_bytes())?;
     Ok(issued)

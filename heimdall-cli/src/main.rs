@@ -8,7 +8,6 @@ mod commands;
 mod config;
 mod dev;
 mod error;
-mod holders;
 mod identity;
 mod output;
 mod run_file;

@@ -1,5 +1,5 @@
 //! Access records reported by Agents: what a sync's records do to the
-//! API's log (DESIGN §2 "Read"), decided here, applied by the store in one
+//! API's log, decided here, applied by the store in one
 //! transaction.
 //!
 //! An Agent numbers its reads 1, 2, 3… within an *epoch*: a random id its
@@ -21,6 +21,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::audit::AuditAction;
 use crate::ids::AgentId;
 
 /// One read an Agent served, as it recorded it before serving. `seq` is the
@@ -117,10 +118,6 @@ pub const LEGACY_EPOCH: &str = "legacy";
 /// content at its number is taken as a repeat (as it was then).
 pub const UNKNOWN_DIGEST: &str = "";
 
-pub const READ_NOT_REPORTED: &str = "secret.read_not_reported";
-pub const SEQUENCE_RESTARTED: &str = "secret.sequence_restarted";
-pub const RECORD_CONFLICT: &str = "secret.record_conflict";
-
 /// What the API holds of one (Agent, epoch): the highest sequence number.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EpochState {
@@ -156,11 +153,11 @@ pub enum AccessEvent {
 
 impl AccessEvent {
     /// The audit action.
-    pub fn action(&self) -> &'static str {
+    pub fn action(&self) -> AuditAction {
         match self {
-            AccessEvent::Gap { .. } => READ_NOT_REPORTED,
-            AccessEvent::Restarted { .. } => SEQUENCE_RESTARTED,
-            AccessEvent::Conflict { .. } => RECORD_CONFLICT,
+            AccessEvent::Gap { .. } => AuditAction::SecretReadNotReported,
+            AccessEvent::Restarted { .. } => AuditAction::SecretSequenceRestarted,
+            AccessEvent::Conflict { .. } => AuditAction::SecretRecordConflict,
         }
     }
 

@@ -1,6 +1,6 @@
 //! Authorization: who may do what, decided with Cedar.
 //!
-//! The role table of DESIGN §2 is written as Cedar `permit` policies
+//! The role table (README, "Who may do what") is written as Cedar `permit` policies
 //! ([`DEFAULT_POLICIES`]); an organization adds its own `permit`/`forbid`
 //! policies on top. Cedar's semantics give "a `forbid` always wins" and
 //! "deny unless something permits". A decision is a pure function of
@@ -84,7 +84,7 @@ impl fmt::Display for Action {
     }
 }
 
-/// The role defaults of DESIGN §2, as Cedar. Ids start with `default:`.
+/// The role defaults, as Cedar. Ids start with `default:`.
 pub const DEFAULT_POLICIES: &[(&str, &str)] = &[
     (
         "default:every-member",

@@ -1,6 +1,5 @@
 //! Request bodies: parsed once, strictly, then checked for secret values,
-//! then decoded, all from the same parsed tree (DESIGN §2 "No value at the
-//! API").
+//! then decoded, all from the same parsed tree (README, "Secrets").
 //!
 //! Every adapter that takes a JSON body (the API's people and Agent
 //! routes, the Agent's local API) calls [`decode`], so the bytes the value

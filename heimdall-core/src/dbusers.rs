@@ -114,6 +114,11 @@ pub fn parse_period(text: &str) -> Result<Duration, ApiError> {
     Ok(period)
 }
 
+/// When a user rotated at `last`, every `every`, is due again.
+pub fn next_rotation_after(every: Duration, last: OffsetDateTime) -> OffsetDateTime {
+    last + every
+}
+
 /// A user's schedule: rotate every `every`, the old login working for
 /// `grace` after each rotation. The grace must be shorter than the period,
 /// or two rotations would overlap.
@@ -133,7 +138,7 @@ impl Schedule {
 
     /// When the next rotation is due after one at `last` (now, if never).
     pub fn next_rotation(&self, last: Option<OffsetDateTime>, now: OffsetDateTime) -> OffsetDateTime {
-        last.map_or(now, |last| last + self.every)
+        last.map_or(now, |last| next_rotation_after(self.every, last))
     }
 }
 

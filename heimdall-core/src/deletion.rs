@@ -81,6 +81,74 @@ pub fn is_done(started_at: OffsetDateTime, hearers: &[Hearer]) -> bool {
 /// refused, or deleted, wherever it arrives late.
 pub const KEEP_SENDING_DONE: Duration = Duration::hours(1);
 
+/// Where a secret stands in its life, as a whole or in one environment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Lifecycle {
+    Active,
+    /// Every holder drops it on its next sync; done once all have ([`is_done`]).
+    Deleting,
+    Deleted,
+}
+
+impl Lifecycle {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lifecycle::Active => "active",
+            Lifecycle::Deleting => "deleting",
+            Lifecycle::Deleted => "deleted",
+        }
+    }
+
+    /// A stored lifecycle, if it is one.
+    pub fn parse(stored: &str) -> Option<Lifecycle> {
+        match stored {
+            "active" => Some(Lifecycle::Active),
+            "deleting" => Some(Lifecycle::Deleting),
+            "deleted" => Some(Lifecycle::Deleted),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Lifecycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether Agents are still told of a deletion in an environment at `now`:
+/// while it runs, and for [`KEEP_SENDING_DONE`] after it is done.
+pub fn still_sent(status: Lifecycle, deleted_at: Option<OffsetDateTime>, now: OffsetDateTime) -> bool {
+    status == Lifecycle::Deleting || deleted_at.is_some_and(|at| now - at < KEEP_SENDING_DONE)
+}
+
+/// Refuses a new version of `secret` (`CONFLICT`) once it is being
+/// deleted or deleted as a whole (`whole`), or while its deletion in
+/// `environment` runs (`here`): the version would be deleted as it lands.
+pub fn may_take_version(
+    secret: &str,
+    whole: Lifecycle,
+    environment: &str,
+    here: Option<Lifecycle>,
+) -> Result<(), ApiError> {
+    if here == Some(Lifecycle::Deleting) {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!(
+                "{secret} is being deleted in {environment}: it takes a new version there once that is done"
+            ),
+        ));
+    }
+    if whole != Lifecycle::Active {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("{secret} is {whole}: it takes no new version"),
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses taking `agent` off `environment` (`CONFLICT`) while it is the
 /// only Agent there holding a current version of a secret: a value is
 /// written to the Agents that hold the environment at the time, and no

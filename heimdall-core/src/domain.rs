@@ -1,4 +1,4 @@
-//! The records of DESIGN §2 that the API stores and serves.
+//! The organization, its members, catalog, tokens, policies and audit events: the records the API stores and serves.
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,4 +1,4 @@
-//! The one list of stable error codes (DESIGN §4) and their HTTP status.
+//! The one list of stable error codes (README, "Errors and exit codes") and their HTTP status.
 //!
 //! Architecture Invariant: a code's string and status never change once
 //! shipped; `tests/core.rs` pins the whole table. Messages never carry a
@@ -32,7 +32,6 @@ macro_rules! error_codes {
 }
 
 error_codes! {
-    // From DESIGN §4.
     ValueNotAccepted = 400,
     SchemaViolation = 422,
     SelfApproval = 403,

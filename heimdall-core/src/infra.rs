@@ -1,4 +1,4 @@
-//! Infrastructure Manager records (DESIGN §2): resource schemas, resources
+//! Infrastructure Manager records: resource schemas, resources
 //! and their revisions, cloud accounts, jobs.
 
 use std::collections::BTreeMap;
@@ -79,7 +79,7 @@ pub struct ResourceSchema {
 }
 
 string_enum!(
-    /// DESIGN §2: `pending_approval` → `queued` → `applying` →
+    /// A Resource's life: `pending_approval` → `queued` → `applying` →
     /// `provisioned` | `failed`; `deleting` → `deleted`. `refused` is a
     /// create that an approver turned down (nothing was ever queued).
     ResourceStatus {

@@ -10,8 +10,10 @@
 
 pub mod access;
 pub mod accounts;
+pub mod agents;
 pub mod approval;
 pub mod at_risk;
+pub mod audit;
 pub mod authz;
 pub mod body;
 pub mod clock;

@@ -2,8 +2,8 @@
 //!
 //! Cedar decides whether the actor may manage members at all
 //! (`member.write`); these rules decide which role changes are allowed.
-//! The store re-checks "at least one owner remains" inside its transaction,
-//! so two concurrent demotions cannot both succeed.
+//! The store calls [`check_owner_remains`] inside its transaction, on the
+//! owners it counted there, so two concurrent demotions cannot both succeed.
 
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorCode};

@@ -16,16 +16,13 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use time::{Duration, OffsetDateTime};
 
+use crate::audit::AuditAction;
 use crate::error::ApiError;
 use crate::ids::OrgId;
 
-/// The audit events a channel carries.
-pub const NOTIFIED: &[&str] =
-    &["secret.at_risk", "resource.drifted", "job.failed", "database.rotation_failed"];
-
 /// Whether an event with `action` goes to the organization's channels.
-pub fn is_notified(action: &str) -> bool {
-    NOTIFIED.contains(&action)
+pub fn is_notified(action: AuditAction) -> bool {
+    action.is_notified()
 }
 
 /// Tries before a delivery is given up (`failed`).
@@ -386,7 +383,11 @@ mod tests {
 
     #[test]
     fn the_channel_carries_what_people_act_on() {
-        assert!(is_notified("secret.at_risk") && is_notified("resource.drifted"));
-        assert!(!is_notified("secret.created") && !is_notified("member.removed"));
+        let notified: Vec<&str> =
+            AuditAction::ALL.iter().filter(|a| is_notified(**a)).map(|a| a.as_str()).collect();
+        assert_eq!(
+            notified,
+            ["database.rotation_failed", "job.failed", "resource.drifted", "secret.at_risk"]
+        );
     }
 }

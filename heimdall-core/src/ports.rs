@@ -7,6 +7,7 @@
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
+use crate::audit::AuditAction;
 use crate::domain::{AuditEvent, CatalogEntry, CatalogKind, Member, Organization, Policy, Role, TokenInfo};
 use crate::error::{ApiError, ErrorCode};
 use crate::ids::{CatalogId, EventId, MemberId, OrgId, PolicyId, TokenId};
@@ -21,8 +22,10 @@ pub enum StoreError {
     AlreadyExists(&'static str),
     #[error("{0}")]
     NotEmpty(String),
-    #[error("the organization's last owner cannot be removed or demoted")]
-    LastOwner,
+    /// A rule of core, decided inside the store's transaction on what it
+    /// read there (the last owner: `members::check_owner_remains`).
+    #[error("{0}")]
+    Refused(ApiError),
     #[error("this database already has an organization; bootstrap runs once")]
     AlreadyBootstrapped,
     /// The backend failed (connection lost, disk full, …). The message is
@@ -47,7 +50,7 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound(what) => ApiError::not_found(what),
             StoreError::AlreadyExists(_) => ApiError::new(ErrorCode::AlreadyExists, err.to_string()),
             StoreError::NotEmpty(msg) => ApiError::new(ErrorCode::NotEmpty, msg),
-            StoreError::LastOwner => ApiError::new(ErrorCode::LastOwner, err.to_string()),
+            StoreError::Refused(refusal) => refusal,
             StoreError::AlreadyBootstrapped => ApiError::new(ErrorCode::AlreadyBootstrapped, err.to_string()),
             StoreError::Backend(_) => ApiError::new(ErrorCode::Internal, "internal storage error"),
             StoreError::StaleRevision(msg) => ApiError::new(ErrorCode::StaleRevision, msg),
@@ -66,7 +69,7 @@ pub struct NewEvent {
     pub id: EventId,
     pub at: OffsetDateTime,
     pub actor: String,
-    pub action: String,
+    pub action: AuditAction,
     pub target: String,
     pub detail: serde_json::Value,
 }
@@ -78,7 +81,7 @@ impl NewEvent {
             org_id,
             at: self.at,
             actor: self.actor,
-            action: self.action,
+            action: self.action.as_str().to_owned(),
             target: self.target,
             detail: self.detail,
         }
@@ -124,12 +127,12 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
     async fn list_members(&self, org: OrgId) -> StoreResult<Vec<Member>>;
     async fn get_member(&self, org: OrgId, id: MemberId) -> StoreResult<Member>;
     async fn find_member_by_email(&self, org: OrgId, email: &str) -> StoreResult<Option<Member>>;
-    /// Changes a role; refuses with `LastOwner` (checked in the transaction)
+    /// Changes a role; refuses with `LAST_OWNER` (checked in the transaction)
     /// if no owner would remain.
     async fn change_role(&self, org: OrgId, id: MemberId, role: Role, event: NewEvent)
         -> StoreResult<Member>;
     /// Removes a member and revokes all their tokens, atomically; refuses
-    /// with `LastOwner` if no owner would remain.
+    /// with `LAST_OWNER` if no owner would remain.
     async fn remove_member(&self, org: OrgId, id: MemberId, event: NewEvent) -> StoreResult<Member>;
     async fn create_token(
         &self,
@@ -417,7 +420,7 @@ pub struct EnvironmentDeletion {
     /// The environment's name.
     pub environment: String,
     /// `deleting` or `deleted`.
-    pub status: String,
+    pub status: crate::deletion::Lifecycle,
     #[serde(with = "time::serde::rfc3339")]
     pub started_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]

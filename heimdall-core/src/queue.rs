@@ -6,7 +6,7 @@ use time::{Duration, OffsetDateTime};
 
 use crate::infra::{JobOperation, JobStatus, ResourceStatus};
 
-/// A job is tried at most this many times (DESIGN §2).
+/// A job is tried at most this many times.
 pub const MAX_ATTEMPTS: i64 = 3;
 
 /// How long a claim lasts without a heartbeat. Agents heartbeat every
@@ -33,7 +33,7 @@ pub fn run_may_continue(since_renewal: Duration) -> bool {
     since_renewal < RUN_STOPS_AFTER
 }
 
-/// Job output kept per job (DESIGN §2).
+/// Job output kept per job.
 pub const MAX_LOG_BYTES: usize = 1024 * 1024;
 
 /// Appended once, when the cap is reached.

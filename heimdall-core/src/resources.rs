@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use time::OffsetDateTime;
 
 use crate::approval::{self, PendingRequest, Verdict};
+use crate::audit::AuditAction;
 use crate::error::{ApiError, ErrorCode};
 use crate::ids::{CatalogId, JobId, OrgId, ResourceId};
 use crate::infra::{
@@ -118,7 +119,7 @@ pub enum StatusUpdate {
 /// The audit event a plan writes with it; the adapter adds id and actor.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlannedEvent {
-    pub action: &'static str,
+    pub action: AuditAction,
     pub detail: Value,
 }
 
@@ -165,7 +166,7 @@ impl ResourcePlan {
     }
 }
 
-fn event(action: &'static str, detail: Value) -> PlannedEvent {
+fn event(action: AuditAction, detail: Value) -> PlannedEvent {
     PlannedEvent { action, detail }
 }
 
@@ -199,7 +200,11 @@ pub fn create(new: NewResource<'_>, ctx: &Context<'_>) -> Result<ResourcePlan, A
     let mut revision = requested_revision(&resource, 1, new.input, effective, new.region, schema, ctx);
     revision.imports = new.imports;
     let job = job_for(&resource, schema, &revision, JobOperation::Apply, ctx)?;
-    let action = if revision.imports.is_empty() { "resource.created" } else { "resource.import_requested" };
+    let action = if revision.imports.is_empty() {
+        AuditAction::ResourceCreated
+    } else {
+        AuditAction::ResourceImportRequested
+    };
     let mut detail =
         json!({ "name": resource.name, "revision": 1, "hash": revision.hash, "status": resource.status });
     if !revision.imports.is_empty() {
@@ -232,8 +237,12 @@ pub fn change(
     let job = job_for(resource, schema, &revision, JobOperation::Apply, ctx)?;
     let status = waiting_status(schema);
     let detail = json!({ "revision": number, "hash": revision.hash, "status": status });
-    let mut plan =
-        ResourcePlan::new(resource.id, StatusUpdate::Set(status), ctx.now, event("resource.changed", detail));
+    let mut plan = ResourcePlan::new(
+        resource.id,
+        StatusUpdate::Set(status),
+        ctx.now,
+        event(AuditAction::ResourceChanged, detail),
+    );
     plan.expected_revision = Some(resource.revision);
     plan.supersede_pending = true;
     if schema.requires_approval {
@@ -281,7 +290,7 @@ pub fn approve(
         resource.id,
         StatusUpdate::Set(ResourceStatus::Queued),
         ctx.now,
-        event("resource.approved", detail),
+        event(AuditAction::ResourceApproved, detail),
     );
     plan.cancel_queued_applies = Some(superseded_by(request.revision));
     plan.job = Some(job);
@@ -304,7 +313,7 @@ pub fn refuse(
         resource.id,
         StatusUpdate::Settle(status_after_refusal(jobs)),
         ctx.now,
-        event("resource.refused", detail),
+        event(AuditAction::ResourceRefused, detail),
     );
     plan.decision = Some(decision);
     Ok(plan)
@@ -342,8 +351,12 @@ pub fn retry(
         }
     };
     let detail = json!({ "operation": operation, "revision": revision.number });
-    let mut plan =
-        ResourcePlan::new(resource.id, StatusUpdate::Set(status), ctx.now, event("resource.retried", detail));
+    let mut plan = ResourcePlan::new(
+        resource.id,
+        StatusUpdate::Set(status),
+        ctx.now,
+        event(AuditAction::ResourceRetried, detail),
+    );
     if operation == JobOperation::Destroy {
         cancel_for_delete(&mut plan);
     }
@@ -372,7 +385,7 @@ fn replan_pending(
         resource.id,
         StatusUpdate::Set(ResourceStatus::PendingApproval),
         ctx.now,
-        event("resource.retried", detail),
+        event(AuditAction::ResourceRetried, detail),
     );
     plan.job = Some(job);
     Ok(plan)
@@ -400,7 +413,7 @@ pub fn delete(
             resource.id,
             StatusUpdate::Set(ResourceStatus::Deleted),
             ctx.now,
-            event("resource.deleted", detail),
+            event(AuditAction::ResourceDeleted, detail),
         );
         cancel_for_delete(&mut plan);
         return Ok(Some(plan));
@@ -412,7 +425,7 @@ pub fn delete(
         resource.id,
         StatusUpdate::Set(ResourceStatus::Deleting),
         ctx.now,
-        event("resource.deleted", detail),
+        event(AuditAction::ResourceDeleted, detail),
     );
     cancel_for_delete(&mut plan);
     plan.job = Some(job);
@@ -457,7 +470,7 @@ pub fn drift_check(
         resource.id,
         StatusUpdate::Set(resource.status),
         ctx.now,
-        event("resource.drift_check_requested", detail),
+        event(AuditAction::ResourceDriftCheckRequested, detail),
     );
     plan.job = Some(job);
     Ok(plan)

@@ -1,4 +1,4 @@
-//! Secret Manager records (DESIGN §2 "Secret Manager"). The API keeps a
+//! Secret Manager records. The API keeps a
 //! secret's name, type, description, tags, links and versions; never its
 //! value.
 
@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
+use crate::deletion::Lifecycle;
 use crate::error::ApiError;
 use crate::ids::{AgentId, CatalogId, MemberId, OrgId, SecretId};
 use crate::names::{validate_name, validate_text};
@@ -129,13 +130,22 @@ pub enum SecretStatus {
 }
 
 impl SecretStatus {
-    /// From the stored lifecycle (`active`, `deleting`, `deleted`) and whether any mark is held.
-    pub fn of(lifecycle: &str, at_risk: bool) -> Self {
+    /// From the secret's lifecycle and whether any mark is held.
+    pub fn of(lifecycle: Lifecycle, at_risk: bool) -> Self {
         match lifecycle {
-            "deleting" => SecretStatus::Deleting,
-            "deleted" => SecretStatus::Deleted,
-            _ if at_risk => SecretStatus::AtRisk,
-            _ => SecretStatus::Active,
+            Lifecycle::Deleting => SecretStatus::Deleting,
+            Lifecycle::Deleted => SecretStatus::Deleted,
+            Lifecycle::Active if at_risk => SecretStatus::AtRisk,
+            Lifecycle::Active => SecretStatus::Active,
+        }
+    }
+
+    /// Where the secret stands in its life (a mark is no stage of it).
+    pub fn lifecycle(self) -> Lifecycle {
+        match self {
+            SecretStatus::Active | SecretStatus::AtRisk => Lifecycle::Active,
+            SecretStatus::Deleting => Lifecycle::Deleting,
+            SecretStatus::Deleted => Lifecycle::Deleted,
         }
     }
 

@@ -141,7 +141,7 @@ pub struct AllowName {
 }
 
 /// `POST /v1/notifications` (owner): a webhook the organization's
-/// notified events go to (`notify::NOTIFIED`).
+/// notified events go to (`AuditAction::is_notified`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateChannel {
@@ -644,9 +644,9 @@ pub enum AgentAlert {
 
 impl AgentAlert {
     /// The audit event's action.
-    pub fn action(&self) -> &'static str {
+    pub fn action(&self) -> crate::audit::AuditAction {
         match self {
-            AgentAlert::SealedFileRolledBack { .. } => "agent.sealed_file_rolled_back",
+            AgentAlert::SealedFileRolledBack { .. } => crate::audit::AuditAction::AgentSealedFileRolledBack,
         }
     }
 
@@ -1005,7 +1005,7 @@ pub struct ProgramDeletion {
     pub secret: String,
     pub environment: String,
     /// `deleting`: every holder drops the values on its next sync.
-    pub status: String,
+    pub status: crate::deletion::Lifecycle,
 }
 
 /// `POST /v1/values` on an Agent's local API: the latest version of each

@@ -45,6 +45,7 @@ mod client;
 mod databases;
 mod error;
 mod events;
+pub mod flows;
 mod jobs;
 mod members;
 mod notifications;

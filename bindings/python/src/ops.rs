@@ -320,10 +320,10 @@ pub(crate) async fn secret_holders(sdk: Client, secret: String, environment: Str
     json(&sdk.secret_holders(&secret, &environment).await?)
 }
 
-/// `heimdall secret get` as a person: the API names the Agents holding
-/// `environment`, and the value comes from the first that answers, over
-/// mTLS with `identity`. An Agent's refusal is final; one that cannot be
-/// reached passes to the next.
+/// `heimdall secret get` as a person (`heimdall_sdk::flows::read_values`):
+/// the API names the Agents holding `environment`, and the value comes from
+/// the first that answers, over mTLS with `identity`. An Agent's refusal is
+/// final; one that cannot be reached passes to the next.
 pub(crate) async fn get_secret_value(
     sdk: Client,
     secret: String,
@@ -333,28 +333,16 @@ pub(crate) async fn get_secret_value(
     connect: Option<f64>,
     request: Option<f64>,
 ) -> Outcome {
-    let timeouts = timeouts(connect, request)?;
-    let holders = sdk.secret_holders(&secret, &environment).await?;
-    let mut unreachable = Vec::new();
-    for holder in &holders {
-        let Some(url) = holder.url.as_deref() else {
-            unreachable.push(format!("{} has not reported its local API yet", holder.agent));
-            continue;
-        };
-        let agent = AgentClient::for_holder(holder, url, &identity)?.with_timeouts(timeouts)?;
-        match agent.get_value(&secret, &environment, version).await {
-            Ok(answer) => return Ok(Reply::Value(answer)),
-            Err(heimdall_sdk::Error::Transport(message)) => unreachable.push(message),
-            Err(err) => return Err(err.into()),
-        }
+    let options = heimdall_sdk::flows::AgentOptions {
+        timeouts: Some(timeouts(connect, request)?),
+        ..Default::default()
+    };
+    let ask = heimdall_sdk::flows::Ask::One { secret: &secret, version };
+    let mut read = heimdall_sdk::flows::read_values(&sdk, &identity, &environment, ask, options).await?;
+    match read.answers.pop() {
+        Some(answer) => Ok(Reply::Value(answer)),
+        None => Err(Failure::local("transport", "the Agent answered with no value")),
     }
-    if holders.is_empty() {
-        return Err(Failure::local("invalid", format!("no Agent holds {environment}'s values")));
-    }
-    Err(Failure::local(
-        "transport",
-        format!("no Agent holding {environment} answered: {}", unreachable.join("; ")),
-    ))
 }
 
 // ---- an Agent's local API -----------------------------------------------------

@@ -145,7 +145,7 @@ impl AccessStore for SqlStore {
                 id: EventId::from_uuid(Uuid::new_v4()),
                 at: now,
                 actor: format!("agent:{}", agent.name),
-                action: event.action().into(),
+                action: event.action(),
                 target: format!("agent:{}", agent.id),
                 detail: event.detail(&agent.name),
             };

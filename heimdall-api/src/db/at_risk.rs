@@ -2,6 +2,7 @@
 //! member or stores an Agent's reads: loads what the rule needs, stores the
 //! marks it returns, and writes one `secret.at_risk` event per new mark.
 
+use heimdall_core::audit::AuditAction;
 use std::collections::{BTreeMap, BTreeSet};
 
 use heimdall_core::at_risk::{self, Membership, Read};
@@ -116,7 +117,7 @@ pub(super) async fn mark(
                 id: EventId::from_uuid(Uuid::new_v4()),
                 at: now,
                 actor: actor.to_owned(),
-                action: "secret.at_risk".into(),
+                action: AuditAction::SecretAtRisk,
                 target: format!("secret:{secret_id}"),
                 detail: serde_json::json!({
                     "secret": found.secret,

@@ -8,7 +8,7 @@ use heimdall_core::ids::{AgentId, CatalogId, DatabaseId, LeaseId, OrgId, Service
 use heimdall_core::ports::{DatabaseStore, NewEvent, ServiceUserTaskResult, StoreError, StoreResult};
 use heimdall_core::secrets::Secret;
 use sqlx::FromRow;
-use time::OffsetDateTime;
+use time::{Duration, OffsetDateTime};
 
 use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, unique_as, SqlStore};
 
@@ -355,6 +355,8 @@ impl DatabaseStore for SqlStore {
         let release = "lease_id = NULL, lease_agent = NULL, lease_kind = NULL, lease_until = NULL";
         let done = match result {
             ServiceUserTaskResult::Activated { version, at, grace_until } => {
+                // The schedule's rule (`Schedule::next_rotation`), on the period stored with the lease.
+                let next = heimdall_core::dbusers::next_rotation_after(Duration::seconds(every), *at);
                 let sql = format!(
                     "UPDATE database_users SET retiring_version = CASE WHEN $1 IS NULL THEN NULL ELSE current_version END, \
                      grace_until = $1, current_version = $2, pending_version = NULL, last_rotated_at = $3, \
@@ -365,7 +367,7 @@ impl DatabaseStore for SqlStore {
                     .bind(grace_until.map(to_micros))
                     .bind(*version)
                     .bind(to_micros(*at))
-                    .bind(to_micros(*at) + every * 1_000_000)
+                    .bind(to_micros(next))
                     .bind(id.to_string())
                     .execute(&mut *tx)
                     .await

@@ -2,10 +2,11 @@
 //! `deleting` and becomes `deleted` in the transaction of the sync (or the
 //! `agent forget`) after which no Agent's inventory lists it.
 
+use heimdall_core::audit::AuditAction;
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use heimdall_core::deletion::{is_done, Hearer};
+use heimdall_core::deletion::{is_done, Hearer, Lifecycle};
 use heimdall_core::ids::{AgentId, CatalogId, EventId, OrgId, SecretId};
 use heimdall_core::infra::Agent;
 use heimdall_core::ports::{
@@ -190,7 +191,7 @@ fn deleted_event(secret_id: &str, detail: serde_json::Value, actor: &str, now: O
         id: EventId::from_uuid(Uuid::new_v4()),
         at: now,
         actor: actor.to_owned(),
-        action: "secret.deleted".into(),
+        action: AuditAction::SecretDeleted,
         target: format!("secret:{secret_id}"),
         detail,
     }
@@ -464,7 +465,8 @@ impl InventoryStore for SqlStore {
                     secret,
                     environment_id: parse_id(&environment_id)?,
                     environment,
-                    status,
+                    status: Lifecycle::parse(&status)
+                        .ok_or_else(|| StoreError::Backend(format!("unknown stored lifecycle {status:?}")))?,
                     started_at: from_micros(started),
                     deleted_at: deleted.map(from_micros),
                     through_version,

@@ -33,7 +33,7 @@ pub(super) async fn queue(tx: &mut Transaction<'_, Any>, org: OrgId, event: &New
         .bind(org.to_string())
         .bind(channel)
         .bind(event.id.to_string())
-        .bind(event.action.clone())
+        .bind(event.action.as_str())
         .bind(body.clone())
         .bind(to_micros(event.at))
         .execute(&mut **tx)

@@ -2,6 +2,7 @@
 //! registered (`heimdall_core::program` decides with both).
 
 use async_trait::async_trait;
+use heimdall_core::audit::AuditAction;
 use heimdall_core::ids::{AgentId, CatalogId, EventId, OrgId};
 use heimdall_core::ports::{NewEvent, ProgramStore, StoreError, StoreResult};
 use heimdall_core::program::{ProgramAllowance, RegisteredToken, Verb};
@@ -200,7 +201,7 @@ impl ProgramStore for SqlStore {
                     id: EventId::from_uuid(Uuid::new_v4()),
                     at,
                     actor: actor.to_owned(),
-                    action: "program_token.revoked".into(),
+                    action: AuditAction::ProgramTokenRevoked,
                     target: format!("agent:{agent}"),
                     detail: serde_json::json!({ "agent": agent, "token_id": id }),
                 };

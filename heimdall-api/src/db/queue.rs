@@ -3,6 +3,7 @@
 //! Resource follows through `resources::settle`.
 
 use async_trait::async_trait;
+use heimdall_core::audit::AuditAction;
 use heimdall_core::drift;
 use heimdall_core::ids::EventId;
 use heimdall_core::ids::{JobId, LeaseId, OrgId, ResourceId};
@@ -44,16 +45,21 @@ async fn record_plan(
     }
     let detail = serde_json::json!({ "job": job.id, "revision": job.request.revision, "plan": plan.sha256,
                                      "add": plan.summary.add, "change": plan.summary.change, "remove": plan.summary.remove });
-    insert_event(tx, job.org_id, resource_event(job, "resource.planned", detail, now)).await
+    insert_event(tx, job.org_id, resource_event(job, AuditAction::ResourcePlanned, detail, now)).await
 }
 
 /// An audit event about `job`'s Resource, by the Agent that ran it.
-fn resource_event(job: &Job, action: &str, detail: serde_json::Value, now: OffsetDateTime) -> NewEvent {
+fn resource_event(
+    job: &Job,
+    action: AuditAction,
+    detail: serde_json::Value,
+    now: OffsetDateTime,
+) -> NewEvent {
     NewEvent {
         id: EventId::from_uuid(uuid::Uuid::new_v4()),
         at: now,
         actor: format!("agent:{}", job.agent.as_deref().unwrap_or("unknown")),
-        action: action.into(),
+        action,
         target: format!("resource:{}", job.resource_id),
         detail,
     }
@@ -85,7 +91,7 @@ async fn replan(tx: &mut Transaction<'_, Any>, job: &Job, now: OffsetDateTime) -
     insert_job(tx, &again).await?;
     let detail = serde_json::json!({ "job": job.id, "revision": job.request.revision, "plan": job.request.plan_sha256,
                                      "replan_job": again.id });
-    insert_event(tx, job.org_id, resource_event(job, "resource.plan_stale", detail, now)).await
+    insert_event(tx, job.org_id, resource_event(job, AuditAction::ResourcePlanStale, detail, now)).await
 }
 
 /// What a completed job does to the Resource's drift mark
@@ -112,8 +118,8 @@ async fn mark_drift(
     };
     let (value, action) = match drift::after(since.map(from_micros), finished, now) {
         drift::Mark::Keep => return Ok(()),
-        drift::Mark::Set(at) => (Some(to_micros(at)), "resource.drifted"),
-        drift::Mark::Clear => (None, "resource.drift_cleared"),
+        drift::Mark::Set(at) => (Some(to_micros(at)), AuditAction::ResourceDrifted),
+        drift::Mark::Clear => (None, AuditAction::ResourceDriftCleared),
     };
     sqlx::query("UPDATE resources SET drifted_at = $1 WHERE id = $2")
         .bind(value)
@@ -139,7 +145,7 @@ async fn record_failure(
         id: EventId::from_uuid(uuid::Uuid::new_v4()),
         at: now,
         actor: format!("agent:{}", job.agent.as_deref().unwrap_or("unknown")),
-        action: "job.failed".into(),
+        action: AuditAction::JobFailed,
         target: format!("job:{}", job.id),
         detail: serde_json::json!({
             "resource": job.resource_id,

@@ -85,7 +85,9 @@ impl SecretRow {
         owner_keys: Vec<String>,
         at_risk: Vec<heimdall_core::secrets::AtRisk>,
     ) -> StoreResult<Secret> {
-        let status = heimdall_core::secrets::SecretStatus::of(&self.lifecycle, !at_risk.is_empty());
+        let lifecycle = heimdall_core::deletion::Lifecycle::parse(&self.lifecycle)
+            .ok_or_else(|| StoreError::Backend(format!("unknown stored lifecycle {:?}", self.lifecycle)))?;
+        let status = heimdall_core::secrets::SecretStatus::of(lifecycle, !at_risk.is_empty());
         // Only a personal secret has keys bound to it.
         let owner_keys = if self.personal_owner_id.is_some() { owner_keys } else { Vec::new() };
         let tags: BTreeMap<String, String> =

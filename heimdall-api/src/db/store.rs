@@ -119,7 +119,7 @@ pub(crate) async fn insert_event(
             );
         }
     }
-    if heimdall_core::notify::is_notified(&event.action) {
+    if heimdall_core::notify::is_notified(event.action) {
         super::notifications::queue(tx, org, &event).await?;
     }
     sqlx::query(
@@ -129,7 +129,7 @@ pub(crate) async fn insert_event(
     .bind(org.to_string())
     .bind(to_micros(event.at))
     .bind(event.actor)
-    .bind(event.action)
+    .bind(event.action.as_str())
     .bind(event.target)
     .bind(event.detail.to_string())
     .execute(&mut **tx)
@@ -454,9 +454,8 @@ impl MetadataStore for SqlStore {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let owners = count_owners(&mut tx, self.backend, org).await?;
         let mut member = active_member(&mut tx, org, id).await?;
-        if member.role == Role::Owner && role != Role::Owner && owners <= 1 {
-            return Err(StoreError::LastOwner);
-        }
+        heimdall_core::members::check_owner_remains(owners, member.role, Some(role))
+            .map_err(StoreError::Refused)?;
         sqlx::query("UPDATE members SET role = $1 WHERE id = $2 AND org_id = $3")
             .bind(role.as_str())
             .bind(id.to_string())
@@ -474,9 +473,8 @@ impl MetadataStore for SqlStore {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let owners = count_owners(&mut tx, self.backend, org).await?;
         let member = active_member(&mut tx, org, id).await?;
-        if member.role == Role::Owner && owners <= 1 {
-            return Err(StoreError::LastOwner);
-        }
+        heimdall_core::members::check_owner_remains(owners, member.role, None)
+            .map_err(StoreError::Refused)?;
         let at = to_micros(event.at);
         sqlx::query("UPDATE members SET removed_at = $1 WHERE id = $2 AND org_id = $3")
             .bind(at)

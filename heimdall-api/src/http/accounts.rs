@@ -4,6 +4,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::CloudAccountId;
@@ -150,7 +151,7 @@ async fn create(
     };
     let event = state.event(
         &caller,
-        "cloud_account.created",
+        AuditAction::CloudAccountCreated,
         format!("cloud_account:{}", account.id),
         serde_json::json!({ "name": account.name, "provider": account.provider }),
     );
@@ -204,7 +205,7 @@ async fn link(
     };
     let event = state.event(
         &caller,
-        "cloud_account.linked",
+        AuditAction::CloudAccountLinked,
         format!("cloud_account:{}", account.id),
         serde_json::json!({ "scope": link.scope, "scope_id": link.scope_id, "environment": environment.name }),
     );

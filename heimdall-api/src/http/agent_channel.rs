@@ -3,6 +3,7 @@
 //! while that exact certificate is the one issued to it and it is not
 //! revoked.
 
+use heimdall_core::audit::AuditAction;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -366,7 +367,7 @@ async fn sync(
     let epoch = body.epoch.as_deref().unwrap_or(LEGACY_EPOCH);
     let outcome = state.store.record_access(org, &agent, epoch, &body.records, &names, now).await?;
     for event in &outcome.events {
-        tracing::warn!(agent = %agent.name, action = event.action(), detail = %event.detail(&agent.name), "access records");
+        tracing::warn!(agent = %agent.name, action = %event.action(), detail = %event.detail(&agent.name), "access records");
     }
     // What it holds now, revoked or not: a delete waits on what it still holds.
     let reported: Vec<heimdall_core::ports::Reported> = body
@@ -505,10 +506,7 @@ async fn sync(
             .into_iter()
             // Still sent a while after it is done, for a late write made
             // with a grant from before it (`deletion::KEEP_SENDING_DONE`).
-            .filter(|d| {
-                d.status == "deleting"
-                    || d.deleted_at.is_some_and(|at| now - at < heimdall_core::deletion::KEEP_SENDING_DONE)
-            })
+            .filter(|d| heimdall_core::deletion::still_sent(d.status, d.deleted_at, now))
             .map(|d| heimdall_core::wire::DeletedInEnvironment {
                 secret: d.secret,
                 environment: d.environment_id,
@@ -589,7 +587,7 @@ async fn server_certificate(
             id: heimdall_core::ids::EventId::from_uuid(Uuid::new_v4()),
             at: state.clock.now(),
             actor: format!("agent:{}", agent.name),
-            action: "agent.certificate_refused".into(),
+            action: AuditAction::AgentCertificateRefused,
             target: format!("agent:{}", agent.id),
             detail: serde_json::json!({ "agent": agent.name, "names": refused.names(), "reason": reason }),
         };
@@ -613,7 +611,7 @@ async fn server_certificate(
         id: heimdall_core::ids::EventId::from_uuid(Uuid::new_v4()),
         at: now,
         actor: format!("agent:{}", agent.name),
-        action: "agent.certificate_issued".into(),
+        action: AuditAction::AgentCertificateIssued,
         target: format!("agent:{}", agent.id),
         detail: serde_json::json!({ "agent": agent.name, "names": names, "sha256": issued.sha256 }),
     };

@@ -5,6 +5,8 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use heimdall_core::agents::{self, ByName};
+use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target, TargetKind};
 use heimdall_core::ids::{AgentId, RegistrationId};
 use heimdall_core::infra::Agent;
@@ -49,18 +51,10 @@ errors!(body AllowErrors: NotFound);
 errors!(DisallowErrors: NotFound, InvalidInput);
 errors!(body AllowNameErrors: NotFound, Forbidden);
 
+/// By id, or by name: the Agent not revoked with it (`heimdall_core::agents`).
 async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, ApiError> {
     let agents = state.store.list_agents(caller.org.id).await?;
-    let by_id = key.parse::<AgentId>().ok();
-    let mut found: Vec<Agent> = agents
-        .into_iter()
-        .filter(|a| Some(a.id) == by_id || (a.name == key && a.revoked_at.is_none()))
-        .collect();
-    match found.len() {
-        1 => Ok(found.remove(0)),
-        0 => Err(ApiError::not_found("agent")),
-        _ => Err(ApiError::invalid_input("several Agents have that name; use the id")),
-    }
+    agents::resolve(&agents, key, ByName::Active).cloned()
 }
 
 #[utoipa::path(
@@ -142,7 +136,7 @@ async fn forget(
     personal_held.dedup();
     let event = state.event(
         &caller,
-        "agent.forgotten",
+        AuditAction::AgentForgotten,
         format!("agent:{}", agent.id),
         serde_json::json!({ "name": agent.name, "secrets_it_held": secrets,
             "personal_secrets_it_held": personal_held.len() }),
@@ -178,14 +172,8 @@ async fn others_personal(
 /// By id, or by name: the Agent not revoked with it, else the one revoked
 /// last (a revoked Agent is what one forgets).
 async fn resolve_any(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, ApiError> {
-    match resolve(state, caller, key).await {
-        Err(e) if e.code == ErrorCode::NotFound => {
-            let agents = state.store.list_agents(caller.org.id).await?;
-            let named = agents.into_iter().filter(|a| a.name == key && a.revoked_at.is_some());
-            named.max_by_key(|a| a.revoked_at).ok_or(e)
-        }
-        found => found,
-    }
+    let agents = state.store.list_agents(caller.org.id).await?;
+    agents::resolve(&agents, key, ByName::OrLastRevoked).cloned()
 }
 
 #[utoipa::path(
@@ -216,7 +204,7 @@ async fn create_registration(
     };
     let event = state.event(
         &caller,
-        "agent.registration_created",
+        AuditAction::AgentRegistrationCreated,
         format!("registration:{}", registration.id),
         serde_json::json!({ "name": body.name }),
     );
@@ -278,7 +266,7 @@ async fn enroll(
         id: heimdall_core::ids::EventId::from_uuid(Uuid::new_v4()),
         at: now,
         actor: format!("agent:{id}"),
-        action: "agent.enrolled".into(),
+        action: AuditAction::AgentEnrolled,
         target: String::new(),
         detail: serde_json::Value::Null,
     };
@@ -312,7 +300,7 @@ async fn revoke(
     state.authorize(&caller, Action::AgentManage, &Target::new(TargetKind::Agent, agent.id), None).await?;
     let event = state.event(
         &caller,
-        "agent.revoked",
+        AuditAction::AgentRevoked,
         format!("agent:{}", agent.id),
         serde_json::json!({ "name": agent.name }),
     );
@@ -392,7 +380,7 @@ async fn allow_programs(
     };
     let event = state.event(
         &caller,
-        "agent.programs_allowed",
+        AuditAction::AgentProgramsAllowed,
         format!("agent:{}", agent.id),
         serde_json::json!({ "agent": agent.name, "environment": environment.name,
             "secret": allowance.secret, "verbs": allowance.verbs }),
@@ -429,7 +417,7 @@ async fn disallow_programs(
     .await?;
     let event = state.event(
         &caller,
-        "agent.programs_disallowed",
+        AuditAction::AgentProgramsDisallowed,
         format!("agent:{}", agent.id),
         serde_json::json!({ "agent": agent.name, "environment": environment.name, "secret": query.secret }),
     );
@@ -496,7 +484,7 @@ async fn allow_name(
     };
     let event = state.event(
         &caller,
-        "agent.name_allowed",
+        AuditAction::AgentNameAllowed,
         format!("agent:{}", agent.id),
         serde_json::json!({ "agent": agent.name, "name": approved.name }),
     );
@@ -526,7 +514,7 @@ async fn disallow_name(
     let name = name.to_ascii_lowercase();
     let event = state.event(
         &caller,
-        "agent.name_disallowed",
+        AuditAction::AgentNameDisallowed,
         format!("agent:{}", agent.id),
         serde_json::json!({ "agent": agent.name, "name": name }),
     );
@@ -537,7 +525,7 @@ async fn disallow_name(
         {
             let event = state.event(
                 &caller,
-                "certificate.revoked",
+                AuditAction::CertificateRevoked,
                 format!("certificate:{}", certificate.sha256),
                 serde_json::json!({ "agent": agent.name, "reason": "a name it carried was withdrawn" }),
             );

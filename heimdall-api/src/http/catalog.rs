@@ -4,6 +4,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use heimdall_core::audit::{AuditAction, CatalogChange};
 use heimdall_core::authz::{Action, CatalogTree, Target, TargetKind};
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
 use heimdall_core::ids::{CatalogId, OrgId};
@@ -248,7 +249,7 @@ async fn create(
     };
     let event = state.event(
         &caller,
-        &format!("{kind}.created"),
+        AuditAction::catalog(kind, CatalogChange::Created),
         format!("{kind}:{}", entry.id),
         serde_json::json!({ "name": entry.name, "parent_id": entry.parent_id }),
     );
@@ -281,7 +282,7 @@ async fn rename(
     state.authorize(&caller, Action::CatalogWrite, &target, None).await?;
     let event = state.event(
         &caller,
-        &format!("{kind}.renamed"),
+        AuditAction::catalog(kind, CatalogChange::Renamed),
         format!("{kind}:{}", entry.id),
         serde_json::json!({ "from": entry.name, "to": body.name }),
     );
@@ -299,7 +300,7 @@ async fn delete(
     state.authorize(&caller, Action::CatalogWrite, &target, None).await?;
     let event = state.event(
         &caller,
-        &format!("{kind}.deleted"),
+        AuditAction::catalog(kind, CatalogChange::Deleted),
         format!("{kind}:{}", entry.id),
         serde_json::json!({ "name": entry.name }),
     );

@@ -10,6 +10,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::secrets::{CertificateKind, IssuedCertificateInfo, MemberCertificate};
 use heimdall_core::wire::{CertificateRequest, IssuedCertificate};
@@ -83,7 +84,7 @@ async fn revoke(
     }
     let event = state.event(
         &caller,
-        "certificate.revoked",
+        AuditAction::CertificateRevoked,
         format!("certificate:{}", cert.sha256),
         serde_json::json!({ "sha256": cert.sha256, "kind": cert.kind, "subject": cert.subject }),
     );
@@ -126,7 +127,7 @@ async fn issue(
     };
     let event = state.event(
         &caller,
-        "member.certificate_issued",
+        AuditAction::MemberCertificateIssued,
         format!("member:{}", caller.member.id),
         serde_json::json!({ "sha256": issued.sha256, "not_after": issued.not_after.unix_timestamp() }),
     );

@@ -12,6 +12,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::dbusers::{self, Database, ServiceUser, TaskKind};
 use heimdall_core::domain::CatalogKind;
@@ -130,7 +131,7 @@ async fn create(
     };
     let event = state.event(
         &caller,
-        "database.created",
+        AuditAction::DatabaseCreated,
         format!("database:{}", database.id),
         serde_json::json!({
             "name": database.name, "engine": database.engine, "host": database.host,
@@ -226,7 +227,7 @@ async fn create_user(
     let user = ServiceUser::new(new, now, &caller.on_behalf);
     let event = state.event(
         &caller,
-        "database.user_created",
+        AuditAction::DatabaseUserCreated,
         format!("database_user:{}", user.id),
         serde_json::json!({
             "database": database.name, "user": user.name, "secret": user.secret,
@@ -320,7 +321,7 @@ async fn rotate(
     dbusers::may_rotate_now(&user, state.clock.now())?;
     let event = state.event(
         &caller,
-        "database.rotation_requested",
+        AuditAction::DatabaseRotationRequested,
         format!("database_user:{}", user.id),
         serde_json::json!({ "database": database.name, "user": user.name }),
     );
@@ -383,7 +384,7 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
                 None => {
                     let event = state.event_as(
                         &rotator(&agent),
-                        "secret.version_created",
+                        AuditAction::SecretVersionCreated,
                         format!("secret:{}", user.secret_id),
                         serde_json::json!({ "name": user.secret, "environment": database.environment, "agent": agent.id }),
                     );
@@ -468,7 +469,7 @@ async fn report(
             tracing::warn!(database = %database.name, user = %user.name, %reason, "database task failed");
             let event = state.event_as(
                 &rotator(&agent),
-                "database.rotation_failed",
+                AuditAction::DatabaseRotationFailed,
                 target,
                 serde_json::json!({ "database": database.name, "user": user.name, "reason": reason, "agent": agent.id }),
             );
@@ -477,7 +478,8 @@ async fn report(
         (DatabaseTaskOutcome::Done { login }, Some(version)) => {
             let first = user.current_version.is_none();
             let grace_until = (!first).then(|| now + user.schedule().grace);
-            let action = if first { "database.user_ready" } else { "database.user_rotated" };
+            let action =
+                if first { AuditAction::DatabaseUserReady } else { AuditAction::DatabaseUserRotated };
             let mut detail = detail(login);
             detail["version"] = version.into();
             let event = state.event_as(&rotator(&agent), action, target, detail);
@@ -489,7 +491,7 @@ async fn report(
             };
             let event = state.event_as(
                 &rotator(&agent),
-                "secret.version_deactivated",
+                AuditAction::SecretVersionDeactivated,
                 format!("secret:{}", user.secret_id),
                 serde_json::json!({ "name": user.secret, "environment": database.environment, "version": retiring }),
             );
@@ -499,7 +501,8 @@ async fn report(
                 .store
                 .deactivate_version(org, user.secret_id, database.environment_id, retiring, event)
                 .await?;
-            let event = state.event_as(&rotator(&agent), "database.login_retired", target, detail(login));
+            let event =
+                state.event_as(&rotator(&agent), AuditAction::DatabaseLoginRetired, target, detail(login));
             (ServiceUserTaskResult::Retired, event)
         }
     };

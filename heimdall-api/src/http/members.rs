@@ -3,6 +3,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target, TargetKind};
 use heimdall_core::domain::Member;
 use heimdall_core::ids::MemberId;
@@ -97,7 +98,7 @@ async fn add(
     let (token, record) = new_token("initial");
     let event = state.event(
         &caller,
-        "member.added",
+        AuditAction::MemberAdded,
         format!("member:{}", member.id),
         serde_json::json!({ "email": email, "role": body.role }),
     );
@@ -143,7 +144,7 @@ async fn change_role(
     check_role_change(caller.member.role, Some(member.role), body.role)?;
     let event = state.event(
         &caller,
-        "member.role_changed",
+        AuditAction::MemberRoleChanged,
         format!("member:{}", member.id),
         serde_json::json!({ "email": member.email, "from": member.role, "to": body.role }),
     );
@@ -169,7 +170,7 @@ async fn remove(
     check_removal(caller.member.role, member.role)?;
     let event = state.event(
         &caller,
-        "member.removed",
+        AuditAction::MemberRemoved,
         format!("member:{}", member.id),
         serde_json::json!({ "email": member.email, "role": member.role, "tokens_revoked": true }),
     );

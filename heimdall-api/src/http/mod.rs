@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::{Json, Router};
+use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{decide, Action, Decision, ManyDecisions, OrgPolicies, Principal, Target};
 use heimdall_core::clock::Clock;
 use heimdall_core::domain::CatalogKind;
@@ -140,7 +141,7 @@ impl AppState {
     pub fn event(
         &self,
         caller: &Caller,
-        action: &str,
+        action: AuditAction,
         target: String,
         detail: serde_json::Value,
     ) -> NewEvent {
@@ -148,12 +149,18 @@ impl AppState {
     }
 
     /// [`Self::event`] by an actor that is no member (the drift schedule).
-    pub fn event_as(&self, actor: &str, action: &str, target: String, detail: serde_json::Value) -> NewEvent {
+    pub fn event_as(
+        &self,
+        actor: &str,
+        action: AuditAction,
+        target: String,
+        detail: serde_json::Value,
+    ) -> NewEvent {
         NewEvent {
             id: EventId::from_uuid(Uuid::new_v4()),
             at: self.clock.now(),
             actor: actor.to_owned(),
-            action: action.to_owned(),
+            action,
             target,
             detail,
         }

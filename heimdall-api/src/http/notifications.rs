@@ -4,6 +4,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::names::validate_name;
 use heimdall_core::notify::{check_webhook_url, display_url, Channel, Delivery};
@@ -65,7 +66,7 @@ async fn create(
     };
     let event = state.event(
         &caller,
-        "notification.created",
+        AuditAction::NotificationCreated,
         format!("notification:{}", channel.id),
         serde_json::json!({ "name": channel.name, "webhook": channel.url }),
     );
@@ -109,8 +110,12 @@ async fn remove(
     Path(key): Path<String>,
 ) -> HttpResult<Json<Channel>> {
     state.authorize(&caller, Action::NotificationWrite, &Target::organization(caller.org.id), None).await?;
-    let event =
-        state.event(&caller, "notification.deleted", format!("notification:{key}"), serde_json::Value::Null);
+    let event = state.event(
+        &caller,
+        AuditAction::NotificationDeleted,
+        format!("notification:{key}"),
+        serde_json::Value::Null,
+    );
     Ok(Json(state.store.delete_channel(caller.org.id, &key, event).await?))
 }
 

@@ -3,6 +3,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{validate_policy_text, Action, Target};
 use heimdall_core::domain::Policy;
 use heimdall_core::ids::PolicyId;
@@ -93,7 +94,7 @@ async fn create(
     };
     let event = state.event(
         &caller,
-        "policy.created",
+        AuditAction::PolicyCreated,
         format!("policy:{}", policy.id),
         serde_json::json!({ "name": policy.name, "statements": count }),
     );
@@ -140,7 +141,7 @@ async fn delete(
     let policy = state.store.get_policy(caller.org.id, id).await?;
     let event = state.event(
         &caller,
-        "policy.deleted",
+        AuditAction::PolicyDeleted,
         format!("policy:{id}"),
         serde_json::json!({ "name": policy.name }),
     );

@@ -20,7 +20,9 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
+use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::secret_target;
+use heimdall_core::deletion::Lifecycle;
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
 use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
 use heimdall_core::infra::Agent;
@@ -120,7 +122,7 @@ pub(super) async fn version(
     let ca = grant_signer(&state)?;
     let event = state.event_as(
         &accessor,
-        "secret.version_created",
+        AuditAction::SecretVersionCreated,
         format!("secret:{}", secret.id),
         serde_json::json!({ "name": secret.name, "environment": env.name, "agent": agent.id }),
     );
@@ -179,7 +181,7 @@ pub(super) async fn deletion(
     tracing::info!(secret = %secret.name, environment = %env.name, by = %accessor, "deletion started for a program");
     Ok((
         StatusCode::ACCEPTED,
-        Json(ProgramDeletion { secret: secret.name, environment: env.name, status: "deleting".into() }),
+        Json(ProgramDeletion { secret: secret.name, environment: env.name, status: Lifecycle::Deleting }),
     ))
 }
 
@@ -240,7 +242,7 @@ pub(super) async fn register(
     program::check_registration(&agent.name, &token, &allowances)?;
     let event = state.event_as(
         &format!("agent:{}", agent.name),
-        "program_token.registered",
+        AuditAction::ProgramTokenRegistered,
         format!("agent:{}", agent.id),
         serde_json::json!({ "agent": agent.id, "token_id": token.id, "program": token.name,
             "environment": env.name, "secrets": token.secrets, "verbs": token.verbs }),

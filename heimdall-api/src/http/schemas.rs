@@ -3,6 +3,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::ids::SchemaId;
 use heimdall_core::infra::ResourceSchema;
@@ -157,7 +158,7 @@ async fn create(
     };
     let event = state.event(
         &caller,
-        "schema.created",
+        AuditAction::SchemaCreated,
         format!("schema:{}", schema.id),
         serde_json::json!({ "type": schema.type_name, "requires_approval": schema.requires_approval }),
     );

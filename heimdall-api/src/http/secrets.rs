@@ -4,12 +4,14 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use heimdall_core::agents::{self, ByName};
+use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{secret_target, Action, Target, TargetKind};
-use heimdall_core::deletion::Holder;
+use heimdall_core::deletion::{self, Holder};
 use heimdall_core::domain::CatalogEntry;
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
-use heimdall_core::ids::{AgentId, CatalogId, OrgId, SecretId};
+use heimdall_core::ids::{CatalogId, OrgId, SecretId};
 use heimdall_core::names::{validate_name, validate_text};
 use heimdall_core::secrets::{
     reaches, validate_secret_type, validate_tags, Assignment, Reach, Secret, SecretCursor, SecretStatus,
@@ -319,7 +321,7 @@ pub(crate) async fn begin_deletion(
     agents.dedup();
     let event = state.event_as(
         actor,
-        "secret.deletion_started",
+        AuditAction::SecretDeletionStarted,
         format!("secret:{}", secret.id),
         serde_json::json!({ "name": secret.name, "environment": only.map(|e| &e.name), "held_by": agents }),
     );
@@ -421,7 +423,7 @@ async fn create(
     state.authorize(&caller, Action::SecretWrite, &target(&state, &caller, &secret).await?, None).await?;
     let event = state.event(
         &caller,
-        "secret.created",
+        AuditAction::SecretCreated,
         format!("secret:{}", secret.id),
         serde_json::json!({ "name": secret.name, "personal": body.personal }),
     );
@@ -466,7 +468,7 @@ async fn update(
     secret.updated_at = state.clock.now();
     let event = state.event(
         &caller,
-        "secret.updated",
+        AuditAction::SecretUpdated,
         format!("secret:{}", secret.id),
         serde_json::json!({ "name": secret.name }),
     );
@@ -591,11 +593,10 @@ async fn assign(
     let target = Target::new(TargetKind::Environment, env.id);
     state.authorize(&caller, Action::EnvironmentAssignAgent, &target, Some(&env.name)).await?;
     let agents = state.store.list_agents(caller.org.id).await?;
-    let by_id = body.agent.parse::<AgentId>().ok();
-    let agent = agents
-        .into_iter()
-        .find(|a| a.revoked_at.is_none() && (Some(a.id) == by_id || a.name == body.agent))
-        .ok_or_else(|| ApiError::not_found("agent (active)"))?;
+    let agent = agents::resolve(&agents, &body.agent, ByName::Active)?;
+    if agent.revoked_at.is_some() {
+        return Err(ApiError::not_found(format!("agent {} (not revoked)", body.agent)).into());
+    }
     let assignment = Assignment {
         environment_id: env.id,
         agent_id: agent.id,
@@ -604,7 +605,7 @@ async fn assign(
     };
     let event = state.event(
         &caller,
-        "environment.agent_assigned",
+        AuditAction::EnvironmentAgentAssigned,
         format!("environment:{}", env.id),
         serde_json::json!({ "environment": env.name, "agent": agent.name }),
     );
@@ -633,14 +634,12 @@ async fn unassign(
     let target = Target::new(TargetKind::Environment, env.id);
     state.authorize(&caller, Action::EnvironmentAssignAgent, &target, Some(&env.name)).await?;
     let assignments = state.store.list_assignments(caller.org.id, env.id).await?;
-    let agents = state.store.list_agents(caller.org.id).await?;
-    let by_id = key.parse::<AgentId>().ok();
-    let assigned = |a: &&heimdall_core::infra::Agent| assignments.iter().any(|x| x.agent_id == a.id);
-    let agent = agents
-        .iter()
-        .filter(assigned)
-        .find(|a| Some(a.id) == by_id || a.name == key)
-        .ok_or_else(|| ApiError::not_found(format!("agent holding {}", env.name)))?;
+    let mut agents = state.store.list_agents(caller.org.id).await?;
+    agents.retain(|a| assignments.iter().any(|x| x.agent_id == a.id));
+    let agent = agents::resolve(&agents, &key, ByName::OrLastRevoked).map_err(|e| match e.code {
+        ErrorCode::NotFound => ApiError::not_found(format!("agent {key} holding {}", env.name)),
+        _ => e,
+    })?;
     let assignment = assignments.iter().find(|x| x.agent_id == agent.id).cloned();
     // What the environment's Agents hold there, and each secret's current version there.
     // Only the secrets this Agent holds there matter: who else holds them
@@ -670,7 +669,7 @@ async fn unassign(
     })?;
     let event = state.event(
         &caller,
-        "environment.agent_unassigned",
+        AuditAction::EnvironmentAgentUnassigned,
         format!("environment:{}", env.id),
         serde_json::json!({ "environment": env.name, "agent": agent.name }),
     );
@@ -736,26 +735,12 @@ pub(crate) async fn may_take_version(
     secret: &Secret,
     env: &CatalogEntry,
 ) -> Result<(), ApiError> {
-    let deleting_here = environment_deletions_of(state, org, &secret.name)
+    let here = environment_deletions_of(state, org, &secret.name)
         .await?
         .into_iter()
-        .any(|d| d.environment_id == env.id && d.status == "deleting");
-    if deleting_here {
-        return Err(ApiError::new(
-            ErrorCode::Conflict,
-            format!(
-                "{} is being deleted in {}: it takes a new version there once that is done",
-                secret.name, env.name
-            ),
-        ));
-    }
-    if matches!(secret.status, SecretStatus::Deleting | SecretStatus::Deleted) {
-        return Err(ApiError::new(
-            ErrorCode::Conflict,
-            format!("{} is {}: it takes no new version", secret.name, secret.status.as_str()),
-        ));
-    }
-    Ok(())
+        .find(|d| d.environment_id == env.id)
+        .map(|d| d.status);
+    deletion::may_take_version(&secret.name, secret.status.lifecycle(), &env.name, here)
 }
 
 /// The CA that signs write grants.
@@ -827,7 +812,7 @@ async fn create_version(
     };
     let event = state.event(
         &caller,
-        "secret.version_created",
+        AuditAction::SecretVersionCreated,
         format!("secret:{}", secret.id),
         serde_json::json!({ "name": secret.name, "environment": env.name }),
     );
@@ -891,7 +876,7 @@ async fn deactivate_version(
     }
     let event = state.event(
         &caller,
-        "secret.version_deactivated",
+        AuditAction::SecretVersionDeactivated,
         format!("secret:{}", secret.id),
         serde_json::json!({ "name": secret.name, "environment": env.name, "version": body.version }),
     );

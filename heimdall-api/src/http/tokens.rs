@@ -4,6 +4,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use base64::Engine;
+use heimdall_core::audit::AuditAction;
 use heimdall_core::domain::TokenInfo;
 use heimdall_core::ids::TokenId;
 use heimdall_core::names::validate_text;
@@ -89,7 +90,7 @@ async fn create(
     let (token, record) = new_token(&body.name);
     let event = state.event(
         &caller,
-        "token.created",
+        AuditAction::TokenCreated,
         format!("token:{}", record.id),
         serde_json::json!({ "name": body.name }),
     );
@@ -111,6 +112,7 @@ async fn revoke(
     Path(id): Path<String>,
 ) -> HttpResult<Json<TokenInfo>> {
     let id: TokenId = id.parse().map_err(|_| ApiError::not_found("token"))?;
-    let event = state.event(&caller, "token.revoked", format!("token:{id}"), serde_json::Value::Null);
+    let event =
+        state.event(&caller, AuditAction::TokenRevoked, format!("token:{id}"), serde_json::Value::Null);
     Ok(Json(state.store.revoke_token(caller.org.id, caller.member.id, id, event).await?))
 }

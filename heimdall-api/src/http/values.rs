@@ -1,4 +1,4 @@
-//! The API refuses secret values (DESIGN §2 "No value at the API").
+//! The API refuses secret values (README, "Secrets").
 //!
 //! The rule itself is `heimdall_core::body`: each request body is parsed
 //! once, strictly, and judged by its type's [`ValuePolicy`] in the same

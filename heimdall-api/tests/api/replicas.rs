@@ -1,4 +1,4 @@
-//! Replicas on one PostgreSQL (DESIGN: the API is stateless over it): a
+//! Replicas on one PostgreSQL (the API is stateless over it): a
 //! claim waiting on one replica is woken by a job queued through another,
 //! not only by its own re-check, also after PostgreSQL cut every
 //! connection.

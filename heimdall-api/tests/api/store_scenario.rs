@@ -19,7 +19,7 @@ fn event(at: OffsetDateTime, action: &str) -> NewEvent {
         id: EventId::from_uuid(Uuid::new_v4()),
         at,
         actor: "owner@example.com".into(),
-        action: action.into(),
+        action: heimdall_core::audit::AuditAction::from_name(action).expect("an audit action"),
         target: "test:1".into(),
         detail: serde_json::json!({ "n": 1 }),
     }
@@ -71,7 +71,10 @@ async fn storage_scenario(db: TestDatabase) {
     // Bootstrap runs once, even for a different organization.
     let other = Organization { id: OrgId::from_uuid(Uuid::new_v4()), ..org.clone() };
     let other_owner = Member { id: MemberId::from_uuid(Uuid::new_v4()), org_id: other.id, ..owner.clone() };
-    let err = store.bootstrap(&other, &other_owner, &token("b", "x"), event(t, "x")).await.unwrap_err();
+    let err = store
+        .bootstrap(&other, &other_owner, &token("b", "x"), event(t, "organization.bootstrapped"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, StoreError::AlreadyBootstrapped), "{err:?}");
 
     // Authentication by token hash.
@@ -111,9 +114,15 @@ async fn storage_scenario(db: TestDatabase) {
     // The last owner stays.
     let err =
         store.change_role(org.id, owner.id, Role::Admin, event(t, "member.role_changed")).await.unwrap_err();
-    assert!(matches!(err, StoreError::LastOwner));
+    assert!(
+        matches!(err, StoreError::Refused(ref e) if e.code == heimdall_core::ErrorCode::LastOwner),
+        "{err}"
+    );
     let err = store.remove_member(org.id, owner.id, event(t, "member.removed")).await.unwrap_err();
-    assert!(matches!(err, StoreError::LastOwner));
+    assert!(
+        matches!(err, StoreError::Refused(ref e) if e.code == heimdall_core::ErrorCode::LastOwner),
+        "{err}"
+    );
     let promoted =
         store.change_role(org.id, ana.id, Role::Owner, event(t, "member.role_changed")).await.unwrap();
     assert_eq!(promoted.role, Role::Owner);

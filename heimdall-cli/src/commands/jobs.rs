@@ -8,7 +8,7 @@ use crate::args::JobCommand;
 use crate::error::Result;
 use crate::output::{self, cell, optional_timestamp, timestamp, truncate};
 
-/// DESIGN §3: this header, exactly.
+/// This header, exactly: scripts read it.
 const LIST_HEADERS: &[&str] = &["JOB ID", "OPERATION", "STATUS", "ATTEMPTS", "REASON", "QUEUED AT"];
 
 /// A long reason (a Terraform error) is cut in the table; `job show` and

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use heimdall_core::deletion::Lifecycle;
 use heimdall_core::ids::CatalogId;
 use heimdall_core::secrets::SecretStatus;
 use heimdall_core::wire::{
@@ -146,7 +147,8 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
             let pending = |d: &heimdall_core::wire::SecretDetail| match environment.as_deref() {
                 None => d.secret.status == SecretStatus::Deleting,
                 Some(env) => d.environment_deletions.iter().any(|x| {
-                    x.status == "deleting" && (x.environment == env || x.environment_id.to_string() == env)
+                    x.status == Lifecycle::Deleting
+                        && (x.environment == env || x.environment_id.to_string() == env)
                 }),
             };
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);

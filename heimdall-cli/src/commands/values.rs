@@ -14,8 +14,9 @@
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 
-use heimdall_core::wire::AgentLocation;
 use heimdall_core::{ApiError, ErrorCode};
+pub use heimdall_sdk::flows::Ask;
+use heimdall_sdk::flows::{self, AgentOptions};
 use heimdall_sdk::AgentClient;
 use serde::Serialize;
 use zeroize::Zeroizing;
@@ -26,7 +27,8 @@ use crate::error::{CliError, Result};
 /// The largest value an Agent stores (its `MAX_VALUE_LEN`).
 pub const MAX_VALUE_BYTES: usize = 1024 * 1024;
 
-/// `secret set NAME --environment E [--from-file PATH] [--agent-url URL]`.
+/// `secret set NAME --environment E [--from-file PATH] [--agent-url URL]`:
+/// `heimdall_sdk::flows::write_value`, one line per Agent that stored it.
 pub async fn set(
     ctx: &Context,
     secret: &str,
@@ -39,75 +41,11 @@ pub async fn set(
     let client = ctx.client()?;
     let (identity, timeouts) = (ctx.identity()?, ctx.timeouts()?);
     let value = read_value(secret, environment, from_file)?;
-    let holders = client.secret_holders(secret, environment).await?;
-    if agent_url.is_some() && holders.len() > 1 {
-        return Err(CliError::usage(format!(
-            "--agent-url names one Agent, but {} Agents hold {environment}: {}; leave --agent-url out",
-            holders.len(),
-            names(&holders)
-        )));
-    }
-    if agent_url.is_none() {
-        if let Some(unreported) = holders.iter().find(|h| h.url.is_none()) {
-            return Err(no_url(unreported));
-        }
-    }
-
-    let created = client.create_version(secret, environment, Some(&identity)).await?;
-    if agent_url.is_some() && created.holders.len() != 1 {
-        return Err(CliError::usage(format!(
-            "--agent-url names one Agent, but {} Agents hold {environment}; version {} was created and \
-             holds no value: run `heimdall secret set` again without --agent-url",
-            created.holders.len(),
-            created.version
-        )));
-    }
-    let mut stored_on = Vec::new();
-    let mut failures: Vec<(String, CliError)> = Vec::new();
-    for holder in &created.holders {
-        let location = &holder.location;
-        let url = match agent_url.or(location.url.as_deref()) {
-            Some(url) => url,
-            None => {
-                failures.push((location.agent.clone(), no_url(location)));
-                continue;
-            }
-        };
-        let agent = AgentClient::for_holder(location, url, &identity).and_then(|a| a.with_timeouts(timeouts));
-        let sent = match agent {
-            Ok(agent) => agent
-                .put_value(
-                    &created.secret,
-                    &created.environment,
-                    created.version,
-                    holder.grant.expose(),
-                    &value,
-                )
-                .await
-                .map(drop),
-            Err(err) => Err(err),
-        };
-        match sent {
-            Ok(()) => {
-                if !ctx.out.is_json() {
-                    let line = format!(
-                        "✓ {} version {} stored in {} on {}\n",
-                        super::secrets::shown(&created.secret),
-                        created.version,
-                        created.environment,
-                        location.agent
-                    );
-                    let mut stdout = std::io::stdout().lock();
-                    stdout.write_all(line.as_bytes())?;
-                    stdout.flush()?;
-                }
-                stored_on.push(location.agent.clone());
-            }
-            Err(err) => failures.push((location.agent.clone(), CliError::Sdk(err))),
-        }
-    }
+    let options = AgentOptions { agent_url, timeouts: Some(timeouts), memory: None };
+    let stored = flows::write_value(&client, &identity, secret, environment, &value, options).await;
     drop(value);
-
+    let stored = stored.map_err(usage_or_sdk)?;
+    let shown = super::secrets::shown(&stored.secret);
     if ctx.out.is_json() {
         #[derive(Serialize)]
         struct Stored<'a> {
@@ -117,27 +55,33 @@ pub async fn set(
             stored_on: &'a [String],
         }
         crate::output::json(&Stored {
-            secret: &created.secret,
-            environment: &created.environment,
-            version: created.version,
-            stored_on: &stored_on,
+            secret: &stored.secret,
+            environment: &stored.environment,
+            version: stored.version,
+            stored_on: &stored.stored_on,
         })?;
+    } else {
+        let mut stdout = std::io::stdout().lock();
+        for agent in &stored.stored_on {
+            let line =
+                format!("✓ {shown} version {} stored in {} on {agent}\n", stored.version, stored.environment);
+            stdout.write_all(line.as_bytes())?;
+        }
+        stdout.flush()?;
     }
-    if failures.is_empty() {
+    if stored.failed.is_empty() {
         return Ok(());
     }
-    let total = created.holders.len();
-    let why: Vec<String> = failures.iter().map(|(agent, err)| format!("{agent}: {err}")).collect();
+    let total = stored.stored_on.len() + stored.failed.len();
+    let why: Vec<String> = stored.failed.iter().map(|(agent, err)| format!("{agent}: {err}")).collect();
     let message = format!(
-        "{} version {} was stored on {} of {total} Agents holding {}; not on {}",
-        super::secrets::shown(&created.secret),
-        created.version,
-        stored_on.len(),
-        created.environment,
+        "{shown} version {} was stored on {} of {total} Agents holding {}; not on {}",
+        stored.version,
+        stored.stored_on.len(),
+        stored.environment,
         why.join("; ")
     );
-    // The first failure decides the exit status.
-    Err(match failures[0].1.code() {
+    Err(match stored.failed[0].1.code() {
         Some(code) => CliError::Coded(ApiError::new(code, message)),
         None => CliError::local(message),
     })
@@ -156,21 +100,9 @@ pub async fn get(
     print_value(ctx, answer)
 }
 
-/// What to ask an Agent that holds the environment for.
-#[derive(Clone, Copy, Debug)]
-pub enum Ask<'a> {
-    /// One secret, at `version` or its latest.
-    One { secret: &'a str, version: Option<i64> },
-    /// The latest of each, all or none, every read recorded in one commit (`heimdall run`).
-    Many(&'a [String]),
-}
-
-/// Asks the Agents holding `environment`, in order, until one answers. Who
-/// is expected at each URL comes from the API: the Agent's id (its
-/// certificate's URI SAN) and its certificates; a host name proves
-/// nothing. With the API unreachable, from what it said last
-/// (`crate::holders`), with a warning. An Agent's refusal is final; only
-/// an Agent that cannot be reached is skipped for the next.
+/// `heimdall_sdk::flows::read_values` with the profile's identity, and the
+/// holders the API named last for when it cannot be reached (with a
+/// warning).
 pub async fn ask_holders(
     ctx: &Context,
     environment: &str,
@@ -178,91 +110,26 @@ pub async fn ask_holders(
     ask: Ask<'_>,
 ) -> Result<(Vec<heimdall_core::wire::ValueAnswer>, AgentClient)> {
     let ((identity, profile_dir), timeouts) = (ctx.identity_and_dir()?, ctx.timeouts()?);
-    let secret = match ask {
-        Ask::One { secret, .. } => secret,
-        Ask::Many(secrets) => secrets.first().map_or("", String::as_str),
-    };
-    let holders = match ctx.client()?.secret_holders(secret, environment).await {
-        Ok(holders) => {
-            crate::holders::remember(&profile_dir, environment, &holders, time::OffsetDateTime::now_utc());
-            holders
-        }
-        Err(heimdall_sdk::Error::Transport(why)) => match crate::holders::recall(&profile_dir, environment) {
-            Some(learned) => {
-                eprintln!(
-                    "warning: the API is unreachable ({why}); reading from the Agents it named for {environment} \
-                     at {}",
-                    crate::output::timestamp(learned.at)
-                );
-                learned.holders
-            }
-            None => return Err(heimdall_sdk::Error::Transport(why).into()),
-        },
-        Err(err) => return Err(err.into()),
-    };
-    if holders.is_empty() {
-        return Err(CliError::Coded(ApiError::new(
-            ErrorCode::NoAgent,
-            format!(
-                "no Agent holds the values of {environment}: an owner runs \
-                 `heimdall environment assign-agent {environment} AGENT`"
-            ),
-        )));
+    let memory = flows::HoldersFile::new(profile_dir);
+    let options = AgentOptions { agent_url, timeouts: Some(timeouts), memory: Some(&memory) };
+    let read = flows::read_values(&ctx.client()?, &identity, environment, ask, options)
+        .await
+        .map_err(usage_or_sdk)?;
+    if let Some(at) = read.holders_from {
+        eprintln!(
+            "warning: the API is unreachable; reading from the Agents it named for {environment} at {}",
+            crate::output::timestamp(at)
+        );
     }
-    let targets: Vec<(&AgentLocation, String)> = match agent_url {
-        Some(url) if holders.len() == 1 => vec![(&holders[0], url.to_owned())],
-        Some(_) => {
-            return Err(CliError::usage(format!(
-                "--agent-url names one Agent, but {} Agents hold {environment}: {}; leave --agent-url out",
-                holders.len(),
-                names(&holders)
-            )))
-        }
-        None => {
-            let reported: Vec<(&AgentLocation, String)> =
-                holders.iter().filter_map(|h| Some((h, h.url.clone()?))).collect();
-            if reported.is_empty() {
-                return Err(no_url(&holders[0]));
-            }
-            reported
-        }
-    };
+    Ok((read.answers, read.client))
+}
 
-    let mut unreachable: Vec<(String, heimdall_sdk::Error)> = Vec::new();
-    for (holder, url) in &targets {
-        let agent = &holder.agent;
-        // A client that cannot be made for this holder: skipped, like one
-        // that cannot be reached.
-        let client =
-            match AgentClient::for_holder(holder, url, &identity).and_then(|c| c.with_timeouts(timeouts)) {
-                Ok(client) => client,
-                Err(err) => {
-                    unreachable.push((agent.clone(), err));
-                    continue;
-                }
-            };
-        let asked = async {
-            match ask {
-                Ask::One { secret, version } => {
-                    Ok(vec![client.get_value(secret, environment, version).await?])
-                }
-                Ask::Many(secrets) => client.get_values(environment, secrets).await,
-            }
-        };
-        match asked.await {
-            Ok(answers) => return Ok((answers, client)),
-            // A typed answer is the Agent's decision (FORBIDDEN,
-            // VERSION_DEACTIVATED, AUDIT_UNAVAILABLE, POLICY_STALE, …):
-            // asking another Agent would only ask again.
-            Err(heimdall_sdk::Error::Api(refusal)) => return Err(from_agent(agent, refusal)),
-            Err(err) => unreachable.push((agent.clone(), err)),
-        }
+/// The SDK's `Invalid` for flags that do not fit together is a usage error.
+fn usage_or_sdk(err: heimdall_sdk::Error) -> CliError {
+    match err {
+        heimdall_sdk::Error::Invalid(why) if why.starts_with("--") => CliError::usage(why),
+        other => CliError::Sdk(other),
     }
-    if unreachable.len() == 1 {
-        return Err(unreachable.remove(0).1.into());
-    }
-    let why: Vec<String> = unreachable.iter().map(|(agent, err)| format!("{agent}: {err}")).collect();
-    Err(CliError::local(format!("no Agent holding {environment} answered: {}", why.join("; "))))
 }
 
 /// The value on stdout exactly as stored (a newline after it only for a
@@ -298,26 +165,6 @@ pub async fn deactivate(ctx: &Context, secret: &str, environment: &str, version:
         ),
         &[],
     )
-}
-
-/// An Agent's refusal, with its code, naming the Agent.
-fn from_agent(agent: &str, mut refusal: ApiError) -> CliError {
-    refusal.message = format!("{} (agent {agent})", refusal.message);
-    CliError::Coded(refusal)
-}
-
-fn no_url(location: &AgentLocation) -> CliError {
-    CliError::Coded(ApiError::new(
-        ErrorCode::Unavailable,
-        format!(
-            "agent {} has not reported its local API URL yet; has it synced? (or pass --agent-url)",
-            location.agent
-        ),
-    ))
-}
-
-fn names(holders: &[AgentLocation]) -> String {
-    holders.iter().map(|h| h.agent.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 /// The value to store: `--from-file`, else standard input (a prompt that

@@ -2,90 +2,49 @@
 //! terminal, then say how it ended.
 
 use std::io::{IsTerminal, Write};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use heimdall_core::wire::{Resource, ResourceStatus};
+use heimdall_sdk::flows::{self, Waited};
 use heimdall_sdk::Client;
 
 use crate::error::{CliError, Result};
 use crate::output::{self, Out};
 
-/// First pause between polls; each pause is 1.5 times the last, up to [`MAX_POLL`].
-const FIRST_POLL: Duration = Duration::from_millis(500);
-const MAX_POLL: Duration = Duration::from_secs(2);
-/// How often the spinner moves.
-const FRAME: Duration = Duration::from_millis(100);
 const FRAMES: &[char] = &['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
-/// Work is still going on: an Agent has (or will have) a job for it.
-/// Everything else, `pending_approval` included, is where a wait ends.
-pub fn in_progress(status: ResourceStatus) -> bool {
-    matches!(status, ResourceStatus::Queued | ResourceStatus::Applying | ResourceStatus::Deleting)
-}
-
-/// Polls `GET /v1/resources/{id}` until the Resource is no longer in
-/// progress, or `timeout` passes (an error, exit 1). A request that gets no
-/// answer (the API restarting) is retried until then; an answer that is an
-/// error ends the wait.
+/// Polls the Resource until it is no longer in progress, or `timeout`
+/// passes (an error, exit 1), with a spinner on a terminal. A request that
+/// gets no answer (the API restarting) is retried until then; an answer
+/// that is an error ends the wait.
 pub async fn until_settled(
     client: &Client,
     out: &Out,
     start: Resource,
     timeout: Duration,
 ) -> Result<Resource> {
-    if !in_progress(start.status) {
-        return Ok(start);
-    }
-    let began = Instant::now();
-    let deadline = began + timeout;
-    let id = start.id.to_string();
-    let mut progress = Progress::new(!out.is_json() && std::io::stderr().is_terminal());
-    let mut last = start;
-    let mut note = String::new();
-    let mut pause = FIRST_POLL;
-    let line = |last: &Resource, note: &str| {
-        format!("{}: {}{note} ({}s)", last.name, progress_label(last.status), began.elapsed().as_secs())
-    };
-    loop {
-        progress.show(&line(&last, &note));
-        let now = Instant::now();
-        if now >= deadline {
-            progress.clear();
-            return Err(CliError::local(format!(
-                "timed out after {} waiting for Resource {}: it is still {}; its job goes on \
-                 (see `heimdall job list --resource {}`)",
-                human(timeout),
-                last.name,
-                last.status,
-                last.id
-            )));
-        }
-        let until = (now + pause).min(deadline);
-        while Instant::now() < until {
-            tokio::time::sleep(FRAME.min(until.saturating_duration_since(Instant::now()))).await;
-            progress.show(&line(&last, &note));
-        }
-        pause = (pause * 3 / 2).min(MAX_POLL);
-        // A slow answer must not carry the wait past its deadline.
-        let left = deadline.saturating_duration_since(Instant::now());
-        let Ok(answer) = tokio::time::timeout(left, client.get_resource(&id)).await else {
-            continue;
-        };
-        match answer {
-            Ok(detail) => {
-                note.clear();
-                last = detail.resource;
-                if !in_progress(last.status) {
-                    progress.clear();
-                    return Ok(last);
-                }
-            }
-            Err(heimdall_sdk::Error::Transport(_)) => note = ", API unreachable, retrying".to_owned(),
-            Err(err) => {
-                progress.clear();
-                return Err(err.into());
-            }
-        }
+    let mut spinner = Progress::new(!out.is_json() && std::io::stderr().is_terminal());
+    let waited = flows::wait_for_resource(client, start, timeout, |at| {
+        let note = if at.api_unreachable { ", API unreachable, retrying" } else { "" };
+        spinner.show(&format!(
+            "{}: {}{note} ({}s)",
+            at.resource.name,
+            progress_label(at.resource.status),
+            at.elapsed.as_secs()
+        ));
+    })
+    .await;
+    spinner.clear();
+    match waited? {
+        Waited::Settled(resource) => Ok(resource),
+        Waited::TimedOut(last) => Err(CliError::local(format!(
+            "timed out after {} waiting for Resource {}: it is still {}; its job goes on \
+             (see `heimdall job list --resource {}`)",
+            human(timeout),
+            last.name,
+            last.status,
+            last.id
+        ))),
     }
 }
 
@@ -185,37 +144,19 @@ pub async fn until_job_ends(
     job: heimdall_core::ids::JobId,
     timeout: Duration,
 ) -> Result<heimdall_core::wire::Job> {
-    use heimdall_core::wire::JobStatus;
-    let deadline = Instant::now() + timeout;
-    let mut pause = FIRST_POLL;
-    loop {
-        let state = client.get_job(job).await?;
-        if !matches!(state.status, JobStatus::Queued | JobStatus::Running) {
-            return Ok(state);
-        }
-        if Instant::now() >= deadline {
-            return Err(CliError::local(format!(
-                "timed out after {} waiting for job {job}: it is still {}",
-                human(timeout),
-                state.status
-            )));
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 3 / 2).min(MAX_POLL);
+    match flows::wait_for_job(client, job, timeout).await? {
+        Waited::Settled(job) => Ok(job),
+        Waited::TimedOut(state) => Err(CliError::local(format!(
+            "timed out after {} waiting for job {job}: it is still {}",
+            human(timeout),
+            state.status
+        ))),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn waits_end_anywhere_but_queued_applying_deleting() {
-        let waiting: Vec<&str> =
-            ResourceStatus::ALL.iter().filter(|s| in_progress(**s)).map(|s| s.as_str()).collect();
-        assert_eq!(waiting, ["queued", "applying", "deleting"]);
-        assert!(!in_progress(ResourceStatus::PendingApproval));
-    }
 
     #[test]
     fn durations_read_like_the_flag() {

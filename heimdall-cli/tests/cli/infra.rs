@@ -173,7 +173,7 @@ async fn infra_tour_in_tables() {
     t.run(&h, &["cloud-account", "list"]).await;
     t.run(&h, &["cloud-account", "show", "aws-dev"]).await;
 
-    // DESIGN §3, with ids as in the seed transcript.
+    // The documented transcript, with ids as in the seed.
     let component = id_of(&h, &["component", "show", "api"]).await;
     let schema = id_of(&h, &["schema", "show", "s3-bucket"]).await;
     let dev = id_of(&h, &["environment", "show", "dev"]).await;

@@ -166,7 +166,7 @@ pub async fn enroll(api: &TestApi, token: &str) -> Result<Agent, heimdall_core::
         id: EventId::from_uuid(Uuid::new_v4()),
         at: now,
         actor: format!("agent:{id}"),
-        action: "agent.enrolled".into(),
+        action: heimdall_core::audit::AuditAction::AgentEnrolled,
         target: String::new(),
         detail: serde_json::Value::Null,
     };

@@ -259,7 +259,7 @@ fn create_without_approval_queues_an_apply_with_everything_frozen() {
     let mut w = World::new(false);
     let plan = w.create(ANA, input()).unwrap();
     assert_eq!(plan.status, StatusUpdate::Set(ResourceStatus::Queued));
-    assert_eq!(plan.event.action, "resource.created");
+    assert_eq!(plan.event.action, crate::audit::AuditAction::ResourceCreated);
     let job = plan.job.as_ref().unwrap();
     assert_eq!(job.operation, JobOperation::Apply);
     assert_eq!(job.queued_at, w.clock.now());
@@ -338,7 +338,7 @@ fn a_refused_create_is_refused_and_a_refused_change_goes_back_to_its_last_job() 
     w.apply(plan);
     let plan = w.decide(BEN, 1, Verdict::Refuse).unwrap();
     assert_eq!(plan.status, StatusUpdate::Settle(ResourceStatus::Refused));
-    assert_eq!(plan.event.action, "resource.refused");
+    assert_eq!(plan.event.action, crate::audit::AuditAction::ResourceRefused);
     w.apply(plan);
     assert_eq!(w.status(), ResourceStatus::Refused);
 
@@ -414,7 +414,7 @@ fn retry_repeats_the_failed_operation_only() {
     let plan = w.retry().unwrap();
     assert_eq!(plan.job.as_ref().unwrap().operation, JobOperation::Destroy);
     assert_eq!(plan.status, StatusUpdate::Set(ResourceStatus::Deleting));
-    assert_eq!(plan.event.action, "resource.retried");
+    assert_eq!(plan.event.action, crate::audit::AuditAction::ResourceRetried);
 }
 
 #[test]
@@ -437,7 +437,7 @@ fn an_import_is_an_import_job_until_it_lands_then_changes_are_applies() {
         let refused = w.create_importing(ANA, "orders", input(), vec![bad]).unwrap_err();
         assert_eq!(refused.code, ErrorCode::InvalidInput);
         let plan = w.create_importing(ANA, "orders", input(), vec![target.clone()]).unwrap();
-        assert_eq!(plan.event.action, "resource.import_requested");
+        assert_eq!(plan.event.action, crate::audit::AuditAction::ResourceImportRequested);
         w.apply(plan);
         if requires_approval {
             let planned = w.jobs.iter().map(|j| (j.operation, j.request.imports.len())).collect::<Vec<_>>();

@@ -40,7 +40,7 @@ fn policy(n: u128, text: &str) -> Policy {
     }
 }
 
-/// DESIGN §2 "Who may do what", as the lowest role that may do each action.
+/// The README's "Who may do what", as the lowest role that may do each action.
 fn expected_minimum_role(action: Action) -> Role {
     use Action::*;
     match action {
