@@ -16,6 +16,7 @@ pub mod notifications;
 pub mod oidc;
 pub mod pki;
 pub mod policy_cache;
+pub mod start;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tls;

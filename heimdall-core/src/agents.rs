@@ -20,13 +20,13 @@ pub enum ByName {
 /// The Agent among `agents` that `key` (an id or a name) means.
 pub fn resolve<'a>(agents: &'a [Agent], key: &str, by_name: ByName) -> Result<&'a Agent, ApiError> {
     if let Ok(id) = key.parse::<AgentId>() {
-        return agents.iter().find(|a| a.id == id).ok_or_else(|| ApiError::not_found(format!("agent {key}")));
+        return agents.iter().find(|a| a.id == id).ok_or_else(|| ApiError::not_found("agent"));
     }
     let mut active = agents.iter().filter(|a| a.name == key && a.revoked_at.is_none());
     match (active.next(), active.next()) {
         (Some(agent), None) => return Ok(agent),
         (Some(_), Some(_)) => {
-            return Err(ApiError::invalid_input(format!("several Agents are named {key}; use the id")))
+            return Err(ApiError::invalid_input("several Agents have that name; use the id"))
         }
         (None, _) => {}
     }
@@ -35,7 +35,7 @@ pub fn resolve<'a>(agents: &'a [Agent], key: &str, by_name: ByName) -> Result<&'
         ByName::OrLastRevoked => revoked.max_by_key(|a| a.revoked_at),
         ByName::Active => None,
     }
-    .ok_or_else(|| ApiError::not_found(format!("agent {key}")))
+    .ok_or_else(|| ApiError::not_found("agent"))
 }
 
 #[cfg(test)]

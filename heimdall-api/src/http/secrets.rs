@@ -12,10 +12,10 @@ use heimdall_core::domain::CatalogEntry;
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
 use heimdall_core::ids::{CatalogId, OrgId, SecretId};
-use heimdall_core::names::{validate_name, validate_text};
+use heimdall_core::names::validate_text;
 use heimdall_core::secrets::{
-    reaches, validate_secret_type, validate_tags, Assignment, Reach, Secret, SecretCursor, SecretStatus,
-    SecretVersion,
+    self, reaches, validate_secret_type, validate_tags, Assignment, Creator, NewSecret, Reach, Secret,
+    SecretCursor, SecretStatus, SecretVersion, VersionPlan, Writer,
 };
 use heimdall_core::wire::{
     AccessLogEntry, AgentLocation, AssignAgent, CreateSecret, CreateVersion, CreatedVersion,
@@ -119,19 +119,6 @@ async fn environment_names(state: &AppState, caller: &Caller) -> Result<Vec<(Cat
 
 /// The public key (SHA-256) of one of the caller's own active client
 /// certificates, named by the certificate's SHA-256.
-async fn own_key(state: &AppState, caller: &Caller, certificate_sha256: &str) -> Result<String, ApiError> {
-    let certificates = state.store.active_member_certificates(caller.org.id, state.clock.now()).await?;
-    certificates
-        .into_iter()
-        .find(|c| c.member_id == caller.member.id && c.sha256.eq_ignore_ascii_case(certificate_sha256))
-        .and_then(|c| c.spki_sha256)
-        .ok_or_else(|| {
-            ApiError::invalid_input(
-                "certificate_sha256 names none of your current client certificates; run `heimdall login` again",
-            )
-        })
-}
-
 async fn components(state: &AppState, caller: &Caller, keys: &[String]) -> Result<Vec<CatalogId>, ApiError> {
     let mut ids = Vec::with_capacity(keys.len());
     for key in keys {
@@ -368,56 +355,27 @@ async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<CreateSecret>,
 ) -> HttpResult<(StatusCode, Json<Secret>)> {
-    validate_name("name", &body.name)?;
-    let secret_type = body.secret_type.unwrap_or_else(|| "generic".into());
-    validate_secret_type(&secret_type)?;
-    let description = body.description.unwrap_or_default();
-    validate_text("description", &description, 1000)?;
-    let tags = body.tags.unwrap_or_default();
-    validate_tags(&tags)?;
+    let personal = body.personal;
+    let components_asked = body.components.clone().unwrap_or_default();
+    let request = NewSecret {
+        name: body.name,
+        secret_type: body.secret_type,
+        description: body.description,
+        tags: body.tags,
+        personal,
+        certificate_sha256: body.certificate_sha256,
+    };
+    secrets::check_new(&request)?;
     // A personal secret is bound to her member id and to the key of the
     // client certificate she names (one the API issued her).
-    let owner_keys = match (body.personal, body.certificate_sha256.as_deref()) {
-        (true, Some(sha)) => vec![own_key(&state, &caller, sha).await?],
-        (true, None) => {
-            return Err(ApiError::invalid_input(
-                "a personal secret is bound to your client certificate's key: send certificate_sha256 \
-                 (`heimdall login` gets you a certificate)",
-            )
-            .into())
-        }
-        (false, Some(_)) => {
-            return Err(ApiError::invalid_input("certificate_sha256 goes only with personal").into())
-        }
-        (false, None) => Vec::new(),
+    let certificates = match request.certificate_sha256 {
+        Some(_) => state.store.active_member_certificates(caller.org.id, state.clock.now()).await?,
+        None => Vec::new(),
     };
-    let components = components(&state, &caller, &body.components.unwrap_or_default()).await?;
-    let now = state.clock.now();
-    // A personal secret's name is kept under her member id: it meets no
-    // organization secret's nor another member's (`secrets::personal_key`).
-    let name = if body.personal {
-        heimdall_core::secrets::personal_key(caller.member.id, &body.name)
-    } else {
-        body.name
-    };
-    let secret = Secret {
-        id: SecretId::from_uuid(Uuid::new_v4()),
-        org_id: caller.org.id,
-        name,
-        secret_type,
-        description,
-        tags,
-        components,
-        personal_owner: body.personal.then(|| caller.member.email.clone()),
-        owner_id: body.personal.then_some(caller.member.id),
-        owner_keys,
-        created_at: now,
-        created_by: caller.member.email.clone(),
-        updated_at: now,
-        at_risk: Vec::new(),
-        status: Default::default(),
-        deleted_at: None,
-    };
+    let components = components(&state, &caller, &components_asked).await?;
+    let creator = Creator { org: caller.org.id, member: caller.member.id, email: &caller.member.email };
+    let id = SecretId::from_uuid(Uuid::new_v4());
+    let secret = secrets::create(request, creator, &certificates, components, id, state.clock.now())?;
     // Org secrets are for owners and admins; a personal one is its owner's
     // (`default:personal-owner`); organization `forbid`s apply to both.
     state.authorize(&caller, Action::SecretWrite, &target(&state, &caller, &secret).await?, None).await?;
@@ -425,7 +383,7 @@ async fn create(
         &caller,
         AuditAction::SecretCreated,
         format!("secret:{}", secret.id),
-        serde_json::json!({ "name": secret.name, "personal": body.personal }),
+        serde_json::json!({ "name": secret.name, "personal": personal }),
     );
     state.store.create_secret(&secret, event).await?;
     Ok((StatusCode::CREATED, Json(secret)))
@@ -595,7 +553,7 @@ async fn assign(
     let agents = state.store.list_agents(caller.org.id).await?;
     let agent = agents::resolve(&agents, &body.agent, ByName::Active)?;
     if agent.revoked_at.is_some() {
-        return Err(ApiError::not_found(format!("agent {} (not revoked)", body.agent)).into());
+        return Err(ApiError::not_found("agent (active)").into());
     }
     let assignment = Assignment {
         environment_id: env.id,
@@ -637,7 +595,7 @@ async fn unassign(
     let mut agents = state.store.list_agents(caller.org.id).await?;
     agents.retain(|a| assignments.iter().any(|x| x.agent_id == a.id));
     let agent = agents::resolve(&agents, &key, ByName::OrLastRevoked).map_err(|e| match e.code {
-        ErrorCode::NotFound => ApiError::not_found(format!("agent {key} holding {}", env.name)),
+        ErrorCode::NotFound => ApiError::not_found(format!("agent holding {}", env.name)),
         _ => e,
     })?;
     let assignment = assignments.iter().find(|x| x.agent_id == agent.id).cloned();
@@ -776,40 +734,14 @@ async fn create_version(
     authorize_write(&state, &caller, &secret, &env.name).await?;
     may_take_version(&state, caller.org.id, &secret, &env).await?;
     let ca = grant_signer(&state)?;
-    // Checked before anything is stored: a version no Agent can hold
-    // would be a number with no value behind it.
     let holders = locations(&state, &caller, env.id).await?;
-    if holders.is_empty() {
-        return Err(ApiError::new(
-            ErrorCode::NoAgent,
-            format!(
-                "no Agent holds environment {}; an owner assigns one with `heimdall environment assign-agent`",
-                env.name
-            ),
-        )
-        .into());
-    }
-    // A personal secret created before keys were bound takes the writer's
-    // key now; one with keys refuses a writer whose key is not among them
-    // before a version is numbered.
-    let mut owner_keys = secret.owner_id.map(|_| secret.owner_keys.clone());
-    let writer_key = match body.certificate_sha256.as_deref() {
-        Some(sha) => Some(own_key(&state, &caller, sha).await?),
-        None => None,
+    let certificates = match body.certificate_sha256 {
+        Some(_) => state.store.active_member_certificates(caller.org.id, state.clock.now()).await?,
+        None => Vec::new(),
     };
-    let bind = match (&mut owner_keys, &writer_key) {
-        (Some(keys), Some(key)) if keys.is_empty() => {
-            keys.push(key.clone());
-            Some(key.as_str())
-        }
-        (Some(keys), Some(key)) if !keys.iter().any(|k| k.eq_ignore_ascii_case(key)) => {
-            return Err(ApiError::forbidden(
-                "your client certificate's key is not bound to this personal secret",
-            )
-            .into())
-        }
-        _ => None,
-    };
+    let writer = Writer { member: caller.member.id, certificate_sha256: body.certificate_sha256.as_deref() };
+    let VersionPlan { owner_keys, bind } =
+        secrets::new_version(&secret, &env.name, holders.len(), writer, &certificates)?;
     let event = state.event(
         &caller,
         AuditAction::SecretVersionCreated,
@@ -819,7 +751,7 @@ async fn create_version(
     let now = event.at;
     let version = state
         .store
-        .create_version(caller.org.id, secret.id, env.id, &caller.member.email, bind, event)
+        .create_version(caller.org.id, secret.id, env.id, &caller.member.email, bind.as_deref(), event)
         .await?;
     let mut signed = Vec::with_capacity(holders.len());
     for location in holders {

@@ -2,6 +2,9 @@
 //! secret's name, type, description, tags, links and versions; never its
 //! value.
 
+mod create;
+mod new_version;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -11,6 +14,9 @@ use crate::deletion::Lifecycle;
 use crate::error::ApiError;
 use crate::ids::{AgentId, CatalogId, MemberId, OrgId, SecretId};
 use crate::names::{validate_name, validate_text};
+
+pub use create::{check as check_new, create, own_key, Creator, NewSecret};
+pub use new_version::{new_version, VersionPlan, Writer};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Secret {

@@ -1,0 +1,122 @@
+//! Numbering a new version, as a planner: refused before a number exists
+//! when no Agent could hold it, or when a personal secret's writer holds
+//! none of its keys; a personal secret created before keys were bound takes
+//! the writer's key now. The adapter numbers the version (binding the key
+//! in the same transaction) and signs one grant per holder carrying
+//! `owner_keys`.
+
+use super::{own_key, MemberCertificate, Secret};
+use crate::error::{ApiError, ErrorCode};
+use crate::ids::MemberId;
+
+/// What numbering the version binds, and what its grants carry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionPlan {
+    /// For a personal secret: the keys that open its value at an Agent.
+    pub owner_keys: Option<Vec<String>>,
+    /// A key to bind to the secret with this version (its first).
+    pub bind: Option<String>,
+}
+
+/// The writer: who, and the certificate she writes with (its SHA-256).
+#[derive(Clone, Copy, Debug)]
+pub struct Writer<'a> {
+    pub member: MemberId,
+    pub certificate_sha256: Option<&'a str>,
+}
+
+/// `holders`: how many Agents hold `environment`; `certificates`: the
+/// organization's active member certificates (needed when the writer names one).
+pub fn new_version(
+    secret: &Secret,
+    environment: &str,
+    holders: usize,
+    writer: Writer<'_>,
+    certificates: &[MemberCertificate],
+) -> Result<VersionPlan, ApiError> {
+    // A version no Agent can hold would be a number with no value behind it.
+    if holders == 0 {
+        return Err(ApiError::new(
+            ErrorCode::NoAgent,
+            format!(
+                "no Agent holds environment {environment}; an owner assigns one with `heimdall environment assign-agent`"
+            ),
+        ));
+    }
+    let writer_key = match writer.certificate_sha256 {
+        Some(sha) => Some(own_key(certificates, writer.member, sha)?),
+        None => None,
+    };
+    let mut owner_keys = secret.owner_id.map(|_| secret.owner_keys.clone());
+    let bind = match (&mut owner_keys, writer_key) {
+        (Some(keys), Some(key)) if keys.is_empty() => {
+            keys.push(key.clone());
+            Some(key)
+        }
+        (Some(keys), Some(key)) if !keys.iter().any(|k| k.eq_ignore_ascii_case(&key)) => {
+            return Err(ApiError::forbidden(
+                "your client certificate's key is not bound to this personal secret",
+            ))
+        }
+        _ => None,
+    };
+    Ok(VersionPlan { owner_keys, bind })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{OrgId, SecretId};
+    use crate::secrets::{create, Creator, NewSecret};
+    use time::OffsetDateTime;
+    use uuid::Uuid;
+
+    fn certificate(member: MemberId, sha: &str, key: &str) -> MemberCertificate {
+        MemberCertificate {
+            sha256: sha.into(),
+            org_id: OrgId::from_uuid(Uuid::nil()),
+            member_id: member,
+            spki_sha256: Some(key.into()),
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            not_after: OffsetDateTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn a_personal_secrets_version_needs_a_holder_and_a_bound_key() {
+        let ana = MemberId::from_uuid(Uuid::new_v4());
+        let certs = [certificate(ana, "aa", "old-key"), certificate(ana, "bb", "new-key")];
+        let creator = Creator { org: OrgId::from_uuid(Uuid::nil()), member: ana, email: "ana@example.com" };
+        let request = NewSecret {
+            name: "mine".into(),
+            personal: true,
+            certificate_sha256: Some("aa".into()),
+            ..NewSecret::default()
+        };
+        let mut secret = create(
+            request,
+            creator,
+            &certs,
+            vec![],
+            SecretId::from_uuid(Uuid::new_v4()),
+            OffsetDateTime::UNIX_EPOCH,
+        )
+        .unwrap();
+        let with = |sha| Writer { member: ana, certificate_sha256: Some(sha) };
+
+        let none = new_version(&secret, "prod", 0, with("aa"), &certs).unwrap_err();
+        assert_eq!(none.code, ErrorCode::NoAgent);
+        let plan = new_version(&secret, "prod", 2, with("AA"), &certs).unwrap();
+        assert_eq!(plan, VersionPlan { owner_keys: Some(vec!["old-key".into()]), bind: None });
+        let other = new_version(&secret, "prod", 2, with("bb"), &certs).unwrap_err();
+        assert_eq!(other.code, ErrorCode::Forbidden);
+
+        // Made before keys were bound: the writer's key is bound now.
+        secret.owner_keys.clear();
+        let plan = new_version(&secret, "prod", 1, with("bb"), &certs).unwrap();
+        assert_eq!(
+            plan,
+            VersionPlan { owner_keys: Some(vec!["new-key".into()]), bind: Some("new-key".into()) }
+        );
+    }
+}
