@@ -54,4 +54,6 @@ bash scripts/console.sh test
 # generated from the binaries just built (release builds: without --debug).
 package_dir="$(mktemp -d)"
 bash scripts/package.sh --debug "${package_dir}/dist"
+# Debian packages of those binaries: contents, units verified (systemd-analyze).
+HEIMDALL_DEB_COMPRESS=none bash scripts/package-deb.sh "${package_dir}/dist" "${package_dir}/deb"
 rm -rf "${package_dir}"

@@ -113,6 +113,13 @@ impl Admin {
             if !credential.username.is_empty() {
                 message = message.replace(credential.username.as_str(), "<admin login>");
             }
+            let fix = "`database create --tls verify-full --ca-file`";
+            let mut message = heimdall_tls::database::explain(&message, fix);
+            // MariaDB refuses a cleartext login to a server that requires
+            // TLS as it refuses a wrong password.
+            if task.tls == TlsMode::Disable && message.contains("Access denied") {
+                message.push_str(&format!("; if the server requires TLS, register it with {fix}"));
+            }
             format!("cannot connect to {} at {}:{}: {message}", task.database, task.host, task.port)
         };
         let ca = task.ca_pem.as_deref().map(|pem| pem.as_bytes().to_vec());

@@ -173,6 +173,7 @@ impl Syncer {
                 .collect();
             let request = SyncRequest {
                 epoch: Some(cursor.epoch.clone()),
+                records_after: Some(i64::try_from(cursor.acknowledged).unwrap_or(i64::MAX)),
                 records,
                 inventory: inventory.clone(),
                 local_url: self.local_url.clone(),
@@ -213,6 +214,16 @@ impl Syncer {
                 through,
             );
             cursor.acknowledged = answered.acknowledged;
+            if answered.resend {
+                // The API holds less than it acknowledged: its database was
+                // restored from a backup. What it lost goes again, from here.
+                tracing::warn!(
+                    epoch = %cursor.epoch,
+                    api = through,
+                    "the API holds fewer of this Agent's access records than it acknowledged; sending them again"
+                );
+                continue;
+            }
             if answered.restore {
                 // The API holds numbers this store never reached in this
                 // epoch: the store was restored from a backup. Its next
@@ -362,6 +373,8 @@ struct Answered {
     acknowledged: u64,
     /// The store was restored from a backup: its numbering must restart.
     restore: bool,
+    /// The API was restored from a backup: send again after `acknowledged`.
+    resend: bool,
 }
 
 /// The API answered that it holds this epoch's records through `through`,
@@ -377,14 +390,20 @@ struct Answered {
 /// would never be sent. After a restore, and while an older epoch is
 /// reported, only what was sent counts as acknowledged, so that every read
 /// numbered there since is still sent.
+///
+/// The API holding less than it had acknowledged is the API's restore: it
+/// took nothing of this batch (`access::ingest`), and everything after what
+/// it holds is sent again.
 fn after_answer(acknowledged: u64, reached: Option<u64>, sent_through: u64, through: u64) -> Answered {
+    let answered = |acknowledged, restore| Answered { acknowledged, restore, resend: false };
     match reached {
         Some(reached) if through > reached.max(sent_through) => {
-            Answered { acknowledged: acknowledged.max(sent_through), restore: true }
+            answered(acknowledged.max(sent_through), true)
         }
+        _ if through < acknowledged => Answered { acknowledged: through, restore: false, resend: true },
         // The API holds nothing this store had not reached: it holds all of it.
-        Some(_) => Answered { acknowledged: acknowledged.max(through), restore: false },
-        None => Answered { acknowledged: acknowledged.max(through.min(sent_through)), restore: false },
+        Some(_) => answered(acknowledged.max(through), false),
+        None => answered(acknowledged.max(through.min(sent_through)), false),
     }
 }
 
@@ -395,8 +414,14 @@ mod tests {
     #[test]
     fn the_api_holding_what_the_store_had_reached_acknowledges_all_of_it() {
         // After a restart the Agent sends from 1; the API had all 5,000.
-        assert_eq!(after_answer(0, Some(5000), 1000, 5000), Answered { acknowledged: 5000, restore: false });
-        assert_eq!(after_answer(3, Some(7), 7, 7), Answered { acknowledged: 7, restore: false });
+        assert_eq!(
+            after_answer(0, Some(5000), 1000, 5000),
+            Answered { acknowledged: 5000, restore: false, resend: false }
+        );
+        assert_eq!(
+            after_answer(3, Some(7), 7, 7),
+            Answered { acknowledged: 7, restore: false, resend: false }
+        );
     }
 
     #[test]
@@ -406,12 +431,24 @@ mod tests {
         // took 2, so the numbering after the answer is 2: not past the
         // API's 2. Judged by what the store had reached (1), it is a
         // restore, and only 1 is acknowledged: the new 2 is still sent.
-        assert_eq!(after_answer(0, Some(1), 1, 2), Answered { acknowledged: 1, restore: true });
+        assert_eq!(
+            after_answer(0, Some(1), 1, 2),
+            Answered { acknowledged: 1, restore: true, resend: false }
+        );
     }
 
     #[test]
     fn an_older_epoch_is_acknowledged_only_as_far_as_it_was_sent() {
-        assert_eq!(after_answer(1, None, 3, 10), Answered { acknowledged: 3, restore: false });
-        assert_eq!(after_answer(3, None, 3, 2), Answered { acknowledged: 3, restore: false });
+        assert_eq!(after_answer(1, None, 3, 10), Answered { acknowledged: 3, restore: false, resend: false });
+    }
+
+    #[test]
+    fn an_api_holding_less_than_it_acknowledged_gets_the_rest_again() {
+        // Acknowledged through 9; the API's database went back to 4.
+        assert_eq!(
+            after_answer(9, Some(12), 9, 4),
+            Answered { acknowledged: 4, restore: false, resend: true }
+        );
+        assert_eq!(after_answer(3, None, 3, 2), Answered { acknowledged: 2, restore: false, resend: true });
     }
 }

@@ -15,6 +15,8 @@ mod bodies;
 mod bootstrap;
 #[path = "api/console.rs"]
 mod console;
+#[path = "api/database_tls.rs"]
+mod database_tls;
 #[path = "api/databases.rs"]
 mod databases;
 #[path = "api/http.rs"]
@@ -45,6 +47,8 @@ mod store_scenario;
 mod support;
 #[path = "api/tls.rs"]
 mod tls;
+#[path = "api/upgrades.rs"]
+mod upgrades;
 #[path = "api/versions.rs"]
 mod versions;
 

@@ -16,7 +16,11 @@
 //!   for the gap;
 //! - an epoch the API has not seen for an Agent that had one raises
 //!   `secret.sequence_restarted`: its numbering started over, and what the
-//!   old store held but never reported is gone with it.
+//!   old store held but never reported is gone with it;
+//! - records sent after a number the API no longer holds (its own database
+//!   was restored from a backup) are not taken: the answer says how far it
+//!   holds, and the Agent sends again from there, so the reads the restore
+//!   lost come back and no gap is raised for them.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -125,6 +129,17 @@ pub struct EpochState {
     pub last_seq: i64,
 }
 
+/// A sync's records, as an Agent reports them.
+#[derive(Clone, Copy, Debug)]
+pub struct Report<'a> {
+    /// The epoch `records[].seq` count within.
+    pub epoch: &'a str,
+    /// The number the records follow: what the API last said it held
+    /// (`None` from Agents that do not say).
+    pub after: Option<i64>,
+    pub records: &'a [AccessRecord],
+}
+
 /// What a sync's records do.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IngestPlan {
@@ -138,6 +153,9 @@ pub struct IngestPlan {
     pub new_epoch: bool,
     /// Records already held with the same content.
     pub duplicates: usize,
+    /// The Agent sent records after a number the API does not hold: it is
+    /// to send again after `last_seq`.
+    pub resend: bool,
 }
 
 /// An audit event a sync raises.
@@ -202,15 +220,22 @@ pub fn record_digest(record: &AccessRecord) -> String {
 /// Plans a sync's records for one Agent reporting `epoch`.
 ///
 /// `latest` is the Agent's most recent epoch the API holds (if any),
-/// `this` the API's state for `epoch` (if it holds it), and `held` the
-/// digests it already holds at the sequence numbers of `records`.
+/// `this` the API's state for `epoch` (if it holds it), `after` the number
+/// the Agent sends records after (what the API last told it it held;
+/// `None` from Agents that do not say), and `held` the digests it already
+/// holds at the sequence numbers of `records`.
 pub fn ingest(
     latest: Option<&EpochState>,
     this: Option<&EpochState>,
     epoch: &str,
+    after: Option<i64>,
     records: &[AccessRecord],
     held: &[(i64, String)],
 ) -> IngestPlan {
+    let holds_through = this.map_or(0, |s| s.last_seq);
+    if after.is_some_and(|after| after > holds_through) {
+        return IngestPlan { last_seq: holds_through, resend: true, ..IngestPlan::default() };
+    }
     let mut plan = IngestPlan { new_epoch: this.is_none(), ..IngestPlan::default() };
     if let (None, Some(previous)) = (this, latest) {
         if previous.epoch != epoch {
@@ -271,8 +296,31 @@ mod tests {
     }
 
     #[test]
+    fn records_after_a_number_the_api_lost_are_sent_again_from_what_it_holds() {
+        // The API acknowledged 1-5, then its database went back to 1-2.
+        let plan =
+            ingest(Some(&state("e1", 2)), Some(&state("e1", 2)), "e1", Some(5), &[record(6, "ana")], &[]);
+        assert_eq!(plan, IngestPlan { last_seq: 2, resend: true, ..IngestPlan::default() }, "no gap raised");
+        // The Agent sends from 3: taken, contiguous, no event.
+        let again = ingest(
+            Some(&state("e1", 2)),
+            Some(&state("e1", 2)),
+            "e1",
+            Some(2),
+            &[record(3, "ana"), record(4, "bo")],
+            &[],
+        );
+        assert_eq!((again.inserts.len(), again.last_seq, again.resend), (2, 4, false));
+        assert!(again.events.is_empty());
+        // An epoch the restored API never saw: sent again from its first record.
+        let lost = ingest(Some(&state("e1", 2)), None, "e2", Some(9), &[record(10, "ana")], &[]);
+        assert_eq!((lost.last_seq, lost.resend, lost.new_epoch), (0, true, false));
+        assert!(lost.events.is_empty(), "nothing raised until the records come");
+    }
+
+    #[test]
     fn repeats_are_dropped_and_gaps_raise_an_event() {
-        let first = ingest(None, None, "e1", &[record(1, "ana"), record(2, "ana")], &[]);
+        let first = ingest(None, None, "e1", None, &[record(1, "ana"), record(2, "ana")], &[]);
         assert_eq!((first.inserts.len(), first.last_seq, first.new_epoch), (2, 2, true));
         assert!(first.events.is_empty(), "a brand-new Agent's first epoch is no restart");
         let held: Vec<(i64, String)> = first.inserts.iter().map(|(r, d)| (r.seq, d.clone())).collect();
@@ -280,6 +328,7 @@ mod tests {
             Some(&state("e1", 2)),
             Some(&state("e1", 2)),
             "e1",
+            None,
             &[record(2, "ana"), record(5, "bo")],
             &held[1..],
         );
@@ -291,7 +340,8 @@ mod tests {
     #[test]
     fn a_held_number_with_other_content_is_kept_and_raises_a_conflict() {
         let held = vec![(3, record_digest(&record(3, "ana")))];
-        let plan = ingest(Some(&state("e1", 3)), Some(&state("e1", 3)), "e1", &[record(3, "mallory")], &held);
+        let plan =
+            ingest(Some(&state("e1", 3)), Some(&state("e1", 3)), "e1", None, &[record(3, "mallory")], &held);
         assert_eq!(plan.inserts.len(), 1, "never dropped");
         assert_eq!(plan.events, vec![AccessEvent::Conflict { epoch: "e1".into(), seq: 3 }]);
         assert_eq!(plan.last_seq, 3);
@@ -300,6 +350,7 @@ mod tests {
             Some(&state("e1", 3)),
             Some(&state("e1", 3)),
             "e1",
+            None,
             &[record(3, "m"), record(3, "m")],
             &held,
         );
@@ -308,7 +359,7 @@ mod tests {
 
     #[test]
     fn a_new_epoch_is_a_restart_even_without_records() {
-        let plan = ingest(Some(&state("e1", 40)), None, "e2", &[], &[]);
+        let plan = ingest(Some(&state("e1", 40)), None, "e2", None, &[], &[]);
         assert_eq!(
             plan.events,
             vec![AccessEvent::Restarted {
@@ -319,7 +370,7 @@ mod tests {
         );
         assert!(plan.new_epoch);
         // Its numbers start at 1 again: no gap from the old epoch's 40.
-        let plan = ingest(Some(&state("e1", 40)), None, "e2", &[record(1, "ana")], &[]);
+        let plan = ingest(Some(&state("e1", 40)), None, "e2", None, &[record(1, "ana")], &[]);
         assert_eq!(plan.events.len(), 1);
         assert_eq!(plan.last_seq, 1);
     }
@@ -331,6 +382,7 @@ mod tests {
             Some(&state(LEGACY_EPOCH, 7)),
             Some(&state(LEGACY_EPOCH, 7)),
             LEGACY_EPOCH,
+            None,
             &[record(7, "x")],
             &held,
         );

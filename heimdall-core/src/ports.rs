@@ -807,7 +807,7 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
 
 // ---- Secret Manager (access records from Agents) --------------------------------
 
-use crate::access::{AccessLogEntry, AccessRecord};
+use crate::access::AccessLogEntry;
 
 /// What one sync's records did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -826,17 +826,16 @@ pub struct SyncOutcome {
 /// Access records reported by Agents, and the access log built from them.
 #[async_trait]
 pub trait AccessStore: Send + Sync + std::fmt::Debug {
-    /// Stores `records` for `agent`'s numbering `epoch` as
-    /// `heimdall_core::access::ingest` plans (repeats dropped, conflicts kept,
-    /// gaps and restarts raised as audit events), all in one transaction.
-    /// `environment_names` maps the environment ids records carry to the
-    /// names the log shows.
+    /// Stores a sync's records for `agent` as `heimdall_core::access::ingest`
+    /// plans (repeats dropped, conflicts kept, gaps and restarts raised as
+    /// audit events, records after a number it lost refused for sending
+    /// again), all in one transaction. `environment_names` maps the
+    /// environment ids records carry to the names the log shows.
     async fn record_access(
         &self,
         org: OrgId,
         agent: &Agent,
-        epoch: &str,
-        records: &[AccessRecord],
+        report: crate::access::Report<'_>,
         environment_names: &[(String, String)],
         now: OffsetDateTime,
     ) -> StoreResult<SyncOutcome>;

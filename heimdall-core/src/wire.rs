@@ -608,6 +608,11 @@ pub struct SyncRequest {
     /// older than epochs: `legacy`). `records[].seq` count within it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epoch: Option<String>,
+    /// The number `records` follow in the epoch: how far the API last said
+    /// it held it. An API that holds less (its database was restored) takes
+    /// none of them and says how far it holds, for the Agent to send again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records_after: Option<i64>,
     #[serde(default)]
     pub records: Vec<AccessRecord>,
     #[serde(default)]

@@ -9,8 +9,11 @@
 //!   header timeouts, a connection cap and graceful shutdown; and
 //!   [`logging`], the servers' log format; [`openapi`], the error
 //!   responses both servers' OpenAPI documents list.
+//! - [`database`]: a database's refusal of a connection (a wrong CA, TLS
+//!   required), explained with the setting that fixes it.
 #![forbid(unsafe_code)]
 
+pub mod database;
 pub mod identity;
 #[cfg(feature = "server")]
 pub mod logging;

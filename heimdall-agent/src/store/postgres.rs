@@ -45,6 +45,10 @@ pub async fn connect(url: &str) -> Result<Box<dyn super::SealedStore>, StoreErro
         .acquire_timeout(std::time::Duration::from_secs(10))
         .connect(url)
         .await
-        .map_err(|e| StoreError::Open(format!("cannot connect to {}: {e}", describe_url(url))))?;
+        .map_err(|e| {
+            let reason =
+                heimdall_tls::database::explain(&e.to_string(), heimdall_tls::database::POSTGRES_URL_TLS);
+            StoreError::Open(format!("cannot connect to {}: {reason}", describe_url(url)))
+        })?;
     Ok(Box::new(SqlRows::migrate(pool, Backend::Postgres, migrator()).await?))
 }

@@ -42,7 +42,15 @@ impl SqlRows {
         backend: Backend,
         migrator: &sqlx::migrate::Migrator,
     ) -> Result<Self, StoreError> {
-        migrator.run(&pool).await.map_err(|e| StoreError::Open(format!("migrations failed: {e}")))?;
+        migrator.run(&pool).await.map_err(|e| {
+            StoreError::Open(match e {
+                sqlx::migrate::MigrateError::VersionMissing(applied) => {
+                    let known = migrator.iter().map(|m| m.version).max().unwrap_or(0);
+                    heimdall_tls::database::newer_schema(applied, known)
+                }
+                other => format!("migrations failed: {other}"),
+            })
+        })?;
         Ok(Self { pool, backend, next_seq: Default::default() })
     }
 

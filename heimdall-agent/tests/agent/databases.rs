@@ -110,6 +110,18 @@ async fn rotating_agent(w: &World, name: &str) -> (std::path::PathBuf, String) {
     (config, local_url)
 }
 
+/// The `orders-admin` secret made, once the Agent reports its local URL
+/// as a holder of `dev`.
+async fn admin_secret_held(w: &World, config: &Path, local_url: &str, owner: &str) {
+    w.post(owner, "/v1/secrets", json!({ "name": "orders-admin" })).await;
+    eventually(config, "the Agent's local URL", || async {
+        let (_, holders) =
+            w.call(reqwest::Method::GET, "/v1/secrets/orders-admin/holders?environment=dev", None).await;
+        holders[0]["url"].as_str() == Some(local_url)
+    })
+    .await;
+}
+
 async fn user(w: &World, db: &str, name: &str) -> Value {
     let (status, user) =
         w.call(reqwest::Method::GET, &format!("/v1/databases/{db}/users/{name}"), None).await;
@@ -142,13 +154,7 @@ async fn scenario(engine: &str, admin_value: Value, port: u16) {
     let owner = w.api.owner_token.clone();
     let mut agent = w.run_agent(&config);
     let me: Identity = identity(&w, &owner).await;
-    w.post(&owner, "/v1/secrets", json!({ "name": "orders-admin" })).await;
-    eventually(&config, "the Agent's local URL", || async {
-        let (_, holders) =
-            w.call(reqwest::Method::GET, "/v1/secrets/orders-admin/holders?environment=dev", None).await;
-        holders[0]["url"].as_str() == Some(local_url.as_str())
-    })
-    .await;
+    admin_secret_held(&w, &config, &local_url, &owner).await;
     assert_eq!(set(&w, &owner, &me, "orders-admin", "dev", &admin_value.to_string()).await, 1);
     let name = app_database(engine).await;
 
@@ -266,13 +272,7 @@ async fn a_rotation_killed_at_any_step_is_rolled_forward_on_restart() {
     let owner = w.api.owner_token.clone();
     let mut agent = w.run_agent(&config);
     let me = identity(&w, &owner).await;
-    w.post(&owner, "/v1/secrets", json!({ "name": "orders-admin" })).await;
-    eventually(&config, "the Agent's local URL", || async {
-        let (_, holders) =
-            w.call(reqwest::Method::GET, "/v1/secrets/orders-admin/holders?environment=dev", None).await;
-        holders[0]["url"].as_str() == Some(local_url.as_str())
-    })
-    .await;
+    admin_secret_held(&w, &config, &local_url, &owner).await;
     let admin = json!({ "username": "postgres", "password": "unused-with-trust" });
     set(&w, &owner, &me, "orders-admin", "dev", &admin.to_string()).await;
     let name = app_database("postgres").await;
@@ -331,4 +331,109 @@ async fn a_rotation_killed_at_any_step_is_rolled_forward_on_restart() {
         .await;
         restarted.kill().await.unwrap();
     }
+}
+
+/// A managed database that accepts TLS only (a `hostssl`-only
+/// `pg_hba.conf`, as RDS with `rds.force_ssl`; MariaDB with
+/// `require_secure_transport`): registered without TLS, the user's creation
+/// fails with the reason in `database user show`; registered with
+/// `verify-full` and the server's CA, the service user is made over
+/// verified TLS and logs in over TLS.
+async fn requires_tls(engine: &str, port: u16, admin: Value, ca_file: &Path, password: &str, database: &str) {
+    let w = World::new().await;
+    let (config, local_url) = rotating_agent(&w, "agent-1").await;
+    let owner = w.api.owner_token.clone();
+    let mut agent = w.run_agent(&config);
+    let me = identity(&w, &owner).await;
+    admin_secret_held(&w, &config, &local_url, &owner).await;
+    set(&w, &owner, &me, "orders-admin", "dev", &admin.to_string()).await;
+    let grants = if engine == "postgres" {
+        "SELECT ON ALL TABLES IN SCHEMA public".to_owned()
+    } else {
+        format!("SELECT ON {database}.*")
+    };
+    let user_body = json!({ "name": "app", "rotate_every": "1d", "grace": "1s", "grants": grants });
+
+    // Cleartext (allowed on this machine by `--tls disable`): the server refuses.
+    w.post(
+        &owner,
+        "/v1/databases",
+        json!({
+            "name": "plain", "engine": engine, "host": "localhost", "port": port, "database": database,
+            "environment": "dev", "admin_secret": "orders-admin", "tls": "disable",
+        }),
+    )
+    .await;
+    w.post(&owner, "/v1/databases/plain/users", user_body.clone()).await;
+    eventually(&config, "the refusal in the user's last error", || async {
+        user(&w, "plain", "app").await["last_error"].as_str().is_some_and(|e| e.contains("cannot connect"))
+    })
+    .await;
+    let refused = user(&w, "plain", "app").await;
+    let reason = refused["last_error"].as_str().unwrap();
+    assert!(reason.contains("--tls verify-full --ca-file") && !reason.contains(password), "{reason}");
+
+    // Verified TLS, with the database's own CA: made, and the login works.
+    let ca_pem = std::fs::read_to_string(ca_file).unwrap();
+    w.post(
+        &owner,
+        "/v1/databases",
+        json!({
+            "name": "orders", "engine": engine, "host": "localhost", "port": port, "database": database,
+            "environment": "dev", "admin_secret": "orders-admin", "tls": "verify-full", "ca_pem": ca_pem,
+        }),
+    )
+    .await;
+    w.post(&owner, "/v1/databases/orders/users", user_body).await;
+    until_version(&w, &config, "orders", "app", 1).await;
+    let reader = agent_client(&config, &local_url, &me);
+    eventually(&config, "the user's secret", || async {
+        credential(&reader, "db-orders-app", None).await.is_ok()
+    })
+    .await;
+    let (_, made) = credential(&reader, "db-orders-app", None).await.unwrap();
+    let n: i64 = if engine == "postgres" {
+        let options = sqlx::postgres::PgConnectOptions::new()
+            .host(&made.host)
+            .port(made.port)
+            .username(&made.username)
+            .password(made.password.expose())
+            .database(&made.database)
+            .ssl_mode(sqlx::postgres::PgSslMode::VerifyFull)
+            .ssl_root_cert(ca_file);
+        let mut app = sqlx::PgConnection::connect_with(&options).await.unwrap();
+        sqlx::query_scalar("SELECT count(*) FROM orders").fetch_one(&mut app).await.unwrap()
+    } else {
+        let options = sqlx::mysql::MySqlConnectOptions::new()
+            .host(&made.host)
+            .port(made.port)
+            .username(&made.username)
+            .password(made.password.expose())
+            .database(&made.database)
+            .ssl_mode(sqlx::mysql::MySqlSslMode::VerifyIdentity)
+            .ssl_ca(ca_file);
+        let mut app = sqlx::MySqlConnection::connect_with(&options).await.unwrap();
+        sqlx::query_scalar("SELECT count(*) FROM orders").fetch_one(&mut app).await.unwrap()
+    };
+    assert_eq!(n, 1);
+    let dump = w.api.database_text().await;
+    assert!(!dump.contains(password) && !dump.contains(made.password.expose().as_str()));
+    agent.kill().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_user_on_a_postgres_that_requires_tls_is_made_over_verified_tls() {
+    let server = heimdall_api::testing::TlsPostgres::start();
+    server.create_database("orders_tls");
+    server.psql("orders_tls", "CREATE TABLE orders (id int); INSERT INTO orders VALUES (1)");
+    let admin = json!({ "username": "postgres", "password": server.password });
+    requires_tls("postgres", server.port, admin, &server.ca_file, &server.password, "orders_tls").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_user_on_a_mariadb_that_requires_tls_is_made_over_verified_tls() {
+    let server = heimdall_api::testing::TlsMariadb::start();
+    server.sql("CREATE DATABASE orders_tls; CREATE TABLE orders_tls.orders (id int); INSERT INTO orders_tls.orders VALUES (1)");
+    let admin = json!({ "username": server.admin, "password": server.password });
+    requires_tls("mariadb", server.port, admin, &server.ca_file, &server.password, "orders_tls").await;
 }

@@ -11,6 +11,7 @@ use heimdall_agent::crypto::{KeySealer, MasterKey};
 use heimdall_agent::kms::KmsKey;
 use heimdall_agent::store::dynamodb::MAX_ACCESS_BATCH;
 use heimdall_agent::store::{self, Backend, InventoryEntry, ServedRead, StoreError, ValueAddress, Vault};
+use heimdall_api::testing::TlsPostgres;
 use heimdall_core::ids::{AgentId, CatalogId, OrgId};
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, Row};
@@ -18,9 +19,20 @@ use uuid::Uuid;
 
 /// Where the scenario's store lives, and raw access to it "from outside".
 enum Place {
-    Sqlite { dir: tempfile::TempDir },
-    Postgres { admin_url: String, name: String, url: String },
-    Dynamo { moto_url: String, table: String },
+    Sqlite {
+        dir: tempfile::TempDir,
+    },
+    /// `_server`: a PostgreSQL of the test's own that accepts TLS only.
+    Postgres {
+        admin_url: String,
+        name: String,
+        url: String,
+        _server: Option<Box<TlsPostgres>>,
+    },
+    Dynamo {
+        moto_url: String,
+        table: String,
+    },
 }
 
 /// A connection "from outside" the store: SQL, or the DynamoDB API.
@@ -101,7 +113,17 @@ impl Place {
         admin.close().await;
         let (base, _) = admin_url.rsplit_once('/').unwrap();
         let url = format!("{base}/{name}");
-        Place::Postgres { admin_url, name, url }
+        Place::Postgres { admin_url, name, url, _server: None }
+    }
+
+    /// A database on a server that refuses cleartext, reached as an
+    /// operator would write it: `sslmode=verify-full` and the server's CA.
+    fn tls_postgres() -> Self {
+        let server = TlsPostgres::start();
+        let name = format!("heimdall_agent_test_{}", Uuid::new_v4().simple());
+        server.create_database(&name);
+        let (admin_url, url) = (server.verified_url("postgres"), server.verified_url(&name));
+        Place::Postgres { admin_url, name, url, _server: Some(Box::new(server)) }
     }
 
     /// A fresh table name in moto (the store creates the table).
@@ -734,6 +756,25 @@ async fn scripted_scenario_on_postgres() {
     scenario(Place::postgres().await).await;
 }
 
+/// A managed PostgreSQL that requires TLS (RDS with `rds.force_ssl`, a
+/// `hostssl`-only `pg_hba.conf`): the whole scenario over verified TLS; a
+/// CA that did not sign the server's certificate, and a URL that offers no
+/// TLS, are refused with the reason and no password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripted_scenario_on_postgres_that_requires_tls() {
+    let place = Place::tls_postgres();
+    let Place::Postgres { _server: Some(server), name, .. } = &place else { unreachable!() };
+    let key = key(7);
+    let wrong_ca =
+        server.url(name, &format!("sslmode=verify-full&sslrootcert={}", server.wrong_ca_file.display()));
+    let err = store::postgres::open(&wrong_ca, &key).await.map(|_| ()).unwrap_err().to_string();
+    assert!(err.contains("not signed by the CA") && !err.contains(&server.password), "{err}");
+    let cleartext = server.url(name, "sslmode=disable");
+    let err = store::postgres::open(&cleartext, &key).await.map(|_| ()).unwrap_err().to_string();
+    assert!(err.contains("accepts TLS connections only") && !err.contains(&server.password), "{err}");
+    scenario(place).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripted_scenario_on_dynamodb() {
     scenario(Place::dynamo()).await;
@@ -1236,4 +1277,36 @@ async fn legacy_records_keep_their_numbers_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_records_keep_their_numbers_on_dynamodb() {
     legacy_records_keep_their_numbers(Place::dynamo()).await;
+}
+
+/// A store that a newer Agent migrated is refused, naming both versions,
+/// and nothing in it changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_migrated_by_a_newer_agent_is_refused_naming_both_versions() {
+    let place = Place::sqlite();
+    let (vault, _) = place.open(&key(3)).await.unwrap();
+    drop(vault);
+    let raw = place.raw().await;
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES ($1, 'from a newer release', TRUE, $2, 0)",
+    )
+    .bind(20_991_231_000_000_i64)
+    .bind(vec![0_u8; 48])
+    .execute(raw.sql())
+    .await
+    .unwrap();
+    let err = place.open(&key(3)).await.map(|_| ()).unwrap_err().to_string();
+    let newest = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/sqlite"))
+        .unwrap()
+        .filter_map(|f| f.unwrap().file_name().to_str()?.split('_').next()?.parse::<i64>().ok())
+        .max()
+        .unwrap();
+    assert!(
+        err.contains(&format!(
+            "migrated by a newer Heimdall: it has migration 20991231000000, this binary knows migrations up to {newest}"
+        )),
+        "{err}"
+    );
+    raw.close().await;
 }

@@ -1,11 +1,11 @@
 //! Access records reported by Agents on sync, and the access log.
 
 use async_trait::async_trait;
-use heimdall_core::access::{ingest, AccessLogPage, EpochState};
+use heimdall_core::access::{ingest, AccessLogPage, EpochState, Report};
 use heimdall_core::ids::{EventId, OrgId};
 use heimdall_core::infra::Agent;
 use heimdall_core::ports::{AccessStore, NewEvent, StoreResult, SyncOutcome};
-use heimdall_core::wire::{AccessLogEntry, AccessRecord};
+use heimdall_core::wire::AccessLogEntry;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -19,11 +19,11 @@ impl AccessStore for SqlStore {
         &self,
         org: OrgId,
         agent: &Agent,
-        epoch: &str,
-        records: &[AccessRecord],
+        report: Report<'_>,
         environment_names: &[(String, String)],
         now: OffsetDateTime,
     ) -> StoreResult<SyncOutcome> {
+        let Report { epoch, after, records } = report;
         let agent_id = agent.id.to_string();
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         // Locks the Agent's row (PostgreSQL), so concurrent syncs of one
@@ -57,7 +57,7 @@ impl AccessStore for SqlStore {
             .map_err(db_err)?,
             _ => Vec::new(),
         };
-        let plan = ingest(latest.as_ref(), this.as_ref(), epoch, records, &held);
+        let plan = ingest(latest.as_ref(), this.as_ref(), epoch, after, records, &held);
 
         if plan.new_epoch {
             sqlx::query(

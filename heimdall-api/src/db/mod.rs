@@ -72,7 +72,7 @@ pub enum ConnectError {
     UnsupportedUrl,
     #[error("cannot connect to the {backend:?} database at {location}: {reason}")]
     Connect { backend: Backend, location: String, reason: String },
-    #[error("database migration failed: {0}")]
+    #[error("{0}")]
     Migrate(String),
 }
 
@@ -100,14 +100,31 @@ pub async fn connect(url: &str) -> Result<SqlStore, ConnectError> {
         backend,
         location: describe_url(&url),
         // Driver messages name the host and user, never the password.
-        reason: e.to_string(),
+        reason: match backend {
+            Backend::Postgres => {
+                heimdall_tls::database::explain(&e.to_string(), heimdall_tls::database::POSTGRES_URL_TLS)
+            }
+            Backend::Sqlite => e.to_string(),
+        },
     })?;
     let migrator = match backend {
         Backend::Postgres => postgres::migrator(),
         Backend::Sqlite => sqlite::migrator(),
     };
-    migrator.run(&pool).await.map_err(|e| ConnectError::Migrate(e.to_string()))?;
+    migrator.run(&pool).await.map_err(|e| ConnectError::Migrate(migrate_error(e, migrator)))?;
     Ok(SqlStore::new(pool, backend))
+}
+
+/// A migration the database has and this binary does not: refused, naming
+/// both versions (see `heimdall_tls::database::newer_schema`).
+fn migrate_error(e: sqlx::migrate::MigrateError, migrator: &sqlx::migrate::Migrator) -> String {
+    match e {
+        sqlx::migrate::MigrateError::VersionMissing(applied) => {
+            let known = migrator.iter().map(|m| m.version).max().unwrap_or(0);
+            heimdall_tls::database::newer_schema(applied, known)
+        }
+        other => format!("database migration failed: {other}"),
+    }
 }
 
 pub(crate) fn base_options() -> AnyPoolOptions {

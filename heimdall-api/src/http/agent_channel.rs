@@ -10,7 +10,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json, Router};
-use heimdall_core::access::LEGACY_EPOCH;
+use heimdall_core::access::{Report, LEGACY_EPOCH};
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::{AgentId, JobId, LeaseId};
 use heimdall_core::infra::Agent;
@@ -365,7 +365,8 @@ async fn sync(
     let names: Vec<(String, String)> =
         environments.iter().map(|e| (e.id.to_string(), e.name.clone())).collect();
     let epoch = body.epoch.as_deref().unwrap_or(LEGACY_EPOCH);
-    let outcome = state.store.record_access(org, &agent, epoch, &body.records, &names, now).await?;
+    let report = Report { epoch, after: body.records_after, records: &body.records };
+    let outcome = state.store.record_access(org, &agent, report, &names, now).await?;
     for event in &outcome.events {
         tracing::warn!(agent = %agent.name, action = %event.action(), detail = %event.detail(&agent.name), "access records");
     }

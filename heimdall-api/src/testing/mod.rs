@@ -1,6 +1,10 @@
 //! Test support (feature `testing`): a real API server on a loopback port,
-//! over SQLite in a temporary directory or a fresh PostgreSQL database.
+//! over SQLite in a temporary directory or a fresh PostgreSQL database; a
+//! PostgreSQL and a MariaDB server of the test's own that accept TLS only.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
+
+mod tls_mariadb;
+mod tls_postgres;
 
 use std::net::SocketAddr;
 
@@ -11,6 +15,9 @@ use uuid::Uuid;
 use crate::config::{FileConfig, ServeConfig};
 use crate::db::{self, SqlStore};
 use crate::SystemClock;
+
+pub use tls_mariadb::TlsMariadb;
+pub use tls_postgres::TlsPostgres;
 
 /// `HEIMDALL_TEST_POSTGRES_URL`, else the machine's PostgreSQL.
 pub fn postgres_admin_url() -> String {

@@ -173,7 +173,13 @@ async fn secret_access_log_in_a_table_and_in_json() {
     ];
     let outcome = api
         .store
-        .record_access(edge_1.org_id, &edge_1, "e1", &records, &[], OffsetDateTime::now_utc())
+        .record_access(
+            edge_1.org_id,
+            &edge_1,
+            heimdall_core::access::Report { epoch: "e1", after: None, records: &records },
+            &[],
+            OffsetDateTime::now_utc(),
+        )
         .await
         .expect("record access");
     assert_eq!((outcome.stored, outcome.duplicates), (3, 0));
