@@ -35,6 +35,9 @@ pub struct AllowedRead {
     pub secret_id: heimdall_core::ids::SecretId,
     pub environment_id: CatalogId,
     pub environment: String,
+    /// The version the API says is current there (`heimdall_core::current`):
+    /// an older one is never served as the latest.
+    pub current: Option<i64>,
 }
 
 /// The last sync's answer, indexed for deciding.
@@ -57,6 +60,8 @@ pub struct PolicySnapshot {
     /// they cover is stored.
     deleted_in_environments: Vec<heimdall_core::wire::DeletedInEnvironment>,
     secrets: HashMap<String, SyncSecret>,
+    /// The current version of each (secret, environment) this Agent holds.
+    current: HashMap<(String, CatalogId), i64>,
     environments: Vec<(CatalogId, String)>,
     catalog: CatalogTree,
     policies: OrgPolicies,
@@ -99,6 +104,11 @@ impl PolicySnapshot {
             local_api_status: response.local_api_status.clone(),
             deleted_in_environments: response.deleted_in_environments.clone(),
             secrets: response.secrets.iter().map(|s| (s.name.clone(), s.clone())).collect(),
+            current: response
+                .current_versions
+                .iter()
+                .map(|c| ((c.secret.clone(), c.environment), c.version))
+                .collect(),
             environments: response.environments.iter().map(|e| (e.id, e.name.clone())).collect(),
             catalog: CatalogTree::new(response.catalog.iter().map(|e| (e.id, e.kind, e.parent_id))),
             policies,
@@ -285,6 +295,7 @@ impl PolicySnapshot {
             secret_id: found.id,
             environment_id,
             environment: env_name.to_owned(),
+            current: self.current.get(&(found.name.clone(), environment_id)).copied(),
         })
     }
 
@@ -388,6 +399,7 @@ impl PolicySnapshot {
             secret_id: found.id,
             environment_id,
             environment: env_name.to_owned(),
+            current: self.current.get(&(found.name.clone(), environment_id)).copied(),
         })
     }
 }
@@ -540,6 +552,7 @@ mod tests {
             policies,
             assignments: vec![],
             deactivated: vec![],
+            current_versions: vec![],
             deleted_secrets: vec![],
             deleted_in_environments: vec![],
             released_environments: vec![],

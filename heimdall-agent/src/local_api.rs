@@ -34,6 +34,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json, Router};
 use heimdall_core::clock::Clock;
+use heimdall_core::current;
 use heimdall_core::grant::GrantTarget;
 use heimdall_core::ids::AgentId;
 use heimdall_core::wire::{ReadValues, ValueAnswer, ValuesAnswer, WriteValue};
@@ -563,6 +564,7 @@ pub(crate) async fn load(
     now: OffsetDateTime,
 ) -> Result<Loaded, Refusal> {
     let allowed = decide(state, caller, name, environment, now).await?;
+    let shown = heimdall_core::secrets::display_name(&allowed.secret);
     let no_value = |version: Option<u32>| {
         let which = version.map_or_else(|| "no value".to_owned(), |v| format!("no version {v}"));
         Refusal(ApiError::new(
@@ -580,14 +582,26 @@ pub(crate) async fn load(
                 version,
             };
             let value = state.store.get_value(&at).await.map_err(store_refusal)?;
-            (version, value.ok_or_else(|| no_value(Some(version)))?)
+            match value {
+                Some(value) => (version, value),
+                // Another holder may have it: the client asks the next.
+                None if allowed.current.is_some_and(|current| v <= current) => {
+                    return Err(Refusal(current::missing_version(shown, v, allowed.current)))
+                }
+                None => return Err(no_value(Some(version))),
+            }
         }
-        None => state
-            .store
-            .latest_value(allowed.org, &allowed.secret, allowed.environment_id)
-            .await
-            .map_err(store_refusal)?
-            .ok_or_else(|| no_value(None))?,
+        None => {
+            let latest = state
+                .store
+                .latest_value(allowed.org, &allowed.secret, allowed.environment_id)
+                .await
+                .map_err(store_refusal)?;
+            // Never an older version as the latest (`heimdall_core::current`).
+            current::check_latest(shown, latest.as_ref().map(|(v, _)| i64::from(*v)), allowed.current)
+                .map_err(Refusal)?;
+            latest.ok_or_else(|| no_value(None))?
+        }
     };
     Ok(Loaded { allowed, version, value })
 }

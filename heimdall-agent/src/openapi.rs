@@ -57,7 +57,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
 }
 
 errors!(public HealthErrors);
-errors!(ReadErrors: NotFound, InvalidInput, VersionDeactivated, PolicyStale, AgentRevoked, AuditUnavailable, TooManyRequests);
+errors!(ReadErrors: NotFound, InvalidInput, VersionDeactivated, VersionNotHeld, PolicyStale, AgentRevoked, AuditUnavailable, TooManyRequests);
 errors!(body WriteErrors: NotFound, AlreadyExists, Conflict, GrantInvalid, VersionDeactivated, PolicyStale, AgentRevoked);
 errors!(public StatusErrors: PolicyStale, AgentRevoked);
 errors!(DeleteErrors: NotFound, ValueMayPersist, Conflict, PolicyStale, AgentRevoked);

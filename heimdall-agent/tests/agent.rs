@@ -14,6 +14,9 @@ mod azure;
 #[path = "agent/credentials.rs"]
 mod credentials;
 
+#[path = "agent/current.rs"]
+mod current;
+
 #[path = "agent/databases.rs"]
 mod databases;
 

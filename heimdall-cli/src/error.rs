@@ -50,7 +50,8 @@ pub fn exit_code(code: ErrorCode) -> u8 {
         ErrorCode::PolicyStale
         | ErrorCode::AuditUnavailable
         | ErrorCode::Unavailable
-        | ErrorCode::TooManyRequests => exit::UNAVAILABLE,
+        | ErrorCode::TooManyRequests
+        | ErrorCode::VersionNotHeld => exit::UNAVAILABLE,
     }
 }
 
@@ -164,6 +165,7 @@ mod tests {
             ("IMPORT_WOULD_CHANGE", 6),
             ("STALE_PLAN", 6),
             ("TOO_MANY_REQUESTS", 8),
+            ("VERSION_NOT_HELD", 8),
         ];
         assert_eq!(expected.len(), ErrorCode::ALL.len(), "every code has a pinned exit status");
         for (name, status) in expected {

@@ -64,6 +64,8 @@ error_codes! {
     ImportWouldChange = 409,
     StalePlan = 409,
     TooManyRequests = 429,
+    // An Agent lacks the current version (or the one asked for): ask the next holder.
+    VersionNotHeld = 503,
 }
 
 impl ErrorCode {
@@ -101,6 +103,7 @@ impl ErrorCode {
             ErrorCode::ImportWouldChange => "IMPORT_WOULD_CHANGE",
             ErrorCode::StalePlan => "STALE_PLAN",
             ErrorCode::TooManyRequests => "TOO_MANY_REQUESTS",
+            ErrorCode::VersionNotHeld => "VERSION_NOT_HELD",
         }
     }
 

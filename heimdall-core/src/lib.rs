@@ -18,6 +18,7 @@ pub mod authz;
 pub mod body;
 pub mod clock;
 pub mod credentials;
+pub mod current;
 pub mod dbusers;
 pub mod deletion;
 pub mod domain;

@@ -465,6 +465,8 @@ pub trait InventoryStore: Send + Sync {
     ) -> StoreResult<()>;
     async fn holdings_of_secret(&self, org: OrgId, secret: &str) -> StoreResult<Vec<Holding>>;
     async fn holdings_of_agent(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<Holding>>;
+    /// Everything every Agent of the organization reported holding.
+    async fn holdings_of_org(&self, org: OrgId) -> StoreResult<Vec<Holding>>;
     /// The secret goes `deleting` (or `deleted` at once when no Agent holds it).
     async fn start_deletion(&self, org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()>;
     /// Names of the organization's secrets being deleted or deleted: Agents drop what they hold of them.

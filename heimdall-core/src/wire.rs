@@ -741,6 +741,11 @@ pub struct SyncResponse {
     pub policies: Vec<Policy>,
     pub assignments: Vec<crate::secrets::Assignment>,
     pub deactivated: Vec<DeactivatedVersion>,
+    /// The current version of each secret in the environments this Agent
+    /// holds (`heimdall_core::current`): it never serves an older one as
+    /// the latest. Empty from an API older than this list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub current_versions: Vec<crate::current::CurrentVersion>,
     /// Secrets being deleted (or deleted): the Agent deletes every value
     /// and tombstone it holds of them, and its next inventory says so.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

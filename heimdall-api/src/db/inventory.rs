@@ -317,6 +317,17 @@ impl InventoryStore for SqlStore {
         rows.into_iter().map(HoldingRow::into_domain).collect()
     }
 
+    async fn holdings_of_org(&self, org: OrgId) -> StoreResult<Vec<Holding>> {
+        let rows: Vec<HoldingRow> = sqlx::query_as(&format!(
+            "{HOLDINGS} WHERE i.org_id = $1 ORDER BY i.secret_name, environment, i.version"
+        ))
+        .bind(org.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter().map(HoldingRow::into_domain).collect()
+    }
+
     async fn start_deletion(&self, org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let (actor, at) = (event.actor.clone(), event.at);

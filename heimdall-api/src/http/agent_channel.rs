@@ -11,8 +11,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json, Router};
 use heimdall_core::access::{Report, LEGACY_EPOCH};
-use heimdall_core::domain::CatalogKind;
-use heimdall_core::ids::{AgentId, JobId, LeaseId};
+use heimdall_core::domain::{CatalogEntry, CatalogKind};
+use heimdall_core::ids::{AgentId, CatalogId, JobId, LeaseId, OrgId};
 use heimdall_core::infra::Agent;
 use heimdall_core::names::validate_text;
 use heimdall_core::ports::{JobOutcome, NewEvent, StoreError};
@@ -470,10 +470,10 @@ async fn sync(
             }),
         );
     }
-    let deactivated = state
-        .store
-        .deactivated_versions(org)
-        .await?
+    let deactivated_versions = state.store.deactivated_versions(org).await?;
+    let current_versions =
+        current_versions(&state, org, &agent, &assignments, &environments, &deactivated_versions).await?;
+    let deactivated = deactivated_versions
         .into_iter()
         .filter_map(|(secret, env_id, version)| {
             let env = environments.iter().find(|e| e.id == env_id)?;
@@ -499,6 +499,7 @@ async fn sync(
         policies,
         assignments,
         deactivated,
+        current_versions,
         deleted_secrets: state.store.deleted_secret_names(org).await?,
         deleted_in_environments: state
             .store
@@ -624,4 +625,37 @@ async fn server_certificate(
         sha256: issued.sha256,
         not_after: issued.not_after,
     }))
+}
+
+/// The current version of each secret in the environments `agent` holds
+/// (`heimdall_core::current::current_versions`), from what every Agent not
+/// revoked reported holding.
+async fn current_versions(
+    state: &AppState,
+    org: OrgId,
+    agent: &Agent,
+    assignments: &[heimdall_core::secrets::Assignment],
+    environments: &[CatalogEntry],
+    deactivated: &[(String, CatalogId, i64)],
+) -> Result<Vec<heimdall_core::current::CurrentVersion>, ApiError> {
+    let holdings = state.store.holdings_of_org(org).await?;
+    let held: Vec<heimdall_core::current::Held<'_>> = holdings
+        .iter()
+        .filter(|h| !h.agent_revoked)
+        .filter_map(|h| {
+            let environment = environments.iter().find(|e| e.name == h.environment)?.id;
+            Some(heimdall_core::current::Held {
+                agent: h.agent_id,
+                secret: &h.secret,
+                environment,
+                version: h.version,
+                deactivated: h.deactivated,
+            })
+        })
+        .collect();
+    let assigned: Vec<(AgentId, CatalogId)> =
+        assignments.iter().map(|a| (a.agent_id, a.environment_id)).collect();
+    let mine: Vec<CatalogId> =
+        assignments.iter().filter(|a| a.agent_id == agent.id).map(|a| a.environment_id).collect();
+    Ok(heimdall_core::current::current_versions(&held, &assigned, deactivated, &mine))
 }

@@ -33,6 +33,7 @@ const PINNED: &[(&str, u16)] = &[
     ("IMPORT_WOULD_CHANGE", 409),
     ("STALE_PLAN", 409),
     ("TOO_MANY_REQUESTS", 429),
+    ("VERSION_NOT_HELD", 503),
 ];
 
 #[test]

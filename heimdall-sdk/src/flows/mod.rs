@@ -8,7 +8,8 @@
 //! - [`read_values`]: the API names the Agents holding the environment (each
 //!   by its id and certificates: a host name proves nothing); they are asked
 //!   in order until one answers. An Agent's refusal is final (asking another
-//!   would ask again); one that cannot be reached passes to the next. With
+//!   would ask again); one that cannot be reached, or that lacks the current
+//!   version (`VERSION_NOT_HELD`), passes to the next. With
 //!   the API unreachable, the holders it named last ([`HolderMemory`]).
 //! - [`login`]: a key made here, certified by the API's CA for the caller.
 //! - [`wait_for_resource`], [`wait_for_job`]: followed until they settle, with progress.

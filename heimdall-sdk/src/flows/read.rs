@@ -4,7 +4,7 @@ use heimdall_core::wire::{AgentLocation, ValueAnswer};
 use time::OffsetDateTime;
 
 use super::{client_for, names, no_agent, no_url, AgentOptions};
-use crate::{AgentClient, Client, Error, Identity, Result};
+use crate::{AgentClient, Client, Error, ErrorCode, Identity, Result};
 
 /// What to read.
 #[derive(Clone, Copy, Debug)]
@@ -31,7 +31,8 @@ pub struct Read {
 
 /// Reads from the Agents holding `environment`, in order, until one
 /// answers: an Agent's refusal (its typed error) is final, naming the
-/// Agent; one that cannot be reached passes to the next. With the API
+/// Agent; one that cannot be reached, or that lacks the current version
+/// (`VERSION_NOT_HELD`), passes to the next. With the API
 /// unreachable, from the holders it named last (`options.memory`).
 pub async fn read_values(
     api: &Client,
@@ -79,6 +80,7 @@ pub async fn read_values(
         }
     };
     let mut unreachable: Vec<(String, Error)> = Vec::new();
+    let mut not_held: Option<heimdall_core::ApiError> = None;
     for (holder, url) in &targets {
         let agent = holder.agent.clone();
         // A client that cannot be made for this holder: skipped, like one
@@ -98,6 +100,12 @@ pub async fn read_values(
         };
         match asked {
             Ok(answers) => return Ok(Read { answers, agent, client, holders_from }),
+            // It lacks the current version (a write it missed): another
+            // holder may have it; never an older value instead.
+            Err(Error::Api(mut lacking)) if lacking.code == ErrorCode::VersionNotHeld => {
+                lacking.message = format!("{} (agent {agent})", lacking.message);
+                not_held.get_or_insert(lacking);
+            }
             // The Agent's decision (FORBIDDEN, VERSION_DEACTIVATED,
             // AUDIT_UNAVAILABLE, POLICY_STALE, …): another would only ask again.
             Err(Error::Api(mut refusal)) => {
@@ -106,6 +114,10 @@ pub async fn read_values(
             }
             Err(err) => unreachable.push((agent, err)),
         }
+    }
+    // No holder reachable had the current version: say so, not "unreachable".
+    if let Some(lacking) = not_held {
+        return Err(Error::Api(lacking));
     }
     if unreachable.len() == 1 {
         return Err(unreachable.remove(0).1);
