@@ -70,9 +70,9 @@ pub fn current_versions(
         .collect()
 }
 
-/// Whether an Agent may serve `served` when asked for the latest, knowing
-/// `current` (`None`: the API named none yet). `held_latest`: the newest
-/// it holds (`None`: nothing).
+/// Whether an Agent asked for the latest may serve `held_latest`, the
+/// newest version it holds (`None`: nothing), knowing `current` (`None`:
+/// the API named none yet).
 pub fn check_latest(secret: &str, held_latest: Option<i64>, current: Option<i64>) -> Result<(), ApiError> {
     match (held_latest, current) {
         (Some(held), Some(current)) if held < current => Err(not_held(secret, current)),
