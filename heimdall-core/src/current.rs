@@ -29,6 +29,24 @@ pub struct Held<'a> {
     pub deactivated: bool,
 }
 
+/// A deletion: of the secret everywhere (`environment: None`), or in one
+/// environment of the versions through `through_version` (`None`: all).
+/// What it covers is current nowhere, even while a holder still reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deleted<'a> {
+    pub secret: &'a str,
+    pub environment: Option<CatalogId>,
+    pub through_version: Option<i64>,
+}
+
+impl Deleted<'_> {
+    fn covers(&self, h: &Held<'_>) -> bool {
+        self.secret == h.secret
+            && self.environment.is_none_or(|e| e == h.environment)
+            && self.through_version.is_none_or(|v| h.version <= v)
+    }
+}
+
 /// A secret's current version in one environment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -41,16 +59,18 @@ pub struct CurrentVersion {
 /// The current version of each (secret, environment) in `environments`:
 /// the newest that an Agent assigned to it (`assigned`: Agent, environment)
 /// holds, leaving out versions deactivated (`deactivated`: secret,
-/// environment, version) and tombstones.
+/// environment, version), tombstones, and what a deletion covers.
 pub fn current_versions(
     held: &[Held<'_>],
     assigned: &[(AgentId, CatalogId)],
     deactivated: &[(String, CatalogId, i64)],
+    deleted: &[Deleted<'_>],
     environments: &[CatalogId],
 ) -> Vec<CurrentVersion> {
     let mut newest: BTreeMap<(&str, CatalogId), i64> = BTreeMap::new();
     for h in held {
         if h.deactivated
+            || deleted.iter().any(|d| d.covers(h))
             || !environments.contains(&h.environment)
             || !assigned.contains(&(h.agent, h.environment))
             || deactivated.iter().any(|(s, e, v)| s == h.secret && *e == h.environment && *v == h.version)
@@ -124,13 +144,19 @@ mod tests {
         // a has 3, b lags at 2; an unassigned Agent's 9 and a tombstone's 4 do not count.
         let all =
             [held(a, 2, false), held(a, 3, false), held(b, 2, false), held(gone, 9, false), held(b, 4, true)];
-        let current = current_versions(&all, &assigned, &[], &[prod, dev]);
+        let current = current_versions(&all, &assigned, &[], &[], &[prod, dev]);
         assert_eq!(current, vec![CurrentVersion { secret: "db".into(), environment: prod, version: 3 }]);
         // 3 deactivated at the API: 2 is current again.
-        let current = current_versions(&all, &assigned, &[("db".into(), prod, 3)], &[prod]);
+        let current = current_versions(&all, &assigned, &[("db".into(), prod, 3)], &[], &[prod]);
         assert_eq!(current[0].version, 2);
         // Only the environments asked for.
-        assert!(current_versions(&all, &assigned, &[], &[dev]).is_empty());
+        assert!(current_versions(&all, &assigned, &[], &[], &[dev]).is_empty());
+        // Deleted in prod through 2: 3 stays current; deleted through 3, or the whole secret: none.
+        let through = |v| [Deleted { secret: "db", environment: Some(prod), through_version: Some(v) }];
+        assert_eq!(current_versions(&all, &assigned, &[], &through(2), &[prod])[0].version, 3);
+        assert!(current_versions(&all, &assigned, &[], &through(3), &[prod]).is_empty());
+        let whole = [Deleted { secret: "db", environment: None, through_version: None }];
+        assert!(current_versions(&all, &assigned, &[], &whole, &[prod]).is_empty());
     }
 
     #[test]

@@ -471,8 +471,20 @@ async fn sync(
         );
     }
     let deactivated_versions = state.store.deactivated_versions(org).await?;
-    let current_versions =
-        current_versions(&state, org, &agent, &assignments, &environments, &deactivated_versions).await?;
+    let deleted_secrets = state.store.deleted_secret_names(org).await?;
+    let environment_deletions = state.store.environment_deletions(org).await?;
+    let mut deleted: Vec<heimdall_core::current::Deleted<'_>> = deleted_secrets
+        .iter()
+        .map(|secret| heimdall_core::current::Deleted { secret, environment: None, through_version: None })
+        .collect();
+    deleted.extend(environment_deletions.iter().map(|d| heimdall_core::current::Deleted {
+        secret: &d.secret,
+        environment: Some(d.environment_id),
+        through_version: d.through_version,
+    }));
+    let known =
+        Known { assignments: &assignments, environments: &environments, deactivated: &deactivated_versions };
+    let current_versions = current_versions(&state, org, &agent, known, &deleted).await?;
     let deactivated = deactivated_versions
         .into_iter()
         .filter_map(|(secret, env_id, version)| {
@@ -500,11 +512,8 @@ async fn sync(
         assignments,
         deactivated,
         current_versions,
-        deleted_secrets: state.store.deleted_secret_names(org).await?,
-        deleted_in_environments: state
-            .store
-            .environment_deletions(org)
-            .await?
+        deleted_secrets,
+        deleted_in_environments: environment_deletions
             .into_iter()
             // Still sent a while after it is done, for a late write made
             // with a grant from before it (`deletion::KEEP_SENDING_DONE`).
@@ -634,10 +643,10 @@ async fn current_versions(
     state: &AppState,
     org: OrgId,
     agent: &Agent,
-    assignments: &[heimdall_core::secrets::Assignment],
-    environments: &[CatalogEntry],
-    deactivated: &[(String, CatalogId, i64)],
+    known: Known<'_>,
+    deleted: &[heimdall_core::current::Deleted<'_>],
 ) -> Result<Vec<heimdall_core::current::CurrentVersion>, ApiError> {
+    let Known { assignments, environments, deactivated } = known;
     let holdings = state.store.holdings_of_org(org).await?;
     let held: Vec<heimdall_core::current::Held<'_>> = holdings
         .iter()
@@ -657,5 +666,13 @@ async fn current_versions(
         assignments.iter().map(|a| (a.agent_id, a.environment_id)).collect();
     let mine: Vec<CatalogId> =
         assignments.iter().filter(|a| a.agent_id == agent.id).map(|a| a.environment_id).collect();
-    Ok(heimdall_core::current::current_versions(&held, &assigned, deactivated, &mine))
+    Ok(heimdall_core::current::current_versions(&held, &assigned, deactivated, deleted, &mine))
+}
+
+/// What the sync already loaded that the current versions depend on.
+#[derive(Clone, Copy)]
+struct Known<'a> {
+    assignments: &'a [heimdall_core::secrets::Assignment],
+    environments: &'a [CatalogEntry],
+    deactivated: &'a [(String, CatalogId, i64)],
 }
