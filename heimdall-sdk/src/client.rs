@@ -117,6 +117,12 @@ impl Client {
         Ok(ca.certificate)
     }
 
+    /// The SHA-256 of a CA certificate (PEM), as [`Client::fetch_pinned_ca`]
+    /// and `heimdall login --ca-sha256` take it.
+    pub fn ca_sha256(ca_pem: &str) -> Option<String> {
+        heimdall_tls::identity::first_der(ca_pem).map(|der| heimdall_tls::identity::sha256_hex(&der))
+    }
+
     /// The installation CA of the API at `base_url`, trusted only if the
     /// server's chain holds a CA with SHA-256 `ca_sha256` and the CA it
     /// sends is that one: how a person (or script) who was given the

@@ -34,8 +34,9 @@ pub async fn run(ctx: &Context, cmd: MemberCommand) -> Result<()> {
                 out,
                 &format!(
                     "this token will not be shown again; hand it to {} over a safe channel \
-                     (they log in with `heimdall login --api-url URL`)",
-                    m.email
+                     (they log in with `{}`, the token on standard input)",
+                    m.email,
+                    ctx.login_command()?
                 ),
             );
             Ok(())

@@ -26,6 +26,7 @@ mod wait;
 use std::path::PathBuf;
 
 use heimdall_core::wire::CatalogKind;
+use heimdall_core::Redacted;
 use heimdall_sdk::{Client, Timeouts};
 
 use crate::args::{Cli, Command, EnvironmentCommand, GlobalArgs, ProfileCommand};
@@ -102,18 +103,35 @@ impl Context {
     /// profile's URL, `HEIMDALL_TOKEN` over the profile's token. The config
     /// file is read only when something is missing.
     pub fn client(&self) -> Result<Client> {
+        let timeouts = self.timeouts()?;
+        let (url, token, ca) = self.target()?;
+        connect(&url, token.expose().trim(), ca.as_deref(), timeouts)
+    }
+
+    /// The command someone else runs to log in to the API this profile
+    /// uses: its URL, and the CA's SHA-256 when the profile trusts its own.
+    pub fn login_command(&self) -> Result<String> {
+        let (url, _, ca) = self.target()?;
+        Ok(match ca.as_deref().and_then(Client::ca_sha256) {
+            Some(pin) => format!("heimdall login --api-url {url} --ca-sha256 {pin}"),
+            None => format!("heimdall login --api-url {url}"),
+        })
+    }
+
+    /// The API's URL, the token and the CA (PEM) to trust: the flags and
+    /// the environment, else the profile.
+    fn target(&self) -> Result<(String, Redacted<String>, Option<String>)> {
         let env_token = std::env::var(TOKEN_ENV).ok().filter(|t| !t.trim().is_empty());
         let env_ca = ca_from_env()?;
-        let timeouts = self.timeouts()?;
         if let (Some(url), Some(token)) = (&self.api_url, &env_token) {
-            return connect(url, token.trim(), env_ca.as_deref(), timeouts);
+            return Ok((url.clone(), Redacted::new(token.clone()), env_ca));
         }
         let dir = self.config_dir()?;
         let config = Config::load(&dir)?;
         let (_, profile) = config.profile(self.profile.as_deref())?;
-        let url = self.api_url.as_deref().unwrap_or(&profile.api_url);
-        let token = env_token.as_deref().unwrap_or(profile.token.expose());
-        connect(url, token.trim(), env_ca.as_deref().or(profile.ca.as_deref()), timeouts)
+        let url = self.api_url.clone().unwrap_or_else(|| profile.api_url.clone());
+        let token = env_token.unwrap_or_else(|| profile.token.expose().clone());
+        Ok((url, Redacted::new(token), env_ca.or_else(|| profile.ca.clone())))
     }
 
     /// The client certificate of the profile in use (`--profile` /

@@ -171,6 +171,11 @@ async fn login_over_https_trusts_only_the_installation_ca_it_was_given() {
     assert!(text.contains("BEGIN CERTIFICATE"), "the CA is kept in the profile: {text}");
     let whoami = h.run(&["whoami"]).await;
     assert_eq!(whoami.code, 0, "{whoami:?}");
+    // A new member is told the command that works here, pin included.
+    let added = h.run(&["member", "add", "bo@example.com", "--role", "member"]).await;
+    assert_eq!(added.code, 0, "{added:?}");
+    let told = format!("heimdall login --api-url {} --ca-sha256 {fingerprint}", api.url);
+    assert!(added.stderr.contains(&told), "{added:?}");
     // Or the CA file itself.
     let ca_file = api.ca_dir.join("ca.pem");
     let run = h
