@@ -585,10 +585,10 @@ pub(crate) async fn load(
             match value {
                 Some(value) => (version, value),
                 // Another holder may have it: the client asks the next.
-                None if allowed.current.is_some_and(|current| v <= current) => {
-                    return Err(Refusal(current::missing_version(shown, v, allowed.current)))
+                None => {
+                    return Err(current::missing_version(shown, v, allowed.current)
+                        .map_or_else(|| no_value(Some(version)), Refusal))
                 }
-                None => return Err(no_value(Some(version))),
             }
         }
         None => {

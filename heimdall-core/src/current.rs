@@ -101,16 +101,16 @@ pub fn check_latest(secret: &str, held_latest: Option<i64>, current: Option<i64>
     }
 }
 
-/// An Agent asked for `version` that it does not hold: another holder may
-/// hold it when it is not newer than the current one.
-pub fn missing_version(secret: &str, version: i64, current: Option<i64>) -> ApiError {
-    match current {
-        Some(current) if version <= current => ApiError::new(
+/// An Agent asked for `version` that it does not hold: `VERSION_NOT_HELD`
+/// when another holder may hold it (it is not newer than the current one),
+/// else `None` (the caller answers that it does not exist here).
+pub fn missing_version(secret: &str, version: i64, current: Option<i64>) -> Option<ApiError> {
+    current.filter(|current| version <= *current).map(|_| {
+        ApiError::new(
             ErrorCode::VersionNotHeld,
             format!("this Agent does not hold version {version} of {secret}; another holder may"),
-        ),
-        _ => ApiError::not_found(format!("version {version} of {secret}")),
-    }
+        )
+    })
 }
 
 fn not_held(secret: &str, current: i64) -> ApiError {
@@ -166,8 +166,8 @@ mod tests {
         assert!(check_latest("db", Some(2), None).is_ok(), "the API names none yet");
         assert_eq!(check_latest("db", Some(2), Some(3)).unwrap_err().code, ErrorCode::VersionNotHeld);
         assert_eq!(check_latest("db", None, Some(3)).unwrap_err().code, ErrorCode::VersionNotHeld);
-        assert_eq!(missing_version("db", 3, Some(3)).code, ErrorCode::VersionNotHeld);
-        assert_eq!(missing_version("db", 5, Some(3)).code, ErrorCode::NotFound);
-        assert_eq!(missing_version("db", 1, None).code, ErrorCode::NotFound);
+        assert_eq!(missing_version("db", 3, Some(3)).map(|e| e.code), Some(ErrorCode::VersionNotHeld));
+        assert!(missing_version("db", 5, Some(3)).is_none(), "newer than current: not anywhere");
+        assert!(missing_version("db", 1, None).is_none());
     }
 }
