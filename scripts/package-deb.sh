@@ -45,6 +45,7 @@ Description: ${description}
  values live only in those Agents, sealed under your master key.
 CONTROL
     install -m 0644 README.md "${root}/usr/share/doc/${package}/README.md"
+    install -D -m 0644 -t "${root}/usr/share/doc/${package}/docs" docs/*.md
     printf 'Heimdall\nLicense: Apache-2.0\n' > "${root}/usr/share/doc/${package}/copyright"
 }
 
@@ -96,6 +97,8 @@ for package in heimdall heimdall-api heimdall-agent; do
     [[ "$(dpkg-deb --field "${deb}" Version)" == "${version}" ]] || fail "${deb}: wrong Version"
     contents="$(dpkg-deb --contents "${deb}")"
     grep -q " ./usr/bin/${package}\$" <<<"${contents}" || fail "${deb} lacks /usr/bin/${package}"
+    grep -q "^-rw-r--r-- root/root .* ./usr/share/doc/${package}/docs/operations.md\$" <<<"${contents}" \
+        || fail "${deb} lacks the guides in /usr/share/doc/${package}/docs"
     if [[ "${package}" != heimdall ]]; then
         for path in "./lib/systemd/system/${package}.service" "./etc/${package}/${package}.env"; do
             grep -q " ${path}\$" <<<"${contents}" || fail "${deb} lacks ${path}"

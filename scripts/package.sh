@@ -10,6 +10,7 @@
 #   OUT/share/zsh/site-functions/_heimdall
 #   OUT/share/fish/vendor_completions.d/heimdall.fish
 #   OUT/share/heimdall/openapi/{people,agent-channel,agent-local}.json
+#   OUT/python/heimdall-VERSION-*.whl       the Python SDK (maturin), for `pip install`
 #
 # Usage: bash scripts/package.sh [--debug] [OUT]   (default OUT: dist/, release build)
 set -euo pipefail
@@ -57,4 +58,30 @@ grep -q 'complete -c heimdall' "${out}/share/fish/vendor_completions.d/heimdall.
 for doc in "${out}"/share/heimdall/openapi/*.json; do
     python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["openapi"].startswith("3.") and d["paths"], sys.argv[1]' "${doc}"
 done
-echo "package.sh: ${out} (${profile}): 4 binaries, ${#pages[@]} manual pages, 3 completions, 3 OpenAPI documents"
+
+# The Python SDK as a wheel, with the pinned maturin (from .venv when the
+# test tools are there, else a virtualenv of its own beside the build).
+maturin_pin="$(grep -E '^maturin==' scripts/test-tools-requirements.txt)"
+maturin="$(pwd)/.venv/bin/maturin"
+if [[ ! -x "${maturin}" ]]; then
+    tools="${CARGO_TARGET_DIR}/package-tools"
+    [[ -x "${tools}/bin/python" ]] || python3 -m venv "${tools}"
+    [[ -x "${tools}/bin/maturin" ]] || PIP_DISABLE_PIP_VERSION_CHECK=1 "${tools}/bin/python" -m pip install \
+        --quiet --no-input --only-binary=:all: "${maturin_pin}"
+    maturin="${tools}/bin/maturin"
+fi
+maturin_profile=()
+[[ "${profile}" == release ]] && maturin_profile=(--release)
+"${maturin}" build --locked "${maturin_profile[@]}" --manifest-path bindings/python/Cargo.toml \
+    --interpreter python3 --out "${out}/python" --quiet
+wheels=("${out}"/python/heimdall-*.whl)
+[[ "${#wheels[@]}" -eq 1 ]] || { echo "package.sh: expected one wheel, found ${#wheels[@]}" >&2; exit 1; }
+# It installs and imports in a clean virtualenv, as a user's would.
+check_venv="$(mktemp -d)"
+python3 -m venv "${check_venv}"
+PIP_DISABLE_PIP_VERSION_CHECK=1 "${check_venv}/bin/python" -m pip install --quiet --no-input --no-index \
+    "${wheels[0]}"
+"${check_venv}/bin/python" -c 'import heimdall; assert heimdall.Client and heimdall.AgentClient'
+rm -rf "${check_venv}"
+
+echo "package.sh: ${out} (${profile}): 4 binaries, ${#pages[@]} manual pages, 3 completions, 3 OpenAPI documents, $(basename "${wheels[0]}")"

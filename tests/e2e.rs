@@ -13,6 +13,11 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
 
     let dev = Dev::start(&data, &config, port);
     assert!(dev.banner.contains(&format!("API running at https://127.0.0.1:{port}")), "{}", dev.banner);
+    let console = format!(
+        "✓ Console at https://127.0.0.1:{port}/console/ (sign in with the token in {}",
+        data.display()
+    );
+    assert!(dev.banner.contains(&console), "{}", dev.banner);
     assert!(
         dev.banner.contains(&format!("✓ Agent local API at https://127.0.0.1:{}", port + 2)),
         "{}",
@@ -100,8 +105,18 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
     let status = dev.stop();
     assert!(status.success(), "heimdall dev exited with {status}");
 
-    // Restarted on the same data: nothing bootstrapped twice, data kept.
+    // Restarted on the same data: nothing bootstrapped twice, data kept,
+    // and the banner says where to carry on (the tour's `create` lines
+    // would now be refused), every line of which works.
     let dev = Dev::start(&data, &config, port);
+    assert!(!dev.banner.contains("heimdall domain create"), "{}", dev.banner);
+    let (_, hints) = dev.banner.split_once("Carry on where you left off").expect("carry-on hints");
+    let hints: Vec<&str> = hints.lines().filter_map(|l| l.strip_prefix("  ")).collect();
+    assert!(hints.len() >= 3, "{hints:?}");
+    for line in hints {
+        let out = dev.sh(line);
+        assert!(out.status.success(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
+    }
     let out = dev.sh("heimdall domain list --output json");
     assert!(out.status.success());
     let domains: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -240,5 +255,58 @@ fn an_sdk_program_writes_and_reads_a_value_with_no_cli_code() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("error: NO_AGENT:"), "{stderr}");
+    assert!(dev.stop().success());
+}
+
+/// Plain HTTP sent to any of `heimdall dev`'s HTTPS ports (the API, the
+/// Agent channel, the Agent's local API) is answered with a readable 400
+/// naming the `https://` address, and the CLI pointed at `http://` says
+/// what to change. `/` leads to the Console.
+#[test]
+fn plain_http_to_an_https_port_is_told_the_https_address() {
+    use std::io::{Read, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, config) = (tmp.path().join("data"), tmp.path().join("config"));
+    let port = free_port();
+    let dev = Dev::start(&data, &config, port);
+    for p in [port, port + 1, port + 2] {
+        let mut tcp = std::net::TcpStream::connect(("127.0.0.1", p)).unwrap();
+        tcp.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        tcp.write_all(b"GET /v1/health HTTP/1.1\r\nHost: evil.example\r\nUser-Agent: curl/8\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        tcp.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 400 Bad Request\r\n"), "port {p}: {answer}");
+        let body: serde_json::Value =
+            serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).expect("the one error body");
+        assert_eq!(body["error"]["code"], "BAD_REQUEST", "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("use https://127.0.0.1:{p}/")), "port {p}: {message}");
+        assert!(!answer.contains("evil.example"), "nothing the client sent is echoed: {answer}");
+    }
+    // The same ports still speak TLS to those who do.
+    let ok = dev.sh("heimdall whoami");
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+
+    let wrong = dev.sh(&format!("heimdall --api-url http://127.0.0.1:{port} whoami"));
+    assert!(!wrong.status.success());
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert!(stderr.contains(&format!("use https://127.0.0.1:{port}/")), "{stderr}");
+    assert!(!stderr.contains("invalid HTTP version"), "{stderr}");
+
+    // The curl line of docs/api-and-sdk.md, as written (it runs from the repository
+    // root with the default data directory; here the test's own).
+    let curl = dev.sh(&format!(
+        "curl -s --cacert {} https://127.0.0.1:{port}/v1/openapi.json",
+        data.join("ca/ca.pem").display()
+    ));
+    assert!(curl.status.success(), "{}", String::from_utf8_lossy(&curl.stderr));
+    let document: serde_json::Value = serde_json::from_slice(&curl.stdout).unwrap();
+    assert!(document["paths"]["/v1/resources/{key}"].is_object());
+    let root = dev.sh(&format!(
+        "curl -s -o /dev/null -w '%{{http_code}} %{{redirect_url}}' --cacert {} https://127.0.0.1:{port}/",
+        data.join("ca/ca.pem").display()
+    ));
+    assert_eq!(String::from_utf8_lossy(&root.stdout), format!("308 https://127.0.0.1:{port}/console/"));
     assert!(dev.stop().success());
 }

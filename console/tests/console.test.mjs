@@ -14,7 +14,7 @@
 // Plain node; exits non-zero on the first failure; never skips: anything
 // missing (a binary, Terraform, chromium) is a failure.
 //   node console/tests/console.test.mjs    (bash scripts/console.sh test)
-// HEIMDALL_CONSOLE_DOCS_SCREENSHOT=docs/console.png also writes the README's screenshot.
+// HEIMDALL_CONSOLE_DOCS_SCREENSHOT=docs/console.png also writes the screenshot in docs/api-and-sdk.md.
 
 import { spawn, execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

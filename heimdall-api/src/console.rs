@@ -19,10 +19,11 @@ const CONSOLE_CSS: &str = include_str!("../console/dist/console.css");
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// `GET /console` (a redirect to `/console/`), `/console/`, `/console/index.html`,
-/// `/console/console.js` and `/console/console.css`.
+/// `GET /` and `/console` (redirects to `/console/`), `/console/`,
+/// `/console/index.html`, `/console/console.js` and `/console/console.css`.
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
+        .route("/", get(redirect))
         .route("/console", get(redirect))
         .route("/console/", get(index))
         .route("/console/index.html", get(index))

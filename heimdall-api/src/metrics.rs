@@ -153,7 +153,15 @@ async fn scrape(State(state): State<AppState>) -> Response {
     };
     match state.store.count_active_jobs().await {
         Ok(counts) => {
+            // Every operation in each active status reads 0 when none is
+            // there: a series that vanishes cannot be alerted on.
             metrics.jobs.clear();
+            for operation in JobOperation::ALL {
+                for status in [JobStatus::Queued, JobStatus::Running] {
+                    let labels = JobLabels { operation: operation.to_string(), status: status.to_string() };
+                    metrics.jobs.get_or_create(&labels).set(0);
+                }
+            }
             for (operation, status, count) in counts {
                 let labels = JobLabels { operation: operation.to_string(), status: status.to_string() };
                 metrics.jobs.get_or_create(&labels).set(count);

@@ -27,6 +27,8 @@ mod infra;
 mod inventory;
 #[path = "api/leaks.rs"]
 mod leaks;
+#[path = "api/long_poll.rs"]
+mod long_poll;
 #[path = "api/metrics.rs"]
 mod metrics;
 #[path = "api/notifications.rs"]

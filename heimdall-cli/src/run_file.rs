@@ -80,8 +80,7 @@ impl RunFile {
     pub fn parse(text: &str) -> std::result::Result<Self, String> {
         let options =
             serde_saphyr::options! { duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::Error };
-        serde_saphyr::from_str_with_options(text, options)
-            .map_err(|e| without_values(&e.without_snippet().to_string()))
+        serde_saphyr::from_str_with_options(text, options).map_err(|e| describe(e.without_snippet()))
     }
 
     /// (variable, secret) pairs in a stable order, checked: each variable
@@ -114,6 +113,31 @@ impl RunFile {
             }
         }
         Ok(pairs)
+    }
+}
+
+/// A parse error in Heimdall's words: where (line and column), then what.
+/// A duplicate key names the key (a key is a name, never a value); the
+/// rest is the reader's message without values.
+fn describe(e: &serde_saphyr::Error) -> String {
+    let at = e
+        .location()
+        .filter(|l| l.line() > 0)
+        .map_or_else(String::new, |l| format!("line {}, column {}: ", l.line(), l.column()));
+    match e {
+        serde_saphyr::Error::DuplicateMappingKey { key, .. } => {
+            let key = key.as_deref().map_or_else(|| "a key".to_owned(), |k| format!("the key {k:?}"));
+            format!("{at}{key} is given twice; give each key once")
+        }
+        other => {
+            let message = without_values(&other.to_string());
+            // The reader's own message may end with its position again.
+            if at.is_empty() || message.contains(" line ") {
+                message
+            } else {
+                format!("{at}{message}")
+            }
+        }
     }
 }
 
@@ -174,8 +198,8 @@ mod tests {
     #[test]
     fn strict_parse_and_checked_names() {
         for (text, why) in [
-            ("secrets:\n  A: x\n  A: y\n", "duplicate"),
-            ("environment: dev\nenvironment: prod\nsecrets: [x]\n", "duplicate"),
+            ("secrets:\n  A: x\n  A: y\n", "given twice"),
+            ("environment: dev\nenvironment: prod\nsecrets: [x]\n", "given twice"),
             ("secrets: [x]\nvalue: hunter2\n", "unknown"),
             ("secrets:\n  - name: x\n    value: hunter2\n", ""),
         ] {
@@ -183,6 +207,10 @@ mod tests {
             assert!(err.to_lowercase().contains(why), "{text:?}: {err}");
             assert!(!err.contains("hunter2"), "an error never quotes a value: {err}");
         }
+        // In Heimdall's words, with where: not the YAML library's hint.
+        let err =
+            RunFile::parse("environment: dev\nsecrets: [x]\nenvironment: prod\n").map(|_| ()).unwrap_err();
+        assert_eq!(err, "line 3, column 1: the key \"environment\" is given twice; give each key once");
         let err = RunFile::parse("secrets: hunter2\n").map(|_| ()).unwrap_err();
         assert!(!err.contains("hunter2"), "{err}");
         assert_eq!(

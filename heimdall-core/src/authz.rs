@@ -1,6 +1,6 @@
 //! Authorization: who may do what, decided with Cedar.
 //!
-//! The role table (README, "Who may do what") is written as Cedar `permit` policies
+//! The role table (docs/concepts.md, "Who may do what") is written as Cedar `permit` policies
 //! ([`DEFAULT_POLICIES`]); an organization adds its own `permit`/`forbid`
 //! policies on top. Cedar's semantics give "a `forbid` always wins" and
 //! "deny unless something permits". A decision is a pure function of

@@ -1,5 +1,5 @@
 //! Request bodies: parsed once, strictly, then checked for secret values,
-//! then decoded, all from the same parsed tree (README, "Secrets").
+//! then decoded, all from the same parsed tree (docs/secrets.md, "What the API keeps, and refuses").
 //!
 //! Every adapter that takes a JSON body (the API's people and Agent
 //! routes, the Agent's local API) calls [`decode`], so the bytes the value

@@ -132,7 +132,7 @@ pub fn for_provider(provider: Provider, name: &str, value: &[u8]) -> Result<Cred
     let bad = |what: &str| {
         ApiError::new(
             ErrorCode::InvalidInput,
-            format!("the value of secret {name} is not {what} (see the README's cloud credentials)"),
+            format!("the value of secret {name} is not {what} (see docs/infrastructure.md, \"Cloud credentials\")"),
         )
     };
     let secret = |bytes: &[u8]| Redacted::new(Zeroizing::new(bytes.to_vec()));

@@ -1,4 +1,4 @@
-//! The one list of stable error codes (README, "Errors and exit codes") and their HTTP status.
+//! The one list of stable error codes (docs/api-and-sdk.md, "Errors and exit codes") and their HTTP status.
 //!
 //! Architecture Invariant: a code's string and status never change once
 //! shipped; `tests/core.rs` pins the whole table. Messages never carry a

@@ -1,5 +1,5 @@
 //! Write grants: the API's signed permission to store one version of one
-//! secret in one environment on one Agent (README, "Writing and reading values").
+//! secret in one environment on one Agent (docs/secrets.md, "Writing and reading values").
 //!
 //! The API never sees the value. It numbers the version, then signs a
 //! short-lived grant naming exactly (organization, secret, environment,

@@ -349,11 +349,11 @@ impl Client {
     async fn exchange_with_next(&self, request: RequestBuilder) -> Result<(String, Vec<u8>, Option<String>)> {
         let request = request.build().map_err(|err| Error::Invalid(chain(&err)))?;
         let what = describe_request(request.method(), request.url());
-        let response = self
-            .http
-            .execute(request)
-            .await
-            .map_err(|err| Error::Transport(format!("{what}: {}", transport_cause(&err))))?;
+        let scheme = request.url().scheme().to_owned();
+        let response = self.http.execute(request).await.map_err(|err| {
+            let cause = transport_cause(&err);
+            Error::Transport(format!("{what}: {cause}{}", protocol_hint(&scheme, &cause)))
+        })?;
         let status = response.status();
         let next = response
             .headers()
@@ -433,6 +433,18 @@ fn transport_cause(err: &reqwest::Error) -> String {
     let text = err.to_string();
     let head = text.split_once(" for url (").map_or(text.as_str(), |(head, _)| head);
     chain_from(head.to_owned(), std::error::Error::source(err))
+}
+
+/// What to change when the URL's scheme is not what the server speaks:
+/// a TLS server's bytes read as HTTP, or plain HTTP read as TLS.
+fn protocol_hint(scheme: &str, cause: &str) -> &'static str {
+    if scheme == "http" && cause.contains("invalid HTTP version") {
+        "; this address speaks HTTPS: use https://"
+    } else if scheme == "https" && cause.contains("InvalidContentType") {
+        "; this address speaks plain HTTP, not HTTPS: check the URL and port"
+    } else {
+        ""
+    }
 }
 
 /// An error and its sources, `a: b: c`, skipping repeats.

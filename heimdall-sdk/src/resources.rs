@@ -9,6 +9,10 @@ use crate::wire::{
 use crate::ApiError;
 use crate::{Client, Result};
 
+/// The longest long poll this SDK asks for: well inside the default request
+/// timeout (30 s) and the API's own limit.
+pub const MAX_LONG_POLL_SECONDS: u64 = 20;
+
 /// Filters for [`Client::list_resources`]. All optional; `component` and
 /// `environment` are ids or names.
 ///
@@ -108,6 +112,22 @@ impl Client {
     /// A name must be unambiguous among Resources not deleted.
     pub async fn get_resource(&self, id_or_name: &str) -> Result<ResourceDetail> {
         self.get(&["resources", id_or_name]).await
+    }
+
+    /// `GET /v1/resources/{id-or-name}?changed_from=…&wait_seconds=…`: the
+    /// Resource as soon as its status is no longer `from`, or as it is
+    /// once `wait` (1 to 20 seconds) has passed. An API from before long
+    /// polls answers at once.
+    pub async fn get_resource_changed_from(
+        &self,
+        id_or_name: &str,
+        from: ResourceStatus,
+        wait: std::time::Duration,
+    ) -> Result<ResourceDetail> {
+        let seconds = wait.as_secs().clamp(1, MAX_LONG_POLL_SECONDS).to_string();
+        let query = [("changed_from", Some(from.as_str())), ("wait_seconds", Some(seconds.as_str()))];
+        let url = self.url_with_query(&["resources", id_or_name], &query)?;
+        self.send(self.authed(Method::GET, url)).await
     }
 
     /// `PATCH /v1/resources/{id-or-name}`: a change is a new revision, queued

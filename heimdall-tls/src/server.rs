@@ -12,6 +12,10 @@
 //! - On shutdown the loop stops accepting, tells every connection to close
 //!   after its request in flight, and waits up to [`Limits::shutdown_grace`].
 //!
+//! - A client that speaks plain HTTP to a TLS port gets a readable 400
+//!   naming the `https://` address instead of TLS bytes it cannot read
+//!   ([`plain_http`]).
+//!
 //! Each request carries the connection's `ConnectInfo<SocketAddr>` and the
 //! peer value `admit` made from the client's verified certificate chain; a
 //! connection `admit` refuses is closed before any request is read.
@@ -31,6 +35,8 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
+
+pub mod plain_http;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -105,6 +111,11 @@ pub async fn serve<P, A>(
             };
             let result = match acceptor {
                 Some(acceptor) => {
+                    let mut tcp = tcp;
+                    if plain_http::answered(&mut tcp, limits.handshake).await {
+                        tracing::info!(%remote, "plain HTTP on a TLS port: answered with the https:// address");
+                        return;
+                    }
                     let tls = match tokio::time::timeout(limits.handshake, acceptor.accept(tcp)).await {
                         Ok(Ok(tls)) => tls,
                         Ok(Err(e)) => {

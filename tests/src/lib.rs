@@ -55,8 +55,9 @@ pub struct Dev {
 impl Dev {
     pub fn start(data: &Path, config_dir: &Path, port: u16) -> Dev {
         let bin_dir = bin_dir();
-        // From the repository root, as the README says: the dev Agent then
-        // finds `.venv/bin/terraform` and may run the fixture module.
+        // From the repository root, as docs/operations.md ("What `heimdall dev`
+        // runs") says: the dev Agent then finds `.venv/bin/terraform` and may
+        // run the fixture module.
         let mut child = Command::new(bin_dir.join("heimdall"))
             .current_dir(repo_root())
             .args(["dev", "--data"])

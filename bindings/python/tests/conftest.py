@@ -231,7 +231,7 @@ def world(dev: Dev) -> World:
     payments = client.create_domain("payments", description="money")
     checkout = client.create_system("checkout", domain="payments")
     assert checkout.parent_id == payments.id
-    api = client.create_component("api", system=checkout.id)
+    api = client.create_component("receipts", system=checkout.id)
     assert api.parent_id == checkout.id
     client.create_environment("dev")
 
@@ -249,7 +249,7 @@ def world(dev: Dev) -> World:
         "--module-source", str(REPO / "tests/fixtures/modules/bucket"), "--module-version", "1.0.0",
     )  # fmt: skip
 
-    client.create_secret("db-password", secret_type="password", tags={"team": "payments"}, components=["api"])
+    client.create_secret("db-password", secret_type="password", tags={"team": "payments"}, components=["receipts"])
     stored = dev.cli("secret", "set", "db-password", "--environment", "dev", input=DB_VALUE)
     assert "db-password version 1 stored in dev" in stored.stdout, stored.stdout
     reader = dev.program_token("ci-job", secrets="db-*")

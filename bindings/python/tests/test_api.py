@@ -50,7 +50,7 @@ def test_catalog_entries_are_created_listed_renamed_and_deleted(world: World) ->
     assert [s.name for s in client.list_catalog("system", parent=domain.name)] == [system.name]
     names = {d.name for d in client.list_catalog("domain")}
     assert {"payments", domain.name} <= names
-    assert {"api"} <= {c.name for c in client.list_catalog("component", parent="checkout")}
+    assert {"receipts"} <= {c.name for c in client.list_catalog("component", parent="checkout")}
 
     renamed = client.rename_catalog_entry("component", component.id, component.name + "-2")
     assert (renamed.id, renamed.name) == (component.id, component.name + "-2")
@@ -100,7 +100,7 @@ def test_invalid_input_is_a_schema_violation_naming_the_field(world: World) -> N
     client = world.dev.client()
     with pytest.raises(heimdall.HeimdallError) as caught:
         client.create_resource(
-            component="api", schema="bucket", environment="dev", name=unique("bad"), input={"bucket": "NO SPACES"}
+            component="receipts", schema="bucket", environment="dev", name=unique("bad"), input={"bucket": "NO SPACES"}
         )
     err = caught.value
     assert err.code == "SCHEMA_VIOLATION", err
@@ -112,7 +112,7 @@ def test_a_resource_created_with_wait_is_provisioned_by_the_agent(world: World) 
     client = world.dev.client()
     began = time.monotonic()
     resource = client.create_resource(
-        component="api",
+        component="receipts",
         schema="bucket",
         environment="dev",
         name="receipts",
@@ -152,7 +152,7 @@ def test_a_wait_that_outlasts_its_timeout_says_so_and_the_job_goes_on(world: Wor
     name = unique("slow")
     with pytest.raises(heimdall.HeimdallError) as caught:
         client.create_resource(
-            component="api", schema="bucket", environment="dev", name=name, input={"bucket": name}, wait=True, timeout=0.05
+            component="receipts", schema="bucket", environment="dev", name=name, input={"bucket": name}, wait=True, timeout=0.05
         )
     assert caught.value.kind == "timeout" and caught.value.code is None, caught.value
     assert name in caught.value.message
@@ -169,7 +169,7 @@ def test_ctrl_c_ends_a_sync_wait(world: World) -> None:
     timer.start()
     with pytest.raises(KeyboardInterrupt):
         client.create_resource(
-            component="api", schema="bucket", environment="dev", name=name, input={"bucket": name}, wait=True, timeout=60
+            component="receipts", schema="bucket", environment="dev", name=name, input={"bucket": name}, wait=True, timeout=60
         )
     timer.join()
     assert time.monotonic() - began < 5

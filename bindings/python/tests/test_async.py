@@ -69,7 +69,7 @@ def test_an_async_resource_created_with_wait_is_provisioned(world: World) -> Non
 
         ticker = asyncio.create_task(tick())
         resource = await client.create_resource(
-            component="api", schema="bucket", environment="dev", name=name, input={"bucket": name},
+            component="receipts", schema="bucket", environment="dev", name=name, input={"bucket": name},
             wait=True, timeout=120,
         )  # fmt: skip
         ticker.cancel()

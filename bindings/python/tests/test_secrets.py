@@ -31,7 +31,7 @@ def test_secret_metadata(world: World) -> None:
     detail = client.get_secret("db-password")
     secret = detail.secret
     assert (secret.name, secret.secret_type, secret.tags) == ("db-password", "password", {"team": "payments"})
-    api = client.get_catalog_entry("component", "api")
+    api = client.get_catalog_entry("component", "receipts")
     assert secret.components == [api.id]
     assert secret.created_by == "dev@localhost" and secret.status == "active"
     env = client.get_catalog_entry("environment", "dev")

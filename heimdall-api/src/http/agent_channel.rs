@@ -174,6 +174,7 @@ async fn claim(
                     if ended.status == heimdall_core::infra::JobStatus::Queued {
                         state.jobs_queued.notify_waiters();
                     }
+                    state.jobs_moved.notify_waiters();
                     continue;
                 }
             };
@@ -182,6 +183,7 @@ async fn claim(
             // attempts) may have left its lock too.
             let dead_attempts = state.store.dead_attempts(job.resource_id).await?;
             let lease_expires_at = job.lease_expires_at.unwrap_or(now);
+            state.jobs_moved.notify_waiters();
             tracing::info!(job = %job.id, agent = %agent.name, attempt = job.attempts, "job claimed");
             let claimed =
                 ClaimedJob { job, lease, lease_expires_at, stale_lock_id, dead_attempts, credentials };
@@ -296,6 +298,7 @@ async fn finish(
     if job.status == heimdall_core::infra::JobStatus::Queued {
         state.jobs_queued.notify_waiters();
     }
+    state.jobs_moved.notify_waiters();
     tracing::info!(job = %job.id, agent = %agent.name, status = %job.status, "job attempt finished");
     Ok(Json(job))
 }

@@ -55,6 +55,9 @@ pub struct AppState {
     /// Woken whenever this process queues a job, so waiting claims return
     /// at once instead of on their next re-check.
     pub jobs_queued: Arc<tokio::sync::Notify>,
+    /// Woken whenever this process sees a job claimed or ended, so a
+    /// long poll on a Resource answers at once.
+    pub jobs_moved: Arc<tokio::sync::Notify>,
     /// The installation CA, when the Agent listener is configured.
     pub ca: Option<Arc<crate::pki::Ca>>,
     /// Where Agents dial (told to them at enrollment).
@@ -81,6 +84,7 @@ impl AppState {
             store,
             clock,
             jobs_queued: Arc::new(tokio::sync::Notify::new()),
+            jobs_moved: Arc::new(tokio::sync::Notify::new()),
             ca: None,
             agent_api_url: None,
             api_names: Vec::new(),

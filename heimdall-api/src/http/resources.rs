@@ -46,6 +46,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 errors!(ListErrors: NotFound, InvalidInput);
 errors!(body CreateErrors: NotFound, AlreadyExists, SchemaViolation, NoCloudAccount, ModuleNotAllowed, NoAgent);
 errors!(ShowErrors: NotFound);
+errors!(ShowResourceErrors: NotFound, InvalidInput);
 errors!(body ChangeErrors: NotFound, SchemaViolation, Conflict, NoCloudAccount);
 errors!(DeleteErrors: NotFound, Conflict);
 errors!(body DecideErrors: NotFound, SelfApproval, StaleRevision, StalePlan, Conflict);
@@ -292,22 +293,74 @@ pub(crate) async fn placements(
     Ok((tree, environments.into_iter().map(|e| (e.id, e.name)).collect()))
 }
 
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(super) struct ShowQuery {
+    /// Long poll: answer once the Resource's status is no longer this one
+    /// (a client following a job passes the status it last saw), or when
+    /// `wait_seconds` pass.
+    changed_from: Option<ResourceStatus>,
+    /// How long a long poll may hold the request: 1 to 30 seconds (default 20).
+    wait_seconds: Option<u32>,
+}
+
+impl heimdall_core::body::Query for ShowQuery {}
+
+/// The most a long poll holds a request: under every proxy's idle timeout.
+const MAX_WAIT_SECONDS: u32 = 30;
+
 #[utoipa::path(
     get,
     path = "/v1/resources/{key}",
     tag = "resources",
     operation_id = "get_resource",
-    params(("key" = String, Path, description = "An id or a name")),
-    responses((status = 200, description = "The Resource with its revisions (sensitive outputs shown as `<sensitive>`)", body = ResourceDetail), ShowErrors),
+    summary = "Show a Resource, or wait for its status to change",
+    description = "The Resource with its revisions. With `changed_from`, the answer waits (up to `wait_seconds`) \
+        until the Resource's status is another one: a client following a job hears of its end at once, without polling.",
+    params(("key" = String, Path, description = "An id or a name"), ShowQuery),
+    responses((status = 200, description = "The Resource with its revisions (sensitive outputs shown as `<sensitive>`)", body = ResourceDetail), ShowResourceErrors),
 )]
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
     Path(key): Path<String>,
+    QueryParams(query): QueryParams<ShowQuery>,
 ) -> HttpResult<Json<ResourceDetail>> {
-    let resource = resolve(&state, &caller, &key).await?;
+    let wait = match (query.changed_from, query.wait_seconds) {
+        (None, Some(_)) => return Err(ApiError::invalid_input("wait_seconds needs changed_from").into()),
+        (_, Some(seconds)) if !(1..=MAX_WAIT_SECONDS).contains(&seconds) => {
+            return Err(
+                ApiError::invalid_input(format!("wait_seconds must be 1 to {MAX_WAIT_SECONDS}")).into()
+            )
+        }
+        (Some(from), seconds) => Some((from, std::time::Duration::from_secs(seconds.unwrap_or(20).into()))),
+        (None, None) => None,
+    };
+    let mut resource = resolve(&state, &caller, &key).await?;
     let placement = Placement::of_resource(&state, &caller, &resource).await?;
     placement.authorize(&state, &caller, Action::ResourceRead, Some(resource.id)).await?;
+    if let Some((from, wait)) = wait {
+        let deadline = tokio::time::Instant::now() + wait;
+        while resource.status == from {
+            // Registered before the look, so a change between the look and
+            // the wait is not missed.
+            let moved = state.jobs_moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
+            resource = state.store.get_resource(caller.org.id, resource.id).await?;
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if resource.status != from || remaining.is_zero() {
+                break;
+            }
+            tokio::select! {
+                () = &mut moved => {}
+                // Another replica moved it, or a change this process does
+                // not announce (an approval, a cancel): the re-check.
+                () = tokio::time::sleep(remaining.min(state.claim_recheck)) => {}
+            }
+        }
+    }
     let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
     Ok(Json(ResourceDetail { resource, revisions }))
 }

@@ -1,4 +1,4 @@
-//! The API refuses secret values (README, "Secrets").
+//! The API refuses secret values (docs/secrets.md, "What the API keeps, and refuses").
 //!
 //! The rule itself is `heimdall_core::body`: each request body is parsed
 //! once, strictly, and judged by its type's [`ValuePolicy`] in the same

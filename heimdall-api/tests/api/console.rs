@@ -23,6 +23,11 @@ async fn the_console_is_served_embedded_with_its_headers_and_names_no_other_orig
     assert_eq!(redirect.status(), 308);
     assert_eq!(redirect.headers()["location"], "/console/");
     assert_secure(&redirect, "/console");
+    // The server's root is the way in for a person with a browser.
+    let root = http.get(format!("{}/", api.url)).send().await.unwrap();
+    assert_eq!(root.status(), 308);
+    assert_eq!(root.headers()["location"], "/console/");
+    assert_secure(&root, "/");
 
     let mut bodies = Vec::new();
     for (path, content_type) in [

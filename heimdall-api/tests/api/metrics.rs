@@ -53,6 +53,9 @@ async fn metrics_count_requests_by_route_template_and_the_queue_and_name_no_secr
         line("/v1/secrets/{key}", "GET", 200),
         line("/v1/secrets", "POST", 201),
         "heimdall_jobs{operation=\"apply\",status=\"queued\"} 1".to_owned(),
+        // Nothing running, nothing queued to destroy: 0, not a missing series.
+        "heimdall_jobs{operation=\"apply\",status=\"running\"} 0".to_owned(),
+        "heimdall_jobs{operation=\"destroy\",status=\"queued\"} 0".to_owned(),
         "heimdall_http_request_duration_seconds_bucket{".to_owned(),
         "# TYPE heimdall_job_claim_wait_seconds histogram".to_owned(),
     ] {

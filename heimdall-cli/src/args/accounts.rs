@@ -7,7 +7,9 @@ use heimdall_core::wire::{LinkScope, Provider};
 pub enum CloudAccountCommand {
     /// Register an account: where to federate (oidc) or a secret's name in the Agent (static), and where state lives
     Create {
+        /// The account's name in Heimdall
         name: String,
+        /// The cloud
         #[arg(long, value_enum)]
         provider: ProviderArg,
         /// Default region of the account's Resources
@@ -52,7 +54,10 @@ pub enum CloudAccountCommand {
     /// List accounts
     List,
     /// Show an account and its links (by id or name)
-    Show { account: String },
+    Show {
+        /// The account (id or name)
+        account: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

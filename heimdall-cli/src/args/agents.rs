@@ -15,22 +15,32 @@ pub enum AgentCommand {
         agent: String,
     },
     /// Show an Agent and what its value store held when it last synced
-    Show { agent: String },
+    Show {
+        /// The Agent (id or name)
+        agent: String,
+    },
     /// Approve a host name for an Agent's local-API certificate (owner). The CA
     /// signs no other name for it but localhost and loopback addresses: clients
     /// that check host names (browsers, curl, the External Secrets Operator)
     /// trust the installation CA. Recorded
     AllowName {
+        /// The Agent (id or name)
         agent: String,
         /// A DNS name or IP address, e.g. edge-1.acme.internal
         name: String,
     },
     /// Withdraw an approved name (owner); certificates carrying it are revoked
-    DisallowName { agent: String, name: String },
+    DisallowName {
+        /// The Agent (id or name)
+        agent: String,
+        /// The name to allow no more
+        name: String,
+    },
     /// Let an Agent's programs write or delete secrets (owner). Without an
     /// allowance its program tokens only read; the API refuses any write or
     /// deletion outside one, whoever holds the Agent's key. Recorded
     AllowPrograms {
+        /// The Agent (id or name)
         agent: String,
         /// The environment (name or id)
         #[arg(long)]
@@ -44,6 +54,7 @@ pub enum AgentCommand {
     },
     /// Withdraw an allowance (owner): the API refuses what it allowed from now on
     DisallowPrograms {
+        /// The Agent (id or name)
         agent: String,
         /// The environment (name or id)
         #[arg(long)]
@@ -54,10 +65,14 @@ pub enum AgentCommand {
     },
     /// What an Agent's programs may write or delete, and the program tokens it
     /// registered (ids and scopes, never a token)
-    Programs { agent: String },
+    Programs {
+        /// The Agent (id or name)
+        agent: String,
+    },
     /// Say an Agent's value store is destroyed (owner): what it held no longer
     /// holds up a `secret delete`. Recorded in the audit feed
     Forget {
+        /// The Agent (id or name)
         agent: String,
         /// Required: you confirm the Agent's store, and every copy of it, is gone
         #[arg(long)]

@@ -2,23 +2,43 @@
 
 use clap::Subcommand;
 
+/// What every catalog noun does to one entry, by id or name.
+#[derive(Debug, Subcommand)]
+pub enum EntryCommand {
+    /// Show one (by id or name)
+    Show {
+        /// Its id or name
+        entry: String,
+    },
+    /// Rename one; its id stays
+    Rename {
+        /// Its id or name
+        entry: String,
+        /// The new name (the id stays)
+        new_name: String,
+    },
+    /// Delete one (refused while anything lives in it: systems, components, Resources)
+    Delete {
+        /// Its id or name
+        entry: String,
+    },
+}
+
 /// Domains and environments: no parent.
 #[derive(Debug, Subcommand)]
 pub enum PlainCatalogCommand {
     /// Create one
     Create {
+        /// Its name (unique among its kind)
         name: String,
+        /// What it is for, in a sentence
         #[arg(long)]
         description: Option<String>,
     },
     /// List them
     List,
-    /// Show one (by id or name)
-    Show { entry: String },
-    /// Rename one; its id stays
-    Rename { entry: String, new_name: String },
-    /// Delete one (refused while anything lives in it)
-    Delete { entry: String },
+    #[command(flatten)]
+    Entry(EntryCommand),
 }
 
 /// Environments: the catalog commands, plus which Agents hold their values.
@@ -52,10 +72,12 @@ pub enum EnvironmentCommand {
 pub enum SystemCommand {
     /// Create a system in a domain
     Create {
+        /// Its name (unique among its kind)
         name: String,
         /// The domain (id or name)
         #[arg(long)]
         domain: String,
+        /// What it is for, in a sentence
         #[arg(long)]
         description: Option<String>,
     },
@@ -65,22 +87,20 @@ pub enum SystemCommand {
         #[arg(long)]
         domain: Option<String>,
     },
-    /// Show one (by id or name)
-    Show { entry: String },
-    /// Rename one; its id stays
-    Rename { entry: String, new_name: String },
-    /// Delete one (refused while it has components)
-    Delete { entry: String },
+    #[command(flatten)]
+    Entry(EntryCommand),
 }
 
 #[derive(Debug, Subcommand)]
 pub enum ComponentCommand {
     /// Create a component in a system
     Create {
+        /// Its name (unique among its kind)
         name: String,
         /// The system (id or name)
         #[arg(long)]
         system: String,
+        /// What it is for, in a sentence
         #[arg(long)]
         description: Option<String>,
     },
@@ -90,10 +110,6 @@ pub enum ComponentCommand {
         #[arg(long)]
         system: Option<String>,
     },
-    /// Show one (by id or name)
-    Show { entry: String },
-    /// Rename one; its id stays
-    Rename { entry: String, new_name: String },
-    /// Delete one (refused while anything lives in it)
-    Delete { entry: String },
+    #[command(flatten)]
+    Entry(EntryCommand),
 }

@@ -7,5 +7,8 @@ pub enum CertificateCommand {
     /// List issued certificates (owners and admins see all; members their own)
     List,
     /// Revoke one certificate by its SHA-256
-    Revoke { sha256: String },
+    Revoke {
+        /// The certificate's SHA-256 (as `certificate list` prints it)
+        sha256: String,
+    },
 }

@@ -24,8 +24,10 @@ pub enum DatabaseCommand {
     Create {
         /// The database's name in Heimdall
         name: String,
+        /// The database engine
         #[arg(long, value_enum)]
         engine: EngineArg,
+        /// Where the database listens (a host name or an address)
         #[arg(long)]
         host: String,
         /// Default: 5432 for postgres, 3306 for mariadb
@@ -85,6 +87,7 @@ pub enum DatabaseUserCommand {
     },
     /// One service user: current version, last and next rotation, grace deadline
     Show {
+        /// The service user's name
         user: String,
         /// The database's name in Heimdall
         #[arg(long = "database", value_name = "DATABASE")]
@@ -92,6 +95,7 @@ pub enum DatabaseUserCommand {
     },
     /// Rotate now (at the Agent's next poll) instead of on schedule
     Rotate {
+        /// The service user's name
         user: String,
         /// The database's name in Heimdall
         #[arg(long = "database", value_name = "DATABASE")]

@@ -17,9 +17,13 @@ pub enum JobCommand {
         page: super::PageArgs,
     },
     /// Show one job
-    Show { job: JobId },
+    Show {
+        /// The job id
+        job: JobId,
+    },
     /// Print a job's Terraform output
     Log {
+        /// The job id
         job: JobId,
         /// Keep printing as the Agent reports more, until the job ends; exits 0 if it completed,
         /// 1 if it failed or was cancelled

@@ -12,20 +12,30 @@ pub enum MemberCommand {
     List,
     /// Add a member; prints their first API token, once
     Add {
+        /// The new member's email (identity is the member id it gets)
         email: String,
+        /// Their role
         #[arg(long, value_enum)]
         role: RoleArg,
     },
     /// Show one member (by id or email)
-    Show { member: MemberRef },
+    Show {
+        /// The member's id or email
+        member: MemberRef,
+    },
     /// Change a member's role
     SetRole {
+        /// The member's id or email
         member: MemberRef,
+        /// Their role
         #[arg(long, value_enum)]
         role: RoleArg,
     },
     /// Remove a member and revoke their tokens
-    Remove { member: MemberRef },
+    Remove {
+        /// The member's id or email
+        member: MemberRef,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

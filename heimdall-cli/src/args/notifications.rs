@@ -18,7 +18,10 @@ pub enum NotificationCommand {
     /// List the organization's channels
     List,
     /// Remove a channel (by id or name); its pending deliveries are dropped
-    Delete { channel: String },
+    Delete {
+        /// The channel (id or name)
+        channel: String,
+    },
     /// What was sent where, newest first, and how it went
     Deliveries {
         /// At most this many

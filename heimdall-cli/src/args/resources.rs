@@ -75,22 +75,29 @@ pub enum ResourceCommand {
         /// Only this environment's (id or name)
         #[arg(long)]
         environment: Option<String>,
+        /// Only Resources in this status
         #[arg(long, value_enum)]
         status: Option<StatusArg>,
         #[command(flatten)]
         page: super::PageArgs,
     },
     /// Show a Resource, its outputs and its revisions (by id or name)
-    Show { resource: String },
+    Show {
+        /// The Resource (id or name)
+        resource: String,
+    },
     /// Show the plan an approver approves: what the pending revision (or
     /// --revision N) would add, change and destroy, and its SHA-256
     Plan {
+        /// The Resource (id or name)
         resource: String,
+        /// This revision rather than the pending one
         #[arg(long, value_name = "N")]
         revision: Option<i64>,
     },
     /// Change a Resource's input: a new revision
     Update {
+        /// The Resource (id or name)
         resource: String,
         #[command(flatten)]
         input: InputArgs,
@@ -102,6 +109,7 @@ pub enum ResourceCommand {
     },
     /// Approve the pending revision (never your own request)
     Approve {
+        /// The Resource (id or name)
         resource: String,
         /// The revision you read; approving any other is refused (STALE_REVISION)
         #[arg(long, value_name = "N")]
@@ -111,6 +119,7 @@ pub enum ResourceCommand {
         /// a terminal, the plan is shown and you confirm it
         #[arg(long, value_name = "SHA")]
         plan: Option<String>,
+        /// Why, for the record (shown in events and `resource show`)
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
         #[command(flatten)]
@@ -118,15 +127,18 @@ pub enum ResourceCommand {
     },
     /// Refuse the pending revision (never your own request)
     Refuse {
+        /// The Resource (id or name)
         resource: String,
         /// The revision you read
         #[arg(long, value_name = "N")]
         revision: i64,
+        /// Why, for the record (shown in events and `resource show`)
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
     },
     /// Queue a failed Resource's last operation again
     Retry {
+        /// The Resource (id or name)
         resource: String,
         #[command(flatten)]
         wait: WaitArgs,
@@ -134,14 +146,20 @@ pub enum ResourceCommand {
     /// Check a provisioned Resource for drift: a plan of its applied revision against what exists,
     /// never applied. A plan with changes marks it drifted; a clean one clears the mark
     DriftCheck {
+        /// The Resource (id or name)
         resource: String,
         /// Wait for the check and say what it found; exits 1 if the Resource drifted
         #[arg(long)]
         wait: bool,
     },
-    /// Destroy a Resource (it stays listed as deleted); cancels any apply still queued
+    /// Destroy a Resource (it stays listed as deleted); cancels any apply still queued. On a
+    /// terminal it asks first
     Delete {
+        /// The Resource (id or name)
         resource: String,
+        /// Do not ask (scripts never are asked: only a terminal is)
+        #[arg(long, short = 'y')]
+        yes: bool,
         #[command(flatten)]
         wait: WaitArgs,
     },

@@ -38,5 +38,8 @@ pub enum SchemaCommand {
         type_name: Option<String>,
     },
     /// Show a schema and its input schema (by id, or a type for its newest version)
-    Show { schema: String },
+    Show {
+        /// The schema (id, or a type for its newest version)
+        schema: String,
+    },
 }

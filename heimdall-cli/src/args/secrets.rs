@@ -10,10 +10,12 @@ use clap::Subcommand;
 pub enum SecretCommand {
     /// Create a secret (its metadata; the value goes to an Agent, never to the API)
     Create {
+        /// The secret's name (unique in the organization)
         name: String,
         /// A free classification, e.g. password, api-key, certificate
         #[arg(long = "type", value_name = "TYPE")]
         secret_type: Option<String>,
+        /// What it is for, in a sentence
         #[arg(long)]
         description: Option<String>,
         /// A tag, KEY=VALUE (metadata, never the secret's value); repeatable
@@ -35,9 +37,13 @@ pub enum SecretCommand {
         page: super::PageArgs,
     },
     /// Show a secret and its versions in every environment (by id or name)
-    Show { secret: String },
+    Show {
+        /// The secret (id or name)
+        secret: String,
+    },
     /// Change a secret's type, description, tags or components
     Update {
+        /// The secret (id or name)
         secret: String,
         /// The new type
         #[arg(long = "type", value_name = "TYPE")]
@@ -62,6 +68,7 @@ pub enum SecretCommand {
 base64 binary values first. The API never receives it; it goes only to the Agents, over HTTPS \
 with this profile's client certificate (`heimdall login`).")]
     Set {
+        /// The secret (id or name)
         secret: String,
         /// The environment (id or name)
         #[arg(long)]
@@ -78,6 +85,7 @@ with this profile's client certificate (`heimdall login`).")]
     /// served. Prints the value exactly as stored
     #[command(disable_version_flag = true)]
     Get {
+        /// The secret (id or name)
         secret: String,
         /// The environment (id or name)
         #[arg(long)]
@@ -93,6 +101,7 @@ with this profile's client certificate (`heimdall login`).")]
     /// and refuses it (VERSION_DEACTIVATED); there is no fallback to an older version
     #[command(disable_version_flag = true)]
     Deactivate {
+        /// The secret (id or name)
         secret: String,
         /// The environment (id or name)
         #[arg(long)]
@@ -103,6 +112,7 @@ with this profile's client certificate (`heimdall login`).")]
     /// Delete a secret in every environment: each Agent that holds it deletes its copies on its
     /// next sync; refused (VALUE_MAY_PERSIST) while an Agent that will not sync again may hold one
     Delete {
+        /// The secret (id or name)
         secret: String,
         /// Only in this environment (id or name): the secret stays elsewhere
         #[arg(long)]
@@ -113,6 +123,7 @@ with this profile's client certificate (`heimdall login`).")]
     },
     /// Who read a secret, when, which version, through which Agent (owner, admin)
     AccessLog {
+        /// The secret (id or name)
         secret: String,
         /// Only reads in this environment (id or name)
         #[arg(long)]

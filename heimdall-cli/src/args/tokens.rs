@@ -9,9 +9,13 @@ pub enum TokenCommand {
     List,
     /// Create a token for yourself; printed once
     Create {
+        /// What the token is for (a label; the token itself is printed once)
         #[arg(long)]
         name: String,
     },
     /// Revoke one of your tokens
-    Revoke { id: TokenId },
+    Revoke {
+        /// The token's id (as `token list` prints it)
+        id: TokenId,
+    },
 }

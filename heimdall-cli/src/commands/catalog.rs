@@ -8,7 +8,7 @@ use heimdall_core::wire::{CatalogEntry, CatalogKind, CreateCatalogEntry};
 use heimdall_sdk::Client;
 
 use super::{title, Context};
-use crate::args::{ComponentCommand, PlainCatalogCommand, SystemCommand};
+use crate::args::{ComponentCommand, EntryCommand, PlainCatalogCommand, SystemCommand};
 use crate::error::Result;
 use crate::output::timestamp;
 
@@ -42,6 +42,16 @@ pub enum CatalogOp {
     },
 }
 
+impl From<EntryCommand> for CatalogOp {
+    fn from(cmd: EntryCommand) -> Self {
+        match cmd {
+            EntryCommand::Show { entry } => CatalogOp::Show { entry },
+            EntryCommand::Rename { entry, new_name } => CatalogOp::Rename { entry, new_name },
+            EntryCommand::Delete { entry } => CatalogOp::Delete { entry },
+        }
+    }
+}
+
 impl CatalogAction {
     pub fn plain(kind: CatalogKind, cmd: PlainCatalogCommand) -> Self {
         let op = match cmd {
@@ -49,9 +59,7 @@ impl CatalogAction {
                 CatalogOp::Create { name, description, parent: None }
             }
             PlainCatalogCommand::List => CatalogOp::List { parent: None },
-            PlainCatalogCommand::Show { entry } => CatalogOp::Show { entry },
-            PlainCatalogCommand::Rename { entry, new_name } => CatalogOp::Rename { entry, new_name },
-            PlainCatalogCommand::Delete { entry } => CatalogOp::Delete { entry },
+            PlainCatalogCommand::Entry(entry) => entry.into(),
         };
         Self { kind, op }
     }
@@ -62,9 +70,7 @@ impl CatalogAction {
                 CatalogOp::Create { name, description, parent: Some(domain) }
             }
             SystemCommand::List { domain } => CatalogOp::List { parent: domain },
-            SystemCommand::Show { entry } => CatalogOp::Show { entry },
-            SystemCommand::Rename { entry, new_name } => CatalogOp::Rename { entry, new_name },
-            SystemCommand::Delete { entry } => CatalogOp::Delete { entry },
+            SystemCommand::Entry(entry) => entry.into(),
         };
         Self { kind: CatalogKind::System, op }
     }
@@ -75,9 +81,7 @@ impl CatalogAction {
                 CatalogOp::Create { name, description, parent: Some(system) }
             }
             ComponentCommand::List { system } => CatalogOp::List { parent: system },
-            ComponentCommand::Show { entry } => CatalogOp::Show { entry },
-            ComponentCommand::Rename { entry, new_name } => CatalogOp::Rename { entry, new_name },
-            ComponentCommand::Delete { entry } => CatalogOp::Delete { entry },
+            ComponentCommand::Entry(entry) => entry.into(),
         };
         Self { kind: CatalogKind::Component, op }
     }

@@ -200,8 +200,11 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
                 ))),
             }
         }
-        ResourceCommand::Delete { resource, wait } => {
+        ResourceCommand::Delete { resource, yes, wait } => {
             let client = ctx.client()?;
+            if !yes {
+                confirm_delete(&client, out, &resource).await?;
+            }
             let r = client.delete_resource(&resource).await?;
             let line = match r.status {
                 ResourceStatus::Deleted => format!("Resource deleted: {} ({})", r.name, r.id),
@@ -372,6 +375,26 @@ async fn confirm_plan(client: &Client, out: &Out, resource: &str, revision: i64)
         return Err(CliError::usage("not approved"));
     }
     Ok(Some(plan.sha256.clone()))
+}
+
+/// On a terminal, says what Terraform will destroy and asks; elsewhere
+/// (a script, `--output json`) nothing is asked.
+async fn confirm_delete(client: &Client, out: &Out, resource: &str) -> Result<()> {
+    use std::io::IsTerminal;
+    if out.is_json() || !std::io::stdin().is_terminal() {
+        return Ok(());
+    }
+    let r = client.get_resource(resource).await?.resource;
+    eprint!(
+        "Destroy Resource {} ({}, {})? Terraform destroys everything it manages for it. [y/N] ",
+        r.name, r.id, r.status
+    );
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).map_err(|e| CliError::usage(e.to_string()))?;
+    if !matches!(answer.trim(), "y" | "Y" | "yes") {
+        return Err(CliError::usage("not deleted (nothing was changed)"));
+    }
+    Ok(())
 }
 
 fn revision_row(rev: &Revision) -> Vec<String> {

@@ -30,6 +30,8 @@ pub(super) fn print(dev: &Dev, agent: &AgentState, json: bool) -> Result<()> {
             "member": me.member,
             "agent": describe(agent, data),
             "agent_local_api_url": agent.as_ref().ok().map(|a| &a.config["local_api"]["url"]),
+            "console_url": console_url(&dev.api_url),
+            "first_run": dev.first_run,
             "certificate": certificate.map(|c| json!({
                 "sha256": c.sha256,
                 "not_after": timestamp(c.not_after),
@@ -49,6 +51,7 @@ pub(super) fn print(dev: &Dev, agent: &AgentState, json: bool) -> Result<()> {
     let agent_log = if shown { format!("Agent log: {}\n", agent_log.display()) } else { String::new() };
     let text = format!(
         "✓ Heimdall API running at {api_url} (SQLite in {data})\n\
+         ✓ Console at {console} (sign in with the token in {token_file})\n\
          ✓ Profile \"{DEV_PROFILE}\" is current: {email}, {role} of organization {org}\n\
          {certificate}\
          {agent_status}\
@@ -59,12 +62,14 @@ pub(super) fn print(dev: &Dev, agent: &AgentState, json: bool) -> Result<()> {
          {agent_log}\
          Press Ctrl-C to stop (the data stays; run `heimdall dev` again to carry on).\n",
         api_url = dev.api_url,
+        console = console_url(&dev.api_url),
+        token_file = data.join("owner.token").display(),
         data = data.display(),
         email = me.member.email,
         role = me.member.role,
         org = me.organization.name,
         agent_status = agent_banner(agent),
-        tour = tour(running),
+        tour = if dev.first_run { tour(running) } else { carry_on() },
         log = log.display(),
     );
     let mut stdout = std::io::stdout().lock();
@@ -119,6 +124,23 @@ fn describe(agent: &AgentState, data: &Path) -> Value {
         }),
         Err(off) => json!({ "running": false, "reason": off.why, "fix": off.fix }),
     }
+}
+
+/// The Console, served by the API under `/console/`.
+fn console_url(api_url: &str) -> String {
+    format!("{}/console/", api_url.trim_end_matches('/'))
+}
+
+/// What a restart shows instead of the first run's tour (whose `create`
+/// lines would now answer ALREADY_EXISTS).
+fn carry_on() -> String {
+    "Carry on where you left off, in another terminal:\n  \
+     heimdall domain list\n  \
+     heimdall resource list\n  \
+     heimdall secret list\n  \
+     heimdall event list --limit 5\n\
+     (The first run's tour is in README.md, \"A short tour\"; remove the data directory to start over.)\n"
+        .to_owned()
 }
 
 /// The README's tour: every line with an Agent to run its Resources and

@@ -47,6 +47,9 @@ struct Dev {
     local_api: SocketAddr,
     me: WhoAmI,
     certificate: Option<IssuedCertificate>,
+    /// This start bootstrapped the organization: the banner shows the tour;
+    /// later starts show where to carry on.
+    first_run: bool,
 }
 
 pub async fn run(ctx: &Context, args: DevArgs) -> Result<()> {
@@ -96,6 +99,7 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, Pa
         ensure_port_free(addr, what)?;
     }
 
+    let first_run = !data.join("owner.token").exists();
     let token = ensure_bootstrapped(&api_binary, &data, &database_url).await?;
     let agent_url = format!("https://{}", client_addr(agent_listen));
     let mut command = Command::new(&api_binary);
@@ -125,7 +129,8 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, Pa
             )
         })
         .ok();
-    let dev = Dev { data, config_dir, config_file, api_url, agent_url, local_api, me, certificate };
+    let dev =
+        Dev { data, config_dir, config_file, api_url, agent_url, local_api, me, certificate, first_run };
     let agent = agent::start(args, &client, &dev).await;
     banner::print(&dev, &agent, ctx.out.is_json())?;
     Ok((api, agent, dev.data))

@@ -11,7 +11,7 @@ use serde_json::json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::support::{cells, json_of, write_file, Heimdall, Run, Transcript};
+use crate::support::{cells, json_of, write_file, Heimdall, Run, Transcript, BIN};
 
 /// A JSON Schema with every kind of rule the refusals name.
 const BUCKET_SCHEMA: &str = r#"{
@@ -325,6 +325,12 @@ async fn infra_tour_in_tables() {
         r#"{"bucket":"scratch-1"}"#,
     ];
     t.run(&h, &tmp_bucket).await;
+    // On a terminal (`script` gives it one) the delete asks first, and "n"
+    // changes nothing; a script (no terminal) is never asked.
+    let asked = on_a_terminal(&h, "resource delete scratch", "n\n").await;
+    assert!(asked.contains("Destroy Resource scratch ("), "{asked}");
+    assert!(asked.contains("not deleted (nothing was changed)"), "{asked}");
+    assert_eq!(json_of(&h, &["resource", "show", "scratch"]).await["resource"]["status"], "queued");
     let deleted = t.run(&h, &["resource", "delete", "scratch"]).await;
     assert!(deleted.stdout.starts_with("✓ Resource deleted: scratch ("), "{deleted:?}");
     let scratch = json_of(&h, &["resource", "list", "--status", "deleted"]).await[0]["id"]
@@ -706,4 +712,32 @@ async fn resource_import_flags_are_checked_before_any_request() {
     assert!(run.stdout.starts_with("✓ Resource import requested: legacy ("), "{run:?}");
     let jobs = json_of(&h, &["job", "list", "--resource", "legacy"]).await;
     assert_eq!(jobs[0]["operation"], "import", "{jobs}");
+}
+
+/// `heimdall ARGS` run under `script`, so that its stdin is a terminal,
+/// with `input` typed in; what the terminal showed.
+async fn on_a_terminal(h: &Heimdall, args: &str, input: &str) -> String {
+    use tokio::io::AsyncWriteExt;
+    let mut cmd = tokio::process::Command::new("script");
+    cmd.args(["-qec", &format!("{BIN} {args}"), "/dev/null"])
+        .env("HEIMDALL_CONFIG_DIR", &h.config_dir)
+        .env_remove("HEIMDALL_PROFILE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(url) = &h.url {
+        cmd.env("HEIMDALL_API_URL", url);
+    }
+    if let Some(token) = &h.token {
+        cmd.env("HEIMDALL_TOKEN", token);
+    }
+    let mut child = cmd.spawn().expect("script (util-linux) runs heimdall on a terminal");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).await.expect("type the answer");
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("done within 60 s")
+        .expect("its output");
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }

@@ -40,7 +40,7 @@ fn policy(n: u128, text: &str) -> Policy {
     }
 }
 
-/// The README's "Who may do what", as the lowest role that may do each action.
+/// docs/concepts.md's "Who may do what", as the lowest role that may do each action.
 fn expected_minimum_role(action: Action) -> Role {
     use Action::*;
     match action {

@@ -7,7 +7,8 @@ use heimdall_core::wire::{Job, JobStatus, Resource, ResourceStatus};
 
 use crate::{Client, Error, Result};
 
-/// First pause between polls; each pause is 1.5 times the last, up to [`MAX_POLL`].
+/// First pause between polls (of a job, or of an API without long polls,
+/// or one that did not answer); each pause is 1.5 times the last, up to [`MAX_POLL`].
 const FIRST_POLL: Duration = Duration::from_millis(500);
 const MAX_POLL: Duration = Duration::from_secs(2);
 /// How often a waiting caller hears from [`wait_for_resource`] between polls
@@ -38,10 +39,12 @@ pub struct JobProgress<'a> {
     pub elapsed: Duration,
 }
 
-/// Polls a Resource until it is no longer [`in_progress`] or `timeout`
-/// passes, telling `progress` where it stands every [`TICK`]. A poll that
-/// gets no answer (the API restarting) is retried until the deadline; an
-/// answer that is an error ends the wait with it.
+/// Follows a Resource until it is no longer [`in_progress`] or `timeout`
+/// passes, telling `progress` where it stands every [`TICK`]. Each request
+/// is a long poll (the API answers the moment the status changes), so the
+/// wait ends as the job does. A request that gets no answer (the API
+/// restarting) is retried until the deadline; an answer that is an error
+/// ends the wait with it.
 pub async fn wait_for_resource(
     api: &Client,
     start: Resource,
@@ -59,33 +62,66 @@ pub async fn wait_for_resource(
     let mut pause = FIRST_POLL;
     loop {
         progress(JobProgress { resource: &last, api_unreachable, elapsed: began.elapsed() });
-        let now = Instant::now();
-        if now >= deadline {
+        let asked = Instant::now();
+        if asked >= deadline {
             return Ok(Waited::TimedOut(last));
         }
-        let until = (now + pause).min(deadline);
-        while Instant::now() < until {
-            tokio::time::sleep(TICK.min(until.saturating_duration_since(Instant::now()))).await;
-            progress(JobProgress { resource: &last, api_unreachable, elapsed: began.elapsed() });
-        }
-        pause = (pause * 3 / 2).min(MAX_POLL);
-        // A slow answer must not carry the wait past its deadline.
-        let left = deadline.saturating_duration_since(Instant::now());
-        let Ok(answer) = tokio::time::timeout(left, api.get_resource(&id)).await else {
-            continue;
+        let left = deadline - asked;
+        let wait = left.min(Duration::from_secs(crate::resources::MAX_LONG_POLL_SECONDS));
+        // A slow answer must not carry the wait far past its deadline.
+        let call =
+            tokio::time::timeout(left + ANSWER_GRACE, api.get_resource_changed_from(&id, last.status, wait));
+        tokio::pin!(call);
+        let answer = loop {
+            tokio::select! {
+                answer = &mut call => break answer,
+                () = tokio::time::sleep(TICK) => {
+                    progress(JobProgress { resource: &last, api_unreachable, elapsed: began.elapsed() });
+                }
+            }
         };
+        let Ok(answer) = answer else { continue };
+        let quick = asked.elapsed() < wait / 2;
         match answer {
             Ok(detail) => {
                 api_unreachable = false;
+                let unchanged = detail.resource.status == last.status;
                 last = detail.resource;
                 if !in_progress(last.status) {
                     return Ok(Waited::Settled(last));
                 }
+                // Unchanged at once: an API without long polls. Poll it.
+                if unchanged && quick {
+                    pause_ticking(&mut pause, deadline, || {
+                        progress(JobProgress { resource: &last, api_unreachable, elapsed: began.elapsed() })
+                    })
+                    .await;
+                }
             }
-            Err(Error::Transport(_)) => api_unreachable = true,
+            Err(Error::Transport(_)) => {
+                api_unreachable = true;
+                pause_ticking(&mut pause, deadline, || {
+                    progress(JobProgress { resource: &last, api_unreachable, elapsed: began.elapsed() })
+                })
+                .await;
+            }
             Err(err) => return Err(err),
         }
     }
+}
+
+/// How long past the long poll's own wait an answer may take to arrive.
+const ANSWER_GRACE: Duration = Duration::from_secs(5);
+
+/// Sleeps `pause` (at most to `deadline`), calling `tick` every [`TICK`],
+/// and lengthens the next pause.
+async fn pause_ticking(pause: &mut Duration, deadline: Instant, mut tick: impl FnMut()) {
+    let until = (Instant::now() + *pause).min(deadline);
+    while Instant::now() < until {
+        tokio::time::sleep(TICK.min(until.saturating_duration_since(Instant::now()))).await;
+        tick();
+    }
+    *pause = (*pause * 3 / 2).min(MAX_POLL);
 }
 
 /// Polls a job until it is completed, failed or cancelled, or `timeout`
