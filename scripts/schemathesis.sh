@@ -14,7 +14,9 @@
 #   - the status, content type, headers and body are those the document
 #     lists for the operation (every error body is {"error":{"code","message"}});
 #   - no error response echoes a string the request carried
-#     (scripts/schemathesis/hooks.py).
+#     (scripts/schemathesis/hooks.py);
+#   - every error code is one the document lists for that status and
+#     operation (error_code_is_documented, the same file).
 # `DELETE /v1/tokens/{id}` is left out: the fuzzer learns ids from answers
 # and would revoke the very token it runs with (it did).
 # Exits non-zero on any failure; the report is under $OUT (default
@@ -82,7 +84,7 @@ status=0
     "${venv}/bin/schemathesis" run "${url}/v1/openapi.json" \
     --header "Authorization: Bearer ${token}" \
     --exclude-operation-id revoke_token \
-    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,error_echoes_no_input \
+    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,error_echoes_no_input,error_code_is_documented \
     --phases examples,coverage,fuzzing \
     --max-examples "${examples}" \
     --workers 1 \

@@ -14,7 +14,7 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
     let dev = Dev::start(&data, &config, port);
     assert!(dev.banner.contains(&format!("API running at https://127.0.0.1:{port}")), "{}", dev.banner);
     let console = format!(
-        "✓ Console at https://127.0.0.1:{port}/console/ (sign in with the token in {}",
+        "✓ Console at https://127.0.0.1:{port}/console/ (`heimdall console` opens it signed in; or the token in {}",
         data.display()
     );
     assert!(dev.banner.contains(&console), "{}", dev.banner);

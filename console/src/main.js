@@ -3,7 +3,7 @@
 // members and events through the API's documented routes; approve or refuse
 // a Resource's revision naming the plan shown.
 import './console.css';
-import { get, setToken, signOut, token, whenUnauthorized } from './api.js';
+import { get, post, setToken, signOut, token, whenUnauthorized } from './api.js';
 import { h, replace } from './dom.js';
 import { errorBox } from './common.js';
 import { catalogPage } from './catalog.js';
@@ -63,7 +63,7 @@ function signInForm(problem) {
     'form.signin',
     { novalidate: true },
     h('h1', 'Heimdall Console'),
-    h('p', 'Sign in with an API token. Make one with ', h('code', 'heimdall token create --name console'), ' (it is printed once); under ', h('code', 'heimdall dev'), ' the owner\'s is in ', h('code', '.heimdall-dev/owner.token'), ', and ', h('code', 'heimdall member add'), ' prints a new member\'s first one.'),
+    h('p', 'From a terminal, ', h('code', 'heimdall console'), ' opens this page signed in. Or sign in with an API token: make one with ', h('code', 'heimdall token create --name console'), ' (it is printed once); under ', h('code', 'heimdall dev'), ' the owner\'s is in ', h('code', '.heimdall-dev/owner.token'), ', and ', h('code', 'heimdall member add'), ' prints a new member\'s first one.'),
     h('p.hint', 'The token stays in this tab only (sessionStorage) and goes to this API alone.'),
     h('label', { for: 'token' }, 'API token'),
     input,
@@ -156,5 +156,26 @@ async function render() {
   }
 }
 
+/**
+ * `heimdall console`'s link, `#sign-in=CODE`: the code leaves the address
+ * bar and this history entry before anything else, then is traded, once,
+ * for a session token of this tab. A refused code shows the sign-in form
+ * with the API's reason.
+ */
+async function signInFromLink() {
+  const m = location.hash.match(/^#sign-in=([A-Za-z0-9_-]+)$/);
+  if (!m) return render();
+  history.replaceState(null, '', `${location.pathname}#/catalog`);
+  signOut();
+  try {
+    const session = await post('/v1/console/sessions', { code: m[1] });
+    setToken(session.token);
+  } catch (e) {
+    if (e.status !== 401) signInForm(e);
+    return undefined;
+  }
+  return render();
+}
+
 window.addEventListener('hashchange', render);
-render();
+signInFromLink();

@@ -342,6 +342,42 @@ async function main() {
     check((await context.cookies()).length === 0, 'no cookie');
     log('signed in');
 
+    // `heimdall console`: its one-time link signs a fresh browser in as the
+    // profile's member, with a session token of its own; the code leaves
+    // the address bar and history at once, and a second use is refused.
+    {
+      const link = await cli(['console', '--no-open'], { json: true });
+      check(link.opened === false && link.url.startsWith(`${apiUrl}/console/#sign-in=hcs_`), `a fragment link: ${link.url}`);
+      const code = link.url.split('#sign-in=')[1];
+      const fresh = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 820 } });
+      const linked = await fresh.newPage();
+      watch(linked);
+      await linked.goto(link.url);
+      await linked.locator('nav .who').filter({ hasText: 'dev@localhost' }).waitFor();
+      const seen = await linked.evaluate(() => ({
+        url: location.href,
+        session: sessionStorage.getItem('heimdall.token'),
+        local: localStorage.length,
+      }));
+      check(!seen.url.includes(code) && !seen.url.includes('sign-in'), `the code left the address bar: ${seen.url}`);
+      // Back and forward through this tab's history: no entry has the code.
+      await linked.goBack();
+      check(!linked.url().includes(code), `back: ${linked.url()}`);
+      await linked.goForward();
+      check(!linked.url().includes(code) && linked.url().startsWith(`${apiUrl}/console/`), `forward: ${linked.url()}`);
+      check(seen.session && seen.session.startsWith('hmd_') && seen.session !== owner, 'a session token of its own, not the profile\'s');
+      check(!seen.url.includes(seen.session) && !seen.url.includes(owner), 'no token in the URL');
+      check(seen.local === 0 && (await fresh.cookies()).length === 0, 'nothing kept beyond the tab');
+      await capture(linked, 'signed-in-by-link');
+      const again = await fresh.newPage();
+      await again.goto(link.url);
+      await again.locator('form.signin .error .code').waitFor();
+      const reused = await again.locator('form.signin .error').innerText();
+      check(/UNAUTHENTICATED/.test(reused) && /heimdall console/.test(reused), `a used link is refused, saying what to do: ${reused}`);
+      await fresh.close();
+      log('signed in with a heimdall console link');
+    }
+
     // Catalog.
     await heading(page, 'Catalog');
     await page.locator('ul.tree li.component', { hasText: 'receipts' }).locator('a', { hasText: 'recibos' }).waitFor();

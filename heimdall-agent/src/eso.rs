@@ -29,6 +29,11 @@ pub const ALL: &str = "*";
     path = "/v1/eso/{environment}/{key}",
     tag = "values",
     operation_id = "read_for_external_secrets",
+    summary = "Read values for the External Secrets Operator",
+    description = "The External Secrets Operator's webhook provider contract: the latest value of the secret \
+        in the environment under `value`, or, with key `*`, an object of every secret of the program token's \
+        scope that holds a value there. Every read is recorded before it is served. An unknown, out-of-scope \
+        or deactivated secret is `404`, so the operator removes it from the cluster.",
     params(("environment" = String, Path, description = "An environment name"), ("key" = String, Path, description = "A secret name, or `*`")),
     responses((status = 200, description = "A value (or, for `*`, every value of the token's scope) as the External Secrets webhook provider reads it", body = Object), ReadErrors),
 )]

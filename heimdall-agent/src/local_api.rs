@@ -182,7 +182,11 @@ pub(crate) fn routes() -> OpenApiRouter<LocalApi> {
         .routes(routes!(crate::eso::read))
 }
 
-#[utoipa::path(get, path = "/v1/openapi.json", tag = "agent", operation_id = "get_openapi_document", security(()),
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "agent", operation_id = "get_openapi_document",
+    summary = "Get this local API's OpenAPI document",
+    description = "This document (OpenAPI 3.1), describing every operation of the Agent's local API, where \
+        secret values are written and read. No credential is needed.",
+    security(()),
     responses((status = 200, description = "This document (OpenAPI 3.1)", body = Object), HealthErrors))]
 async fn openapi_json() -> Response {
     static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -253,6 +257,9 @@ pub(crate) async fn with_fresh<T>(
     path = "/v1/health",
     tag = "agent",
     operation_id = "agent_health",
+    summary = "Check that the Agent is up",
+    description = "Answers `ok`, the Agent's id and when it last received policies from the API (absent \
+        before its first sync). No credential is needed.",
     security(()),
     responses((status = 200, description = "The Agent is up; its id and when its policy last synced", body = Object), HealthErrors),
 )]
@@ -273,6 +280,10 @@ async fn health(State(state): State<LocalApi>) -> Json<serde_json::Value> {
     path = "/v1/certificate-status",
     tag = "agent",
     operation_id = "agent_certificate_status",
+    summary = "Get the signed status of this Agent's certificates",
+    description = "The installation CA's signed statement of which certificates this Agent's local API may \
+        present, as of its last sync, with the Agent's id: a program checks it and pins what it lists before \
+        sending a token. `POLICY_STALE` until the Agent has such a statement from the API.",
     security(()),
     responses((status = 200, description = "The signed statement (`status`) and this Agent's id", body = Object), crate::openapi::StatusErrors),
 )]
@@ -299,6 +310,12 @@ pub(crate) fn to_u32_version(version: i64) -> Result<u32, Refusal> {
     path = "/v1/secrets/{name}/value",
     tag = "values",
     operation_id = "write_value",
+    summary = "Store a secret value",
+    description = "Stores a value of the secret, sealed at rest: a person sends it with the version and the \
+        write grant the API issued for this Agent; a program token that may write sends only the environment \
+        and the value, and the Agent gets the version and grant from the API on its behalf. Versions are \
+        never overwritten: a grant that does not match is refused `GRANT_INVALID`, and a different value at \
+        the same version `ALREADY_EXISTS`.",
     params(("name" = String, Path, description = "A secret name")),
     request_body = WriteValue,
     responses((status = 201, description = "Stored, sealed under the master key", body = Object), WriteErrors),
@@ -400,6 +417,11 @@ impl heimdall_core::body::Query for ReadQuery {}
     path = "/v1/secrets/{name}/value",
     tag = "values",
     operation_id = "read_value",
+    summary = "Read a secret value",
+    description = "The value of the secret in an environment (the latest version, or the one asked), if the \
+        synced policies let the caller read it. The read is recorded in the access trail before the value is \
+        served (`AUDIT_UNAVAILABLE` and no value if it cannot be); a deactivated version is `410 \
+        VERSION_DEACTIVATED`.",
     params(("name" = String, Path, description = "A secret name"), ReadQuery),
     responses((status = 200, description = "The value, recorded in the access trail before it is served", body = ValueAnswer), ReadErrors),
 )]
@@ -453,6 +475,10 @@ pub(crate) const MAX_READ_VALUES: usize = crate::recorder::MAX_BATCH;
     path = "/v1/values",
     tag = "values",
     operation_id = "read_values",
+    summary = "Read several secret values at once",
+    description = "The latest value of each named secret in one environment, all or none: each is decided \
+        and loaded, every read is recorded in one commit, and only then are the values served. Any refusal \
+        refuses the whole request, names the secret and records nothing.",
     request_body = ReadValues,
     responses((status = 200, description = "Every value asked for, each recorded before any is served", body = ValuesAnswer), ReadErrors),
 )]

@@ -61,3 +61,27 @@ errors!(ReadErrors: NotFound, InvalidInput, VersionDeactivated, VersionNotHeld, 
 errors!(body WriteErrors: NotFound, AlreadyExists, Conflict, GrantInvalid, VersionDeactivated, PolicyStale, AgentRevoked);
 errors!(public StatusErrors: PolicyStale, AgentRevoked);
 errors!(DeleteErrors: NotFound, ValueMayPersist, Conflict, PolicyStale, AgentRevoked);
+
+#[cfg(test)]
+mod tests {
+    /// Every operation of the local API's document says what it does in
+    /// product words: a summary and a description, neither naming code.
+    #[test]
+    fn every_operation_has_a_summary_and_a_description_in_product_words() {
+        let document = serde_json::to_value(super::document()).expect("serializes");
+        let mut problems = Vec::new();
+        for (path, item) in document["paths"].as_object().expect("paths") {
+            for (method, operation) in item.as_object().expect("operations") {
+                for key in ["summary", "description"] {
+                    let text = operation[key].as_str().unwrap_or_default();
+                    if text.trim().is_empty()
+                        || ["::", "heimdall_", "Self", ".rs", "[`"].iter().any(|w| text.contains(w))
+                    {
+                        problems.push(format!("{method} {path}: {key} {text:?}"));
+                    }
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+}

@@ -140,6 +140,11 @@ impl heimdall_core::body::Query for DeleteQuery {}
     path = "/v1/secrets/{name}",
     tag = "values",
     operation_id = "delete_as_program",
+    summary = "Delete a secret in an environment (program)",
+    description = "With a program token that may delete: deletes every version of the secret in the \
+        environment, on every Agent holding it, through the API. People delete through the API instead \
+        (`FORBIDDEN` here). Refused `VALUE_MAY_PERSIST` while an Agent that will not sync again may hold a \
+        copy.",
     params(("name" = String, Path, description = "A secret name"), DeleteQuery),
     responses((status = 202, description = "Deleting in the environment, on every Agent holding it", body = ProgramDeletion), DeleteErrors),
 )]

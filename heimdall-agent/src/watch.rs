@@ -67,6 +67,11 @@ impl Drop for Open {
     path = "/v1/values/watch",
     tag = "values",
     operation_id = "watch_values",
+    summary = "Wait for secret values to change",
+    description = "A long poll: answers as soon as the versions of the named secrets in the environment \
+        differ from the fingerprint `since` (a new version stored, the latest deactivated), or after about \
+        25 seconds with the same one. Each secret is decided as a read would be, but no value is loaded or \
+        sent and nothing is recorded; at most 8 polls per caller at once (`TOO_MANY_REQUESTS`).",
     request_body = WatchValues,
     responses((status = 200, description = "The values' fingerprint, answered when it changes or the wait ends", body = WatchAnswer), ReadErrors),
 )]

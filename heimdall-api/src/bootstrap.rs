@@ -38,6 +38,7 @@ pub async fn bootstrap(
         id: TokenId::from_uuid(Uuid::new_v4()),
         name: "bootstrap".into(),
         hash: TokenHash::of(token.expose()),
+        expires_at: None,
     };
     let event = NewEvent {
         id: EventId::from_uuid(Uuid::new_v4()),
@@ -63,7 +64,7 @@ pub async fn kept_token(
     let text = std::fs::read_to_string(path)
         .map_err(|e| ApiError::invalid_input(format!("cannot read {}: {e}", path.display())))?;
     let token = Redacted::new(text.trim().to_owned());
-    match store.authenticate(&TokenHash::of(token.expose())).await? {
+    match store.authenticate(&TokenHash::of(token.expose()), time::OffsetDateTime::now_utc()).await? {
         Some(opened) => Ok(opened),
         None => Err(ApiError::new(
             ErrorCode::Unauthenticated,

@@ -15,6 +15,8 @@ mod bodies;
 mod bootstrap;
 #[path = "api/console.rs"]
 mod console;
+#[path = "api/console_sign_in.rs"]
+mod console_sign_in;
 #[path = "api/database_tls.rs"]
 mod database_tls;
 #[path = "api/databases.rs"]

@@ -42,6 +42,8 @@ actions! {
     CloudAccountCreated => "cloud_account.created",
     CloudAccountLinked => "cloud_account.linked",
     ComponentCreated => "component.created",
+    ConsoleSignedIn => "console.signed_in",
+    ConsoleSignInLinkCreated => "console.sign_in_link_created",
     ComponentDeleted => "component.deleted",
     ComponentRenamed => "component.renamed",
     DatabaseCreated => "database.created",

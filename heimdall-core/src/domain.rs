@@ -77,6 +77,10 @@ pub struct TokenInfo {
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339::option", default)]
     pub revoked_at: Option<OffsetDateTime>,
+    /// When it stops working by itself (a Console session's token); absent
+    /// for a token that lasts until revoked.
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<OffsetDateTime>,
 }
 
 /// Domain → System → Component form one tree under the organization;

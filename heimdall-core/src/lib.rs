@@ -17,6 +17,7 @@ pub mod audit;
 pub mod authz;
 pub mod body;
 pub mod clock;
+pub mod console;
 pub mod credentials;
 pub mod current;
 pub mod dbusers;

@@ -94,6 +94,9 @@ pub struct NewToken {
     pub id: TokenId,
     pub name: String,
     pub hash: TokenHash,
+    /// When it stops working; `None`: when revoked (a Console session's
+    /// token ends, `heimdall_core::console::SESSION_LIFETIME`).
+    pub expires_at: Option<OffsetDateTime>,
 }
 
 /// Query for the audit feed, newest first.
@@ -120,7 +123,35 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
     ) -> StoreResult<()>;
 
     /// The member and organization an active token belongs to.
-    async fn authenticate(&self, hash: &TokenHash) -> StoreResult<Option<(Member, Organization)>>;
+    /// The member and organization an active token belongs to: not
+    /// revoked, not expired at `now`, its member not removed.
+    async fn authenticate(
+        &self,
+        hash: &TokenHash,
+        now: OffsetDateTime,
+    ) -> StoreResult<Option<(Member, Organization)>>;
+
+    /// Stores a one-time Console sign-in code (its hash) for `member`,
+    /// usable until `expires_at`, with its event.
+    async fn create_sign_in(
+        &self,
+        org: OrgId,
+        member: MemberId,
+        code: &TokenHash,
+        expires_at: OffsetDateTime,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+
+    /// Uses a sign-in code: once, before it expires, for a member still
+    /// there. In one transaction marks it used, stores `token` for that
+    /// member and records `console.signed_in`. `None` for a code that is
+    /// unknown, used, expired or whose member was removed (nothing stored).
+    async fn redeem_sign_in(
+        &self,
+        code: &TokenHash,
+        now: OffsetDateTime,
+        token: &NewToken,
+    ) -> StoreResult<Option<(Member, Organization)>>;
 
     // Members and tokens.
     async fn add_member(&self, member: &Member, token: &NewToken, event: NewEvent) -> StoreResult<()>;

@@ -168,6 +168,59 @@ pub struct CreatedToken {
     pub token: String,
 }
 
+/// `POST /v1/console/sign-in-links`: where the browser goes to sign in
+/// as the caller, once, before `expires_at`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConsoleSignInLink {
+    /// `/console/#sign-in=…`, under the API's URL.
+    pub path: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: time::OffsetDateTime,
+}
+
+impl std::fmt::Debug for ConsoleSignInLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsoleSignInLink")
+            .field("path", &"<redacted>")
+            .field("expires_at", &self.expires_at)
+            .finish()
+    }
+}
+
+/// `POST /v1/console/sessions`: the code from a sign-in link.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedeemSignIn {
+    pub code: String,
+}
+
+impl std::fmt::Debug for RedeemSignIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedeemSignIn").field("code", &"<redacted>").finish()
+    }
+}
+
+/// The Console session a sign-in link was traded for: a token that ends
+/// at `expires_at`, for the tab alone.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConsoleSession {
+    pub token: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: time::OffsetDateTime,
+    /// Who signed in.
+    pub email: String,
+}
+
+impl std::fmt::Debug for ConsoleSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsoleSession")
+            .field("token", &"<redacted>")
+            .field("expires_at", &self.expires_at)
+            .field("email", &self.email)
+            .finish()
+    }
+}
+
 impl std::fmt::Debug for CreatedToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CreatedToken").field("info", &self.info).field("token", &"<redacted>").finish()
@@ -1065,6 +1118,7 @@ macro_rules! bodies {
 bodies!(ValuePolicy::Metadata =>
     AddMember, ChangeRole, CreateToken, CreateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, CreateCloudAccount,
     LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest, AllowPrograms, AllowName,
+    RedeemSignIn,
 );
 // The secret routes: closed. Anything they do not define is where a value would go.
 bodies!(ValuePolicy::Closed =>

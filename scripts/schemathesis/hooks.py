@@ -62,3 +62,28 @@ def error_echoes_no_input(ctx, response, case):
             raise AssertionError(
                 f"the {response.status_code} error repeats a string the request sent ({len(value)} characters)"
             )
+
+
+@schemathesis.check
+def error_code_is_documented(ctx, response, case):
+    """An error's stable code is one the document lists for that status of
+    that operation (each error response's description names its codes,
+    e.g. "`NOT_FOUND`, `FORBIDDEN`"): a client may switch on the codes it
+    was told about."""
+    if response.status_code < 400:
+        return
+    try:
+        code = json.loads(response.text)["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return  # the body's shape is response_schema_conformance's to judge
+    operation = case.operation
+    paths = operation.schema.raw_schema.get("paths", {})
+    documented = paths.get(operation.path, {}).get(operation.method.lower(), {}).get("responses", {})
+    listed = documented.get(str(response.status_code))
+    if listed is None:
+        return  # an undocumented status is status_code_conformance's to judge
+    if f"`{code}`" not in listed.get("description", ""):
+        raise AssertionError(
+            f"{operation.method.upper()} {operation.path} answered {response.status_code} {code}, "
+            f"which its document does not list for that status"
+        )

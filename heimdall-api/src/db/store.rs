@@ -180,7 +180,7 @@ impl MemberRow {
     }
 }
 
-const TOKEN_COLUMNS: &str = "id, member_id, name, created_at, revoked_at";
+const TOKEN_COLUMNS: &str = "id, member_id, name, created_at, revoked_at, expires_at";
 
 #[derive(FromRow)]
 struct TokenRow {
@@ -189,6 +189,7 @@ struct TokenRow {
     name: String,
     created_at: i64,
     revoked_at: Option<i64>,
+    expires_at: Option<i64>,
 }
 
 impl TokenRow {
@@ -199,6 +200,7 @@ impl TokenRow {
             name: self.name,
             created_at: from_micros(self.created_at),
             revoked_at: self.revoked_at.map(from_micros),
+            expires_at: self.expires_at.map(from_micros),
         })
     }
 }
@@ -323,7 +325,8 @@ async fn insert_token(
     at: OffsetDateTime,
 ) -> StoreResult<()> {
     sqlx::query(
-        "INSERT INTO api_tokens (id, org_id, member_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO api_tokens (id, org_id, member_id, name, token_hash, created_at, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(token.id.to_string())
     .bind(org.to_string())
@@ -331,6 +334,7 @@ async fn insert_token(
     .bind(token.name.clone())
     .bind(token.hash.as_str().to_owned())
     .bind(to_micros(at))
+    .bind(token.expires_at.map(to_micros))
     .execute(&mut **tx)
     .await
     .map_err(unique_as("token"))?;
@@ -379,12 +383,18 @@ impl MetadataStore for SqlStore {
         tx.commit().await.map_err(db_err)
     }
 
-    async fn authenticate(&self, hash: &TokenHash) -> StoreResult<Option<(Member, Organization)>> {
+    async fn authenticate(
+        &self,
+        hash: &TokenHash,
+        now: OffsetDateTime,
+    ) -> StoreResult<Option<(Member, Organization)>> {
         let sql = "SELECT m.id, m.org_id, m.email, m.role, m.created_at
                    FROM api_tokens t JOIN members m ON m.id = t.member_id
-                   WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND m.removed_at IS NULL";
+                   WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND m.removed_at IS NULL
+                     AND (t.expires_at IS NULL OR t.expires_at > $2)";
         let Some(member) = sqlx::query_as::<_, MemberRow>(sql)
             .bind(hash.as_str().to_owned())
+            .bind(to_micros(now))
             .fetch_optional(&self.pool)
             .await
             .map_err(db_err)?
@@ -399,6 +409,90 @@ impl MetadataStore for SqlStore {
             .map_err(db_err)?
             .into_domain()?;
         Ok(Some((member, org)))
+    }
+
+    async fn create_sign_in(
+        &self,
+        org: OrgId,
+        member: MemberId,
+        code: &TokenHash,
+        expires_at: OffsetDateTime,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        active_member(&mut tx, org, member).await?;
+        sqlx::query(
+            "INSERT INTO console_sign_ins (code_hash, org_id, member_id, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(code.as_str().to_owned())
+        .bind(org.to_string())
+        .bind(member.to_string())
+        .bind(to_micros(event.at))
+        .bind(to_micros(expires_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn redeem_sign_in(
+        &self,
+        code: &TokenHash,
+        now: OffsetDateTime,
+        token: &NewToken,
+    ) -> StoreResult<Option<(Member, Organization)>> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // Used once: the update that marks it is the check, so two browsers
+        // racing with one link cannot both get a session.
+        let used = sqlx::query(
+            "UPDATE console_sign_ins SET used_at = $2 \
+             WHERE code_hash = $1 AND used_at IS NULL AND expires_at > $2",
+        )
+        .bind(code.as_str().to_owned())
+        .bind(to_micros(now))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if used.rows_affected() != 1 {
+            return Ok(None);
+        }
+        let (org, member): (String, String) =
+            sqlx::query_as("SELECT org_id, member_id FROM console_sign_ins WHERE code_hash = $1")
+                .bind(code.as_str().to_owned())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        let (org, member): (OrgId, MemberId) = (parse_id(&org)?, parse_id(&member)?);
+        let member = match active_member(&mut tx, org, member).await {
+            Ok(member) => member,
+            // Removed since the link was made: the link is spent, nothing more.
+            Err(StoreError::NotFound(_)) => {
+                tx.commit().await.map_err(db_err)?;
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        insert_token(&mut tx, org, member.id, token, now).await?;
+        let event = NewEvent {
+            id: heimdall_core::ids::EventId::from_uuid(uuid::Uuid::new_v4()),
+            at: now,
+            actor: member.email.clone(),
+            action: heimdall_core::audit::AuditAction::ConsoleSignedIn,
+            target: format!("token:{}", token.id),
+            detail: serde_json::json!({ "expires_at": token.expires_at.map(to_micros) }),
+        };
+        insert_event(&mut tx, org, event).await?;
+        let organization =
+            sqlx::query_as::<_, OrgRow>("SELECT id, name, created_at FROM organizations WHERE id = $1")
+                .bind(org.to_string())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .into_domain()?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(Some((member, organization)))
     }
 
     async fn add_member(&self, member: &Member, token: &NewToken, event: NewEvent) -> StoreResult<()> {
@@ -520,6 +614,7 @@ impl MetadataStore for SqlStore {
             name: token.name.clone(),
             created_at: at,
             revoked_at: None,
+            expires_at: token.expires_at,
         })
     }
 

@@ -47,6 +47,10 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<CloudAc
     path = "/v1/cloud-accounts",
     tag = "cloud-accounts",
     operation_id = "list_cloud_accounts",
+    summary = "List cloud accounts",
+    description = "The organization's cloud accounts, by name, one page at a time. An account holds no \
+        credential: a role to assume, or the name of a secret the Agents keep. By default owners and admins \
+        may list them (`cloud_account.read`).",
     params(super::PageQuery),
     responses((status = 200, description = "A page of the cloud accounts, by name (never a credential)", body = Vec<CloudAccount>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
@@ -68,6 +72,9 @@ async fn list(
     path = "/v1/cloud-accounts/{key}",
     tag = "cloud-accounts",
     operation_id = "get_cloud_account",
+    summary = "Show a cloud account and its links",
+    description = "One cloud account, by id or name, with the links that say which environments and scopes \
+        it serves. By default owners and admins may read it (`cloud_account.read`).",
     params(("key" = String, Path, description = "An id or a name")),
     responses((status = 200, description = "The account and its links", body = CloudAccountDetail), ShowErrors),
 )]
@@ -93,6 +100,11 @@ async fn show(
     path = "/v1/cloud-accounts",
     tag = "cloud-accounts",
     operation_id = "create_cloud_account",
+    summary = "Register a cloud account",
+    description = "Registers where Terraform runs and keeps its state: the provider, region, state bucket \
+        and how jobs authenticate (a role to assume, or the name of an organization secret holding a static \
+        credential, which must exist and be readable by the caller). By default owners and admins may \
+        register one (`cloud_account.write`); a name already taken is refused `ALREADY_EXISTS`.",
     request_body = CreateCloudAccount,
     responses((status = 201, description = "The account", body = CloudAccount), CreateErrors),
 )]
@@ -164,6 +176,11 @@ async fn create(
     path = "/v1/cloud-accounts/{key}/links",
     tag = "cloud-accounts",
     operation_id = "link_cloud_account",
+    summary = "Link a cloud account to an environment and scope",
+    description = "Says that this account serves Resources in one environment, for the whole organization or \
+        for one domain or system (`scope` and `scope_id`). For an account with a static credential, the \
+        caller must be able to read its secret in that environment. By default owners and admins may link \
+        (`cloud_account.write`); the same link twice is refused `ALREADY_EXISTS`.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = LinkCloudAccount,
     responses((status = 201, description = "The link", body = AccountLink), LinkErrors),

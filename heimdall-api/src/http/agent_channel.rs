@@ -80,6 +80,9 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 }
 
 #[utoipa::path(get, path = "/v1/agent/openapi.json", tag = "agent-channel", operation_id = "get_agent_channel_document",
+    summary = "Get the Agent channel's OpenAPI document",
+    description = "This document (OpenAPI 3.1): every operation an enrolled Agent calls over mutual TLS, \
+        identified by its client certificate.",
     responses((status = 200, description = "This document (OpenAPI 3.1)", body = Object), DocumentErrors))]
 async fn openapi_json() -> axum::response::Response {
     static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -131,6 +134,11 @@ fn fenced(e: StoreError) -> ApiError {
     path = "/v1/agent/claim",
     tag = "agent-channel",
     operation_id = "claim_job",
+    summary = "Claim a job (Agent)",
+    description = "Leases the next queued infrastructure job to the calling Agent, with the short-lived \
+        cloud credentials it needs; every later call about the job carries the lease. When nothing is queued \
+        the request is held open up to `wait_seconds` (at most 30), then answers `204`. An unknown \
+        certificate is refused `UNAUTHENTICATED` and a revoked Agent `AGENT_REVOKED`: it must stop at once.",
     request_body = Claim,
     security(()),
     responses((status = 200, description = "A job, leased to this Agent, with its credentials", body = ClaimedJob), (status = 204, description = "No job within the wait"), ClaimErrors),
@@ -213,6 +221,10 @@ async fn owned_job(state: &AppState, agent: &Agent, id: &str) -> Result<JobId, A
     path = "/v1/agent/jobs/{id}/heartbeat",
     tag = "agent-channel",
     operation_id = "heartbeat_job",
+    summary = "Extend a job's lease (Agent)",
+    description = "Keeps the lease on a claimed job alive while it runs, and records the Terraform state \
+        lock the attempt holds, if any, so that a later attempt can tell it apart. `409 CONFLICT` means the \
+        lease is gone (the job was reaped or claimed by another Agent): stop working on it.",
     params(("id" = String, Path, description = "An id")),
     request_body = Heartbeat,
     security(()),
@@ -239,6 +251,9 @@ async fn heartbeat(
     path = "/v1/agent/jobs/{id}/log",
     tag = "agent-channel",
     operation_id = "append_job_log",
+    summary = "Append to a job's log (Agent)",
+    description = "Adds a chunk of output to the log of a job whose lease the Agent holds. `409 CONFLICT` \
+        means the lease is gone (the job was reaped or claimed by another Agent).",
     params(("id" = String, Path, description = "An id")),
     request_body = LogChunk,
     security(()),
@@ -261,6 +276,11 @@ async fn log(
     path = "/v1/agent/jobs/{id}/finish",
     tag = "agent-channel",
     operation_id = "finish_job",
+    summary = "Report how a job attempt ended (Agent)",
+    description = "Ends the leased attempt: `completed` with the Terraform outputs, or `failed` with a \
+        reason, whether a retry may help and, for a refusal the Agent made itself, its error code; \
+        `log_tail` is appended first. A failure with `STALE_PLAN` (the state moved under an approved plan) \
+        sends the revision back for a new plan and approval. `409 CONFLICT` means the lease is gone.",
     params(("id" = String, Path, description = "An id")),
     request_body = FinishJob,
     security(()),
@@ -315,6 +335,12 @@ pub const MAX_SYNC_RECORDS: usize = 10_000;
     path = "/v1/agent/sync",
     tag = "agent-channel",
     operation_id = "sync_agent",
+    summary = "Sync reads and inventory, get metadata (Agent)",
+    description = "The Agent reports the reads it served, the versions its store holds, its alerts and the \
+        program tokens it revoked; it gets back what it decides reads with: members and their certificates, \
+        policies, secrets, the catalog, assignments, and the current, deactivated and deleted versions. No \
+        secret value travels either way (unknown fields are refused). A revoked Agent's reads are still \
+        recorded, then it is refused `AGENT_REVOKED`.",
     request_body = SyncRequest,
     security(()),
     responses((status = 200, description = "The metadata the Agent's environments need (never a value)", body = SyncResponse), SyncErrors),
@@ -561,6 +587,11 @@ async fn sync(
     path = "/v1/agent/server-certificate",
     tag = "agent-channel",
     operation_id = "issue_agent_server_certificate",
+    summary = "Get a certificate for the Agent's local API (Agent)",
+    description = "Signs, with the installation CA, the server certificate the Agent's local API presents to \
+        people and programs, for the DNS names or IP addresses it answers on; only the CSR's public key is \
+        used. Loopback names and names an owner approved for this Agent are signed, never the API's own: \
+        anything else is refused `FORBIDDEN` and the refusal is recorded in the audit feed.",
     request_body = ServerCertificateRequest,
     security(()),
     responses((status = 200, description = "A server certificate for the Agent's local API", body = IssuedCertificate), CertificateErrors),

@@ -62,6 +62,9 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, 
     path = "/v1/agents",
     tag = "agents",
     operation_id = "list_agents",
+    summary = "List Agents",
+    description = "The organization's enrolled Agents, revoked ones included, by name, one page at a time. \
+        By default owners and admins may list them (`agent.read`).",
     params(super::PageQuery),
     responses((status = 200, description = "A page of the enrolled Agents, by name", body = Vec<Agent>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
@@ -83,6 +86,10 @@ async fn list(
     path = "/v1/agents/{key}",
     tag = "agents",
     operation_id = "get_agent",
+    summary = "Show an Agent and what it holds",
+    description = "One Agent, by id or name (the one not revoked, else the last revoked), with the secret \
+        versions its last inventory listed and the host names approved for its local API; other members' \
+        personal secrets are left out. By default owners and admins may read it (`agent.read`).",
     params(("key" = String, Path, description = "An id or a name")),
     responses((status = 200, description = "The Agent and what its last inventory holds", body = AgentDetail), ShowErrors),
 )]
@@ -107,6 +114,10 @@ async fn show(
     path = "/v1/agents/{key}/forget",
     tag = "agents",
     operation_id = "forget_agent",
+    summary = "Forget an Agent whose store is destroyed",
+    description = "An owner states that the Agent's value store is destroyed (`confirm_store_destroyed` must \
+        be true): its last inventory no longer holds up the deletion of a secret, and deletions waiting only \
+        on it complete. Recorded in the audit feed as `agent.forgotten`, naming what it held.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = ForgetAgent,
     responses((status = 200, description = "The Agent, no longer counted as a holder", body = AgentDetail), ForgetErrors),
@@ -181,6 +192,9 @@ async fn resolve_any(state: &AppState, caller: &Caller, key: &str) -> Result<Age
     path = "/v1/agents/registrations",
     tag = "agents",
     operation_id = "create_agent_registration",
+    summary = "Create a one-time Agent registration token",
+    description = "Makes a registration token, shown once, that enrolls one Agent under this name within an \
+        hour, with the installation CA's fingerprint to pin. Owners only by default (`agent.manage`).",
     request_body = CreateRegistration,
     responses((status = 201, description = "A one-time enrollment grant, shown once", body = Registration), RegisterErrors),
 )]
@@ -225,6 +239,11 @@ async fn create_registration(
     path = "/v1/agents/enroll",
     tag = "agents",
     operation_id = "enroll_agent",
+    summary = "Enroll an Agent",
+    description = "An Agent trades a registration token and a certificate signing request for its client \
+        certificate, signed by the installation CA, and the address of the Agent channel; no API token is \
+        needed. A token that is unknown, used or expired is refused `UNAUTHENTICATED`, and a bad CSR does \
+        not use up the token. `NOT_FOUND` means this API does not serve the Agent channel.",
     request_body = Enroll,
     security(()),
     responses((status = 201, description = "The Agent's certificate, signed by the installation CA", body = Enrolled), EnrollErrors),
@@ -287,6 +306,9 @@ async fn enroll(
     path = "/v1/agents/{key}",
     tag = "agents",
     operation_id = "revoke_agent",
+    summary = "Revoke an Agent",
+    description = "Revokes the Agent: it runs no more jobs and serves no more secrets, and is \
+        refused `AGENT_REVOKED` on its next call. Owners only by default (`agent.manage`).",
     params(("key" = String, Path, description = "An id or a name")),
     responses((status = 200, description = "The Agent, revoked", body = Agent), ShowErrors),
 )]
@@ -325,6 +347,10 @@ impl heimdall_core::body::Query for AllowanceQuery {}
     path = "/v1/agents/{key}/program-allowances",
     tag = "agents",
     operation_id = "list_program_allowances",
+    summary = "List what an Agent's programs may write",
+    description = "What the programs using this Agent's local API may write or delete, per environment and \
+        secret name or glob; reads need no allowance. By default owners and admins may read them \
+        (`agent.read`).",
     params(("key" = String, Path, description = "An id or a name")),
     responses((status = 200, description = "What the Agent's programs may write or delete, per environment (reads need no allowance)", body = Vec<heimdall_core::program::ProgramAllowance>), ShowErrors),
 )]
@@ -347,6 +373,10 @@ async fn allowances(
     path = "/v1/agents/{key}/program-allowances",
     tag = "agents",
     operation_id = "allow_programs",
+    summary = "Let an Agent's programs write or delete secrets",
+    description = "An owner lets the programs using this Agent's tokens write or delete the secrets a name \
+        or glob matches, in one environment; the same Agent, environment and glob again replaces the verbs. \
+        Recorded in the audit feed as `agent.programs_allowed`.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = heimdall_core::wire::AllowPrograms,
     responses((status = 201, description = "The allowance", body = heimdall_core::program::ProgramAllowance), AllowErrors),
@@ -397,6 +427,10 @@ async fn allow_programs(
     path = "/v1/agents/{key}/program-allowances",
     tag = "agents",
     operation_id = "disallow_programs",
+    summary = "Withdraw a program allowance",
+    description = "An owner withdraws the allowance for this environment and secret name or glob: from now \
+        on the API refuses what it allowed, whatever tokens were made under it. Recorded in the audit feed \
+        as `agent.programs_disallowed`.",
     params(("key" = String, Path, description = "An id or a name"), AllowanceQuery),
     responses((status = 204, description = "Withdrawn"), DisallowErrors),
 )]
@@ -433,6 +467,9 @@ async fn disallow_programs(
     path = "/v1/agents/{key}/program-tokens",
     tag = "agents",
     operation_id = "list_program_tokens",
+    summary = "List an Agent's program tokens",
+    description = "The program tokens this Agent registered: ids, names, environments, secrets, verbs, \
+        expiry and revocation, never a token. By default owners and admins may read them (`agent.read`).",
     params(("key" = String, Path, description = "An id or a name")),
     responses((status = 200, description = "The program tokens the Agent registered: ids and scopes, never a token", body = Vec<heimdall_core::program::RegisteredToken>), ShowErrors),
 )]
@@ -455,6 +492,10 @@ async fn program_tokens(
     path = "/v1/agents/{key}/names",
     tag = "agents",
     operation_id = "allow_agent_name",
+    summary = "Approve a host name for an Agent's local API",
+    description = "An owner approves a DNS name or IP address for this Agent's local-API certificate: the CA \
+        signs it from the Agent's next renewal. One of the API's own names is refused `FORBIDDEN`. Recorded \
+        in the audit feed as `agent.name_allowed`.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = heimdall_core::wire::AllowName,
     responses((status = 201, description = "Approved", body = heimdall_core::server_names::ApprovedName), AllowNameErrors),
@@ -501,6 +542,10 @@ async fn allow_name(
     path = "/v1/agents/{key}/names/{name}",
     tag = "agents",
     operation_id = "disallow_agent_name",
+    summary = "Withdraw an approved host name",
+    description = "An owner withdraws a name: the CA no longer signs it for this Agent, certificates already \
+        issued with it are revoked, and the Agent renews without it at its next sync. Recorded in the audit \
+        feed as `agent.name_disallowed`.",
     params(("key" = String, Path, description = "An id or a name"), ("name" = String, Path, description = "The approved name")),
     responses((status = 204, description = "Withdrawn"), ShowErrors),
 )]

@@ -43,6 +43,13 @@ macro_rules! catalog_kind {
             }
 
             #[utoipa::path(get, path = $list_path, tag = "catalog", operation_id = concat!("list_", $noun, "s"),
+                summary = concat!("List the ", $noun, "s"),
+                description = concat!(
+                    "The organization's ",
+                    $noun,
+                    "s, by name, one page at a time; systems may be filtered by `domain` and components by \
+                     `system`. Every member may list them by default (`catalog.read`)."
+                ),
                 params(ListQuery),
                 responses((status = 200, description = "A page of the entries of this kind, by name", body = Vec<CatalogEntry>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors))]
             async fn list(state: State<AppState>, caller: Caller, query: QueryParams<ListQuery>) -> HttpResult<(axum::http::HeaderMap, Json<Vec<CatalogEntry>>)> {
@@ -50,6 +57,15 @@ macro_rules! catalog_kind {
             }
 
             #[utoipa::path(post, path = $list_path, tag = "catalog", operation_id = concat!("create_", $noun),
+                summary = concat!("Create a new ", $noun),
+                description = concat!(
+                    "Adds one to the organization's ",
+                    $noun,
+                    "s, with a name and an optional description. A system names its domain in `parent_id` \
+                     and a component its system; domains and environments belong to the organization and \
+                     take none. By default owners and admins may create them (`catalog.write`); a name \
+                     already taken is refused `ALREADY_EXISTS`."
+                ),
                 request_body = CreateCatalogEntry,
                 responses((status = 201, description = "The new entry", body = CatalogEntry), CreateErrors))]
             async fn create(state: State<AppState>, caller: Caller, body: JsonBody<CreateCatalogEntry>) -> HttpResult<(StatusCode, Json<CatalogEntry>)> {
@@ -57,6 +73,13 @@ macro_rules! catalog_kind {
             }
 
             #[utoipa::path(get, path = $entry_path, tag = "catalog", operation_id = concat!("get_", $noun),
+                summary = concat!("Show the ", $noun),
+                description = concat!(
+                    "One of the organization's ",
+                    $noun,
+                    "s, by id or by name (a name that several share must be given as an id). Every member \
+                     may read it by default (`catalog.read`)."
+                ),
                 params(("key" = String, Path, description = "An id or a name")),
                 responses((status = 200, description = "The entry", body = CatalogEntry), ShowErrors))]
             async fn show(state: State<AppState>, caller: Caller, key: Path<String>) -> HttpResult<Json<CatalogEntry>> {
@@ -64,6 +87,13 @@ macro_rules! catalog_kind {
             }
 
             #[utoipa::path(patch, path = $entry_path, tag = "catalog", operation_id = concat!("rename_", $noun),
+                summary = concat!("Rename the ", $noun),
+                description = concat!(
+                    "Gives one of the organization's ",
+                    $noun,
+                    "s a new name; its id stays. By default owners and admins may rename it \
+                     (`catalog.write`); a name already taken is refused `ALREADY_EXISTS`."
+                ),
                 params(("key" = String, Path, description = "An id or a name")),
                 request_body = Rename,
                 responses((status = 200, description = "The entry, renamed", body = CatalogEntry), RenameErrors))]
@@ -72,6 +102,14 @@ macro_rules! catalog_kind {
             }
 
             #[utoipa::path(delete, path = $entry_path, tag = "catalog", operation_id = concat!("delete_", $noun),
+                summary = concat!("Delete the ", $noun),
+                description = concat!(
+                    "Deletes one of the organization's ",
+                    $noun,
+                    "s. Refused `NOT_EMPTY` while it still contains entries or is used by a Resource, a cloud \
+                     account link, a secret or an Agent assignment. By default owners and admins may delete it \
+                     (`catalog.write`)."
+                ),
                 params(("key" = String, Path, description = "An id or a name")),
                 responses((status = 204, description = "Deleted"), DeleteErrors))]
             async fn delete(state: State<AppState>, caller: Caller, key: Path<String>) -> HttpResult<StatusCode> {

@@ -36,6 +36,9 @@ errors!(RevokeErrors: NotFound);
     path = "/v1/certificates",
     tag = "certificates",
     operation_id = "list_certificates",
+    summary = "List issued certificates",
+    description = "The certificates the installation CA issued, newest first, one page at a time. Owners and \
+        admins see every one by default (`certificate.read`); any other member sees only their own.",
     params(super::PageQuery),
     responses((status = 200, description = "A page of the client certificates issued, newest first", body = Vec<IssuedCertificateInfo>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
@@ -63,6 +66,11 @@ async fn list(
     path = "/v1/certificates/{sha256}",
     tag = "certificates",
     operation_id = "revoke_certificate",
+    summary = "Revoke a certificate",
+    description = "Revokes one certificate by its SHA-256 fingerprint. Agents stop accepting a person's \
+        certificate at their next sync; people's clients stop accepting an Agent's local-API certificate at \
+        once, and the Agent gets a new one. Members may revoke their own certificates; any other needs \
+        `certificate.revoke` (owners and admins by default).",
     params(("sha256" = String, Path, description = "The certificate's SHA-256 fingerprint (hex)")),
     responses((status = 200, description = "The certificate, revoked", body = IssuedCertificateInfo), RevokeErrors),
 )]
@@ -98,6 +106,10 @@ async fn revoke(
     path = "/v1/me/certificate",
     tag = "certificates",
     operation_id = "issue_my_certificate",
+    summary = "Get a client certificate for yourself",
+    description = "Signs the caller's certificate signing request with the installation CA: a client \
+        certificate that identifies the caller to Agents' local APIs, where each read is still decided by \
+        the policies the Agent synced. Any member may ask; `NOT_FOUND` means this API runs without a CA.",
     request_body = CertificateRequest,
     responses((status = 201, description = "A client certificate for the caller, signed by the installation CA", body = IssuedCertificate), IssueErrors),
 )]

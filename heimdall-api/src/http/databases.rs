@@ -75,6 +75,12 @@ async fn authorize(
     path = "/v1/databases",
     tag = "databases",
     operation_id = "create_database",
+    summary = "Register a database",
+    description = "Registers a database whose service users Heimdall creates and rotates: its engine, host, \
+        port, TLS mode, the environment whose Agents run the statements, and the secret holding the \
+        administrative login. The caller needs `secret.write` in that environment (owners and admins by \
+        default) and must be able to read the admin secret there; an unknown environment or secret is \
+        refused `NOT_FOUND`.",
     request_body = CreateDatabase,
     responses((status = 201, description = "The database", body = Database), CreateErrors),
 )]
@@ -147,6 +153,9 @@ async fn create(
     path = "/v1/databases",
     tag = "databases",
     operation_id = "list_databases",
+    summary = "List databases",
+    description = "The registered databases, by name, one page at a time: only those in environments where \
+        the caller may read secrets.",
     params(super::PageQuery),
     responses((status = 200, description = "A page of the databases the caller may see, by name", body = Vec<Database>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
@@ -170,6 +179,11 @@ async fn list(
     path = "/v1/databases/{database}/users",
     tag = "databases",
     operation_id = "create_service_user",
+    summary = "Create a database service user",
+    description = "Adds a login to the database that an Agent holding its environment creates, then rotates \
+        every `rotate_every`, keeping the previous login usable for `grace`; its credential is a new secret \
+        named after the database and the user. The caller needs `secret.write` in the database's environment \
+        and must be able to read the admin secret; no password ever reaches the API.",
     params(("database" = String, Path, description = "A database name")),
     request_body = CreateServiceUser,
     responses((status = 201, description = "The service user; its first rotation is due", body = ServiceUser), CreateUserErrors),
@@ -264,6 +278,9 @@ async fn user_named(
     path = "/v1/databases/{database}/users",
     tag = "databases",
     operation_id = "list_service_users",
+    summary = "List a database's service users",
+    description = "The service users of one database, by name, one page at a time, with their rotation \
+        schedule and state. The caller needs `secret.read` in the database's environment.",
     params(("database" = String, Path, description = "A database name"), super::PageQuery),
     responses((status = 200, description = "A page of the database's service users, by name", body = Vec<ServiceUser>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListUsersErrors),
 )]
@@ -287,6 +304,9 @@ async fn list_users(
     path = "/v1/databases/{database}/users/{user}",
     tag = "databases",
     operation_id = "get_service_user",
+    summary = "Show a database service user",
+    description = "One service user of a database, with its rotation schedule, current version and next \
+        rotation. The caller needs `secret.read` in the database's environment.",
     params(("database" = String, Path, description = "A database name"), ("user" = String, Path, description = "A service user name")),
     responses((status = 200, description = "The service user", body = ServiceUser), ShowErrors),
 )]
@@ -305,6 +325,10 @@ async fn show_user(
     path = "/v1/databases/{database}/users/{user}/rotate",
     tag = "databases",
     operation_id = "rotate_service_user",
+    summary = "Rotate a service user's password now",
+    description = "Makes a rotation due now; an Agent holding the environment runs it. The caller needs \
+        `secret.write` in the database's environment and must be able to read the admin secret. Refused \
+        `CONFLICT` while the user is not created yet or the previous login is still in its grace period.",
     params(("database" = String, Path, description = "A database name"), ("user" = String, Path, description = "A service user name")),
     responses((status = 202, description = "A rotation is due now", body = ServiceUser), RotateErrors),
 )]
@@ -354,6 +378,11 @@ fn rotator(agent: &heimdall_core::infra::Agent) -> String {
     path = "/v1/agent/database-tasks/claim",
     tag = "agent-channel",
     operation_id = "claim_database_task",
+    summary = "Claim a database task (Agent)",
+    description = "Leases to the calling Agent the first task due (create, rotate or retire a login) among \
+        the service users of databases in environments it holds, or answers `204` when none is due. A \
+        creation or rotation carries the version to store, kept across retries, so a crashed rotation \
+        resumes with the same version.",
     security(()),
     responses((status = 200, description = "A rotation to run", body = DatabaseTask), (status = 204, description = "Nothing due"), ChannelErrors),
 )]
@@ -438,6 +467,10 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
     path = "/v1/agent/database-tasks/{user}/report",
     tag = "agent-channel",
     operation_id = "report_database_task",
+    summary = "Report how a database task ended (Agent)",
+    description = "Reports the outcome of the leased task of a service user: done (with the login) or failed \
+        (retried later). A done rotation makes its version current, and a done retirement deactivates the \
+        old version. `409 CONFLICT` means the lease is no longer the Agent's.",
     params(("user" = String, Path, description = "A service user id")),
     request_body = DatabaseTaskReport,
     security(()),

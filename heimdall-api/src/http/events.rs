@@ -41,6 +41,10 @@ impl heimdall_core::body::Query for ListQuery {}
     path = "/v1/events",
     tag = "events",
     operation_id = "list_events",
+    summary = "List audit events",
+    description = "The organization's audit feed, newest first: who did what, when. Filter by an action \
+        prefix (e.g. `member.`) and page back with `before`. By default owners and admins may read it \
+        (`event.read`).",
     params(ListQuery),
     responses((status = 200, description = "Audit events, newest first", body = Vec<AuditEvent>), ListErrors),
 )]

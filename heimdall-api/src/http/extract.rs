@@ -31,8 +31,12 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let state = AppState::from_ref(state);
-        let unauthenticated =
-            || HttpError(ApiError::new(ErrorCode::Unauthenticated, "missing, unknown or revoked API token"));
+        let unauthenticated = || {
+            HttpError(ApiError::new(
+                ErrorCode::Unauthenticated,
+                "missing, unknown, expired or revoked API token",
+            ))
+        };
         let header = parts.headers.get(header::AUTHORIZATION).ok_or_else(unauthenticated)?;
         let token = header
             .to_str()
@@ -41,8 +45,11 @@ where
             .map(str::trim)
             .filter(|t| looks_like_token(t))
             .ok_or_else(unauthenticated)?;
-        let (member, org) =
-            state.store.authenticate(&TokenHash::of(token)).await?.ok_or_else(unauthenticated)?;
+        let (member, org) = state
+            .store
+            .authenticate(&TokenHash::of(token), state.clock.now())
+            .await?
+            .ok_or_else(unauthenticated)?;
         let on_behalf =
             heimdall_core::on_behalf::OnBehalfOf { member_id: member.id, email: member.email.clone() };
         Ok(Caller { member, org, on_behalf })

@@ -47,6 +47,10 @@ impl heimdall_core::body::Query for ListQuery {}
     path = "/v1/jobs",
     tag = "jobs",
     operation_id = "list_jobs",
+    summary = "List the jobs you may read",
+    description = "Infrastructure jobs (plans, applies, imports, destroys, drift checks), oldest first, one \
+        page at a time, optionally for one Resource or Component. Each job is decided under its Resource, in \
+        the Resource's environment: a policy's `forbid` hides what it forbids.",
     params(ListQuery),
     responses((status = 200, description = "A page of the jobs the caller may read, oldest first", body = Vec<Job>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListJobsErrors),
 )]
@@ -127,6 +131,9 @@ async fn readable(state: &AppState, caller: &Caller, raw: &str) -> Result<Job, A
     path = "/v1/jobs/{id}",
     tag = "jobs",
     operation_id = "get_job",
+    summary = "Show a job",
+    description = "One job and its status, if the caller may read it under its Resource, in the Resource's \
+        environment; otherwise `NOT_FOUND` or `FORBIDDEN`.",
     params(("id" = String, Path, description = "An id")),
     responses((status = 200, description = "The job", body = Job), JobErrors),
 )]
@@ -143,6 +150,9 @@ async fn show(
     path = "/v1/jobs/{id}/log",
     tag = "jobs",
     operation_id = "get_job_log",
+    summary = "Get a job's log",
+    description = "The Terraform output of a job, with secrets masked, and whether it was truncated. \
+        Readable by whoever may read the job.",
     params(("id" = String, Path, description = "An id")),
     responses((status = 200, description = "The job's log (secrets masked)", body = JobLog), JobErrors),
 )]

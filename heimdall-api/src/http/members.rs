@@ -56,6 +56,9 @@ fn target(caller: &Caller, member: Option<&Member>) -> Target {
     path = "/v1/members",
     tag = "members",
     operation_id = "list_members",
+    summary = "List members",
+    description = "The members of the organization with their roles, by email, one page at a time. Every \
+        member may list them by default (`member.read`).",
     params(super::PageQuery),
     responses((status = 200, description = "A page of the members of the organization, by email", body = Vec<Member>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
@@ -77,6 +80,10 @@ async fn list(
     path = "/v1/members",
     tag = "members",
     operation_id = "add_member",
+    summary = "Add a member",
+    description = "Adds a member with an email and a role, and answers their first API token, shown once. By \
+        default owners and admins may add members (`member.write`), and only an owner may add an owner. An \
+        email already in the organization is refused `ALREADY_EXISTS`.",
     request_body = AddMember,
     responses((status = 201, description = "Added, with the first API token", body = AddedMember), AddErrors),
 )]
@@ -111,6 +118,9 @@ async fn add(
     path = "/v1/members/{key}",
     tag = "members",
     operation_id = "get_member",
+    summary = "Show a member",
+    description = "One member, by id or email, with their role. Every member may read it by default \
+        (`member.read`).",
     params(("key" = String, Path, description = "A member id or an email")),
     responses((status = 200, description = "The member", body = Member), ShowErrors),
 )]
@@ -128,6 +138,10 @@ async fn show(
     path = "/v1/members/{key}",
     tag = "members",
     operation_id = "change_member_role",
+    summary = "Change a member's role",
+    description = "Gives a member the role `owner`, `admin` or `member`. By default owners and admins may \
+        change roles (`member.write`), and only an owner may grant or take away the owner role. Demoting the \
+        last owner is refused `LAST_OWNER`.",
     params(("key" = String, Path, description = "A member id or an email")),
     request_body = ChangeRole,
     responses((status = 200, description = "The member with the new role", body = Member), ChangeErrors),
@@ -156,6 +170,10 @@ async fn change_role(
     path = "/v1/members/{key}",
     tag = "members",
     operation_id = "remove_member",
+    summary = "Remove a member",
+    description = "Removes a member from the organization and revokes all of their API tokens. By default \
+        owners and admins may remove members (`member.write`), and only an owner may remove an owner. \
+        Removing the last owner is refused `LAST_OWNER`.",
     params(("key" = String, Path, description = "A member id or an email")),
     responses((status = 200, description = "The member removed (their tokens revoked)", body = Member), RemoveErrors),
 )]

@@ -10,6 +10,7 @@ pub mod agent_channel;
 mod agents;
 pub(crate) mod catalog;
 mod certificates;
+mod console_sign_in;
 mod databases;
 mod error;
 mod events;
@@ -245,6 +246,7 @@ pub(crate) fn document() -> OpenApiRouter<AppState> {
         .routes(routes!(whoami))
         .merge(members::routes())
         .merge(tokens::routes())
+        .merge(console_sign_in::routes())
         .merge(certificates::routes())
         .merge(policies::routes())
         .merge(events::routes())
@@ -284,7 +286,12 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
 
 /// The issuer's discovery document and keys: public, as an issuer's must
 /// be (a cloud fetches them to verify job tokens). 404 without an issuer.
-#[utoipa::path(get, path = heimdall_core::oidc::DISCOVERY_PATH, tag = "oidc", operation_id = "get_oidc_discovery", security(()),
+#[utoipa::path(get, path = heimdall_core::oidc::DISCOVERY_PATH, tag = "oidc", operation_id = "get_oidc_discovery",
+    summary = "Get the job-token issuer's OpenID configuration",
+    description = "The OpenID discovery document of the issuer that signs job tokens, public as an issuer's \
+        must be: a cloud fetches it to verify the tokens jobs present. `NOT_FOUND` when this API runs \
+        without an issuer.",
+    security(()),
     responses((status = 200, description = "The job-token issuer's OpenID discovery document", body = Object), PublicNotFound))]
 async fn oidc_discovery(
     axum::extract::State(state): axum::extract::State<AppState>,
@@ -293,7 +300,11 @@ async fn oidc_discovery(
     Ok(Json(federation.issuer.discovery()))
 }
 
-#[utoipa::path(get, path = heimdall_core::oidc::JWKS_PATH, tag = "oidc", operation_id = "get_oidc_jwks", security(()),
+#[utoipa::path(get, path = heimdall_core::oidc::JWKS_PATH, tag = "oidc", operation_id = "get_oidc_jwks",
+    summary = "Get the job-token issuer's signing keys",
+    description = "The public keys (JWKS) that verify job tokens, public so that a cloud can fetch them. \
+        `NOT_FOUND` when this API runs without an issuer.",
+    security(()),
     responses((status = 200, description = "The issuer's public signing keys (JWKS)", body = Object), PublicNotFound))]
 async fn oidc_jwks(
     axum::extract::State(state): axum::extract::State<AppState>,
@@ -302,21 +313,32 @@ async fn oidc_jwks(
     Ok(Json(federation.issuer.jwks()))
 }
 
-#[utoipa::path(get, path = "/v1/openapi.json", tag = "health", operation_id = "get_openapi_document", security(()),
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "health", operation_id = "get_openapi_document",
+    summary = "Get this API's OpenAPI document",
+    description = "This document (OpenAPI 3.1), describing every operation of the people-facing API. No \
+        token is needed.",
+    security(()),
     responses((status = 200, description = "This document (OpenAPI 3.1)", body = Object), PublicErrors))]
 async fn openapi_json() -> axum::response::Response {
     static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     openapi::serve(DOCUMENT.get_or_init(|| openapi::to_json(&openapi_document())))
 }
 
-#[utoipa::path(get, path = "/v1/health", tag = "health", operation_id = "get_health", security(()),
+#[utoipa::path(get, path = "/v1/health", tag = "health", operation_id = "get_health",
+    summary = "Check that the API is up",
+    description = "Answers `ok` and the API's version when the API is up. No token is needed.",
+    security(()),
     responses((status = 200, description = "The API is up", body = Health), PublicErrors))]
 async fn health() -> Json<Health> {
     Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into() })
 }
 
 /// The installation CA (public), for clients that pinned its fingerprint.
-#[utoipa::path(get, path = "/v1/ca", tag = "health", operation_id = "get_installation_ca", security(()),
+#[utoipa::path(get, path = "/v1/ca", tag = "health", operation_id = "get_installation_ca",
+    summary = "Get the installation CA certificate",
+    description = "The installation CA's certificate (public) and its SHA-256 fingerprint, for clients that \
+        pinned the fingerprint. No token is needed; `NOT_FOUND` when this API runs without a CA.",
+    security(()),
     responses((status = 200, description = "The installation CA certificate (public)", body = CaCertificate), PublicNotFound))]
 async fn ca(
     axum::extract::State(state): axum::extract::State<AppState>,
@@ -329,6 +351,9 @@ async fn ca(
 }
 
 #[utoipa::path(get, path = "/v1/whoami", tag = "members", operation_id = "whoami",
+    summary = "Show who you are signed in as",
+    description = "The member the API token belongs to, with their role, and their organization. Any valid \
+        token may ask.",
     responses((status = 200, description = "The caller and their organization", body = WhoAmI), SignedInErrors))]
 async fn whoami(caller: Caller) -> Json<WhoAmI> {
     Json(WhoAmI { member: caller.member, organization: caller.org })

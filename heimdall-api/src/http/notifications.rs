@@ -34,6 +34,11 @@ errors!(RemoveErrors: NotFound);
     path = "/v1/notifications",
     tag = "notifications",
     operation_id = "create_channel",
+    summary = "Create a notification channel",
+    description = "Adds a webhook that receives the organization's notable audit events as JSON, and answers \
+        the secret that signs each delivery (HMAC-SHA256), shown once. The webhook's URL is kept sealed and \
+        shown by its host only, as it may hold the receiver's credential. Owners only by default \
+        (`notification.write`); a name already taken is refused `ALREADY_EXISTS`.",
     request_body = CreateChannel,
     responses((status = 201, description = "The channel, with its signing secret shown once", body = CreatedChannel), CreateErrors),
 )]
@@ -80,6 +85,9 @@ async fn create(
     path = "/v1/notifications",
     tag = "notifications",
     operation_id = "list_channels",
+    summary = "List notification channels",
+    description = "The organization's notification channels, by name, one page at a time (webhooks shown by \
+        host only). By default owners and admins may list them (`notification.read`).",
     params(super::PageQuery),
     responses((status = 200, description = "A page of the notification channels, by name", body = Vec<Channel>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
@@ -101,6 +109,9 @@ async fn list(
     path = "/v1/notifications/{key}",
     tag = "notifications",
     operation_id = "delete_channel",
+    summary = "Delete a notification channel",
+    description = "Removes a notification channel, by id or name, with its deliveries: it receives nothing \
+        more. Owners only by default (`notification.write`).",
     params(("key" = String, Path, description = "An id or a name")),
     responses((status = 200, description = "The channel, removed", body = Channel), RemoveErrors),
 )]
@@ -133,6 +144,10 @@ impl heimdall_core::body::Query for DeliveriesQuery {}
     path = "/v1/notifications/deliveries",
     tag = "notifications",
     operation_id = "list_deliveries",
+    summary = "List recent notification deliveries",
+    description = "The latest deliveries to the organization's channels, newest first (50 by default, at \
+        most 1000), with their status (`pending`, `delivered` or `failed`), attempts and the receiver's last \
+        answer. By default owners and admins may read them (`notification.read`).",
     params(DeliveriesQuery),
     responses((status = 200, description = "Recent deliveries, newest first", body = Vec<Delivery>), DeliveriesErrors),
 )]

@@ -36,6 +36,9 @@ errors!(ShowErrors: NotFound);
     path = "/v1/policies",
     tag = "policies",
     operation_id = "list_policies",
+    summary = "List policies",
+    description = "The organization's own Cedar policies, by name, one page at a time. By default owners and \
+        admins may read them (`policy.read`).",
     params(super::PageQuery),
     responses((status = 200, description = "A page of the organization's Cedar policies, by name", body = Vec<Policy>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
@@ -57,6 +60,11 @@ async fn list(
     path = "/v1/policies",
     tag = "policies",
     operation_id = "create_policy",
+    summary = "Create a policy",
+    description = "Adds a Cedar `permit` or `forbid` policy to the built-in role defaults; it applies from \
+        the next request, and a `forbid` always wins. Text that does not compile, or names an unknown action \
+        or attribute, is refused `INVALID_POLICY` with its line and column. Owners only by default \
+        (`policy.write`).",
     request_body = CreatePolicy,
     responses((status = 201, description = "The policy; it applies from the next request", body = Policy), CreateErrors),
 )]
@@ -111,6 +119,9 @@ fn parse_id(raw: &str) -> Result<PolicyId, ApiError> {
     path = "/v1/policies/{id}",
     tag = "policies",
     operation_id = "get_policy",
+    summary = "Show a policy",
+    description = "One of the organization's Cedar policies, with its text. By default owners and admins may \
+        read it (`policy.read`).",
     params(("id" = String, Path, description = "An id")),
     responses((status = 200, description = "The policy", body = Policy), ShowErrors),
 )]
@@ -128,6 +139,9 @@ async fn show(
     path = "/v1/policies/{id}",
     tag = "policies",
     operation_id = "delete_policy",
+    summary = "Delete a policy",
+    description = "Removes one of the organization's Cedar policies; it no longer applies from the next \
+        request. Owners only by default (`policy.write`).",
     params(("id" = String, Path, description = "An id")),
     responses((status = 204, description = "Deleted"), ShowErrors),
 )]

@@ -104,6 +104,12 @@ errors!(public body ProgramErrors: Unauthenticated, AgentRevoked, Forbidden, Not
     path = "/v1/agent/program-versions",
     tag = "agent-channel",
     operation_id = "number_program_version",
+    summary = "Number a version for a program's write (Agent)",
+    description = "For a program writing through this Agent's local API: numbers the next version of the \
+        secret in the environment and signs a write grant for this Agent and this program token only. The \
+        API checks for itself that the token is one this Agent registered, live, inside an owner's \
+        allowance, that the Agent holds the environment, and that no policy forbids the write; otherwise \
+        `FORBIDDEN`. The version is attributed to the program.",
     request_body = ProgramVersionRequest,
     security(()),
     responses((status = 201, description = "The next version number and a write grant for this Agent and token", body = ProgramVersion), ProgramErrors),
@@ -161,6 +167,10 @@ pub(super) async fn version(
     path = "/v1/agent/program-deletions",
     tag = "agent-channel",
     operation_id = "delete_as_program",
+    summary = "Delete a secret in an environment for a program (Agent)",
+    description = "For a program deleting through this Agent's local API: starts deleting the secret in one \
+        environment, as a person's deletion there does, after the same checks as a program's write. Refused \
+        `VALUE_MAY_PERSIST` while an Agent that will not sync again may hold a copy there.",
     request_body = ProgramDeletionRequest,
     security(()),
     responses((status = 202, description = "The secret is deleting in the environment", body = ProgramDeletion), ProgramErrors),
@@ -198,6 +208,11 @@ errors!(public RevokeErrors: Unauthenticated, AgentRevoked, NotFound);
     path = "/v1/agent/program-tokens",
     tag = "agent-channel",
     operation_id = "register_program_token",
+    summary = "Register a program token (Agent)",
+    description = "The Agent registers a program token it made: its id, name, environment, secret names or \
+        globs, verbs and expiry, never the token itself. The environment must be one the Agent holds, and \
+        the token's writes and deletions must fit an owner's allowance for this Agent; otherwise \
+        `FORBIDDEN`. Recorded in the audit feed as `program_token.registered`.",
     request_body = heimdall_core::wire::RegisterProgramToken,
     security(()),
     responses((status = 201, description = "The token as registered (its environment by id)", body = heimdall_core::program::RegisteredToken), RegisterErrors),
@@ -260,6 +275,10 @@ pub(super) async fn register(
     path = "/v1/agent/program-tokens/{id}/revoke",
     tag = "agent-channel",
     operation_id = "revoke_program_token",
+    summary = "Revoke a program token (Agent)",
+    description = "The Agent reports that it revoked one of its program tokens: the API refuses the token's \
+        writes and deletions from now on, and no Agent accepts it after its next sync. Revoking it again \
+        changes nothing.",
     params(("id" = String, Path, description = "The token's id")),
     security(()),
     responses((status = 204, description = "Revoked (or it already was)"), RevokeErrors),

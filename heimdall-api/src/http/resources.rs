@@ -243,6 +243,10 @@ impl heimdall_core::body::Query for ListQuery {}
     path = "/v1/resources",
     tag = "resources",
     operation_id = "list_resources",
+    summary = "List the Resources you may read",
+    description = "Infrastructure Resources, oldest first, one page at a time, optionally only those of a \
+        component, an environment or a status. Each Resource is decided in its own environment and place: a \
+        policy's `forbid` scoped to an environment or a domain hides what it forbids.",
     params(ListQuery),
     responses((status = 200, description = "A page of Resources the caller may read, oldest first", body = Vec<Resource>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
@@ -439,6 +443,11 @@ async fn queue_drift_check(
     path = "/v1/resources/{key}/drift-check",
     tag = "resources",
     operation_id = "check_resource_drift",
+    summary = "Check a Resource for drift",
+    description = "Queues a drift check of a provisioned Resource: its Agent plans the applied revision \
+        against what exists, never applying it, and a plan with changes marks the Resource drifted. Needs \
+        `resource.write` on the Resource (owners and admins by default); refused `CONFLICT` unless it is \
+        provisioned and no job is working on it.",
     params(("key" = String, Path, description = "An id or a name")),
     responses((status = 202, description = "A drift check (a plan) is queued", body = heimdall_core::infra::Job), DriftErrors),
 )]
@@ -474,6 +483,11 @@ async fn drift_check(
     path = "/v1/resources/{key}/export",
     tag = "resources",
     operation_id = "export_resource",
+    summary = "Export a Resource as plain Terraform",
+    description = "The root module of the Resource's last applied job (module call, backend, input), to \
+        manage it with plain `terraform` without Heimdall; it holds no credential, and each secret input is \
+        left to fill. Readable by whoever may read the Resource; refused `CONFLICT` before the current \
+        revision is applied.",
     params(("key" = String, Path, description = "An id or a name")),
     responses((status = 200, description = "A Terraform package that manages the Resource without Heimdall", body = heimdall_core::export::ExportPackage), ShowErrors),
 )]
@@ -494,6 +508,13 @@ async fn export(
     path = "/v1/resources",
     tag = "resources",
     operation_id = "create_resource",
+    summary = "Request a Resource",
+    description = "Requests a Resource of a schema for a component in an environment, with its input \
+        (checked against the schema, `SCHEMA_VIOLATION` otherwise) and, optionally, objects to import. Its \
+        first revision is planned or, under a schema that requires approval, awaits approval; the job uses \
+        the cloud account linked for the place (`NO_CLOUD_ACCOUNT` when none is). Needs `resource.write` \
+        there (owners and admins by default), and the caller must be able to read every secret the job would \
+        use.",
     request_body = CreateResource,
     responses((status = 201, description = "The Resource; its first revision is planned or awaits approval", body = Resource), CreateErrors),
 )]
@@ -529,6 +550,11 @@ async fn create(
     path = "/v1/resources/{key}",
     tag = "resources",
     operation_id = "change_resource",
+    summary = "Change a Resource's input",
+    description = "Records a new revision of the Resource with a new input (and optionally region), checked \
+        against its schema; it is applied, or awaits approval when the schema requires it. Needs \
+        `resource.write` on the Resource (owners and admins by default); `CONFLICT` once it is deleting or \
+        deleted.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = ChangeResource,
     responses((status = 200, description = "The Resource with a new revision", body = Resource), ChangeErrors),
@@ -556,6 +582,12 @@ async fn change(
     path = "/v1/resources/{key}/approve",
     tag = "resources",
     operation_id = "approve_resource",
+    summary = "Approve a Resource's pending revision",
+    description = "Approves the revision awaiting approval, named by number, and under a schema that \
+        requires it the plan's SHA-256 (at least its first 12 hex digits); the revision then applies exactly \
+        that plan. Needs `resource.approve` (owners and admins by default), and someone other than the \
+        requester must decide (`SELF_APPROVAL`). Another revision or an expired one is refused \
+        `STALE_REVISION`, another or missing plan `STALE_PLAN`.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = Decide,
     responses((status = 200, description = "Approved: the revision applies", body = Resource), DecideErrors),
@@ -584,6 +616,11 @@ async fn approve(
     path = "/v1/resources/{key}/refuse",
     tag = "resources",
     operation_id = "refuse_resource",
+    summary = "Refuse a Resource's pending revision",
+    description = "Refuses the revision awaiting approval, named by number, optionally with a reason: it \
+        does not apply. Needs `resource.approve` (owners and admins by default), and someone other than the \
+        requester must decide (`SELF_APPROVAL`); another revision or an expired one is refused \
+        `STALE_REVISION`.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = Decide,
     responses((status = 200, description = "Refused: the revision does not apply", body = Resource), DecideErrors),
@@ -610,6 +647,10 @@ async fn refuse(
     path = "/v1/resources/{key}/retry",
     tag = "resources",
     operation_id = "retry_resource",
+    summary = "Retry a Resource's failed operation",
+    description = "Queues the failed operation again for the newest approved revision (a failed plan is \
+        planned again). Needs `resource.write` on the Resource (owners and admins by default); refused \
+        `CONFLICT` unless the Resource failed.",
     params(("key" = String, Path, description = "An id or a name")),
     responses((status = 202, description = "A new attempt is queued", body = Resource), RetryErrors),
 )]
@@ -637,6 +678,11 @@ async fn retry(
     path = "/v1/resources/{key}",
     tag = "resources",
     operation_id = "delete_resource",
+    summary = "Delete a Resource",
+    description = "Deletes a Resource: if anything was ever applied, a destroy is queued (or awaits \
+        approval) and the answer is `202`; a Resource that never ran is deleted at once, and one already \
+        deleting or deleted is answered as it is (`200`). Queued applies are cancelled and pending revisions \
+        superseded. Needs `resource.delete` (owners and admins by default).",
     params(("key" = String, Path, description = "An id or a name")),
     responses((status = 200, description = "Already deleted, or removed without a destroy", body = Resource), (status = 202, description = "A destroy is queued (or awaits approval)", body = Resource), DeleteErrors),
 )]

@@ -69,6 +69,9 @@ pub(crate) async fn resolve(
     path = "/v1/schemas",
     tag = "schemas",
     operation_id = "list_schemas",
+    summary = "List resource schemas",
+    description = "Every version of the organization's resource schemas, by type and version, one page at a \
+        time, optionally of one type only. Every member may read them by default (`schema.read`).",
     params(ListQuery),
     responses((status = 200, description = "A page of the resource schemas, every version, by type and version", body = Vec<ResourceSchema>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
@@ -93,6 +96,10 @@ async fn list(
     path = "/v1/schemas/{key}",
     tag = "schemas",
     operation_id = "get_schema",
+    summary = "Show a resource schema",
+    description = "One resource schema, by id, or by type name for its newest version: its input schema, \
+        per-environment defaults, module and whether changes require approval. Every member may read it by \
+        default (`schema.read`).",
     params(("key" = String, Path, description = "A schema id, or a type name (its newest version)")),
     responses((status = 200, description = "The schema", body = ResourceSchema), ShowErrors),
 )]
@@ -110,6 +117,11 @@ async fn show(
     path = "/v1/schemas",
     tag = "schemas",
     operation_id = "create_schema",
+    summary = "Create a resource schema",
+    description = "Adds a resource type, or a new version of an existing one: the JSON Schema of its input, \
+        defaults per environment, the Terraform module to run, whether each change needs approval of its \
+        plan, and how often to check for drift. The input schema must compile. By default owners and admins \
+        may create schemas (`schema.write`).",
     request_body = CreateSchema,
     responses((status = 201, description = "The schema (a new version when the type exists)", body = ResourceSchema), CreateErrors),
 )]

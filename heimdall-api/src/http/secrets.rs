@@ -138,6 +138,10 @@ async fn components(state: &AppState, caller: &Caller, keys: &[String]) -> Resul
     path = "/v1/secrets",
     tag = "secrets",
     operation_id = "list_secrets",
+    summary = "List the secrets you may see",
+    description = "The secrets the caller reaches and may read, by name, one page at a time: metadata only, \
+        never a value. A personal secret is listed only for its owner, and a policy's `forbid` on a \
+        component, system or domain hides the secrets linked under it.",
     params(ListQuery),
     responses((status = 200, description = "A page of the secrets the caller may see, by name (never a value)", body = Vec<Secret>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListSecretsErrors),
 )]
@@ -186,6 +190,11 @@ impl heimdall_core::body::Query for ListQuery {
     path = "/v1/secrets/{key}",
     tag = "secrets",
     operation_id = "get_secret",
+    summary = "Show a secret and its versions",
+    description = "One secret, by id or name (the caller's own personal secret of that name first, then the \
+        organization's), with its versions, the Agents holding them and any deletion per environment; only \
+        environments where the caller may read it are shown. Never a value; another member's personal secret \
+        is `NOT_FOUND`.",
     params(("key" = String, Path, description = "An id or a name")),
     responses((status = 200, description = "The secret with its versions per environment", body = SecretDetail), ShowErrors),
 )]
@@ -237,6 +246,12 @@ impl heimdall_core::body::Query for DeleteQuery {
     path = "/v1/secrets/{key}",
     tag = "secrets",
     operation_id = "delete_secret",
+    summary = "Delete a secret, or its values in one environment",
+    description = "Starts deleting the secret everywhere, or only in `environment`: it goes `deleting`, \
+        every Agent holding it deletes its copies on its next sync, and it is `deleted` once none lists it. \
+        Needs `secret.write` in every environment concerned. Refused `VALUE_MAY_PERSIST`, naming the Agents, \
+        while an Agent that will not sync again (revoked or long unseen) may still hold a copy, and \
+        `CONFLICT` when it is already deleting.",
     params(("key" = String, Path, description = "An id or a name"), DeleteQuery),
     responses((status = 200, description = "The secret, deleting where asked", body = SecretDetail), DeleteErrors),
 )]
@@ -347,6 +362,12 @@ async fn environment_deletions_of(
     path = "/v1/secrets",
     tag = "secrets",
     operation_id = "create_secret",
+    summary = "Create a secret",
+    description = "Creates a secret's metadata (name, type, description, tags, linked components), with no \
+        version yet; its values are written to the Agents, never to this API. An organization secret needs \
+        `secret.write` (owners and admins by default); a `personal` one is reached only by its creator, \
+        optionally bound to the key of one of her client certificates. A name already taken is refused \
+        `ALREADY_EXISTS`.",
     request_body = CreateSecret,
     responses((status = 201, description = "The secret, with no version yet", body = Secret), CreateErrors),
 )]
@@ -394,6 +415,10 @@ async fn create(
     path = "/v1/secrets/{key}",
     tag = "secrets",
     operation_id = "update_secret",
+    summary = "Update a secret's metadata",
+    description = "Changes a secret's type, description, tags or linked components; fields left out are \
+        unchanged, and no value is ever accepted. Needs `secret.write` on the secret, and where it lands \
+        when its components change.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = UpdateSecret,
     responses((status = 200, description = "The secret", body = Secret), UpdateErrors),
@@ -457,6 +482,11 @@ impl heimdall_core::body::Query for AccessLogQuery {
     path = "/v1/secrets/{key}/access-log",
     tag = "secrets",
     operation_id = "list_access_log",
+    summary = "List a secret's access log",
+    description = "The reads of this secret that Agents recorded and reported, oldest first, one page at a \
+        time, optionally in one environment only; without one, only the environments where the caller may \
+        read the trail. Needs `secret.access_log` (owners and admins by default); a personal secret's log is \
+        its owner's only.",
     params(("key" = String, Path, description = "An id or a name"), AccessLogQuery),
     responses((status = 200, description = "A page of the reads Agents recorded, oldest first", body = Vec<AccessLogEntry>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), AccessLogErrors),
 )]
@@ -515,6 +545,9 @@ async fn access_log(
     path = "/v1/environments/{key}/agents",
     tag = "environments",
     operation_id = "list_environment_agents",
+    summary = "List the Agents assigned to an environment",
+    description = "The Agents that hold this environment's secret values, in the order they were assigned, \
+        one page at a time. By default owners and admins may read them (`agent.read`).",
     params(("key" = String, Path, description = "An environment id or name"), super::PageQuery),
     responses((status = 200, description = "A page of the Agents assigned to the environment, in the order they were assigned", body = Vec<Assignment>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), AssignmentsErrors),
 )]
@@ -537,6 +570,10 @@ async fn assignments(
     path = "/v1/environments/{key}/agents",
     tag = "environments",
     operation_id = "assign_environment_agent",
+    summary = "Assign an Agent to an environment",
+    description = "Makes an active Agent hold this environment: it stores the environment's secret values \
+        and serves their reads. Owners only by default (`environment.assign_agent`); an Agent already \
+        assigned is refused `ALREADY_EXISTS`.",
     params(("key" = String, Path, description = "An environment id or name")),
     request_body = AssignAgent,
     responses((status = 201, description = "The assignment", body = Assignment), AssignErrors),
@@ -580,6 +617,10 @@ async fn assign(
     path = "/v1/environments/{key}/agents/{agent}",
     tag = "environments",
     operation_id = "unassign_environment_agent",
+    summary = "Unassign an Agent from an environment",
+    description = "The Agent no longer holds the environment and deletes its values there on its next sync. \
+        Owners only by default (`environment.assign_agent`); refused while the Agent holds the only copy of \
+        a current version there.",
     params(("key" = String, Path, description = "An environment id or name"), ("agent" = String, Path, description = "An Agent id or name")),
     responses((status = 200, description = "The assignment, removed", body = Assignment), ShowErrors),
 )]
@@ -719,6 +760,12 @@ pub(crate) fn grant_signer(state: &AppState) -> Result<std::sync::Arc<crate::pki
     path = "/v1/secrets/{key}/versions",
     tag = "secrets",
     operation_id = "create_secret_version",
+    summary = "Start writing a new version of a secret",
+    description = "Numbers the next version of the secret in an environment and answers one signed write \
+        grant per Agent holding the environment; the client then sends the value to those Agents with the \
+        grants, and the value never comes to this API. Needs `secret.write` in the environment. Refused \
+        `NO_AGENT` when no Agent holds the environment, and `CONFLICT` while the secret is being deleted \
+        there.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = CreateVersion,
     responses((status = 201, description = "A version number and a write grant for the Agents to send the value to", body = CreatedVersion), VersionErrors),
@@ -790,6 +837,10 @@ async fn create_version(
     path = "/v1/secrets/{key}/deactivate",
     tag = "secrets",
     operation_id = "deactivate_secret_version",
+    summary = "Deactivate a secret version",
+    description = "Deactivates one version of the secret in an environment, for example after a leak: every \
+        Agent replaces its value with a tombstone on its next sync and answers `410 VERSION_DEACTIVATED` for \
+        it. Needs `secret.write` in the environment.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = DeactivateVersion,
     responses((status = 200, description = "The version, deactivated", body = SecretVersion), DeactivateErrors),
@@ -838,6 +889,10 @@ impl heimdall_core::body::Query for HoldersQuery {
     path = "/v1/secrets/{key}/holders",
     tag = "secrets",
     operation_id = "list_secret_holders",
+    summary = "Find the Agents to read a secret from",
+    description = "Where to read the secret in an environment: the active Agents holding it, in the order \
+        they were assigned, with their local API's address and certificate fingerprints. Needs `secret.read` \
+        on the secret in that environment.",
     params(("key" = String, Path, description = "An id or a name"), HoldersQuery),
     responses((status = 200, description = "A page of the Agents that hold the secret in the environment, in the order they were assigned (a revoked one is left out, so a page may hold fewer than `limit`)", body = Vec<AgentLocation>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), HoldersErrors),
 )]

@@ -32,10 +32,15 @@ errors!(RevokeErrors: NotFound);
 
 /// 32 bytes from the OS's CSPRNG, base64url: `hmd_` + 43 characters.
 pub(crate) fn generate_token() -> Redacted<String> {
+    random_with_prefix(TOKEN_PREFIX)
+}
+
+/// `prefix` + 32 bytes from the OS's CSPRNG as 43 characters of base64url.
+pub(crate) fn random_with_prefix(prefix: &str) -> Redacted<String> {
     let mut bytes = Redacted::new([0u8; 32]);
     rand::rngs::OsRng.fill_bytes(bytes.expose_mut());
     Redacted::new(format!(
-        "{TOKEN_PREFIX}{}",
+        "{prefix}{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes.expose())
     ))
 }
@@ -46,6 +51,7 @@ pub(crate) fn new_token(name: &str) -> (Redacted<String>, NewToken) {
         id: TokenId::from_uuid(Uuid::new_v4()),
         name: name.to_owned(),
         hash: TokenHash::of(token.expose()),
+        expires_at: None,
     };
     (token, record)
 }
@@ -55,6 +61,9 @@ pub(crate) fn new_token(name: &str) -> (Redacted<String>, NewToken) {
     path = "/v1/tokens",
     tag = "tokens",
     operation_id = "list_tokens",
+    summary = "List your API tokens",
+    description = "The caller's own API tokens, oldest first, one page at a time: names, dates and whether \
+        each is revoked, never the token itself. Any member may list their own.",
     params(super::PageQuery),
     responses((status = 200, description = "A page of the caller's API tokens, oldest first (never the token itself)", body = Vec<TokenInfo>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
@@ -75,6 +84,9 @@ async fn list(
     path = "/v1/tokens",
     tag = "tokens",
     operation_id = "create_token",
+    summary = "Create an API token",
+    description = "Makes a new API token for the caller, under a name, and answers it once: only its hash is \
+        kept. Any member may create tokens for themselves.",
     request_body = CreateToken,
     responses((status = 201, description = "The new token, shown once", body = CreatedToken), CreateErrors),
 )]
@@ -103,6 +115,9 @@ async fn create(
     path = "/v1/tokens/{id}",
     tag = "tokens",
     operation_id = "revoke_token",
+    summary = "Revoke one of your API tokens",
+    description = "Revokes one of the caller's own API tokens, by id: it is refused from the next request. \
+        Another member's token, or an unknown id, is `NOT_FOUND`.",
     params(("id" = String, Path, description = "An id")),
     responses((status = 200, description = "The token, revoked", body = TokenInfo), RevokeErrors),
 )]

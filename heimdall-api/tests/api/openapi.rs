@@ -134,3 +134,27 @@ async fn every_documented_error_is_the_error_body() {
         }
     }
 }
+
+/// Every operation of both documents says what it does in product words:
+/// a summary and a description, neither naming the code behind it (a Rust
+/// path, a function, a file).
+#[tokio::test]
+async fn every_operation_has_a_summary_and_a_description_in_product_words() {
+    let mut missing = Vec::new();
+    for document in [heimdall_api::openapi_document(), heimdall_api::agent_channel_openapi_document()] {
+        let document = serde_json::to_value(&document).unwrap();
+        for (method, path) in operations(&document) {
+            let operation = &document["paths"][&path][method.to_lowercase()];
+            for key in ["summary", "description"] {
+                let text = operation[key].as_str().unwrap_or_default();
+                let internal = ["::", "heimdall_", "Self", ".rs", "[`"].iter().find(|w| text.contains(**w));
+                if text.trim().is_empty() {
+                    missing.push(format!("{method} {path}: no {key}"));
+                } else if let Some(word) = internal {
+                    missing.push(format!("{method} {path}: {key} names code ({word}): {text}"));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{} problems:\n{}", missing.len(), missing.join("\n"));
+}

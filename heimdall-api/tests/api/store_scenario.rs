@@ -26,7 +26,12 @@ fn event(at: OffsetDateTime, action: &str) -> NewEvent {
 }
 
 fn token(name: &str, secret: &str) -> NewToken {
-    NewToken { id: TokenId::from_uuid(Uuid::new_v4()), name: name.into(), hash: TokenHash::of(secret) }
+    NewToken {
+        id: TokenId::from_uuid(Uuid::new_v4()),
+        name: name.into(),
+        hash: TokenHash::of(secret),
+        expires_at: None,
+    }
 }
 
 fn entry(
@@ -78,9 +83,10 @@ async fn storage_scenario(db: TestDatabase) {
     assert!(matches!(err, StoreError::AlreadyBootstrapped), "{err:?}");
 
     // Authentication by token hash.
-    let (who, which) = store.authenticate(&TokenHash::of("owner-secret")).await.unwrap().unwrap();
+    let (who, which) =
+        store.authenticate(&TokenHash::of("owner-secret"), OffsetDateTime::now_utc()).await.unwrap().unwrap();
     assert_eq!((who, which), (owner.clone(), org.clone()));
-    assert!(store.authenticate(&TokenHash::of("nope")).await.unwrap().is_none());
+    assert!(store.authenticate(&TokenHash::of("nope"), OffsetDateTime::now_utc()).await.unwrap().is_none());
 
     // Members.
     let ana = Member {
@@ -99,7 +105,7 @@ async fn storage_scenario(db: TestDatabase) {
         store.add_member(&dup, &token("initial", "dup-secret"), event(t, "member.added")).await.unwrap_err();
     assert!(matches!(err, StoreError::AlreadyExists("member")), "{err:?}");
     assert!(
-        store.authenticate(&TokenHash::of("dup-secret")).await.unwrap().is_none(),
+        store.authenticate(&TokenHash::of("dup-secret"), OffsetDateTime::now_utc()).await.unwrap().is_none(),
         "refused add left a token"
     );
 
@@ -138,15 +144,23 @@ async fn storage_scenario(db: TestDatabase) {
         .await
         .unwrap();
     assert_eq!(revoked.revoked_at, Some(t + Duration::seconds(5)));
-    assert!(store.authenticate(&TokenHash::of("ana-second")).await.unwrap().is_none());
-    assert!(store.authenticate(&TokenHash::of("ana-secret")).await.unwrap().is_some());
+    assert!(store
+        .authenticate(&TokenHash::of("ana-second"), OffsetDateTime::now_utc())
+        .await
+        .unwrap()
+        .is_none());
+    assert!(store
+        .authenticate(&TokenHash::of("ana-secret"), OffsetDateTime::now_utc())
+        .await
+        .unwrap()
+        .is_some());
     // Someone else's token id is not found, not revoked.
     let err = store.revoke_token(org.id, owner.id, second.id, event(t, "token.revoked")).await.unwrap_err();
     assert!(matches!(err, StoreError::NotFound("token")));
 
     store.remove_member(org.id, ana.id, event(t + Duration::seconds(6), "member.removed")).await.unwrap();
     assert!(
-        store.authenticate(&TokenHash::of("ana-secret")).await.unwrap().is_none(),
+        store.authenticate(&TokenHash::of("ana-secret"), OffsetDateTime::now_utc()).await.unwrap().is_none(),
         "removal revokes tokens"
     );
     assert!(matches!(store.get_member(org.id, ana.id).await, Err(StoreError::NotFound("member"))));

@@ -88,6 +88,14 @@ pub struct GlobalArgs {
     pub request_timeout: Option<std::time::Duration>,
 }
 
+/// `heimdall console`.
+#[derive(Debug, Args)]
+pub struct ConsoleArgs {
+    /// Print the link instead of opening a browser (also when there is no display)
+    #[arg(long)]
+    pub no_open: bool,
+}
+
 /// One page of a long list instead of every page.
 #[derive(Debug, Clone, Default, Args)]
 pub struct PageArgs {
@@ -124,6 +132,9 @@ pub enum Command {
     Logout,
     /// Show who the token belongs to
     Whoami,
+    /// Open the web Console signed in as you, with a link that works once, within a minute
+    /// (the profile's token never goes to the browser)
+    Console(ConsoleArgs),
     /// Stored profiles
     #[command(subcommand)]
     Profile(ProfileCommand),

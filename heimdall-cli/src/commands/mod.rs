@@ -6,6 +6,7 @@ mod agents;
 mod auth;
 mod catalog;
 mod certificates;
+mod console;
 mod databases;
 mod events;
 mod help_files;
@@ -194,6 +195,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Login(args) => auth::login(&ctx, args).await,
         Command::Logout => auth::logout(&ctx),
         Command::Whoami => auth::whoami(&ctx).await,
+        Command::Console(args) => console::run(&ctx, args).await,
         Command::Profile(ProfileCommand::List) => auth::profile_list(&ctx),
         Command::Member(cmd) => members::run(&ctx, cmd).await,
         Command::Token(cmd) => tokens::run(&ctx, cmd).await,

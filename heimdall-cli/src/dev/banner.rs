@@ -51,7 +51,7 @@ pub(super) fn print(dev: &Dev, agent: &AgentState, json: bool) -> Result<()> {
     let agent_log = if shown { format!("Agent log: {}\n", agent_log.display()) } else { String::new() };
     let text = format!(
         "✓ Heimdall API running at {api_url} (SQLite in {data})\n\
-         ✓ Console at {console} (sign in with the token in {token_file})\n\
+         ✓ Console at {console} (`heimdall console` opens it signed in; or the token in {token_file})\n\
          ✓ Profile \"{DEV_PROFILE}\" is current: {email}, {role} of organization {org}\n\
          {certificate}\
          {agent_status}\
