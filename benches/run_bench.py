@@ -1,40 +1,19 @@
 """`heimdall run` start-up benchmark; see benches/run.sh."""
 
-import json
 import os
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+
+from dev_bench import Dev
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = sys.argv[1]
 ROUNDS = int(sys.argv[2])
 SECRETS = 20
 HEIMDALL = os.path.join(BIN, "heimdall")
-
-
-def free_ports():
-    """Three free ports in a row: the API's, the Agent channel's, its local API's."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port < 65533 and all(_free(port + i) for i in (1, 2)):
-            return port
-
-
-def _free(port):
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
 
 
 def heimdall(env, *args, stdin=None):
@@ -49,24 +28,9 @@ def timed(argv, env, cwd):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="heimdall-run-bench-")
-    env = dict(os.environ, HEIMDALL_CONFIG_DIR=os.path.join(work, "config"), HEIMDALL_LOG="warn",
-               NO_COLOR="1")
-    for name in ("HEIMDALL_API_URL", "HEIMDALL_TOKEN", "HEIMDALL_PROFILE"):
-        env.pop(name, None)
-    port = free_ports()
-    dev = subprocess.Popen(
-        [HEIMDALL, "dev", "--data", os.path.join(work, "data"), "--listen", f"127.0.0.1:{port}",
-         "--terraform", os.path.join(REPO, ".venv/bin/terraform"), "--output", "json"],
-        env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    dev = Dev(HEIMDALL, REPO, "heimdall-run-bench-")
+    env, work = dev.env, dev.work
     try:
-        printed = ""
-        for line in dev.stdout:
-            printed += line
-            if line.rstrip() == "}":
-                break
-        started = json.loads(printed)
-        assert started["agent"]["running"], started
         heimdall(env, "environment", "create", "bench")
         heimdall(env, "environment", "assign-agent", "bench", "dev")
         names = [f"bench-secret-{i:02}" for i in range(SECRETS)]
@@ -100,12 +64,7 @@ def main():
               f"(p90 {sorted(with_run)[int(0.9 * (ROUNDS - 1))] * 1000:.1f} ms)")
         print(f"added by heimdall run: {(r - b) * 1000:.1f} ms (target < 30 ms); ratio {r / b:.1f}x")
     finally:
-        dev.send_signal(signal.SIGINT)
-        try:
-            dev.wait(timeout=45)
-        except subprocess.TimeoutExpired:
-            dev.kill()
-        shutil.rmtree(work, ignore_errors=True)
+        dev.stop()
 
 
 if __name__ == "__main__":

@@ -128,13 +128,14 @@ fn the_binaries_are_thin() {
         assert!(lines < 150, "{main} has {lines} lines");
     }
     // `heimdall dev` spawns, supervises and prints; the API and the Agent
-    // own their files.
+    // own their files. (800: the banner now also names the Console, the
+    // metrics and, on a restart, where to carry on.)
     let dev = workspace().join("heimdall-cli/src/dev");
     let lines: usize = std::fs::read_dir(&dev)
         .unwrap()
         .map(|file| std::fs::read_to_string(file.unwrap().path()).unwrap().lines().count())
         .sum();
-    assert!(lines < 700, "heimdall-cli/src/dev/ has {lines} lines");
+    assert!(lines < 800, "heimdall-cli/src/dev/ has {lines} lines");
     for file in std::fs::read_dir(&dev).unwrap() {
         let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
         assert!(!text.contains("toml::") && !text.contains("replacen"), "heimdall dev edits a TOML file");

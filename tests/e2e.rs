@@ -2,7 +2,7 @@
 //! built binaries are driven exactly as the README's tour says.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
-use heimdall_e2e::{free_port, readme_tour, Dev};
+use heimdall_e2e::{free_port, free_port_and, readme_tour, Dev};
 
 #[test]
 fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
@@ -308,5 +308,36 @@ fn plain_http_to_an_https_port_is_told_the_https_address() {
         data.join("ca/ca.pem").display()
     ));
     assert_eq!(String::from_utf8_lossy(&root.stdout), format!("308 https://127.0.0.1:{port}/console/"));
+    assert!(dev.stop().success());
+}
+
+/// `heimdall dev --metrics`: the API's and the Agent's Prometheus
+/// endpoints, on loopback, named in the banner, without editing a file.
+#[test]
+fn dev_metrics_serves_the_api_and_the_agent_scrapes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, config) = (tmp.path().join("data"), tmp.path().join("config"));
+    let port = free_port_and(4);
+    let dev = Dev::start_with(&data, &config, port, &["--metrics"]);
+    let (api, agent) =
+        (format!("http://127.0.0.1:{}/metrics", port + 3), format!("http://127.0.0.1:{}/metrics", port + 4));
+    let line = format!("✓ Metrics (Prometheus): the API's at {api}, the Agent's at {agent}");
+    assert!(dev.banner.contains(&line), "{}", dev.banner);
+    let scrape = |url: &str| {
+        let out = dev.sh(&format!("curl -sf {url}"));
+        assert!(out.status.success(), "{url}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let api_text = scrape(&api);
+    assert!(api_text.contains("heimdall_jobs{operation=\"apply\",status=\"queued\"} 0"), "{api_text}");
+    let agent_text = scrape(&agent);
+    assert!(agent_text.contains("# TYPE heimdall_agent_"), "the Agent's scrape: {agent_text}");
+    assert!(dev.stop().success());
+
+    // Without --metrics next time, the Agent's setting goes too.
+    let dev = Dev::start(&data, &config, port);
+    assert!(!dev.banner.contains("Metrics"), "{}", dev.banner);
+    let gone = dev.sh(&format!("curl -sf {agent}"));
+    assert!(!gone.status.success(), "the Agent's metrics are off again");
     assert!(dev.stop().success());
 }

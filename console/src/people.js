@@ -27,7 +27,7 @@ export async function eventsPage() {
       const events = await get('/v1/events', { limit: LIMIT, before });
       for (const e of events) {
         body.appendChild(
-          h('tr', [time(e.at), e.actor, h('code', e.action), h('code', e.target), e.detail === undefined || e.detail === null ? '' : json(e.detail)].map((c) => h('td', c))),
+          h('tr', [time(e.at), e.actor, h('code', e.action), target(e), details(e.detail)].map((c) => h('td', c))),
         );
       }
       if (events.length) before = events[events.length - 1].at;
@@ -47,6 +47,25 @@ export async function eventsPage() {
     h('table.events', h('thead', h('tr', ['When', 'Actor', 'Action', 'Target', 'Detail'].map((c) => h('th', c)))), body),
     problem,
     more,
+  );
+}
+
+/** The target's name when it still has one, its kind and id beside it. */
+function target(e) {
+  const [kind, id] = e.target.includes(':') ? e.target.split(/:(.*)/s) : ['', e.target];
+  if (!e.target_name) return h('code', e.target);
+  return h('span.target', h('strong', e.target_name), ' ', h('span.muted', kind), h('br'), h('code.id', id));
+}
+
+/** An event's detail as `key value` lines, not raw JSON. */
+function details(detail) {
+  if (detail === undefined || detail === null) return '';
+  if (typeof detail !== 'object' || Array.isArray(detail)) return json(detail);
+  const entries = Object.entries(detail).filter(([, v]) => v !== null && v !== undefined && v !== '');
+  if (!entries.length) return '';
+  return h(
+    'ul.kv',
+    entries.map(([k, v]) => h('li', h('span.k', k), ' ', typeof v === 'object' ? h('code', JSON.stringify(v)) : String(v))),
   );
 }
 

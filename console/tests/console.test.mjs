@@ -449,6 +449,11 @@ async function main() {
     const apiEvents = await apiOk('/v1/events?limit=50', owner);
     const rows = await page.locator('table.events tbody tr').count();
     check(rows >= Math.min(10, apiEvents.length) && rows <= 50, `the events the API lists (${rows} rows)`);
+    // Names beside ids, and details as lines rather than raw JSON.
+    const named = apiEvents.find((e) => e.action === 'member.added' && e.target_name);
+    check(named && named.target_name === 'ana@example.com', `the API names a member target: ${JSON.stringify(named)}`);
+    await page.locator('table.events td .target strong', { hasText: 'ana@example.com' }).first().waitFor();
+    check((await page.locator('table.events td ul.kv li').count()) > 0, 'event details are key/value lines');
     await capture(page, 'events');
 
     // The requester may not approve their own: the API's code and message show.

@@ -58,6 +58,12 @@ pub struct Settings {
     /// job), e.g. one that installs providers from a local mirror.
     #[arg(long, value_name = "PATH")]
     pub terraform_cli_config: Option<PathBuf>,
+    /// Serve `GET /metrics` (Prometheus, plain HTTP) on this address.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics_listen: Option<String>,
+    /// Serve no metrics (removes `[metrics]`).
+    #[arg(long, conflicts_with = "metrics_listen")]
+    pub no_metrics: bool,
 }
 
 /// What changed, and the configuration as it now is.
@@ -113,6 +119,11 @@ pub fn print(done: &Configured, json: bool) {
 }
 
 fn apply(config: &mut AgentConfig, s: &Settings) -> Result<(), String> {
+    if let Some(listen) = &s.metrics_listen {
+        config.metrics = Some(crate::config::MetricsConfig { listen: listen.clone() });
+    } else if s.no_metrics {
+        config.metrics = None;
+    }
     if let Some(file) = &s.terraform_cli_config {
         if !file.is_file() {
             return Err(format!("--terraform-cli-config {}: no such file", file.display()));

@@ -62,6 +62,9 @@ pub struct DevSetup {
     /// Module sources to allow at enrollment (glob; repeatable).
     #[arg(long = "allow-module")]
     pub allow_modules: Vec<String>,
+    /// Serve the Agent's metrics on this address; without it, none.
+    #[arg(long)]
+    pub metrics_listen: Option<String>,
 }
 
 /// Why the Agent is not ready.
@@ -151,6 +154,8 @@ pub async fn setup(
         local_api_url: Some(options.local_api_url.clone()),
         local_api_names: Vec::new(),
         terraform_cli_config: virtualenv_cli_config(&terraform, cwd),
+        no_metrics: options.metrics_listen.is_none(),
+        metrics_listen: options.metrics_listen.clone(),
         ..Settings::default()
     };
     let configured = configure::configure(&config_file, &settings).map_err(|why| {
@@ -288,6 +293,7 @@ mod tests {
             sync_seconds: 2,
             terraform: Some(tmp.path().join("missing-terraform")),
             allow_modules: Vec::new(),
+            metrics_listen: None,
         };
         let token = || -> Result<zeroize::Zeroizing<String>, String> { panic!("the token was read") };
         let err = setup(&options, token, tmp.path()).await.unwrap_err();

@@ -21,6 +21,8 @@ mod console_sign_in;
 mod database_tls;
 #[path = "api/databases.rs"]
 mod databases;
+#[path = "api/event_names.rs"]
+mod event_names;
 #[path = "api/http.rs"]
 mod http;
 #[path = "api/infra.rs"]

@@ -196,6 +196,10 @@ pub struct AuditEvent {
     pub action: String,
     /// `kind:id` of what was acted on.
     pub target: String,
+    /// The target's name (or email, for a member) as it is now, when it
+    /// still exists: for people reading the feed; `target` is the reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_name: Option<String>,
     #[serde(default)]
     pub detail: serde_json::Value,
 }

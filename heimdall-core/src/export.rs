@@ -109,11 +109,18 @@ fn readme(resource: &Resource, job: &Job, secrets: &[&str]) -> String {
         text.push_str(
             "Secret inputs are variables left for you to fill, e.g. in your environment:\n\n```sh\n",
         );
+        // The environment by name where the job recorded it (a job from
+        // before it did names it by id; either works with `secret get`).
+        let environment = request
+            .environment
+            .clone()
+            .or_else(|| request.environment_id.map(|id| id.to_string()))
+            .unwrap_or_else(|| "<env>".to_owned());
         for name in secrets {
             let secret =
                 request.secret_inputs.iter().find(|s| s.variable == *name).map(|s| s.secret.as_str());
             text.push_str(&format!(
-                "export TF_VAR_{SECRET_VAR_PREFIX}{name}=\"$(heimdall secret get {} --environment <env>)\"\n",
+                "export TF_VAR_{SECRET_VAR_PREFIX}{name}=\"$(heimdall secret get {} --environment {environment})\"\n",
                 secret.unwrap_or_default()
             ));
         }

@@ -83,6 +83,7 @@ impl NewEvent {
             actor: self.actor,
             action: self.action.as_str().to_owned(),
             target: self.target,
+            target_name: None,
             detail: self.detail,
         }
     }

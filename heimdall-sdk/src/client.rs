@@ -470,6 +470,15 @@ mod tests {
     use crate::ErrorCode;
 
     #[test]
+    fn a_scheme_the_server_does_not_speak_says_what_to_change() {
+        let hint = protocol_hint("http", "error sending request: invalid HTTP version parsed");
+        assert!(hint.contains("use https://"), "{hint}");
+        let hint = protocol_hint("https", "tls: received corrupt message of type InvalidContentType");
+        assert!(hint.contains("plain HTTP"), "{hint}");
+        assert_eq!(protocol_hint("https", "cannot connect: Connection refused (os error 111)"), "");
+    }
+
+    #[test]
     fn paths_are_percent_encoded_under_v1() {
         let client = Client::new("http://127.0.0.1:7480", "hmd_x").unwrap();
         let url = client.url(&["members", "ana+ops@example.com"]).unwrap();

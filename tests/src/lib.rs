@@ -30,13 +30,19 @@ pub fn repo_root() -> PathBuf {
 /// A free port for `heimdall dev --listen` whose next two ports (the Agent
 /// channel and the Agent's local API) are free too.
 pub fn free_port() -> u16 {
+    free_port_and(2)
+}
+
+/// A free port whose `after` next ports are free too (`--metrics` takes
+/// four after `--listen`'s).
+pub fn free_port_and(after: u16) -> u16 {
     loop {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = l.local_addr().expect("addr").port();
         let next_free = |n: u16| {
             port.checked_add(n).is_some_and(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
         };
-        if next_free(1) && next_free(2) {
+        if (1..=after).all(next_free) {
             return port;
         }
     }
@@ -54,6 +60,11 @@ pub struct Dev {
 
 impl Dev {
     pub fn start(data: &Path, config_dir: &Path, port: u16) -> Dev {
+        Self::start_with(data, config_dir, port, &[])
+    }
+
+    /// [`Dev::start`] with more arguments for `heimdall dev`.
+    pub fn start_with(data: &Path, config_dir: &Path, port: u16, extra: &[&str]) -> Dev {
         let bin_dir = bin_dir();
         // From the repository root, as docs/operations.md ("What `heimdall dev`
         // runs") says: the dev Agent then finds `.venv/bin/terraform` and may
@@ -63,6 +74,7 @@ impl Dev {
             .args(["dev", "--data"])
             .arg(data)
             .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(extra)
             .env("HEIMDALL_CONFIG_DIR", config_dir)
             .env_remove("HEIMDALL_API_URL")
             .env_remove("HEIMDALL_TOKEN")

@@ -281,6 +281,7 @@ impl EventRow {
             actor: self.actor,
             action: self.action,
             target: self.target,
+            target_name: None,
             detail: serde_json::from_str(&self.detail).unwrap_or(serde_json::Value::Null),
         })
     }

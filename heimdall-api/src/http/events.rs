@@ -63,5 +63,7 @@ async fn list(
         return Err(ApiError::invalid_input("limit must be between 1 and 1000").into());
     }
     let q = EventQuery { limit, before, action_prefix: query.action };
-    Ok(Json(state.store.list_events(caller.org.id, &q).await?))
+    let mut events = state.store.list_events(caller.org.id, &q).await?;
+    super::event_names::name_targets(&state, caller.org.id, &mut events).await;
+    Ok(Json(events))
 }

@@ -13,6 +13,7 @@ mod certificates;
 mod console_sign_in;
 mod databases;
 mod error;
+mod event_names;
 mod events;
 pub(crate) mod extract;
 mod jobs;

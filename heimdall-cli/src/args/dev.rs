@@ -25,6 +25,10 @@ pub struct DevArgs {
     /// every local module under the directory `heimdall dev` runs in]
     #[arg(long = "allow-module", value_name = "GLOB")]
     pub allow_modules: Vec<String>,
+    /// Serve Prometheus metrics (plain HTTP): the API's on the third port after --listen's, the
+    /// Agent's on the fourth
+    #[arg(long)]
+    pub metrics: bool,
 }
 
 /// Where `heimdall dev` puts each of its three servers, from `--listen`.
@@ -35,6 +39,8 @@ pub struct DevAddresses {
     pub agent_channel: SocketAddr,
     /// The Agent's local API: the port after that.
     pub local_api: SocketAddr,
+    /// With `--metrics`: the API's `/metrics`, then the Agent's.
+    pub metrics: Option<(SocketAddr, SocketAddr)>,
 }
 
 impl DevArgs {
@@ -42,10 +48,19 @@ impl DevArgs {
     pub fn addresses(&self) -> crate::error::Result<DevAddresses> {
         let listen = self.listen;
         let after = |n| listen.port().checked_add(n).map(|port| SocketAddr::new(listen.ip(), port));
+        // Metrics are plain HTTP: on loopback only, whatever --listen says.
+        let loopback = |n| after(n).map(|a| SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), a.port()));
+        let metrics = match (self.metrics, loopback(3), loopback(4)) {
+            (false, ..) => None,
+            (true, Some(api), Some(agent)) => Some((api, agent)),
+            (true, ..) => {
+                return Err(CliError::usage("--metrics needs the fourth port after --listen's free"))
+            }
+        };
         match (listen.port(), after(1), after(2)) {
             (0, ..) => Err(CliError::usage("--listen needs a port (the Agent takes the two after it)")),
             (_, Some(agent_channel), Some(local_api)) => {
-                Ok(DevAddresses { api: listen, agent_channel, local_api })
+                Ok(DevAddresses { api: listen, agent_channel, local_api, metrics })
             }
             _ => Err(CliError::usage("--listen's port must leave room for the Agent's two after it")),
         }
@@ -72,6 +87,7 @@ mod tests {
             listen: listen.parse().unwrap(),
             terraform: None,
             allow_modules: Vec::new(),
+            metrics: false,
         };
         let ports = |listen: &str| {
             let a = args(listen).addresses().ok()?;

@@ -23,8 +23,16 @@ pub async fn run(ctx: &Context, cmd: EventCommand) -> Result<()> {
             let client = ctx.client()?;
             let events = client.list_events(&EventQuery { limit, before, action }).await?;
             ctx.out.list(&events, &["AT", "ACTOR", "ACTION", "TARGET"], |e: &AuditEvent| {
-                vec![timestamp(e.at), e.actor.clone(), e.action.clone(), e.target.clone()]
+                vec![timestamp(e.at), e.actor.clone(), e.action.clone(), target(e)]
             })
         }
+    }
+}
+
+/// `kind name (id)` when the target still has a name, else `kind:id`.
+fn target(e: &AuditEvent) -> String {
+    match (&e.target_name, e.target.split_once(':')) {
+        (Some(name), Some((kind, id))) => format!("{kind} {name} ({id})"),
+        _ => e.target.clone(),
     }
 }

@@ -198,6 +198,14 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
             if let Some(cursor) = &next {
                 eprintln!("More entries: add --after {cursor} (or --all)");
             }
+            // Reads reach the API when the Agent that served them syncs: a
+            // read a moment ago is not here yet, and an empty log says so.
+            if entries.is_empty() && after.is_none() && !out.is_json() {
+                eprintln!(
+                    "note: no reads recorded here yet. An Agent records each read before serving it and \
+                     reports it on its next sync (every 2 s under `heimdall dev`); run this again in a moment"
+                );
+            }
             out.list(
                 &entries,
                 &["ACCESSED_AT", "ACCESSOR", "ENVIRONMENT", "VERSION", "SERVED_BY", "FROM", "READS"],

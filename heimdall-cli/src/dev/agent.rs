@@ -82,6 +82,9 @@ async fn setup(binary: &Path, args: &DevArgs, client: &Client, dev: &Dev) -> OrO
     command.args(["--local-api-url", &format!("https://{}", client_addr(dev.local_api))]);
     command.args(args.terraform.iter().flat_map(|t| [Path::new("--terraform"), t]));
     command.args(args.allow_modules.iter().flat_map(|glob| ["--allow-module", glob]));
+    if let Some((_, agent_metrics)) = dev.metrics {
+        command.args(["--metrics-listen", &agent_metrics.to_string()]);
+    }
     if !data.join("agent/agent.toml").exists() {
         let registration = client.create_agent_registration(AGENT_NAME).await.map_err(|err| Off {
             why: format!("cannot make its registration token: {err}"),

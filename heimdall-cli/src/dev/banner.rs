@@ -31,6 +31,10 @@ pub(super) fn print(dev: &Dev, agent: &AgentState, json: bool) -> Result<()> {
             "agent": describe(agent, data),
             "agent_local_api_url": agent.as_ref().ok().map(|a| &a.config["local_api"]["url"]),
             "console_url": console_url(&dev.api_url),
+            "metrics": dev.metrics.map(|(api, agent)| json!({
+                "api": format!("http://{api}/metrics"),
+                "agent": format!("http://{agent}/metrics"),
+            })),
             "first_run": dev.first_run,
             "certificate": certificate.map(|c| json!({
                 "sha256": c.sha256,
@@ -55,6 +59,7 @@ pub(super) fn print(dev: &Dev, agent: &AgentState, json: bool) -> Result<()> {
          ✓ Profile \"{DEV_PROFILE}\" is current: {email}, {role} of organization {org}\n\
          {certificate}\
          {agent_status}\
+         {metrics}\
          \n\
          {tour}\
          \n\
@@ -69,6 +74,11 @@ pub(super) fn print(dev: &Dev, agent: &AgentState, json: bool) -> Result<()> {
         role = me.member.role,
         org = me.organization.name,
         agent_status = agent_banner(agent),
+        metrics = dev.metrics.map_or(String::new(), |(api, agent)| {
+            let agent =
+                if running { format!(", the Agent's at http://{agent}/metrics") } else { String::new() };
+            format!("✓ Metrics (Prometheus): the API's at http://{api}/metrics{agent}\n")
+        }),
         tour = if dev.first_run { tour(running) } else { carry_on() },
         log = log.display(),
     );

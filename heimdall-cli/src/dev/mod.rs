@@ -50,6 +50,8 @@ struct Dev {
     /// This start bootstrapped the organization: the banner shows the tour;
     /// later starts show where to carry on.
     first_run: bool,
+    /// With `--metrics`: where the API's and the Agent's `/metrics` are.
+    metrics: Option<(SocketAddr, SocketAddr)>,
 }
 
 pub async fn run(ctx: &Context, args: DevArgs) -> Result<()> {
@@ -93,10 +95,14 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, Pa
         .canonicalize()
         .map_err(|err| CliError::local(format!("cannot resolve {}: {err}", dir.display())))?;
     let database_url = format!("sqlite://{}", data.join("heimdall.db").display());
-    let DevAddresses { api: listen, agent_channel: agent_listen, local_api } = args.addresses()?;
+    let DevAddresses { api: listen, agent_channel: agent_listen, local_api, metrics } = args.addresses()?;
     let uses = ["--listen", "the Agent channel, on the port after --listen's", "its local API, on the next"];
     for (addr, what) in [listen, agent_listen, local_api].into_iter().zip(uses) {
         ensure_port_free(addr, what)?;
+    }
+    if let Some((api_metrics, agent_metrics)) = metrics {
+        ensure_port_free(api_metrics, "--metrics: the API's, the third port after --listen's")?;
+        ensure_port_free(agent_metrics, "--metrics: the Agent's, the fourth port after --listen's")?;
     }
 
     let first_run = !data.join("owner.token").exists();
@@ -106,6 +112,9 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, Pa
     command.args(["serve", "--database-url", &database_url, "--listen", &listen.to_string()]);
     command.args(["--agent-listen", &agent_listen.to_string(), "--agent-public-url", &agent_url]);
     command.arg("--ca-dir").arg(data.join("ca"));
+    if let Some((api_metrics, _)) = metrics {
+        command.args(["--metrics-listen", &api_metrics.to_string()]);
+    }
     let mut api = Service::spawn(API_BINARY, command, &data.join(LOG_FILE))?;
     // HTTPS with a certificate from the installation CA, which the API
     // makes in `ca/` on its first start; the dev profile trusts only it.
@@ -129,8 +138,18 @@ async fn start(ctx: &Context, args: &DevArgs) -> Result<(Service, AgentState, Pa
             )
         })
         .ok();
-    let dev =
-        Dev { data, config_dir, config_file, api_url, agent_url, local_api, me, certificate, first_run };
+    let dev = Dev {
+        data,
+        config_dir,
+        config_file,
+        api_url,
+        agent_url,
+        local_api,
+        me,
+        certificate,
+        first_run,
+        metrics,
+    };
     let agent = agent::start(args, &client, &dev).await;
     banner::print(&dev, &agent, ctx.out.is_json())?;
     Ok((api, agent, dev.data))

@@ -19,6 +19,7 @@ fn job(revision: i64, operation: &str, status: &str, module: bool) -> Job {
         "effective_input": { "name": "orders", "admin_password": "orders-admin" }, "region": "eu-west-1",
         "state_key": format!("heimdall/{RESOURCE}.tfstate"),
         "secret_inputs": [{ "variable": "admin_password", "secret": "orders-admin" }],
+        "environment_id": "00000000-0000-0000-0000-000000000007", "environment": "prod",
         "account": { "id": "00000000-0000-0000-0000-000000000005", "provider": "aws", "region": "eu-west-1",
             "state_bucket": "acme-state", "auth": { "kind": "static", "secret": "aws-keys" } },
     });
@@ -52,8 +53,10 @@ fn the_package_is_the_last_applied_root_module_without_a_credential() {
         "{main}"
     );
     assert!(main.contains("variable \"heimdall_secret_admin_password\""), "{main}");
-    assert!(file("README.md")
-        .contains("TF_VAR_heimdall_secret_admin_password=\"$(heimdall secret get orders-admin"));
+    // The environment by name, the command as it runs: no placeholder.
+    assert!(file("README.md").contains(
+        "TF_VAR_heimdall_secret_admin_password=\"$(heimdall secret get orders-admin --environment prod)\""
+    ));
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&file("terraform.tfvars.json")).unwrap()["input"]["name"],
         "orders"
