@@ -40,7 +40,14 @@ async fn names_of(
     let store = &state.store;
     let pairs = match kind {
         "agent" => store.list_agents(org).await?.into_iter().map(|a| (a.id.to_string(), a.name)).collect(),
-        "secret" => store.list_secrets(org).await?.into_iter().map(|s| (s.id.to_string(), s.name)).collect(),
+        // A personal secret's name is its owner's alone: the feed never names it.
+        "secret" => store
+            .list_secrets(org)
+            .await?
+            .into_iter()
+            .filter(|s| s.owner_id.is_none())
+            .map(|s| (s.id.to_string(), s.name))
+            .collect(),
         "member" => store.list_members(org).await?.into_iter().map(|m| (m.id.to_string(), m.email)).collect(),
         "policy" => store.list_policies(org).await?.into_iter().map(|p| (p.id.to_string(), p.name)).collect(),
         "cloud_account" => {
