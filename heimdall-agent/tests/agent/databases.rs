@@ -315,7 +315,11 @@ async fn a_rotation_killed_at_any_step_is_rolled_forward_on_restart() {
         // the application's stored credentials still log in.
         let pending = user(&w, "orders", "app").await;
         assert_eq!(pending["pending_version"], version + 1, "{point}: {pending}");
-        assert!(log_in(&before).await.is_ok(), "{point}: the stored credentials log in");
+        // (The reason is printed: this failed once in CI at `generated`
+        // and has not been seen since; it must say why next time.)
+        if let Err(why) = log_in(&before).await {
+            panic!("{point}: the stored credentials no longer log in: {why}");
+        }
         let mut restarted = w.run_agent(&config);
 
         // Restarted: the rotation completes with the recorded password.
