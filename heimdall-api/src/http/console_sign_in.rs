@@ -87,19 +87,19 @@ async fn redeem(
         return Err(refused().into());
     }
     let now = state.clock.now();
+    let expires_at = console::session_expires(now);
     let token = super::tokens::generate_token();
     let record = NewToken {
         id: TokenId::from_uuid(Uuid::new_v4()),
         name: console::SESSION_TOKEN_NAME.to_owned(),
         hash: TokenHash::of(token.expose()),
-        expires_at: Some(console::session_expires(now)),
+        expires_at: Some(expires_at),
     };
     let Some((member, _org)) =
         state.store.redeem_sign_in(&console::code_hash(&body.code), now, &record).await?
     else {
         return Err(refused().into());
     };
-    let expires_at = console::session_expires(now);
     Ok((
         StatusCode::CREATED,
         Json(ConsoleSession { token: token.expose().clone(), expires_at, email: member.email }),
