@@ -3,10 +3,10 @@ import { badge, facts, h, json, link, replace, time } from './dom.js';
 import { errorBox, heading, pagedTable } from './common.js';
 import { JOB_COLUMNS, jobRow } from './resources.js';
 
-/** Every job, a page at a time, as the API lists them (oldest first). */
+/** Every job, a page at a time, the newest first (the API pages them in that order). */
 export async function jobsPage() {
-  const list = await pagedTable(JOB_COLUMNS, '/v1/jobs', {}, (j) => jobRow(j), { limit: 100, empty: 'No jobs yet.' });
-  return h('section', heading('Jobs'), h('p.muted', 'Oldest first, as the API pages them.'), list);
+  const list = await pagedTable(JOB_COLUMNS, '/v1/jobs', { order: 'newest' }, (j) => jobRow(j), { limit: 100, empty: 'No jobs yet.' });
+  return h('section', heading('Jobs'), h('p.muted', 'Newest first.'), list);
 }
 
 const RUNNING = new Set(['queued', 'running']);

@@ -411,6 +411,11 @@ async function main() {
     await heading(page, 'Jobs');
     await page.locator('main#page td a', { hasText: 'recibos' }).first().waitFor();
     await capture(page, 'jobs');
+    // Newest first: the first row is the job queued last.
+    const everyJob = await apiOk('/v1/jobs?limit=1000', owner);
+    const newestJob = everyJob[everyJob.length - 1];
+    const firstRow = await page.locator('main#page tbody tr').first().locator('td a').first().getAttribute('href');
+    check(firstRow.endsWith(`/jobs/${newestJob.id}`), `the newest job is first: ${firstRow} vs ${newestJob.id}`);
     const recibosJobs = await apiOk(`/v1/jobs?resource=${ids.receipts}`, owner);
     const applied = recibosJobs.find((j) => j.operation === 'apply' && j.status === 'completed');
     check(applied, 'recibos has a completed apply job');

@@ -318,15 +318,16 @@ pub trait InfraStore: Send + Sync + std::fmt::Debug {
     async fn list_drift_candidates(&self) -> StoreResult<Vec<DriftCandidate>>;
     async fn list_revisions(&self, org: OrgId, resource: ResourceId) -> StoreResult<Vec<Revision>>;
     async fn list_jobs(&self, org: OrgId, resource: Option<ResourceId>) -> StoreResult<Vec<Job>> {
-        self.list_jobs_page(org, resource, None, None, u32::MAX).await
+        self.list_jobs_page(org, resource, None, crate::queue::JobOrder::Oldest, None, u32::MAX).await
     }
-    /// At most `limit` jobs after `after`, oldest first; of one Resource,
+    /// At most `limit` jobs after `after`, in `order`; of one Resource,
     /// or of the Resources of one Component, when asked.
     async fn list_jobs_page(
         &self,
         org: OrgId,
         resource: Option<ResourceId>,
         component: Option<CatalogId>,
+        order: crate::queue::JobOrder,
         after: Option<&crate::queue::JobCursor>,
         limit: u32,
     ) -> StoreResult<Vec<Job>>;

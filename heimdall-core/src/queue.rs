@@ -110,20 +110,42 @@ pub fn lease_until(now: OffsetDateTime) -> OffsetDateTime {
     now + LEASE
 }
 
+/// Which end of the job list comes first (`GET /v1/jobs?order=`): by
+/// when each job was queued, then by id.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum JobOrder {
+    #[default]
+    Oldest,
+    Newest,
+}
+
+impl JobOrder {
+    fn is_oldest(&self) -> bool {
+        *self == Self::Oldest
+    }
+}
+
 /// Where the next page of `GET /v1/jobs` starts: after this job, in the
-/// list's order (queued, then id).
+/// list's order. The order is part of the cursor, so that a cursor of one
+/// order is never read in the other (it would skip or repeat jobs).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobCursor {
     /// Microseconds since the epoch.
     pub queued_at: i64,
     pub id: crate::ids::JobId,
+    /// Absent in cursors given before newest-first existed: oldest first.
+    #[serde(default, skip_serializing_if = "JobOrder::is_oldest")]
+    pub order: JobOrder,
 }
 
 impl JobCursor {
-    pub fn after(job: &crate::infra::Job) -> Self {
+    pub fn after(job: &crate::infra::Job, order: JobOrder) -> Self {
         let micros = job.queued_at.unix_timestamp_nanos() / 1000;
-        Self { queued_at: i64::try_from(micros).unwrap_or(i64::MAX), id: job.id }
+        Self { queued_at: i64::try_from(micros).unwrap_or(i64::MAX), id: job.id, order }
     }
 }
 

@@ -3,6 +3,8 @@
 use heimdall_core::ids::JobId;
 use reqwest::Method;
 
+pub use heimdall_core::queue::JobOrder;
+
 use crate::wire::{Job, JobLog};
 use crate::{Client, Result};
 
@@ -14,10 +16,12 @@ pub struct JobQuery {
     /// Only jobs of Resources of this component (id or name). With
     /// `resource`, the Resource must belong to it (else `NOT_FOUND`).
     pub component: Option<String>,
+    /// Oldest first (the default) or newest first.
+    pub order: JobOrder,
 }
 
 impl Client {
-    /// `GET /v1/jobs?resource=&component=`, oldest first: every page
+    /// `GET /v1/jobs?resource=&component=&order=`, in the query's order: every page
     /// ([`Self::list_jobs_page`] reads one).
     ///
     /// ```no_run
@@ -41,9 +45,10 @@ impl Client {
         Ok(all)
     }
 
-    /// One page of `GET /v1/jobs`, oldest first: at most `limit` (the
-    /// server's default 100), after the cursor `after` of the previous
-    /// page; and the next page's cursor, if there is one.
+    /// One page of `GET /v1/jobs`, in the query's order: at most `limit`
+    /// (the server's default 100), after the cursor `after` of the previous
+    /// page (asked in the same order); and the next page's cursor, if there
+    /// is one.
     pub async fn list_jobs_page(
         &self,
         query: &JobQuery,
@@ -51,10 +56,12 @@ impl Client {
         after: Option<&str>,
     ) -> Result<(Vec<Job>, Option<String>)> {
         let limit = limit.map(|l| l.to_string());
+        let order = (query.order == JobOrder::Newest).then_some("newest");
         let url = self.url_with_query(
             &["jobs"],
             &[
                 ("resource", query.resource.as_deref()),
+                ("order", order),
                 ("component", query.component.as_deref()),
                 ("limit", limit.as_deref()),
                 ("after", after),

@@ -62,7 +62,7 @@ pub use error::Error;
 pub use events::EventQuery;
 pub use heimdall_core::wire;
 pub use heimdall_core::{ApiError, ErrorCode, FieldError};
-pub use jobs::JobQuery;
+pub use jobs::{JobOrder, JobQuery};
 pub use resources::ResourceQuery;
 
 /// `Result` with the SDK's [`Error`].

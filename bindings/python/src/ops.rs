@@ -251,7 +251,7 @@ fn job_id(id: &str) -> Result<JobId, Failure> {
 }
 
 pub(crate) async fn list_jobs(sdk: Client, resource: Option<String>, component: Option<String>) -> Outcome {
-    json(&sdk.list_jobs(&JobQuery { resource, component }).await?)
+    json(&sdk.list_jobs(&JobQuery { resource, component, ..Default::default() }).await?)
 }
 
 pub(crate) async fn get_job(sdk: Client, id: String) -> Outcome {

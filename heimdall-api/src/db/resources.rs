@@ -439,20 +439,26 @@ impl InfraStore for SqlStore {
         org: OrgId,
         resource: Option<ResourceId>,
         component: Option<CatalogId>,
+        order: heimdall_core::queue::JobOrder,
         after: Option<&heimdall_core::queue::JobCursor>,
         limit: u32,
     ) -> StoreResult<Vec<Job>> {
-        // After the cursor: queued later, or at the same time with a greater
-        // id, as one row comparison (the index range starts there, as for
-        // Resources). No cursor is a place before every row.
+        use heimdall_core::queue::JobOrder;
+        // After the cursor, in the list's order: queued later (earlier,
+        // newest first), or at the same time with a greater (smaller) id,
+        // as one row comparison, so the index range starts there, as for
+        // Resources. No cursor is a place before every row.
+        let (beyond, direction, start) = match order {
+            JobOrder::Oldest => (">", "ASC", i64::MIN),
+            JobOrder::Newest => ("<", "DESC", i64::MAX),
+        };
         let sql = format!(
             "SELECT {JOB_COLUMNS} FROM jobs WHERE org_id = $1 AND ($2 = '' OR resource_id = $2)
                AND ($6 = '' OR resource_id IN (SELECT id FROM resources WHERE org_id = $1 AND component_id = $6))
-               AND (queued_at, id) > ($4, $3)
-             ORDER BY queued_at, id LIMIT $5"
+               AND (queued_at, id) {beyond} ($4, $3)
+             ORDER BY queued_at {direction}, id {direction} LIMIT $5"
         );
-        let (after_id, after_at) =
-            after.map_or((String::new(), i64::MIN), |c| (c.id.to_string(), c.queued_at));
+        let (after_id, after_at) = after.map_or((String::new(), start), |c| (c.id.to_string(), c.queued_at));
         sqlx::query_as::<_, JobRow>(&sql)
             .bind(org.to_string())
             .bind(resource.map(|r| r.to_string()).unwrap_or_default())

@@ -6,7 +6,7 @@ use heimdall_core::authz::{job_target, Action, Target};
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::{JobId, ResourceId};
 use heimdall_core::infra::{Job, Resource};
-use heimdall_core::queue::JobCursor;
+use heimdall_core::queue::{JobCursor, JobOrder};
 use heimdall_core::wire::JobLog;
 use heimdall_core::ApiError;
 use serde::Deserialize;
@@ -34,8 +34,10 @@ pub(super) struct ListQuery {
     resource: Option<String>,
     /// At most this many (default 100, at most 1000).
     limit: Option<u32>,
-    /// The `Heimdall-Next-After` of the previous page.
+    /// The `Heimdall-Next-After` of the previous page (of the same order).
     after: Option<String>,
+    /// `oldest` (the default) or `newest` first, by when each job was queued.
+    order: Option<JobOrder>,
 }
 
 impl heimdall_core::body::Query for ListQuery {}
@@ -48,11 +50,11 @@ impl heimdall_core::body::Query for ListQuery {}
     tag = "jobs",
     operation_id = "list_jobs",
     summary = "List the jobs you may read",
-    description = "Infrastructure jobs (plans, applies, imports, destroys, drift checks), oldest first, one \
-        page at a time, optionally for one Resource or Component. Each job is decided under its Resource, in \
+    description = "Infrastructure jobs (plans, applies, imports, destroys, drift checks), oldest first \
+        (`order=newest` for the newest first), one page at a time, optionally for one Resource or Component. Each job is decided under its Resource, in \
         the Resource's environment: a policy's `forbid` hides what it forbids.",
     params(ListQuery),
-    responses((status = 200, description = "A page of the jobs the caller may read, oldest first", body = Vec<Job>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListJobsErrors),
+    responses((status = 200, description = "A page of the jobs the caller may read, in the order asked", body = Vec<Job>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page, with the same `order`"))), ListJobsErrors),
 )]
 async fn list(
     State(state): State<AppState>,
@@ -60,7 +62,14 @@ async fn list(
     QueryParams(q): QueryParams<ListQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Job>>)> {
     let limit = heimdall_core::page::limit(q.limit)?;
+    let order = q.order.unwrap_or_default();
     let after = q.after.as_deref().map(heimdall_core::page::decode::<JobCursor>).transpose()?;
+    if after.as_ref().is_some_and(|a| a.order != order) {
+        return Err(ApiError::invalid_input(
+            "after is a cursor of the other order: pass the same order as for the first page",
+        )
+        .into());
+    }
     let decider = state.decider(&caller).await?;
     decider.require(Action::JobRead, &Target::organization(caller.org.id), None)?;
     let resource = match q.resource {
@@ -84,7 +93,7 @@ async fn list(
     let fetch = |after: Option<JobCursor>, n| {
         let store = state.store.clone();
         async move {
-            let jobs = store.list_jobs_page(org, resource, component, after.as_ref(), n).await?;
+            let jobs = store.list_jobs_page(org, resource, component, order, after.as_ref(), n).await?;
             let ids: Vec<ResourceId> = jobs.iter().map(|j| j.resource_id).collect();
             let resources = store.resources_by_ids(org, &ids).await?;
             Ok(jobs
@@ -105,7 +114,8 @@ async fn list(
         })
     };
     let (headers, jobs) =
-        super::visible_page(limit, after, fetch, allowed, |(j, _): &(Job, _)| JobCursor::after(j)).await?;
+        super::visible_page(limit, after, fetch, allowed, |(j, _): &(Job, _)| JobCursor::after(j, order))
+            .await?;
     let jobs = jobs.into_iter().map(|(job, _)| job).collect();
     Ok((headers, Json(jobs)))
 }

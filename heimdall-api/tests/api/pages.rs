@@ -102,9 +102,22 @@ async fn secret_and_job_lists_come_in_full_pages_with_hidden_entries_left_out(db
     let (sizes, ids) = pages(&c, "/v1/jobs?", owner, 5, "id").await;
     assert_eq!(sizes, [5, 5, 3]);
     assert_eq!(ids, every, "oldest first, each once");
+    // Newest first (what the Console shows): the same jobs, reversed,
+    // page after page; a cursor of one order is refused in the other.
+    let (sizes, ids) = pages(&c, "/v1/jobs?order=newest&", owner, 5, "id").await;
+    assert_eq!(sizes, [5, 5, 3]);
+    let newest: Vec<String> = every.iter().rev().cloned().collect();
+    assert_eq!(ids, newest, "newest first, each once");
+    let first = c.get("/v1/jobs?order=newest&limit=5", owner).await;
+    let cursor = first.next_after.clone().expect("more than one page");
+    c.get(&format!("/v1/jobs?limit=5&after={cursor}"), owner).await.expect_error(422, "INVALID_INPUT");
+    c.get("/v1/jobs?order=sideways", owner).await.expect_error(400, "BAD_REQUEST");
     let (sizes, ids) = pages(&c, "/v1/jobs?", &admin, 4, "id").await;
     assert_eq!(sizes, [4, 4], "prod's 5 jobs hidden, pages still full");
     assert!(ids.iter().all(|id| every.contains(id)));
+    let (sizes, newest_visible) = pages(&c, "/v1/jobs?order=newest&", &admin, 3, "id").await;
+    assert_eq!(sizes, [3, 3, 2], "newest first, prod's still hidden and pages still full");
+    assert_eq!(newest_visible, ids.iter().rev().cloned().collect::<Vec<_>>());
     // By Component: the 6 odd ones; the admin sees the 4 of them in dev.
     let (sizes, ids) = pages(&c, &format!("/v1/jobs?component={ledger}&"), owner, 4, "id").await;
     assert_eq!(sizes, [4, 2]);

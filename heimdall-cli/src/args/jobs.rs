@@ -5,7 +5,7 @@ use heimdall_core::ids::JobId;
 
 #[derive(Debug, Subcommand)]
 pub enum JobCommand {
-    /// List jobs, oldest first
+    /// List jobs, oldest first; with more than one Resource's, a RESOURCE column
     List {
         /// Only jobs of this component's Resources (id or name)
         #[arg(long)]
@@ -13,6 +13,9 @@ pub enum JobCommand {
         /// Only this Resource's jobs (id or name)
         #[arg(long)]
         resource: Option<String>,
+        /// The newest first
+        #[arg(long)]
+        newest_first: bool,
         #[command(flatten)]
         page: super::PageArgs,
     },

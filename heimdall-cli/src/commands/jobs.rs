@@ -1,15 +1,18 @@
 //! `job list|show|log`.
 
 use heimdall_core::wire::Job;
-use heimdall_sdk::JobQuery;
+use heimdall_sdk::{JobOrder, JobQuery};
 
 use super::Context;
 use crate::args::JobCommand;
 use crate::error::Result;
 use crate::output::{self, cell, optional_timestamp, timestamp, truncate};
 
-/// This header, exactly: scripts read it.
+/// This header, exactly, for one Resource's jobs: scripts read it.
 const LIST_HEADERS: &[&str] = &["JOB ID", "OPERATION", "STATUS", "ATTEMPTS", "REASON", "QUEUED AT"];
+/// Jobs of many Resources say whose each one is, after its id.
+const LIST_HEADERS_WITH_RESOURCE: &[&str] =
+    &["JOB ID", "RESOURCE", "OPERATION", "STATUS", "ATTEMPTS", "REASON", "QUEUED AT"];
 
 /// A long reason (a Terraform error) is cut in the table; `job show` and
 /// JSON have it whole.
@@ -18,8 +21,10 @@ const REASON_WIDTH: usize = 60;
 pub async fn run(ctx: &Context, cmd: JobCommand) -> Result<()> {
     let out = &ctx.out;
     match cmd {
-        JobCommand::List { component, resource, page } => {
-            let (client, query) = (ctx.client()?, JobQuery { resource, component });
+        JobCommand::List { component, resource, newest_first, page } => {
+            let order = if newest_first { JobOrder::Newest } else { JobOrder::Oldest };
+            let of_one_resource = resource.is_some();
+            let (client, query) = (ctx.client()?, JobQuery { resource, component, order });
             let jobs = if page.one_page() {
                 let (jobs, next) = client.list_jobs_page(&query, page.limit, page.after.as_deref()).await?;
                 super::say_next_page(next.as_deref());
@@ -27,15 +32,20 @@ pub async fn run(ctx: &Context, cmd: JobCommand) -> Result<()> {
             } else {
                 client.list_jobs(&query).await?
             };
-            out.list(&jobs, LIST_HEADERS, |j: &Job| {
-                vec![
-                    j.id.to_string(),
-                    j.operation.to_string(),
-                    j.status.to_string(),
-                    attempts(j),
-                    truncate(&cell(j.reason.as_deref().unwrap_or_default()), REASON_WIDTH),
-                    timestamp(j.queued_at),
-                ]
+            let headers = if of_one_resource { LIST_HEADERS } else { LIST_HEADERS_WITH_RESOURCE };
+            out.list(&jobs, headers, |j: &Job| {
+                let resource = (!of_one_resource).then(|| cell(&j.request.resource_name));
+                [j.id.to_string()]
+                    .into_iter()
+                    .chain(resource)
+                    .chain([
+                        j.operation.to_string(),
+                        j.status.to_string(),
+                        attempts(j),
+                        truncate(&cell(j.reason.as_deref().unwrap_or_default()), REASON_WIDTH),
+                        timestamp(j.queued_at),
+                    ])
+                    .collect()
             })
         }
         JobCommand::Show { job } => {

@@ -308,6 +308,16 @@ async fn infra_tour_in_tables() {
     t.run(&h, &["job", "list", "--resource", "recibos"]).await;
     t.run(&h, &["resource", "retry", "recibos"]).await;
     t.run(&h, &["resource", "list", "--status", "queued"]).await;
+    // Every Resource's jobs: whose each one is, the newest first.
+    let every = t.run(&h, &["job", "list", "--component", "api", "--newest-first"]).await;
+    let table = cells(&every.stdout);
+    assert_eq!(table[0][..3], ["JOB ID", "RESOURCE", "OPERATION"], "{}", every.stdout);
+    assert_eq!(
+        table[1][1..4],
+        ["recibos", "apply", "queued"],
+        "the retry, queued last, first: {}",
+        every.stdout
+    );
 
     // A Resource that never ran: deleted at once, its queued apply cancelled.
     let tmp_bucket = [
