@@ -106,10 +106,15 @@ impl Dev {
     /// Runs one shell line with the binaries first on `PATH` and this dev
     /// profile's config, from the repository root.
     pub fn sh(&self, line: &str) -> Output {
+        self.sh_in(&repo_root(), line)
+    }
+
+    /// [`Dev::sh`] from the directory `cwd`.
+    pub fn sh_in(&self, cwd: &Path, line: &str) -> Output {
         let path = format!("{}:{}", self.bin_dir.display(), std::env::var("PATH").unwrap_or_default());
         Command::new("sh")
             .args(["-c", line])
-            .current_dir(repo_root())
+            .current_dir(cwd)
             .env("PATH", path)
             .env("HEIMDALL_CONFIG_DIR", &self.config_dir)
             .env_remove("HEIMDALL_API_URL")
@@ -156,4 +161,62 @@ pub fn readme_tour() -> Vec<String> {
         .filter(|l| l.starts_with("heimdall ") || l.contains("| heimdall "))
         .map(str::to_owned)
         .collect()
+}
+
+/// A fenced block of a guide under `docs/` whose commands the guide test
+/// runs: `sh` (a script; it must exit 0) or `console` (a transcript: each
+/// `$ ` command, then what it prints).
+#[derive(Debug)]
+pub struct GuideBlock {
+    /// `docs/secrets.md:30`, for messages.
+    pub place: String,
+    pub kind: BlockKind,
+    /// `Some(why)` for a block fenced as `sh not-run: why` (production
+    /// hosts, system packages): read, never run, and the reason is shown.
+    pub not_run: Option<String>,
+    pub lines: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    Sh,
+    Console,
+}
+
+/// The `sh`, `bash` and `console` blocks of `docs/NAME`, in order.
+pub fn guide_blocks(name: &str) -> Vec<GuideBlock> {
+    let text = std::fs::read_to_string(repo_root().join("docs").join(name)).expect("read the guide");
+    let mut blocks = Vec::new();
+    let mut open: Option<GuideBlock> = None;
+    let mut fenced = false;
+    for (n, line) in text.lines().enumerate() {
+        let Some(info) = line.trim_start().strip_prefix("```") else {
+            if let Some(block) = open.as_mut() {
+                block.lines.push(line.to_owned());
+            }
+            continue;
+        };
+        if fenced {
+            fenced = false;
+            blocks.extend(open.take());
+            continue;
+        }
+        fenced = true;
+        let (lang, rest) = info.trim().split_once(' ').unwrap_or((info.trim(), ""));
+        let kind = match lang {
+            "sh" | "bash" => BlockKind::Sh,
+            "console" => BlockKind::Console,
+            _ => continue,
+        };
+        let not_run = rest.trim().strip_prefix("not-run:").map(|why| why.trim().to_owned());
+        assert!(
+            rest.trim().is_empty() || not_run.as_ref().is_some_and(|why| !why.is_empty()),
+            "docs/{name}:{}: a block's info string is `{lang}` or `{lang} not-run: why`, not {info:?}",
+            n + 1
+        );
+        let place = format!("docs/{name}:{}", n + 1);
+        open = Some(GuideBlock { place, kind, not_run, lines: Vec::new() });
+    }
+    assert!(!fenced, "docs/{name}: a fence is not closed");
+    blocks
 }
