@@ -79,6 +79,7 @@ fn every_guide_command_runs_against_heimdall_dev() {
         eprintln!("  {line}");
     }
     assert!(ran > 0, "no guide block ran");
+    assert!(dev.stop().success());
 }
 
 /// An `sh` block as one script (a `cd` or a variable carries to the next

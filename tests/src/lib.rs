@@ -144,8 +144,19 @@ impl Dev {
 }
 
 impl Drop for Dev {
+    /// A test that fails before [`Dev::stop`] still stops dev the way
+    /// Ctrl-C does, so that it stops its API and Agent; a SIGKILL would
+    /// leave them running.
     fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = Command::new("kill").args(["-INT", &self.child.id().to_string()]).status();
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
         let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
