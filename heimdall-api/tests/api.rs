@@ -45,6 +45,8 @@ mod pages;
 mod policy_scope;
 #[path = "api/queue.rs"]
 mod queue;
+#[path = "api/renames.rs"]
+mod renames;
 #[path = "api/replicas.rs"]
 mod replicas;
 #[path = "api/store_scenario.rs"]

@@ -65,6 +65,8 @@ pub struct ResourceSchema {
     /// JSON Schema draft 2020-12, enforced in full.
     pub input_schema: serde_json::Value,
     /// Per environment name: an object laid under every request's input.
+    /// The name is the environment's as of the read: the store keeps each
+    /// under the environment's id, so that a rename keeps them.
     #[serde(default)]
     pub defaults: BTreeMap<String, serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

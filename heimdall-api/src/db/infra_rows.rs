@@ -48,8 +48,16 @@ pub(super) struct SchemaRow {
 }
 
 impl SchemaRow {
-    pub(super) fn into_domain(self) -> StoreResult<ResourceSchema> {
-        let defaults: BTreeMap<String, serde_json::Value> = parse_json(&self.defaults)?;
+    /// `names`: each environment's name by id. Defaults are stored under
+    /// the environment's id and read under its name as it is now; those of
+    /// an environment since deleted are left out (nothing can be placed
+    /// there).
+    pub(super) fn into_domain(self, names: &BTreeMap<String, String>) -> StoreResult<ResourceSchema> {
+        let stored: BTreeMap<String, serde_json::Value> = parse_json(&self.defaults)?;
+        let defaults = stored
+            .into_iter()
+            .filter_map(|(id, value)| names.get(&id).map(|name| (name.clone(), value)))
+            .collect();
         Ok(ResourceSchema {
             id: parse_id(&self.id)?,
             org_id: parse_id(&self.org_id)?,

@@ -1,6 +1,8 @@
 //! Schemas, cloud accounts and Resources: reads, and the one write that
 //! applies a `heimdall_core::resources` plan in a transaction.
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
 use heimdall_core::ids::{CatalogId, CloudAccountId, JobId, OrgId, ResourceId, SchemaId};
 use heimdall_core::infra::{
@@ -84,6 +86,42 @@ async fn supersede_pending(
     Ok(())
 }
 
+/// A schema's defaults are kept under each environment's id, so that a
+/// rename keeps them (`ResourceSchema::defaults` names environments as
+/// they are called at the read): the names given, resolved in the
+/// transaction that stores them.
+async fn defaults_by_id(
+    tx: &mut Transaction<'_, Any>,
+    org: OrgId,
+    by_name: &BTreeMap<String, serde_json::Value>,
+) -> StoreResult<BTreeMap<String, serde_json::Value>> {
+    let mut by_id = BTreeMap::new();
+    for (name, value) in by_name {
+        let (id,): (String,) = sqlx::query_as(
+            "SELECT id FROM catalog_entries WHERE org_id = $1 AND kind = 'environment' AND name = $2",
+        )
+        .bind(org.to_string())
+        .bind(name.clone())
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_err)?
+        .ok_or(StoreError::NotFound("environment"))?;
+        by_id.insert(id, value.clone());
+    }
+    Ok(by_id)
+}
+
+/// Each environment's name by its id, as they are now.
+async fn environment_names(pool: &sqlx::Pool<Any>, org: OrgId) -> StoreResult<BTreeMap<String, String>> {
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT id, name FROM catalog_entries WHERE org_id = $1 AND kind = 'environment'")
+            .bind(org.to_string())
+            .fetch_all(pool)
+            .await
+            .map_err(db_err)?;
+    Ok(rows.into_iter().collect())
+}
+
 #[async_trait]
 impl InfraStore for SqlStore {
     async fn create_schema(&self, schema: &ResourceSchema, event: NewEvent) -> StoreResult<ResourceSchema> {
@@ -97,13 +135,14 @@ impl InfraStore for SqlStore {
                 .map_err(db_err)?;
         let mut stored = schema.clone();
         stored.version = newest.unwrap_or(0) + 1;
+        let by_id = defaults_by_id(&mut tx, schema.org_id, &stored.defaults).await?;
         sqlx::query(&format!("INSERT INTO resource_schemas ({SCHEMA_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"))
             .bind(stored.id.to_string())
             .bind(stored.org_id.to_string())
             .bind(stored.type_name.clone())
             .bind(stored.version)
             .bind(json_text(&stored.input_schema)?)
-            .bind(json_text(&stored.defaults)?)
+            .bind(json_text(&by_id)?)
             .bind(stored.module.as_ref().map(|m| m.source.clone()))
             .bind(stored.module.as_ref().map(|m| m.version.clone()))
             .bind(i64::from(stored.requires_approval))
@@ -124,26 +163,25 @@ impl InfraStore for SqlStore {
         let sql = format!(
             "SELECT {SCHEMA_COLUMNS} FROM resource_schemas WHERE org_id = $1 ORDER BY type_name, version"
         );
-        sqlx::query_as::<_, SchemaRow>(&sql)
+        let rows = sqlx::query_as::<_, SchemaRow>(&sql)
             .bind(org.to_string())
             .fetch_all(&self.pool)
             .await
-            .map_err(db_err)?
-            .into_iter()
-            .map(SchemaRow::into_domain)
-            .collect()
+            .map_err(db_err)?;
+        let names = environment_names(&self.pool, org).await?;
+        rows.into_iter().map(|row| row.into_domain(&names)).collect()
     }
 
     async fn get_schema(&self, org: OrgId, id: SchemaId) -> StoreResult<ResourceSchema> {
         let sql = format!("SELECT {SCHEMA_COLUMNS} FROM resource_schemas WHERE org_id = $1 AND id = $2");
-        sqlx::query_as::<_, SchemaRow>(&sql)
+        let row = sqlx::query_as::<_, SchemaRow>(&sql)
             .bind(org.to_string())
             .bind(id.to_string())
             .fetch_optional(&self.pool)
             .await
             .map_err(db_err)?
-            .ok_or(StoreError::NotFound("schema"))?
-            .into_domain()
+            .ok_or(StoreError::NotFound("schema"))?;
+        row.into_domain(&environment_names(&self.pool, org).await?)
     }
 
     async fn create_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()> {

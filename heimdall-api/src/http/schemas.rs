@@ -133,17 +133,25 @@ async fn create(
     validate_name("type", &body.type_name)?;
     state.authorize(&caller, Action::SchemaWrite, &Target::organization(caller.org.id), None).await?;
     InputSchema::compile(&body.input_schema)?;
-    let defaults = body.defaults.unwrap_or_default();
-    for (env, value) in &defaults {
-        // Defaults name environments that exist, and are objects: they are
-        // laid under an object input.
-        resolve_catalog(&state, &caller, heimdall_core::domain::CatalogKind::Environment, env)
+    let mut defaults = std::collections::BTreeMap::new();
+    for (env, value) in body.defaults.unwrap_or_default() {
+        // Defaults name environments that exist (by name or id; the store
+        // keeps them by id), once each, and are objects: they are laid
+        // under an object input.
+        let entry = resolve_catalog(&state, &caller, heimdall_core::domain::CatalogKind::Environment, &env)
             .await
             .map_err(|_| {
                 ApiError::invalid_input(format!("defaults name environment `{env}`, which does not exist"))
             })?;
         if !value.is_object() {
             return Err(ApiError::invalid_input(format!("defaults for `{env}` must be a JSON object")).into());
+        }
+        if defaults.insert(entry.name.clone(), value).is_some() {
+            return Err(ApiError::invalid_input(format!(
+                "defaults name environment `{}` twice (by name and by id)",
+                entry.name
+            ))
+            .into());
         }
     }
     if let Some(module) = &body.module {
