@@ -6,34 +6,30 @@ use heimdall_api::testing::{TestApi, TestDatabase};
 use reqwest::Method;
 use serde_json::json;
 
-use crate::support::{world, Client};
+use crate::support::{world, Client, World};
 
 crate::on_every_backend!(
     a_renamed_environment_keeps_its_schema_defaults_and_links,
     defaults_an_older_heimdall_kept_by_name_are_moved_to_ids_by_migrate
 );
 
+/// `dev` becomes `development`; the schema's defaults (its `dev` ones) are
+/// read under the new name.
+async fn rename_dev(c: &Client, owner: &str, w: &World) {
+    let path = format!("/v1/environments/{}", w.dev);
+    c.call(Method::PATCH, &path, owner, Some(json!({ "name": "development" }))).await.expect(200);
+    let schema = c.get(&format!("/v1/schemas/{}", w.schema), owner).await.expect(200);
+    let dev_defaults = json!({ "versioning": false, "tags": { "env": "dev" } });
+    assert_eq!(schema["defaults"], json!({ "development": dev_defaults }), "{schema}");
+}
+
 async fn a_renamed_environment_keeps_its_schema_defaults_and_links(db: TestDatabase) {
     let api = TestApi::start(db).await;
     let c = Client::new(&api);
     let owner = &api.owner_token;
     let w = world(&c, owner).await;
-    c.call(
-        Method::PATCH,
-        &format!("/v1/environments/{}", w.dev),
-        owner,
-        Some(json!({ "name": "development" })),
-    )
-    .await
-    .expect(200);
-
     // The schema shows its defaults under the environment's name as it is now.
-    let schema = c.get(&format!("/v1/schemas/{}", w.schema), owner).await.expect(200);
-    assert_eq!(
-        schema["defaults"],
-        json!({ "development": { "versioning": false, "tags": { "env": "dev" } } }),
-        "{schema}"
-    );
+    rename_dev(&c, owner, &w).await;
 
     // A Resource requested there gets them laid under its input.
     let created = c
@@ -106,17 +102,5 @@ async fn defaults_an_older_heimdall_kept_by_name_are_moved_to_ids_by_migrate(db:
     );
     pool.close().await;
 
-    c.call(
-        Method::PATCH,
-        &format!("/v1/environments/{}", w.dev),
-        owner,
-        Some(json!({ "name": "development" })),
-    )
-    .await
-    .expect(200);
-    let after = c.get(&format!("/v1/schemas/{}", w.schema), owner).await.expect(200);
-    assert_eq!(
-        after["defaults"],
-        json!({ "development": { "versioning": false, "tags": { "env": "dev" } } })
-    );
+    rename_dev(&c, owner, &w).await;
 }
