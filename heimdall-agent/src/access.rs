@@ -576,6 +576,9 @@ mod tests {
                 .into(),
             created_at: t0,
             created_by: "ana@example.com".into(),
+            version: 1,
+            updated_at: None,
+            updated_by: None,
         };
         let snap = PolicySnapshot::new(&response(vec![forbid_prod]), t0).unwrap();
         let ok = snap.decide_read("cert-11", "key-11", "db-password", "dev", t0).unwrap();
@@ -641,6 +644,9 @@ mod tests {
             ),
             created_at: t0,
             created_by: "ana@example.com".into(),
+            version: 1,
+            updated_at: None,
+            updated_by: None,
         };
         let snap = PolicySnapshot::new(&response(vec![forbid_domain]), t0).unwrap();
         assert_eq!(

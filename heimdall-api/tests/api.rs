@@ -43,6 +43,8 @@ mod openapi;
 mod pages;
 #[path = "api/policy_scope.rs"]
 mod policy_scope;
+#[path = "api/policy_update.rs"]
+mod policy_update;
 #[path = "api/queue.rs"]
 mod queue;
 #[path = "api/renames.rs"]

@@ -71,6 +71,7 @@ actions! {
     OrganizationBootstrapped => "organization.bootstrapped",
     PolicyCreated => "policy.created",
     PolicyDeleted => "policy.deleted",
+    PolicyUpdated => "policy.updated",
     ProgramTokenRegistered => "program_token.registered",
     ProgramTokenRevoked => "program_token.revoked",
     ResourceApproved => "resource.approved",

@@ -903,6 +903,9 @@ mod tests {
             text: text.into(),
             created_at: time::OffsetDateTime::UNIX_EPOCH,
             created_by: "ana@example.com".into(),
+            version: 1,
+            updated_at: None,
+            updated_by: None,
         };
         let tree = CatalogTree::new(std::iter::empty());
         let target = secret_target(SecretId::from_uuid(uuid::Uuid::from_u128(3)), None, &[], &tree);

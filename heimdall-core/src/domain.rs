@@ -177,9 +177,34 @@ pub struct Policy {
     pub description: String,
     /// Cedar policy text (one or more `permit`/`forbid` statements).
     pub text: String,
+    /// 1 when created, one more at each change (`policies::update`); every
+    /// version is kept in the policy's history.
+    #[serde(default = "first_version")]
+    pub version: i64,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     pub created_by: String,
+    /// When and by whom the current version was written, if not at creation.
+    #[serde(default, with = "time::serde::rfc3339::option", skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<OffsetDateTime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
+}
+
+fn first_version() -> i64 {
+    1
+}
+
+/// One version of a policy, as its history keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PolicyVersion {
+    pub version: i64,
+    pub name: String,
+    pub description: String,
+    pub text: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub written_at: OffsetDateTime,
+    pub written_by: String,
 }
 
 /// One line of the organization's audit feed: who did what to what, when.

@@ -39,6 +39,7 @@ pub mod oidc;
 pub mod on_behalf;
 pub mod page;
 pub mod plan;
+pub mod policies;
 pub mod ports;
 pub mod program;
 pub mod queue;

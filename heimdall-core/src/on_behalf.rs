@@ -121,6 +121,9 @@ mod tests {
             text: text.into(),
             created_at: time::OffsetDateTime::UNIX_EPOCH,
             created_by: "owner@example.com".into(),
+            version: 1,
+            updated_at: None,
+            updated_by: None,
         }])
         .unwrap()
     }

@@ -217,6 +217,17 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
     async fn policy_version(&self, org: OrgId) -> StoreResult<i64>;
     async fn get_policy(&self, org: OrgId, id: PolicyId) -> StoreResult<Policy>;
     async fn delete_policy(&self, org: OrgId, id: PolicyId, event: NewEvent) -> StoreResult<()>;
+    /// Writes a policy's next version (`policies::update`) if it is still
+    /// at `write.previous_version` (else `StaleRevision`), with its history
+    /// row, the organization's policy version and the event, in one
+    /// transaction: there is no moment without the policy.
+    async fn update_policy(&self, write: &crate::policies::PolicyWrite, event: NewEvent) -> StoreResult<()>;
+    /// Every version of a policy that exists, newest first.
+    async fn policy_versions(
+        &self,
+        org: OrgId,
+        id: PolicyId,
+    ) -> StoreResult<Vec<crate::domain::PolicyVersion>>;
 
     // Audit feed.
     async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>>;

@@ -14,7 +14,8 @@
 //! | GET, POST | `/domains`, `/systems?domain=`, `/components?system=`, `/environments` | [`CreateCatalogEntry`] → `CatalogEntry` |
 //! | GET, PATCH, DELETE | `/{domains,systems,components,environments}/{id-or-name}` | [`Rename`] → `CatalogEntry` |
 //! | GET, POST | `/policies` | [`CreatePolicy`] → `Policy` |
-//! | GET, DELETE | `/policies/{id}` | → `Policy` |
+//! | GET, PATCH, DELETE | `/policies/{id or name}` | [`UpdatePolicy`] → `Policy` |
+//! | GET | `/policies/{id or name}/versions` | → `[PolicyVersion]` |
 //! | GET | `/events?limit=&before=&action=` | → `[AuditEvent]` |
 //! | GET | `/secrets/{id-or-name}/access-log?environment=` | → `[AccessLogEntry]` (owner, admin; personal: its owner) |
 //! | POST | `/secrets/{id-or-name}/versions` | [`CreateVersion`] → [`CreatedVersion`] (a number and one signed grant per holding Agent) |
@@ -32,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::body::{Body, ValuePolicy};
 pub use crate::domain::{
-    AuditEvent, CatalogEntry, CatalogKind, Member, Organization, Policy, Role, TokenInfo,
+    AuditEvent, CatalogEntry, CatalogKind, Member, Organization, Policy, PolicyVersion, Role, TokenInfo,
 };
 use crate::error::ApiError;
 use crate::ids::CatalogId;
@@ -254,6 +255,20 @@ pub struct CreatePolicy {
     pub description: Option<String>,
     /// Cedar policy text.
     pub text: String,
+}
+
+/// A change to a policy; what is absent stays as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdatePolicy {
+    /// The new Cedar text, validated as a new policy's is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Refuse `STALE_REVISION` unless the policy is still at this version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_version: Option<i64>,
 }
 
 // ---- Infrastructure Manager -------------------------------------------------
@@ -1116,7 +1131,7 @@ macro_rules! bodies {
 }
 
 bodies!(ValuePolicy::Metadata =>
-    AddMember, ChangeRole, CreateToken, CreateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, CreateCloudAccount,
+    AddMember, ChangeRole, CreateToken, CreateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, UpdatePolicy, CreateCloudAccount,
     LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest, AllowPrograms, AllowName,
     RedeemSignIn,
 );

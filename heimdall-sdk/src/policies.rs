@@ -1,9 +1,8 @@
 //! Cedar policies.
 
-use heimdall_core::ids::PolicyId;
 use reqwest::Method;
 
-use crate::wire::{CreatePolicy, Policy};
+use crate::wire::{CreatePolicy, Policy, PolicyVersion, UpdatePolicy};
 use crate::{Client, Result};
 
 impl Client {
@@ -33,15 +32,40 @@ impl Client {
         self.get_all_pages(&["policies"], &[]).await
     }
 
-    /// `GET /v1/policies/{id}`.
-    pub async fn get_policy(&self, id: PolicyId) -> Result<Policy> {
-        self.get(&["policies", &id.to_string()]).await
+    /// `GET /v1/policies/{key}`: by id or name.
+    pub async fn get_policy(&self, key: &str) -> Result<Policy> {
+        self.get(&["policies", key]).await
     }
 
-    /// `DELETE /v1/policies/{id}`; takes effect on the next request. The
+    /// `PATCH /v1/policies/{key}`: the policy's next version, validated as
+    /// a new policy is, written in one transaction (never a moment without
+    /// it); what the change leaves out stays. `expected_version` refuses
+    /// `STALE_REVISION` if someone changed it since. The same text and
+    /// description again is no new version.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// use heimdall_sdk::wire::UpdatePolicy;
+    /// let current = client.get_policy("no-prod-deletes").await?;
+    /// let text = r#"forbid (principal, action == Heimdall::Action::"resource.delete", resource) when { context.environment == "prod" } unless { principal.role == "owner" };"#;
+    /// let change = UpdatePolicy { text: Some(text.into()), expected_version: Some(current.version), ..Default::default() };
+    /// println!("version {}", client.update_policy("no-prod-deletes", &change).await?.version);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn update_policy(&self, key: &str, change: &UpdatePolicy) -> Result<Policy> {
+        self.with_body(Method::PATCH, &["policies", key], change).await
+    }
+
+    /// `GET /v1/policies/{key}/versions`: every version, newest first.
+    pub async fn policy_versions(&self, key: &str) -> Result<Vec<PolicyVersion>> {
+        self.get(&["policies", key, "versions"]).await
+    }
+
+    /// `DELETE /v1/policies/{key}`; takes effect on the next request. The
     /// server answers `204 No Content`.
-    pub async fn delete_policy(&self, id: PolicyId) -> Result<()> {
-        let url = self.url(&["policies", &id.to_string()])?;
+    pub async fn delete_policy(&self, key: &str) -> Result<()> {
+        let url = self.url(&["policies", key])?;
         self.send_ignoring_body(self.authed(Method::DELETE, url)).await
     }
 }

@@ -314,13 +314,19 @@ async fn scenario(store: Store) {
             == Some(ErrorCode::Forbidden)
     })
     .await;
+    // Changed in place to name prod instead: bo reads in dev again once the
+    // Agent has synced the policy's next version.
     let policy = no_dev_for_bo["id"].as_str().unwrap();
-    let (status, _) = w.call(Method::DELETE, &format!("/v1/policies/{policy}"), None).await;
-    assert_eq!(status, 204);
-    eventually(&config, "the policy's removal to reach the Agent", || async {
+    let prod_only = "forbid (principal == Heimdall::Member::\"bo@example.com\", action == Heimdall::Action::\"secret.read\", resource) when { context.environment == \"prod\" };";
+    let (status, changed) =
+        w.call(Method::PATCH, &format!("/v1/policies/{policy}"), Some(json!({ "text": prod_only }))).await;
+    assert_eq!((status, changed["version"].as_i64()), (200, Some(2)), "{changed}");
+    eventually(&config, "the policy's change to reach the Agent", || async {
         bo_agent.get_value("bo-notes", "dev", None).await.is_ok_and(|r| r.value.expose() == "personal-note")
     })
     .await;
+    let (status, _) = w.call(Method::DELETE, &format!("/v1/policies/{policy}"), None).await;
+    assert_eq!(status, 204);
     let refused = ana_agent.get_value("bo-notes", "dev", None).await.unwrap_err();
     assert_eq!(code(&refused), Some(ErrorCode::NotFound), "{refused}");
     // A certificate minted with only bo's token (another key) opens nothing

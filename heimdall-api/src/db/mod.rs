@@ -17,6 +17,7 @@ mod databases;
 mod infra_rows;
 mod inventory;
 mod notifications;
+mod policies;
 mod postgres;
 mod programs;
 pub use postgres::listen_for_jobs;

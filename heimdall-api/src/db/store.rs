@@ -2,9 +2,10 @@
 
 use async_trait::async_trait;
 use heimdall_core::domain::{
-    AuditEvent, CatalogEntry, CatalogKind, Member, Organization, Policy, Role, TokenInfo,
+    AuditEvent, CatalogEntry, CatalogKind, Member, Organization, Policy, PolicyVersion, Role, TokenInfo,
 };
 use heimdall_core::ids::{CatalogId, MemberId, OrgId, PolicyId, TokenId};
+use heimdall_core::policies::PolicyWrite;
 use heimdall_core::ports::{EventQuery, MetadataStore, NewEvent, NewToken, StoreError, StoreResult};
 use heimdall_core::token::TokenHash;
 use sqlx::{Any, AnyPool, FromRow, Transaction};
@@ -228,33 +229,6 @@ impl CatalogRow {
             name: self.name,
             description: self.description,
             parent_id: self.parent_id.as_deref().map(parse_id).transpose()?,
-            created_at: from_micros(self.created_at),
-            created_by: self.created_by,
-        })
-    }
-}
-
-const POLICY_COLUMNS: &str = "id, org_id, name, description, body, created_at, created_by";
-
-#[derive(FromRow)]
-struct PolicyRow {
-    id: String,
-    org_id: String,
-    name: String,
-    description: String,
-    body: String,
-    created_at: i64,
-    created_by: String,
-}
-
-impl PolicyRow {
-    fn into_domain(self) -> StoreResult<Policy> {
-        Ok(Policy {
-            id: parse_id(&self.id)?,
-            org_id: parse_id(&self.org_id)?,
-            name: self.name,
-            description: self.description,
-            text: self.body,
             created_at: from_micros(self.created_at),
             created_by: self.created_by,
         })
@@ -860,24 +834,7 @@ impl MetadataStore for SqlStore {
     }
 
     async fn create_policy(&self, policy: &Policy, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO policies (id, org_id, name, description, body, created_at, created_by)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(policy.id.to_string())
-        .bind(policy.org_id.to_string())
-        .bind(policy.name.clone())
-        .bind(policy.description.clone())
-        .bind(policy.text.clone())
-        .bind(to_micros(policy.created_at))
-        .bind(policy.created_by.clone())
-        .execute(&mut *tx)
-        .await
-        .map_err(unique_as("policy"))?;
-        bump_policy_version(&mut tx, policy.org_id).await?;
-        insert_event(&mut tx, policy.org_id, event).await?;
-        tx.commit().await.map_err(db_err)
+        super::policies::create(&self.pool, policy, event).await
     }
 
     async fn policy_version(&self, org: OrgId) -> StoreResult<i64> {
@@ -890,43 +847,23 @@ impl MetadataStore for SqlStore {
     }
 
     async fn list_policies(&self, org: OrgId) -> StoreResult<Vec<Policy>> {
-        let sql = format!("SELECT {POLICY_COLUMNS} FROM policies WHERE org_id = $1 ORDER BY name, id");
-        sqlx::query_as::<_, PolicyRow>(&sql)
-            .bind(org.to_string())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?
-            .into_iter()
-            .map(PolicyRow::into_domain)
-            .collect()
+        super::policies::list(&self.pool, org).await
     }
 
     async fn get_policy(&self, org: OrgId, id: PolicyId) -> StoreResult<Policy> {
-        let sql = format!("SELECT {POLICY_COLUMNS} FROM policies WHERE org_id = $1 AND id = $2");
-        sqlx::query_as::<_, PolicyRow>(&sql)
-            .bind(org.to_string())
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?
-            .ok_or(StoreError::NotFound("policy"))?
-            .into_domain()
+        super::policies::get(&self.pool, org, id).await
     }
 
     async fn delete_policy(&self, org: OrgId, id: PolicyId, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let deleted = sqlx::query("DELETE FROM policies WHERE org_id = $1 AND id = $2")
-            .bind(org.to_string())
-            .bind(id.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        if deleted.rows_affected() == 0 {
-            return Err(StoreError::NotFound("policy"));
-        }
-        bump_policy_version(&mut tx, org).await?;
-        insert_event(&mut tx, org, event).await?;
-        tx.commit().await.map_err(db_err)
+        super::policies::delete(&self.pool, org, id, event).await
+    }
+
+    async fn update_policy(&self, write: &PolicyWrite, event: NewEvent) -> StoreResult<()> {
+        super::policies::update(&self.pool, write, event).await
+    }
+
+    async fn policy_versions(&self, org: OrgId, id: PolicyId) -> StoreResult<Vec<PolicyVersion>> {
+        super::policies::versions(&self.pool, org, id).await
     }
 
     async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>> {
@@ -957,7 +894,7 @@ impl MetadataStore for SqlStore {
 }
 
 /// Moves the organization's policy version, inside the change's transaction.
-async fn bump_policy_version(tx: &mut Transaction<'_, Any>, org: OrgId) -> StoreResult<()> {
+pub(super) async fn bump_policy_version(tx: &mut Transaction<'_, Any>, org: OrgId) -> StoreResult<()> {
     sqlx::query("UPDATE organizations SET policy_version = policy_version + 1 WHERE id = $1")
         .bind(org.to_string())
         .execute(&mut **tx)

@@ -4,12 +4,13 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use heimdall_core::audit::AuditAction;
-use heimdall_core::authz::{validate_policy_text, Action, Target};
-use heimdall_core::domain::Policy;
+use heimdall_core::authz::{Action, Target};
+use heimdall_core::domain::{Policy, PolicyVersion};
 use heimdall_core::ids::PolicyId;
-use heimdall_core::names::{validate_name, validate_text};
-use heimdall_core::wire::CreatePolicy;
-use heimdall_core::{ApiError, ErrorCode, FieldError};
+use heimdall_core::names::validate_name;
+use heimdall_core::policies::{self, check_description, check_text};
+use heimdall_core::wire::{CreatePolicy, UpdatePolicy};
+use heimdall_core::ApiError;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -19,16 +20,16 @@ use super::extract::{Caller, JsonBody, QueryParams};
 use super::openapi::errors;
 use super::AppState;
 
-/// Policy text limit: generous for hand-written Cedar, small enough that
-/// evaluating every policy on every request stays cheap.
-const MAX_POLICY_CHARS: usize = 16 * 1024;
-
 pub(super) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show, delete))
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(show, update, delete))
+        .routes(routes!(versions))
 }
 
 errors!(ListErrors: InvalidInput);
 errors!(body CreateErrors: InvalidPolicy, AlreadyExists);
+errors!(body UpdateErrors: InvalidPolicy, NotFound, StaleRevision);
 errors!(ShowErrors: NotFound);
 
 #[utoipa::path(
@@ -75,30 +76,20 @@ async fn create(
 ) -> HttpResult<(StatusCode, Json<Policy>)> {
     validate_name("name", &body.name)?;
     let description = body.description.unwrap_or_default();
-    validate_text("description", &description, 1000)?;
-    if body.text.chars().count() > MAX_POLICY_CHARS {
-        return Err(ApiError::invalid_input(format!(
-            "policy text must be at most {MAX_POLICY_CHARS} characters"
-        ))
-        .into());
-    }
+    check_description(&description)?;
     state.authorize(&caller, Action::PolicyWrite, &Target::organization(caller.org.id), None).await?;
-    let count = validate_policy_text(&body.text).map_err(|e| {
-        ApiError::new(ErrorCode::InvalidPolicy, format!("policy does not compile: {e}")).with_fields(vec![
-            FieldError {
-                path: "/text".into(),
-                rule: format!("cedar at line {}, column {}", e.line, e.column),
-            },
-        ])
-    })?;
+    let count = check_text(&body.text)?;
     let policy = Policy {
         id: PolicyId::from_uuid(Uuid::new_v4()),
         org_id: caller.org.id,
         name: body.name,
         description,
         text: body.text,
+        version: 1,
         created_at: state.clock.now(),
         created_by: caller.member.email.clone(),
+        updated_at: None,
+        updated_by: None,
     };
     let event = state.event(
         &caller,
@@ -110,8 +101,13 @@ async fn create(
     Ok((StatusCode::CREATED, Json(policy)))
 }
 
-fn parse_id(raw: &str) -> Result<PolicyId, ApiError> {
-    raw.parse().map_err(|_| ApiError::not_found("policy"))
+/// A policy by id, or by name.
+async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Policy, ApiError> {
+    if let Ok(id) = key.parse::<PolicyId>() {
+        return Ok(state.store.get_policy(caller.org.id, id).await?);
+    }
+    let policies = state.store.list_policies(caller.org.id).await?;
+    policies.into_iter().find(|p| p.name == key).ok_or_else(|| ApiError::not_found("policy"))
 }
 
 #[utoipa::path(
@@ -120,9 +116,9 @@ fn parse_id(raw: &str) -> Result<PolicyId, ApiError> {
     tag = "policies",
     operation_id = "get_policy",
     summary = "Show a policy",
-    description = "One of the organization's Cedar policies, with its text. By default owners and admins may \
-        read it (`policy.read`).",
-    params(("id" = String, Path, description = "An id")),
+    description = "One of the organization's Cedar policies, with its text and version. By default owners \
+        and admins may read it (`policy.read`).",
+    params(("id" = String, Path, description = "An id, or a name")),
     responses((status = 200, description = "The policy", body = Policy), ShowErrors),
 )]
 async fn show(
@@ -131,7 +127,64 @@ async fn show(
     Path(id): Path<String>,
 ) -> HttpResult<Json<Policy>> {
     state.authorize(&caller, Action::PolicyRead, &Target::organization(caller.org.id), None).await?;
-    Ok(Json(state.store.get_policy(caller.org.id, parse_id(&id)?).await?))
+    Ok(Json(resolve(&state, &caller, &id).await?))
+}
+
+#[utoipa::path(
+    patch,
+    path = "/v1/policies/{id}",
+    tag = "policies",
+    operation_id = "update_policy",
+    summary = "Change a policy",
+    description = "Replaces a policy's text or description in one transaction (never a moment without it), \
+        as its next version; the text is validated as a new policy's is (`INVALID_POLICY`), and \
+        `expected_version` refuses `STALE_REVISION` if someone changed it since. It applies from the next \
+        request, and at each Agent from its next sync. The same text and description again is no new \
+        version. Owners only by default (`policy.write`).",
+    params(("id" = String, Path, description = "An id, or a name")),
+    request_body = UpdatePolicy,
+    responses((status = 200, description = "The policy as it is now", body = Policy), UpdateErrors),
+)]
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<UpdatePolicy>,
+) -> HttpResult<Json<Policy>> {
+    state.authorize(&caller, Action::PolicyWrite, &Target::organization(caller.org.id), None).await?;
+    let current = resolve(&state, &caller, &id).await?;
+    let change = policies::Change {
+        text: body.text,
+        description: body.description,
+        expected_version: body.expected_version,
+    };
+    let Some(write) = policies::update(&current, change, &caller.member.email, state.clock.now())? else {
+        return Ok(Json(current));
+    };
+    let event = state.event(&caller, write.action, format!("policy:{}", current.id), write.detail.clone());
+    state.store.update_policy(&write, event).await?;
+    Ok(Json(write.policy))
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/policies/{id}/versions",
+    tag = "policies",
+    operation_id = "list_policy_versions",
+    summary = "List a policy's versions",
+    description = "Every version of a policy, newest first: its text and description then, and who wrote it \
+        when. By default owners and admins may read them (`policy.read`).",
+    params(("id" = String, Path, description = "An id, or a name")),
+    responses((status = 200, description = "The policy's versions, newest first", body = Vec<PolicyVersion>), ShowErrors),
+)]
+async fn versions(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> HttpResult<Json<Vec<PolicyVersion>>> {
+    state.authorize(&caller, Action::PolicyRead, &Target::organization(caller.org.id), None).await?;
+    let policy = resolve(&state, &caller, &id).await?;
+    Ok(Json(state.store.policy_versions(caller.org.id, policy.id).await?))
 }
 
 #[utoipa::path(
@@ -142,7 +195,7 @@ async fn show(
     summary = "Delete a policy",
     description = "Removes one of the organization's Cedar policies; it no longer applies from the next \
         request. Owners only by default (`policy.write`).",
-    params(("id" = String, Path, description = "An id")),
+    params(("id" = String, Path, description = "An id, or a name")),
     responses((status = 204, description = "Deleted"), ShowErrors),
 )]
 async fn delete(
@@ -151,8 +204,8 @@ async fn delete(
     Path(id): Path<String>,
 ) -> HttpResult<StatusCode> {
     state.authorize(&caller, Action::PolicyWrite, &Target::organization(caller.org.id), None).await?;
-    let id = parse_id(&id)?;
-    let policy = state.store.get_policy(caller.org.id, id).await?;
+    let policy = resolve(&state, &caller, &id).await?;
+    let id = policy.id;
     let event = state.event(
         &caller,
         AuditAction::PolicyDeleted,

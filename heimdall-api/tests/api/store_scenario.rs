@@ -231,8 +231,11 @@ async fn storage_scenario(db: TestDatabase) {
         name: "no-prod-reads".into(),
         description: String::new(),
         text: "forbid(principal, action, resource);".into(),
+        version: 1,
         created_at: t,
         created_by: "owner@example.com".into(),
+        updated_at: None,
+        updated_by: None,
     };
     store.create_policy(&policy, event(t, "policy.created")).await.unwrap();
     let dup = Policy { id: PolicyId::from_uuid(Uuid::new_v4()), ..policy.clone() };
@@ -242,6 +245,30 @@ async fn storage_scenario(db: TestDatabase) {
     ));
     assert_eq!(store.list_policies(org.id).await.unwrap(), vec![policy.clone()]);
     assert_eq!(store.get_policy(org.id, policy.id).await.unwrap(), policy);
+    // A change is written only over the version it was decided on.
+    let next = Policy {
+        text: "forbid(principal, action == Heimdall::Action::\"secret.read\", resource);".into(),
+        version: 2,
+        updated_at: Some(t),
+        updated_by: Some("ana@example.com".into()),
+        ..policy.clone()
+    };
+    let write = |previous_version| heimdall_core::policies::PolicyWrite {
+        policy: next.clone(),
+        previous_version,
+        action: heimdall_core::audit::AuditAction::PolicyUpdated,
+        detail: serde_json::json!({}),
+    };
+    assert!(matches!(
+        store.update_policy(&write(7), event(t, "policy.updated")).await,
+        Err(StoreError::StaleRevision(_))
+    ));
+    assert_eq!(store.get_policy(org.id, policy.id).await.unwrap(), policy, "nothing written");
+    store.update_policy(&write(1), event(t, "policy.updated")).await.unwrap();
+    assert_eq!(store.get_policy(org.id, policy.id).await.unwrap(), next);
+    let versions = store.policy_versions(org.id, policy.id).await.unwrap();
+    let numbers: Vec<(i64, &str)> = versions.iter().map(|v| (v.version, v.written_by.as_str())).collect();
+    assert_eq!(numbers, [(2, "ana@example.com"), (1, "owner@example.com")]);
     store.delete_policy(org.id, policy.id, event(t, "policy.deleted")).await.unwrap();
     assert!(matches!(store.get_policy(org.id, policy.id).await, Err(StoreError::NotFound("policy"))));
     assert!(matches!(
@@ -257,6 +284,7 @@ async fn storage_scenario(db: TestDatabase) {
     assert_eq!(count("member.added"), 2);
     assert_eq!(count("member.removed"), 1);
     assert_eq!(count("member.role_changed"), 3);
+    assert_eq!(count("policy.updated"), 1, "the stale change wrote none");
     assert_eq!(count("domain.created"), 2);
     assert_eq!(count("policy.created"), 1);
     assert_eq!(count("policy.deleted"), 1);

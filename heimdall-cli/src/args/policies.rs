@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use heimdall_core::ids::PolicyId;
 
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
@@ -21,14 +20,34 @@ pub enum PolicyCommand {
     },
     /// List policies
     List,
-    /// Show one policy and its text
+    /// Show one policy, its version and its text
     Show {
         /// The policy's id or name
-        id: PolicyId,
+        policy: String,
+    },
+    /// Change a policy's text or description in place, as its next version; takes effect on the
+    /// next request (at Agents, their next sync)
+    Update {
+        /// The policy's id or name
+        policy: String,
+        /// The new Cedar file, or `-` for standard input
+        #[arg(long, value_name = "FILE", required_unless_present = "description")]
+        file: Option<PathBuf>,
+        /// A new description
+        #[arg(long)]
+        description: Option<String>,
+        /// Refuse (STALE_REVISION) unless the policy is still at this version
+        #[arg(long, value_name = "N")]
+        expected_version: Option<i64>,
+    },
+    /// List a policy's versions, newest first
+    Versions {
+        /// The policy's id or name
+        policy: String,
     },
     /// Delete a policy; takes effect on the next request
     Delete {
         /// The policy's id or name
-        id: PolicyId,
+        policy: String,
     },
 }

@@ -35,6 +35,16 @@ async fn tour_in_tables() {
     t.run(&h, &["member", "set-role", "ana@example.com", "--role", "member"]).await;
     t.run(&h, &["policy", "create", "--name", "no-prod-deletes", "--file", &policy]).await;
     t.run(&h, &["policy", "list"]).await;
+    // Changed in place, by name: a new version; the same file again is none.
+    let owners_may = NO_PROD_DELETES.replace(";", " unless { principal.role == \"owner\" };");
+    let owners_may = crate::support::write_file(tmp.path(), "owners-may.cedar", &owners_may);
+    t.run(&h, &["policy", "update", "no-prod-deletes", "--file", &owners_may, "--expected-version", "1"])
+        .await;
+    t.run(&h, &["policy", "update", "no-prod-deletes", "--file", &owners_may]).await;
+    t.run(&h, &["policy", "update", "no-prod-deletes", "--file", &policy, "--expected-version", "1"]).await;
+    t.run(&h, &["policy", "update", "no-prod-deletes", "--description", "Only owners delete in prod"]).await;
+    t.run(&h, &["policy", "versions", "no-prod-deletes"]).await;
+    t.run(&h, &["policy", "show", "no-prod-deletes"]).await;
     t.run(&h, &["environment", "delete", "dev"]).await;
     t.run(&h, &["event", "list"]).await;
     t.run(&h, &["event", "list", "--action", "member.", "--limit", "1"]).await;

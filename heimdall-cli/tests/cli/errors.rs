@@ -45,7 +45,7 @@ async fn errors_print_the_code_and_exit_with_its_status() {
     // 2 usage
     t.run(&owner, &["system", "create", "orphan"]).await;
     t.run(&owner, &["event", "list", "--before", "yesterday"]).await;
-    t.run(&owner, &["policy", "show", "not-a-uuid"]).await;
+    t.run(&owner, &["job", "show", "not-a-uuid"]).await;
     // 1 transport
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let closed_url = format!("http://{}", closed.local_addr().expect("addr"));

@@ -37,6 +37,9 @@ fn policy(n: u128, text: &str) -> Policy {
         text: text.into(),
         created_at: OffsetDateTime::UNIX_EPOCH,
         created_by: "owner@example.com".into(),
+        version: 1,
+        updated_at: None,
+        updated_by: None,
     }
 }
 
