@@ -5,6 +5,8 @@
 
 #[path = "api/access.rs"]
 mod access;
+#[path = "api/account_changes.rs"]
+mod account_changes;
 #[path = "api/agents.rs"]
 mod agents;
 #[path = "api/at_risk.rs"]

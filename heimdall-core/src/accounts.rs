@@ -2,11 +2,135 @@
 //! which one serves a Resource (the System's link for the Resource's
 //! environment, else the Domain's, else the organization's).
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::ids::{CatalogId, CloudAccountId};
-use crate::infra::{AccountAuth, AccountLink, LinkScope, OidcTarget, Provider, StateBackend};
+use crate::infra::{AccountAuth, AccountLink, CloudAccount, LinkScope, OidcTarget, Provider, StateBackend};
 use crate::names::{validate_name, validate_region, validate_text};
-use crate::wire::CreateCloudAccount;
+use crate::wire::{CreateCloudAccount, UpdateCloudAccount};
+
+/// A registered account after a change, checked as a new one is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AccountChange {
+    pub account: CloudAccount,
+    /// The fields that change, by their request names, sorted.
+    pub changed: Vec<&'static str>,
+    /// Whether where it keeps state moves: the store allows that only
+    /// while no Resource keeps state there ([`check_state_move`]).
+    pub moves_state: bool,
+}
+
+/// Decides a change to `current`: the account it becomes (validated as a
+/// new account is, `INVALID_INPUT` before anything is stored) and what
+/// changes; `None` when nothing does.
+pub fn update(
+    current: &CloudAccount,
+    change: &UpdateCloudAccount,
+) -> Result<Option<AccountChange>, ApiError> {
+    let pick = |new: &Option<String>, old: &str| new.clone().unwrap_or_else(|| old.to_owned());
+    let pick_optional = |new: &Option<String>, old: &Option<String>| new.clone().or_else(|| old.clone());
+    let merged = CreateCloudAccount {
+        name: current.name.clone(),
+        provider: current.provider,
+        region: pick(&change.region, &current.region),
+        state_bucket: pick(&change.state_bucket, &current.state_bucket),
+        state_endpoint: pick_optional(&change.state_endpoint, &current.state_endpoint),
+        state_backend: Some(current.state_backend),
+        state_storage_account: pick_optional(&change.state_storage_account, &current.state_storage_account),
+        auth: change.auth.clone().unwrap_or_else(|| current.auth.clone()),
+        drift_check_every: None,
+    };
+    check_new_account(&merged)?;
+    let drift_check_every_seconds = match change.drift_check_every.as_deref() {
+        None => current.drift_check_every_seconds,
+        Some("off") => None,
+        Some(every) => Some(crate::drift::parse_every(every)?),
+    };
+    let mut account = current.clone();
+    account.region = merged.region;
+    account.state_bucket = merged.state_bucket;
+    account.state_endpoint = merged.state_endpoint;
+    account.state_storage_account = merged.state_storage_account;
+    account.auth = merged.auth;
+    account.drift_check_every_seconds = drift_check_every_seconds;
+    let mut changed = Vec::new();
+    for (name, differs) in [
+        ("auth", account.auth != current.auth),
+        ("drift_check_every", account.drift_check_every_seconds != current.drift_check_every_seconds),
+        ("region", account.region != current.region),
+        ("state_bucket", account.state_bucket != current.state_bucket),
+        ("state_endpoint", account.state_endpoint != current.state_endpoint),
+        ("state_storage_account", account.state_storage_account != current.state_storage_account),
+    ] {
+        if differs {
+            changed.push(name);
+        }
+    }
+    if changed.is_empty() {
+        return Ok(None);
+    }
+    let moves_state = changed.iter().any(|c| c.starts_with("state_"));
+    Ok(Some(AccountChange { account, changed, moves_state }))
+}
+
+fn resources(n: u64) -> String {
+    if n == 1 {
+        "1 Resource".to_owned()
+    } else {
+        format!("{n} Resources")
+    }
+}
+
+/// Where an account keeps state moves only while no Resource (not
+/// deleted, with a job on this account) keeps state there: the next job
+/// would look for its state elsewhere and make everything anew.
+pub fn check_state_move(account: &str, resources_with_state: u64) -> Result<(), ApiError> {
+    if resources_with_state == 0 {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::Conflict,
+        format!(
+            "cloud account {account} keeps the state of {}: where it keeps state cannot move while it does \
+             (delete those Resources first, or register another account)",
+            resources(resources_with_state)
+        ),
+    ))
+}
+
+/// A link goes only while no Resource of its environment keeps state on
+/// the account: its next job would find no account, or another one.
+pub fn check_unlink(account: &str, resources_in_environment: u64) -> Result<(), ApiError> {
+    if resources_in_environment == 0 {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::NotEmpty,
+        format!(
+            "{} in that environment keep state on cloud account {account}: delete them before the link",
+            resources(resources_in_environment)
+        ),
+    ))
+}
+
+/// An account goes only when nothing links it and no Resource keeps state on it.
+pub fn check_delete(account: &str, links: u64, resources_with_state: u64) -> Result<(), ApiError> {
+    if links > 0 {
+        return Err(ApiError::new(
+            ErrorCode::NotEmpty,
+            format!("cloud account {account} has {links} link(s): unlink it first (`heimdall cloud-account unlink`)"),
+        ));
+    }
+    if resources_with_state > 0 {
+        return Err(ApiError::new(
+            ErrorCode::NotEmpty,
+            format!(
+                "cloud account {account} keeps the state of {}: delete them first",
+                resources(resources_with_state)
+            ),
+        ));
+    }
+    Ok(())
+}
 
 /// Checks a new account and settles its state backend (the provider's
 /// own unless it names one). Everything refused is `INVALID_INPUT`, before
@@ -283,5 +407,71 @@ mod tests {
         assert_eq!(resolve_account(&links, id(system), id(domain), id(prod)), Some(acct(200)));
         assert_eq!(resolve_account(&links, id(12), id(21), id(prod)), Some(acct(101)));
         assert_eq!(resolve_account(&links, id(system), id(domain), id(3)), None);
+    }
+
+    fn registered() -> CloudAccount {
+        serde_json::from_value(serde_json::json!({
+            "id": acct(1), "org_id": id(2), "name": "aws-dev", "provider": "aws", "region": "eu-west-1",
+            "state_bucket": "acme-tfstate", "state_backend": "s3",
+            "auth": { "kind": "oidc", "role_arn": "arn:aws:iam::1:role/x" },
+            "created_at": "2026-12-01T00:00:00Z", "created_by": "o@example.com" }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_change_names_what_it_changes_and_whether_the_state_moves() {
+        let current = registered();
+        let change = UpdateCloudAccount {
+            region: Some("eu-central-1".into()),
+            drift_check_every: Some("24h".into()),
+            ..UpdateCloudAccount::default()
+        };
+        let decided = update(&current, &change).unwrap().unwrap();
+        assert_eq!(decided.changed, ["drift_check_every", "region"]);
+        assert!(!decided.moves_state);
+        assert_eq!(
+            (decided.account.region.as_str(), decided.account.drift_check_every_seconds),
+            ("eu-central-1", Some(86_400))
+        );
+        let moved = UpdateCloudAccount {
+            state_bucket: Some("other-tfstate".into()),
+            ..UpdateCloudAccount::default()
+        };
+        assert!(update(&current, &moved).unwrap().unwrap().moves_state);
+        let same = UpdateCloudAccount { region: Some("eu-west-1".into()), ..UpdateCloudAccount::default() };
+        assert_eq!(update(&current, &same).unwrap(), None);
+        let off =
+            UpdateCloudAccount { drift_check_every: Some("off".into()), ..UpdateCloudAccount::default() };
+        assert_eq!(update(&decided.account, &off).unwrap().unwrap().account.drift_check_every_seconds, None);
+    }
+
+    #[test]
+    fn a_change_is_checked_as_a_new_account_is() {
+        let bad = UpdateCloudAccount { region: Some("Not A Region".into()), ..UpdateCloudAccount::default() };
+        assert_eq!(update(&registered(), &bad).unwrap_err().code, crate::ErrorCode::InvalidInput);
+        let gcp_fields = UpdateCloudAccount {
+            auth: Some(
+                serde_json::from_value(
+                    serde_json::json!({ "kind": "oidc", "service_account": "x@y.iam.gserviceaccount.com" }),
+                )
+                .unwrap(),
+            ),
+            ..UpdateCloudAccount::default()
+        };
+        assert!(
+            update(&registered(), &gcp_fields).is_err(),
+            "an AWS account takes AWS federation fields only"
+        );
+    }
+
+    #[test]
+    fn what_depends_on_an_account_keeps_it_where_it_is() {
+        assert!(check_state_move("a", 0).is_ok());
+        let moved = check_state_move("a", 1).unwrap_err();
+        assert!(moved.message.contains("1 Resource:"), "{moved:?}");
+        assert_eq!(check_unlink("a", 2).unwrap_err().code, crate::ErrorCode::NotEmpty);
+        assert!(check_delete("a", 1, 0).unwrap_err().message.contains("unlink"));
+        assert!(check_delete("a", 0, 3).unwrap_err().message.contains("3 Resources"));
+        assert!(check_delete("a", 0, 0).is_ok());
     }
 }

@@ -306,6 +306,29 @@ pub trait InfraStore: Send + Sync + std::fmt::Debug {
     /// account linked there before.
     async fn link_account(&self, org: OrgId, link: &AccountLink, event: NewEvent) -> StoreResult<()>;
     async fn list_links(&self, org: OrgId) -> StoreResult<Vec<AccountLink>>;
+    /// Writes a change (`accounts::update`) with its event; one that moves
+    /// where the account keeps state only while no Resource keeps state
+    /// there (`accounts::check_state_move`, decided in the transaction).
+    async fn update_account(
+        &self,
+        change: &crate::accounts::AccountChange,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+    /// Removes the account's link for that scope (`None`: the
+    /// organization) and environment, only while no Resource of that
+    /// environment keeps state on the account (`accounts::check_unlink`).
+    /// `NotFound` if the account has no such link.
+    async fn unlink_account(
+        &self,
+        account: &CloudAccount,
+        scope: crate::infra::LinkScope,
+        scope_id: Option<CatalogId>,
+        environment: CatalogId,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+    /// Deletes an account that nothing links and no Resource keeps state
+    /// on (`accounts::check_delete`, decided in the transaction).
+    async fn delete_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()>;
 
     /// Applies a plan from `heimdall_core::resources` in one transaction,
     /// in the order `ResourcePlan` documents: all of it or, on

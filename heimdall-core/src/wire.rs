@@ -332,6 +332,29 @@ pub struct CreateCloudAccount {
     pub drift_check_every: Option<String>,
 }
 
+/// A change to a registered account; what is absent stays. Where it
+/// keeps state (`state_bucket`, `state_endpoint`, `state_storage_account`)
+/// moves only while no Resource keeps state there
+/// (`accounts::check_state_move`); the provider and the state backend
+/// never change.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateCloudAccount {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AccountAuth>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_bucket: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_endpoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_storage_account: Option<String>,
+    /// `24h` and the like, or `off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_check_every: Option<String>,
+}
+
 /// Link an account: `scope` `organization` (no `scope_id`), or `domain` /
 /// `system` with `scope_id` (id or name); `environment` is an id or name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -1131,7 +1154,7 @@ macro_rules! bodies {
 }
 
 bodies!(ValuePolicy::Metadata =>
-    AddMember, ChangeRole, CreateToken, CreateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, UpdatePolicy, CreateCloudAccount,
+    AddMember, ChangeRole, CreateToken, CreateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, UpdatePolicy, CreateCloudAccount, UpdateCloudAccount,
     LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest, AllowPrograms, AllowName,
     RedeemSignIn,
 );

@@ -2,7 +2,9 @@
 
 use reqwest::Method;
 
-use crate::wire::{AccountLink, CloudAccount, CloudAccountDetail, CreateCloudAccount, LinkCloudAccount};
+use crate::wire::{
+    AccountLink, CloudAccount, CloudAccountDetail, CreateCloudAccount, LinkCloudAccount, UpdateCloudAccount,
+};
 use crate::{Client, Result};
 
 impl Client {
@@ -50,5 +52,47 @@ impl Client {
     /// System → Domain → organization.
     pub async fn link_cloud_account(&self, id_or_name: &str, link: &LinkCloudAccount) -> Result<AccountLink> {
         self.with_body(Method::POST, &["cloud-accounts", id_or_name, "links"], link).await
+    }
+
+    /// `PATCH /v1/cloud-accounts/{id-or-name}`: what the change names, in
+    /// place; where the account keeps state moves only while no Resource
+    /// keeps state there (`CONFLICT`). The account as it is now.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: heimdall_sdk::Client) -> Result<(), heimdall_sdk::Error> {
+    /// use heimdall_sdk::wire::UpdateCloudAccount;
+    /// let change = UpdateCloudAccount { region: Some("eu-central-1".into()), ..Default::default() };
+    /// println!("{}", client.update_cloud_account("aws-prod", &change).await?.region);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn update_cloud_account(
+        &self,
+        id_or_name: &str,
+        change: &UpdateCloudAccount,
+    ) -> Result<CloudAccount> {
+        self.with_body(Method::PATCH, &["cloud-accounts", id_or_name], change).await
+    }
+
+    /// `DELETE /v1/cloud-accounts/{id-or-name}/links?scope=&scope_id=&environment=`:
+    /// removes the link `link` names (as it was made); `NOT_EMPTY` while a
+    /// Resource of that environment keeps state on the account.
+    pub async fn unlink_cloud_account(&self, id_or_name: &str, link: &LinkCloudAccount) -> Result<()> {
+        let url = self.url_with_query(
+            &["cloud-accounts", id_or_name, "links"],
+            &[
+                ("scope", Some(link.scope.as_str())),
+                ("scope_id", link.scope_id.as_deref()),
+                ("environment", Some(&link.environment)),
+            ],
+        )?;
+        self.send_ignoring_body(self.authed(Method::DELETE, url)).await
+    }
+
+    /// `DELETE /v1/cloud-accounts/{id-or-name}`: an account nothing links
+    /// and no Resource keeps state on (else `NOT_EMPTY`).
+    pub async fn delete_cloud_account(&self, id_or_name: &str) -> Result<()> {
+        let url = self.url(&["cloud-accounts", id_or_name])?;
+        self.send_ignoring_body(self.authed(Method::DELETE, url)).await
     }
 }

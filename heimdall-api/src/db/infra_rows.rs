@@ -322,8 +322,8 @@ pub(super) async fn insert_revision(tx: &mut Transaction<'_, Any>, rev: &Revisio
 
 pub(super) async fn insert_job(tx: &mut Transaction<'_, Any>, job: &Job) -> StoreResult<()> {
     sqlx::query(
-        "INSERT INTO jobs (id, org_id, resource_id, operation, status, attempts, max_attempts, request, queued_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        "INSERT INTO jobs (id, org_id, resource_id, operation, status, attempts, max_attempts, request, queued_at, account_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(job.id.to_string())
     .bind(job.org_id.to_string())
@@ -334,6 +334,7 @@ pub(super) async fn insert_job(tx: &mut Transaction<'_, Any>, job: &Job) -> Stor
     .bind(job.max_attempts)
     .bind(json_text(&job.request)?)
     .bind(to_micros(job.queued_at))
+    .bind(job.request.account.id.to_string())
     .execute(&mut **tx)
     .await
     .map_err(db_err)?;

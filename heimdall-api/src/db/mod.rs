@@ -11,6 +11,7 @@
 //! checks-then-writes in this store cannot race.
 
 mod access;
+mod accounts;
 mod agents;
 mod at_risk;
 mod databases;

@@ -268,6 +268,29 @@ impl InfraStore for SqlStore {
         tx.commit().await.map_err(db_err)
     }
 
+    async fn update_account(
+        &self,
+        change: &heimdall_core::accounts::AccountChange,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        super::accounts::update(&self.pool, change, event).await
+    }
+
+    async fn unlink_account(
+        &self,
+        account: &CloudAccount,
+        scope: heimdall_core::infra::LinkScope,
+        scope_id: Option<CatalogId>,
+        environment: CatalogId,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        super::accounts::unlink(&self.pool, account, scope, scope_id, environment, event).await
+    }
+
+    async fn delete_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()> {
+        super::accounts::delete(&self.pool, account, event).await
+    }
+
     async fn list_links(&self, org: OrgId) -> StoreResult<Vec<AccountLink>> {
         sqlx::query_as::<_, LinkRow>(
             "SELECT account_id, scope, scope_id, environment_id, created_at, created_by FROM cloud_account_links

@@ -10,7 +10,7 @@ use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::CloudAccountId;
 use heimdall_core::infra::{AccountAuth, AccountLink, CloudAccount, LinkScope};
 use heimdall_core::secrets::usable_by_jobs;
-use heimdall_core::wire::{CloudAccountDetail, CreateCloudAccount, LinkCloudAccount};
+use heimdall_core::wire::{CloudAccountDetail, CreateCloudAccount, LinkCloudAccount, UpdateCloudAccount};
 use heimdall_core::{ApiError, ErrorCode};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -23,13 +23,18 @@ use super::openapi::errors;
 use super::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show)).routes(routes!(link))
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(show, update, delete))
+        .routes(routes!(link, unlink))
 }
 
 errors!(ListErrors: InvalidInput);
 errors!(ShowErrors: NotFound);
 errors!(body CreateErrors: AlreadyExists, NotFound);
 errors!(body LinkErrors: NotFound, AlreadyExists, Conflict);
+errors!(body UpdateErrors: NotFound, Conflict);
+errors!(DeleteErrors: NotFound, NotEmpty, InvalidInput);
 
 async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<CloudAccount, ApiError> {
     if let Ok(id) = key.parse::<CloudAccountId>() {
@@ -118,33 +123,7 @@ async fn create(
         body.drift_check_every.as_deref().map(heimdall_core::drift::parse_every).transpose()?;
     state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
     if let AccountAuth::Static { secret } = &body.auth {
-        // The job will carry only this name: it must be an organization
-        // secret that exists now (its value lives in the Agents), and one
-        // the caller may read somewhere (each link decides its
-        // environment, each job its requester: `on_behalf::may_use`).
-        let found = state.store.find_secret_by_name(caller.org.id, secret).await?.ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::NotFound,
-                format!(
-                    "secret {secret} not found: `heimdall secret create {secret}` and set its value first"
-                ),
-            )
-        })?;
-        usable_by_jobs(found.owner_id)?;
-        let environments = state.store.list_catalog(caller.org.id, CatalogKind::Environment, None).await?;
-        let mut refusal = None;
-        for environment in &environments {
-            match super::secrets::check_use(&state, &caller, secret, &environment.name).await {
-                Ok(_) => {
-                    refusal = None;
-                    break;
-                }
-                Err(e) => refusal = Some(e),
-            }
-        }
-        if let Some(refused) = refusal {
-            return Err(refused.into());
-        }
+        check_static_secret(&state, &caller, secret).await?;
     }
     let account = CloudAccount {
         id: CloudAccountId::from_uuid(Uuid::new_v4()),
@@ -171,6 +150,166 @@ async fn create(
     Ok((StatusCode::CREATED, Json(account)))
 }
 
+/// The job will carry only this name: it must be an organization secret
+/// that exists now (its value lives in the Agents), and one the caller may
+/// read somewhere (each link decides its environment, each job its
+/// requester: `on_behalf::may_use`).
+async fn check_static_secret(state: &AppState, caller: &Caller, secret: &str) -> Result<(), ApiError> {
+    let found = state.store.find_secret_by_name(caller.org.id, secret).await?.ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::NotFound,
+            format!("secret {secret} not found: `heimdall secret create {secret}` and set its value first"),
+        )
+    })?;
+    usable_by_jobs(found.owner_id)?;
+    let environments = state.store.list_catalog(caller.org.id, CatalogKind::Environment, None).await?;
+    let mut refusal = None;
+    for environment in &environments {
+        match super::secrets::check_use(state, caller, secret, &environment.name).await {
+            Ok(_) => return Ok(()),
+            Err(e) => refusal = Some(e),
+        }
+    }
+    refusal.map_or(Ok(()), Err)
+}
+
+#[utoipa::path(
+    patch,
+    path = "/v1/cloud-accounts/{key}",
+    tag = "cloud-accounts",
+    operation_id = "update_cloud_account",
+    summary = "Change a cloud account",
+    description = "Changes a registered account in place: its region, how jobs authenticate (a new static \
+        credential's secret is checked as at registration), its drift schedule (`off` stops it), and where it \
+        keeps state, which is refused `CONFLICT` while a Resource keeps state there (naming how many). The \
+        provider and the state backend never change. The next job uses the change; queued jobs keep what \
+        they were queued with. By default owners and admins may change one (`cloud_account.write`).",
+    params(("key" = String, Path, description = "An id or a name")),
+    request_body = UpdateCloudAccount,
+    responses((status = 200, description = "The account as it is now", body = CloudAccount), UpdateErrors),
+)]
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    JsonBody(body): JsonBody<UpdateCloudAccount>,
+) -> HttpResult<Json<CloudAccount>> {
+    state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
+    let current = resolve(&state, &caller, &key).await?;
+    let Some(change) = heimdall_core::accounts::update(&current, &body)? else {
+        return Ok(Json(current));
+    };
+    if let (Some(AccountAuth::Static { secret }), true) = (&body.auth, change.changed.contains(&"auth")) {
+        check_static_secret(&state, &caller, secret).await?;
+    }
+    let event = state.event(
+        &caller,
+        AuditAction::CloudAccountUpdated,
+        format!("cloud_account:{}", current.id),
+        serde_json::json!({ "name": current.name, "changed": change.changed }),
+    );
+    state.store.update_account(&change, event).await?;
+    Ok(Json(change.account))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/v1/cloud-accounts/{key}",
+    tag = "cloud-accounts",
+    operation_id = "delete_cloud_account",
+    summary = "Delete a cloud account",
+    description = "Removes an account that nothing links and no Resource keeps state on; otherwise \
+        `NOT_EMPTY`, saying which. Nothing in the cloud is touched. By default owners and admins may delete \
+        one (`cloud_account.write`).",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 204, description = "Deleted"), DeleteErrors),
+)]
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> HttpResult<StatusCode> {
+    state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
+    let account = resolve(&state, &caller, &key).await?;
+    let event = state.event(
+        &caller,
+        AuditAction::CloudAccountDeleted,
+        format!("cloud_account:{}", account.id),
+        serde_json::json!({ "name": account.name }),
+    );
+    state.store.delete_account(&account, event).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Which link to remove, as it was made.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(super) struct UnlinkQuery {
+    /// `organization`, `domain` or `system`.
+    scope: LinkScope,
+    /// The domain or system (id or name); none for `organization`.
+    scope_id: Option<String>,
+    /// The environment (id or name).
+    environment: String,
+}
+
+impl heimdall_core::body::Query for UnlinkQuery {}
+
+#[utoipa::path(
+    delete,
+    path = "/v1/cloud-accounts/{key}/links",
+    tag = "cloud-accounts",
+    operation_id = "unlink_cloud_account",
+    summary = "Unlink a cloud account from an environment and scope",
+    description = "Removes one link of the account, named as it was made; refused `NOT_EMPTY` while a \
+        Resource of that environment keeps state on the account (its next job would find no account, or \
+        another). By default owners and admins may unlink (`cloud_account.write`).",
+    params(("key" = String, Path, description = "An id or a name"), UnlinkQuery),
+    responses((status = 204, description = "Unlinked"), DeleteErrors),
+)]
+async fn unlink(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    QueryParams(q): QueryParams<UnlinkQuery>,
+) -> HttpResult<StatusCode> {
+    state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
+    let account = resolve(&state, &caller, &key).await?;
+    let environment = resolve_catalog(&state, &caller, CatalogKind::Environment, &q.environment).await?;
+    let scope_id = scope_entry(&state, &caller, q.scope, q.scope_id).await?;
+    let event = state.event(
+        &caller,
+        AuditAction::CloudAccountUnlinked,
+        format!("cloud_account:{}", account.id),
+        serde_json::json!({ "scope": q.scope, "scope_id": scope_id, "environment": environment.name }),
+    );
+    state.store.unlink_account(&account, q.scope, scope_id, environment.id, event).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The domain or system a link's scope names; none for the organization.
+async fn scope_entry(
+    state: &AppState,
+    caller: &Caller,
+    scope: LinkScope,
+    scope_id: Option<String>,
+) -> Result<Option<heimdall_core::ids::CatalogId>, ApiError> {
+    match (scope, scope_id) {
+        (LinkScope::Organization, None) => Ok(None),
+        (LinkScope::Organization, Some(_)) => {
+            Err(ApiError::invalid_input("scope organization takes no scope_id"))
+        }
+        (LinkScope::Domain, Some(key)) => {
+            Ok(Some(resolve_catalog(state, caller, CatalogKind::Domain, &key).await?.id))
+        }
+        (LinkScope::System, Some(key)) => {
+            Ok(Some(resolve_catalog(state, caller, CatalogKind::System, &key).await?.id))
+        }
+        (scope, None) => Err(ApiError::invalid_input(format!("scope {scope} needs scope_id"))),
+    }
+}
+
 #[utoipa::path(
     post,
     path = "/v1/cloud-accounts/{key}/links",
@@ -194,19 +333,7 @@ async fn link(
     state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
     let account = resolve(&state, &caller, &key).await?;
     let environment = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
-    let scope_id = match (body.scope, body.scope_id) {
-        (LinkScope::Organization, None) => None,
-        (LinkScope::Organization, Some(_)) => {
-            return Err(ApiError::invalid_input("scope organization takes no scope_id").into());
-        }
-        (LinkScope::Domain, Some(key)) => {
-            Some(resolve_catalog(&state, &caller, CatalogKind::Domain, &key).await?.id)
-        }
-        (LinkScope::System, Some(key)) => {
-            Some(resolve_catalog(&state, &caller, CatalogKind::System, &key).await?.id)
-        }
-        (scope, None) => return Err(ApiError::invalid_input(format!("scope {scope} needs scope_id")).into()),
-    };
+    let scope_id = scope_entry(&state, &caller, body.scope, body.scope_id).await?;
     // Linked, a static account's secret is used in that environment: the
     // caller may read it there (each job decides its own requester too).
     if let AccountAuth::Static { secret } = &account.auth {

@@ -32,15 +32,7 @@ async fn a_renamed_environment_keeps_its_schema_defaults_and_links(db: TestDatab
     rename_dev(&c, owner, &w).await;
 
     // A Resource requested there gets them laid under its input.
-    let created = c
-        .post(
-            "/v1/resources",
-            owner,
-            json!({ "component": w.component, "schema": w.schema, "environment": "development",
-                    "name": "recibos", "input": { "bucket": "checkout-recibos" } }),
-        )
-        .await
-        .expect(201);
+    let created = crate::support::request_recibos(&c, owner, &w, "development").await;
     let rid = created["id"].as_str().unwrap();
     let jobs = c.get(&format!("/v1/jobs?resource={rid}"), owner).await.expect(200);
     assert_eq!(
@@ -83,12 +75,7 @@ async fn defaults_an_older_heimdall_kept_by_name_are_moved_to_ids_by_migrate(db:
     assert_eq!(before["defaults"], json!({}), "names are not ids: unread until migrated");
     sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 37").execute(&pool).await.unwrap();
 
-    let migrate = tokio::process::Command::new(env!("CARGO_BIN_EXE_heimdall-api"))
-        .args(["migrate", "--database-url", api.database.url()])
-        .output()
-        .await
-        .unwrap();
-    assert!(migrate.status.success(), "{}", String::from_utf8_lossy(&migrate.stderr));
+    crate::support::migrate(api.database.url()).await;
     let stored: String = sqlx::query_scalar("SELECT defaults FROM resource_schemas WHERE id = $1")
         .bind(&w.schema)
         .fetch_one(&pool)

@@ -124,6 +124,24 @@ pub struct World {
     pub account: String,
 }
 
+/// `heimdall-api migrate` (the real binary) on `database_url`, which must succeed.
+pub async fn migrate(database_url: &str) {
+    let migrate = tokio::process::Command::new(env!("CARGO_BIN_EXE_heimdall-api"))
+        .args(["migrate", "--database-url", database_url])
+        .output()
+        .await
+        .unwrap();
+    assert!(migrate.status.success(), "{}", String::from_utf8_lossy(&migrate.stderr));
+}
+
+/// Requests the Resource `recibos` (bucket `checkout-recibos`) of the
+/// world's bucket schema in `environment`.
+pub async fn request_recibos(c: &Client, owner: &str, w: &World, environment: &str) -> Value {
+    let body = json!({ "component": w.component, "schema": w.schema, "environment": environment,
+                       "name": "recibos", "input": { "bucket": "checkout-recibos" } });
+    c.post("/v1/resources", owner, body).await.expect(201)
+}
+
 /// `heimdall-api bootstrap` (the real binary) on `database_url`: the
 /// owner's token of organization `acme`, owned by owner@example.com.
 pub async fn bootstrap_binary(database_url: &str) -> String {

@@ -51,6 +51,52 @@ pub enum CloudAccountCommand {
         #[arg(long)]
         environment: String,
     },
+    /// Change an account in place: region, credentials, drift schedule; where it keeps state only
+    /// while no Resource keeps state there
+    Update {
+        /// The account (id or name)
+        account: String,
+        /// Default region of the account's Resources
+        #[arg(long)]
+        region: Option<String>,
+        /// Bucket holding Terraform state (refused while a Resource keeps state on the account)
+        #[arg(long, value_name = "BUCKET")]
+        state_bucket: Option<String>,
+        /// The state store's endpoint (refused while a Resource keeps state on the account)
+        #[arg(long, value_name = "URL")]
+        state_endpoint: Option<String>,
+        /// With the azurerm backend: the storage account (refused while a Resource keeps state on the account)
+        #[arg(long, value_name = "NAME")]
+        state_storage_account: Option<String>,
+        /// Check each provisioned Resource for drift this often (s, m, h, d), or `off`
+        #[arg(long, value_name = "DURATION")]
+        drift_check_every: Option<String>,
+        /// New credentials: how the Agent gets them, with the provider's flags or --secret
+        #[arg(long, value_enum)]
+        auth: Option<AuthArg>,
+        #[command(flatten)]
+        oidc: Box<OidcArgs>,
+        /// With --auth static: the name of the secret, in the Agent, that holds the credentials
+        #[arg(long, value_name = "NAME")]
+        secret: Option<String>,
+    },
+    /// Remove one link of an account, named as it was made (refused while a Resource of that
+    /// environment keeps state on the account)
+    Unlink {
+        /// The account (id or name)
+        account: String,
+        /// `organization`, `domain:<id-or-name>` or `system:<id-or-name>`
+        #[arg(long, value_parser = parse_scope)]
+        scope: ScopeArg,
+        /// The environment (id or name)
+        #[arg(long)]
+        environment: String,
+    },
+    /// Delete an account nothing links and no Resource keeps state on
+    Delete {
+        /// The account (id or name)
+        account: String,
+    },
     /// List accounts
     List,
     /// Show an account and its links (by id or name)

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use heimdall_core::ids::CatalogId;
 use heimdall_core::wire::{
     AccountAuth, AccountLink, CatalogKind, CloudAccount, CreateCloudAccount, LinkCloudAccount, LinkScope,
-    OidcTarget, Provider,
+    OidcTarget, Provider, UpdateCloudAccount,
 };
 use heimdall_sdk::Client;
 
@@ -54,15 +54,71 @@ pub async fn run(ctx: &Context, cmd: CloudAccountCommand) -> Result<()> {
             let request =
                 LinkCloudAccount { scope: scope.scope, scope_id: scope.target.clone(), environment };
             let link = client.link_cloud_account(&account, &request).await?;
-            let scope_label = match &scope.target {
-                Some(target) => format!("{}:{target}", scope.scope),
-                None => scope.scope.to_string(),
-            };
+            let scope_label = scope_label(&scope);
             out.done(
                 &link,
                 &format!("Cloud account linked: {account} serves {scope_label} in {}", request.environment),
                 &[],
             )
+        }
+        CloudAccountCommand::Update {
+            account,
+            region,
+            state_bucket,
+            state_endpoint,
+            state_storage_account,
+            drift_check_every,
+            auth,
+            oidc,
+            secret,
+        } => {
+            if let Some(every) = drift_check_every.as_deref().filter(|e| *e != "off") {
+                heimdall_core::drift::parse_every(every).map_err(|e| CliError::usage(e.message))?;
+            }
+            let client = ctx.client()?;
+            let auth = match auth {
+                Some(kind) => {
+                    let provider = client.get_cloud_account(&account).await?.account.provider;
+                    Some(account_auth(kind, provider, *oidc, secret)?)
+                }
+                None if oidc.any() || secret.is_some() => {
+                    return Err(CliError::usage(
+                        "new credentials take --auth oidc (with its flags) or --auth static --secret NAME",
+                    ));
+                }
+                None => None,
+            };
+            let change = UpdateCloudAccount {
+                region,
+                auth,
+                state_bucket,
+                state_endpoint,
+                state_storage_account,
+                drift_check_every,
+            };
+            if change == UpdateCloudAccount::default() {
+                return Err(CliError::usage("nothing to change: name at least one of --region, --auth, --state-bucket, --drift-check-every…"));
+            }
+            let updated = client.update_cloud_account(&account, &change).await?;
+            out.done(&updated, &format!("Cloud account updated: {} ({})", updated.name, updated.id), &[])
+        }
+        CloudAccountCommand::Unlink { account, scope, environment } => {
+            let request =
+                LinkCloudAccount { scope: scope.scope, scope_id: scope.target.clone(), environment };
+            ctx.client()?.unlink_cloud_account(&account, &request).await?;
+            let scope_label = scope_label(&scope);
+            let message = format!(
+                "Cloud account unlinked: {account} no longer serves {scope_label} in {}",
+                request.environment
+            );
+            out.done(&request, &message, &[])
+        }
+        CloudAccountCommand::Delete { account } => {
+            let client = ctx.client()?;
+            let detail = client.get_cloud_account(&account).await?;
+            client.delete_cloud_account(&detail.account.id.to_string()).await?;
+            let a = &detail.account;
+            out.done(a, &format!("Cloud account deleted: {} ({})", a.name, a.id), &[])
         }
         CloudAccountCommand::List => {
             let accounts = ctx.client()?.list_cloud_accounts().await?;
@@ -113,6 +169,14 @@ pub async fn run(ctx: &Context, cmd: CloudAccountCommand) -> Result<()> {
             let rows = detail.links.iter().map(|l| link_row(&names, l)).collect();
             out.section(&["SCOPE", "ENVIRONMENT", "LINKED BY", "LINKED AT"], rows)
         }
+    }
+}
+
+/// `organization`, or `domain:payments` as given.
+fn scope_label(scope: &crate::args::ScopeArg) -> String {
+    match &scope.target {
+        Some(target) => format!("{}:{target}", scope.scope),
+        None => scope.scope.to_string(),
     }
 }
 

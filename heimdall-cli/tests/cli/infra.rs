@@ -445,6 +445,22 @@ async fn infra_tour_in_tables() {
     assert_eq!(t.run(&bob, &["cloud-account", "list"]).await.code, 4);
     assert_eq!(bob.run(&["job", "list"]).await.code, 0);
 
+    // Day two: the account changes in place; where its Resources keep
+    // state, it stays; while they do, neither its link nor it goes.
+    t.run(
+        &h,
+        &["cloud-account", "update", "aws-dev", "--region", "eu-central-1", "--drift-check-every", "24h"],
+    )
+    .await;
+    assert_eq!(
+        t.run(&h, &["cloud-account", "update", "aws-dev", "--state-bucket", "other-tfstate"]).await.code,
+        6
+    );
+    let unlink = ["cloud-account", "unlink", "aws-dev", "--scope", "organization", "--environment", "dev"];
+    assert_eq!(t.run(&h, &unlink).await.code, 6);
+    assert_eq!(t.run(&h, &["cloud-account", "delete", "aws-dev"]).await.code, 6);
+    assert_eq!(t.run(&h, &["cloud-account", "update", "aws-dev"]).await.code, 2);
+
     let printed: Vec<&str> = t.0.lines().filter(|l| !l.starts_with("$ heimdall ")).collect();
     assert!(!printed.join("\n").contains(marker), "an input value leaked into the output");
     crate::snapshot("infra_tour_table", &t.0, &[(&tmp.path().display().to_string(), "[TMP]")]);
