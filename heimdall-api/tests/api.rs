@@ -53,6 +53,8 @@ mod queue;
 mod renames;
 #[path = "api/replicas.rs"]
 mod replicas;
+#[path = "api/schema_lifecycle.rs"]
+mod schema_lifecycle;
 #[path = "api/store_scenario.rs"]
 mod store_scenario;
 #[path = "api/support.rs"]

@@ -78,6 +78,16 @@ pub struct ResourceSchema {
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     pub created_by: String,
+    /// Deprecated: no new Resource is requested on this version
+    /// (`schemas::check_requestable`); the Resources on it go on.
+    #[serde(default, with = "time::serde::rfc3339::option", skip_serializing_if = "Option::is_none")]
+    pub deprecated_at: Option<OffsetDateTime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated_by: Option<String>,
+    /// Deleted once no Resource used it: gone from lists and lookups, kept
+    /// for the history of Resources that were on it.
+    #[serde(default, with = "time::serde::rfc3339::option", skip_serializing_if = "Option::is_none")]
+    pub deleted_at: Option<OffsetDateTime>,
 }
 
 string_enum!(

@@ -48,6 +48,7 @@ pub mod renewal;
 pub mod resources;
 pub mod root_module;
 pub mod runner;
+pub mod schemas;
 pub mod secrets;
 pub mod server_names;
 pub mod signed;

@@ -296,7 +296,26 @@ pub trait InfraStore: Send + Sync + std::fmt::Debug {
     /// newest of that type) and returns the stored schema.
     async fn create_schema(&self, schema: &ResourceSchema, event: NewEvent) -> StoreResult<ResourceSchema>;
     async fn list_schemas(&self, org: OrgId) -> StoreResult<Vec<ResourceSchema>>;
+    /// A schema by id, deleted ones too (the Resources that were on one
+    /// keep it); [`Self::list_schemas`] leaves them out.
     async fn get_schema(&self, org: OrgId, id: SchemaId) -> StoreResult<ResourceSchema>;
+    /// Deprecates a version (`Some((when, by whom))`) or takes that back
+    /// (`None`), with its event; the schema as it is now.
+    async fn set_schema_deprecation(
+        &self,
+        org: OrgId,
+        id: SchemaId,
+        deprecation: Option<(time::OffsetDateTime, String)>,
+        event: NewEvent,
+    ) -> StoreResult<ResourceSchema>;
+    /// Deletes a version once no Resource (not deleted) uses it
+    /// (`schemas::check_delete`, decided in the transaction).
+    async fn delete_schema(
+        &self,
+        schema: &ResourceSchema,
+        at: time::OffsetDateTime,
+        event: NewEvent,
+    ) -> StoreResult<()>;
 
     async fn create_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()>;
     async fn list_accounts(&self, org: OrgId) -> StoreResult<Vec<CloudAccount>>;

@@ -175,6 +175,7 @@ fn event(action: AuditAction, detail: Value) -> PlannedEvent {
 /// approval (better now than after someone approved it).
 pub fn create(new: NewResource<'_>, ctx: &Context<'_>) -> Result<ResourcePlan, ApiError> {
     validate_name("name", &new.name)?;
+    crate::schemas::check_requestable(new.schema)?;
     check_region(new.region.as_deref())?;
     let schema = new.schema;
     let effective = validated_input(schema, ctx.place.environment, &new.input)?;

@@ -257,6 +257,14 @@ pub struct CreatePolicy {
     pub text: String,
 }
 
+/// Deprecate a schema version (`true`: no new Resource on it) or take
+/// that back (`false`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateSchema {
+    pub deprecated: bool,
+}
+
 /// A change to a policy; what is absent stays as it is.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -1154,7 +1162,7 @@ macro_rules! bodies {
 }
 
 bodies!(ValuePolicy::Metadata =>
-    AddMember, ChangeRole, CreateToken, CreateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, UpdatePolicy, CreateCloudAccount, UpdateCloudAccount,
+    AddMember, ChangeRole, CreateToken, CreateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, UpdatePolicy, UpdateSchema, CreateCloudAccount, UpdateCloudAccount,
     LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest, AllowPrograms, AllowName,
     RedeemSignIn,
 );

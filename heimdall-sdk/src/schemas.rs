@@ -2,7 +2,7 @@
 
 use reqwest::Method;
 
-use crate::wire::{CreateSchema, ResourceSchema};
+use crate::wire::{CreateSchema, ResourceSchema, UpdateSchema};
 use crate::{Client, Result};
 
 impl Client {
@@ -47,5 +47,25 @@ impl Client {
     /// version by its name.
     pub async fn get_schema(&self, id_or_type: &str) -> Result<ResourceSchema> {
         self.get(&["schemas", id_or_type]).await
+    }
+
+    /// `PATCH /v1/schemas/{id}`: deprecate a version (no new Resource on
+    /// it; those on it go on) or take that back. The schema as it is now.
+    pub async fn set_schema_deprecated(&self, id: &str, deprecated: bool) -> Result<ResourceSchema> {
+        self.with_body(Method::PATCH, &["schemas", id], &UpdateSchema { deprecated }).await
+    }
+
+    /// `DELETE /v1/schemas/{id}`: a version no Resource uses (else `NOT_EMPTY`).
+    pub async fn delete_schema(&self, id: &str) -> Result<()> {
+        let url = self.url(&["schemas", id])?;
+        self.send_ignoring_body(self.authed(Method::DELETE, url)).await
+    }
+
+    /// The schema `type_name` version `version` names, among those not deleted.
+    pub async fn schema_version(&self, type_name: &str, version: i64) -> Result<ResourceSchema> {
+        let versions = self.list_schemas(Some(type_name)).await?;
+        versions.into_iter().find(|s| s.version == version).ok_or_else(|| {
+            crate::Error::Api(crate::ApiError::not_found(format!("schema {type_name} version {version}")))
+        })
     }
 }

@@ -30,6 +30,8 @@ pub(super) fn parse_enum<T: std::str::FromStr<Err = String>>(text: &str) -> Stor
 // ---- rows --------------------------------------------------------------------
 
 pub(super) const SCHEMA_COLUMNS: &str = "id, org_id, type_name, version, input_schema, defaults, module_source, module_version, requires_approval, created_at, created_by, drift_check_every_seconds";
+/// What a schema's life adds to [`SCHEMA_COLUMNS`] when it is read.
+pub(super) const SCHEMA_READ_COLUMNS: &str = "id, org_id, type_name, version, input_schema, defaults, module_source, module_version, requires_approval, created_at, created_by, drift_check_every_seconds, deprecated_at, deprecated_by, deleted_at";
 
 #[derive(FromRow)]
 pub(super) struct SchemaRow {
@@ -45,6 +47,9 @@ pub(super) struct SchemaRow {
     created_at: i64,
     created_by: String,
     drift_check_every_seconds: Option<i64>,
+    deprecated_at: Option<i64>,
+    deprecated_by: Option<String>,
+    deleted_at: Option<i64>,
 }
 
 impl SchemaRow {
@@ -73,6 +78,9 @@ impl SchemaRow {
             drift_check_every_seconds: self.drift_check_every_seconds,
             created_at: from_micros(self.created_at),
             created_by: self.created_by,
+            deprecated_at: self.deprecated_at.map(from_micros),
+            deprecated_by: self.deprecated_by,
+            deleted_at: self.deleted_at.map(from_micros),
         })
     }
 }

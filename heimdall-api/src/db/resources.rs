@@ -161,7 +161,8 @@ impl InfraStore for SqlStore {
 
     async fn list_schemas(&self, org: OrgId) -> StoreResult<Vec<ResourceSchema>> {
         let sql = format!(
-            "SELECT {SCHEMA_COLUMNS} FROM resource_schemas WHERE org_id = $1 ORDER BY type_name, version"
+            "SELECT {SCHEMA_READ_COLUMNS} FROM resource_schemas WHERE org_id = $1 AND deleted_at IS NULL
+             ORDER BY type_name, version"
         );
         let rows = sqlx::query_as::<_, SchemaRow>(&sql)
             .bind(org.to_string())
@@ -173,7 +174,7 @@ impl InfraStore for SqlStore {
     }
 
     async fn get_schema(&self, org: OrgId, id: SchemaId) -> StoreResult<ResourceSchema> {
-        let sql = format!("SELECT {SCHEMA_COLUMNS} FROM resource_schemas WHERE org_id = $1 AND id = $2");
+        let sql = format!("SELECT {SCHEMA_READ_COLUMNS} FROM resource_schemas WHERE org_id = $1 AND id = $2");
         let row = sqlx::query_as::<_, SchemaRow>(&sql)
             .bind(org.to_string())
             .bind(id.to_string())
@@ -182,6 +183,67 @@ impl InfraStore for SqlStore {
             .map_err(db_err)?
             .ok_or(StoreError::NotFound("schema"))?;
         row.into_domain(&environment_names(&self.pool, org).await?)
+    }
+
+    async fn set_schema_deprecation(
+        &self,
+        org: OrgId,
+        id: SchemaId,
+        deprecation: Option<(OffsetDateTime, String)>,
+        event: NewEvent,
+    ) -> StoreResult<ResourceSchema> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let (at, by) = deprecation.map_or((None, None), |(at, by)| (Some(to_micros(at)), Some(by)));
+        let updated = sqlx::query(
+            "UPDATE resource_schemas SET deprecated_at = $1, deprecated_by = $2
+             WHERE org_id = $3 AND id = $4 AND deleted_at IS NULL",
+        )
+        .bind(at)
+        .bind(by)
+        .bind(org.to_string())
+        .bind(id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::NotFound("schema"));
+        }
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)?;
+        self.get_schema(org, id).await
+    }
+
+    async fn delete_schema(
+        &self,
+        schema: &ResourceSchema,
+        at: OffsetDateTime,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let (using,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM resources WHERE org_id = $1 AND schema_id = $2 AND status <> 'deleted'",
+        )
+        .bind(schema.org_id.to_string())
+        .bind(schema.id.to_string())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        heimdall_core::schemas::check_delete(schema, u64::try_from(using).unwrap_or(0))
+            .map_err(StoreError::Refused)?;
+        let deleted = sqlx::query(
+            "UPDATE resource_schemas SET deleted_at = $1 WHERE org_id = $2 AND id = $3 AND deleted_at IS NULL",
+        )
+        .bind(to_micros(at))
+        .bind(schema.org_id.to_string())
+        .bind(schema.id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if deleted.rows_affected() == 0 {
+            return Err(StoreError::NotFound("schema"));
+        }
+        insert_event(&mut tx, schema.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
     }
 
     async fn create_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()> {

@@ -9,7 +9,7 @@ use heimdall_core::ids::SchemaId;
 use heimdall_core::infra::ResourceSchema;
 use heimdall_core::input::InputSchema;
 use heimdall_core::names::{validate_name, validate_text};
-use heimdall_core::wire::CreateSchema;
+use heimdall_core::wire::{CreateSchema, UpdateSchema};
 use heimdall_core::ApiError;
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
@@ -23,11 +23,13 @@ use super::openapi::errors;
 use super::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show))
+    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show, update, delete))
 }
 
 errors!(ListErrors: InvalidInput);
 errors!(ShowErrors: NotFound);
+errors!(body UpdateErrors: NotFound);
+errors!(DeleteErrors: NotFound, NotEmpty);
 errors!(body CreateErrors: AlreadyExists, ModuleNotAllowed, SchemaViolation);
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -45,23 +47,91 @@ pub(super) struct ListQuery {
 
 impl heimdall_core::body::Query for ListQuery {}
 
-/// A schema by id, or by type name (its newest version).
+/// A schema that is not deleted, by id, or by type name: its newest
+/// version not deprecated (`schemas::by_type`).
 pub(crate) async fn resolve(
     state: &AppState,
     caller: &Caller,
     key: &str,
 ) -> Result<ResourceSchema, ApiError> {
     if let Ok(id) = key.parse::<SchemaId>() {
-        return Ok(state.store.get_schema(caller.org.id, id).await?);
+        let schema = state.store.get_schema(caller.org.id, id).await?;
+        return match schema.deleted_at {
+            None => Ok(schema),
+            Some(_) => Err(ApiError::not_found("schema")),
+        };
     }
-    state
-        .store
-        .list_schemas(caller.org.id)
-        .await?
-        .into_iter()
-        .filter(|s| s.type_name == key)
-        .max_by_key(|s| s.version)
-        .ok_or_else(|| ApiError::not_found("schema"))
+    let schemas = state.store.list_schemas(caller.org.id).await?;
+    heimdall_core::schemas::by_type(&schemas, key).cloned().ok_or_else(|| ApiError::not_found("schema"))
+}
+
+#[utoipa::path(
+    patch,
+    path = "/v1/schemas/{key}",
+    tag = "schemas",
+    operation_id = "update_schema",
+    summary = "Deprecate a resource schema version, or take that back",
+    description = "`deprecated: true`: no new Resource is requested on this version (`CONFLICT`, naming it), \
+        and a type name means its newest version that is not deprecated; the Resources already on it go on. \
+        `false` takes that back. By default owners and admins may (`schema.write`).",
+    params(("key" = String, Path, description = "A schema id, or a type name (its newest version not deprecated)")),
+    request_body = UpdateSchema,
+    responses((status = 200, description = "The schema as it is now", body = ResourceSchema), UpdateErrors),
+)]
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    JsonBody(body): JsonBody<UpdateSchema>,
+) -> HttpResult<Json<ResourceSchema>> {
+    state.authorize(&caller, Action::SchemaWrite, &Target::organization(caller.org.id), None).await?;
+    let schema = resolve(&state, &caller, &key).await?;
+    if body.deprecated == schema.deprecated_at.is_some() {
+        return Ok(Json(schema));
+    }
+    let (action, deprecation) = if body.deprecated {
+        (AuditAction::SchemaDeprecated, Some((state.clock.now(), caller.member.email.clone())))
+    } else {
+        (AuditAction::SchemaUndeprecated, None)
+    };
+    let event = state.event(
+        &caller,
+        action,
+        format!("schema:{}", schema.id),
+        serde_json::json!({ "type": schema.type_name, "version": schema.version }),
+    );
+    Ok(Json(state.store.set_schema_deprecation(caller.org.id, schema.id, deprecation, event).await?))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/v1/schemas/{key}",
+    tag = "schemas",
+    operation_id = "delete_schema",
+    summary = "Delete a resource schema version",
+    description = "Removes a version once no Resource uses it (else `NOT_EMPTY`, naming how many): gone from \
+        lists and lookups, kept for the history of the Resources that were on it. Its number is never used \
+        again. By default owners and admins may (`schema.write`).",
+    params(("key" = String, Path, description = "A schema id")),
+    responses((status = 204, description = "Deleted"), DeleteErrors),
+)]
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> HttpResult<StatusCode> {
+    state.authorize(&caller, Action::SchemaWrite, &Target::organization(caller.org.id), None).await?;
+    // By id only: a type name would pick a version for the caller.
+    let id: SchemaId = key.parse().map_err(|_| ApiError::not_found("schema (by id)"))?;
+    let schema = resolve(&state, &caller, &id.to_string()).await?;
+    let event = state.event(
+        &caller,
+        AuditAction::SchemaDeleted,
+        format!("schema:{}", schema.id),
+        serde_json::json!({ "type": schema.type_name, "version": schema.version }),
+    );
+    state.store.delete_schema(&schema, state.clock.now(), event).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[utoipa::path(
@@ -175,6 +245,9 @@ async fn create(
         drift_check_every_seconds,
         created_at: state.clock.now(),
         created_by: caller.member.email.clone(),
+        deprecated_at: None,
+        deprecated_by: None,
+        deleted_at: None,
     };
     let event = state.event(
         &caller,

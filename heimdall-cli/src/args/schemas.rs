@@ -42,4 +42,28 @@ pub enum SchemaCommand {
         /// The schema (id, or a type for its newest version)
         schema: String,
     },
+    /// Deprecate a version: no new Resource is requested on it; the Resources on it go on
+    Deprecate {
+        /// The schema: an id, or a type with --version
+        schema: String,
+        /// The version, when SCHEMA is a type
+        #[arg(long, value_name = "N")]
+        version: Option<i64>,
+    },
+    /// Take a deprecation back
+    Undeprecate {
+        /// The schema: an id, or a type with --version
+        schema: String,
+        /// The version, when SCHEMA is a type
+        #[arg(long, value_name = "N")]
+        version: Option<i64>,
+    },
+    /// Delete a version no Resource uses (its number is never used again)
+    Delete {
+        /// The schema: an id, or a type with --version
+        schema: String,
+        /// The version, when SCHEMA is a type
+        #[arg(long, value_name = "N")]
+        version: Option<i64>,
+    },
 }

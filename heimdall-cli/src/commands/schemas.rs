@@ -1,4 +1,4 @@
-//! `schema create|list|show`.
+//! `schema create|list|show|deprecate|undeprecate|delete`.
 
 use std::collections::BTreeMap;
 
@@ -58,12 +58,13 @@ pub async fn run(ctx: &Context, cmd: SchemaCommand) -> Result<()> {
             let schemas = ctx.client()?.list_schemas(type_name.as_deref()).await?;
             out.list(
                 &schemas,
-                &["ID", "TYPE", "VERSION", "APPROVAL", "MODULE", "CREATED BY", "CREATED AT"],
+                &["ID", "TYPE", "VERSION", "STATUS", "APPROVAL", "MODULE", "CREATED BY", "CREATED AT"],
                 |s: &ResourceSchema| {
                     vec![
                         s.id.to_string(),
                         s.type_name.clone(),
                         s.version.to_string(),
+                        status(s).to_owned(),
                         approval(s).to_owned(),
                         module_label(s),
                         s.created_by.clone(),
@@ -81,6 +82,7 @@ pub async fn run(ctx: &Context, cmd: SchemaCommand) -> Result<()> {
                     ("ID", s.id.to_string()),
                     ("TYPE", s.type_name.clone()),
                     ("VERSION", s.version.to_string()),
+                    ("STATUS", status(&s).to_owned()),
                     ("APPROVAL", approval(&s).to_owned()),
                     ("MODULE", module_label(&s)),
                     ("DEFAULTS FOR", environments.join(", ")),
@@ -94,6 +96,48 @@ pub async fn run(ctx: &Context, cmd: SchemaCommand) -> Result<()> {
             }
             out.text(&text)
         }
+        SchemaCommand::Deprecate { schema, version } => {
+            let client = ctx.client()?;
+            let s = one_version(&client, &schema, version).await?;
+            let s = client.set_schema_deprecated(&s.id.to_string(), true).await?;
+            out.done(&s, &format!("Schema deprecated: {} version {}", s.type_name, s.version), &[])
+        }
+        SchemaCommand::Undeprecate { schema, version } => {
+            let client = ctx.client()?;
+            let s = one_version(&client, &schema, version).await?;
+            let s = client.set_schema_deprecated(&s.id.to_string(), false).await?;
+            out.done(&s, &format!("Schema no longer deprecated: {} version {}", s.type_name, s.version), &[])
+        }
+        SchemaCommand::Delete { schema, version } => {
+            let client = ctx.client()?;
+            let s = one_version(&client, &schema, version).await?;
+            client.delete_schema(&s.id.to_string()).await?;
+            out.done(&s, &format!("Schema deleted: {} version {}", s.type_name, s.version), &[])
+        }
+    }
+}
+
+/// One version: by id, or a type and `--version` (a type alone would
+/// pick a version for the caller).
+async fn one_version(
+    client: &heimdall_sdk::Client,
+    schema: &str,
+    version: Option<i64>,
+) -> Result<ResourceSchema> {
+    match version {
+        Some(version) => Ok(client.schema_version(schema, version).await?),
+        None if schema.parse::<heimdall_core::ids::SchemaId>().is_ok() => {
+            Ok(client.get_schema(schema).await?)
+        }
+        None => Err(CliError::usage(format!("{schema} is a type: name its version with --version N"))),
+    }
+}
+
+fn status(s: &ResourceSchema) -> &'static str {
+    if s.deprecated_at.is_some() {
+        "deprecated"
+    } else {
+        "active"
     }
 }
 

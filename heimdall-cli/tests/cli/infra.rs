@@ -460,6 +460,13 @@ async fn infra_tour_in_tables() {
     assert_eq!(t.run(&h, &unlink).await.code, 6);
     assert_eq!(t.run(&h, &["cloud-account", "delete", "aws-dev"]).await.code, 6);
     assert_eq!(t.run(&h, &["cloud-account", "update", "aws-dev"]).await.code, 2);
+    // A schema version retired: deprecated (its Resources go on), and kept
+    // while Resources use it.
+    t.run(&h, &["schema", "deprecate", "s3-bucket", "--version", "1"]).await;
+    t.run(&h, &["schema", "list", "--type", "s3-bucket"]).await;
+    assert_eq!(t.run(&h, &["schema", "delete", "s3-bucket", "--version", "1"]).await.code, 6);
+    assert_eq!(t.run(&h, &["schema", "delete", "s3-bucket"]).await.code, 2);
+    t.run(&h, &["schema", "undeprecate", "s3-bucket", "--version", "1"]).await;
 
     let printed: Vec<&str> = t.0.lines().filter(|l| !l.starts_with("$ heimdall ")).collect();
     assert!(!printed.join("\n").contains(marker), "an input value leaked into the output");

@@ -43,7 +43,23 @@ fn schema(requires_approval: bool) -> ResourceSchema {
         drift_check_every_seconds: None,
         created_at: OffsetDateTime::UNIX_EPOCH,
         created_by: ANA.into(),
+        deprecated_at: None,
+        deprecated_by: None,
+        deleted_at: None,
     }
+}
+
+#[test]
+fn no_new_resource_is_requested_on_a_deprecated_version_and_those_on_it_go_on() {
+    let mut w = World::new(false);
+    w.create(ANA, json!({ "size": 1, "tier": "basic" })).unwrap();
+    let created = w.create_named("kept", json!({ "size": 1, "tier": "basic" })).unwrap();
+    w.resource = created.create;
+    w.schema.deprecated_at = Some(w.clock.now());
+    let err = w.create_named("late", json!({ "size": 1, "tier": "basic" })).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Conflict);
+    assert!(err.message.contains("bucket version 1 is deprecated"), "{}", err.message);
+    assert!(w.change(ANA, json!({ "size": 2, "tier": "basic" })).is_ok(), "a Resource on it still changes");
 }
 
 fn account() -> CloudAccount {
