@@ -71,6 +71,7 @@ actions! {
     MemberRoleChanged => "member.role_changed",
     NotificationCreated => "notification.created",
     NotificationDeleted => "notification.deleted",
+    NotificationUpdated => "notification.updated",
     OrganizationBootstrapped => "organization.bootstrapped",
     PolicyCreated => "policy.created",
     PolicyDeleted => "policy.deleted",

@@ -610,6 +610,10 @@ pub trait NotificationStore: Send + Sync {
     async fn list_channels(&self, org: OrgId) -> StoreResult<Vec<Channel>>;
     /// Removes a channel (by id or name); its pending deliveries are dropped.
     async fn delete_channel(&self, org: OrgId, key: &str, event: NewEvent) -> StoreResult<Channel>;
+    /// Writes a channel's new name and webhook (its id, and so its signing
+    /// secret, stay); `AlreadyExists` if the name is taken. Deliveries not
+    /// yet sent go to the new webhook.
+    async fn update_channel(&self, channel: &Channel, event: NewEvent) -> StoreResult<()>;
     async fn list_deliveries(&self, org: OrgId, limit: u32) -> StoreResult<Vec<Delivery>>;
     /// Takes up to `limit` deliveries due at `now`, each until `lease_until`
     /// (another replica does not send it meanwhile).

@@ -150,6 +150,17 @@ pub struct CreateChannel {
     pub webhook: String,
 }
 
+/// A change to a channel: another name, another webhook (checked as at
+/// creation); what is absent stays. Its signing secret stays too.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateChannel {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
+}
+
 /// The channel and its signing secret, shown this once.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CreatedChannel {
@@ -1162,7 +1173,7 @@ macro_rules! bodies {
 }
 
 bodies!(ValuePolicy::Metadata =>
-    AddMember, ChangeRole, CreateToken, CreateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, UpdatePolicy, UpdateSchema, CreateCloudAccount, UpdateCloudAccount,
+    AddMember, ChangeRole, CreateToken, CreateChannel, UpdateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, UpdatePolicy, UpdateSchema, CreateCloudAccount, UpdateCloudAccount,
     LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest, AllowPrograms, AllowName,
     RedeemSignIn,
 );

@@ -2,7 +2,7 @@
 
 use reqwest::Method;
 
-use crate::wire::{CreateChannel, CreatedChannel};
+use crate::wire::{CreateChannel, CreatedChannel, UpdateChannel};
 use crate::{Client, Result};
 use heimdall_core::notify::{Channel, Delivery};
 
@@ -32,6 +32,13 @@ impl Client {
     /// `DELETE /v1/notifications/{id-or-name}` (owner).
     pub async fn delete_channel(&self, id_or_name: &str) -> Result<Channel> {
         self.delete(&["notifications", id_or_name]).await
+    }
+
+    /// `PATCH /v1/notifications/{id-or-name}` (owner): another name or
+    /// webhook; the signing secret stays, and deliveries not yet sent go
+    /// to the new webhook.
+    pub async fn update_channel(&self, id_or_name: &str, change: &UpdateChannel) -> Result<Channel> {
+        self.with_body(Method::PATCH, &["notifications", id_or_name], change).await
     }
 
     /// `GET /v1/notifications/deliveries` (owner, admin): newest first.

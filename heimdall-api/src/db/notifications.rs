@@ -105,6 +105,26 @@ impl NotificationStore for SqlStore {
         tx.commit().await.map_err(db_err)
     }
 
+    async fn update_channel(&self, channel: &Channel, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let updated = sqlx::query(
+            "UPDATE notification_channels SET name = $1, url = $2, sealed_url = $3 WHERE org_id = $4 AND id = $5",
+        )
+        .bind(channel.name.clone())
+        .bind(channel.url.clone())
+        .bind(channel.sealed_url.clone())
+        .bind(channel.org_id.to_string())
+        .bind(channel.id.clone())
+        .execute(&mut *tx)
+        .await
+        .map_err(unique_as("notification channel"))?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::NotFound("notification channel"));
+        }
+        insert_event(&mut tx, channel.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
     async fn list_channels(&self, org: OrgId) -> StoreResult<Vec<Channel>> {
         let rows: Vec<ChannelRow> = sqlx::query_as(&format!(
             "SELECT {CHANNEL_COLUMNS} FROM notification_channels WHERE org_id = $1 ORDER BY name"

@@ -8,7 +8,7 @@ use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::names::validate_name;
 use heimdall_core::notify::{check_webhook_url, display_url, Channel, Delivery};
-use heimdall_core::wire::{CreateChannel, CreatedChannel};
+use heimdall_core::wire::{CreateChannel, CreatedChannel, UpdateChannel};
 use heimdall_core::{ApiError, ErrorCode};
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
@@ -21,13 +21,17 @@ use super::openapi::errors;
 use super::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(deliveries)).routes(routes!(remove))
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(deliveries))
+        .routes(routes!(update, remove))
 }
 
 errors!(body CreateErrors: AlreadyExists);
 errors!(ListErrors: InvalidInput);
 errors!(DeliveriesErrors: InvalidInput);
 errors!(RemoveErrors: NotFound);
+errors!(body UpdateErrors: NotFound, AlreadyExists);
 
 #[utoipa::path(
     post,
@@ -102,6 +106,69 @@ async fn list(
         vec![c.name.clone(), c.id.clone()]
     })?;
     Ok((headers, Json(channels)))
+}
+
+#[utoipa::path(
+    patch,
+    path = "/v1/notifications/{key}",
+    tag = "notifications",
+    operation_id = "update_channel",
+    summary = "Change a notification channel",
+    description = "Renames a channel or points it at another webhook (checked as at creation, kept sealed, \
+        recorded by its host only); deliveries not yet sent go to the new one, signed with the same secret. \
+        Owners only by default (`notification.write`); a name already taken is refused `ALREADY_EXISTS`.",
+    params(("key" = String, Path, description = "An id or a name")),
+    request_body = UpdateChannel,
+    responses((status = 200, description = "The channel as it is now", body = Channel), UpdateErrors),
+)]
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    JsonBody(body): JsonBody<UpdateChannel>,
+) -> HttpResult<Json<Channel>> {
+    state.authorize(&caller, Action::NotificationWrite, &Target::organization(caller.org.id), None).await?;
+    if let Some(name) = &body.name {
+        validate_name("channel name", name)?;
+    }
+    if let Some(webhook) = &body.webhook {
+        check_webhook_url(webhook)?;
+    }
+    let channels = state.store.list_channels(caller.org.id).await?;
+    let current = channels
+        .into_iter()
+        .find(|c| c.id == key || c.name == key)
+        .ok_or_else(|| ApiError::not_found("notification channel"))?;
+    let mut channel = current.clone();
+    let mut changed = Vec::new();
+    if let Some(name) = body.name.filter(|n| *n != current.name) {
+        channel.name = name;
+        changed.push("name");
+    }
+    if let Some(webhook) = body.webhook {
+        let key = state.notifications.clone().ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::Unavailable,
+                "this API runs without --ca-dir, where its notification signing key lives",
+            )
+        })?;
+        // Sealed under the same id: the channel's signing secret stays.
+        channel.sealed_url =
+            key.seal_url(&channel.id, &webhook).map_err(|e| ApiError::new(ErrorCode::Internal, e))?;
+        channel.url = display_url(&webhook);
+        changed.push("webhook");
+    }
+    if changed.is_empty() {
+        return Ok(Json(current));
+    }
+    let event = state.event(
+        &caller,
+        AuditAction::NotificationUpdated,
+        format!("notification:{}", channel.id),
+        serde_json::json!({ "name": channel.name, "webhook": channel.url, "changed": changed }),
+    );
+    state.store.update_channel(&channel, event).await?;
+    Ok(Json(channel))
 }
 
 #[utoipa::path(

@@ -15,7 +15,10 @@ use time::format_description::well_known::Rfc3339;
 
 use crate::support::{enroll_agent, Client};
 
-crate::on_every_backend!(a_notified_event_reaches_the_webhook_signed_and_is_retried);
+crate::on_every_backend!(
+    a_notified_event_reaches_the_webhook_signed_and_is_retried,
+    a_channel_is_pointed_elsewhere_and_renamed_in_place
+);
 
 type Received = Arc<Mutex<Vec<(HeaderMap, Vec<u8>)>>>;
 
@@ -240,4 +243,51 @@ async fn a_slow_webhook_does_not_hold_up_another() {
             log.as_array().unwrap().iter().any(|d| d["channel"] == "b-fast" && d["status"] == "delivered");
     }
     assert!(started.elapsed() < Duration::from_secs(8), "recorded only after the slow one answered");
+}
+
+/// A channel is pointed at another webhook and renamed in place: its next
+/// delivery goes to the new address (signed with the same secret), the
+/// old one hears nothing more, and the feed records the new host only.
+async fn a_channel_is_pointed_elsewhere_and_renamed_in_place(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let admin = c.add_member(owner, "admin@example.com", "admin").await;
+    let (old_url, old_hears) = receiver().await;
+    let (new_url, new_hears) = receiver().await;
+    c.post("/v1/notifications", owner, json!({ "name": "ops", "webhook": old_url })).await.expect(201);
+    c.post("/v1/notifications", owner, json!({ "name": "pager", "webhook": old_url })).await.expect(201);
+    let patch = |key: &str, body: Value, token: &str| {
+        let (path, token, c) = (format!("/v1/notifications/{key}"), token.to_owned(), &c);
+        async move { c.call(Method::PATCH, &path, &token, Some(body)).await }
+    };
+
+    patch("ops", json!({ "webhook": "http://hooks.example.com/x" }), owner)
+        .await
+        .expect_error(422, "INVALID_INPUT");
+    patch("ops", json!({ "name": "pager" }), owner).await.expect_error(409, "ALREADY_EXISTS");
+    patch("ops", json!({ "webhook": new_url }), &admin).await.expect_error(403, "FORBIDDEN");
+    patch("nope", json!({ "name": "x" }), owner).await.expect_error(404, "NOT_FOUND");
+    c.call(Method::DELETE, "/v1/notifications/pager", owner, None).await.expect(200);
+    let changed = patch("ops", json!({ "webhook": new_url, "name": "ops-2" }), owner).await.expect(200);
+    let host = format!("{}/…", new_url.trim_end_matches("/hook"));
+    assert_eq!(
+        (changed["name"].as_str(), changed["url"].as_str()),
+        (Some("ops-2"), Some(host.as_str())),
+        "{changed}"
+    );
+    let events = c.get("/v1/events?action=notification.updated", owner).await.expect(200);
+    assert_eq!(
+        events[0]["detail"],
+        json!({ "name": "ops-2", "webhook": host, "changed": ["name", "webhook"] })
+    );
+    assert!(!events.to_string().contains("/hook"), "the webhook's path is never recorded: {events}");
+
+    an_event_at_risk(&c, &api, owner).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while new_hears.lock().unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the new webhook heard nothing");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(old_hears.lock().unwrap().is_empty(), "the old webhook hears nothing more");
 }

@@ -17,6 +17,17 @@ pub enum NotificationCommand {
     },
     /// List the organization's channels
     List,
+    /// Rename a channel or point it at another webhook; its signing secret stays
+    Update {
+        /// The channel (id or name)
+        channel: String,
+        /// A new name
+        #[arg(long, required_unless_present = "webhook")]
+        name: Option<String>,
+        /// A new webhook: https://, or http:// to this machine only
+        #[arg(long, value_name = "URL")]
+        webhook: Option<String>,
+    },
     /// Remove a channel (by id or name); its pending deliveries are dropped
     Delete {
         /// The channel (id or name)

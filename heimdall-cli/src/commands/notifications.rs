@@ -34,6 +34,12 @@ pub async fn run(ctx: &Context, cmd: NotificationCommand) -> Result<()> {
                 ]
             })
         }
+        NotificationCommand::Update { channel, name, webhook } => {
+            let change = heimdall_core::wire::UpdateChannel { name, webhook };
+            let updated = client.update_channel(&channel, &change).await?;
+            let message = format!("Notification channel updated: {} → {}", updated.name, updated.url);
+            out.done(&updated, &message, &[])
+        }
         NotificationCommand::Delete { channel } => {
             let deleted = client.delete_channel(&channel).await?;
             out.done(&deleted, &format!("Notification channel deleted: {}", deleted.name), &[])
