@@ -65,6 +65,13 @@ pub(crate) async fn resolve(
     heimdall_core::schemas::by_type(&schemas, key).cloned().ok_or_else(|| ApiError::not_found("schema"))
 }
 
+/// A schema version to change, by id only: a type name would pick the
+/// version for the caller.
+async fn by_id(state: &AppState, caller: &Caller, key: &str) -> Result<ResourceSchema, ApiError> {
+    let id: SchemaId = key.parse().map_err(|_| ApiError::not_found("schema (by id)"))?;
+    resolve(state, caller, &id.to_string()).await
+}
+
 #[utoipa::path(
     patch,
     path = "/v1/schemas/{key}",
@@ -74,7 +81,7 @@ pub(crate) async fn resolve(
     description = "`deprecated: true`: no new Resource is requested on this version (`CONFLICT`, naming it), \
         and a type name means its newest version that is not deprecated; the Resources already on it go on. \
         `false` takes that back. By default owners and admins may (`schema.write`).",
-    params(("key" = String, Path, description = "A schema id, or a type name (its newest version not deprecated)")),
+    params(("key" = String, Path, description = "A schema id")),
     request_body = UpdateSchema,
     responses((status = 200, description = "The schema as it is now", body = ResourceSchema), UpdateErrors),
 )]
@@ -85,7 +92,7 @@ async fn update(
     JsonBody(body): JsonBody<UpdateSchema>,
 ) -> HttpResult<Json<ResourceSchema>> {
     state.authorize(&caller, Action::SchemaWrite, &Target::organization(caller.org.id), None).await?;
-    let schema = resolve(&state, &caller, &key).await?;
+    let schema = by_id(&state, &caller, &key).await?;
     if body.deprecated == schema.deprecated_at.is_some() {
         return Ok(Json(schema));
     }
@@ -121,9 +128,7 @@ async fn delete(
     Path(key): Path<String>,
 ) -> HttpResult<StatusCode> {
     state.authorize(&caller, Action::SchemaWrite, &Target::organization(caller.org.id), None).await?;
-    // By id only: a type name would pick a version for the caller.
-    let id: SchemaId = key.parse().map_err(|_| ApiError::not_found("schema (by id)"))?;
-    let schema = resolve(&state, &caller, &id.to_string()).await?;
+    let schema = by_id(&state, &caller, &key).await?;
     let event = state.event(
         &caller,
         AuditAction::SchemaDeleted,

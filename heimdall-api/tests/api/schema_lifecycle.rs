@@ -42,6 +42,8 @@ async fn a_schema_version_is_deprecated_then_deleted_once_unused(db: TestDatabas
     assert_eq!(deprecated["deprecated_by"], "owner@example.com", "{deprecated}");
     assert!(deprecated["deprecated_at"].is_string(), "{deprecated}");
     deprecate(&v1, false, &member).await.expect_error(403, "FORBIDDEN");
+    // A version is named by id: a type name would pick one for the caller.
+    deprecate("s3-bucket", true, owner).await.expect_error(404, "NOT_FOUND");
 
     // No new Resource on the deprecated version; by type, the newest usable.
     let refused = request(&v1, "old").await.expect_error(409, "CONFLICT");
