@@ -19,6 +19,8 @@ mod bootstrap;
 mod console;
 #[path = "api/console_sign_in.rs"]
 mod console_sign_in;
+#[path = "api/database_changes.rs"]
+mod database_changes;
 #[path = "api/database_tls.rs"]
 mod database_tls;
 #[path = "api/databases.rs"]

@@ -50,6 +50,8 @@ actions! {
     ComponentDeleted => "component.deleted",
     ComponentRenamed => "component.renamed",
     DatabaseCreated => "database.created",
+    DatabaseDeleted => "database.deleted",
+    DatabaseUpdated => "database.updated",
     DatabaseLoginRetired => "database.login_retired",
     DatabaseRotationFailed => "database.rotation_failed",
     DatabaseRotationRequested => "database.rotation_requested",

@@ -227,6 +227,63 @@ pub fn check_tls(host: &str, tls: TlsMode) -> Result<(), ApiError> {
     }
 }
 
+/// A registered database after a change (`None`: nothing changes), with
+/// the fields that change, checked as at registration. The CA bundle's
+/// own check (it parses) and the admin secret's (the caller may use it
+/// there) are the adapter's, before this.
+pub fn update(
+    current: &Database,
+    change: &crate::wire::UpdateDatabase,
+) -> Result<Option<(Database, Vec<&'static str>)>, ApiError> {
+    let mut next = current.clone();
+    if let Some(host) = &change.host {
+        check_host(host)?;
+        next.host = host.clone();
+    }
+    if let Some(port) = change.port {
+        if port == 0 {
+            return Err(ApiError::invalid_input("--port must be 1-65535"));
+        }
+        next.port = port;
+    }
+    if let Some(tls) = change.tls {
+        next.tls = tls;
+    }
+    check_tls(&next.host, next.tls)?;
+    if let Some(pem) = &change.ca_pem {
+        next.ca_pem = Some(pem.clone()).filter(|p| !p.is_empty());
+    }
+    if let Some(secret) = &change.admin_secret {
+        next.admin_secret = secret.clone();
+    }
+    let mut changed = Vec::new();
+    for (name, differs) in [
+        ("admin_secret", next.admin_secret != current.admin_secret),
+        ("ca_pem", next.ca_pem != current.ca_pem),
+        ("host", next.host != current.host),
+        ("port", next.port != current.port),
+        ("tls", next.tls != current.tls),
+    ] {
+        if differs {
+            changed.push(name);
+        }
+    }
+    Ok((!changed.is_empty()).then_some((next, changed)))
+}
+
+/// A database goes only once it has no service users: their logins would
+/// stay on the server with no one to rotate or retire them.
+pub fn check_delete(database: &str, users: u64) -> Result<(), ApiError> {
+    if users == 0 {
+        return Ok(());
+    }
+    let users = if users == 1 { "1 service user".to_owned() } else { format!("{users} service users") };
+    Err(ApiError::new(
+        crate::ErrorCode::NotEmpty,
+        format!("database {database} has {users}: they go first (their logins stay on the server otherwise)"),
+    ))
+}
+
 /// Most bytes of a database's CA bundle.
 pub const MAX_CA_PEM: usize = 256 * 1024;
 
@@ -657,11 +714,36 @@ pub fn retire_statement(
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_change_is_checked_as_a_registration_and_names_what_changes() {
+        let now = OffsetDateTime::UNIX_EPOCH;
+        let current = database(now);
+        let change = crate::wire::UpdateDatabase {
+            host: Some("db2.internal".into()),
+            port: Some(6432),
+            ..Default::default()
+        };
+        let (next, changed) = update(&current, &change).unwrap().unwrap();
+        assert_eq!((next.host.as_str(), next.port, changed), ("db2.internal", 6432, vec!["host", "port"]));
+        let cleartext = crate::wire::UpdateDatabase { tls: Some(TlsMode::Disable), ..Default::default() };
+        assert_eq!(update(&current, &cleartext).unwrap_err().code, crate::ErrorCode::InvalidInput);
+        let local = crate::wire::UpdateDatabase {
+            host: Some("127.0.0.1".into()),
+            tls: Some(TlsMode::Disable),
+            ..Default::default()
+        };
+        assert!(update(&current, &local).is_ok(), "no TLS on the Agent's own machine");
+        let same = crate::wire::UpdateDatabase { port: Some(5432), ..Default::default() };
+        assert_eq!(update(&current, &same).unwrap(), None);
+        assert!(check_delete("orders", 0).is_ok());
+        assert!(check_delete("orders", 2).unwrap_err().message.contains("2 service users"));
+    }
+
     const PW: &str = "Abcdefghij0123456789Abcdefghij0123456789";
     const UNUSED: &str = "Zyxwvutsrq9876543210Zyxwvutsrq9876543210";
 
-    fn user(now: OffsetDateTime) -> ServiceUser {
-        let database = Database {
+    fn database(now: OffsetDateTime) -> Database {
+        Database {
             id: DatabaseId::from_uuid(uuid::Uuid::from_u128(3)),
             org_id: OrgId::from_uuid(uuid::Uuid::from_u128(2)),
             name: "orders".into(),
@@ -676,7 +758,11 @@ mod tests {
             ca_pem: None,
             created_at: now,
             created_by: "o@example.com".into(),
-        };
+        }
+    }
+
+    fn user(now: OffsetDateTime) -> ServiceUser {
+        let database = database(now);
         let new = NewServiceUser {
             id: ServiceUserId::from_uuid(uuid::Uuid::from_u128(1)),
             database: &database,

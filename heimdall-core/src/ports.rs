@@ -658,6 +658,12 @@ pub trait DatabaseStore: Send + Sync {
     async fn list_databases(&self, org: OrgId) -> StoreResult<Vec<Database>>;
     async fn find_database(&self, org: OrgId, name: &str) -> StoreResult<Option<Database>>;
     async fn get_database(&self, org: OrgId, id: DatabaseId) -> StoreResult<Database>;
+    /// Writes a change (`dbusers::update`) with its event; the next task an
+    /// Agent claims uses it.
+    async fn update_database(&self, database: &Database, event: NewEvent) -> StoreResult<()>;
+    /// Deletes a database that has no service users (`dbusers::check_delete`,
+    /// decided in the transaction).
+    async fn delete_database(&self, database: &Database, event: NewEvent) -> StoreResult<()>;
     /// Creates the user's secret and the user, in one transaction.
     async fn create_service_user(
         &self,

@@ -1173,7 +1173,7 @@ macro_rules! bodies {
 }
 
 bodies!(ValuePolicy::Metadata =>
-    AddMember, ChangeRole, CreateToken, CreateChannel, UpdateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, UpdatePolicy, UpdateSchema, CreateCloudAccount, UpdateCloudAccount,
+    AddMember, ChangeRole, CreateToken, CreateChannel, UpdateChannel, ForgetAgent, CreateCatalogEntry, Rename, CreatePolicy, UpdatePolicy, UpdateSchema, CreateCloudAccount, UpdateCloudAccount, UpdateDatabase,
     LinkCloudAccount, Decide, CreateRegistration, Enroll, CertificateRequest, AllowPrograms, AllowName,
     RedeemSignIn,
 );
@@ -1218,6 +1218,26 @@ pub struct CreateDatabase {
     /// besides the system's roots.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_pem: Option<String>,
+}
+
+/// `PATCH /v1/databases/{database}`: where the database is, how its admin
+/// connection is secured, which secret holds the admin login; what is
+/// absent stays. The engine, database name and environment never change
+/// (its users and their secrets live there).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateDatabase {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::dbusers::TlsMode>,
+    /// CA certificates (PEM); an empty string removes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_pem: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_secret: Option<String>,
 }
 
 /// `POST /v1/databases/{database}/users`.

@@ -3,7 +3,7 @@
 
 use reqwest::Method;
 
-use crate::wire::{CreateDatabase, CreateServiceUser};
+use crate::wire::{CreateDatabase, CreateServiceUser, UpdateDatabase};
 use crate::{Client, Result};
 use heimdall_core::dbusers::{Database, ServiceUser};
 
@@ -13,6 +13,19 @@ impl Client {
     /// the secret `admin_secret` (`{"username","password"}`).
     pub async fn create_database(&self, request: &CreateDatabase) -> Result<Database> {
         self.with_body(Method::POST, &["databases"], request).await
+    }
+
+    /// `PATCH /v1/databases/{database}` (owner, admin): where it is, its
+    /// TLS, its admin secret; the next task an Agent claims uses them.
+    pub async fn update_database(&self, database: &str, change: &UpdateDatabase) -> Result<Database> {
+        self.with_body(Method::PATCH, &["databases", database], change).await
+    }
+
+    /// `DELETE /v1/databases/{database}` (owner, admin): one with no
+    /// service users (else `NOT_EMPTY`).
+    pub async fn delete_database(&self, database: &str) -> Result<()> {
+        let url = self.url(&["databases", database])?;
+        self.send_ignoring_body(self.authed(Method::DELETE, url)).await
     }
 
     /// `GET /v1/databases`, every page.

@@ -193,6 +193,51 @@ impl DatabaseStore for SqlStore {
         tx.commit().await.map_err(db_err)
     }
 
+    async fn update_database(&self, database: &Database, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let updated = sqlx::query(
+            "UPDATE databases SET host = $1, port = $2, tls = $3, ca_pem = $4, admin_secret = $5
+             WHERE org_id = $6 AND id = $7",
+        )
+        .bind(database.host.clone())
+        .bind(i32::from(database.port))
+        .bind(database.tls.as_str())
+        .bind(database.ca_pem.clone())
+        .bind(database.admin_secret.clone())
+        .bind(database.org_id.to_string())
+        .bind(database.id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::NotFound("database"));
+        }
+        insert_event(&mut tx, database.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn delete_database(&self, database: &Database, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let (users,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM database_users WHERE database_id = $1")
+            .bind(database.id.to_string())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        heimdall_core::dbusers::check_delete(&database.name, u64::try_from(users).unwrap_or(0))
+            .map_err(StoreError::Refused)?;
+        let deleted = sqlx::query("DELETE FROM databases WHERE org_id = $1 AND id = $2")
+            .bind(database.org_id.to_string())
+            .bind(database.id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        if deleted.rows_affected() == 0 {
+            return Err(StoreError::NotFound("database"));
+        }
+        insert_event(&mut tx, database.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
     async fn list_databases(&self, org: OrgId) -> StoreResult<Vec<Database>> {
         self.databases_where("d.org_id = $1", &[org.to_string()]).await
     }

@@ -21,7 +21,7 @@ use heimdall_core::names::validate_name;
 use heimdall_core::ports::{ServiceUserTaskResult, StoreError};
 use heimdall_core::secrets::Secret;
 use heimdall_core::wire::{
-    CreateDatabase, CreateServiceUser, DatabaseTask, DatabaseTaskOutcome, DatabaseTaskReport,
+    CreateDatabase, CreateServiceUser, DatabaseTask, DatabaseTaskOutcome, DatabaseTaskReport, UpdateDatabase,
 };
 use heimdall_core::{ApiError, ErrorCode};
 use utoipa_axum::router::OpenApiRouter;
@@ -38,6 +38,7 @@ use super::AppState;
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))
+        .routes(routes!(update, delete))
         .routes(routes!(list_users, create_user))
         .routes(routes!(show_user))
         .routes(routes!(rotate))
@@ -50,6 +51,8 @@ pub fn agent_routes() -> OpenApiRouter<AppState> {
 
 errors!(body CreateErrors: AlreadyExists, NotFound);
 errors!(ListErrors: InvalidInput);
+errors!(body UpdateErrors: NotFound);
+errors!(DeleteErrors: NotFound, NotEmpty);
 errors!(body CreateUserErrors: AlreadyExists, NotFound);
 errors!(ShowErrors: NotFound);
 errors!(ListUsersErrors: NotFound, InvalidInput);
@@ -104,21 +107,7 @@ async fn create(
     authorize(&state, &caller, Action::SecretWrite, &env.name).await?;
     // The Agent uses the admin secret for whoever registers the database
     // and creates its users: each must be able to read it there.
-    let admin =
-        super::secrets::check_use(&state, &caller, &body.admin_secret, &env.name).await.map_err(|e| {
-            if e.code == ErrorCode::NotFound {
-                ApiError::new(
-                    ErrorCode::NotFound,
-                    format!(
-                        "no organization secret named {:?}: create it and set the admin credential \
-                     ({{\"username\",\"password\"}}) in {} first",
-                        body.admin_secret, env.name
-                    ),
-                )
-            } else {
-                e
-            }
-        })?;
+    let admin_secret = admin_secret(&state, &caller, &body.admin_secret, &env.name).await?;
     let database = Database {
         id: DatabaseId::from_uuid(Uuid::new_v4()),
         org_id: caller.org.id,
@@ -129,7 +118,7 @@ async fn create(
         database: body.database,
         environment_id: env.id,
         environment: env.name,
-        admin_secret: admin.name,
+        admin_secret,
         tls,
         ca_pem: body.ca_pem,
         created_at: state.clock.now(),
@@ -146,6 +135,101 @@ async fn create(
     );
     state.store.create_database(&database, event).await?;
     Ok((StatusCode::CREATED, Json(database)))
+}
+
+/// The admin secret, as at registration: an organization secret the
+/// caller may read in the database's environment (the Agent uses it on
+/// her behalf); its name as stored.
+async fn admin_secret(
+    state: &AppState,
+    caller: &Caller,
+    secret: &str,
+    environment: &str,
+) -> Result<String, ApiError> {
+    let admin = super::secrets::check_use(state, caller, secret, environment).await.map_err(|e| {
+        if e.code == ErrorCode::NotFound {
+            ApiError::new(
+                ErrorCode::NotFound,
+                format!(
+                    "no organization secret named {secret:?}: create it and set the admin credential \
+                     ({{\"username\",\"password\"}}) in {environment} first"
+                ),
+            )
+        } else {
+            e
+        }
+    })?;
+    Ok(admin.name)
+}
+
+#[utoipa::path(
+    patch,
+    path = "/v1/databases/{database}",
+    tag = "databases",
+    operation_id = "update_database",
+    summary = "Change a database",
+    description = "Changes where a registered database is (host, port), how the admin connection is secured \
+        (`tls`, `ca_pem`; an empty `ca_pem` removes it) and which secret holds the admin login, each checked \
+        as at registration; the next task an Agent claims uses it. The engine, database name and environment \
+        never change. Needs `secret.write` in its environment (owners and admins by default).",
+    params(("database" = String, Path, description = "The database's name")),
+    request_body = UpdateDatabase,
+    responses((status = 200, description = "The database as it is now", body = Database), UpdateErrors),
+)]
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    JsonBody(body): JsonBody<UpdateDatabase>,
+) -> HttpResult<Json<Database>> {
+    let current = database_named(&state, &caller, &name).await?;
+    authorize(&state, &caller, Action::SecretWrite, &current.environment).await?;
+    if let Some(pem) = body.ca_pem.as_deref().filter(|p| !p.is_empty()) {
+        check_ca_pem(pem)?;
+    }
+    let Some((mut next, changed)) = dbusers::update(&current, &body)? else {
+        return Ok(Json(current));
+    };
+    if changed.contains(&"admin_secret") {
+        next.admin_secret = admin_secret(&state, &caller, &next.admin_secret, &next.environment).await?;
+    }
+    let event = state.event(
+        &caller,
+        AuditAction::DatabaseUpdated,
+        format!("database:{}", next.id),
+        serde_json::json!({ "name": next.name, "changed": changed }),
+    );
+    state.store.update_database(&next, event).await?;
+    Ok(Json(next))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/v1/databases/{database}",
+    tag = "databases",
+    operation_id = "delete_database",
+    summary = "Delete a database",
+    description = "Removes a registered database that has no service users (`NOT_EMPTY` otherwise: their \
+        logins would stay on the server with no one to rotate or retire them). Nothing on the server is \
+        touched. Needs `secret.write` in its environment (owners and admins by default).",
+    params(("database" = String, Path, description = "The database's name")),
+    responses((status = 204, description = "Deleted"), DeleteErrors),
+)]
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> HttpResult<StatusCode> {
+    let database = database_named(&state, &caller, &name).await?;
+    authorize(&state, &caller, Action::SecretWrite, &database.environment).await?;
+    let event = state.event(
+        &caller,
+        AuditAction::DatabaseDeleted,
+        format!("database:{}", database.id),
+        serde_json::json!({ "name": database.name }),
+    );
+    state.store.delete_database(&database, event).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[utoipa::path(

@@ -52,6 +52,34 @@ pub enum DatabaseCommand {
         #[arg(long, value_name = "FILE")]
         ca_file: Option<std::path::PathBuf>,
     },
+    /// Change where a database is, its admin connection's TLS or its admin secret (checked as at creation)
+    Update {
+        /// The database's name in Heimdall
+        name: String,
+        /// Where the database listens (a host name or an address)
+        #[arg(long)]
+        host: Option<String>,
+        /// The port
+        #[arg(long)]
+        port: Option<u16>,
+        /// How the Agent's admin connection is secured
+        #[arg(long, value_enum)]
+        tls: Option<TlsArg>,
+        /// CA certificates (PEM) the server's certificate may chain to
+        #[arg(long, value_name = "FILE", conflicts_with = "no_ca")]
+        ca_file: Option<std::path::PathBuf>,
+        /// Remove the CA certificates given before (the system's roots only)
+        #[arg(long)]
+        no_ca: bool,
+        /// The secret holding the admin credential; you must be able to read it there
+        #[arg(long, value_name = "SECRET")]
+        admin_secret: Option<String>,
+    },
+    /// Delete a database that has no service users (nothing on the server is touched)
+    Delete {
+        /// The database's name in Heimdall
+        name: String,
+    },
     /// List the databases
     List,
     /// Service users: created and rotated by the Agent, never typed

@@ -11,6 +11,38 @@ use crate::output::timestamp;
 pub async fn run(ctx: &Context, cmd: DatabaseCommand) -> Result<()> {
     let (client, out) = (ctx.client()?, &ctx.out);
     match cmd {
+        DatabaseCommand::Update { name, host, port, tls, ca_file, no_ca, admin_secret } => {
+            let ca_pem = match (ca_file, no_ca) {
+                (Some(path), _) => Some(std::fs::read_to_string(&path).map_err(|e| {
+                    crate::error::CliError::usage(format!("--ca-file {}: {e}", path.display()))
+                })?),
+                (None, true) => Some(String::new()),
+                (None, false) => None,
+            };
+            let tls = tls.map(|t| match t {
+                TlsArg::VerifyFull => TlsMode::VerifyFull,
+                TlsArg::Disable => TlsMode::Disable,
+            });
+            let change = heimdall_core::wire::UpdateDatabase { host, port, tls, ca_pem, admin_secret };
+            if change == heimdall_core::wire::UpdateDatabase::default() {
+                return Err(crate::error::CliError::usage(
+                    "nothing to change: name at least one of --host, --port, --tls, --ca-file, --no-ca, --admin-secret",
+                ));
+            }
+            let updated = client.update_database(&name, &change).await?;
+            let line = format!(
+                "Database updated: {} ({}:{}, TLS {})",
+                updated.name,
+                updated.host,
+                updated.port,
+                updated.tls.as_str()
+            );
+            out.done(&updated, &line, &[])
+        }
+        DatabaseCommand::Delete { name } => {
+            client.delete_database(&name).await?;
+            out.done(&serde_json::json!({ "deleted": name }), &format!("Database deleted: {name}"), &[])
+        }
         DatabaseCommand::Create {
             name,
             engine,

@@ -183,6 +183,24 @@ async fn a_service_user_is_made_by_the_agent_and_run_watch_moves_onto_each_rotat
     assert_eq!(rows[0][..4], ["USER", "SECRET", "STATUS", "VERSION"], "{}", listed.stdout);
     assert_eq!(rows[1][..4], ["app", "db-orders-app", "ready", "2"], "{}", listed.stdout);
 
+    // Moved (here the same server by another name): the next rotation's
+    // Agent connects there and the value names it; with a user, the
+    // database stays registered.
+    let moved = h.run(&["database", "update", "orders", "--host", "localhost"]).await;
+    assert_eq!(moved.code, 0, "{moved:?}");
+    assert_eq!(h.run(&["database", "delete", "orders"]).await.code, 6, "it still has a service user");
+    let rotated = h.run(&["database", "user", "rotate", "app", "--database", "orders"]).await;
+    assert_eq!(rotated.code, 0, "{rotated:?}");
+    until_shown(&shown, "the rotation after the move", |u| u["current_version"] == 3).await;
+    let third = h.run(&["secret", "get", "db-orders-app", "--environment", "dev"]).await;
+    let third: serde_json::Value = serde_json::from_str(&third.stdout).expect("JSON");
+    assert_eq!(
+        (third["host"].as_str(), third["username"].as_str()),
+        (Some("localhost"), Some("app_a")),
+        "{third}"
+    );
+    assert_eq!(psql(&name, "app_a", "SELECT current_user").as_deref(), Ok("app_a"));
+
     // No password in the API's log (nor the Agent's), nor in the API's database.
     let second = h.run(&["secret", "get", "db-orders-app", "--environment", "dev"]).await;
     let second: serde_json::Value = serde_json::from_str(&second.stdout).expect("JSON");
