@@ -191,6 +191,53 @@ fn an_approver_reads_the_plan_and_approves_exactly_it_with_the_cli() {
     assert!(dev.stop().success());
 }
 
+/// Letting go: a provisioned Resource is abandoned with no destroy (its
+/// state and the object in it stay, the Agent runs nothing), and a new
+/// Resource of the same name imports the same object from that state.
+#[test]
+fn an_abandoned_resource_keeps_its_state_and_is_imported_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, config) = (tmp.path().join("data"), tmp.path().join("config"));
+    let dev = Dev::start(&data, &config, free_port());
+    for line in readme_tour().iter().take_while(|l| !l.starts_with("heimdall job list")) {
+        let out = dev.sh(line);
+        assert!(out.status.success(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let json = |line: &str| -> serde_json::Value {
+        let out = dev.sh(line);
+        assert!(out.status.success(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let before = json("heimdall resource show recibos --output json");
+    assert_eq!(before["resource"]["status"], "provisioned", "{before}");
+    let old_id = before["resource"]["id"].as_str().unwrap().to_owned();
+    let state_file = data.join("state").join(format!("{old_id}.tfstate"));
+    let object_id = |state: &std::path::Path| -> String {
+        let state: serde_json::Value = serde_json::from_slice(&std::fs::read(state).unwrap()).unwrap();
+        state["resources"][0]["instances"][0]["attributes"]["id"].as_str().unwrap().to_owned()
+    };
+    let object = object_id(&state_file);
+
+    let abandoned = json("heimdall resource abandon recibos --output json");
+    assert_eq!(abandoned["status"], "abandoned", "{abandoned}");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(object_id(&state_file), object, "the state and the object in it stay");
+    let jobs = json(&format!("heimdall job list --resource {old_id} --output json"));
+    let operations: Vec<&str> =
+        jobs.as_array().unwrap().iter().map(|j| j["operation"].as_str().unwrap()).collect();
+    assert_eq!(operations, ["apply"], "nothing was destroyed: {jobs}");
+
+    let imported = json(&format!(
+        r#"heimdall resource import --component receipts --schema bucket --environment dev --name recibos --input '{{"bucket":"checkout-recibos"}}' --import terraform_data.bucket={object} --wait --output json"#
+    ));
+    assert_eq!(imported["status"], "provisioned", "{imported}");
+    let new_id = imported["id"].as_str().unwrap();
+    assert_ne!(new_id, old_id);
+    assert_eq!(object_id(&data.join("state").join(format!("{new_id}.tfstate"))), object, "the same object");
+    assert_eq!(json("heimdall resource show recibos --output json")["resource"]["id"], new_id);
+    assert!(dev.stop().success());
+}
+
 /// An embedding program writes and reads a value with the SDK alone: the
 /// `value_roundtrip` example, built as the README's test command builds
 /// every example, run against `heimdall dev` with a token of its own. The

@@ -55,6 +55,8 @@ mod queue;
 mod renames;
 #[path = "api/replicas.rs"]
 mod replicas;
+#[path = "api/resource_abandon.rs"]
+mod resource_abandon;
 #[path = "api/schema_lifecycle.rs"]
 mod schema_lifecycle;
 #[path = "api/store_scenario.rs"]

@@ -80,6 +80,7 @@ actions! {
     PolicyUpdated => "policy.updated",
     ProgramTokenRegistered => "program_token.registered",
     ProgramTokenRevoked => "program_token.revoked",
+    ResourceAbandoned => "resource.abandoned",
     ResourceApproved => "resource.approved",
     ResourceChanged => "resource.changed",
     ResourceCreated => "resource.created",

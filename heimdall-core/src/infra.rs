@@ -94,6 +94,8 @@ string_enum!(
     /// A Resource's life: `pending_approval` → `queued` → `applying` →
     /// `provisioned` | `failed`; `deleting` → `deleted`. `refused` is a
     /// create that an approver turned down (nothing was ever queued).
+    /// `abandoned`: no longer managed, nothing destroyed; its state stays
+    /// where it was (`resources::abandon`).
     ResourceStatus {
         PendingApproval = "pending_approval",
         Queued = "queued",
@@ -103,6 +105,7 @@ string_enum!(
         Refused = "refused",
         Deleting = "deleting",
         Deleted = "deleted",
+        Abandoned = "abandoned",
     }
 );
 

@@ -433,6 +433,35 @@ pub fn delete(
     Ok(Some(plan))
 }
 
+/// Stops managing a Resource without destroying anything: its queued
+/// applies are cancelled and pending revisions superseded, no job is
+/// queued, and it stays listed as `abandoned` with its history. Its state
+/// stays in the account's store; `resource import` (a new Resource) or
+/// `terraform export` takes it up again. Refused while a job runs on it:
+/// that job's end would decide its status again.
+pub fn abandon(resource: &Resource, jobs: &[Job], ctx: &Context<'_>) -> Result<ResourcePlan, ApiError> {
+    refuse_if_gone(resource)?;
+    if let Some(running) = jobs.iter().find(|j| j.status == JobStatus::Running) {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!(
+                "job {} ({}) is running on this Resource: abandon it once it ends",
+                running.id, running.operation
+            ),
+        ));
+    }
+    let detail = json!({ "name": resource.name, "revision": resource.revision });
+    let mut plan = ResourcePlan::new(
+        resource.id,
+        StatusUpdate::Set(ResourceStatus::Abandoned),
+        ctx.now,
+        event(AuditAction::ResourceAbandoned, detail),
+    );
+    plan.cancel_queued_applies = Some("cancelled: the Resource was abandoned".to_owned());
+    plan.supersede_pending = true;
+    Ok(plan)
+}
+
 /// Where a Resource stands once `fallback` (what its last job or decision
 /// says) meets what it still waits on: a running job, else the oldest
 /// queued one (`waiting_on`), shows that job's state; else a revision
@@ -557,7 +586,7 @@ fn check_region(region: Option<&str>) -> Result<(), ApiError> {
 }
 
 fn is_gone(resource: &Resource) -> bool {
-    matches!(resource.status, ResourceStatus::Deleting | ResourceStatus::Deleted)
+    matches!(resource.status, ResourceStatus::Deleting | ResourceStatus::Deleted | ResourceStatus::Abandoned)
 }
 
 fn refuse_if_gone(resource: &Resource) -> Result<(), ApiError> {

@@ -173,6 +173,15 @@ impl Client {
         self.get(&["resources", id_or_name, "export"]).await
     }
 
+    /// `POST /v1/resources/{id-or-name}/abandon`: Heimdall stops managing
+    /// the Resource without destroying anything; it stays listed as
+    /// `abandoned`, its state where it was, its name free again.
+    /// `CONFLICT` while a job runs on it.
+    pub async fn abandon_resource(&self, id_or_name: &str) -> Result<Resource> {
+        let url = self.url(&["resources", id_or_name, "abandon"])?;
+        self.send(self.authed(Method::POST, url)).await
+    }
+
     /// `POST /v1/resources/{id-or-name}/drift-check`: queues a plan of the
     /// applied revision against what exists, never applied (`202` with the
     /// job). Its result marks the Resource (`drifted_at`) or clears the

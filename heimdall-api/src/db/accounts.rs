@@ -12,7 +12,8 @@ use sqlx::{Any, AnyPool, Transaction};
 use super::infra_rows::json_text;
 use super::store::{db_err, insert_event};
 
-/// Resources not deleted with a job on `account`, in `environment` if named.
+/// Resources still managed (not deleted or abandoned) with a job on
+/// `account`, in `environment` if named.
 async fn resources_with_state(
     tx: &mut Transaction<'_, Any>,
     account: &CloudAccount,
@@ -20,7 +21,7 @@ async fn resources_with_state(
 ) -> StoreResult<u64> {
     let (count,): (i64,) = sqlx::query_as(
         "SELECT COUNT(DISTINCT r.id) FROM resources r JOIN jobs j ON j.resource_id = r.id
-         WHERE r.org_id = $1 AND j.account_id = $2 AND r.status <> 'deleted'
+         WHERE r.org_id = $1 AND j.account_id = $2 AND r.status NOT IN ('deleted', 'abandoned')
            AND ($3 = '' OR r.environment_id = $3)",
     )
     .bind(account.org_id.to_string())

@@ -221,7 +221,7 @@ impl InfraStore for SqlStore {
     ) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let (using,): (i64,) = sqlx::query_as(
-            "SELECT COUNT(*) FROM resources WHERE org_id = $1 AND schema_id = $2 AND status <> 'deleted'",
+            "SELECT COUNT(*) FROM resources WHERE org_id = $1 AND schema_id = $2 AND status NOT IN ('deleted', 'abandoned')",
         )
         .bind(schema.org_id.to_string())
         .bind(schema.id.to_string())

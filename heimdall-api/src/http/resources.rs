@@ -41,6 +41,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(retry))
         .routes(routes!(export))
         .routes(routes!(drift_check))
+        .routes(routes!(abandon))
 }
 
 errors!(ListErrors: NotFound, InvalidInput);
@@ -204,18 +205,23 @@ async fn apply_as(
     Ok(resource)
 }
 
-/// A Resource by id, or by name among those not deleted.
+/// A Resource by id, or by name among those not deleted: the managed one
+/// if there is one (an abandoned Resource's name is free again), else the
+/// abandoned one.
 pub(crate) async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Resource, ApiError> {
     if let Ok(id) = key.parse::<ResourceId>() {
         return Ok(state.store.get_resource(caller.org.id, id).await?);
     }
-    let mut found: Vec<Resource> = state
+    let named: Vec<Resource> = state
         .store
         .find_resources_by_name(caller.org.id, key)
         .await?
         .into_iter()
         .filter(|r| r.status != ResourceStatus::Deleted)
         .collect();
+    let managed = |r: &Resource| r.status != ResourceStatus::Abandoned;
+    let mut found: Vec<Resource> =
+        if named.iter().any(managed) { named.into_iter().filter(managed).collect() } else { named };
     match found.len() {
         0 => Err(ApiError::not_found("resource")),
         1 => Ok(found.remove(0)),
@@ -435,6 +441,35 @@ async fn queue_drift_check(
         plan.job.clone().ok_or_else(|| ApiError::new(ErrorCode::Internal, "a drift check queues a job"))?;
     apply_as(state, org, actor, &plan).await?;
     Ok(job)
+}
+
+/// Stops managing a Resource without a destroy (`resources::abandon`).
+#[utoipa::path(
+    post,
+    path = "/v1/resources/{key}/abandon",
+    tag = "resources",
+    operation_id = "abandon_resource",
+    summary = "Stop managing a Resource without destroying it",
+    description = "Heimdall lets the Resource go: nothing is destroyed and no job is queued, its state stays \
+        in the account's store, queued applies are cancelled and pending revisions superseded; it stays listed \
+        as `abandoned` with its history, its name free again. `resource import` (a new Resource) or `terraform \
+        export` takes it up later. Refused `CONFLICT` while a job runs on it, or once it is deleting, deleted \
+        or abandoned. Needs `resource.abandon` (owners and admins by default).",
+    params(("key" = String, Path, description = "An id or a name")),
+    responses((status = 200, description = "The Resource, abandoned", body = Resource), DeleteErrors),
+)]
+async fn abandon(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> HttpResult<Json<Resource>> {
+    let resource = resolve(&state, &caller, &key).await?;
+    let placement = Placement::of_resource(&state, &caller, &resource).await?;
+    placement.authorize(&state, &caller, Action::ResourceAbandon, Some(resource.id)).await?;
+    let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
+    let ctx = placement.context(&caller, None, state.clock.now());
+    let plan = resources::abandon(&resource, &jobs, &ctx)?;
+    Ok(Json(apply(&state, &caller, &plan).await?))
 }
 
 /// Queues a drift check (`resources::drift_check`): `202` with the job.

@@ -163,6 +163,12 @@ pub enum ResourceCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Stop managing a Resource without destroying anything: it stays listed as abandoned, its
+    /// state where it was; `resource import` or `terraform export` takes it up again
+    Abandon {
+        /// The Resource (id or name)
+        resource: String,
+    },
 }
 
 /// `--status` of `resource list`: the names of [`ResourceStatus`].
@@ -177,6 +183,7 @@ pub enum StatusArg {
     Refused,
     Deleting,
     Deleted,
+    Abandoned,
 }
 
 impl From<StatusArg> for ResourceStatus {
@@ -190,6 +197,7 @@ impl From<StatusArg> for ResourceStatus {
             StatusArg::Refused => ResourceStatus::Refused,
             StatusArg::Deleting => ResourceStatus::Deleting,
             StatusArg::Deleted => ResourceStatus::Deleted,
+            StatusArg::Abandoned => ResourceStatus::Abandoned,
         }
     }
 }

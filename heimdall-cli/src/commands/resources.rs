@@ -212,6 +212,14 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
             };
             done_then_wait(&client, out, wait, r, line).await
         }
+        ResourceCommand::Abandon { resource } => {
+            let r = ctx.client()?.abandon_resource(&resource).await?;
+            let extra = [format!(
+                "  Nothing was destroyed; its state stays where it was. `heimdall terraform export {}` writes the root module",
+                r.id
+            )];
+            out.done(&r, &format!("Resource abandoned: {} ({})", r.name, r.id), &extra)
+        }
     }
 }
 

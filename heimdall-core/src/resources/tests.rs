@@ -529,3 +529,31 @@ fn a_failed_plan_is_planned_again_by_retry() {
     assert_eq!(plan.job.as_ref().map(|j| (j.operation, j.request.revision)), Some((JobOperation::Plan, 1)));
     assert_eq!(plan.status, StatusUpdate::Set(ResourceStatus::PendingApproval));
 }
+
+#[test]
+fn abandon_lets_a_resource_go_without_a_job_and_refuses_while_one_runs() {
+    let mut w = World::new(false);
+    let plan = w.create(ANA, input()).unwrap();
+    w.apply(plan);
+    w.run_job(JobStatus::Completed);
+    let change = w.change(ANA, json!({ "size": 4 })).unwrap();
+    w.apply(change);
+    w.jobs.last_mut().unwrap().status = JobStatus::Running;
+    let (resource, jobs) = (w.resource().clone(), w.jobs.clone());
+    let running = abandon(&resource, &jobs, &w.ctx(ANA)).unwrap_err();
+    assert_eq!(running.code, ErrorCode::Conflict);
+    assert!(running.message.contains("running"), "{}", running.message);
+
+    w.jobs.last_mut().unwrap().status = JobStatus::Queued;
+    let (resource, jobs) = (w.resource().clone(), w.jobs.clone());
+    let plan = abandon(&resource, &jobs, &w.ctx(ANA)).unwrap();
+    assert_eq!(plan.job, None, "nothing is destroyed: no job at all");
+    assert_eq!(plan.event.action, AuditAction::ResourceAbandoned);
+    w.apply(plan);
+    assert_eq!(w.status(), ResourceStatus::Abandoned);
+    assert_eq!(w.jobs.last().unwrap().status, JobStatus::Cancelled, "the queued apply is cancelled");
+
+    let (resource, jobs) = (w.resource().clone(), w.jobs.clone());
+    assert_eq!(abandon(&resource, &jobs, &w.ctx(ANA)).unwrap_err().code, ErrorCode::Conflict);
+    assert_eq!(w.change(ANA, json!({ "size": 5 })).unwrap_err().code, ErrorCode::Conflict, "no more changes");
+}

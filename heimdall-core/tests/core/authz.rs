@@ -49,8 +49,9 @@ fn expected_minimum_role(action: Action) -> Role {
     match action {
         CatalogRead | SchemaRead | MemberRead | ResourceRead | JobRead | SecretRead => Role::Member,
         CatalogWrite | SchemaWrite | MemberWrite | PolicyRead | EventRead | ResourceWrite
-        | ResourceApprove | ResourceDelete | CloudAccountRead | CloudAccountWrite | SecretWrite
-        | SecretAccessLog | AgentRead | CertificateRead | CertificateRevoke | NotificationRead => Role::Admin,
+        | ResourceApprove | ResourceDelete | ResourceAbandon | CloudAccountRead | CloudAccountWrite
+        | SecretWrite | SecretAccessLog | AgentRead | CertificateRead | CertificateRevoke
+        | NotificationRead => Role::Admin,
         PolicyWrite | AgentManage | EnvironmentAssignAgent | NotificationWrite => Role::Owner,
     }
 }
