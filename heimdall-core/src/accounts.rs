@@ -112,6 +112,23 @@ pub fn check_unlink(account: &str, resources_in_environment: u64) -> Result<(), 
     ))
 }
 
+/// A link replaces another account's for the same scope and environment
+/// only while no Resource there keeps state on that account: its next job
+/// would look for its state in another store and make everything anew.
+pub fn check_relink(linked_account: &str, resources_in_environment: u64) -> Result<(), ApiError> {
+    if resources_in_environment == 0 {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::Conflict,
+        format!(
+            "that scope and environment are linked to cloud account {linked_account}, where {} keep state: \
+             linking another account would move their next jobs to another state store",
+            resources(resources_in_environment)
+        ),
+    ))
+}
+
 /// An account goes only when nothing links it and no Resource keeps state on it.
 pub fn check_delete(account: &str, links: u64, resources_with_state: u64) -> Result<(), ApiError> {
     if links > 0 {
@@ -473,5 +490,7 @@ mod tests {
         assert!(check_delete("a", 1, 0).unwrap_err().message.contains("unlink"));
         assert!(check_delete("a", 0, 3).unwrap_err().message.contains("3 Resources"));
         assert!(check_delete("a", 0, 0).is_ok());
+        assert!(check_relink("a", 0).is_ok());
+        assert_eq!(check_relink("a", 1).unwrap_err().code, crate::ErrorCode::Conflict);
     }
 }

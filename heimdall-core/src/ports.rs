@@ -322,7 +322,8 @@ pub trait InfraStore: Send + Sync + std::fmt::Debug {
     async fn get_account(&self, org: OrgId, id: CloudAccountId) -> StoreResult<CloudAccount>;
     async fn find_account_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<CloudAccount>>;
     /// Links an account to a scope for an environment, replacing any
-    /// account linked there before.
+    /// account linked there before, unless Resources there keep state on
+    /// that one (`accounts::check_relink`, decided in the transaction).
     async fn link_account(&self, org: OrgId, link: &AccountLink, event: NewEvent) -> StoreResult<()>;
     async fn list_links(&self, org: OrgId) -> StoreResult<Vec<AccountLink>>;
     /// Writes a change (`accounts::update`) with its event; one that moves

@@ -240,10 +240,12 @@ async fn an_oidc_job_runs_with_sts_credentials_its_identity_token_was_traded_for
     w.post(&owner, "/v1/cloud-accounts", json!({ "name": "denied", "provider": "aws", "region": "us-east-1",
         "state_bucket": w.bucket, "auth": { "kind": "oidc", "role_arn": "arn:aws:iam::123456789012:role/denied" } }))
         .await;
+    // For the System: replacing the organization's link would be refused,
+    // as `federated` keeps its state on the world's account.
     w.post(
         &owner,
         "/v1/cloud-accounts/denied/links",
-        json!({ "scope": "organization", "environment": "dev" }),
+        json!({ "scope": "system", "scope_id": "checkout", "environment": "dev" }),
     )
     .await;
     std::fs::remove_file(&dump).unwrap();

@@ -3,7 +3,7 @@
 //! `heimdall_core::accounts`: a Resource keeps its state on the account
 //! its jobs ran with (`jobs.account_id`) until it is deleted.
 
-use heimdall_core::accounts::{check_delete, check_state_move, check_unlink, AccountChange};
+use heimdall_core::accounts::{check_delete, check_relink, check_state_move, check_unlink, AccountChange};
 use heimdall_core::ids::CatalogId;
 use heimdall_core::infra::{CloudAccount, LinkScope};
 use heimdall_core::ports::{NewEvent, StoreError, StoreResult};
@@ -14,9 +14,19 @@ use super::store::{db_err, insert_event};
 
 /// Resources still managed (not deleted or abandoned) with a job on
 /// `account`, in `environment` if named.
-async fn resources_with_state(
+pub(super) async fn resources_with_state(
     tx: &mut Transaction<'_, Any>,
     account: &CloudAccount,
+    environment: Option<CatalogId>,
+) -> StoreResult<u64> {
+    resources_on(tx, account.org_id, &account.id.to_string(), environment).await
+}
+
+/// [`resources_with_state`] by the account's id.
+async fn resources_on(
+    tx: &mut Transaction<'_, Any>,
+    org: heimdall_core::ids::OrgId,
+    account: &str,
     environment: Option<CatalogId>,
 ) -> StoreResult<u64> {
     let (count,): (i64,) = sqlx::query_as(
@@ -24,13 +34,41 @@ async fn resources_with_state(
          WHERE r.org_id = $1 AND j.account_id = $2 AND r.status NOT IN ('deleted', 'abandoned')
            AND ($3 = '' OR r.environment_id = $3)",
     )
-    .bind(account.org_id.to_string())
-    .bind(account.id.to_string())
+    .bind(org.to_string())
+    .bind(account.to_owned())
     .bind(environment.map(|e| e.to_string()).unwrap_or_default())
     .fetch_one(&mut **tx)
     .await
     .map_err(db_err)?;
     Ok(u64::try_from(count).unwrap_or(0))
+}
+
+/// Before a link replaces another account's for the same scope and
+/// environment: refused while Resources there keep state on that account
+/// (`accounts::check_relink`), as their next job would go to another
+/// state store.
+pub(super) async fn check_replaced_link(
+    tx: &mut Transaction<'_, Any>,
+    org: heimdall_core::ids::OrgId,
+    link: &heimdall_core::infra::AccountLink,
+    scope_id: &str,
+) -> StoreResult<()> {
+    let linked: Option<(String, String)> = sqlx::query_as(
+        "SELECT l.account_id, a.name FROM cloud_account_links l JOIN cloud_accounts a ON a.id = l.account_id
+         WHERE l.org_id = $1 AND l.scope = $2 AND l.scope_id = $3 AND l.environment_id = $4",
+    )
+    .bind(org.to_string())
+    .bind(link.scope.as_str())
+    .bind(scope_id.to_owned())
+    .bind(link.environment_id.to_string())
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    let Some((account, name)) = linked.filter(|(id, _)| *id != link.account_id.to_string()) else {
+        return Ok(());
+    };
+    let count = resources_on(tx, org, &account, Some(link.environment_id)).await?;
+    check_relink(&name, count).map_err(StoreError::Refused)
 }
 
 pub(super) async fn update(pool: &AnyPool, change: &AccountChange, event: NewEvent) -> StoreResult<()> {

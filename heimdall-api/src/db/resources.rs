@@ -310,6 +310,7 @@ impl InfraStore for SqlStore {
     async fn link_account(&self, org: OrgId, link: &AccountLink, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let scope_id = link.scope_id.map_or_else(|| org.to_string(), |id| id.to_string());
+        super::accounts::check_replaced_link(&mut tx, org, link, &scope_id).await?;
         sqlx::query(
             "INSERT INTO cloud_account_links (org_id, account_id, scope, scope_id, environment_id, created_at, created_by)
              VALUES ($1, $2, $3, $4, $5, $6, $7)

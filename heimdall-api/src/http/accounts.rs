@@ -318,8 +318,10 @@ async fn scope_entry(
     summary = "Link a cloud account to an environment and scope",
     description = "Says that this account serves Resources in one environment, for the whole organization or \
         for one domain or system (`scope` and `scope_id`). For an account with a static credential, the \
-        caller must be able to read its secret in that environment. By default owners and admins may link \
-        (`cloud_account.write`); the same link twice is refused `ALREADY_EXISTS`.",
+        caller must be able to read its secret in that environment. A link replacing another account's for the \
+        same scope and environment is refused `CONFLICT` while Resources there keep state on that account. \
+        By default owners and admins may link (`cloud_account.write`); the same link twice is refused \
+        `ALREADY_EXISTS`.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = LinkCloudAccount,
     responses((status = 201, description = "The link", body = AccountLink), LinkErrors),

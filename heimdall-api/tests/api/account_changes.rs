@@ -74,12 +74,28 @@ async fn a_cloud_account_is_changed_unlinked_and_deleted_only_when_nothing_depen
         .expect_error(404, "NOT_FOUND");
     assert_eq!(c.get(path, owner).await.expect(200)["links"].as_array().unwrap().len(), 1);
 
+    // Linking the same scope and environment to another account would move
+    // the Resource's next job to another state store: refused while it
+    // keeps state on this one.
+    let other = json!({ "name": "aws-other", "provider": "aws", "region": "eu-west-1", "state_bucket": "other-tfstate",
+                        "auth": { "kind": "oidc", "role_arn": "arn:aws:iam::123456789012:role/heimdall" } });
+    c.post("/v1/cloud-accounts", owner, other).await.expect(201);
+    let relink = json!({ "scope": "organization", "environment": "dev" });
+    let moved = c
+        .post("/v1/cloud-accounts/aws-other/links", owner, relink.clone())
+        .await
+        .expect_error(409, "CONFLICT");
+    assert!(moved["error"]["message"].as_str().unwrap().contains("1 Resource"), "{moved}");
+    let links = c.get("/v1/cloud-accounts/aws-other", owner).await.expect(200);
+    assert!(links["links"].as_array().unwrap().is_empty(), "nothing stored: {links}");
+
     // Once the Resource is gone (it never ran: deleted at once), both go.
     let rid = created["id"].as_str().unwrap();
     c.call(Method::DELETE, &format!("/v1/resources/{rid}"), owner, None).await;
     patch(json!({ "state_bucket": "other-tfstate" }), owner).await.expect(200);
     c.call(Method::DELETE, &unlink, &member, None).await.expect_error(403, "FORBIDDEN");
     c.call(Method::DELETE, &unlink, owner, None).await.expect(204);
+    c.post("/v1/cloud-accounts/aws-other/links", owner, relink).await.expect(201);
     assert!(c.get(path, owner).await.expect(200)["links"].as_array().unwrap().is_empty());
     c.call(Method::DELETE, path, owner, None).await.expect(204);
     c.get(path, owner).await.expect_error(404, "NOT_FOUND");
@@ -88,7 +104,7 @@ async fn a_cloud_account_is_changed_unlinked_and_deleted_only_when_nothing_depen
         events.as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
     assert_eq!(
         actions[..4],
-        ["cloud_account.deleted", "cloud_account.unlinked", "cloud_account.updated", "cloud_account.updated"],
+        ["cloud_account.deleted", "cloud_account.linked", "cloud_account.unlinked", "cloud_account.updated"],
         "{events}"
     );
 }
