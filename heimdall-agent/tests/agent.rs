@@ -27,6 +27,8 @@ mod deputy;
 mod drift;
 #[path = "agent/plans.rs"]
 mod plans;
+#[path = "agent/upgrades.rs"]
+mod upgrades;
 
 #[path = "agent/export.rs"]
 mod export;

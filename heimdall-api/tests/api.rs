@@ -57,6 +57,8 @@ mod renames;
 mod replicas;
 #[path = "api/resource_abandon.rs"]
 mod resource_abandon;
+#[path = "api/resource_upgrade.rs"]
+mod resource_upgrade;
 #[path = "api/schema_lifecycle.rs"]
 mod schema_lifecycle;
 #[path = "api/store_scenario.rs"]

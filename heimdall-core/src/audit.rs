@@ -93,6 +93,7 @@ actions! {
     ResourcePlanned => "resource.planned",
     ResourceRefused => "resource.refused",
     ResourceRetried => "resource.retried",
+    ResourceUpgraded => "resource.upgraded",
     SchemaCreated => "schema.created",
     SchemaDeleted => "schema.deleted",
     SchemaDeprecated => "schema.deprecated",

@@ -116,6 +116,8 @@ pub struct Resource {
     pub name: String,
     pub component_id: CatalogId,
     pub environment_id: CatalogId,
+    /// The schema version of its newest revision (`resource upgrade`
+    /// moves it; each revision names its own).
     pub schema_id: SchemaId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
@@ -159,6 +161,10 @@ pub struct Revision {
     pub number: i64,
     /// SHA-256 of the canonical effective input and region.
     pub hash: String,
+    /// The schema version it was requested on: every job of this
+    /// revision runs that version's module, under its rules.
+    pub schema_id: SchemaId,
+    pub schema_version: i64,
     /// What the requester sent.
     pub input: serde_json::Value,
     /// Defaults overlaid by the input: what Terraform receives.

@@ -1,5 +1,5 @@
 //! The Resource lifecycle as planners: each request (create, change,
-//! approve, refuse, retry, delete) is a pure function over the loaded
+//! upgrade, approve, refuse, retry, delete, abandon) is a pure function over the loaded
 //! Resource, its revisions and jobs, returning a [`ResourcePlan`] that the
 //! store applies in one transaction, or the error that refuses it before
 //! anything is written. [`settle`] decides where a Resource stands after a
@@ -11,6 +11,11 @@
 //!     └─(no approval needed)─▶ queued
 //!  delete ─▶ deleting ─▶ deleted          (deleted at once if nothing ever ran)
 //! ```
+//!
+//! Each revision names the schema version it was requested on, and every
+//! job of a revision runs that version's module under its rules: the
+//! planners take the schema versions the Resource's revisions name
+//! ([`schema_of`]), never "the Resource's schema".
 //!
 //! Time, the actor, the resolved account and fresh ids are arguments, so a
 //! test drives every transition with a fake clock.
@@ -81,6 +86,19 @@ pub struct NewResource<'a> {
 pub struct Change {
     pub input: Value,
     pub region: Option<String>,
+}
+
+/// A requested move to another version of the Resource's schema type.
+#[derive(Clone, Copy, Debug)]
+pub struct Upgrade<'a> {
+    /// The version to move to.
+    pub to: &'a ResourceSchema,
+    /// The input under that version; `None` keeps the current revision's
+    /// (its requested input: the new version's defaults apply).
+    pub input: Option<&'a Value>,
+    /// Consent to move to an older version, whose module may not read
+    /// the state a newer one wrote.
+    pub allow_downgrade: bool,
 }
 
 /// A decision on the pending revision, naming the revision (and, to
@@ -218,32 +236,105 @@ pub fn create(new: NewResource<'_>, ctx: &Context<'_>) -> Result<ResourcePlan, A
     Ok(plan)
 }
 
-/// A new revision of a Resource that is not being deleted. It supersedes
+/// A new revision of a Resource that is not being deleted, on the schema
+/// version of its current revision ([`current_revision`]). It supersedes
 /// any pending revision; if it needs no approval it also cancels the
 /// applies still queued and queues its own. A change that waits for
 /// approval leaves an approved apply queued: that is still what was
 /// approved, until the change is.
 pub fn change(
     resource: &Resource,
-    schema: &ResourceSchema,
+    revisions: &[Revision],
+    schemas: &[ResourceSchema],
     change: Change,
     ctx: &Context<'_>,
 ) -> Result<ResourcePlan, ApiError> {
-    check_region(change.region.as_deref())?;
     refuse_if_gone(resource)?;
+    let schema = schema_of(schemas, current_revision(revisions)?)?;
+    new_revision(resource, schema, change, ctx, AuditAction::ResourceChanged, json!({}))
+}
+
+/// A new revision on another version of the Resource's schema type: the
+/// module moves under the existing state (Terraform plans an update, not
+/// a recreate, wherever the module allows). The input is validated in
+/// full against the new version. Refused (`CONFLICT`) to a deprecated
+/// version, to the version it is on, and to an older one without
+/// `allow_downgrade`; `INVALID_INPUT` for another type. Otherwise as
+/// [`change`]: approval follows the new version's rule.
+pub fn upgrade(
+    resource: &Resource,
+    revisions: &[Revision],
+    schemas: &[ResourceSchema],
+    upgrade: Upgrade<'_>,
+    ctx: &Context<'_>,
+) -> Result<ResourcePlan, ApiError> {
+    refuse_if_gone(resource)?;
+    let current = current_revision(revisions)?;
+    let from = schema_of(schemas, current)?;
+    let to = upgrade.to;
+    check_upgrade(from, to, upgrade.allow_downgrade)?;
+    let input = upgrade.input.cloned().unwrap_or_else(|| current.input.clone());
+    let detail = json!({ "from_version": from.version, "to_version": to.version, "schema": to.id });
+    new_revision(resource, to, Change { input, region: None }, ctx, AuditAction::ResourceUpgraded, detail)
+}
+
+/// Whether a Resource on `from` may move to `to` (see [`upgrade`]).
+pub fn check_upgrade(
+    from: &ResourceSchema,
+    to: &ResourceSchema,
+    allow_downgrade: bool,
+) -> Result<(), ApiError> {
+    if to.type_name != from.type_name {
+        return Err(ApiError::invalid_input(format!(
+            "the Resource is a {}; schema {} is a {}: a Resource moves between versions of its own type only",
+            from.type_name, to.id, to.type_name
+        )));
+    }
+    if to.deleted_at.is_some() {
+        return Err(ApiError::not_found("schema"));
+    }
+    crate::schemas::check_requestable(to)?;
+    if to.version == from.version {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!(
+                "the Resource is on {} version {} already: `resource update` changes its input",
+                to.type_name, to.version
+            ),
+        ));
+    }
+    if to.version < from.version && !allow_downgrade {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!(
+                "version {} is older than version {} the Resource is on, and an older module may not read the state a newer one wrote: pass --allow-downgrade to move anyway",
+                to.version, from.version
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The plan of a new revision on `schema` (a change or an upgrade).
+fn new_revision(
+    resource: &Resource,
+    schema: &ResourceSchema,
+    change: Change,
+    ctx: &Context<'_>,
+    action: AuditAction,
+    mut detail: Value,
+) -> Result<ResourcePlan, ApiError> {
+    check_region(change.region.as_deref())?;
     let effective = validated_input(schema, ctx.place.environment, &change.input)?;
     let number = resource.revision + 1;
     let region = change.region.or_else(|| resource.region.clone());
     let revision = requested_revision(resource, number, change.input, effective, region, schema, ctx);
     let job = job_for(resource, schema, &revision, JobOperation::Apply, ctx)?;
     let status = waiting_status(schema);
-    let detail = json!({ "revision": number, "hash": revision.hash, "status": status });
-    let mut plan = ResourcePlan::new(
-        resource.id,
-        StatusUpdate::Set(status),
-        ctx.now,
-        event(AuditAction::ResourceChanged, detail),
-    );
+    detail["revision"] = json!(number);
+    detail["hash"] = json!(revision.hash);
+    detail["status"] = json!(status);
+    let mut plan = ResourcePlan::new(resource.id, StatusUpdate::Set(status), ctx.now, event(action, detail));
     plan.expected_revision = Some(resource.revision);
     plan.supersede_pending = true;
     if schema.requires_approval {
@@ -271,13 +362,14 @@ fn planned(mut job: Job) -> Job {
 /// queued: the newest approved revision wins.
 pub fn approve(
     resource: &Resource,
-    schema: &ResourceSchema,
+    schemas: &[ResourceSchema],
     revisions: &[Revision],
     request: DecisionRequest,
     ctx: &Context<'_>,
 ) -> Result<ResourcePlan, ApiError> {
     let decision = decision(revisions, &request, Verdict::Approve, ctx)?;
     let revision = numbered(revisions, request.revision)?;
+    let schema = schema_of(schemas, revision)?;
     let mut job = job_for(resource, schema, revision, JobOperation::Apply, ctx)?;
     let mut detail = json!({ "revision": request.revision, "reason": request.reason });
     if schema.requires_approval {
@@ -323,7 +415,7 @@ pub fn refuse(
 /// Queues the failed operation again, for the newest approved revision.
 pub fn retry(
     resource: &Resource,
-    schema: &ResourceSchema,
+    schemas: &[ResourceSchema],
     revisions: &[Revision],
     jobs: &[Job],
     ctx: &Context<'_>,
@@ -333,7 +425,7 @@ pub fn retry(
     if let Some(failed_plan) =
         last.filter(|j| j.operation == JobOperation::Plan && j.status == JobStatus::Failed)
     {
-        return replan_pending(resource, schema, revisions, failed_plan, ctx);
+        return replan_pending(resource, schemas, revisions, failed_plan, ctx);
     }
     if resource.status != ResourceStatus::Failed {
         return Err(ApiError::new(
@@ -344,7 +436,7 @@ pub fn retry(
     let operation = last.map_or(JobOperation::Apply, |j| j.operation);
     let revision = last_approved(revisions)
         .ok_or_else(|| ApiError::new(ErrorCode::Conflict, "no approved revision to retry"))?;
-    let job = job_for(resource, schema, revision, operation, ctx)?;
+    let job = job_for(resource, schema_of(schemas, revision)?, revision, operation, ctx)?;
     let status = match operation {
         JobOperation::Destroy => ResourceStatus::Deleting,
         JobOperation::Apply | JobOperation::Import | JobOperation::DriftCheck | JobOperation::Plan => {
@@ -368,7 +460,7 @@ pub fn retry(
 /// Plans the revision waiting for approval again, after its plan job failed.
 fn replan_pending(
     resource: &Resource,
-    schema: &ResourceSchema,
+    schemas: &[ResourceSchema],
     revisions: &[Revision],
     failed: &Job,
     ctx: &Context<'_>,
@@ -380,7 +472,7 @@ fn replan_pending(
         .ok_or_else(|| {
             ApiError::new(ErrorCode::Conflict, "the revision that plan was for no longer waits for approval")
         })?;
-    let job = planned(job_for(resource, schema, pending, JobOperation::Apply, ctx)?);
+    let job = planned(job_for(resource, schema_of(schemas, pending)?, pending, JobOperation::Apply, ctx)?);
     let detail = json!({ "operation": JobOperation::Plan, "revision": pending.number });
     let mut plan = ResourcePlan::new(
         resource.id,
@@ -398,7 +490,7 @@ fn replan_pending(
 /// deleted, and there is nothing to do.
 pub fn delete(
     resource: &Resource,
-    schema: &ResourceSchema,
+    schemas: &[ResourceSchema],
     revisions: &[Revision],
     jobs: &[Job],
     ctx: &Context<'_>,
@@ -421,7 +513,7 @@ pub fn delete(
     }
     let revision = last_approved(revisions)
         .ok_or_else(|| ApiError::new(ErrorCode::Internal, "a Resource that ran has no approved revision"))?;
-    let job = job_for(resource, schema, revision, JobOperation::Destroy, ctx)?;
+    let job = job_for(resource, schema_of(schemas, revision)?, revision, JobOperation::Destroy, ctx)?;
     let mut plan = ResourcePlan::new(
         resource.id,
         StatusUpdate::Set(ResourceStatus::Deleting),
@@ -487,14 +579,14 @@ pub fn settle(
 /// stays; the result marks the Resource (`drift::after`).
 pub fn drift_check(
     resource: &Resource,
-    schema: &ResourceSchema,
+    schemas: &[ResourceSchema],
     revisions: &[Revision],
     jobs: &[Job],
     ctx: &Context<'_>,
 ) -> Result<ResourcePlan, ApiError> {
     crate::drift::check_allowed(resource, jobs)?;
     let revision = numbered(revisions, resource.revision)?;
-    let job = job_for(resource, schema, revision, JobOperation::DriftCheck, ctx)?;
+    let job = job_for(resource, schema_of(schemas, revision)?, revision, JobOperation::DriftCheck, ctx)?;
     let detail = json!({ "revision": revision.number, "job": job.id });
     let mut plan = ResourcePlan::new(
         resource.id,
@@ -576,6 +668,29 @@ pub fn job_for(
     })
 }
 
+/// The revision a change builds on: the newest approved one (what is
+/// applied, or queued to be), else the newest (a create awaiting
+/// approval). A pending upgrade is not it: a change supersedes it.
+pub fn current_revision(revisions: &[Revision]) -> Result<&Revision, ApiError> {
+    last_approved(revisions)
+        .or_else(|| revisions.last())
+        .ok_or_else(|| ApiError::new(ErrorCode::Internal, "a Resource without revisions"))
+}
+
+/// The schema version `revision` was requested on, among those the
+/// adapter loaded for the Resource's revisions.
+pub fn schema_of<'s>(
+    schemas: &'s [ResourceSchema],
+    revision: &Revision,
+) -> Result<&'s ResourceSchema, ApiError> {
+    schemas.iter().find(|s| s.id == revision.schema_id).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::Internal,
+            format!("the schema of revision {} was not loaded", revision.number),
+        )
+    })
+}
+
 /// Revision `number` of the Resource, else `NOT_FOUND`.
 fn numbered(revisions: &[Revision], number: i64) -> Result<&Revision, ApiError> {
     revisions.iter().find(|r| r.number == number).ok_or_else(|| ApiError::not_found("revision"))
@@ -638,6 +753,8 @@ fn requested_revision(
     Revision {
         resource_id: resource.id,
         number,
+        schema_id: schema.id,
+        schema_version: schema.version,
         hash: revision_hash(&effective_input, region.as_deref()),
         input,
         effective_input,

@@ -303,6 +303,7 @@ pub struct UpdatePolicy {
 // | GET, PATCH, DELETE | `/resources/{id-or-name}` | [`ChangeResource`] → [`ResourceDetail`] / `Resource` |
 // | POST | `/resources/{id}/approve`, `/resources/{id}/refuse` | [`Decide`] → `Resource` |
 // | POST | `/resources/{id}/retry` | → `Resource` |
+// | POST | `/resources/{id-or-name}/upgrade` | [`UpgradeResource`] → `Resource` |
 // | GET | `/resources/{id-or-name}/export` | → [`ExportPackage`] |
 // | GET | `/jobs?resource=&component=` | → `[Job]` |
 // | GET | `/jobs/{id}`, `/jobs/{id}/log` | → `Job`, [`JobLog`] |
@@ -416,6 +417,23 @@ pub struct ChangeResource {
     pub input: serde_json::Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+}
+
+/// Move a Resource to another version of its schema's type (a new
+/// revision): the new version's module runs under the existing state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpgradeResource {
+    /// The version of the Resource's schema type to move to.
+    pub schema_version: i64,
+    /// The input under that version; left out, the current revision's
+    /// input is kept (and the new version's defaults apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
+    /// Move to an older version (refused without it: an older module may
+    /// not read the state a newer one wrote).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_downgrade: bool,
 }
 
 /// Approve or refuse: the approver names the revision they read and, to
@@ -1183,7 +1201,7 @@ bodies!(ValuePolicy::Closed =>
     ProgramVersionRequest, ProgramDeletionRequest, CreateDatabase, CreateServiceUser,
 );
 // Resource inputs and schemas are judged by their JSON Schema, not by key names.
-bodies!(ValuePolicy::SchemaGoverned(&["input"]) => CreateResource, ChangeResource);
+bodies!(ValuePolicy::SchemaGoverned(&["input"]) => CreateResource, ChangeResource, UpgradeResource);
 bodies!(ValuePolicy::SchemaGoverned(&["input_schema", "defaults"]) => CreateSchema);
 // The Agent channel: machines, not people, write these.
 bodies!(ValuePolicy::NotScanned =>

@@ -4,6 +4,7 @@ use reqwest::Method;
 
 use crate::wire::{
     ChangeResource, CreateResource, Decide, ExportPackage, Job, Resource, ResourceDetail, ResourceStatus,
+    UpgradeResource,
 };
 #[cfg(doc)]
 use crate::ApiError;
@@ -135,6 +136,14 @@ impl Client {
     /// revision is pending supersedes it.
     pub async fn change_resource(&self, id_or_name: &str, change: &ChangeResource) -> Result<Resource> {
         self.with_body(Method::PATCH, &["resources", id_or_name], change).await
+    }
+
+    /// `POST /v1/resources/{id-or-name}/upgrade`: a new revision on another
+    /// version of the Resource's schema type, its module run under the
+    /// existing state. An older version needs `allow_downgrade`; the
+    /// input is validated against the new version.
+    pub async fn upgrade_resource(&self, id_or_name: &str, upgrade: &UpgradeResource) -> Result<Resource> {
+        self.with_body(Method::POST, &["resources", id_or_name, "upgrade"], upgrade).await
     }
 
     /// `DELETE /v1/resources/{id-or-name}`: cancels any apply still queued.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use heimdall_core::ids::{CatalogId, JobId};
 use heimdall_sdk::wire::{
     CatalogKind, CreateCatalogEntry, CreateResource, CreateSecret, Resource, ResourceStatus, UpdateSecret,
+    UpgradeResource,
 };
 use heimdall_sdk::{AgentClient, Client, Identity, JobQuery, ResourceQuery, Timeouts};
 use pyo3::Python;
@@ -196,6 +197,28 @@ pub(crate) async fn delete_resource(
     match wait {
         Some(timeout) => json(&settle(&sdk, deleting, timeout, interruptible).await?),
         None => json(&deleting),
+    }
+}
+
+pub(crate) async fn upgrade_resource(
+    sdk: Client,
+    id_or_name: String,
+    schema_version: i64,
+    input_json: Option<String>,
+    allow_downgrade: bool,
+    wait: Option<f64>,
+    interruptible: bool,
+) -> Outcome {
+    let input = input_json
+        .map(|text| serde_json::from_str(&text))
+        .transpose()
+        .map_err(|err| Failure::invalid(format!("input is not JSON: {err}")))?;
+    let wait = wait.map(|w| seconds(Some(w), Duration::ZERO, "timeout")).transpose()?;
+    let request = UpgradeResource { schema_version, input, allow_downgrade };
+    let upgraded = sdk.upgrade_resource(&id_or_name, &request).await?;
+    match wait {
+        Some(timeout) => json(&settle(&sdk, upgraded, timeout, interruptible).await?),
+        None => json(&upgraded),
     }
 }
 

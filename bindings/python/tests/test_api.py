@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 import heimdall
-from conftest import Dev, World
+from conftest import REPO, Dev, World
 
 
 def unique(prefix: str) -> str:
@@ -145,6 +145,35 @@ def test_a_resource_created_with_wait_is_provisioned_by_the_agent(world: World) 
     deleted = client.delete_resource("receipts", wait=True, timeout=120)
     assert deleted.status == "deleted", f"{deleted}\n{world.dev.logs()}"
     assert [j.operation for j in client.list_jobs(resource=resource.id)] == ["apply", "destroy"]
+
+
+def test_a_resource_moves_to_another_schema_version_in_place(world: World) -> None:
+    client = world.dev.client()
+    kind, name = unique("store"), unique("moved")
+
+    def register() -> None:
+        world.dev.cli(
+            "schema", "create", "--type", kind,
+            "--input-schema", str(REPO / "examples/schemas/bucket.json"),
+            "--module-source", str(REPO / "tests/fixtures/modules/bucket"), "--module-version", "1.0.0",
+        )  # fmt: skip
+
+    register()
+    created = client.create_resource(
+        component="receipts", schema=kind, environment="dev", name=name, input={"bucket": name}, wait=True, timeout=120
+    )
+    assert created.status == "provisioned", f"{created}\n{world.dev.logs()}"
+    register()
+    upgraded = client.upgrade_resource(name, schema_version=2, wait=True, timeout=120)
+    assert (upgraded.status, upgraded.revision) == ("provisioned", 2), f"{upgraded}\n{world.dev.logs()}"
+    assert upgraded.outputs["bucket"] == name, "the input was kept"
+    assert [r["schema_version"] for r in client.get_resource(name).revisions] == [1, 2]
+    with pytest.raises(heimdall.HeimdallError) as caught:
+        client.upgrade_resource(name, schema_version=1)
+    assert caught.value.code == "CONFLICT" and "--allow-downgrade" in caught.value.message, caught.value
+    back = client.upgrade_resource(name, schema_version=1, allow_downgrade=True, input={"bucket": name, "tags": {"v": "1"}})
+    assert back.revision == 3
+    client.delete_resource(name, wait=True, timeout=120)
 
 
 def test_a_wait_that_outlasts_its_timeout_says_so_and_the_job_goes_on(world: World) -> None:

@@ -550,15 +550,7 @@ async fn a_git_module_runs_at_its_version_and_no_other_ref() {
     let w = World::new().await;
     let owner = w.api.owner_token.clone();
     let repo = w.dir.path().join("modules.git");
-    let git = |args: &[&str], dir: &std::path::Path| {
-        let out = std::process::Command::new("git")
-            .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main"])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    };
+    let git = crate::support::git;
     std::fs::create_dir_all(&repo).unwrap();
     std::fs::copy(crate::support::module_dir().join("main.tf"), repo.join("main.tf")).unwrap();
     git(&["init", "-q"], &repo);

@@ -68,6 +68,17 @@ pub fn s3_put(bucket: &str, key: &str, body: &str) {
     assert!(child.wait().unwrap().success(), "moto.sh put {bucket} {key}");
 }
 
+/// `git ARGS` in `dir` as a test author, which must succeed.
+pub fn git(args: &[&str], dir: &std::path::Path) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// Plain `terraform` (the pinned one) in `dir`, as a person runs it, with
 /// moto's test keys: its exit code and its output.
 pub fn plain_terraform(dir: &Path, args: &[&str]) -> (i32, String) {

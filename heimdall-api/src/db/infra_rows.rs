@@ -193,7 +193,7 @@ impl ResourceRow {
     }
 }
 
-pub(super) const REVISION_COLUMNS: &str = "resource_id, number, hash, input, effective_input, region, state, requested_by, requested_at, decided_by, decided_at, decision_reason, imports, plan";
+pub(super) const REVISION_COLUMNS: &str = "resource_id, number, hash, input, effective_input, region, state, requested_by, requested_at, decided_by, decided_at, decision_reason, imports, plan, schema_id, schema_version";
 
 #[derive(FromRow)]
 pub(super) struct RevisionRow {
@@ -211,6 +211,8 @@ pub(super) struct RevisionRow {
     decision_reason: Option<String>,
     imports: Option<String>,
     plan: Option<String>,
+    schema_id: String,
+    schema_version: i64,
 }
 
 impl RevisionRow {
@@ -218,6 +220,8 @@ impl RevisionRow {
         Ok(Revision {
             resource_id: parse_id(&self.resource_id)?,
             number: self.number,
+            schema_id: parse_id(&self.schema_id)?,
+            schema_version: self.schema_version,
             hash: self.hash,
             input: parse_json(&self.input)?,
             effective_input: parse_json(&self.effective_input)?,
@@ -309,8 +313,8 @@ pub(super) async fn fetch_job(tx: &mut Transaction<'_, Any>, id: JobId) -> Store
 
 pub(super) async fn insert_revision(tx: &mut Transaction<'_, Any>, rev: &Revision) -> StoreResult<()> {
     sqlx::query(
-        "INSERT INTO resource_revisions (resource_id, number, hash, input, effective_input, region, state, requested_by, requested_at, imports)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        "INSERT INTO resource_revisions (resource_id, number, hash, input, effective_input, region, state, requested_by, requested_at, imports, schema_id, schema_version)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
     )
     .bind(rev.resource_id.to_string())
     .bind(rev.number)
@@ -322,6 +326,8 @@ pub(super) async fn insert_revision(tx: &mut Transaction<'_, Any>, rev: &Revisio
     .bind(rev.requested_by.clone())
     .bind(to_micros(rev.requested_at))
     .bind(if rev.imports.is_empty() { None } else { Some(json_text(&rev.imports)?) })
+    .bind(rev.schema_id.to_string())
+    .bind(rev.schema_version)
     .execute(&mut **tx)
     .await
     .map_err(unique_as("revision"))?;

@@ -220,8 +220,13 @@ impl InfraStore for SqlStore {
         event: NewEvent,
     ) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // In use by a Resource whose newest revision, or the newest approved
+        // one (what a retry or a destroy runs), is on this version.
         let (using,): (i64,) = sqlx::query_as(
-            "SELECT COUNT(*) FROM resources WHERE org_id = $1 AND schema_id = $2 AND status NOT IN ('deleted', 'abandoned')",
+            "SELECT COUNT(*) FROM resources r WHERE r.org_id = $1 AND r.status NOT IN ('deleted', 'abandoned')
+               AND EXISTS (SELECT 1 FROM resource_revisions v WHERE v.resource_id = r.id AND v.schema_id = $2
+                 AND (v.number = r.revision OR v.number = (SELECT MAX(a.number) FROM resource_revisions a
+                      WHERE a.resource_id = r.id AND a.state IN ('approved', 'not_required'))))",
         )
         .bind(schema.org_id.to_string())
         .bind(schema.id.to_string())
@@ -416,9 +421,10 @@ impl InfraStore for SqlStore {
         }
         if let Some(revision) = &plan.revision {
             insert_revision(&mut tx, revision).await?;
-            sqlx::query("UPDATE resources SET revision = $1, region = $2 WHERE id = $3")
+            sqlx::query("UPDATE resources SET revision = $1, region = $2, schema_id = $3 WHERE id = $4")
                 .bind(revision.number)
                 .bind(revision.region.clone())
+                .bind(revision.schema_id.to_string())
                 .bind(plan.resource.to_string())
                 .execute(&mut *tx)
                 .await

@@ -1,4 +1,4 @@
-//! Resources: request, change, approve or refuse, retry, delete.
+//! Resources: request, change, upgrade, approve or refuse, retry, delete.
 //!
 //! Each handler loads what the request is about, authorizes it, asks the
 //! planner in `heimdall_core::resources` what follows, and hands the plan to
@@ -16,7 +16,9 @@ use heimdall_core::ids::{JobId, OrgId, ResourceId};
 use heimdall_core::infra::{CloudAccount, JobOperation, JobStatus, Resource, ResourceStatus};
 use heimdall_core::ports::ResourceFilter;
 use heimdall_core::resources::ResourceCursor;
-use heimdall_core::resources::{self, Change, Context, DecisionRequest, NewResource, Place, ResourcePlan};
+use heimdall_core::resources::{
+    self, Change, Context, DecisionRequest, NewResource, Place, ResourcePlan, Upgrade,
+};
 use heimdall_core::wire::{ChangeResource, CreateResource, Decide, ResourceDetail};
 use heimdall_core::{ApiError, ErrorCode};
 use serde::Deserialize;
@@ -42,6 +44,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(export))
         .routes(routes!(drift_check))
         .routes(routes!(abandon))
+        .routes(routes!(upgrade))
 }
 
 errors!(ListErrors: NotFound, InvalidInput);
@@ -49,6 +52,7 @@ errors!(body CreateErrors: NotFound, AlreadyExists, SchemaViolation, NoCloudAcco
 errors!(ShowErrors: NotFound);
 errors!(ShowResourceErrors: NotFound, InvalidInput);
 errors!(body ChangeErrors: NotFound, SchemaViolation, Conflict, NoCloudAccount);
+errors!(body UpgradeErrors: NotFound, InvalidInput, SchemaViolation, Conflict, StaleRevision, NoCloudAccount);
 errors!(DeleteErrors: NotFound, Conflict);
 errors!(body DecideErrors: NotFound, SelfApproval, StaleRevision, StalePlan, Conflict);
 errors!(RetryErrors: NotFound, Conflict);
@@ -178,6 +182,23 @@ async fn check_values_used(
             .map_err(|e| ApiError::new(e.code, format!("{}, named as {what}", e.message)))?;
     }
     Ok(())
+}
+
+/// The schema versions a Resource's revisions name: what its planners
+/// choose from (`resources::schema_of`). Deleted versions too: a revision
+/// on one still destroys with its module.
+async fn revision_schemas(
+    state: &AppState,
+    org: OrgId,
+    revisions: &[heimdall_core::infra::Revision],
+) -> Result<Vec<heimdall_core::infra::ResourceSchema>, ApiError> {
+    let mut schemas: Vec<heimdall_core::infra::ResourceSchema> = Vec::new();
+    for revision in revisions {
+        if !schemas.iter().any(|s| s.id == revision.schema_id) {
+            schemas.push(state.store.get_schema(org, revision.schema_id).await?);
+        }
+    }
+    Ok(schemas)
 }
 
 /// Applies a plan in one transaction, with its audit event, and wakes the
@@ -423,8 +444,8 @@ async fn queue_drift_check(
     (placement, account): (&Placement, Option<CloudAccount>),
     now: OffsetDateTime,
 ) -> Result<heimdall_core::infra::Job, ApiError> {
-    let schema = state.store.get_schema(org, resource.schema_id).await?;
     let revisions = state.store.list_revisions(org, resource.id).await?;
+    let schemas = revision_schemas(state, org, &revisions).await?;
     let jobs = state.store.list_jobs(org, Some(resource.id)).await?;
     let applied_for = jobs
         .iter()
@@ -436,7 +457,7 @@ async fn queue_drift_check(
         .and_then(|j| j.request.requested_by.clone());
     let requester = requester.or(applied_for.as_ref());
     let ctx = placement.context_as(actor, requester, account.as_ref(), now);
-    let plan = resources::drift_check(resource, &schema, &revisions, &jobs, &ctx)?;
+    let plan = resources::drift_check(resource, &schemas, &revisions, &jobs, &ctx)?;
     let job =
         plan.job.clone().ok_or_else(|| ApiError::new(ErrorCode::Internal, "a drift check queues a job"))?;
     apply_as(state, org, actor, &plan).await?;
@@ -497,12 +518,12 @@ async fn drift_check(
     placement.authorize(&state, &caller, Action::ResourceWrite, Some(resource.id)).await?;
     let account = placement.account_in(&state, caller.org.id).await?;
     // The job acts for the caller: she may read what it uses.
-    let schema = state.store.get_schema(caller.org.id, resource.schema_id).await?;
     let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
+    let schemas = revision_schemas(&state, caller.org.id, &revisions).await?;
     let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
     let now = state.clock.now();
     let ctx = placement.context(&caller, account.as_ref(), now);
-    let plan = resources::drift_check(&resource, &schema, &revisions, &jobs, &ctx)?;
+    let plan = resources::drift_check(&resource, &schemas, &revisions, &jobs, &ctx)?;
     check_values_used(&state, &caller, &placement, &plan).await?;
     let job =
         plan.job.clone().ok_or_else(|| ApiError::new(ErrorCode::Internal, "a drift check queues a job"))?;
@@ -603,11 +624,58 @@ async fn change(
     let resource = resolve(&state, &caller, &key).await?;
     let placement = Placement::of_resource(&state, &caller, &resource).await?;
     placement.authorize(&state, &caller, Action::ResourceWrite, Some(resource.id)).await?;
-    let schema = state.store.get_schema(caller.org.id, resource.schema_id).await?;
+    let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
+    let schemas = revision_schemas(&state, caller.org.id, &revisions).await?;
     let account = placement.account(&state, &caller).await?;
     let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
-    let plan =
-        resources::change(&resource, &schema, Change { input: body.input, region: body.region }, &ctx)?;
+    let change = Change { input: body.input, region: body.region };
+    let plan = resources::change(&resource, &revisions, &schemas, change, &ctx)?;
+    check_values_used(&state, &caller, &placement, &plan).await?;
+    Ok(Json(apply(&state, &caller, &plan).await?))
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/resources/{key}/upgrade",
+    tag = "resources",
+    operation_id = "upgrade_resource",
+    summary = "Move a Resource to another version of its schema",
+    description = "Records a new revision of the Resource on another version of its schema's type: the new \
+        version's module runs under the existing state, so Terraform updates in place what the module allows \
+        (nothing is destroyed first). The input (the current revision's when none is given) is checked in full \
+        against the new version (`SCHEMA_VIOLATION`, naming the field); it is applied, or awaits approval when \
+        the new version requires it. Refused `CONFLICT` to a deprecated version, to the version it is on, and to \
+        an older version unless `allow_downgrade`; `NOT_FOUND` for a version that does not exist. Needs \
+        `resource.write` on the Resource (owners and admins by default). Nothing is stored when refused.",
+    params(("key" = String, Path, description = "An id or a name")),
+    request_body = heimdall_core::wire::UpgradeResource,
+    responses((status = 200, description = "The Resource with a new revision on the new version", body = Resource), UpgradeErrors),
+)]
+async fn upgrade(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    JsonBody(body): JsonBody<heimdall_core::wire::UpgradeResource>,
+) -> HttpResult<Json<Resource>> {
+    let resource = resolve(&state, &caller, &key).await?;
+    let placement = Placement::of_resource(&state, &caller, &resource).await?;
+    placement.authorize(&state, &caller, Action::ResourceWrite, Some(resource.id)).await?;
+    let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
+    let schemas = revision_schemas(&state, caller.org.id, &revisions).await?;
+    let current = resources::schema_of(&schemas, resources::current_revision(&revisions)?)?;
+    let to = state
+        .store
+        .list_schemas(caller.org.id)
+        .await?
+        .into_iter()
+        .find(|s| s.type_name == current.type_name && s.version == body.schema_version)
+        .ok_or_else(|| {
+            ApiError::not_found(format!("schema {} version {}", current.type_name, body.schema_version))
+        })?;
+    let account = placement.account(&state, &caller).await?;
+    let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
+    let upgrade = Upgrade { to: &to, input: body.input.as_ref(), allow_downgrade: body.allow_downgrade };
+    let plan = resources::upgrade(&resource, &revisions, &schemas, upgrade, &ctx)?;
     check_values_used(&state, &caller, &placement, &plan).await?;
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
@@ -636,12 +704,12 @@ async fn approve(
     let resource = resolve(&state, &caller, &key).await?;
     let placement = Placement::of_resource(&state, &caller, &resource).await?;
     placement.authorize(&state, &caller, Action::ResourceApprove, Some(resource.id)).await?;
-    let schema = state.store.get_schema(caller.org.id, resource.schema_id).await?;
     let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
+    let schemas = revision_schemas(&state, caller.org.id, &revisions).await?;
     let account = placement.account(&state, &caller).await?;
     let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
     let request = DecisionRequest { revision: body.revision, plan: body.plan, reason: body.reason };
-    let plan = resources::approve(&resource, &schema, &revisions, request, &ctx)?;
+    let plan = resources::approve(&resource, &schemas, &revisions, request, &ctx)?;
     check_values_used(&state, &caller, &placement, &plan).await?;
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
@@ -698,12 +766,12 @@ async fn retry(
     let resource = resolve(&state, &caller, &key).await?;
     let placement = Placement::of_resource(&state, &caller, &resource).await?;
     placement.authorize(&state, &caller, Action::ResourceWrite, Some(resource.id)).await?;
-    let schema = state.store.get_schema(caller.org.id, resource.schema_id).await?;
     let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
+    let schemas = revision_schemas(&state, caller.org.id, &revisions).await?;
     let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
     let account = placement.account(&state, &caller).await?;
     let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
-    let plan = resources::retry(&resource, &schema, &revisions, &jobs, &ctx)?;
+    let plan = resources::retry(&resource, &schemas, &revisions, &jobs, &ctx)?;
     check_values_used(&state, &caller, &placement, &plan).await?;
     Ok((StatusCode::ACCEPTED, Json(apply(&state, &caller, &plan).await?)))
 }
@@ -729,12 +797,12 @@ async fn delete(
     let resource = resolve(&state, &caller, &key).await?;
     let placement = Placement::of_resource(&state, &caller, &resource).await?;
     placement.authorize(&state, &caller, Action::ResourceDelete, Some(resource.id)).await?;
-    let schema = state.store.get_schema(caller.org.id, resource.schema_id).await?;
     let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
+    let schemas = revision_schemas(&state, caller.org.id, &revisions).await?;
     let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
     let account = placement.account(&state, &caller).await?;
     let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
-    let Some(plan) = resources::delete(&resource, &schema, &revisions, &jobs, &ctx)? else {
+    let Some(plan) = resources::delete(&resource, &schemas, &revisions, &jobs, &ctx)? else {
         return Ok((StatusCode::OK, Json(resource)));
     };
     check_values_used(&state, &caller, &placement, &plan).await?;

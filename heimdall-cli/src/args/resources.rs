@@ -107,6 +107,26 @@ pub enum ResourceCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Move a Resource to another version of its schema (a new module version) without
+    /// recreating it: a new revision, applied or awaiting approval as that version says
+    Upgrade {
+        /// The Resource (id or name)
+        resource: String,
+        /// The version of the Resource's schema type to move to
+        #[arg(long, value_name = "N")]
+        to_version: i64,
+        /// The input under that version, a JSON object (default: the current revision's)
+        #[arg(long, value_name = "JSON", conflicts_with = "input_file")]
+        input: Option<String>,
+        /// Read that input from a JSON file, or `-` for standard input
+        #[arg(long, value_name = "FILE")]
+        input_file: Option<PathBuf>,
+        /// Allow an older version (its module may not read the state a newer one wrote)
+        #[arg(long)]
+        allow_downgrade: bool,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// Approve the pending revision (never your own request)
     Approve {
         /// The Resource (id or name)

@@ -1,10 +1,11 @@
-//! `resource create|import|list|show|plan|update|approve|refuse|retry|delete`.
+//! `resource create|import|list|show|plan|update|upgrade|approve|refuse|retry|delete|abandon`.
 
 use std::collections::HashMap;
 
 use heimdall_core::ids::CatalogId;
 use heimdall_core::wire::{
     CatalogKind, ChangeResource, CreateResource, Decide, Resource, ResourceStatus, Revision, RevisionState,
+    UpgradeResource,
 };
 use heimdall_sdk::{Client, ResourceQuery};
 
@@ -16,7 +17,7 @@ use crate::output::{self, timestamp, Out};
 const LIST_HEADERS: &[&str] =
     &["ID", "NAME", "STATUS", "REVISION", "ENVIRONMENT", "COMPONENT", "UPDATED AT", "DRIFTED SINCE"];
 const REVISION_HEADERS: &[&str] =
-    &["REVISION", "STATE", "HASH", "REQUESTED BY", "REQUESTED AT", "DECIDED BY"];
+    &["REVISION", "SCHEMA VERSION", "STATE", "HASH", "REQUESTED BY", "REQUESTED AT", "DECIDED BY"];
 
 pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
     let out = &ctx.out;
@@ -130,6 +131,20 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
             let client = ctx.client()?;
             let r = client.change_resource(&resource, &ChangeResource { input, region }).await?;
             let line = format!("Resource changed: {}, revision {} ({})", r.name, r.revision, r.status);
+            done_then_wait(&client, out, wait, r, line).await
+        }
+        ResourceCommand::Upgrade { resource, to_version, input, input_file, allow_downgrade, wait } => {
+            let input = match (input, input_file) {
+                (None, None) => None,
+                (input, input_file) => Some(read_input(&InputArgs { input, input_file })?),
+            };
+            let client = ctx.client()?;
+            let upgrade = UpgradeResource { schema_version: to_version, input, allow_downgrade };
+            let r = client.upgrade_resource(&resource, &upgrade).await?;
+            let line = format!(
+                "Resource upgraded: {} to schema version {to_version}, revision {} ({})",
+                r.name, r.revision, r.status
+            );
             done_then_wait(&client, out, wait, r, line).await
         }
         ResourceCommand::Plan { resource, revision } => {
@@ -408,6 +423,7 @@ async fn confirm_delete(client: &Client, out: &Out, resource: &str) -> Result<()
 fn revision_row(rev: &Revision) -> Vec<String> {
     vec![
         rev.number.to_string(),
+        rev.schema_version.to_string(),
         rev.state.to_string(),
         rev.hash.chars().take(12).collect(),
         rev.requested_by.clone(),

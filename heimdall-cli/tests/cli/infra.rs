@@ -409,6 +409,21 @@ async fn infra_tour_in_tables() {
     t.run(&ana, &["resource", "refuse", "ledger", "--revision", "2", "--reason", "too big for dev"]).await;
     t.run(&h, &["resource", "show", "ledger"]).await;
 
+    // Day two: version 2 of the schema (a new module version, no approval);
+    // the Resource moves to it with a new revision, never back without consent.
+    let version_2 = ["schema", "create", "--type", "database", "--input-schema", "-"];
+    let run = h.run_with_stdin(&version_2, Some(&std::fs::read_to_string(&db_schema).expect("read"))).await;
+    t.record(&[&version_2[..], &["<", "db.schema.json"]].concat(), &run);
+    assert_eq!(run.code, 0, "{run:?}");
+    let upgraded = t.run(&h, &["resource", "upgrade", "ledger", "--to-version", "2"]).await;
+    assert_eq!(
+        upgraded.stdout, "✓ Resource upgraded: ledger to schema version 2, revision 3 (queued)\n",
+        "{upgraded:?}"
+    );
+    let back = t.run(&h, &["resource", "upgrade", "ledger", "--to-version", "1"]).await;
+    assert!(back.code != 0 && back.stderr.contains("--allow-downgrade"), "{back:?}");
+    t.run(&h, &["resource", "show", "ledger"]).await;
+
     // Usage errors, before any request.
     let missing_file = tmp.path().join("nope.json");
     let missing_file = missing_file.to_str().expect("utf-8");

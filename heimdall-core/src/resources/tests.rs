@@ -54,7 +54,7 @@ fn no_new_resource_is_requested_on_a_deprecated_version_and_those_on_it_go_on() 
     let mut w = World::new(false);
     w.create(ANA, json!({ "size": 1, "tier": "basic" })).unwrap();
     let created = w.create_named("kept", json!({ "size": 1, "tier": "basic" })).unwrap();
-    w.resource = created.create;
+    w.apply(created);
     w.schema.deprecated_at = Some(w.clock.now());
     let err = w.create_named("late", json!({ "size": 1, "tier": "basic" })).unwrap_err();
     assert_eq!(err.code, ErrorCode::Conflict);
@@ -85,6 +85,8 @@ struct World {
     clock: ManualClock,
     account: Option<CloudAccount>,
     schema: ResourceSchema,
+    /// Other versions of the schema's type, for upgrades.
+    other_versions: Vec<ResourceSchema>,
     resource: Option<Resource>,
     revisions: Vec<Revision>,
     jobs: Vec<Job>,
@@ -97,6 +99,7 @@ impl World {
             clock: start(),
             account: Some(account()),
             schema: schema(requires_approval),
+            other_versions: Vec::new(),
             resource: None,
             revisions: vec![],
             jobs: vec![],
@@ -155,12 +158,33 @@ impl World {
     }
 
     fn change(&mut self, actor: &str, input: Value) -> Result<ResourcePlan, ApiError> {
-        let (resource, schema) = (self.resource().clone(), self.schema.clone());
-        change(&resource, &schema, Change { input, region: None }, &self.ctx(actor))
+        let (resource, schemas, revisions) =
+            (self.resource().clone(), self.schemas(), self.revisions.clone());
+        change(&resource, &revisions, &schemas, Change { input, region: None }, &self.ctx(actor))
+    }
+
+    fn upgrade(
+        &mut self,
+        to: &ResourceSchema,
+        input: Option<Value>,
+        allow_downgrade: bool,
+    ) -> Result<ResourcePlan, ApiError> {
+        let (resource, schemas, revisions) =
+            (self.resource().clone(), self.schemas(), self.revisions.clone());
+        let request = Upgrade { to, input: input.as_ref(), allow_downgrade };
+        upgrade(&resource, &revisions, &schemas, request, &self.ctx(ANA))
+    }
+
+    /// Every schema version known: the one requests use and the others
+    /// registered, as the adapter would load those the revisions name.
+    fn schemas(&self) -> Vec<ResourceSchema> {
+        let mut all = vec![self.schema.clone()];
+        all.extend(self.other_versions.iter().cloned());
+        all
     }
 
     fn decide(&mut self, actor: &str, revision: i64, verdict: Verdict) -> Result<ResourcePlan, ApiError> {
-        let (resource, schema) = (self.resource().clone(), self.schema.clone());
+        let (resource, schemas) = (self.resource().clone(), self.schemas());
         // The approver reads the revision's plan once its plan job ran.
         let planning = |j: &Job| j.operation == JobOperation::Plan && j.request.revision == revision;
         if self.jobs.iter().any(|j| j.status == JobStatus::Queued && planning(j)) {
@@ -172,21 +196,21 @@ impl World {
             DecisionRequest { revision, plan: plan.map(|p| p.sha256), reason: Some("reviewed".into()) };
         let ctx = self.ctx(actor);
         match verdict {
-            Verdict::Approve => approve(&resource, &schema, &revisions, request, &ctx),
+            Verdict::Approve => approve(&resource, &schemas, &revisions, request, &ctx),
             Verdict::Refuse => refuse(&resource, &revisions, &jobs, request, &ctx),
         }
     }
 
     fn delete(&mut self) -> Result<Option<ResourcePlan>, ApiError> {
-        let (resource, schema) = (self.resource().clone(), self.schema.clone());
+        let (resource, schemas) = (self.resource().clone(), self.schemas());
         let (revisions, jobs) = (self.revisions.clone(), self.jobs.clone());
-        delete(&resource, &schema, &revisions, &jobs, &self.ctx(BEN))
+        delete(&resource, &schemas, &revisions, &jobs, &self.ctx(BEN))
     }
 
     fn retry(&mut self) -> Result<ResourcePlan, ApiError> {
-        let (resource, schema) = (self.resource().clone(), self.schema.clone());
+        let (resource, schemas) = (self.resource().clone(), self.schemas());
         let (revisions, jobs) = (self.revisions.clone(), self.jobs.clone());
-        retry(&resource, &schema, &revisions, &jobs, &self.ctx(BEN))
+        retry(&resource, &schemas, &revisions, &jobs, &self.ctx(BEN))
     }
 
     /// What the SQL store does with a plan, in its order.
@@ -221,6 +245,7 @@ impl World {
         if let Some(revision) = plan.revision {
             resource.revision = revision.number;
             resource.region = revision.region.clone();
+            resource.schema_id = revision.schema_id;
             self.revisions.push(revision);
         }
         if let Some(job) = plan.job {
@@ -498,11 +523,11 @@ fn an_approval_names_the_plan_and_the_apply_runs_exactly_that_plan() {
     assert_eq!(job.request.plan_key.as_deref(), Some(crate::plan::plan_key(plan.resource).as_str()));
     assert!(job.request.plan_sha256.is_none());
     w.apply(plan);
-    let (resource, schema) = (w.resource().clone(), w.schema.clone());
+    let (resource, schemas) = (w.resource().clone(), w.schemas());
     let ask = |w: &mut World, plan: Option<&str>| {
         let request = DecisionRequest { revision: 1, plan: plan.map(str::to_owned), reason: None };
         let revisions = w.revisions.clone();
-        approve(&resource, &schema, &revisions, request, &w.ctx(BEN))
+        approve(&resource, &schemas, &revisions, request, &w.ctx(BEN))
     };
     // Before its plan job ran, nothing can be approved.
     assert_eq!(ask(&mut w, Some(&"a".repeat(64))).unwrap_err().code, ErrorCode::StalePlan);
@@ -556,4 +581,128 @@ fn abandon_lets_a_resource_go_without_a_job_and_refuses_while_one_runs() {
     let (resource, jobs) = (w.resource().clone(), w.jobs.clone());
     assert_eq!(abandon(&resource, &jobs, &w.ctx(ANA)).unwrap_err().code, ErrorCode::Conflict);
     assert_eq!(w.change(ANA, json!({ "size": 5 })).unwrap_err().code, ErrorCode::Conflict, "no more changes");
+}
+
+/// Version `n` of the `bucket` type over module `acme/bucket` at `1.n.0`;
+/// from version 2 on it takes an optional `zone`.
+fn version(n: i64, requires_approval: bool) -> ResourceSchema {
+    let mut v = schema(requires_approval);
+    v.id = SchemaId::from_uuid(Uuid::from_u128(200 + n as u128));
+    v.version = n;
+    v.module =
+        Some(crate::infra::ModuleRef { source: "acme/bucket/aws".into(), version: format!("1.{n}.0") });
+    if n >= 2 {
+        v.input_schema["properties"]["zone"] = json!({ "enum": ["a", "b"] });
+    }
+    v
+}
+
+fn module_version(plan: &ResourcePlan) -> String {
+    plan.job.as_ref().and_then(|j| j.request.module.as_ref()).map(|m| m.version.clone()).unwrap_or_default()
+}
+
+#[test]
+fn an_upgrade_runs_the_new_module_on_the_same_state_and_approval_follows_the_new_version() {
+    let mut w = World::new(false);
+    w.schema = version(1, false);
+    w.other_versions = vec![version(2, true)];
+    let plan = w.create(ANA, input()).unwrap();
+    w.apply(plan);
+    w.run_job(JobStatus::Completed);
+    let state_key_before = w.jobs[0].request.state_key.clone();
+
+    let v2 = version(2, true);
+    let plan = w.upgrade(&v2, Some(json!({ "size": 3, "zone": "a" })), false).unwrap();
+    let revision = plan.revision.clone().unwrap();
+    assert_eq!((revision.number, revision.schema_id, revision.schema_version), (2, v2.id, 2));
+    assert_eq!(revision.state, RevisionState::PendingApproval, "version 2 requires approval");
+    assert_eq!(plan.job.as_ref().unwrap().operation, JobOperation::Plan);
+    assert_eq!(module_version(&plan), "1.2.0");
+    assert_eq!(
+        plan.job.as_ref().unwrap().request.state_key,
+        state_key_before,
+        "the same state: no new Resource"
+    );
+    assert_eq!(plan.event.action, AuditAction::ResourceUpgraded);
+    assert_eq!(
+        (plan.event.detail["from_version"].clone(), plan.event.detail["to_version"].clone()),
+        (json!(1), json!(2))
+    );
+    w.apply(plan);
+    assert_eq!(w.resource().schema_id, v2.id);
+
+    // While it waits, a destroy or a retry still runs what is applied: version 1's module.
+    let destroy = w.delete().unwrap().unwrap();
+    assert_eq!(module_version(&destroy), "1.1.0");
+    // Approved by someone else, the apply runs version 2's module.
+    let approved = w.decide(BEN, 2, Verdict::Approve).unwrap();
+    assert_eq!(
+        (approved.job.as_ref().unwrap().operation, module_version(&approved)),
+        (JobOperation::Apply, "1.2.0".into())
+    );
+    w.apply(approved);
+    w.run_job(JobStatus::Completed);
+    // A plain change now stays on version 2, with version 2's rules.
+    let change = w.change(ANA, json!({ "size": 4, "zone": "b" })).unwrap();
+    assert_eq!(change.revision.as_ref().unwrap().schema_version, 2);
+    assert_eq!(module_version(&change), "1.2.0");
+}
+
+#[test]
+fn a_change_while_an_upgrade_waits_stays_on_the_applied_version_and_supersedes_it() {
+    let mut w = World::new(false);
+    w.schema = version(1, false);
+    let plan = w.create(ANA, input()).unwrap();
+    w.apply(plan);
+    w.run_job(JobStatus::Completed);
+    let plan = w.upgrade(&version(2, true), None, false).unwrap();
+    assert_eq!(plan.revision.as_ref().unwrap().input, input(), "no input given: the current one is kept");
+    w.other_versions = vec![version(2, true)];
+    w.apply(plan);
+    let change = w.change(ANA, json!({ "size": 5 })).unwrap();
+    assert_eq!(change.revision.as_ref().unwrap().schema_version, 1);
+    assert!(change.supersede_pending);
+    // Version 1's rules: `zone` is not one of its fields.
+    assert_eq!(
+        w.change(ANA, json!({ "size": 5, "zone": "a" })).unwrap_err().code,
+        ErrorCode::SchemaViolation
+    );
+}
+
+#[test]
+fn an_upgrade_is_refused_to_the_same_an_older_a_deprecated_or_another_type_and_checks_the_new_rules() {
+    let mut w = World::new(false);
+    w.schema = version(2, false);
+    w.other_versions = vec![version(1, false), version(3, false)];
+    let plan = w.create(ANA, input()).unwrap();
+    w.apply(plan);
+    w.run_job(JobStatus::Completed);
+
+    let mut v3 = version(3, false);
+    v3.input_schema["required"] = json!(["size", "tier", "zone"]);
+    let err = w.upgrade(&v3, None, false).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SchemaViolation);
+    assert!(err.message.contains("zone"), "names the field: {}", err.message);
+
+    let err = w.upgrade(&version(2, false), None, false).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Conflict);
+    assert!(err.message.contains("already"), "{}", err.message);
+
+    let err = w.upgrade(&version(1, false), None, false).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Conflict);
+    assert!(err.message.contains("--allow-downgrade"), "{}", err.message);
+    let down = w.upgrade(&version(1, false), None, true).unwrap();
+    assert_eq!((down.revision.as_ref().unwrap().schema_version, module_version(&down)), (1, "1.1.0".into()));
+
+    let mut deprecated = version(3, false);
+    deprecated.deprecated_at = Some(w.clock.now());
+    assert_eq!(w.upgrade(&deprecated, None, false).unwrap_err().code, ErrorCode::Conflict);
+
+    let mut other = version(3, false);
+    other.type_name = "queue".into();
+    assert_eq!(w.upgrade(&other, None, false).unwrap_err().code, ErrorCode::InvalidInput);
+
+    let abandoned = abandon(&w.resource().clone(), &w.jobs.clone(), &w.ctx(ANA)).unwrap();
+    w.apply(abandoned);
+    assert_eq!(w.upgrade(&version(3, false), None, false).unwrap_err().code, ErrorCode::Conflict);
 }

@@ -51,6 +51,10 @@ def _tags(tags: Mapping[str, str] | None) -> dict[str, str] | None:
     return None if tags is None else dict(tags)
 
 
+def _json_or_none(value: Any) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
 def _list(items: Sequence[str] | None) -> list[str] | None:
     if isinstance(items, str):
         raise TypeError("give a list of names, not one string")
@@ -181,6 +185,25 @@ class Client:
 
     def delete_resource(self, id_or_name: str, *, wait: bool = False, timeout: float = DEFAULT_WAIT) -> Resource:
         return Resource.from_dict(self._native.delete_resource(id_or_name, timeout if wait else None))
+
+    def upgrade_resource(
+        self,
+        id_or_name: str,
+        *,
+        schema_version: int,
+        input: Any = None,
+        allow_downgrade: bool = False,
+        wait: bool = False,
+        timeout: float = DEFAULT_WAIT,
+    ) -> Resource:
+        """Moves a Resource to another version of its schema (a new module
+        version) with a new revision; without ``input`` the current one is
+        kept. An older version needs ``allow_downgrade=True``."""
+        return Resource.from_dict(
+            self._native.upgrade_resource(
+                id_or_name, schema_version, _json_or_none(input), allow_downgrade, timeout if wait else None
+            )
+        )
 
     def list_jobs(self, *, resource: str | None = None, component: str | None = None) -> list[Job]:
         return [Job.from_dict(j) for j in self._native.list_jobs(resource, component)]
@@ -371,6 +394,22 @@ class AsyncClient:
         self, id_or_name: str, *, wait: bool = False, timeout: float = DEFAULT_WAIT
     ) -> Resource:
         return Resource.from_dict(await self._native.delete_resource(id_or_name, timeout if wait else None))
+
+    async def upgrade_resource(
+        self,
+        id_or_name: str,
+        *,
+        schema_version: int,
+        input: Any = None,
+        allow_downgrade: bool = False,
+        wait: bool = False,
+        timeout: float = DEFAULT_WAIT,
+    ) -> Resource:
+        return Resource.from_dict(
+            await self._native.upgrade_resource(
+                id_or_name, schema_version, _json_or_none(input), allow_downgrade, timeout if wait else None
+            )
+        )
 
     async def list_jobs(self, *, resource: str | None = None, component: str | None = None) -> list[Job]:
         return [Job.from_dict(j) for j in await self._native.list_jobs(resource, component)]
