@@ -439,10 +439,9 @@ async fn saved_plan(
     env: &[(std::ffi::OsString, std::ffi::OsString)],
     state: &StateConfig,
     request: &JobRequest,
+    backend_file: Option<&str>,
     log: &mpsc::UnboundedSender<String>,
 ) -> Result<serde_json::Value, RunFailure> {
-    let key =
-        request.plan_key.as_deref().ok_or_else(|| RunFailure::failed("the plan job names no plan_key"))?;
     let out = format!("-out={APPROVAL_PLAN}");
     let args = ["plan", "-input=false", "-lock-timeout=10s", "-json", out.as_str()];
     let summary = plan_summary(tf, dir, env, &args, log).await?;
@@ -450,12 +449,13 @@ async fn saved_plan(
         heimdall_core::import::verdict(&summary).map_err(|e| RunFailure::refused(e.code, e.message))?;
     }
     let bytes = std::fs::read(dir.join(APPROVAL_PLAN)).map_err(|e| RunFailure::failed(e.to_string()))?;
-    let sha256 = crate::plan_files::sha256_hex(&bytes);
-    let _ = log.send(format!("Keeping the plan next to the state, at {key}\n"));
-    let store = crate::plan_files::PlanStore::for_job(state, request, env)
+    let sha256 = heimdall_core::plan::hex_sha256(&bytes);
+    let store = crate::plan_files::PlanStore::open(tf, dir, env, state, request, backend_file, log)
         .await
-        .map_err(|why| RunFailure::refused(ErrorCode::Conflict, why))?;
-    store.put(key, bytes).await.map_err(RunFailure::failed)?;
+        .map_err(RunFailure::failed)?;
+    let key = store.key();
+    let _ = log.send(format!("Keeping the plan next to the state, at {key}\n"));
+    store.put(&bytes, log).await.map_err(RunFailure::failed)?;
     let _ = log.send(format!(
         "Plan {}: {} to add, {} to change, {} to destroy; kept at {key}. Approve it with --plan {}\n",
         sha256,
@@ -469,20 +469,23 @@ async fn saved_plan(
 
 /// The approved plan file, fetched from next to the state into the job's
 /// directory, refused unless it hashes to what the approver named.
+#[allow(clippy::too_many_arguments)]
 async fn approved_plan(
+    tf: &Path,
     dir: &Path,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
     state: &StateConfig,
     request: &JobRequest,
+    backend_file: Option<&str>,
     approved: &str,
     log: &mpsc::UnboundedSender<String>,
 ) -> Result<(), RunFailure> {
-    let key = request.plan_key.as_deref().ok_or_else(|| RunFailure::failed("the apply names no plan_key"))?;
-    let store = crate::plan_files::PlanStore::for_job(state, request, env)
+    let store = crate::plan_files::PlanStore::open(tf, dir, env, state, request, backend_file, log)
         .await
-        .map_err(|why| RunFailure::refused(ErrorCode::Conflict, why))?;
-    let bytes = store.get(key).await.map_err(RunFailure::failed)?;
-    let found = crate::plan_files::sha256_hex(&bytes);
+        .map_err(RunFailure::failed)?;
+    let key = store.key();
+    let bytes = store.get().await.map_err(RunFailure::failed)?;
+    let found = heimdall_core::plan::hex_sha256(&bytes);
     if !found.eq_ignore_ascii_case(approved) {
         return Err(RunFailure::refused(
             ErrorCode::StalePlan,
@@ -528,6 +531,24 @@ async fn import_plan(
 
 /// Asks for the state lock without waiting; the refusal describes the
 /// lock and its holder. `None` when nobody holds it.
+/// Runs one terraform command in `dir` and returns what it printed, none
+/// of it logged: for output that may hold sensitive values.
+pub(crate) async fn quiet(
+    terraform: &Path,
+    dir: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    args: &[&str],
+) -> Result<std::process::Output, String> {
+    let mut child = guarded(terraform, dir, env)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", terraform.display()))?;
+    let _guard_pipe = child.stdin.take();
+    child.wait_with_output().await.map_err(|e| e.to_string())
+}
+
 async fn probe_lock(
     terraform: &Path,
     dir: &Path,
@@ -694,8 +715,6 @@ fn with_credentials(
 /// Secret inputs' values for the root module, in a file Terraform reads
 /// beside it (mode 0600, deleted with the job's directory).
 fn write_secret_inputs(dir: &Path, inputs: &[(String, Redacted<String>)]) -> Result<(), String> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     if inputs.is_empty() {
         return Ok(());
     }
@@ -704,14 +723,20 @@ fn write_secret_inputs(dir: &Path, inputs: &[(String, Redacted<String>)]) -> Res
         .map(|(variable, value)| (format!("{SECRET_VAR_PREFIX}{variable}"), value.expose().clone().into()))
         .collect();
     let text = zeroize::Zeroizing::new(serde_json::Value::Object(values).to_string());
-    let path = dir.join("heimdall-secrets.auto.tfvars.json");
+    write_private(&dir.join("heimdall-secrets.auto.tfvars.json"), text.as_bytes())
+}
+
+/// A new file only its owner reads (0600), for what may hold secrets.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(&path)
+        .open(path)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    file.write_all(text.as_bytes()).map_err(|e| e.to_string())
+    file.write_all(bytes).map_err(|e| e.to_string())
 }
 
 /// How long each part of a run took (the `job phases` log line, which
@@ -841,10 +866,14 @@ pub async fn execute(
     let mut apply_args = vec!["apply", "-input=false", "-auto-approve", "-lock-timeout=10s", "-json"];
     match (request.operation, request.plan_sha256.as_deref()) {
         (JobOperation::DriftCheck, _) => return drift_plan(tf, dir, &env, log).await,
-        (JobOperation::Plan, _) => return saved_plan(tf, dir, &env, &config.state, request, log).await,
+        (JobOperation::Plan, _) => {
+            let keyed = backend_file.as_deref();
+            return saved_plan(tf, dir, &env, &config.state, request, keyed, log).await;
+        }
         // Exactly the plan the approver read, imports and all.
         (JobOperation::Apply | JobOperation::Import, Some(approved)) => {
-            approved_plan(dir, &env, &config.state, request, approved, log).await?;
+            let keyed = backend_file.as_deref();
+            approved_plan(tf, dir, &env, &config.state, request, keyed, approved, log).await?;
             apply_args = vec!["apply", "-input=false", "-lock-timeout=10s", "-json", APPROVAL_PLAN];
         }
         (JobOperation::Destroy, _) => apply_args.push("-destroy"),

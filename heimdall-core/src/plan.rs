@@ -23,6 +23,57 @@ pub fn plan_key(resource: ResourceId) -> String {
     format!("heimdall/{resource}.tfplan")
 }
 
+/// The output of the plan holder's state (`crate::root_module::plan_holder`)
+/// that carries the plan file, base64.
+pub const HOLDER_OUTPUT: &str = "heimdall_plan";
+
+/// A plan file as a Terraform state of its own (version 4, no resources,
+/// one sensitive output), so that Terraform's backend keeps it next to the
+/// Resource's state with `terraform state push`: every backend, under its
+/// own lock, with the job's credentials. Its lineage names the plan's
+/// SHA-256; it is pushed with `-force` over the previous plan's.
+pub fn holder_state(plan: &[u8]) -> Vec<u8> {
+    use base64::Engine as _;
+    let sha256 = hex_sha256(plan);
+    serde_json::json!({
+        "version": 4,
+        "terraform_version": "1.0.0",
+        "serial": 1,
+        "lineage": format!("heimdall-plan-{sha256}"),
+        "outputs": { HOLDER_OUTPUT: {
+            "value": base64::engine::general_purpose::STANDARD.encode(plan),
+            "type": "string",
+            "sensitive": true,
+        } },
+        "resources": [],
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// The plan file in a plan holder's state, as `terraform state pull`
+/// prints it. The caller still checks its SHA-256 against the approved one.
+pub fn from_holder_state(state: &[u8]) -> Result<Vec<u8>, String> {
+    use base64::Engine as _;
+    if state.iter().all(u8::is_ascii_whitespace) {
+        return Err("no plan is kept there".into());
+    }
+    let state: Value =
+        serde_json::from_slice(state).map_err(|e| format!("the plan's state is not JSON: {e}"))?;
+    let value = state["outputs"][HOLDER_OUTPUT]["value"]
+        .as_str()
+        .ok_or_else(|| format!("the state there holds no `{HOLDER_OUTPUT}` output: no plan is kept there"))?;
+    base64::engine::general_purpose::STANDARD
+        .decode(value)
+        .map_err(|e| format!("the kept plan is not base64: {e}"))
+}
+
+/// SHA-256 of a plan file, hex.
+pub fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
 /// A revision's plan, as the API keeps it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -128,6 +179,21 @@ mod tests {
                 ..PlanSummary::default()
             },
         }
+    }
+
+    #[test]
+    fn a_plan_file_round_trips_through_its_holder_state() {
+        let file = b"PK\x03\x04 any bytes \x00\xff".to_vec();
+        let state: Value = serde_json::from_slice(&holder_state(&file)).unwrap();
+        assert_eq!(state["version"], 4);
+        assert_eq!(state["resources"], serde_json::json!([]));
+        assert_eq!(state["lineage"], format!("heimdall-plan-{}", hex_sha256(&file)));
+        assert_eq!(from_holder_state(&holder_state(&file)).unwrap(), file);
+        // What `state pull` prints where nothing was pushed, or a state of
+        // something else, is no plan.
+        assert!(from_holder_state(b"\n").unwrap_err().contains("no plan"));
+        let other = br#"{"version":4,"outputs":{},"resources":[]}"#;
+        assert!(from_holder_state(other).unwrap_err().contains("no plan"));
     }
 
     #[test]

@@ -46,9 +46,27 @@ pub struct StateSettings<'a> {
 /// state per Resource (`heimdall/<id>.tfstate`; for GCS the prefix
 /// `heimdall/<id>`, which holds `default.tfstate`), or local disk.
 pub fn backend_block(request: &JobRequest, settings: StateSettings<'_>) -> String {
+    backend_at(request, settings, &request.state_key)
+}
+
+/// The root module that keeps a Resource's plan file awaiting approval
+/// next to its state (`crate::plan::plan_key`): the same backend, with
+/// the same credentials and the same native lock (S3's lock object, GCS's
+/// conditional write, Azure's blob lease), at the plan's key. It declares
+/// nothing else, so `init` installs no provider; the plan travels as that
+/// state's one output (`crate::plan::holder_state`).
+pub fn plan_holder(request: &JobRequest, settings: StateSettings<'_>) -> String {
+    let key = crate::plan::plan_key(request.resource_id);
+    format!("terraform {{\n{}}}\n", backend_at(request, settings, &key))
+}
+
+/// [`backend_block`] for the object `key` (`heimdall/<file>`); local state
+/// is `<local_dir>/<file>`.
+fn backend_at(request: &JobRequest, settings: StateSettings<'_>, key: &str) -> String {
     let account = &request.account;
     if let Some(local) = settings.local_dir {
-        let path = format!("{}/{}.tfstate", local.trim_end_matches('/'), request.resource_id);
+        let file = key.rsplit('/').next().unwrap_or(key);
+        let path = format!("{}/{file}", local.trim_end_matches('/'));
         return format!("  backend \"local\" {{\n    path = {}\n  }}\n", hcl_string(&path));
     }
     match account.state_backend {
@@ -56,7 +74,7 @@ pub fn backend_block(request: &JobRequest, settings: StateSettings<'_>) -> Strin
             let mut b = format!(
                 "  backend \"s3\" {{\n    bucket       = {}\n    key          = {}\n    region       = {}\n    use_lockfile = true\n",
                 hcl_string(&account.state_bucket),
-                hcl_string(&request.state_key),
+                hcl_string(key),
                 hcl_string(&account.region),
             );
             if let Some(endpoint) = settings.s3_endpoint.or(account.state_endpoint.as_deref()) {
@@ -69,7 +87,7 @@ pub fn backend_block(request: &JobRequest, settings: StateSettings<'_>) -> Strin
             b
         }
         StateBackend::Gcs => {
-            let prefix = request.state_key.strip_suffix(".tfstate").unwrap_or(&request.state_key);
+            let prefix = key.strip_suffix(".tfstate").unwrap_or(key);
             let mut b = format!(
                 "  backend \"gcs\" {{\n    bucket = {}\n    prefix = {}\n",
                 hcl_string(&account.state_bucket),
@@ -86,7 +104,7 @@ pub fn backend_block(request: &JobRequest, settings: StateSettings<'_>) -> Strin
                 "  backend \"azurerm\" {{\n    storage_account_name = {}\n    container_name       = {}\n    key                  = {}\n",
                 hcl_string(account.state_storage_account.as_deref().unwrap_or_default()),
                 hcl_string(&account.state_bucket),
-                hcl_string(&request.state_key),
+                hcl_string(key),
             );
             // Entra ID for the blobs, with the account's identity (a
             // federated token or a client secret, from the environment),
@@ -207,6 +225,28 @@ mod tests {
             quickstart.contains("\"/var/lib/heimdall/state/7d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f.tfstate\""),
             "{quickstart}"
         );
+    }
+
+    #[test]
+    fn the_plan_holder_is_the_same_backend_at_the_plan_key() {
+        let static_auth = AccountAuth::Static { secret: "azure-sp".into() };
+        let none = StateSettings::default();
+        let id = "7d0c5d4e-8a9b-4c1d-9e2f-0a1b2c3d4e5f";
+        let azure = request(StateBackend::Azurerm, Some("acmestate"), static_auth.clone());
+        let holder = plan_holder(&azure, none);
+        let state = backend_block(&azure, none);
+        assert_eq!(
+            holder,
+            format!("terraform {{\n{}}}\n", state.replace(&format!("{id}.tfstate"), &format!("{id}.tfplan")))
+        );
+        let gcs = plan_holder(&request(StateBackend::Gcs, None, static_auth.clone()), none);
+        assert!(gcs.contains(&format!("prefix = \"heimdall/{id}.tfplan\"")), "{gcs}");
+        let s3 = plan_holder(&request(StateBackend::S3, None, static_auth.clone()), none);
+        assert!(s3.contains(&format!("key          = \"heimdall/{id}.tfplan\"")), "{s3}");
+        let local = StateSettings { local_dir: Some("/var/lib/heimdall/state"), ..none };
+        let quickstart = plan_holder(&request(StateBackend::S3, None, static_auth), local);
+        assert!(quickstart.contains(&format!("\"/var/lib/heimdall/state/{id}.tfplan\"")), "{quickstart}");
+        assert!(!quickstart.contains("module"), "no module, so init installs no provider");
     }
 
     #[test]

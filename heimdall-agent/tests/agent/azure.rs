@@ -92,6 +92,22 @@ impl Azurite {
 
     /// A request signed with the account's key (SharedKey), path-style.
     async fn call(&self, method: Method, path: &str, query: &[(&str, &str)]) -> reqwest::Response {
+        self.send(method, path, query, None).await
+    }
+
+    /// Writes the block blob `name` as any other writer of the container would.
+    async fn put_blob(&self, name: &str, body: String) {
+        let r = self.send(Method::PUT, &format!("/{CONTAINER}/{name}"), &[], Some(body)).await;
+        assert_eq!(r.status(), 201, "{:?}", r.text().await);
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<String>,
+    ) -> reqwest::Response {
         let date = time::OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc2822)
             .unwrap()
@@ -105,21 +121,28 @@ impl Azurite {
         for (k, v) in sorted {
             resource.push_str(&format!("\n{k}:{v}"));
         }
+        // The verb, then Content-Encoding, -Language, -Length, -MD5, -Type,
+        // Date, If-Modified-Since, If-Match, If-None-Match,
+        // If-Unmodified-Since and Range, then the x-ms- headers.
+        let length = body.as_ref().map(|b| b.len().to_string()).unwrap_or_default();
+        let blob_type = if body.is_some() { "x-ms-blob-type:BlockBlob\n" } else { "" };
         let to_sign = format!(
-            "{}\n\n\n\n\n\n\n\n\n\n\n\nx-ms-date:{date}\nx-ms-version:{version}\n{resource}",
+            "{}\n\n\n{length}\n\n\n\n\n\n\n\n\n{blob_type}x-ms-date:{date}\nx-ms-version:{version}\n{resource}",
             method.as_str()
         );
         let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &STANDARD.decode(&self.key).unwrap());
         let signature = STANDARD.encode(ring::hmac::sign(&key, to_sign.as_bytes()));
-        self.http
+        let mut request = self
+            .http
             .request(method, format!("https://127.0.0.1:{}/{ACCOUNT}{path}", self.port))
             .query(query)
             .header("x-ms-date", date)
             .header("x-ms-version", version)
-            .header("authorization", format!("SharedKey {ACCOUNT}:{signature}"))
-            .send()
-            .await
-            .unwrap()
+            .header("authorization", format!("SharedKey {ACCOUNT}:{signature}"));
+        if let Some(body) = body {
+            request = request.header("x-ms-blob-type", "BlockBlob").body(body);
+        }
+        request.send().await.unwrap()
     }
 
     async fn blob(&self, name: &str) -> (String, Option<String>) {
@@ -241,6 +264,71 @@ async fn an_azure_job_keeps_its_state_in_blob_storage_under_a_lease() {
     let (state, _) = azurite.blob(&state_blob).await;
     let state: serde_json::Value = serde_json::from_str(&state).unwrap();
     assert!(state["resources"].as_array().unwrap().is_empty(), "{state}");
+
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+}
+
+/// Approval bound to the plan with Azure Blob state: the plan file is kept
+/// in the container next to the state, written with the storage key under
+/// the backend's blob lease (released after); the apply runs exactly it;
+/// a plan made stale by a write to the state fails `STALE_PLAN`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_plan_is_kept_in_blob_storage_next_to_the_state() {
+    let w = World::new().await;
+    let (azurite, bundle) = Azurite::start(w.dir.path()).await;
+    let created = azurite.call(Method::PUT, &format!("/{CONTAINER}"), &[("restype", "container")]).await;
+    assert_eq!(created.status(), 201, "{:?}", created.text().await);
+    let (proxy, _) = connect_proxy(azurite.port).await;
+    let owner = w.api.owner_token.clone();
+    let config = w.enroll("agent-1").await;
+    let bundle = bundle.display().to_string();
+    let env =
+        [("HTTPS_PROXY", proxy.as_str()), ("NO_PROXY", "127.0.0.1,localhost"), ("SSL_CERT_FILE", &bundle)];
+    let value = json!({ "client_id": "00000000-0000-0000-0000-0000000000c1", "client_secret": "unused",
+        "tenant_id": "00000000-0000-0000-0000-0000000000d1", "subscription_id": "00000000-0000-0000-0000-0000000000e1",
+        "storage_access_key": azurite.key });
+    let mut agent = holding_secret(&w, &config, "azure-sp", &value.to_string(), &env).await.process;
+    w.post(
+        &owner,
+        "/v1/cloud-accounts",
+        json!({ "name": "azure", "provider": "azure", "region": "westeurope", "state_bucket": CONTAINER,
+            "state_storage_account": ACCOUNT, "auth": { "kind": "static", "secret": "azure-sp" } }),
+    )
+    .await;
+    w.post(
+        &owner,
+        "/v1/cloud-accounts/azure/links",
+        json!({ "scope": "organization", "environment": "dev" }),
+    )
+    .await;
+    let regional = crate::support::repo().join("tests/fixtures/modules/regional");
+    let admin = crate::plans::approving_schema(&w, "guarded", &regional).await;
+
+    let moved = |id: String| {
+        let azurite = &azurite;
+        async move {
+            // The plan is in the container beside the state, its lease
+            // released, and nothing of revision 2 is applied.
+            let (kept, lease) = azurite.blob(&format!("heimdall/{id}.tfplan")).await;
+            assert_eq!(lease.as_deref(), Some("available"));
+            let kept: serde_json::Value = serde_json::from_str(&kept).unwrap();
+            assert!(kept["outputs"]["heimdall_plan"]["value"].is_string(), "{kept}");
+            let state_blob = format!("heimdall/{id}.tfstate");
+            let (state, _) = azurite.blob(&state_blob).await;
+            assert!(!state.contains("lyon"), "{state}");
+            let mut state: serde_json::Value = serde_json::from_str(&state).unwrap();
+            state["serial"] = json!(state["serial"].as_i64().unwrap() + 1);
+            azurite.put_blob(&state_blob, state.to_string()).await;
+        }
+    };
+    let id = crate::plans::approval_cycle(&w, &admin, "guarded", moved).await;
+    let (state, lease) = azurite.blob(&format!("heimdall/{id}.tfstate")).await;
+    assert!(state.contains("lyon"), "{state}");
+    assert_eq!(lease.as_deref(), Some("available"));
+    for job in w.jobs(&id).await {
+        w.assert_kept_out(&config, job["id"].as_str().unwrap(), &[&azurite.key]).await;
+    }
 
     agent.start_kill().unwrap();
     let _ = agent.wait().await;

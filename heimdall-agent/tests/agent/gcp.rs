@@ -27,13 +27,25 @@ struct FakeGcs {
 }
 
 impl FakeGcs {
-    async fn start() -> Self {
+    /// fake-gcs-server behind [`tee_proxy`]: the proxy's URL, and what
+    /// clients sent through it. fake-gcs-server serves path-style reads
+    /// (`GET /bucket/object`) only to requests for its public host, so that
+    /// host is the proxy's.
+    async fn start_behind_proxy() -> (Self, String, Seen) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let public = listener.local_addr().unwrap().to_string();
+        let gcs = Self::start_as(&public).await;
+        let (url, seen) = tee_proxy(listener, &gcs.url);
+        (gcs, url, seen)
+    }
+
+    async fn start_as(public_host: &str) -> Self {
         let binary = crate::support::repo().join(".venv/bin/fake-gcs-server");
         assert!(binary.exists(), "{} is missing: run scripts/install-test-tools.sh", binary.display());
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let process = tokio::process::Command::new(binary)
             .args(["-scheme", "http", "-host", "127.0.0.1", "-backend", "memory", "-log-level", "warn"])
-            .args(["-port", &port.to_string(), "-public-host", &format!("127.0.0.1:{port}")])
+            .args(["-port", &port.to_string(), "-public-host", public_host])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
@@ -73,7 +85,11 @@ impl FakeGcs {
     }
 
     async fn object(&self, bucket: &str, name: &str) -> String {
-        reqwest::get(format!("{}/{bucket}/{name}", self.url)).await.unwrap().text().await.unwrap()
+        let name = name.replace('/', "%2F");
+        let url = format!("{}/storage/v1/b/{bucket}/o/{name}?alt=media", self.url);
+        let r = reqwest::get(url).await.unwrap();
+        assert!(r.status().is_success(), "{name}: {}", r.status());
+        r.text().await.unwrap()
     }
 }
 
@@ -82,9 +98,8 @@ type Seen = Arc<Mutex<Vec<u8>>>;
 
 /// A TCP proxy to `upstream` that keeps what clients send (request heads
 /// and bodies): what Terraform's GCS client presented.
-async fn tee_proxy(upstream: &str) -> (String, Seen) {
+fn tee_proxy(listener: tokio::net::TcpListener, upstream: &str) -> (String, Seen) {
     let upstream = upstream.trim_start_matches("http://").to_owned();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let seen = Seen::default();
     let kept = seen.clone();
@@ -161,10 +176,9 @@ fn field<'a>(form: &'a [(String, String)], name: &str) -> &'a str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gcp_job_federates_through_workload_identity_and_keeps_state_in_gcs() {
-    let gcs = FakeGcs::start().await;
+    let (gcs, gcs_proxy, presented) = FakeGcs::start_behind_proxy().await;
     let bucket = format!("gcs-state-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
     gcs.bucket(&bucket).await;
-    let (gcs_proxy, presented) = tee_proxy(&gcs.url).await;
     let (sts, exchanges) = google_sts().await;
     let w = World::new().await;
     let owner = w.api.owner_token.clone();
@@ -257,10 +271,9 @@ fn service_account_key(dir: &std::path::Path, oauth: &str) -> serde_json::Value 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gcp_service_account_key_from_the_agent_keeps_state_in_gcs() {
     use crate::values::{eventually, holding_secret};
-    let gcs = FakeGcs::start().await;
+    let (gcs, gcs_proxy, presented) = FakeGcs::start_behind_proxy().await;
     let bucket = format!("gcs-static-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
     gcs.bucket(&bucket).await;
-    let (gcs_proxy, presented) = tee_proxy(&gcs.url).await;
     let (oauth, grants) = google_oauth().await;
     let w = World::new().await;
     let owner = w.api.owner_token.clone();
@@ -297,6 +310,88 @@ async fn a_gcp_service_account_key_from_the_agent_keeps_state_in_gcs() {
     let private = key["private_key"].as_str().unwrap().lines().nth(1).unwrap().to_owned();
     let job = w.jobs(&id).await[0]["id"].as_str().unwrap().to_owned();
     w.assert_kept_out(&config, &job, &[&private, &access]).await;
+
+    agent.start_kill().unwrap();
+    let _ = agent.wait().await;
+}
+
+impl FakeGcs {
+    /// Writes `name` as any other writer of the bucket would.
+    async fn put(&self, bucket: &str, name: &str, body: String) {
+        let r = reqwest::Client::new()
+            .post(format!("{}/upload/storage/v1/b/{bucket}/o", self.url))
+            .query(&[("uploadType", "media"), ("name", name)])
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{:?}", r.text().await);
+    }
+}
+
+/// Approval bound to the plan with GCS state: the plan file is kept in
+/// the bucket next to the state, written by the job's federated identity
+/// behind the backend's conditional-write lock; the apply runs exactly
+/// it; a plan made stale by a write to the state fails `STALE_PLAN`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_plan_is_kept_in_gcs_next_to_the_state() {
+    let (gcs, gcs_proxy, presented) = FakeGcs::start_behind_proxy().await;
+    let bucket = format!("gcs-plans-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    gcs.bucket(&bucket).await;
+    let (sts, exchanges) = google_sts().await;
+    let w = World::new().await;
+    let owner = w.api.owner_token.clone();
+    w.post(
+        &owner,
+        "/v1/cloud-accounts",
+        json!({ "name": "gcp", "provider": "gcp", "region": "europe-west1", "state_bucket": bucket,
+            "state_endpoint": format!("{gcs_proxy}/storage/v1/"),
+            "auth": { "kind": "oidc", "workload_identity_provider": POOL } }),
+    )
+    .await;
+    w.post(&owner, "/v1/cloud-accounts/gcp/links", json!({ "scope": "organization", "environment": "dev" }))
+        .await;
+    let regional = crate::support::repo().join("tests/fixtures/modules/regional");
+    let admin = crate::plans::approving_schema(&w, "guarded", &regional).await;
+    let config = w.enroll("agent-1").await;
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}\n[federation]\ngcp_token_url = \"{sts}/v1/token\"\n")).unwrap();
+    let mut agent = w.run_agent(&config);
+
+    let moved = |id: String| {
+        let (gcs, bucket) = (&gcs, &bucket);
+        async move {
+            // The plan is in the bucket, beside the state, and nothing of
+            // revision 2 is applied.
+            let objects = gcs.objects(bucket).await;
+            let plan = format!("heimdall/{id}.tfplan/default.tfstate");
+            let state = format!("heimdall/{id}/default.tfstate");
+            assert_eq!(objects, [plan.clone(), state.clone()], "the locks are released too");
+            let kept: serde_json::Value = serde_json::from_str(&gcs.object(bucket, &plan).await).unwrap();
+            assert!(kept["outputs"]["heimdall_plan"]["value"].is_string(), "{kept}");
+            let mut current: serde_json::Value =
+                serde_json::from_str(&gcs.object(bucket, &state).await).unwrap();
+            current["serial"] = json!(current["serial"].as_i64().unwrap() + 1);
+            gcs.put(bucket, &state, current.to_string()).await;
+        }
+    };
+    let id = crate::plans::approval_cycle(&w, &admin, "guarded", moved).await;
+
+    let state: serde_json::Value =
+        serde_json::from_str(&gcs.object(&bucket, &format!("heimdall/{id}/default.tfstate")).await).unwrap();
+    assert!(state.to_string().contains("lyon"), "{state}");
+    // The plan was written under the backend's lock, with the token STS gave.
+    let sent = String::from_utf8_lossy(&presented.lock().unwrap()).to_string();
+    let lock = format!("heimdall%2F{id}.tfplan%2Fdefault.tflock");
+    let lock_plain = format!("heimdall/{id}.tfplan/default.tflock");
+    assert!(sent.contains(&lock) || sent.contains(&lock_plain), "the plan's write took no lock");
+    assert!(sent.contains("ifGenerationMatch=0"));
+    let tokens: Vec<String> = exchanges.lock().unwrap().iter().map(|(_, access)| access.clone()).collect();
+    assert!(!tokens.is_empty());
+    let jobs = w.jobs(&id).await;
+    for job in &jobs {
+        w.assert_kept_out(&config, job["id"].as_str().unwrap(), &[&tokens[0]]).await;
+    }
 
     agent.start_kill().unwrap();
     let _ = agent.wait().await;

@@ -39,6 +39,13 @@ async fn planned(w: &World, id: &str, number: i64, not: Option<&str>) -> Value {
 /// A schema `kind` over `module` that requires approval, an admin who
 /// requests (the owner approves: never one's own), and a running Agent.
 async fn approving(w: &World, kind: &str, module: &std::path::Path) -> (String, tokio::process::Child) {
+    let admin = approving_schema(w, kind, module).await;
+    let config = w.enroll("agent-1").await;
+    (admin, w.run_agent(&config))
+}
+
+/// [`approving`] without the Agent: the schema and the admin's token.
+pub(crate) async fn approving_schema(w: &World, kind: &str, module: &std::path::Path) -> String {
     let owner = w.api.owner_token.clone();
     w.post(
         &owner,
@@ -48,8 +55,70 @@ async fn approving(w: &World, kind: &str, module: &std::path::Path) -> (String, 
     )
     .await;
     let admin = w.post(&owner, "/v1/members", json!({ "email": "ana@example.com", "role": "admin" })).await;
-    let config = w.enroll("agent-1").await;
-    (admin["token"].as_str().unwrap().to_owned(), w.run_agent(&config))
+    admin["token"].as_str().unwrap().to_owned()
+}
+
+/// The whole approval cycle on whatever backend the Resource's account
+/// keeps state in, with `regional` under a schema from
+/// [`approving_schema`]: revision 1's plan is kept there and applied
+/// exactly; revision 2's plan is made stale by `move_state` (which bumps
+/// the state's serial, as any other writer would), so its approval fails
+/// `STALE_PLAN` and applies nothing; the new plan, approved, lands.
+pub(crate) async fn approval_cycle<F, Fut>(w: &World, admin: &str, kind: &str, move_state: F) -> String
+where
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let body = json!({ "component": "receipts", "schema": kind, "environment": "dev", "name": "paris",
+                       "input": { "name": "paris" } });
+    let id = w.post(admin, "/v1/resources", body).await["id"].as_str().unwrap().to_owned();
+    let first = planned(w, &id, 1, None).await;
+    let sha = first["plan"]["sha256"].as_str().unwrap().to_owned();
+    assert_eq!(first["plan"]["summary"]["add"], 1, "{first}");
+    let path = format!("/v1/resources/{id}/approve");
+    let approve = |plan: String, revision: i64| {
+        w.call(Method::POST, &path, Some(json!({ "revision": revision, "plan": plan })))
+    };
+    let (status, _) = approve(sha[..12].to_owned(), 1).await;
+    assert_eq!(status, 200);
+    let r = w.wait_for(&id, &["provisioned", "failed"], RUN).await;
+    if r["status"] != "provisioned" {
+        let jobs = w.jobs(&id).await;
+        let mut logs = String::new();
+        for job in &jobs {
+            logs.push_str(&w.job_log(job["id"].as_str().unwrap()).await);
+        }
+        panic!("revision 1 did not land: {jobs:?}\n{logs}");
+    }
+    let jobs = w.jobs(&id).await;
+    let apply = jobs.iter().find(|j| j["operation"] == "apply").unwrap();
+    let log = w.job_log(apply["id"].as_str().unwrap()).await;
+    assert!(log.contains(&format!("Applying the approved plan {sha}")), "{log}");
+
+    let changed = w
+        .http
+        .patch(format!("{}/v1/resources/{id}", w.api.url))
+        .bearer_auth(admin)
+        .json(&json!({ "input": { "name": "lyon" } }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 200);
+    let second = planned(w, &id, 2, None).await;
+    let stale_sha = second["plan"]["sha256"].as_str().unwrap().to_owned();
+    move_state(id.clone()).await;
+    let (status, _) = approve(stale_sha.clone(), 2).await;
+    assert_eq!(status, 200);
+    let again = planned(w, &id, 2, Some(&stale_sha)).await;
+    let jobs = w.jobs(&id).await;
+    let failed = jobs.iter().rev().find(|j| j["operation"] == "apply").unwrap();
+    assert_eq!(failed["status"], "failed", "{jobs:?}");
+    assert!(failed["reason"].as_str().unwrap().starts_with("STALE_PLAN"), "{failed}");
+    let (status, _) = approve(again["plan"]["sha256"].as_str().unwrap().to_owned(), 2).await;
+    assert_eq!(status, 200);
+    let r = w.wait_for_revision(&id, 2, RUN).await;
+    assert_eq!(r["status"], "provisioned", "{:?}", w.jobs(&id).await);
+    id
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
