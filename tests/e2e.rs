@@ -45,6 +45,10 @@ fn readme_tour_runs_against_heimdall_dev_and_survives_a_restart() {
     let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(shown["resource"]["status"], "provisioned", "{shown}");
     assert_eq!(shown["resource"]["outputs"]["secret"], "<sensitive>");
+    // ... and moved to version 2 of its schema by the tour's upgrade.
+    let versions: Vec<&serde_json::Value> =
+        shown["revisions"].as_array().unwrap().iter().map(|r| &r["schema_version"]).collect();
+    assert_eq!(versions, [1, 2], "{shown}");
     assert!(data.join("state").read_dir().unwrap().next().is_some(), "dev state lives under the data dir");
 
     // The tour's secret: stored by the dev Agent, read back exactly (no

@@ -700,6 +700,17 @@ fn check_region(region: Option<&str>) -> Result<(), ApiError> {
     region.map_or(Ok(()), validate_region)
 }
 
+/// Outdated: still managed, on a version older than the one its type
+/// name means now (`resource list --outdated`; `resource upgrade` moves
+/// it). `schemas` are the organization's versions not deleted.
+pub fn is_outdated(resource: &Resource, schemas: &[ResourceSchema]) -> bool {
+    !is_gone(resource)
+        && schemas
+            .iter()
+            .find(|s| s.id == resource.schema_id)
+            .is_some_and(|on| crate::schemas::newer_version(schemas, on).is_some())
+}
+
 fn is_gone(resource: &Resource) -> bool {
     matches!(resource.status, ResourceStatus::Deleting | ResourceStatus::Deleted | ResourceStatus::Abandoned)
 }

@@ -16,6 +16,17 @@ pub fn by_type<'a>(schemas: &'a [ResourceSchema], type_name: &str) -> Option<&'a
         .or_else(|| of_type().max_by_key(|s| s.version))
 }
 
+/// The version a Resource on `schema` could move to, when one is newer:
+/// what its type name means now ([`by_type`]: the newest version not
+/// deprecated). `None` when it is on that version, or on a newer one
+/// (a deprecated newest). This is what "outdated" means in lists.
+pub fn newer_version<'a>(
+    schemas: &'a [ResourceSchema],
+    schema: &ResourceSchema,
+) -> Option<&'a ResourceSchema> {
+    by_type(schemas, &schema.type_name).filter(|newest| newest.version > schema.version)
+}
+
 /// A new Resource is requested only on a version that is not deprecated.
 pub fn check_requestable(schema: &ResourceSchema) -> Result<(), ApiError> {
     if schema.deprecated_at.is_none() {
@@ -69,6 +80,17 @@ mod tests {
         assert!(by_type(&versions, "queue").is_none());
         assert!(check_requestable(&version(2, false)).is_ok());
         assert_eq!(check_requestable(&version(3, true)).unwrap_err().code, ErrorCode::Conflict);
+    }
+
+    #[test]
+    fn a_resource_is_outdated_while_a_newer_requestable_version_exists() {
+        let versions = [version(1, false), version(2, false), version(3, true)];
+        assert_eq!(newer_version(&versions, &versions[0]).map(|s| s.version), Some(2));
+        // On the newest requestable version, or past it on a deprecated one.
+        assert!(newer_version(&versions, &versions[1]).is_none());
+        assert!(newer_version(&versions, &versions[2]).is_none());
+        // A version of a type that has no other is never outdated.
+        assert!(newer_version(&versions[..1], &versions[0]).is_none());
     }
 
     #[test]

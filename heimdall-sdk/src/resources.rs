@@ -30,6 +30,11 @@ pub struct ResourceQuery {
     pub environment: Option<String>,
     /// Only Resources in this status (`deleted` ones stay listed as history).
     pub status: Option<ResourceStatus>,
+    /// Only Resources of this schema type (any version).
+    pub schema_type: Option<String>,
+    /// Only Resources on an older version of their schema type than the
+    /// one a new request gets ([`Client::upgrade_resource`] moves them).
+    pub outdated: bool,
 }
 
 impl Client {
@@ -102,6 +107,8 @@ impl Client {
                 ("component", query.component.as_deref()),
                 ("environment", query.environment.as_deref()),
                 ("status", status),
+                ("type", query.schema_type.as_deref()),
+                ("outdated", query.outdated.then_some("true")),
                 ("limit", limit.as_deref()),
                 ("after", after),
             ],

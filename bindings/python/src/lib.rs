@@ -161,8 +161,9 @@ flavours! {
         |sdk, interruptible| ops::create_resource(sdk, component, schema, environment, name, input_json, region, wait, interruptible);
     fn wait_for_resource(id_or_name: String, timeout: f64)
         |sdk, interruptible| ops::wait_for_resource(sdk, id_or_name, timeout, interruptible);
-    fn list_resources(component: Option<String>, environment: Option<String>, status: Option<String>)
-        |sdk, _i| ops::list_resources(sdk, component, environment, status);
+    fn list_resources(component: Option<String>, environment: Option<String>, status: Option<String>,
+        schema_type: Option<String>, outdated: bool)
+        |sdk, _i| ops::list_resources(sdk, component, environment, status, schema_type, outdated);
     fn get_resource(id_or_name: String) |sdk, _i| ops::get_resource(sdk, id_or_name);
     fn delete_resource(id_or_name: String, wait: Option<f64>)
         |sdk, interruptible| ops::delete_resource(sdk, id_or_name, wait, interruptible);

@@ -174,12 +174,14 @@ pub(crate) async fn list_resources(
     component: Option<String>,
     environment: Option<String>,
     status: Option<String>,
+    schema_type: Option<String>,
+    outdated: bool,
 ) -> Outcome {
     let status = status
         .map(|s| s.parse::<ResourceStatus>())
         .transpose()
         .map_err(|_| Failure::invalid("status is not a Resource status (queued, provisioned, ...)"))?;
-    json(&sdk.list_resources(&ResourceQuery { component, environment, status }).await?)
+    json(&sdk.list_resources(&ResourceQuery { component, environment, status, schema_type, outdated }).await?)
 }
 
 pub(crate) async fn get_resource(sdk: Client, id_or_name: String) -> Outcome {

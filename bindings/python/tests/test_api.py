@@ -164,7 +164,9 @@ def test_a_resource_moves_to_another_schema_version_in_place(world: World) -> No
     )
     assert created.status == "provisioned", f"{created}\n{world.dev.logs()}"
     register()
+    assert name in {r.name for r in client.list_resources(schema_type=kind, outdated=True)}, "on version 1 of 2"
     upgraded = client.upgrade_resource(name, schema_version=2, wait=True, timeout=120)
+    assert name not in {r.name for r in client.list_resources(schema_type=kind, outdated=True)}
     assert (upgraded.status, upgraded.revision) == ("provisioned", 2), f"{upgraded}\n{world.dev.logs()}"
     assert upgraded.outputs["bucket"] == name, "the input was kept"
     assert [r["schema_version"] for r in client.get_resource(name).revisions] == [1, 2]

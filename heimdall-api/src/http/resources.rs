@@ -257,6 +257,12 @@ pub(super) struct ListQuery {
     component: Option<String>,
     environment: Option<String>,
     status: Option<String>,
+    /// Only Resources of this schema type (any version).
+    #[serde(rename = "type")]
+    type_name: Option<String>,
+    /// `true`: only Resources on an older version of their schema type
+    /// than the one a new request gets (`resource upgrade` moves them).
+    outdated: Option<bool>,
     /// At most this many (default 100, at most 1000).
     limit: Option<u32>,
     /// The `Heimdall-Next-After` of the previous page.
@@ -272,7 +278,8 @@ impl heimdall_core::body::Query for ListQuery {}
     operation_id = "list_resources",
     summary = "List the Resources you may read",
     description = "Infrastructure Resources, oldest first, one page at a time, optionally only those of a \
-        component, an environment or a status. Each Resource is decided in its own environment and place: a \
+        component, an environment, a status or a schema type, or only those on an older version of their type \
+        (`outdated=true`). Each Resource is decided in its own environment and place: a \
         policy's `forbid` scoped to an environment or a domain hides what it forbids.",
     params(ListQuery),
     responses((status = 200, description = "A page of Resources the caller may read, oldest first", body = Vec<Resource>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
@@ -299,8 +306,22 @@ async fn list(
     // Each Resource is decided in its own environment and place: a
     // `forbid` scoped to prod or to a Domain hides what it forbids.
     let (tree, environments) = placements(&state, &caller).await?;
+    let schemas = match (&query.type_name, query.outdated) {
+        (None, None | Some(false)) => Vec::new(),
+        _ => state.store.list_schemas(caller.org.id).await?,
+    };
+    let wanted = |r: &Resource| {
+        let of_type = || {
+            let schema = schemas.iter().find(|s| s.id == r.schema_id);
+            query.type_name.as_ref().is_none_or(|t| schema.is_some_and(|s| s.type_name == *t))
+        };
+        of_type() && (query.outdated != Some(true) || heimdall_core::resources::is_outdated(r, &schemas))
+    };
     let mut decisions = decider.many(Action::ResourceRead);
     let allowed = |r: &Resource| {
+        if !wanted(r) {
+            return false;
+        }
         let env = environments.iter().find(|(id, _)| *id == r.environment_id).map_or("", |(_, n)| n.as_str());
         decisions.decide(&resource_target(Some(r.id), r.component_id, &tree), Some(env)).is_allowed()
     };

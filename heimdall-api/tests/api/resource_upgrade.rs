@@ -2,7 +2,7 @@
 //! of its schema type with a new revision whose job runs that version's
 //! module; each refusal (the input under the new rules, the same, an
 //! older or a missing version, a caller without `resource.write`) stores
-//! nothing; a schema version stays in use while a Resource's newest or
+//! nothing; `?outdated=true` lists the Resources on an older version; a schema version stays in use while a Resource's newest or
 //! applied revision is on it; revisions an older Heimdall stored name
 //! their Resource's schema after `migrate`.
 
@@ -43,6 +43,12 @@ async fn footprint(c: &Client, owner: &str, id: &str) -> (Value, usize, usize) {
     (shown, jobs.as_array().unwrap().len(), events.as_array().unwrap().len())
 }
 
+/// The names `GET /v1/resources?{query}` lists.
+async fn names(c: &Client, token: &str, query: &str) -> Vec<String> {
+    let listed = c.get(&format!("/v1/resources?{query}"), token).await.expect(200);
+    listed.as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap().to_owned()).collect()
+}
+
 async fn upgrade(c: &Client, token: &str, id: &str, body: Value) -> crate::support::Reply {
     c.post(&format!("/v1/resources/{id}/upgrade"), token, body).await
 }
@@ -56,6 +62,12 @@ async fn a_resource_moves_between_schema_versions_and_every_refusal_stores_nothi
     let id = created["id"].as_str().unwrap().to_owned();
     let v2 = version_2(&c, owner).await;
     let member = c.add_member(owner, "bo@example.com", "member").await;
+
+    // On version 1 of 2, it is listed as outdated; of its type, either way.
+    assert_eq!(names(&c, owner, "outdated=true").await, ["recibos"]);
+    assert_eq!(names(&c, owner, "type=s3-bucket&outdated=true").await, ["recibos"]);
+    assert_eq!(names(&c, owner, "type=other").await, Vec::<String>::new());
+    c.get("/v1/resources?outdated=maybe", owner).await.expect_error(400, "BAD_REQUEST");
 
     let before = footprint(&c, owner, &id).await;
     upgrade(&c, &member, &id, json!({ "schema_version": 2 })).await.expect_error(403, "FORBIDDEN");
@@ -80,6 +92,8 @@ async fn a_resource_moves_between_schema_versions_and_every_refusal_stores_nothi
         .map(|r| r["schema_version"].as_i64().unwrap())
         .collect();
     assert_eq!(versions, [1, 2], "{shown}");
+    assert_eq!(names(&c, owner, "outdated=true").await, Vec::<String>::new(), "on the newest version");
+    assert_eq!(names(&c, owner, "type=s3-bucket").await, ["recibos"]);
     assert_eq!(shown["revisions"][1]["effective_input"]["encryption"], "kms");
     let jobs = c.get(&format!("/v1/jobs?resource={id}&order=newest"), owner).await.expect(200);
     assert_eq!(jobs[0]["request"]["module"]["version"], "2.0.0", "the new version's module runs: {jobs}");

@@ -78,6 +78,13 @@ pub enum ResourceCommand {
         /// Only Resources in this status
         #[arg(long, value_enum)]
         status: Option<StatusArg>,
+        /// Only Resources of this schema type (any version)
+        #[arg(long = "type", value_name = "TYPE")]
+        type_name: Option<String>,
+        /// Only Resources on an older version of their schema type than a
+        /// new request gets (`resource upgrade` moves them)
+        #[arg(long)]
+        outdated: bool,
         #[command(flatten)]
         page: super::PageArgs,
     },
@@ -113,7 +120,7 @@ pub enum ResourceCommand {
         /// The Resource (id or name)
         resource: String,
         /// The version of the Resource's schema type to move to
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", visible_alias = "schema-version")]
         to_version: i64,
         /// The input under that version, a JSON object (default: the current revision's)
         #[arg(long, value_name = "JSON", conflicts_with = "input_file")]

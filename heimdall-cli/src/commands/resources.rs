@@ -4,8 +4,8 @@ use std::collections::HashMap;
 
 use heimdall_core::ids::CatalogId;
 use heimdall_core::wire::{
-    CatalogKind, ChangeResource, CreateResource, Decide, Resource, ResourceStatus, Revision, RevisionState,
-    UpgradeResource,
+    CatalogKind, ChangeResource, CreateResource, Decide, Resource, ResourceSchema, ResourceStatus, Revision,
+    RevisionState, UpgradeResource,
 };
 use heimdall_sdk::{Client, ResourceQuery};
 
@@ -14,8 +14,17 @@ use crate::args::{InputArgs, NewResourceArgs, ResourceCommand, WaitArgs};
 use crate::error::{CliError, Result};
 use crate::output::{self, timestamp, Out};
 
-const LIST_HEADERS: &[&str] =
-    &["ID", "NAME", "STATUS", "REVISION", "ENVIRONMENT", "COMPONENT", "UPDATED AT", "DRIFTED SINCE"];
+const LIST_HEADERS: &[&str] = &[
+    "ID",
+    "NAME",
+    "STATUS",
+    "REVISION",
+    "SCHEMA",
+    "ENVIRONMENT",
+    "COMPONENT",
+    "UPDATED AT",
+    "DRIFTED SINCE",
+];
 const REVISION_HEADERS: &[&str] =
     &["REVISION", "SCHEMA VERSION", "STATE", "HASH", "REQUESTED BY", "REQUESTED AT", "DECIDED BY"];
 
@@ -41,9 +50,15 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
             let line = format!("Resource import requested: {} ({}), {count} object(s)", r.name, r.id);
             done_then_wait(&client, out, wait, r, line).await
         }
-        ResourceCommand::List { component, environment, status, page } => {
+        ResourceCommand::List { component, environment, status, type_name, outdated, page } => {
             let client = ctx.client()?;
-            let query = ResourceQuery { component, environment, status: status.map(Into::into) };
+            let query = ResourceQuery {
+                component,
+                environment,
+                status: status.map(Into::into),
+                schema_type: type_name,
+                outdated,
+            };
             let resources = if page.one_page() {
                 let (resources, next) =
                     client.list_resources_page(&query, page.limit, page.after.as_deref()).await?;
@@ -52,10 +67,11 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
             } else {
                 client.list_resources(&query).await?
             };
-            let names = if out.is_json() {
-                HashMap::new()
+            let (names, schemas) = if out.is_json() {
+                (HashMap::new(), Vec::new())
             } else {
-                catalog_names(&client, &[CatalogKind::Environment, CatalogKind::Component]).await
+                let names = catalog_names(&client, &[CatalogKind::Environment, CatalogKind::Component]).await;
+                (names, client.list_schemas(None).await.unwrap_or_default())
             };
             out.list(&resources, LIST_HEADERS, |r: &Resource| {
                 vec![
@@ -63,6 +79,7 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
                     r.name.clone(),
                     r.status.to_string(),
                     r.revision.to_string(),
+                    schema_label(&schemas, r),
                     name_of(&names, r.environment_id),
                     name_of(&names, r.component_id),
                     timestamp(r.updated_at),
@@ -277,6 +294,21 @@ async fn catalog_names(client: &Client, kinds: &[CatalogKind]) -> HashMap<Catalo
         }
     }
     names
+}
+
+/// `TYPE vN`, and the version a new request gets when the Resource is
+/// on an older one. Best effort: the id when the schema is not listed.
+pub(crate) fn schema_label(schemas: &[ResourceSchema], r: &Resource) -> String {
+    let Some(on) = schemas.iter().find(|s| s.id == r.schema_id) else {
+        return r.schema_id.to_string();
+    };
+    match heimdall_core::resources::is_outdated(r, schemas)
+        .then(|| heimdall_core::schemas::newer_version(schemas, on))
+        .flatten()
+    {
+        Some(newer) => format!("{} v{} (v{} out)", on.type_name, on.version, newer.version),
+        None => format!("{} v{}", on.type_name, on.version),
+    }
 }
 
 fn name_of(names: &HashMap<CatalogId, String>, id: CatalogId) -> String {

@@ -74,8 +74,10 @@ pub async fn run(ctx: &Context, cmd: SchemaCommand) -> Result<()> {
             )
         }
         SchemaCommand::Show { schema } => {
-            let s = ctx.client()?.get_schema(&schema).await?;
+            let client = ctx.client()?;
+            let s = client.get_schema(&schema).await?;
             let environments: Vec<&str> = s.defaults.keys().map(String::as_str).collect();
+            let older = if out.is_json() { String::new() } else { on_older_versions(&client, &s).await };
             out.record(
                 &s,
                 &[
@@ -86,6 +88,7 @@ pub async fn run(ctx: &Context, cmd: SchemaCommand) -> Result<()> {
                     ("APPROVAL", approval(&s).to_owned()),
                     ("MODULE", module_label(&s)),
                     ("DEFAULTS FOR", environments.join(", ")),
+                    ("ON OLDER VERSIONS", older),
                     ("CREATED BY", s.created_by.clone()),
                     ("CREATED AT", timestamp(s.created_at)),
                 ],
@@ -167,4 +170,39 @@ fn module_label(s: &ResourceSchema) -> String {
 
 fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// The Resources of this type on an older version than a new request
+/// gets, for `schema show`: "none", or how many and which (at most 10
+/// named; `resource list --type T --outdated` lists them all). Best
+/// effort: a caller who may not list Resources sees "-".
+async fn on_older_versions(client: &heimdall_sdk::Client, s: &ResourceSchema) -> String {
+    const NAMED: usize = 10;
+    let query = heimdall_sdk::ResourceQuery {
+        schema_type: Some(s.type_name.clone()),
+        outdated: true,
+        ..Default::default()
+    };
+    let (Ok(resources), Ok(schemas)) =
+        (client.list_resources(&query).await, client.list_schemas(Some(&s.type_name)).await)
+    else {
+        return "-".to_owned();
+    };
+    if resources.is_empty() {
+        return "none".to_owned();
+    }
+    let mut named: Vec<String> = resources
+        .iter()
+        .take(NAMED)
+        .map(|r| {
+            let version = schemas.iter().find(|v| v.id == r.schema_id).map(|v| v.version);
+            format!("{} (v{})", r.name, version.map_or_else(|| "?".to_owned(), |v| v.to_string()))
+        })
+        .collect();
+    if resources.len() > NAMED {
+        named.push(format!("and {} more", resources.len() - NAMED));
+    }
+    let count =
+        if resources.len() == 1 { "1 Resource".to_owned() } else { format!("{} Resources", resources.len()) };
+    format!("{count}: {}", named.join(", "))
 }

@@ -415,7 +415,9 @@ async fn infra_tour_in_tables() {
     let run = h.run_with_stdin(&version_2, Some(&std::fs::read_to_string(&db_schema).expect("read"))).await;
     t.record(&[&version_2[..], &["<", "db.schema.json"]].concat(), &run);
     assert_eq!(run.code, 0, "{run:?}");
-    let upgraded = t.run(&h, &["resource", "upgrade", "ledger", "--to-version", "2"]).await;
+    t.run(&h, &["resource", "list", "--outdated"]).await;
+    t.run(&h, &["schema", "show", "database"]).await;
+    let upgraded = t.run(&h, &["resource", "upgrade", "ledger", "--schema-version", "2"]).await;
     assert_eq!(
         upgraded.stdout, "✓ Resource upgraded: ledger to schema version 2, revision 3 (queued)\n",
         "{upgraded:?}"
@@ -423,6 +425,8 @@ async fn infra_tour_in_tables() {
     let back = t.run(&h, &["resource", "upgrade", "ledger", "--to-version", "1"]).await;
     assert!(back.code != 0 && back.stderr.contains("--allow-downgrade"), "{back:?}");
     t.run(&h, &["resource", "show", "ledger"]).await;
+    let outdated = t.run(&h, &["resource", "list", "--type", "database", "--outdated"]).await;
+    assert!(!outdated.stdout.contains("ledger"), "on the newest version now: {outdated:?}");
 
     // Usage errors, before any request.
     let missing_file = tmp.path().join("nope.json");

@@ -706,3 +706,27 @@ fn an_upgrade_is_refused_to_the_same_an_older_a_deprecated_or_another_type_and_c
     w.apply(abandoned);
     assert_eq!(w.upgrade(&version(3, false), None, false).unwrap_err().code, ErrorCode::Conflict);
 }
+
+#[test]
+fn a_resource_is_outdated_until_it_moves_to_the_version_a_new_request_gets() {
+    let mut w = World::new(false);
+    w.schema = version(1, false);
+    let plan = w.create(ANA, input()).unwrap();
+    w.apply(plan);
+    w.run_job(JobStatus::Completed);
+    let (v1, v2) = (version(1, false), version(2, false));
+    assert!(!is_outdated(w.resource(), std::slice::from_ref(&v1)), "no newer version");
+    assert!(is_outdated(w.resource(), &[v1.clone(), v2.clone()]));
+    let mut v2_deprecated = v2.clone();
+    v2_deprecated.deprecated_at = Some(w.clock.now());
+    assert!(!is_outdated(w.resource(), &[v1.clone(), v2_deprecated]), "a deprecated version is no target");
+
+    let plan = w.upgrade(&v2, None, false).unwrap();
+    w.apply(plan);
+    assert!(!is_outdated(w.resource(), &[v1.clone(), v2.clone()]), "its newest revision names version 2");
+
+    let mut gone = w.resource().clone();
+    gone.schema_id = v1.id;
+    gone.status = ResourceStatus::Abandoned;
+    assert!(!is_outdated(&gone, &[v1, v2]), "a Resource no longer managed is not outdated");
+}

@@ -177,8 +177,15 @@ class Client:
         component: str | None = None,
         environment: str | None = None,
         status: ResourceStatus | None = None,
+        schema_type: str | None = None,
+        outdated: bool = False,
     ) -> list[Resource]:
-        return [Resource.from_dict(r) for r in self._native.list_resources(component, environment, status)]
+        """Resources you may read; ``outdated=True``: only those on an older
+        version of their schema type than a new request gets."""
+        return [
+            Resource.from_dict(r)
+            for r in self._native.list_resources(component, environment, status, schema_type, outdated)
+        ]
 
     def get_resource(self, id_or_name: str) -> ResourceDetail:
         return ResourceDetail.from_dict(self._native.get_resource(id_or_name))
@@ -384,8 +391,13 @@ class AsyncClient:
         component: str | None = None,
         environment: str | None = None,
         status: ResourceStatus | None = None,
+        schema_type: str | None = None,
+        outdated: bool = False,
     ) -> list[Resource]:
-        return [Resource.from_dict(r) for r in await self._native.list_resources(component, environment, status)]
+        return [
+            Resource.from_dict(r)
+            for r in await self._native.list_resources(component, environment, status, schema_type, outdated)
+        ]
 
     async def get_resource(self, id_or_name: str) -> ResourceDetail:
         return ResourceDetail.from_dict(await self._native.get_resource(id_or_name))
