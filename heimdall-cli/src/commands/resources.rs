@@ -298,7 +298,7 @@ async fn catalog_names(client: &Client, kinds: &[CatalogKind]) -> HashMap<Catalo
 
 /// `TYPE vN`, and the version a new request gets when the Resource is
 /// on an older one. Best effort: the id when the schema is not listed.
-pub(crate) fn schema_label(schemas: &[ResourceSchema], r: &Resource) -> String {
+fn schema_label(schemas: &[ResourceSchema], r: &Resource) -> String {
     let Some(on) = schemas.iter().find(|s| s.id == r.schema_id) else {
         return r.schema_id.to_string();
     };
