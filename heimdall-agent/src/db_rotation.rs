@@ -8,6 +8,8 @@
 //! after a crash anywhere the next claim rolls the rotation forward with
 //! the password it recorded. Applications keep the previous login until
 //! the new version is stored; the API retires that login after the grace.
+//! A deleted user's logins are dropped here too, once its grace is over,
+//! with the admin secret used as a read by whoever deleted it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -358,6 +360,7 @@ impl Rotator {
             (TaskKind::Create, Some(version)) => Task::Create { version },
             (TaskKind::Rotate, Some(version)) => Task::Rotate { version },
             (TaskKind::Retire, _) => Task::Retire,
+            (TaskKind::Drop, _) => Task::Drop,
             (_, None) => return Err("the task carries no version".into()),
         };
         let (mut seq, mut phase) = self.phase(task).await?;
@@ -370,7 +373,7 @@ impl Rotator {
         };
         for step in steps {
             if admin.is_none()
-                && matches!(step, Step::Prepare | Step::AlterLogin { .. } | Step::Retire { .. })
+                && matches!(step, Step::Prepare | Step::AlterLogin { .. } | Step::Retire { .. } | Step::Drop)
             {
                 admin = Some(Admin::connect(task, &self.admin(task).await?).await?);
             }
@@ -445,6 +448,23 @@ impl Rotator {
                             .map_err(|e| e.message)?;
                     run_admin(&mut admin, &statement).await?;
                     login = logins[old & 1].clone();
+                }
+                Step::Drop => {
+                    for statement in dbusers::drop_statements(task.engine, &task.user, task.grants.as_deref())
+                        .map_err(|e| e.message)?
+                    {
+                        run_admin(&mut admin, &statement).await?;
+                    }
+                    // Nothing of the user stays here: its recorded phases
+                    // (and passwords) go; its secret's values go with the
+                    // secret's deletion at the next sync.
+                    let phases = dbusers::phase_name(task.user_id);
+                    self.vault
+                        .delete_secret(task.org_id, &phases)
+                        .await
+                        .map_err(|e| format!("cannot forget the user's rotation phases: {e}"))?;
+                    login = logins.join(", ");
+                    tracing::info!(database = %task.database, user = %task.user, "logins dropped");
                 }
             }
         }

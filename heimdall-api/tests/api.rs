@@ -23,6 +23,8 @@ mod console_sign_in;
 mod database_changes;
 #[path = "api/database_tls.rs"]
 mod database_tls;
+#[path = "api/database_user_delete.rs"]
+mod database_user_delete;
 #[path = "api/databases.rs"]
 mod databases;
 #[path = "api/event_names.rs"]

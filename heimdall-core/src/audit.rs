@@ -56,6 +56,8 @@ actions! {
     DatabaseRotationFailed => "database.rotation_failed",
     DatabaseRotationRequested => "database.rotation_requested",
     DatabaseUserCreated => "database.user_created",
+    DatabaseUserDeleted => "database.user_deleted",
+    DatabaseUserDeletionRequested => "database.user_deletion_requested",
     DatabaseUserReady => "database.user_ready",
     DatabaseUserRotated => "database.user_rotated",
     DomainCreated => "domain.created",

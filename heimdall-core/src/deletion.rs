@@ -20,6 +20,12 @@ pub struct Holder {
     pub last_seen_at: Option<OffsetDateTime>,
 }
 
+impl From<&crate::ports::Holding> for Holder {
+    fn from(h: &crate::ports::Holding) -> Self {
+        Holder { agent: h.agent.clone(), revoked: h.agent_revoked, last_seen_at: h.agent_last_seen_at }
+    }
+}
+
 /// Whether `holder` may never sync again at `now`.
 pub fn will_not_sync(holder: &Holder, now: OffsetDateTime, stale_after: Duration) -> bool {
     holder.revoked || holder.last_seen_at.is_none_or(|seen| now - seen > stale_after)

@@ -676,6 +676,29 @@ pub trait DatabaseStore: Send + Sync {
     async fn get_service_user(&self, org: OrgId, id: ServiceUserId) -> StoreResult<ServiceUser>;
     /// Asks for a rotation before its time (`database user rotate`).
     async fn request_rotation(&self, org: OrgId, id: ServiceUserId, event: NewEvent) -> StoreResult<()>;
+    /// Marks the user deleted from `drop_after` on, by `by`
+    /// (`dbusers::request_deletion`), and ends any claim of it (an
+    /// Agent's report of that claim is fenced); `Conflict` when it is
+    /// already being deleted.
+    async fn request_user_deletion(
+        &self,
+        org: OrgId,
+        id: ServiceUserId,
+        drop_after: OffsetDateTime,
+        by: &crate::on_behalf::OnBehalfOf,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+    /// The claimed drop is done: the user goes (with `event`), and its
+    /// secret starts deleting (with `secret_event`, unless it already is;
+    /// Agents delete their copies at their next sync), in one transaction;
+    /// `Fenced` if the claim is not current.
+    async fn finish_user_drop(
+        &self,
+        id: ServiceUserId,
+        lease: LeaseId,
+        event: NewEvent,
+        secret_event: NewEvent,
+    ) -> StoreResult<()>;
     /// The users of databases in `environments`, for an Agent's claim.
     async fn service_users_in(&self, environments: &[CatalogId]) -> StoreResult<Vec<ServiceUser>>;
     /// Takes the user's lease for `agent` unless another Agent's claim of

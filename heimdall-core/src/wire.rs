@@ -1303,8 +1303,9 @@ pub struct DatabaseTask {
     pub tls: crate::dbusers::TlsMode,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_pem: Option<String>,
-    /// The member the admin secret is used for (the user's creator): the
-    /// Agent decides the use as her read before it connects.
+    /// The member the admin secret is used for (the user's creator; for a
+    /// drop, whoever deleted it): the Agent decides the use as her read
+    /// before it connects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_behalf_of: Option<crate::on_behalf::OnBehalfOf>,
 }
@@ -1314,7 +1315,8 @@ pub struct DatabaseTask {
 #[serde(tag = "outcome", rename_all = "snake_case", deny_unknown_fields)]
 pub enum DatabaseTaskOutcome {
     /// Done: for a creation or rotation, `login` is the login the new
-    /// version names; for a retirement, the login locked.
+    /// version names; for a retirement, the login locked; for a drop, the
+    /// logins dropped.
     Done { login: String },
     /// Nothing changed for readers; the reason has no password in it.
     Failed { reason: String },

@@ -53,6 +53,23 @@ impl Client {
         self.get(&["databases", database, "users", user]).await
     }
 
+    /// `DELETE /v1/databases/{database}/users/{user}[?grace=PERIOD]`
+    /// (owner, admin): no more rotations; after `grace` (the user's own by
+    /// default) an Agent drops both logins, then the user and its secret
+    /// go. The user as it is now (`drop_after` set).
+    pub async fn delete_service_user(
+        &self,
+        database: &str,
+        user: &str,
+        grace: Option<&str>,
+    ) -> Result<ServiceUser> {
+        let mut url = self.url(&["databases", database, "users", user])?;
+        if let Some(grace) = grace {
+            url.query_pairs_mut().append_pair("grace", grace);
+        }
+        self.send(self.authed(Method::DELETE, url)).await
+    }
+
     /// `POST /v1/databases/{database}/users/{user}/rotate` (owner, admin):
     /// rotate at the next poll instead of on schedule.
     pub async fn rotate_service_user(&self, database: &str, user: &str) -> Result<ServiceUser> {

@@ -167,6 +167,7 @@ flavours! {
     fn get_resource(id_or_name: String) |sdk, _i| ops::get_resource(sdk, id_or_name);
     fn delete_resource(id_or_name: String, wait: Option<f64>)
         |sdk, interruptible| ops::delete_resource(sdk, id_or_name, wait, interruptible);
+    fn abandon_resource(id_or_name: String) |sdk, _i| ops::abandon_resource(sdk, id_or_name);
     fn upgrade_resource(id_or_name: String, schema_version: i64, input_json: Option<String>, allow_downgrade: bool,
         wait: Option<f64>)
         |sdk, interruptible| ops::upgrade_resource(sdk, id_or_name, schema_version, input_json, allow_downgrade, wait, interruptible);

@@ -202,6 +202,11 @@ pub(crate) async fn delete_resource(
     }
 }
 
+/// Stops managing the Resource without a destroy (`heimdall resource abandon`).
+pub(crate) async fn abandon_resource(sdk: Client, id_or_name: String) -> Outcome {
+    json(&sdk.abandon_resource(&id_or_name).await?)
+}
+
 pub(crate) async fn upgrade_resource(
     sdk: Client,
     id_or_name: String,

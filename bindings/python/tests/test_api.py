@@ -175,7 +175,11 @@ def test_a_resource_moves_to_another_schema_version_in_place(world: World) -> No
     assert caught.value.code == "CONFLICT" and "--allow-downgrade" in caught.value.message, caught.value
     back = client.upgrade_resource(name, schema_version=1, allow_downgrade=True, input={"bucket": name, "tags": {"v": "1"}})
     assert back.revision == 3
-    client.delete_resource(name, wait=True, timeout=120)
+    assert client.wait_for_resource(name, timeout=120).status == "provisioned", world.dev.logs()
+    # Let go without a destroy: listed abandoned, with its history.
+    abandoned = client.abandon_resource(name)
+    assert abandoned.status == "abandoned", abandoned
+    assert [r["number"] for r in client.get_resource(name).revisions] == [1, 2, 3]
 
 
 def test_a_wait_that_outlasts_its_timeout_says_so_and_the_job_goes_on(world: World) -> None:

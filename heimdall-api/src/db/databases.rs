@@ -5,6 +5,7 @@
 use async_trait::async_trait;
 use heimdall_core::dbusers::{Database, Engine, ServiceUser, TaskKind, TlsMode};
 use heimdall_core::ids::{AgentId, CatalogId, DatabaseId, LeaseId, OrgId, ServiceUserId};
+use heimdall_core::on_behalf::OnBehalfOf;
 use heimdall_core::ports::{DatabaseStore, NewEvent, ServiceUserTaskResult, StoreError, StoreResult};
 use heimdall_core::secrets::Secret;
 use sqlx::FromRow;
@@ -20,7 +21,8 @@ const DATABASE_FROM: &str = "databases d JOIN catalog_entries e ON e.id = d.envi
 const USER_COLUMNS: &str = "u.id, u.org_id, u.database_id, d.name AS database, u.name, u.secret_id, \
      u.secret_name, u.rotate_every_seconds, u.grace_seconds, u.grants, u.current_version, \
      u.pending_version, u.retiring_version, u.grace_until, u.last_rotated_at, u.next_rotation_at, \
-     u.rotate_requested, u.retry_at, u.last_error, u.created_at, u.created_by, u.created_by_id, u.lease_id";
+     u.rotate_requested, u.retry_at, u.last_error, u.created_at, u.created_by, u.created_by_id, u.lease_id, \
+     u.drop_after, u.deleted_by, u.deleted_by_id";
 
 const USER_FROM: &str = "database_users u JOIN databases d ON d.id = u.database_id";
 
@@ -54,6 +56,7 @@ fn kind_text(kind: TaskKind) -> &'static str {
         TaskKind::Create => "create",
         TaskKind::Rotate => "rotate",
         TaskKind::Retire => "retire",
+        TaskKind::Drop => "drop",
     }
 }
 
@@ -112,6 +115,9 @@ struct UserRow {
     created_by: String,
     created_by_id: Option<String>,
     lease_id: Option<String>,
+    drop_after: Option<i64>,
+    deleted_by: Option<String>,
+    deleted_by_id: Option<String>,
 }
 
 impl UserRow {
@@ -140,6 +146,9 @@ impl UserRow {
             created_by: self.created_by,
             created_by_id: self.created_by_id.as_deref().map(parse_id).transpose()?,
             lease_id: self.lease_id.as_deref().map(parse_id).transpose()?,
+            drop_after: self.drop_after.map(from_micros),
+            deleted_by: self.deleted_by,
+            deleted_by_id: self.deleted_by_id.as_deref().map(parse_id).transpose()?,
         })
     }
 }
@@ -318,6 +327,68 @@ impl DatabaseStore for SqlStore {
         tx.commit().await.map_err(db_err)
     }
 
+    async fn request_user_deletion(
+        &self,
+        org: OrgId,
+        id: ServiceUserId,
+        drop_after: OffsetDateTime,
+        by: &OnBehalfOf,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let done = sqlx::query(
+            "UPDATE database_users SET drop_after = $1, deleted_by = $2, deleted_by_id = $3, retry_at = NULL, \
+             last_error = NULL, lease_id = NULL, lease_agent = NULL, lease_kind = NULL, lease_until = NULL \
+             WHERE org_id = $4 AND id = $5 AND drop_after IS NULL",
+        )
+        .bind(to_micros(drop_after))
+        .bind(by.email.clone())
+        .bind(by.member_id.to_string())
+        .bind(org.to_string())
+        .bind(id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if done.rows_affected() == 0 {
+            // Decided on a read before this; it changed since.
+            return Err(StoreError::Conflict("the service user is already being deleted".into()));
+        }
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn finish_user_drop(
+        &self,
+        id: ServiceUserId,
+        lease: LeaseId,
+        event: NewEvent,
+        secret_event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let (org, secret): (String, String) =
+            sqlx::query_as("SELECT org_id, secret_id FROM database_users WHERE id = $1 AND lease_id = $2")
+                .bind(id.to_string())
+                .bind(lease.to_string())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .ok_or(StoreError::Fenced)?;
+        let org: OrgId = parse_id(&org)?;
+        sqlx::query("DELETE FROM database_users WHERE id = $1")
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let (actor, at) = (event.actor.clone(), event.at);
+        insert_event(&mut tx, org, event).await?;
+        // Someone may have deleted the secret already: then only the user goes.
+        if super::inventory::mark_deleting(&mut tx, org, parse_id(&secret)?, at).await? {
+            insert_event(&mut tx, org, secret_event).await?;
+        }
+        super::inventory::complete_deletions(&mut tx, org, &actor, at).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
     async fn service_users_in(&self, environments: &[CatalogId]) -> StoreResult<Vec<ServiceUser>> {
         if environments.is_empty() {
             return Ok(Vec::new());
@@ -343,7 +414,8 @@ impl DatabaseStore for SqlStore {
             "UPDATE database_users SET lease_id = $1, lease_agent = $2, lease_kind = $3, lease_until = $4 \
              WHERE id = $5 AND (lease_until IS NULL OR lease_until <= $6 OR lease_agent = $2) \
                AND COALESCE(current_version, -1) = $7 AND COALESCE(pending_version, -1) = $8 \
-               AND COALESCE(grace_until, -1) = $9 AND rotate_requested = $10",
+               AND COALESCE(grace_until, -1) = $9 AND rotate_requested = $10 \
+               AND COALESCE(drop_after, -1) = $11",
         )
         .bind(lease.to_string())
         .bind(agent.to_string())
@@ -355,6 +427,7 @@ impl DatabaseStore for SqlStore {
         .bind(seen.pending_version.unwrap_or(-1))
         .bind(seen.grace_until.map_or(-1, to_micros))
         .bind(i64::from(seen.rotate_requested))
+        .bind(seen.drop_after.map_or(-1, to_micros))
         .execute(&self.pool)
         .await
         .map_err(db_err)?;

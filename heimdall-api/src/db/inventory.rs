@@ -123,9 +123,30 @@ impl Copies {
     }
 }
 
+/// Starts deleting an active secret: it goes `deleting` at `at`; whether
+/// it was active.
+pub(super) async fn mark_deleting(
+    tx: &mut Transaction<'_, Any>,
+    org: OrgId,
+    secret: SecretId,
+    at: OffsetDateTime,
+) -> StoreResult<bool> {
+    let changed = sqlx::query(
+        "UPDATE secrets SET lifecycle = 'deleting', updated_at = $1, deletion_started_at = $1 \
+         WHERE org_id = $2 AND id = $3 AND lifecycle = 'active'",
+    )
+    .bind(to_micros(at))
+    .bind(org.to_string())
+    .bind(secret.to_string())
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(changed.rows_affected() == 1)
+}
+
 /// Every deletion in `org` now done (`heimdall_core::deletion::is_done`)
 /// becomes `deleted`, each with its `secret.deleted` event.
-async fn complete_deletions(
+pub(super) async fn complete_deletions(
     tx: &mut Transaction<'_, Any>,
     org: OrgId,
     actor: &str,
@@ -331,17 +352,7 @@ impl InventoryStore for SqlStore {
     async fn start_deletion(&self, org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let (actor, at) = (event.actor.clone(), event.at);
-        let changed = sqlx::query(
-            "UPDATE secrets SET lifecycle = 'deleting', updated_at = $1, deletion_started_at = $1 \
-             WHERE org_id = $2 AND id = $3 AND lifecycle = 'active'",
-        )
-        .bind(to_micros(at))
-        .bind(org.to_string())
-        .bind(secret.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        if changed.rows_affected() != 1 {
+        if !mark_deleting(&mut tx, org, secret, at).await? {
             return Err(StoreError::Conflict("the secret is already being deleted".into()));
         }
         insert_event(&mut tx, org, event).await?;

@@ -40,7 +40,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(list, create))
         .routes(routes!(update, delete))
         .routes(routes!(list_users, create_user))
-        .routes(routes!(show_user))
+        .routes(routes!(show_user, delete_user))
         .routes(routes!(rotate))
 }
 
@@ -57,6 +57,7 @@ errors!(body CreateUserErrors: AlreadyExists, NotFound);
 errors!(ShowErrors: NotFound);
 errors!(ListUsersErrors: NotFound, InvalidInput);
 errors!(RotateErrors: NotFound, Conflict);
+errors!(DeleteUserErrors: NotFound, InvalidInput, ValueMayPersist, Conflict);
 errors!(public ChannelErrors: Unauthenticated, Forbidden, AgentRevoked);
 errors!(public body ReportErrors: Unauthenticated, Forbidden, AgentRevoked, NotFound, Conflict);
 
@@ -437,6 +438,69 @@ async fn rotate(
     Ok((StatusCode::ACCEPTED, Json(state.store.get_service_user(caller.org.id, user.id).await?)))
 }
 
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+struct DeleteUserQuery {
+    /// How long the current login keeps working before both are dropped
+    /// (e.g. `1h`); the user's own grace by default.
+    grace: Option<String>,
+}
+
+impl heimdall_core::body::Query for DeleteUserQuery {}
+
+#[utoipa::path(
+    delete,
+    path = "/v1/databases/{database}/users/{user}",
+    tag = "databases",
+    operation_id = "delete_service_user",
+    summary = "Delete a database service user",
+    description = "Stops the user's rotations and, after `grace` (the user's own by default), has an Agent \
+        holding the environment drop both logins and the group role; then the user is gone and its secret \
+        starts deleting (each Agent deletes its copies at its next sync). Until then `database user show` \
+        names it `deleting` and the current version is still served. The caller needs `secret.write` in the \
+        database's environment and must be able to read the admin secret: the drop uses it as her read. \
+        Refused `CONFLICT` when it is already being deleted, and `VALUE_MAY_PERSIST` while an Agent that \
+        will not sync again may hold its secret.",
+    params(
+        ("database" = String, Path, description = "A database name"),
+        ("user" = String, Path, description = "A service user name"),
+        DeleteUserQuery,
+    ),
+    responses((status = 202, description = "The service user, deleting", body = ServiceUser), DeleteUserErrors),
+)]
+async fn delete_user(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((database, user)): Path<(String, String)>,
+    QueryParams(query): QueryParams<DeleteUserQuery>,
+) -> HttpResult<(StatusCode, Json<ServiceUser>)> {
+    let grace = query.grace.as_deref().map(dbusers::parse_period).transpose()?;
+    let database = database_named(&state, &caller, &database).await?;
+    authorize(&state, &caller, Action::SecretWrite, &database.environment).await?;
+    // The drop is made with the admin secret, as this caller's read.
+    super::secrets::check_use(&state, &caller, &database.admin_secret, &database.environment).await?;
+    let user = user_named(&state, &caller, &database, &user).await?;
+    let now = state.clock.now();
+    let drop_after = dbusers::request_deletion(&user, grace, now)?;
+    // Its secret is deleted once the logins are dropped: refused now, not
+    // then, if an Agent that will not sync again may hold a copy.
+    let holders: Vec<heimdall_core::deletion::Holder> =
+        state.store.holdings_of_secret(caller.org.id, &user.secret).await?.iter().map(Into::into).collect();
+    heimdall_core::deletion::may_delete(&user.secret, &holders, now, state.agent_stale_after)?;
+    let event = state.event(
+        &caller,
+        AuditAction::DatabaseUserDeletionRequested,
+        format!("database_user:{}", user.id),
+        serde_json::json!({
+            "database": database.name, "user": user.name,
+            "drop_after": drop_after.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+        }),
+    );
+    state.store.request_user_deletion(caller.org.id, user.id, drop_after, &caller.on_behalf, event).await?;
+    Ok((StatusCode::ACCEPTED, Json(state.store.get_service_user(caller.org.id, user.id).await?)))
+}
+
 /// A CA bundle: PEM certificates only, bounded.
 fn check_ca_pem(pem: &str) -> Result<(), ApiError> {
     if pem.len() > dbusers::MAX_CA_PEM {
@@ -491,7 +555,7 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
         }
         let database = state.store.get_database(org, user.database_id).await?;
         let version = match kind {
-            TaskKind::Retire => None,
+            TaskKind::Retire | TaskKind::Drop => None,
             TaskKind::Create | TaskKind::Rotate => Some(match user.pending_version {
                 Some(version) => version,
                 None => {
@@ -579,6 +643,18 @@ async fn report(
     };
     if user.lease_id != Some(body.lease_id) {
         return Err(fenced(StoreError::Fenced).into());
+    }
+    if let (Some(_), DatabaseTaskOutcome::Done { login }) = (user.drop_after, &body.outcome) {
+        // Deletion ended every earlier claim: this one was the drop's.
+        let event = state.event_as(&rotator(&agent), AuditAction::DatabaseUserDeleted, target, detail(login));
+        let secret_event = state.event_as(
+            &rotator(&agent),
+            AuditAction::SecretDeletionStarted,
+            format!("secret:{}", user.secret_id),
+            serde_json::json!({ "name": user.secret, "environment": null, "database_user": user.id }),
+        );
+        state.store.finish_user_drop(user.id, body.lease_id, event, secret_event).await.map_err(fenced)?;
+        return Ok(Json(user));
     }
     let (result, event) = match (&body.outcome, user.pending_version) {
         (DatabaseTaskOutcome::Failed { reason }, _) => {

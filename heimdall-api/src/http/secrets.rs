@@ -300,14 +300,7 @@ pub(crate) async fn begin_deletion(
     holdings: &[heimdall_core::ports::Holding],
     actor: &str,
 ) -> Result<(), ApiError> {
-    let holders: Vec<Holder> = holdings
-        .iter()
-        .map(|h| Holder {
-            agent: h.agent.clone(),
-            revoked: h.agent_revoked,
-            last_seen_at: h.agent_last_seen_at,
-        })
-        .collect();
+    let holders: Vec<Holder> = holdings.iter().map(Into::into).collect();
     let what = match only {
         Some(env) => format!("{} in {}", secret.name, env.name),
         None => secret.name.clone(),

@@ -17,18 +17,23 @@ use time::Duration;
 use crate::support::{enroll_agent, world, Client};
 
 /// `POST` on the Agent channel as `agent`: (status, body).
-async fn channel(agent: &reqwest::Client, api: &TestApi, path: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn channel(agent: &reqwest::Client, api: &TestApi, path: &str, body: Value) -> (u16, Value) {
     let resp = agent.post(format!("{}{path}", api.agent_url)).json(&body).send().await.unwrap();
     let status = resp.status().as_u16();
     let text = resp.text().await.unwrap();
     (status, if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap() })
 }
 
-async fn claim(agent: &reqwest::Client, api: &TestApi) -> (u16, Value) {
+pub(crate) async fn claim(agent: &reqwest::Client, api: &TestApi) -> (u16, Value) {
     channel(agent, api, "/v1/agent/database-tasks/claim", json!({})).await
 }
 
-async fn report(agent: &reqwest::Client, api: &TestApi, task: &Value, outcome: Value) -> (u16, Value) {
+pub(crate) async fn report(
+    agent: &reqwest::Client,
+    api: &TestApi,
+    task: &Value,
+    outcome: Value,
+) -> (u16, Value) {
     let path = format!("/v1/agent/database-tasks/{}/report", task["user_id"].as_str().unwrap());
     channel(agent, api, &path, json!({ "lease_id": task["lease_id"], "outcome": outcome })).await
 }

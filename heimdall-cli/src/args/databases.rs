@@ -129,4 +129,16 @@ pub enum DatabaseUserCommand {
         #[arg(long = "database", value_name = "DATABASE")]
         database: String,
     },
+    /// Delete a service user: no more rotations; after the grace the Agent
+    /// drops both logins, then its secret is deleted
+    Delete {
+        /// The service user's name
+        user: String,
+        /// The database's name in Heimdall
+        #[arg(long = "database", value_name = "DATABASE")]
+        database: String,
+        /// How long the current login keeps working (default: the user's grace), e.g. 1h
+        #[arg(long, value_name = "PERIOD")]
+        grace: Option<String>,
+    },
 }

@@ -119,13 +119,7 @@ fn version(v: Option<i64>) -> String {
 }
 
 fn status(u: &ServiceUser) -> String {
-    match (&u.last_error, u.current_version, u.pending_version) {
-        (Some(_), _, _) => "failed".into(),
-        (None, None, _) => "creating".into(),
-        (None, Some(_), Some(_)) => "rotating".into(),
-        (None, Some(_), None) if u.grace_until.is_some() => "in grace".into(),
-        _ => "ready".into(),
-    }
+    heimdall_core::dbusers::status(u).as_str().into()
 }
 
 async fn user(ctx: &Context, cmd: DatabaseUserCommand) -> Result<()> {
@@ -160,7 +154,7 @@ async fn user(ctx: &Context, cmd: DatabaseUserCommand) -> Result<()> {
         }
         DatabaseUserCommand::Show { user, database } => {
             let u = client.get_service_user(&database, &user).await?;
-            let fields = [
+            let mut fields = vec![
                 ("User", u.name.clone()),
                 ("Database", u.database.clone()),
                 ("Logins", heimdall_core::dbusers::logins(&u.name).join(", ")),
@@ -177,7 +171,21 @@ async fn user(ctx: &Context, cmd: DatabaseUserCommand) -> Result<()> {
                 ("Grants", u.grants.clone().unwrap_or_else(|| "-".into())),
                 ("Last error", u.last_error.clone().unwrap_or_else(|| "-".into())),
             ];
+            if let Some(at) = u.drop_after {
+                fields.insert(5, ("Logins dropped at", timestamp(at)));
+            }
             out.record(&u, &fields)
+        }
+        DatabaseUserCommand::Delete { user, database, grace } => {
+            let u = client.delete_service_user(&database, &user, grace.as_deref()).await?;
+            let [a, b] = heimdall_core::dbusers::logins(&u.name);
+            let when = u.drop_after.map_or_else(|| "-".into(), timestamp);
+            let line = format!("Deletion requested: {} in database {}", u.name, u.database);
+            let extra = [format!(
+                "It rotates no more; from {when} the Agent drops logins {a} and {b}, then secret {} is deleted.",
+                u.secret
+            )];
+            out.done(&u, &line, &extra)
         }
         DatabaseUserCommand::Rotate { user, database } => {
             let u = client.rotate_service_user(&database, &user).await?;

@@ -1,7 +1,9 @@
 //! `heimdall database` end to end with `heimdall dev` (its Agent holds the
 //! values) and the machine's PostgreSQL: a service user made by the Agent,
-//! read with `secret get`, and an application under `heimdall run --watch`
-//! restarted onto the rotated credentials within the grace period.
+//! read with `secret get`, an application under `heimdall run --watch`
+//! restarted onto the rotated credentials within the grace period, and the
+//! user deleted (both logins dropped). Roles belong to the whole server,
+//! so this test's user has a name no other test uses (`web`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -112,7 +114,7 @@ async fn a_service_user_is_made_by_the_agent_and_run_watch_moves_onto_each_rotat
             "database",
             "user",
             "create",
-            "app",
+            "web",
             "--database",
             "orders",
             "--rotate-every",
@@ -128,7 +130,7 @@ async fn a_service_user_is_made_by_the_agent_and_run_watch_moves_onto_each_rotat
             "database",
             "user",
             "create",
-            "app",
+            "web",
             "--database",
             "orders",
             "--rotate-every",
@@ -140,16 +142,16 @@ async fn a_service_user_is_made_by_the_agent_and_run_watch_moves_onto_each_rotat
         ])
         .await;
     assert_eq!(made.code, 0, "{made:?}");
-    assert!(made.stdout.starts_with("✓ Service user created: app in database orders\n"), "{}", made.stdout);
+    assert!(made.stdout.starts_with("✓ Service user created: web in database orders\n"), "{}", made.stdout);
 
     // The Agent creates it: `secret get` gives credentials that log in.
-    let shown = || async { json_of(&h, &["database", "user", "show", "app", "--database", "orders"]).await };
+    let shown = || async { json_of(&h, &["database", "user", "show", "web", "--database", "orders"]).await };
     until_shown(&shown, "the Agent to create the user", |u| u["current_version"] == 1).await;
-    let got = h.run(&["secret", "get", "db-orders-app", "--environment", "dev"]).await;
+    let got = h.run(&["secret", "get", "db-orders-web", "--environment", "dev"]).await;
     let first: serde_json::Value = serde_json::from_str(&got.stdout).expect("the value is JSON");
-    assert_eq!(first["username"], "app_a", "{first}");
+    assert_eq!(first["username"], "web_a", "{first}");
     assert_eq!(
-        psql(&name, "app_a", "SELECT id FROM orders").as_deref(),
+        psql(&name, "web_a", "SELECT id FROM orders").as_deref(),
         Ok("7"),
         "the grant reached the login"
     );
@@ -157,7 +159,7 @@ async fn a_service_user_is_made_by_the_agent_and_run_watch_moves_onto_each_rotat
     // The application gets the credentials and is restarted on each rotation.
     let project = tmp.path().join("project");
     std::fs::create_dir_all(&project).expect("project");
-    std::fs::write(project.join("heimdall.yaml"), "environment: dev\nsecrets:\n  DB: db-orders-app\n")
+    std::fs::write(project.join("heimdall.yaml"), "environment: dev\nsecrets:\n  DB: db-orders-web\n")
         .expect("yaml");
     let seen = project.join("seen");
     let script = format!(
@@ -167,21 +169,21 @@ async fn a_service_user_is_made_by_the_agent_and_run_watch_moves_onto_each_rotat
     let mut watcher = h.command(&["run", "--watch", "--", "sh", "-c", &script]);
     let watcher = watcher.current_dir(&project).spawn().expect("heimdall run --watch");
     let seen_now = || std::fs::read_to_string(&seen).unwrap_or_default();
-    until("the program to start with app_a", || seen_now() == "app_a\n").await;
-    let rotated = h.run(&["database", "user", "rotate", "app", "--database", "orders"]).await;
+    until("the program to start with web_a", || seen_now() == "web_a\n").await;
+    let rotated = h.run(&["database", "user", "rotate", "web", "--database", "orders"]).await;
     assert_eq!(rotated.code, 0, "{rotated:?}");
-    until("the program to restart with app_b", || seen_now() == "app_a\napp_b\n").await;
+    until("the program to restart with web_b", || seen_now() == "web_a\nweb_b\n").await;
     let during = shown().await;
     assert!(during["grace_until"].is_string(), "restarted within the grace: {during}");
-    assert_eq!(psql(&name, "app_b", "SELECT current_user").as_deref(), Ok("app_b"));
+    assert_eq!(psql(&name, "web_b", "SELECT current_user").as_deref(), Ok("web_b"));
 
     // After the grace the old login is locked; the listing says where things stand.
     until_shown(&shown, "the old login to be retired", |u| u.get("grace_until").is_none()).await;
-    assert!(psql(&name, "app_a", "SELECT 1").is_err(), "the old login is locked after the grace");
+    assert!(psql(&name, "web_a", "SELECT 1").is_err(), "the old login is locked after the grace");
     let listed = h.run(&["database", "user", "list", "--database", "orders"]).await;
     let rows = cells(&listed.stdout);
     assert_eq!(rows[0][..4], ["USER", "SECRET", "STATUS", "VERSION"], "{}", listed.stdout);
-    assert_eq!(rows[1][..4], ["app", "db-orders-app", "ready", "2"], "{}", listed.stdout);
+    assert_eq!(rows[1][..4], ["web", "db-orders-web", "ready", "2"], "{}", listed.stdout);
 
     // Moved (here the same server by another name): the next rotation's
     // Agent connects there and the value names it; with a user, the
@@ -189,20 +191,20 @@ async fn a_service_user_is_made_by_the_agent_and_run_watch_moves_onto_each_rotat
     let moved = h.run(&["database", "update", "orders", "--host", "localhost"]).await;
     assert_eq!(moved.code, 0, "{moved:?}");
     assert_eq!(h.run(&["database", "delete", "orders"]).await.code, 6, "it still has a service user");
-    let rotated = h.run(&["database", "user", "rotate", "app", "--database", "orders"]).await;
+    let rotated = h.run(&["database", "user", "rotate", "web", "--database", "orders"]).await;
     assert_eq!(rotated.code, 0, "{rotated:?}");
     until_shown(&shown, "the rotation after the move", |u| u["current_version"] == 3).await;
-    let third = h.run(&["secret", "get", "db-orders-app", "--environment", "dev"]).await;
+    let third = h.run(&["secret", "get", "db-orders-web", "--environment", "dev"]).await;
     let third: serde_json::Value = serde_json::from_str(&third.stdout).expect("JSON");
     assert_eq!(
         (third["host"].as_str(), third["username"].as_str()),
-        (Some("localhost"), Some("app_a")),
+        (Some("localhost"), Some("web_a")),
         "{third}"
     );
-    assert_eq!(psql(&name, "app_a", "SELECT current_user").as_deref(), Ok("app_a"));
+    assert_eq!(psql(&name, "web_a", "SELECT current_user").as_deref(), Ok("web_a"));
 
     // No password in the API's log (nor the Agent's), nor in the API's database.
-    let second = h.run(&["secret", "get", "db-orders-app", "--environment", "dev"]).await;
+    let second = h.run(&["secret", "get", "db-orders-web", "--environment", "dev"]).await;
     let second: serde_json::Value = serde_json::from_str(&second.stdout).expect("JSON");
     let api_db = std::fs::read(data.join("heimdall.db")).expect("the API's SQLite database");
     let api_db = String::from_utf8_lossy(&api_db).into_owned();
@@ -214,6 +216,34 @@ async fn a_service_user_is_made_by_the_agent_and_run_watch_moves_onto_each_rotat
             assert!(!api_db.contains(password), "a password is in the API's database");
         }
     }
+
+    // Deleted: `deleting` through the grace, then the Agent drops both
+    // logins and the group role, the user is gone and the database can go.
+    let deleted =
+        h.run(&["database", "user", "delete", "web", "--database", "orders", "--grace", "2s"]).await;
+    assert_eq!(deleted.code, 0, "{deleted:?}");
+    assert!(
+        deleted.stdout.starts_with("✓ Deletion requested: web in database orders\n"),
+        "{}",
+        deleted.stdout
+    );
+    let listed = h.run(&["database", "user", "list", "--database", "orders"]).await;
+    assert_eq!(cells(&listed.stdout)[1][..3], ["web", "db-orders-web", "deleting"], "{}", listed.stdout);
+    let roles = "SELECT count(*) FROM pg_roles WHERE rolname IN ('web', 'web_a', 'web_b')";
+    until("both logins and the group dropped", || psql("postgres", "postgres", roles).as_deref() == Ok("0"))
+        .await;
+    // The drop is reported just after the statements ran.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+    let gone = loop {
+        let shown = h.run(&["database", "user", "show", "web", "--database", "orders"]).await;
+        if shown.code != 0 || tokio::time::Instant::now() > deadline {
+            break shown;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(gone.code, 5, "the user is gone once dropped: {gone:?}");
+    let emptied = h.run(&["database", "delete", "orders"]).await;
+    assert_eq!(emptied.code, 0, "{emptied:?}");
 
     let _ =
         std::process::Command::new("kill").args(["-TERM", &watcher.id().expect("pid").to_string()]).status();

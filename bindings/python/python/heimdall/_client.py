@@ -193,6 +193,12 @@ class Client:
     def delete_resource(self, id_or_name: str, *, wait: bool = False, timeout: float = DEFAULT_WAIT) -> Resource:
         return Resource.from_dict(self._native.delete_resource(id_or_name, timeout if wait else None))
 
+    def abandon_resource(self, id_or_name: str) -> Resource:
+        """Stops managing a Resource without destroying anything: its state
+        stays in the account's bucket and it is listed ``abandoned``; a
+        queued apply is cancelled."""
+        return Resource.from_dict(self._native.abandon_resource(id_or_name))
+
     def upgrade_resource(
         self,
         id_or_name: str,
@@ -406,6 +412,9 @@ class AsyncClient:
         self, id_or_name: str, *, wait: bool = False, timeout: float = DEFAULT_WAIT
     ) -> Resource:
         return Resource.from_dict(await self._native.delete_resource(id_or_name, timeout if wait else None))
+
+    async def abandon_resource(self, id_or_name: str) -> Resource:
+        return Resource.from_dict(await self._native.abandon_resource(id_or_name))
 
     async def upgrade_resource(
         self,

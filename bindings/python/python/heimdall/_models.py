@@ -10,7 +10,7 @@ from typing import Any, Literal, Mapping
 
 CatalogKind = Literal["domain", "system", "component", "environment"]
 ResourceStatus = Literal[
-    "pending_approval", "queued", "applying", "provisioned", "failed", "refused", "deleting", "deleted"
+    "pending_approval", "queued", "applying", "provisioned", "failed", "refused", "deleting", "deleted", "abandoned"
 ]
 
 Raw = Mapping[str, Any]

@@ -26,6 +26,9 @@ use crate::error::{ApiError, ErrorCode};
 use crate::ids::{CatalogId, DatabaseId, OrgId, SecretId, ServiceUserId};
 use crate::redacted::Redacted;
 
+mod removal;
+pub use removal::{drop_statements, request_deletion, status, UserStatus};
+
 /// The database engines a service user can live in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -280,7 +283,10 @@ pub fn check_delete(database: &str, users: u64) -> Result<(), ApiError> {
     let users = if users == 1 { "1 service user".to_owned() } else { format!("{users} service users") };
     Err(ApiError::new(
         crate::ErrorCode::NotEmpty,
-        format!("database {database} has {users}: they go first (their logins stay on the server otherwise)"),
+        format!(
+            "database {database} has {users}: delete them first (`heimdall database user delete`), \
+             or their logins stay on the server with no one to rotate them"
+        ),
     ))
 }
 
@@ -359,6 +365,16 @@ pub struct ServiceUser {
     /// no longer a member.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by_id: Option<crate::ids::MemberId>,
+    /// `database user delete` was asked: nothing rotates any more, and
+    /// from this time an Agent drops both logins ([`request_deletion`]).
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub drop_after: Option<OffsetDateTime>,
+    /// Who asked for the deletion, by member id: the drop uses the admin
+    /// secret as her read, not the creator's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_by_id: Option<crate::ids::MemberId>,
     /// The claim an Agent works under, if any (never shown).
     #[serde(skip)]
     pub lease_id: Option<crate::ids::LeaseId>,
@@ -406,14 +422,21 @@ impl ServiceUser {
             created_at: now,
             created_by: created_by.email.clone(),
             created_by_id: Some(created_by.member_id),
+            drop_after: None,
+            deleted_by: None,
+            deleted_by_id: None,
             lease_id: None,
         }
     }
 
-    /// The member the admin secret is used for, for this user's tasks.
+    /// The member the admin secret is used for, for this user's tasks:
+    /// whoever asked for its deletion once she has, else its creator.
     pub fn on_behalf_of(&self) -> Option<crate::on_behalf::OnBehalfOf> {
-        self.created_by_id
-            .map(|member_id| crate::on_behalf::OnBehalfOf { member_id, email: self.created_by.clone() })
+        let (id, email) = match self.drop_after {
+            Some(_) => (self.deleted_by_id, self.deleted_by.clone().unwrap_or_default()),
+            None => (self.created_by_id, self.created_by.clone()),
+        };
+        id.map(|member_id| crate::on_behalf::OnBehalfOf { member_id, email })
     }
 
     pub fn schedule(&self) -> Schedule {
@@ -441,6 +464,8 @@ pub enum TaskKind {
     Rotate,
     /// The grace is over: lock the previous login.
     Retire,
+    /// The user is deleted: drop both logins and the group role.
+    Drop,
 }
 
 /// What is due for `user` at `now`, if anything. A rotation waits for the
@@ -449,6 +474,10 @@ pub enum TaskKind {
 pub fn due(user: &ServiceUser, now: OffsetDateTime) -> Option<TaskKind> {
     if user.retry_at.is_some_and(|at| at > now) {
         return None;
+    }
+    // Being deleted: nothing else is done, and the drop waits for its time.
+    if let Some(at) = user.drop_after {
+        return (at <= now).then_some(TaskKind::Drop);
     }
     if user.current_version.is_none() {
         return Some(TaskKind::Create);
@@ -466,6 +495,9 @@ pub fn due(user: &ServiceUser, now: OffsetDateTime) -> Option<TaskKind> {
 
 /// Why `database user rotate` cannot start a rotation now, if it cannot.
 pub fn may_rotate_now(user: &ServiceUser, now: OffsetDateTime) -> Result<(), ApiError> {
+    if user.drop_after.is_some() {
+        return Err(ApiError::new(ErrorCode::Conflict, "the user is being deleted; it rotates no more"));
+    }
     if user.current_version.is_none() {
         return Err(ApiError::new(
             ErrorCode::Conflict,
@@ -501,6 +533,7 @@ pub enum Task {
     Create { version: i64 },
     Rotate { version: i64 },
     Retire,
+    Drop,
 }
 
 /// One step of a task, in order; each is idempotent, so a crash between
@@ -521,6 +554,9 @@ pub enum Step {
     Activate { version: i64 },
     /// Give login `login` a password nobody keeps (and no login).
     Retire { login: usize },
+    /// Drop both logins and the group role ([`drop_statements`]), then
+    /// forget the phases recorded for the user.
+    Drop,
 }
 
 /// The steps that carry out `task` from the phase the Agent recorded last
@@ -547,6 +583,8 @@ pub fn plan(task: Task, phase: Option<&Phase>) -> Result<Vec<Step>, ApiError> {
         })
     };
     match (task, phase) {
+        // Whatever was in flight: both logins go, so no password recorded matters.
+        (Task::Drop, _) => Ok(vec![Step::Drop]),
         (Task::Create { version } | Task::Rotate { version }, Some(Phase::Idle { version: at, .. }))
             if *at == version =>
         {
@@ -652,11 +690,11 @@ fn grant_statement(engine: Engine, user: &str, grants: &str) -> Result<String, A
     let upper = grants.to_ascii_uppercase();
     let shaped = grants.len() <= 512 && upper.contains(" ON ") && !grants.contains(['\n', '\r']);
     if !shaped
-        || grants.contains([';', '\'', '"', '`', '\\'])
+        || grants.contains([';', '\'', '"', '`', '\\', '$'])
         || grants.contains("--")
         || grants.contains("/*")
     {
-        return Err(ApiError::invalid_input("--grant is privileges ON objects, without quotes or ;"));
+        return Err(ApiError::invalid_input("--grant is privileges ON objects, without quotes, $ or ;"));
     }
     Ok(match engine {
         Engine::Postgres => format!("GRANT {grants} TO \"{user}\""),
@@ -761,7 +799,7 @@ mod tests {
         }
     }
 
-    fn user(now: OffsetDateTime) -> ServiceUser {
+    pub(super) fn user(now: OffsetDateTime) -> ServiceUser {
         let database = database(now);
         let new = NewServiceUser {
             id: ServiceUserId::from_uuid(uuid::Uuid::from_u128(1)),
