@@ -21,6 +21,7 @@ use pyo3::IntoPyObjectExt;
 
 mod convert;
 mod ops;
+mod registrations;
 mod values;
 
 use convert::{finish, to_pyerr, Failure};
@@ -190,6 +191,28 @@ flavours! {
     fn get_secret_value(secret: String, environment: String, identity: Identity, version: Option<i64>,
         connect_timeout: Option<f64>, request_timeout: Option<f64>)
         |sdk, _i| ops::get_secret_value(sdk, secret, environment, identity.inner, version, connect_timeout, request_timeout);
+    fn list_schemas(type_name: Option<String>) |sdk, _i| registrations::list_schemas(sdk, type_name);
+    fn deprecate_schema(type_name: String, version: i64, deprecated: bool)
+        |sdk, _i| registrations::deprecate_schema(sdk, type_name, version, deprecated);
+    fn delete_schema(type_name: String, version: i64) |sdk, _i| registrations::delete_schema(sdk, type_name, version);
+    fn list_cloud_accounts() |sdk, _i| registrations::list_cloud_accounts(sdk);
+    fn update_cloud_account(id_or_name: String, change_json: String)
+        |sdk, _i| registrations::update_cloud_account(sdk, id_or_name, change_json);
+    fn unlink_cloud_account(id_or_name: String, link_json: String)
+        |sdk, _i| registrations::unlink_cloud_account(sdk, id_or_name, link_json);
+    fn delete_cloud_account(id_or_name: String) |sdk, _i| registrations::delete_cloud_account(sdk, id_or_name);
+    fn list_policies() |sdk, _i| registrations::list_policies(sdk);
+    fn update_policy(key: String, change_json: String) |sdk, _i| registrations::update_policy(sdk, key, change_json);
+    fn list_databases() |sdk, _i| registrations::list_databases(sdk);
+    fn update_database(name: String, change_json: String)
+        |sdk, _i| registrations::update_database(sdk, name, change_json);
+    fn delete_database(name: String) |sdk, _i| registrations::delete_database(sdk, name);
+    fn list_service_users(database: String) |sdk, _i| registrations::list_service_users(sdk, database);
+    fn delete_service_user(database: String, user: String, grace: Option<String>)
+        |sdk, _i| registrations::delete_service_user(sdk, database, user, grace);
+    fn list_notifications() |sdk, _i| registrations::list_notifications(sdk);
+    fn update_notification(id_or_name: String, change_json: String)
+        |sdk, _i| registrations::update_notification(sdk, id_or_name, change_json);
 }
 
 flavours! {

@@ -256,3 +256,68 @@ def test_the_sync_client_releases_the_gil_while_it_waits(dev: Dev) -> None:
     assert spins > 100_000, f"the main thread got only {spins} iterations in {took:.1f}s"
     assert len(outcome) == 1 and isinstance(outcome[0], heimdall.HeimdallError)
     assert outcome[0].kind == "transport"
+
+
+def test_what_was_registered_is_changed_and_retired_on_the_second_day(world: World) -> None:
+    client = world.dev.client()
+
+    # A schema version retired in two steps: deprecated, then deleted once unused.
+    kind = unique("retired")
+    for version in ("1.0.0", "1.1.0"):
+        world.dev.cli(
+            "schema", "create", "--type", kind,
+            "--input-schema", str(REPO / "examples/schemas/bucket.json"),
+            "--module-source", str(REPO / "tests/fixtures/modules/bucket"), "--module-version", version,
+        )  # fmt: skip
+    assert client.deprecate_schema(kind, version=1)["deprecated_at"], "deprecated"
+    client.delete_schema(kind, version=1)
+    assert [s["version"] for s in client.list_schemas(kind)] == [2]
+    with pytest.raises(heimdall.HeimdallError) as caught:
+        client.delete_schema(kind, version=1)
+    assert caught.value.code == "NOT_FOUND", caught.value
+
+    # A cloud account changed, unlinked and deleted.
+    account, env = unique("spare"), unique("stage")
+    client.create_environment(env)
+    world.dev.cli(
+        "cloud-account", "create", account, "--provider", "aws", "--region", "us-east-1",
+        "--state-bucket", "spare-state", "--auth", "static", "--secret", "aws-dev",
+    )  # fmt: skip
+    world.dev.cli("cloud-account", "link", account, "--scope", "organization", "--environment", env)
+    assert client.update_cloud_account(account, region="eu-west-1")["region"] == "eu-west-1"
+    with pytest.raises(heimdall.HeimdallError) as caught:
+        client.delete_cloud_account(account)
+    assert caught.value.code == "NOT_EMPTY", f"refused while linked: {caught.value}"
+    client.unlink_cloud_account(account, scope="organization", environment=env)
+    client.delete_cloud_account(account)
+    assert account not in {a["name"] for a in client.list_cloud_accounts()}
+
+    # A policy's next version, in place.
+    policy = unique("no-prod-deletes")
+    world.dev.cli("policy", "create", "--name", policy, "--file", str(REPO / "examples/policies/no-prod-deletes.cedar"))
+    updated = client.update_policy(policy, description="reviewed", expected_version=1)
+    assert (updated["version"], updated["description"]) == (2, "reviewed"), updated
+    with pytest.raises(heimdall.HeimdallError) as caught:
+        client.update_policy(policy, description="stale", expected_version=1)
+    assert caught.value.code == "STALE_REVISION", caught.value
+
+    # A database moved, then deleted; a service user that is not there is refused.
+    database = unique("orders")
+    world.dev.cli(
+        "database", "create", database, "--engine", "postgres", "--host", "127.0.0.1", "--database", "orders",
+        "--environment", "dev", "--admin-secret", "db-password", "--tls", "disable",
+    )  # fmt: skip
+    assert client.update_database(database, port=6432)["port"] == 6432
+    assert client.list_service_users(database) == []
+    with pytest.raises(heimdall.HeimdallError) as caught:
+        client.delete_service_user(database, "app", grace="1h")
+    assert caught.value.code == "NOT_FOUND", caught.value
+    client.delete_database(database)
+    assert database not in {d["name"] for d in client.list_databases()}
+
+    # A notification channel renamed, its webhook kept.
+    channel = unique("ops")
+    world.dev.cli("notification", "create", "--name", channel, "--webhook", "https://hooks.example.com/heimdall")
+    renamed = client.update_notification(channel, name=channel + "-2")
+    assert renamed["name"] == channel + "-2" and renamed["url"].startswith("https://hooks.example.com"), renamed
+    assert channel + "-2" in {c["name"] for c in client.list_notifications()}

@@ -55,6 +55,11 @@ def _json_or_none(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
 
 
+def _change(**fields: Any) -> str:
+    """A change's JSON: the fields given, none of those left out."""
+    return json.dumps({k: v for k, v in fields.items() if v is not None})
+
+
 def _list(items: Sequence[str] | None) -> list[str] | None:
     if isinstance(items, str):
         raise TypeError("give a list of names, not one string")
@@ -302,6 +307,106 @@ class Client:
             secret, environment, identity, version, connect_timeout, request_timeout
         )
 
+    # ---- the second day: what was registered, changed or retired -------------
+    # Each answers the API's JSON (a ``dict``); each change names only the
+    # fields it changes, and refuses what the API would refuse.
+
+    def list_schemas(self, type: str | None = None) -> list[dict[str, Any]]:
+        return self._native.list_schemas(type)
+
+    def deprecate_schema(self, type: str, *, version: int, deprecated: bool = True) -> dict[str, Any]:
+        """No new Resources on this version (upgrades away still work);
+        ``deprecated=False`` takes it back."""
+        return self._native.deprecate_schema(type, version, deprecated)
+
+    def delete_schema(self, type: str, *, version: int) -> None:
+        """Refused ``NOT_EMPTY`` while a Resource uses the version."""
+        self._native.delete_schema(type, version)
+
+    def list_cloud_accounts(self) -> list[dict[str, Any]]:
+        return self._native.list_cloud_accounts()
+
+    def update_cloud_account(
+        self,
+        id_or_name: str,
+        *,
+        region: str | None = None,
+        auth: Mapping[str, Any] | None = None,
+        state_bucket: str | None = None,
+        state_endpoint: str | None = None,
+        state_storage_account: str | None = None,
+        drift_check_every: str | None = None,
+    ) -> dict[str, Any]:
+        """A new state location is refused while a Resource keeps state at the old one."""
+        change = _change(
+            region=region, auth=auth, state_bucket=state_bucket, state_endpoint=state_endpoint,
+            state_storage_account=state_storage_account, drift_check_every=drift_check_every,
+        )  # fmt: skip
+        return self._native.update_cloud_account(id_or_name, change)
+
+    def unlink_cloud_account(
+        self, id_or_name: str, *, scope: str, environment: str, scope_id: str | None = None
+    ) -> None:
+        link = _change(scope=scope, scope_id=scope_id, environment=environment)
+        self._native.unlink_cloud_account(id_or_name, link)
+
+    def delete_cloud_account(self, id_or_name: str) -> None:
+        """Refused while the account is linked or Resources keep state on it."""
+        self._native.delete_cloud_account(id_or_name)
+
+    def list_policies(self) -> list[dict[str, Any]]:
+        return self._native.list_policies()
+
+    def update_policy(
+        self,
+        key: str,
+        *,
+        text: str | None = None,
+        description: str | None = None,
+        expected_version: int | None = None,
+    ) -> dict[str, Any]:
+        """The policy's next version, validated and applied at once (its
+        history is kept); ``expected_version`` refuses a concurrent change."""
+        change = _change(text=text, description=description, expected_version=expected_version)
+        return self._native.update_policy(key, change)
+
+    def list_databases(self) -> list[dict[str, Any]]:
+        return self._native.list_databases()
+
+    def update_database(
+        self,
+        name: str,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        tls: str | None = None,
+        ca_pem: str | None = None,
+        admin_secret: str | None = None,
+    ) -> dict[str, Any]:
+        change = _change(host=host, port=port, tls=tls, ca_pem=ca_pem, admin_secret=admin_secret)
+        return self._native.update_database(name, change)
+
+    def delete_database(self, name: str) -> None:
+        """Refused ``NOT_EMPTY`` while it has service users."""
+        self._native.delete_database(name)
+
+    def list_service_users(self, database: str) -> list[dict[str, Any]]:
+        return self._native.list_service_users(database)
+
+    def delete_service_user(self, database: str, user: str, *, grace: str | None = None) -> dict[str, Any]:
+        """No more rotations; after ``grace`` (e.g. ``"1h"``; the user's own by
+        default) an Agent drops both logins, then the user and its secret go."""
+        return self._native.delete_service_user(database, user, grace)
+
+    def list_notifications(self) -> list[dict[str, Any]]:
+        return self._native.list_notifications()
+
+    def update_notification(
+        self, id_or_name: str, *, name: str | None = None, webhook: str | None = None
+    ) -> dict[str, Any]:
+        """Renamed or pointed at another webhook; its signing secret stays."""
+        return self._native.update_notification(id_or_name, _change(name=name, webhook=webhook))
+
 
 class AsyncClient:
     """`Client` for asyncio: the same methods, each a coroutine."""
@@ -506,6 +611,106 @@ class AsyncClient:
         return await self._native.get_secret_value(
             secret, environment, identity, version, connect_timeout, request_timeout
         )
+
+    # ---- the second day: what was registered, changed or retired -------------
+    # Each answers the API's JSON (a ``dict``); each change names only the
+    # fields it changes, and refuses what the API would refuse.
+
+    async def list_schemas(self, type: str | None = None) -> list[dict[str, Any]]:
+        return await self._native.list_schemas(type)
+
+    async def deprecate_schema(self, type: str, *, version: int, deprecated: bool = True) -> dict[str, Any]:
+        """No new Resources on this version (upgrades away still work);
+        ``deprecated=False`` takes it back."""
+        return await self._native.deprecate_schema(type, version, deprecated)
+
+    async def delete_schema(self, type: str, *, version: int) -> None:
+        """Refused ``NOT_EMPTY`` while a Resource uses the version."""
+        await self._native.delete_schema(type, version)
+
+    async def list_cloud_accounts(self) -> list[dict[str, Any]]:
+        return await self._native.list_cloud_accounts()
+
+    async def update_cloud_account(
+        self,
+        id_or_name: str,
+        *,
+        region: str | None = None,
+        auth: Mapping[str, Any] | None = None,
+        state_bucket: str | None = None,
+        state_endpoint: str | None = None,
+        state_storage_account: str | None = None,
+        drift_check_every: str | None = None,
+    ) -> dict[str, Any]:
+        """A new state location is refused while a Resource keeps state at the old one."""
+        change = _change(
+            region=region, auth=auth, state_bucket=state_bucket, state_endpoint=state_endpoint,
+            state_storage_account=state_storage_account, drift_check_every=drift_check_every,
+        )  # fmt: skip
+        return await self._native.update_cloud_account(id_or_name, change)
+
+    async def unlink_cloud_account(
+        self, id_or_name: str, *, scope: str, environment: str, scope_id: str | None = None
+    ) -> None:
+        link = _change(scope=scope, scope_id=scope_id, environment=environment)
+        await self._native.unlink_cloud_account(id_or_name, link)
+
+    async def delete_cloud_account(self, id_or_name: str) -> None:
+        """Refused while the account is linked or Resources keep state on it."""
+        await self._native.delete_cloud_account(id_or_name)
+
+    async def list_policies(self) -> list[dict[str, Any]]:
+        return await self._native.list_policies()
+
+    async def update_policy(
+        self,
+        key: str,
+        *,
+        text: str | None = None,
+        description: str | None = None,
+        expected_version: int | None = None,
+    ) -> dict[str, Any]:
+        """The policy's next version, validated and applied at once (its
+        history is kept); ``expected_version`` refuses a concurrent change."""
+        change = _change(text=text, description=description, expected_version=expected_version)
+        return await self._native.update_policy(key, change)
+
+    async def list_databases(self) -> list[dict[str, Any]]:
+        return await self._native.list_databases()
+
+    async def update_database(
+        self,
+        name: str,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        tls: str | None = None,
+        ca_pem: str | None = None,
+        admin_secret: str | None = None,
+    ) -> dict[str, Any]:
+        change = _change(host=host, port=port, tls=tls, ca_pem=ca_pem, admin_secret=admin_secret)
+        return await self._native.update_database(name, change)
+
+    async def delete_database(self, name: str) -> None:
+        """Refused ``NOT_EMPTY`` while it has service users."""
+        await self._native.delete_database(name)
+
+    async def list_service_users(self, database: str) -> list[dict[str, Any]]:
+        return await self._native.list_service_users(database)
+
+    async def delete_service_user(self, database: str, user: str, *, grace: str | None = None) -> dict[str, Any]:
+        """No more rotations; after ``grace`` (e.g. ``"1h"``; the user's own by
+        default) an Agent drops both logins, then the user and its secret go."""
+        return await self._native.delete_service_user(database, user, grace)
+
+    async def list_notifications(self) -> list[dict[str, Any]]:
+        return await self._native.list_notifications()
+
+    async def update_notification(
+        self, id_or_name: str, *, name: str | None = None, webhook: str | None = None
+    ) -> dict[str, Any]:
+        """Renamed or pointed at another webhook; its signing secret stays."""
+        return await self._native.update_notification(id_or_name, _change(name=name, webhook=webhook))
 
 
 _AGENT_HOW = "use AgentClient.with_program_token(...) or AgentClient.with_certificate(...)"
