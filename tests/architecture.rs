@@ -217,3 +217,153 @@ fn event_names_come_only_from_cores_enum() {
         offenders.join("\n")
     );
 }
+
+/// The part of the API a file of `heimdall-api/src` belongs to: its folder
+/// (`http/people` and `http/agent_channel` apart from the rest of `http`,
+/// which both share), or its own name for a file at the top.
+fn api_part(relative: &str) -> String {
+    let segments: Vec<&str> = relative.trim_end_matches(".rs").split('/').collect();
+    match segments.as_slice() {
+        ["http", sub @ ("people" | "agent_channel"), ..] => format!("http::{sub}"),
+        [folder, _, ..] => (*folder).to_owned(),
+        [file] => (*file).to_owned(),
+        [] => String::new(),
+    }
+}
+
+/// The parts of the API a file names through `crate::` and `super::`
+/// paths (declarations and re-exports aside: a folder's `mod.rs` lists its
+/// children without depending on them).
+fn api_parts_named(relative: &str, code: &str) -> BTreeSet<String> {
+    let mut named = BTreeSet::new();
+    let own = api_part(relative);
+    let is_mod = relative.ends_with("mod.rs");
+    for line in code.lines() {
+        let line = line.split("//").next().unwrap_or("").trim();
+        if line.starts_with("pub use") || line.starts_with("pub(crate) use") || line.contains("mod ") {
+            continue;
+        }
+        for (at, _) in line.match_indices("crate::") {
+            let path: String = line[at + 7..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            let segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
+            let part = match segments.as_slice() {
+                ["http", sub @ ("people" | "agent_channel"), ..] => format!("http::{sub}"),
+                [module, _, ..] => (*module).to_owned(),
+                _ => "lib".to_owned(),
+            };
+            named.insert(part);
+        }
+        // `super::` from a folder's `mod.rs` reaches its parent's part.
+        if is_mod && line.contains("super::") && !line.contains("super::super::") {
+            let parent = relative.rsplitn(3, '/').nth(2).unwrap_or("");
+            named.insert(if parent.is_empty() {
+                "lib".to_owned()
+            } else {
+                api_part(&format!("{parent}/x.rs"))
+            });
+        }
+    }
+    named.remove(&own);
+    named
+}
+
+/// Architecture Invariant: the API's parts (the people routes, the Agent
+/// channel, the HTTP plumbing both share, the SQL store, the background
+/// loops, start-up, each top-level module) depend on each other in one
+/// direction: no chain of imports leads from a part back to itself. The
+/// crate root (`lib.rs`, `main.rs`) assembles them and is left out.
+#[test]
+fn the_apis_parts_depend_on_each_other_in_one_direction() {
+    let src = workspace().join("heimdall-api/src");
+    let mut edges: HashMap<String, BTreeSet<String>> = HashMap::new();
+    for file in rust_files(&src) {
+        let relative = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        if relative == "lib.rs" || relative == "main.rs" {
+            continue;
+        }
+        let named = api_parts_named(&relative, &code_of(&file));
+        edges.entry(api_part(&relative)).or_default().extend(named);
+    }
+    assert!(edges.contains_key("http::people") && edges.contains_key("db"), "{edges:?}");
+    // Depth-first, remembering the path: a part met again on it closes a cycle.
+    fn visit(
+        part: &str,
+        edges: &HashMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == part) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(part.to_owned());
+            return Some(cycle);
+        }
+        if !done.insert(part.to_owned()) {
+            return None;
+        }
+        path.push(part.to_owned());
+        for next in edges.get(part).into_iter().flatten() {
+            if let Some(cycle) = visit(next, edges, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    let mut parts: Vec<&String> = edges.keys().collect();
+    parts.sort();
+    for part in parts {
+        let cycle = visit(part, &edges, &mut Vec::new(), &mut done);
+        assert!(
+            cycle.is_none(),
+            "the API's parts import each other in a circle: {}",
+            cycle.unwrap().join(" -> ")
+        );
+    }
+}
+
+/// Architecture Invariant: ARCHITECTURE.md stays a map (under 300 lines)
+/// and every test it names as holding an invariant exists: a `file::test`
+/// (and each `::test` after it on the line) is a `fn` of that file, or of
+/// the `on_every_backend!` scenarios it declares.
+#[test]
+fn architecture_md_is_a_short_map_whose_tests_exist() {
+    let text = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();
+    let lines = text.lines().count();
+    assert!(lines < 300, "ARCHITECTURE.md has {lines} lines");
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for line in text.lines() {
+        let mut file: Option<String> = None;
+        for span in line.split('`').skip(1).step_by(2) {
+            let (path, name) = match span.split_once(".rs::") {
+                Some((path, rest)) => (Some(format!("{path}.rs")), rest),
+                None => match span.strip_prefix("::") {
+                    Some(rest) => (None, rest),
+                    None => continue,
+                },
+            };
+            if let Some(path) = path {
+                file = Some(path);
+            }
+            let Some(path) = &file else { continue };
+            let name = name.rsplit("::").next().unwrap_or(name);
+            if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
+                continue;
+            }
+            let source = std::fs::read_to_string(workspace().join(path))
+                .or_else(|_| std::fs::read_to_string(workspace().join("heimdall-api").join(path)))
+                .or_else(|_| std::fs::read_to_string(workspace().join("heimdall-agent").join(path)))
+                .unwrap_or_else(|_| panic!("ARCHITECTURE.md names {path}, which does not exist"));
+            checked += 1;
+            if !source.contains(&format!("fn {name}(")) && !source.contains(&format!("fn {name}<")) {
+                missing.push(format!("{path}::{name}"));
+            }
+        }
+    }
+    assert!(checked > 40, "the check reads the tests named: {checked}");
+    assert!(missing.is_empty(), "ARCHITECTURE.md names tests that do not exist: {missing:?}");
+}

@@ -11,7 +11,7 @@ use heimdall_core::wire::Bootstrapped;
 use heimdall_core::{ApiError, ErrorCode, Redacted};
 use uuid::Uuid;
 
-use crate::http::tokens::generate_token;
+use crate::http::people::tokens::generate_token;
 
 /// Creates the organization, its owner and the owner's first token. The
 /// token is in the result and nowhere else; it is never stored in clear.

@@ -14,12 +14,12 @@ use aws_sdk_sts::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider as TlsProvider};
 use heimdall_core::infra::{AccountAuth, Job, Provider};
 use heimdall_core::oidc;
+use heimdall_core::ports::Store;
 use heimdall_core::wire::JobCredentials;
 use heimdall_core::Redacted;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::http::AppState;
 use crate::oidc::Issuer;
 
 /// What federation needs: the issuer, and where STS is (`None`: AWS's).
@@ -83,15 +83,16 @@ fn refused(reason: impl Into<String>, retryable: bool) -> Refused {
 /// The credentials `job` runs with: none for a static account (the Agent
 /// reads its own secret), else what its identity token was traded for.
 pub async fn credentials(
-    state: &AppState,
+    federation: Option<&Federation>,
+    store: &dyn Store,
     job: &Job,
     now: OffsetDateTime,
 ) -> Result<Option<JobCredentials>, Refused> {
     let AccountAuth::Oidc(target) = &job.request.account.auth else { return Ok(None) };
-    let Some(federation) = &state.federation else {
+    let Some(federation) = federation else {
         return Err(refused("this API has no OIDC issuer (serve it with --ca-dir); nothing was run", false));
     };
-    let token = identity_token(state, &federation.issuer, job, now).await?;
+    let token = identity_token(store, &federation.issuer, job, now).await?;
     match (job.request.account.provider, &target.role_arn) {
         (Provider::Aws, Some(role_arn)) => assume_role(federation, job, role_arn, &token).await.map(Some),
         (Provider::Aws, None) => {
@@ -110,14 +111,14 @@ pub async fn credentials(
 
 /// The job's identity token: its place by ids, its attempt, 5 minutes.
 async fn identity_token(
-    state: &AppState,
+    store: &dyn Store,
     issuer: &Issuer,
     job: &Job,
     now: OffsetDateTime,
 ) -> Result<Redacted<String>, Refused> {
     let lookup = |e: heimdall_core::ports::StoreError| refused(format!("cannot place the job: {e}"), true);
-    let resource = state.store.get_resource(job.org_id, job.resource_id).await.map_err(lookup)?;
-    let component = state.store.get_catalog_entry(job.org_id, resource.component_id).await.map_err(lookup)?;
+    let resource = store.get_resource(job.org_id, job.resource_id).await.map_err(lookup)?;
+    let component = store.get_catalog_entry(job.org_id, resource.component_id).await.map_err(lookup)?;
     let system =
         component.parent_id.ok_or_else(|| refused("the Resource's component has no system", false))?;
     let environment = job.request.environment_id.unwrap_or(resource.environment_id);

@@ -5,6 +5,7 @@
 //! secret value or a cloud credential; tokens are stored only as hashes.
 #![forbid(unsafe_code)]
 
+pub mod background;
 pub mod bootstrap;
 pub mod config;
 pub mod console;
@@ -88,7 +89,7 @@ pub async fn serve_with_clock(
 ) -> std::io::Result<()> {
     let backend = store.backend();
     let store: Arc<dyn Store> = Arc::new(store);
-    let reaper = tokio::spawn(reap_forever(store.clone(), clock.clone()));
+    let reaper = tokio::spawn(background::reap_forever(store.clone(), clock.clone()));
     let mut state = http::AppState::new(store, clock);
     state.agent_stale_after = config.agent_stale_after;
     state.claim_recheck = config.claim_recheck;
@@ -129,14 +130,15 @@ pub async fn serve_with_clock(
         )));
     }
     let metrics_task = metrics_listener.map(|listener| {
-        let (app, stop) = (metrics::router(state.clone()), stopped(stop.clone()));
+        let (app, stop) =
+            (metrics::router(state.metrics.clone(), state.store.clone()), stopped(stop.clone()));
         tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stop).await })
     });
-    let drift = tokio::spawn(drift_forever(state.clone()));
+    let drift = tokio::spawn(background::drift_forever(state.clone()));
     let deliveries = state.notifications.clone().map(|key| {
         let (store, clock) = (state.store.clone(), state.clock.clone());
         let allowed = config.webhook_allow_cidrs.clone();
-        tokio::spawn(notifications::deliver_forever(store, clock, key, config.notification_retry, allowed))
+        tokio::spawn(background::deliver_forever(store, clock, key, config.notification_retry, allowed))
     });
     let app = http::router(state, config.max_body_bytes);
     let people =
@@ -164,42 +166,4 @@ pub async fn serve_with_clock(
         let _ = task.await;
     }
     Ok(())
-}
-
-/// How often expired leases are looked for. Every API replica reaps; on
-/// PostgreSQL `SKIP LOCKED` keeps two reapers off the same job.
-pub const REAP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// How often the drift schedules of schemas and accounts are looked at. Every replica scans;
-/// a Resource a check is queued for is not due again (its job counts as
-/// its last check), and one a job works on is refused.
-pub const DRIFT_SCAN_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
-
-async fn drift_forever(state: http::AppState) {
-    let mut tick = tokio::time::interval(DRIFT_SCAN_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        match http::resources::queue_due_drift_checks(&state).await {
-            Ok(0) => {}
-            Ok(queued) => tracing::info!(queued, "scheduled drift checks queued"),
-            Err(e) => tracing::error!(error = %e.message, "drift schedule scan failed"),
-        }
-    }
-}
-
-async fn reap_forever(store: Arc<dyn Store>, clock: Arc<dyn Clock>) {
-    let mut tick = tokio::time::interval(REAP_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        match store.reap(clock.now()).await {
-            Ok(decisions) => {
-                for (job, decision) in decisions {
-                    tracing::warn!(%job, ?decision, "job lease expired");
-                }
-            }
-            Err(e) => tracing::error!(error = %e, "reaper failed"),
-        }
-    }
 }

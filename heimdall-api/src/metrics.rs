@@ -16,14 +16,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use heimdall_core::infra::{JobOperation, JobStatus};
+use heimdall_core::ports::Store;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-
-use crate::http::AppState;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -147,7 +146,7 @@ pub fn layer<S: Clone + Send + Sync + 'static>(
 }
 
 /// The scrape: the queue as the database has it now, then everything.
-async fn scrape(State(state): State<AppState>) -> Response {
+async fn scrape(State(state): State<Scrape>) -> Response {
     let Some(metrics) = state.metrics.clone() else {
         return (axum::http::StatusCode::NOT_FOUND, "metrics are off").into_response();
     };
@@ -173,6 +172,13 @@ async fn scrape(State(state): State<AppState>) -> Response {
 }
 
 /// The metrics listener's one route.
-pub fn router(state: AppState) -> Router {
-    Router::new().route("/metrics", get(scrape)).with_state(state)
+pub fn router(metrics: Option<Arc<Metrics>>, store: Arc<dyn Store>) -> Router {
+    Router::new().route("/metrics", get(scrape)).with_state(Scrape { metrics, store })
+}
+
+/// What the scrape reads: the counters, and the store for the queue.
+#[derive(Clone)]
+struct Scrape {
+    metrics: Option<Arc<Metrics>>,
+    store: Arc<dyn Store>,
 }

@@ -9,9 +9,8 @@ use heimdall_core::wire::AccessLogEntry;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::store::{
-    db_err, from_micros, insert_event, parse_id, to_micros, values_list, SqlStore, ROWS_PER_INSERT,
-};
+use super::events::insert_event;
+use super::sql::{db_err, from_micros, parse_id, to_micros, values_list, SqlStore, ROWS_PER_INSERT};
 
 #[async_trait]
 impl AccessStore for SqlStore {

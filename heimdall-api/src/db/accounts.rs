@@ -9,8 +9,9 @@ use heimdall_core::infra::{CloudAccount, LinkScope};
 use heimdall_core::ports::{NewEvent, StoreError, StoreResult};
 use sqlx::{Any, AnyPool, Transaction};
 
+use super::events::insert_event;
 use super::infra_rows::json_text;
-use super::store::{db_err, insert_event};
+use super::sql::db_err;
 
 /// Resources still managed (not deleted or abandoned) with a job on
 /// `account`, in `environment` if named.

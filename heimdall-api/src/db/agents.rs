@@ -8,7 +8,8 @@ use heimdall_core::token::TokenHash;
 use sqlx::FromRow;
 use time::OffsetDateTime;
 
-use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, unique_as, SqlStore};
+use super::events::insert_event;
+use super::sql::{db_err, from_micros, parse_id, to_micros, unique_as, SqlStore};
 
 const AGENT_COLUMNS: &str =
     "id, org_id, name, cert_sha256, created_at, created_by, revoked_at, last_seen_at, local_url";

@@ -13,7 +13,8 @@ use sqlx::{Any, Transaction};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::store::{db_err, from_micros, insert_event, parse_id, to_micros};
+use super::events::insert_event;
+use super::sql::{db_err, from_micros, parse_id, to_micros};
 
 /// Marks what `reads` put at risk; `actor` is who the events name.
 pub(super) async fn mark(

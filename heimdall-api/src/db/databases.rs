@@ -11,7 +11,8 @@ use heimdall_core::secrets::Secret;
 use sqlx::FromRow;
 use time::{Duration, OffsetDateTime};
 
-use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, unique_as, SqlStore};
+use super::events::insert_event;
+use super::sql::{db_err, from_micros, parse_id, to_micros, unique_as, SqlStore};
 
 const DATABASE_COLUMNS: &str = "d.id, d.org_id, d.name, d.engine, d.host, d.port, d.database_name, \
      d.environment_id, e.name AS environment, d.admin_secret, d.tls, d.ca_pem, d.created_at, d.created_by";

@@ -13,7 +13,7 @@ use heimdall_core::resources;
 use sqlx::{Any, FromRow, Transaction};
 use time::OffsetDateTime;
 
-use super::store::{db_err, from_micros, parse_id, to_micros, unique_as};
+use super::sql::{db_err, from_micros, parse_id, to_micros, unique_as};
 
 pub(super) fn json_text(value: &impl serde::Serialize) -> StoreResult<String> {
     serde_json::to_string(value).map_err(|e| StoreError::Backend(format!("cannot encode JSON: {e}")))

@@ -16,9 +16,9 @@ use sqlx::{Any, FromRow, Transaction};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::store::{
-    db_err, from_micros, insert_event, parse_id, to_micros, values_list, values_list_after, SqlStore,
-    ROWS_PER_INSERT,
+use super::events::insert_event;
+use super::sql::{
+    db_err, from_micros, parse_id, to_micros, values_list, values_list_after, SqlStore, ROWS_PER_INSERT,
 };
 
 #[derive(FromRow)]

@@ -15,6 +15,7 @@ mod accounts;
 mod agents;
 mod at_risk;
 mod databases;
+mod events;
 mod infra_rows;
 mod inventory;
 mod notifications;
@@ -25,6 +26,7 @@ pub use postgres::listen_for_jobs;
 mod queue;
 mod resources;
 mod secrets;
+mod sql;
 mod sqlite;
 mod store;
 
@@ -33,7 +35,7 @@ use std::fmt;
 use sqlx::any::AnyPoolOptions;
 use sqlx::AnyPool;
 
-pub use store::SqlStore;
+pub use sql::SqlStore;
 
 fn claim_sql(backend: Backend) -> &'static str {
     match backend {

@@ -6,42 +6,11 @@ use async_trait::async_trait;
 use heimdall_core::ids::OrgId;
 use heimdall_core::notify::{Channel, Delivery, Outcome};
 use heimdall_core::ports::{DueDelivery, NewEvent, NotificationStore, StoreError, StoreResult};
-use sqlx::{Any, FromRow, Transaction};
+use sqlx::FromRow;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
-use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, unique_as, SqlStore};
-
-/// Queues `event` for every channel of `org`, in the caller's transaction.
-pub(super) async fn queue(tx: &mut Transaction<'_, Any>, org: OrgId, event: &NewEvent) -> StoreResult<()> {
-    let channels: Vec<(String,)> = sqlx::query_as("SELECT id FROM notification_channels WHERE org_id = $1")
-        .bind(org.to_string())
-        .fetch_all(&mut **tx)
-        .await
-        .map_err(db_err)?;
-    if channels.is_empty() {
-        return Ok(());
-    }
-    let body = serde_json::to_string(&event.clone().into_event(org))
-        .map_err(|e| StoreError::Backend(e.to_string()))?;
-    for (channel,) in channels {
-        sqlx::query(
-            "INSERT INTO notification_deliveries (id, org_id, channel_id, event_id, action, body, status, attempts, created_at, next_attempt_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7)",
-        )
-        .bind(Uuid::new_v4().to_string())
-        .bind(org.to_string())
-        .bind(channel)
-        .bind(event.id.to_string())
-        .bind(event.action.as_str())
-        .bind(body.clone())
-        .bind(to_micros(event.at))
-        .execute(&mut **tx)
-        .await
-        .map_err(db_err)?;
-    }
-    Ok(())
-}
+use super::events::insert_event;
+use super::sql::{db_err, from_micros, parse_id, to_micros, unique_as, SqlStore};
 
 #[derive(FromRow)]
 struct ChannelRow {

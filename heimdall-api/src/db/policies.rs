@@ -8,7 +8,8 @@ use heimdall_core::policies::PolicyWrite;
 use heimdall_core::ports::{NewEvent, StoreError, StoreResult};
 use sqlx::{Any, AnyPool, FromRow, Transaction};
 
-use super::store::{bump_policy_version, db_err, from_micros, insert_event, parse_id, to_micros, unique_as};
+use super::events::insert_event;
+use super::sql::{db_err, from_micros, parse_id, to_micros, unique_as};
 
 const POLICY_COLUMNS: &str =
     "id, org_id, name, description, body, version, created_at, created_by, updated_at, updated_by";
@@ -185,4 +186,14 @@ pub(super) async fn versions(pool: &AnyPool, org: OrgId, id: PolicyId) -> StoreR
             written_by,
         })
         .collect())
+}
+
+/// Moves the organization's policy version, inside the change's transaction.
+pub(super) async fn bump_policy_version(tx: &mut Transaction<'_, Any>, org: OrgId) -> StoreResult<()> {
+    sqlx::query("UPDATE organizations SET policy_version = policy_version + 1 WHERE id = $1")
+        .bind(org.to_string())
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    Ok(())
 }

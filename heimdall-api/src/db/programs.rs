@@ -10,7 +10,8 @@ use sqlx::FromRow;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, unique_as, SqlStore};
+use super::events::insert_event;
+use super::sql::{db_err, from_micros, parse_id, to_micros, unique_as, SqlStore};
 
 fn verbs_text(verbs: &[Verb]) -> StoreResult<String> {
     serde_json::to_string(verbs).map_err(|e| StoreError::Backend(e.to_string()))

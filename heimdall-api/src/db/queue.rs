@@ -14,8 +14,9 @@ use heimdall_core::state_lock::{self, Attempt};
 use sqlx::{Any, Transaction};
 use time::OffsetDateTime;
 
+use super::events::insert_event;
 use super::infra_rows::*;
-use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, SqlStore};
+use super::sql::{db_err, from_micros, parse_id, to_micros, SqlStore};
 use super::{claim_sql, expired_sql};
 
 /// A plan job's plan, kept on its revision while that still waits for
@@ -202,7 +203,7 @@ impl JobQueue for SqlStore {
         {
             Ok(row) => row,
             // Another claimer started a job of the same Resource first.
-            Err(e) if super::store::is_unique_violation(&e) => return Ok(None),
+            Err(e) if super::sql::is_unique_violation(&e) => return Ok(None),
             Err(e) => return Err(db_err(e)),
         };
         let Some((id,)) = claimed else {

@@ -13,8 +13,9 @@ use heimdall_core::resources::{ResourcePlan, StatusUpdate};
 use sqlx::{Any, Transaction};
 use time::OffsetDateTime;
 
+use super::events::insert_event;
 use super::infra_rows::*;
-use super::store::{db_err, from_micros, insert_event, parse_id, to_micros, unique_as, SqlStore};
+use super::sql::{db_err, from_micros, parse_id, to_micros, unique_as, SqlStore};
 
 async fn insert_resource(tx: &mut Transaction<'_, Any>, resource: &Resource) -> StoreResult<()> {
     sqlx::query(&format!(

@@ -12,9 +12,8 @@ use heimdall_core::secrets::{
 use sqlx::{Any, FromRow, Transaction};
 use time::OffsetDateTime;
 
-use super::store::{
-    db_err, from_micros, insert_event, is_unique_violation, parse_id, to_micros, unique_as, SqlStore,
-};
+use super::events::insert_event;
+use super::sql::{db_err, from_micros, is_unique_violation, parse_id, to_micros, unique_as, SqlStore};
 
 const VERSION_COLUMNS: &str =
     "v.secret_id, v.environment_id, v.version, v.created_at, v.created_by, v.deactivated_at";

@@ -17,10 +17,10 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::catalog::resolve as resolve_catalog;
-use super::error::HttpResult;
-use super::extract::{Caller, JsonBody, QueryParams};
-use super::openapi::errors;
-use super::AppState;
+use crate::http::error::HttpResult;
+use crate::http::extract::{Caller, JsonBody, QueryParams};
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -56,17 +56,17 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<CloudAc
     description = "The organization's cloud accounts, by name, one page at a time. An account holds no \
         credential: a role to assume, or the name of a secret the Agents keep. By default owners and admins \
         may list them (`cloud_account.read`).",
-    params(super::PageQuery),
+    params(crate::http::PageQuery),
     responses((status = 200, description = "A page of the cloud accounts, by name (never a credential)", body = Vec<CloudAccount>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
-    QueryParams(page): QueryParams<super::PageQuery>,
+    QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<CloudAccount>>)> {
     state.authorize(&caller, Action::CloudAccountRead, &Target::organization(caller.org.id), None).await?;
     let accounts = state.store.list_accounts(caller.org.id).await?;
-    let (headers, accounts) = super::short_page(accounts, page.limit, page.after.as_deref(), |a| {
+    let (headers, accounts) = crate::http::short_page(accounts, page.limit, page.after.as_deref(), |a| {
         vec![a.name.clone(), a.id.to_string()]
     })?;
     Ok((headers, Json(accounts)))

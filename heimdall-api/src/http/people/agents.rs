@@ -20,11 +20,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::error::HttpResult;
-use super::extract::{Caller, JsonBody, QueryParams};
-use super::openapi::errors;
 use super::tokens::generate_token;
-use super::AppState;
+use crate::http::error::HttpResult;
+use crate::http::extract::{Caller, JsonBody, QueryParams};
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 /// A registration token is good for one enrollment within this time.
 pub const REGISTRATION_TTL: Duration = Duration::hours(1);
@@ -65,18 +65,18 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, 
     summary = "List Agents",
     description = "The organization's enrolled Agents, revoked ones included, by name, one page at a time. \
         By default owners and admins may list them (`agent.read`).",
-    params(super::PageQuery),
+    params(crate::http::PageQuery),
     responses((status = 200, description = "A page of the enrolled Agents, by name", body = Vec<Agent>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
-    QueryParams(page): QueryParams<super::PageQuery>,
+    QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Agent>>)> {
     state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
     let agents = state.store.list_agents(caller.org.id).await?;
-    let (headers, agents) = super::short_page(agents, page.limit, page.after.as_deref(), |a| {
-        vec![a.name.clone(), super::sort_time(a.created_at), a.id.to_string()]
+    let (headers, agents) = crate::http::short_page(agents, page.limit, page.after.as_deref(), |a| {
+        vec![a.name.clone(), crate::http::sort_time(a.created_at), a.id.to_string()]
     })?;
     Ok((headers, Json(agents)))
 }

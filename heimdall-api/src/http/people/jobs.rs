@@ -14,10 +14,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::catalog::resolve as resolve_catalog;
-use super::error::HttpResult;
-use super::extract::{Caller, QueryParams};
-use super::openapi::errors;
-use super::AppState;
+use crate::http::error::HttpResult;
+use crate::http::extract::{Caller, QueryParams};
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list)).routes(routes!(show)).routes(routes!(log))
@@ -113,9 +113,10 @@ async fn list(
             decisions.decide(&job_target(j.id, r.id, r.component_id, &tree), Some(env)).is_allowed()
         })
     };
-    let (headers, jobs) =
-        super::visible_page(limit, after, fetch, allowed, |(j, _): &(Job, _)| JobCursor::after(j, order))
-            .await?;
+    let (headers, jobs) = crate::http::visible_page(limit, after, fetch, allowed, |(j, _): &(Job, _)| {
+        JobCursor::after(j, order)
+    })
+    .await?;
     let jobs = jobs.into_iter().map(|(job, _)| job).collect();
     Ok((headers, Json(jobs)))
 }

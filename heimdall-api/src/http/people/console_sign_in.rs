@@ -17,10 +17,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::error::HttpResult;
-use super::extract::{Caller, JsonBody, NoBody};
-use super::openapi::errors;
-use super::AppState;
+use crate::http::error::HttpResult;
+use crate::http::extract::{Caller, JsonBody, NoBody};
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(create_link)).routes(routes!(redeem))

@@ -17,10 +17,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::error::HttpResult;
-use super::extract::{Caller, JsonBody, QueryParams};
-use super::openapi::errors;
-use super::AppState;
+use crate::http::error::HttpResult;
+use crate::http::extract::{Caller, JsonBody, QueryParams};
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(revoke))
@@ -64,17 +64,17 @@ pub(crate) fn new_token(name: &str) -> (Redacted<String>, NewToken) {
     summary = "List your API tokens",
     description = "The caller's own API tokens, oldest first, one page at a time: names, dates and whether \
         each is revoked, never the token itself. Any member may list their own.",
-    params(super::PageQuery),
+    params(crate::http::PageQuery),
     responses((status = 200, description = "A page of the caller's API tokens, oldest first (never the token itself)", body = Vec<TokenInfo>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
-    QueryParams(page): QueryParams<super::PageQuery>,
+    QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<TokenInfo>>)> {
     let tokens = state.store.list_tokens(caller.org.id, caller.member.id).await?;
-    let (headers, tokens) = super::short_page(tokens, page.limit, page.after.as_deref(), |t| {
-        vec![super::sort_time(t.created_at), t.id.to_string()]
+    let (headers, tokens) = crate::http::short_page(tokens, page.limit, page.after.as_deref(), |t| {
+        vec![crate::http::sort_time(t.created_at), t.id.to_string()]
     })?;
     Ok((headers, Json(tokens)))
 }

@@ -3,6 +3,9 @@
 //! while that exact certificate is the one issued to it and it is not
 //! revoked.
 
+mod database_tasks;
+pub(crate) mod program_writes;
+
 use heimdall_core::audit::AuditAction;
 use std::time::Duration;
 
@@ -28,10 +31,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::error::{HttpError, HttpResult};
-use super::extract::JsonBody;
-use super::openapi::errors;
-use super::AppState;
+use crate::http::error::{HttpError, HttpResult};
+use crate::http::extract::JsonBody;
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 /// Set by the TLS accept loop from the verified peer certificate.
 #[derive(Clone, Debug)]
@@ -53,7 +56,7 @@ pub fn router(state: AppState) -> Router {
 
 /// The Agent channel's routes, each with its document.
 pub(crate) fn document() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(super::openapi::AgentChannelApi::openapi())
+    OpenApiRouter::with_openapi(crate::http::openapi::AgentChannelApi::openapi())
         .routes(routes!(openapi_json))
         .routes(routes!(claim))
         .routes(routes!(sync))
@@ -61,11 +64,11 @@ pub(crate) fn document() -> OpenApiRouter<AppState> {
         .routes(routes!(heartbeat))
         .routes(routes!(log))
         .routes(routes!(finish))
-        .routes(routes!(super::program_writes::version))
-        .routes(routes!(super::program_writes::deletion))
-        .routes(routes!(super::program_writes::register))
-        .routes(routes!(super::program_writes::revoke))
-        .merge(super::databases::agent_routes())
+        .routes(routes!(program_writes::version))
+        .routes(routes!(program_writes::deletion))
+        .routes(routes!(program_writes::register))
+        .routes(routes!(program_writes::revoke))
+        .merge(database_tasks::routes())
 }
 
 errors!(public body ClaimErrors: Unauthenticated, AgentRevoked);
@@ -86,7 +89,7 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
     responses((status = 200, description = "This document (OpenAPI 3.1)", body = Object), DocumentErrors))]
 async fn openapi_json() -> axum::response::Response {
     static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    super::openapi::serve(DOCUMENT.get_or_init(|| super::openapi::to_json(&openapi_document())))
+    crate::http::openapi::serve(DOCUMENT.get_or_init(|| crate::http::openapi::to_json(&openapi_document())))
 }
 
 errors!(public DocumentErrors);
@@ -168,7 +171,14 @@ async fn claim(
             if let Some(metrics) = &state.metrics {
                 metrics.claimed(now - job.queued_at);
             }
-            let credentials = match crate::federation::credentials(&state, &job, now).await {
+            let credentials = match crate::federation::credentials(
+                state.federation.as_ref(),
+                state.store.as_ref(),
+                &job,
+                now,
+            )
+            .await
+            {
                 Ok(credentials) => credentials,
                 Err(refused) => {
                     // The attempt ends here, as a run that failed would; the

@@ -15,10 +15,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::error::HttpResult;
-use super::extract::{Caller, JsonBody, QueryParams};
-use super::openapi::errors;
-use super::AppState;
+use crate::http::error::HttpResult;
+use crate::http::extract::{Caller, JsonBody, QueryParams};
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -92,17 +92,17 @@ async fn create(
     summary = "List notification channels",
     description = "The organization's notification channels, by name, one page at a time (webhooks shown by \
         host only). By default owners and admins may list them (`notification.read`).",
-    params(super::PageQuery),
+    params(crate::http::PageQuery),
     responses((status = 200, description = "A page of the notification channels, by name", body = Vec<Channel>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
-    QueryParams(page): QueryParams<super::PageQuery>,
+    QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Channel>>)> {
     state.authorize(&caller, Action::NotificationRead, &Target::organization(caller.org.id), None).await?;
     let channels = state.store.list_channels(caller.org.id).await?;
-    let (headers, channels) = super::short_page(channels, page.limit, page.after.as_deref(), |c| {
+    let (headers, channels) = crate::http::short_page(channels, page.limit, page.after.as_deref(), |c| {
         vec![c.name.clone(), c.id.clone()]
     })?;
     Ok((headers, Json(channels)))

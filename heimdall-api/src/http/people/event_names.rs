@@ -10,7 +10,7 @@ use heimdall_core::domain::{AuditEvent, CatalogKind};
 use heimdall_core::ids::{OrgId, ResourceId};
 use heimdall_core::ports::StoreError;
 
-use super::AppState;
+use crate::http::AppState;
 
 pub(super) async fn name_targets(state: &AppState, org: OrgId, events: &mut [AuditEvent]) {
     let kinds: BTreeSet<String> =

@@ -2,7 +2,7 @@
 //!
 //! The rule itself is `heimdall_core::body`: each request body is parsed
 //! once, strictly, and judged by its type's [`ValuePolicy`] in the same
-//! step that decodes it ([`super::extract::JsonBody`]), so the check and
+//! step that decodes it ([`crate::http::extract::JsonBody`]), so the check and
 //! the handler see the same bytes. This middleware covers what no body
 //! type does: a body sent to a route that takes none, and query strings
 //! (which reach logs): a parameter named like a value is refused on every
@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use heimdall_core::body::{decode_query, Query};
 use heimdall_core::{ApiError, ErrorCode};
 
-use super::HttpError;
+use crate::http::HttpError;
 
 /// Any query string, judged as metadata.
 #[derive(Debug, serde::Deserialize)]

@@ -16,10 +16,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::error::HttpResult;
-use super::extract::{Caller, JsonBody, QueryParams};
-use super::openapi::errors;
-use super::AppState;
+use crate::http::error::HttpResult;
+use crate::http::extract::{Caller, JsonBody, QueryParams};
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 /// One kind's routes: its handlers, each with its document.
 pub(super) fn routes(kind: CatalogKind) -> OpenApiRouter<AppState> {
@@ -237,7 +237,7 @@ async fn list(
         None => None,
     };
     let entries = state.store.list_catalog(caller.org.id, kind, parent).await?;
-    let (headers, entries) = super::short_page(entries, query.limit, query.after.as_deref(), |e| {
+    let (headers, entries) = crate::http::short_page(entries, query.limit, query.after.as_deref(), |e| {
         vec![e.name.clone(), e.id.to_string()]
     })?;
     Ok((headers, Json(entries)))

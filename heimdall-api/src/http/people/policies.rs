@@ -15,10 +15,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::error::HttpResult;
-use super::extract::{Caller, JsonBody, QueryParams};
-use super::openapi::errors;
-use super::AppState;
+use crate::http::error::HttpResult;
+use crate::http::extract::{Caller, JsonBody, QueryParams};
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -40,17 +40,17 @@ errors!(ShowErrors: NotFound);
     summary = "List policies",
     description = "The organization's own Cedar policies, by name, one page at a time. By default owners and \
         admins may read them (`policy.read`).",
-    params(super::PageQuery),
+    params(crate::http::PageQuery),
     responses((status = 200, description = "A page of the organization's Cedar policies, by name", body = Vec<Policy>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
-    QueryParams(page): QueryParams<super::PageQuery>,
+    QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Policy>>)> {
     state.authorize(&caller, Action::PolicyRead, &Target::organization(caller.org.id), None).await?;
     let policies = state.store.list_policies(caller.org.id).await?;
-    let (headers, policies) = super::short_page(policies, page.limit, page.after.as_deref(), |p| {
+    let (headers, policies) = crate::http::short_page(policies, page.limit, page.after.as_deref(), |p| {
         vec![p.name.clone(), p.id.to_string()]
     })?;
     Ok((headers, Json(policies)))

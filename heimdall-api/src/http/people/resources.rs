@@ -28,11 +28,11 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::catalog::resolve as resolve_catalog;
-use super::error::HttpResult;
-use super::extract::{Caller, JsonBody, NoBody, QueryParams};
-use super::openapi::errors;
 use super::schemas::resolve as resolve_schema;
-use super::AppState;
+use crate::http::error::HttpResult;
+use crate::http::extract::{Caller, JsonBody, NoBody, QueryParams};
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -331,7 +331,7 @@ async fn list(
         async move { store.list_resources(caller.org.id, &filter).await }
     };
     let (headers, resources) =
-        super::visible_page(limit, after, fetch, allowed, ResourceCursor::after).await?;
+        crate::http::visible_page(limit, after, fetch, allowed, ResourceCursor::after).await?;
     Ok((headers, Json(resources)))
 }
 
@@ -421,36 +421,26 @@ async fn show(
 /// asks for, in events and jobs.
 pub(crate) const DRIFT_SCHEDULE: &str = "heimdall (drift schedule)";
 
-/// Queues a drift check for every provisioned Resource whose schedule
-/// (`drift::every` of its schema's and its account's) is due
-/// (`drift::due`), as [`DRIFT_SCHEDULE`]; one that cannot run now (a job
-/// works on it, no account, a store error) waits for the next scan, and
-/// the others still get theirs. Returns how many were queued.
-pub(crate) async fn queue_due_drift_checks(state: &AppState) -> Result<usize, ApiError> {
-    let now = state.clock.now();
-    let mut queued = 0;
-    for candidate in state.store.list_drift_candidates().await? {
-        let (org, id) = (candidate.org, candidate.resource);
-        let queue = async {
-            let resource = state.store.get_resource(org, id).await?;
-            let placement = Placement::of_resource_in(state, org, &resource).await?;
-            let account = placement.account_in(state, org).await?;
-            let account_every = account.as_ref().and_then(|a| a.drift_check_every_seconds);
-            let every = heimdall_core::drift::every(candidate.schema_every_seconds, account_every);
-            if !every.is_some_and(|every| heimdall_core::drift::due(every, candidate.last, now)) {
-                return Ok(false);
-            }
-            queue_drift_check(state, org, (DRIFT_SCHEDULE, None), &resource, (&placement, account), now)
-                .await?;
-            Ok::<_, ApiError>(true)
-        };
-        match queue.await {
-            Ok(true) => queued += 1,
-            Ok(false) => {}
-            Err(why) => tracing::debug!(resource = %id, reason = %why.message, "drift check not queued"),
-        }
+/// Queues a drift check of `candidate` as [`DRIFT_SCHEDULE`] if its
+/// schedule (`drift::every` of its schema's and its account's) is due
+/// (`drift::due`) at `now`; whether it did. The scan over every candidate
+/// is `crate::background::drift`.
+pub(crate) async fn queue_scheduled_drift_check(
+    state: &AppState,
+    candidate: &heimdall_core::ports::DriftCandidate,
+    now: OffsetDateTime,
+) -> Result<bool, ApiError> {
+    let (org, id) = (candidate.org, candidate.resource);
+    let resource = state.store.get_resource(org, id).await?;
+    let placement = Placement::of_resource_in(state, org, &resource).await?;
+    let account = placement.account_in(state, org).await?;
+    let account_every = account.as_ref().and_then(|a| a.drift_check_every_seconds);
+    let every = heimdall_core::drift::every(candidate.schema_every_seconds, account_every);
+    if !every.is_some_and(|every| heimdall_core::drift::due(every, candidate.last, now)) {
+        return Ok(false);
     }
-    Ok(queued)
+    queue_drift_check(state, org, (DRIFT_SCHEDULE, None), &resource, (&placement, account), now).await?;
+    Ok(true)
 }
 
 /// Plans and applies a drift check of `resource` by `actor`, placed on

@@ -17,10 +17,10 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::catalog::resolve as resolve_catalog;
-use super::error::HttpResult;
-use super::extract::{Caller, JsonBody, QueryParams};
-use super::openapi::errors;
-use super::AppState;
+use crate::http::error::HttpResult;
+use crate::http::extract::{Caller, JsonBody, QueryParams};
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show, update, delete))
@@ -160,8 +160,8 @@ async fn list(
     if let Some(t) = query.type_name {
         schemas.retain(|s| s.type_name == t);
     }
-    let (headers, schemas) = super::short_page(schemas, query.limit, query.after.as_deref(), |s| {
-        vec![s.type_name.clone(), super::sort_number(s.version), s.id.to_string()]
+    let (headers, schemas) = crate::http::short_page(schemas, query.limit, query.after.as_deref(), |s| {
+        vec![s.type_name.clone(), crate::http::sort_number(s.version), s.id.to_string()]
     })?;
     Ok((headers, Json(schemas)))
 }

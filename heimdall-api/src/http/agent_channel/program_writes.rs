@@ -34,12 +34,12 @@ use heimdall_core::wire::{
 use heimdall_core::{ApiError, ErrorCode, Redacted};
 use uuid::Uuid;
 
-use super::agent_channel::{agent, PeerAgent};
-use super::error::HttpResult;
-use super::extract::JsonBody;
-use super::openapi::errors;
-use super::secrets::{begin_deletion, grant_signer, may_take_version};
-use super::AppState;
+use super::{agent, PeerAgent};
+use crate::http::error::HttpResult;
+use crate::http::extract::JsonBody;
+use crate::http::openapi::errors;
+use crate::http::people::secrets::{begin_deletion, grant_signer, may_take_version};
+use crate::http::AppState;
 
 /// The secret and environment a program asks for, once the organization
 /// allows it `verb` there through `agent`.
@@ -78,7 +78,7 @@ async fn allowed(
             agent.name, env.name
         )));
     }
-    let tree = super::catalog::tree(state, org).await?;
+    let tree = crate::http::people::catalog::tree(state, org).await?;
     let target = secret_target(secret.id, secret.owner_id, &secret.components, &tree);
     let policies = state.org_policies(org).await?;
     let personal = secret.owner_id.is_some();

@@ -27,10 +27,10 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::catalog::resolve as resolve_catalog;
-use super::error::HttpResult;
-use super::extract::{Caller, JsonBody, QueryParams};
-use super::openapi::errors;
-use super::AppState;
+use crate::http::error::HttpResult;
+use crate::http::extract::{Caller, JsonBody, QueryParams};
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -165,7 +165,8 @@ async fn list(
         let store = state.store.clone();
         async move { store.list_secrets_page(org, after.as_ref(), n).await }
     };
-    let (headers, secrets) = super::visible_page(limit, after, fetch, allowed, SecretCursor::after).await?;
+    let (headers, secrets) =
+        crate::http::visible_page(limit, after, fetch, allowed, SecretCursor::after).await?;
     Ok((headers, Json(secrets)))
 }
 
@@ -528,8 +529,9 @@ async fn access_log(
         e.version,
         &page.namesakes
     )));
-    let headers =
-        super::page(&mut entries, limit, |last| heimdall_core::access::AccessLogCursor::after(last).encode());
+    let headers = crate::http::page(&mut entries, limit, |last| {
+        heimdall_core::access::AccessLogCursor::after(last).encode()
+    });
     Ok((headers, Json(entries)))
 }
 
@@ -541,20 +543,20 @@ async fn access_log(
     summary = "List the Agents assigned to an environment",
     description = "The Agents that hold this environment's secret values, in the order they were assigned, \
         one page at a time. By default owners and admins may read them (`agent.read`).",
-    params(("key" = String, Path, description = "An environment id or name"), super::PageQuery),
+    params(("key" = String, Path, description = "An environment id or name"), crate::http::PageQuery),
     responses((status = 200, description = "A page of the Agents assigned to the environment, in the order they were assigned", body = Vec<Assignment>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), AssignmentsErrors),
 )]
 async fn assignments(
     State(state): State<AppState>,
     caller: Caller,
     Path(env): Path<String>,
-    QueryParams(page): QueryParams<super::PageQuery>,
+    QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Assignment>>)> {
     state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
     let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &env).await?;
     let assigned = state.store.list_assignments(caller.org.id, env.id).await?;
     let (headers, assigned) =
-        super::short_page(assigned, page.limit, page.after.as_deref(), assignment_order)?;
+        crate::http::short_page(assigned, page.limit, page.after.as_deref(), assignment_order)?;
     Ok((headers, Json(assigned)))
 }
 
@@ -694,7 +696,7 @@ async fn locations(
 
 /// Agents in the order they were assigned to an environment (a sort key).
 fn assignment_order(a: &Assignment) -> Vec<String> {
-    vec![super::sort_time(a.assigned_at), a.agent_id.to_string()]
+    vec![crate::http::sort_time(a.assigned_at), a.agent_id.to_string()]
 }
 
 /// Where the unrevoked Agents of `assigned` answer, in that order.
@@ -902,6 +904,6 @@ async fn holders(
         .await?;
     let assigned = state.store.list_assignments(caller.org.id, env.id).await?;
     let (headers, assigned) =
-        super::short_page(assigned, query.limit, query.after.as_deref(), assignment_order)?;
+        crate::http::short_page(assigned, query.limit, query.after.as_deref(), assignment_order)?;
     Ok((headers, Json(locations_of(&state, &caller, &assigned).await?)))
 }

@@ -15,11 +15,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::error::HttpResult;
-use super::extract::{Caller, JsonBody, QueryParams};
-use super::openapi::errors;
 use super::tokens::new_token;
-use super::AppState;
+use crate::http::error::HttpResult;
+use crate::http::extract::{Caller, JsonBody, QueryParams};
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list, add)).routes(routes!(show, change_role, remove))
@@ -59,17 +59,17 @@ fn target(caller: &Caller, member: Option<&Member>) -> Target {
     summary = "List members",
     description = "The members of the organization with their roles, by email, one page at a time. Every \
         member may list them by default (`member.read`).",
-    params(super::PageQuery),
+    params(crate::http::PageQuery),
     responses((status = 200, description = "A page of the members of the organization, by email", body = Vec<Member>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
-    QueryParams(page): QueryParams<super::PageQuery>,
+    QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Member>>)> {
     state.authorize(&caller, Action::MemberRead, &target(&caller, None), None).await?;
     let members = state.store.list_members(caller.org.id).await?;
-    let (headers, members) = super::short_page(members, page.limit, page.after.as_deref(), |m| {
+    let (headers, members) = crate::http::short_page(members, page.limit, page.after.as_deref(), |m| {
         vec![m.email.clone(), m.id.to_string()]
     })?;
     Ok((headers, Json(members)))

@@ -18,10 +18,10 @@ use heimdall_core::{ApiError, ErrorCode};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::error::HttpResult;
-use super::extract::{Caller, JsonBody, QueryParams};
-use super::openapi::errors;
-use super::AppState;
+use crate::http::error::HttpResult;
+use crate::http::extract::{Caller, JsonBody, QueryParams};
+use crate::http::openapi::errors;
+use crate::http::AppState;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(issue)).routes(routes!(list)).routes(routes!(revoke))
@@ -39,22 +39,23 @@ errors!(RevokeErrors: NotFound);
     summary = "List issued certificates",
     description = "The certificates the installation CA issued, newest first, one page at a time. Owners and \
         admins see every one by default (`certificate.read`); any other member sees only their own.",
-    params(super::PageQuery),
+    params(crate::http::PageQuery),
     responses((status = 200, description = "A page of the client certificates issued, newest first", body = Vec<IssuedCertificateInfo>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
-    QueryParams(page): QueryParams<super::PageQuery>,
+    QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<IssuedCertificateInfo>>)> {
     let decider = state.decider(&caller).await?;
     let all =
         decider.decide(Action::CertificateRead, &Target::organization(caller.org.id), None).is_allowed();
     let only = (!all).then_some(caller.member.id);
     let certificates = state.store.list_certificates(caller.org.id, only).await?;
-    let (headers, certificates) = super::short_page(certificates, page.limit, page.after.as_deref(), |c| {
-        vec![super::sort_time_newest_first(c.created_at), c.sha256.clone()]
-    })?;
+    let (headers, certificates) =
+        crate::http::short_page(certificates, page.limit, page.after.as_deref(), |c| {
+            vec![crate::http::sort_time_newest_first(c.created_at), c.sha256.clone()]
+        })?;
     Ok((headers, Json(certificates)))
 }
 

@@ -1,0 +1,224 @@
+//! The Agent channel's side of database service users: one Agent holding
+//! a database's environment claims a due task (create, rotate, retire,
+//! drop) with a lease and reports how it ended. What is due is decided in
+//! core (`heimdall_core::dbusers::due`); no password ever reaches the API.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use heimdall_core::audit::AuditAction;
+use heimdall_core::dbusers::{self, ServiceUser, TaskKind};
+use heimdall_core::ids::{CatalogId, LeaseId, ServiceUserId};
+use heimdall_core::ports::{ServiceUserTaskResult, StoreError};
+use heimdall_core::wire::{DatabaseTask, DatabaseTaskOutcome, DatabaseTaskReport};
+use heimdall_core::{ApiError, ErrorCode};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use super::{agent, PeerAgent};
+use crate::http::error::HttpResult;
+use crate::http::extract::JsonBody;
+use crate::http::openapi::errors;
+use crate::http::AppState;
+
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(claim)).routes(routes!(report))
+}
+
+errors!(public ChannelErrors: Unauthenticated, Forbidden, AgentRevoked);
+errors!(public body ReportErrors: Unauthenticated, Forbidden, AgentRevoked, NotFound, Conflict);
+
+/// Who the Agent's work on database users is attributed to.
+fn rotator(agent: &heimdall_core::infra::Agent) -> String {
+    format!("database-rotation@{}", agent.id)
+}
+
+/// `POST /v1/agent/database-tasks/claim`: the first task due among the
+/// users of databases in environments this Agent holds, leased to it
+/// (`204` when none is). A creation or rotation carries its version,
+/// numbered once and kept across retries, so a crashed rotation resumes
+/// with the version it recorded.
+#[utoipa::path(
+    post,
+    path = "/v1/agent/database-tasks/claim",
+    tag = "agent-channel",
+    operation_id = "claim_database_task",
+    summary = "Claim a database task (Agent)",
+    description = "Leases to the calling Agent the first task due (create, rotate or retire a login) among \
+        the service users of databases in environments it holds, or answers `204` when none is due. A \
+        creation or rotation carries the version to store, kept across retries, so a crashed rotation \
+        resumes with the same version.",
+    security(()),
+    responses((status = 200, description = "A rotation to run", body = DatabaseTask), (status = 204, description = "Nothing due"), ChannelErrors),
+)]
+async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAgent>) -> HttpResult<Response> {
+    let agent = agent(&state, &peer).await?;
+    let org = agent.org_id;
+    let now = state.clock.now();
+    let held: Vec<CatalogId> = state
+        .store
+        .list_all_assignments(org)
+        .await?
+        .into_iter()
+        .filter(|a| a.agent_id == agent.id)
+        .map(|a| a.environment_id)
+        .collect();
+    for user in state.store.service_users_in(&held).await? {
+        let Some(kind) = dbusers::due(&user, now) else { continue };
+        let lease = LeaseId::from_uuid(Uuid::new_v4());
+        let until = now + dbusers::TASK_LEASE;
+        if !state.store.lease_service_user(&user, agent.id, lease, kind, now, until).await? {
+            continue; // another Agent works on it, or it changed since it was read
+        }
+        let database = state.store.get_database(org, user.database_id).await?;
+        let version = match kind {
+            TaskKind::Retire | TaskKind::Drop => None,
+            TaskKind::Create | TaskKind::Rotate => Some(match user.pending_version {
+                Some(version) => version,
+                None => {
+                    let event = state.event_as(
+                        &rotator(&agent),
+                        AuditAction::SecretVersionCreated,
+                        format!("secret:{}", user.secret_id),
+                        serde_json::json!({ "name": user.secret, "environment": database.environment, "agent": agent.id }),
+                    );
+                    let numbered = state
+                        .store
+                        .create_version(
+                            org,
+                            user.secret_id,
+                            database.environment_id,
+                            &rotator(&agent),
+                            None,
+                            event,
+                        )
+                        .await?;
+                    state.store.set_pending_version(user.id, lease, numbered.version).await?
+                }
+            }),
+        };
+        tracing::info!(database = %database.name, user = %user.name, ?kind, agent = %agent.name, "database task claimed");
+        let on_behalf_of = user.on_behalf_of();
+        let task = DatabaseTask {
+            user_id: user.id,
+            lease_id: lease,
+            kind,
+            version,
+            retiring_version: user.retiring_version,
+            org_id: org,
+            user: user.name,
+            secret: user.secret,
+            environment_id: database.environment_id,
+            environment: database.environment,
+            database: database.name,
+            engine: database.engine,
+            host: database.host,
+            port: database.port,
+            database_name: database.database,
+            admin_secret: database.admin_secret,
+            on_behalf_of,
+            grants: user.grants,
+            tls: database.tls,
+            ca_pem: database.ca_pem,
+        };
+        return Ok(Json(task).into_response());
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST /v1/agent/database-tasks/{user}/report`: how the leased task ended.
+#[utoipa::path(
+    post,
+    path = "/v1/agent/database-tasks/{user}/report",
+    tag = "agent-channel",
+    operation_id = "report_database_task",
+    summary = "Report how a database task ended (Agent)",
+    description = "Reports the outcome of the leased task of a service user: done (with the login) or failed \
+        (retried later). A done rotation makes its version current, and a done retirement deactivates the \
+        old version. `409 CONFLICT` means the lease is no longer the Agent's.",
+    params(("user" = String, Path, description = "A service user id")),
+    request_body = DatabaseTaskReport,
+    security(()),
+    responses((status = 200, description = "The service user after the report", body = ServiceUser), ReportErrors),
+)]
+async fn report(
+    State(state): State<AppState>,
+    Extension(peer): Extension<PeerAgent>,
+    Path(user): Path<ServiceUserId>,
+    JsonBody(body): JsonBody<DatabaseTaskReport>,
+) -> HttpResult<Json<ServiceUser>> {
+    let agent = agent(&state, &peer).await?;
+    let org = agent.org_id;
+    let user = state.store.get_service_user(org, user).await?;
+    let database = state.store.get_database(org, user.database_id).await?;
+    let now = state.clock.now();
+    let target = format!("database_user:{}", user.id);
+    let detail = |login: &str| serde_json::json!({ "database": database.name, "user": user.name, "login": login, "agent": agent.id });
+    let fenced = |e: StoreError| match e {
+        StoreError::Fenced => ApiError::new(ErrorCode::Conflict, heimdall_core::ports::FENCED),
+        other => other.into(),
+    };
+    if user.lease_id != Some(body.lease_id) {
+        return Err(fenced(StoreError::Fenced).into());
+    }
+    if let (Some(_), DatabaseTaskOutcome::Done { login }) = (user.drop_after, &body.outcome) {
+        // Deletion ended every earlier claim: this one was the drop's.
+        let event = state.event_as(&rotator(&agent), AuditAction::DatabaseUserDeleted, target, detail(login));
+        let secret_event = state.event_as(
+            &rotator(&agent),
+            AuditAction::SecretDeletionStarted,
+            format!("secret:{}", user.secret_id),
+            serde_json::json!({ "name": user.secret, "environment": null, "database_user": user.id }),
+        );
+        state.store.finish_user_drop(user.id, body.lease_id, event, secret_event).await.map_err(fenced)?;
+        return Ok(Json(user));
+    }
+    let (result, event) = match (&body.outcome, user.pending_version) {
+        (DatabaseTaskOutcome::Failed { reason }, _) => {
+            let reason: String = reason.chars().take(500).collect();
+            tracing::warn!(database = %database.name, user = %user.name, %reason, "database task failed");
+            let event = state.event_as(
+                &rotator(&agent),
+                AuditAction::DatabaseRotationFailed,
+                target,
+                serde_json::json!({ "database": database.name, "user": user.name, "reason": reason, "agent": agent.id }),
+            );
+            (ServiceUserTaskResult::Failed { reason, retry_at: now + dbusers::RETRY_AFTER }, event)
+        }
+        (DatabaseTaskOutcome::Done { login }, Some(version)) => {
+            let first = user.current_version.is_none();
+            let grace_until = (!first).then(|| now + user.schedule().grace);
+            let action =
+                if first { AuditAction::DatabaseUserReady } else { AuditAction::DatabaseUserRotated };
+            let mut detail = detail(login);
+            detail["version"] = version.into();
+            let event = state.event_as(&rotator(&agent), action, target, detail);
+            (ServiceUserTaskResult::Activated { version, at: now, grace_until }, event)
+        }
+        (DatabaseTaskOutcome::Done { login }, None) => {
+            let Some(retiring) = user.retiring_version else {
+                return Err(ApiError::new(ErrorCode::Conflict, "no task of this user is in flight").into());
+            };
+            let event = state.event_as(
+                &rotator(&agent),
+                AuditAction::SecretVersionDeactivated,
+                format!("secret:{}", user.secret_id),
+                serde_json::json!({ "name": user.secret, "environment": database.environment, "version": retiring }),
+            );
+            // Deactivated first (idempotent): a crash before the finish
+            // below retires again, never leaves the version readable.
+            state
+                .store
+                .deactivate_version(org, user.secret_id, database.environment_id, retiring, event)
+                .await?;
+            let event =
+                state.event_as(&rotator(&agent), AuditAction::DatabaseLoginRetired, target, detail(login));
+            (ServiceUserTaskResult::Retired, event)
+        }
+    };
+    let user =
+        state.store.finish_service_user_task(user.id, body.lease_id, &result, event).await.map_err(fenced)?;
+    Ok(Json(user))
+}

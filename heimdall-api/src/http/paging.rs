@@ -1,0 +1,118 @@
+//! Pages of lists: `?limit=&after=`, the `Heimdall-Next-After` header, and
+//! pages of what the caller may see.
+
+use heimdall_core::ApiError;
+
+/// `?limit=&after=` of a short list: one the API reads whole and cuts
+/// into pages ([`short_page`]).
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct PageQuery {
+    /// At most this many (default 100, at most 1000).
+    pub(crate) limit: Option<u32>,
+    /// The `Heimdall-Next-After` of the previous page.
+    pub(crate) after: Option<String>,
+}
+
+impl heimdall_core::body::Query for PageQuery {}
+
+/// The page of a short list after `after`, in the order of `key` (which
+/// tells any two entries apart), and its `Heimdall-Next-After`. The list
+/// is read whole: these lists are an organization's members, tokens,
+/// policies, schemas, accounts, Agents, databases and catalog, not its
+/// data.
+pub(crate) fn short_page<T>(
+    items: Vec<T>,
+    limit: Option<u32>,
+    after: Option<&str>,
+    key: impl Fn(&T) -> Vec<String>,
+) -> Result<(axum::http::HeaderMap, Vec<T>), ApiError> {
+    let limit = heimdall_core::page::limit(limit)?;
+    let after = after.map(heimdall_core::page::decode::<heimdall_core::page::KeyCursor>).transpose()?;
+    let (items, next) = heimdall_core::page::cut(items, key, after.as_ref(), limit);
+    Ok((next_after(next.map(|n| heimdall_core::page::encode(&n))), items))
+}
+
+/// The `Heimdall-Next-After` header of a page, when another follows.
+fn next_after(cursor: Option<String>) -> axum::http::HeaderMap {
+    let mut headers = axum::http::HeaderMap::new();
+    if let Some(value) = cursor.and_then(|c| axum::http::HeaderValue::from_str(&c).ok()) {
+        headers.insert(heimdall_core::page::NEXT_AFTER, value);
+    }
+    headers
+}
+
+/// A count or a time as a sort key: zero-padded, so that text order is
+/// number order (for 0 and up; these never go below).
+pub(crate) fn sort_number(n: i64) -> String {
+    format!("{:020}", n.max(0))
+}
+
+/// A time as a sort key, oldest first (to the microsecond, as stored).
+pub(crate) fn sort_time(t: time::OffsetDateTime) -> String {
+    sort_number(i64::try_from(t.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX))
+}
+
+/// A time as a sort key, newest first.
+pub(crate) fn sort_time_newest_first(t: time::OffsetDateTime) -> String {
+    let micros = i64::try_from(t.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX);
+    sort_number(i64::MAX - micros.max(0))
+}
+
+/// Most chunks one page reads: where a `forbid` hides nearly everything, a
+/// page stops short (with where to go on) rather than read the whole list.
+pub(crate) const MAX_CHUNKS: usize = 20;
+
+/// A page of what the caller may see: reads chunks of `limit + 1` from
+/// `fetch` (each after the last entry read), keeps those `allowed`, until
+/// one more than `limit` is kept (so there is a next page) or the list
+/// ends; hidden entries never leave a short page, unless [`MAX_CHUNKS`]
+/// were read: then it ends short, its `Heimdall-Next-After` at the last
+/// entry read. Answers the page and that header (see [`page`]).
+pub(crate) async fn visible_page<T, C, Fut>(
+    limit: u32,
+    mut after: Option<C>,
+    mut fetch: impl FnMut(Option<C>, u32) -> Fut,
+    mut allowed: impl FnMut(&T) -> bool,
+    cursor: impl Fn(&T) -> C,
+) -> Result<(axum::http::HeaderMap, Vec<T>), ApiError>
+where
+    C: serde::Serialize,
+    Fut: std::future::Future<Output = Result<Vec<T>, heimdall_core::ports::StoreError>>,
+{
+    let wanted = limit.saturating_add(1);
+    let enough = usize::try_from(wanted).unwrap_or(usize::MAX);
+    let mut kept = Vec::new();
+    for chunks in 1.. {
+        let chunk = fetch(after.take(), wanted).await?;
+        let read = chunk.len();
+        after = chunk.last().map(&cursor);
+        kept.extend(chunk.into_iter().filter(|e| allowed(e)));
+        if kept.len() >= enough || read < enough {
+            break;
+        }
+        if chunks >= MAX_CHUNKS {
+            // Short, and more to read: go on after the last entry read.
+            let next = after.as_ref().map(heimdall_core::page::encode);
+            return Ok((next_after(next), kept));
+        }
+    }
+    let headers = page(&mut kept, limit, |last| heimdall_core::page::encode(&cursor(last)));
+    Ok((headers, kept))
+}
+
+/// Ends a page: keeps `limit` of `items` (fetched one more than asked, to
+/// know) and, when there were more, names where the next page starts.
+pub(crate) fn page<T>(
+    items: &mut Vec<T>,
+    limit: u32,
+    cursor: impl Fn(&T) -> String,
+) -> axum::http::HeaderMap {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    if items.len() <= limit {
+        return axum::http::HeaderMap::new();
+    }
+    items.truncate(limit);
+    next_after(items.last().map(cursor))
+}
