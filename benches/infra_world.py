@@ -151,7 +151,7 @@ class World:
         self.agent_log = os.path.join(self.work, "agent.log")
         self.procs.append(subprocess.Popen(
             [f"{self.bin}/heimdall-agent", "run", "--config", f"{agent_dir}/agent.toml"],
-            env=dict(ENV, HEIMDALL_LOG="warn,heimdall_agent::worker=info", HEIMDALL_LOG_FORMAT="json"),
+            env=dict(ENV, HEIMDALL_LOG="warn,heimdall_agent::jobs::worker=info", HEIMDALL_LOG_FORMAT="json"),
             stderr=open(self.agent_log, "w")))
         time.sleep(1.0)
 

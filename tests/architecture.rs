@@ -108,15 +108,29 @@ fn ports_use_no_wire_types() {
     assert!(ports.contains("pub trait InfraStore"), "the check reads the ports");
 }
 
-/// Architecture Invariant: both servers answer errors through one function,
-/// which hides internal detail the same way (`heimdall_tls::server::error_response`).
+/// Architecture Invariant: both servers answer errors with one type,
+/// `heimdall_tls::server::ErrorAnswer`, through one function that hides
+/// internal detail the same way (`error_response`): no other error type
+/// of theirs becomes a response, and none builds an error body by hand.
 #[test]
 fn both_servers_answer_errors_through_one_function() {
-    for file in ["heimdall-api/src/http/error.rs", "heimdall-agent/src/local_api.rs"] {
-        let text = std::fs::read_to_string(workspace().join(file)).unwrap();
-        assert!(text.contains("heimdall_tls::server::error_response"), "{file} answers errors its own way");
-        assert!(!text.contains("Json(ErrorBody"), "{file} builds an error body by hand");
+    let mut uses = 0;
+    for krate in ["heimdall-api/src", "heimdall-agent/src"] {
+        for file in rust_files(&workspace().join(krate)) {
+            let text = code_of(&file);
+            uses += usize::from(text.contains("heimdall_tls::server::ErrorAnswer"));
+            assert!(!text.contains("Json(ErrorBody"), "{} builds an error body by hand", file.display());
+            for line in text.lines().filter(|l| l.contains("IntoResponse for")) {
+                let ty = line.split("IntoResponse for").nth(1).unwrap_or("").trim();
+                assert!(
+                    !ty.contains("Error") && !ty.contains("Refusal"),
+                    "{} answers errors its own way: {line}",
+                    file.display()
+                );
+            }
+        }
     }
+    assert_eq!(uses, 2, "each server takes its error answer from heimdall_tls");
 }
 
 /// Architecture Invariant: the binaries are thin: `main.rs` parses flags
@@ -154,7 +168,7 @@ fn api_routes_come_with_their_document() {
     let agent = workspace().join("heimdall-agent/src");
     let files = rust_files(&workspace().join("heimdall-api/src/http"))
         .into_iter()
-        .chain(["local_api.rs", "program_writes.rs", "watch.rs", "eso.rs"].map(|f| agent.join(f)));
+        .chain(rust_files(&agent.join("local_api")));
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         for (n, line) in text.lines().enumerate() {
@@ -218,10 +232,10 @@ fn event_names_come_only_from_cores_enum() {
     );
 }
 
-/// The part of the API a file of `heimdall-api/src` belongs to: its folder
-/// (`http/people` and `http/agent_channel` apart from the rest of `http`,
-/// which both share), or its own name for a file at the top.
-fn api_part(relative: &str) -> String {
+/// The part of a crate a file of its `src/` belongs to: its folder (in the
+/// API, `http/people` and `http/agent_channel` apart from the rest of
+/// `http`, which both share), or its own name for a file at the top.
+fn part_of(relative: &str) -> String {
     let segments: Vec<&str> = relative.trim_end_matches(".rs").split('/').collect();
     match segments.as_slice() {
         ["http", sub @ ("people" | "agent_channel"), ..] => format!("http::{sub}"),
@@ -231,64 +245,67 @@ fn api_part(relative: &str) -> String {
     }
 }
 
-/// The parts of the API a file names through `crate::` and `super::`
-/// paths (declarations and re-exports aside: a folder's `mod.rs` lists its
-/// children without depending on them).
-fn api_parts_named(relative: &str, code: &str) -> BTreeSet<String> {
+/// The part a `crate::` path names (its first segments).
+fn part_named(path: &str) -> String {
+    let segments: Vec<&str> = path.split("::").map(str::trim).filter(|s| !s.is_empty()).collect();
+    match segments.as_slice() {
+        ["http", sub @ ("people" | "agent_channel"), ..] => format!("http::{sub}"),
+        [module, _, ..] => (*module).to_owned(),
+        [module] if module.chars().all(|c| c.is_ascii_lowercase() || c == '_') => (*module).to_owned(),
+        _ => "lib".to_owned(),
+    }
+}
+
+/// The parts a file names through `crate::` paths (grouped ones too) and,
+/// from a folder's `mod.rs`, `super::` (declarations and re-exports
+/// aside: a folder's `mod.rs` lists its children without depending on them).
+fn parts_named(relative: &str, code: &str) -> BTreeSet<String> {
     let mut named = BTreeSet::new();
-    let own = api_part(relative);
-    let is_mod = relative.ends_with("mod.rs");
     for line in code.lines() {
         let line = line.split("//").next().unwrap_or("").trim();
         if line.starts_with("pub use") || line.starts_with("pub(crate) use") || line.contains("mod ") {
             continue;
         }
         for (at, _) in line.match_indices("crate::") {
-            let path: String = line[at + 7..]
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
-                .collect();
-            let segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
-            let part = match segments.as_slice() {
-                ["http", sub @ ("people" | "agent_channel"), ..] => format!("http::{sub}"),
-                [module, _, ..] => (*module).to_owned(),
-                _ => "lib".to_owned(),
-            };
-            named.insert(part);
+            let rest = &line[at + 7..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let group = group.split('}').next().unwrap_or("");
+                named.extend(group.split(',').map(|item| part_named(&format!("{}::x", item.trim()))));
+                continue;
+            }
+            let path: String =
+                rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
+            named.insert(part_named(&path));
         }
         // `super::` from a folder's `mod.rs` reaches its parent's part.
-        if is_mod && line.contains("super::") && !line.contains("super::super::") {
+        if relative.ends_with("mod.rs") && line.contains("super::") && !line.contains("super::super::") {
             let parent = relative.rsplitn(3, '/').nth(2).unwrap_or("");
             named.insert(if parent.is_empty() {
                 "lib".to_owned()
             } else {
-                api_part(&format!("{parent}/x.rs"))
+                part_of(&format!("{parent}/x.rs"))
             });
         }
     }
-    named.remove(&own);
+    named.remove(&part_of(relative));
+    named.remove("lib");
     named
 }
 
-/// Architecture Invariant: the API's parts (the people routes, the Agent
-/// channel, the HTTP plumbing both share, the SQL store, the background
-/// loops, start-up, each top-level module) depend on each other in one
-/// direction: no chain of imports leads from a part back to itself. The
-/// crate root (`lib.rs`, `main.rs`) assembles them and is left out.
-#[test]
-fn the_apis_parts_depend_on_each_other_in_one_direction() {
-    let src = workspace().join("heimdall-api/src");
+/// A circle among `crate`'s parts, if there is one: `a -> b -> a`.
+fn circle_among_parts(krate: &str) -> Option<Vec<String>> {
+    let src = workspace().join(krate).join("src");
     let mut edges: HashMap<String, BTreeSet<String>> = HashMap::new();
     for file in rust_files(&src) {
         let relative = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
-        if relative == "lib.rs" || relative == "main.rs" {
+        if relative == "lib.rs" || relative == "main.rs" || relative.starts_with("bin/") {
             continue;
         }
-        let named = api_parts_named(&relative, &code_of(&file));
-        edges.entry(api_part(&relative)).or_default().extend(named);
+        let named = parts_named(&relative, &code_of(&file));
+        edges.entry(part_of(&relative)).or_default().extend(named);
     }
-    assert!(edges.contains_key("http::people") && edges.contains_key("db"), "{edges:?}");
-    // Depth-first, remembering the path: a part met again on it closes a cycle.
+    assert!(edges.len() > 8, "the check reads {krate}'s parts: {edges:?}");
+    // Depth-first, remembering the path: a part met again on it closes a circle.
     fn visit(
         part: &str,
         edges: &HashMap<String, BTreeSet<String>>,
@@ -296,17 +313,17 @@ fn the_apis_parts_depend_on_each_other_in_one_direction() {
         done: &mut BTreeSet<String>,
     ) -> Option<Vec<String>> {
         if let Some(at) = path.iter().position(|p| p == part) {
-            let mut cycle = path[at..].to_vec();
-            cycle.push(part.to_owned());
-            return Some(cycle);
+            let mut circle = path[at..].to_vec();
+            circle.push(part.to_owned());
+            return Some(circle);
         }
         if !done.insert(part.to_owned()) {
             return None;
         }
         path.push(part.to_owned());
         for next in edges.get(part).into_iter().flatten() {
-            if let Some(cycle) = visit(next, edges, path, done) {
-                return Some(cycle);
+            if let Some(circle) = visit(next, edges, path, done) {
+                return Some(circle);
             }
         }
         path.pop();
@@ -315,13 +332,21 @@ fn the_apis_parts_depend_on_each_other_in_one_direction() {
     let mut done = BTreeSet::new();
     let mut parts: Vec<&String> = edges.keys().collect();
     parts.sort();
-    for part in parts {
-        let cycle = visit(part, &edges, &mut Vec::new(), &mut done);
-        assert!(
-            cycle.is_none(),
-            "the API's parts import each other in a circle: {}",
-            cycle.unwrap().join(" -> ")
-        );
+    parts.into_iter().find_map(|part| visit(part, &edges, &mut Vec::new(), &mut done))
+}
+
+/// Architecture Invariant: the API's parts (the people routes, the Agent
+/// channel, the HTTP plumbing both share, the SQL store, the background
+/// loops, start-up, each top-level module) and the Agent's (the local
+/// API, jobs, values, set-up, each top-level module) depend on each other
+/// in one direction: no chain of imports leads from a part back to itself.
+/// The crate root (`lib.rs`, `main.rs`) assembles them and is left out.
+#[test]
+fn the_parts_of_the_servers_depend_on_each_other_in_one_direction() {
+    for krate in ["heimdall-api", "heimdall-agent"] {
+        if let Some(circle) = circle_among_parts(krate) {
+            panic!("{krate}'s parts import each other in a circle: {}", circle.join(" -> "));
+        }
     }
 }
 

@@ -158,10 +158,8 @@ impl Channel {
 
     /// Long-polls for a job; `None` when nothing came within `wait`.
     pub async fn claim(&self, wait: Duration) -> Result<Option<ClaimedJob>, ChannelError> {
-        let body = Claim {
-            wait_seconds: u32::try_from(wait.as_secs()).unwrap_or(30),
-            lock_holder: crate::terraform::lock_holder(),
-        };
+        let body =
+            Claim { wait_seconds: u32::try_from(wait.as_secs()).unwrap_or(30), lock_holder: lock_holder() };
         self.post("/v1/agent/claim", &body).await
     }
 
@@ -220,3 +218,30 @@ impl Channel {
 }
 
 pub use heimdall_core::error::chain;
+
+/// How Terraform names this process in a state lock (`Who`): `user@host`,
+/// found as Go's `os/user.Current` and `os.Hostname` find them (the
+/// account's name in /etc/passwd, else `$USER`; the kernel's host name).
+/// `None` where there is no /proc: then only a reported lock is taken over.
+pub fn lock_holder() -> Option<String> {
+    static HOLDER: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    HOLDER
+        .get_or_init(|| {
+            use std::os::unix::fs::MetadataExt;
+            let uid = std::fs::metadata("/proc/self").ok()?.uid().to_string();
+            let user = std::fs::read_to_string("/etc/passwd")
+                .ok()
+                .and_then(|passwd| {
+                    passwd.lines().find_map(|line| {
+                        let mut fields = line.split(':');
+                        let name = fields.next()?;
+                        (fields.nth(1)? == uid).then(|| name.to_owned())
+                    })
+                })
+                .or_else(|| std::env::var("USER").ok())
+                .unwrap_or_default();
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+            Some(format!("{user}@{}", host.trim()))
+        })
+        .clone()
+}

@@ -237,7 +237,7 @@ impl AgentConfig {
     /// rename), after checking it as `load` would.
     pub fn save(&self, path: &Path) -> Result<(), String> {
         self.validate()?;
-        crate::enroll::replace_file(path, self.render()?.as_bytes(), 0o644)
+        crate::files::replace_file(path, self.render()?.as_bytes(), 0o644)
     }
 
     /// What `load` checks beyond the TOML's shape.
@@ -312,7 +312,7 @@ impl ValuesConfig {
             );
         }
         if let Some(table) = &self.dynamodb_table {
-            crate::store::dynamodb::validate_table_name(table)
+            crate::values::store::dynamodb::validate_table_name(table)
                 .map_err(|_| "[values] dynamodb_table: a DynamoDB table name is 3 to 255 characters of A-Z, a-z, 0-9, '_', '-' and '.'".to_owned())?;
         }
         if self.master_key_kms.as_deref().is_some_and(|k| k.trim().is_empty()) {

@@ -25,9 +25,9 @@ use zeroize::Zeroizing;
 
 use crate::access::SharedPolicy;
 use crate::channel::Channel;
-use crate::crypto::ValueAddress;
-use crate::recorder::Recorder;
-use crate::store::{ServedRead, StoreError, Vault};
+use crate::values::crypto::ValueAddress;
+use crate::values::recorder::Recorder;
+use crate::values::store::{ServedRead, ValueStoreError, Vault};
 
 /// The longest a connection or one statement may take: a database that
 /// hangs fails the task (it is offered again) instead of stalling the loop.
@@ -294,7 +294,7 @@ impl Rotator {
         let at = self.address(task, &dbusers::phase_name(task.user_id), seq);
         let bytes = Zeroizing::new(serde_json::to_vec(phase).map_err(|e| e.to_string())?);
         self.vault.put_value(&at, &bytes).await.map_err(|e| match e {
-            StoreError::AlreadyExists { .. } => {
+            ValueStoreError::AlreadyExists { .. } => {
                 "another rotation of this user recorded a phase meanwhile".into()
             }
             other => format!("cannot record the rotation phase in this Agent's store: {other}"),
@@ -431,7 +431,7 @@ impl Rotator {
                     let value = Zeroizing::new(serde_json::to_vec(&credential).map_err(|e| e.to_string())?);
                     let number = u32::try_from(version).map_err(|_| "a version out of range".to_owned())?;
                     match self.vault.put_value(&self.address(task, &task.secret, number), &value).await {
-                        Ok(()) | Err(StoreError::AlreadyExists { .. }) => {}
+                        Ok(()) | Err(ValueStoreError::AlreadyExists { .. }) => {}
                         Err(e) => return Err(format!("cannot store the new version: {e}")),
                     }
                     crash_point("stored");

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use heimdall_agent::configure::{self, Settings};
-use heimdall_agent::{dev, enroll, runtime};
+use heimdall_agent::runtime;
+use heimdall_agent::setup::configure::{self, Settings};
+use heimdall_agent::setup::{dev, enroll};
 
 /// mimalloc: the read path allocates per request; cheaper than glibc's there.
 #[global_allocator]
@@ -48,10 +49,10 @@ enum Command {
     #[command(hide = true)]
     DevSetup(dev::DevSetup),
     /// Seal every data key under a new master key (resumable), then name it in agent.toml.
-    Rekey(heimdall_agent::rekey::RekeyArgs),
+    Rekey(heimdall_agent::setup::rekey::RekeyArgs),
     /// Program tokens for this Agent's local API: made, listed and revoked here.
     #[command(subcommand)]
-    Token(heimdall_agent::token_command::TokenCommand),
+    Token(heimdall_agent::setup::token_command::TokenCommand),
     /// Print the local API's OpenAPI document (JSON), as `GET /v1/openapi.json` serves it.
     Openapi,
     /// Run jobs (and serve values, with [values] and [local_api]) until SIGTERM or Ctrl-C.
@@ -64,7 +65,7 @@ enum Command {
 
 fn main() -> ExitCode {
     // First of all: started as a Terraform guard, this process is only that.
-    if let Some(code) = heimdall_agent::terraform_guard::main_or_enable() {
+    if let Some(code) = heimdall_agent::jobs::terraform_guard::main_or_enable() {
         return code;
     }
     if let Err(message) = heimdall_tls::logging::init() {
@@ -81,13 +82,13 @@ fn main() -> ExitCode {
             })
         }
         Command::DevSetup(options) => return dev::main(&options),
-        Command::Token(command) => heimdall_agent::token_command::main(command),
-        Command::Rekey(args) => heimdall_agent::rekey::main(&args),
+        Command::Token(command) => heimdall_agent::setup::token_command::main(command),
+        Command::Rekey(args) => heimdall_agent::setup::rekey::main(&args),
         Command::Configure { config, settings, json } => {
             configure::configure(&config, &settings).map(|done| configure::print(&done, json))
         }
         Command::Enroll(args) => enroll::main(args),
-        Command::Openapi => heimdall_agent::openapi::document()
+        Command::Openapi => heimdall_agent::local_api::openapi::document()
             .to_pretty_json()
             .map(|text| println!("{text}"))
             .map_err(|e| format!("the document does not serialize: {e}")),

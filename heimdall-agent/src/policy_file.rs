@@ -21,7 +21,7 @@ use zeroize::Zeroizing;
 
 use crate::alerts::Alerts;
 use crate::sealed_file::{Order, SealedFile};
-use crate::vault::Vault;
+use crate::values::vault::Vault;
 
 /// The file's name, next to the Agent's certificate and key.
 pub const FILE_NAME: &str = "policy-snapshot.sealed";
@@ -117,13 +117,13 @@ impl PolicyFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crypto::MasterKey;
+    use crate::values::crypto::MasterKey;
     use base64::engine::general_purpose::STANDARD as BASE64;
     use base64::Engine;
 
     async fn vault(dir: &Path, key: &str) -> Arc<Vault> {
         let master = MasterKey::from_text(&key.repeat(32), "test").unwrap();
-        Arc::new(crate::store::sqlite::open(&dir.join("values.db"), &master).await.unwrap())
+        Arc::new(crate::values::store::sqlite::open(&dir.join("values.db"), &master).await.unwrap())
     }
 
     fn response(through: i64) -> SyncResponse {

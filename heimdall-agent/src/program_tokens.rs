@@ -23,7 +23,7 @@ use zeroize::Zeroizing;
 
 use crate::alerts::Alerts;
 use crate::sealed_file::{Order, SealedFile};
-use crate::vault::Vault;
+use crate::values::vault::Vault;
 
 /// The file's name, next to the Agent's certificate and key.
 pub const FILE_NAME: &str = "program-tokens.sealed";
@@ -245,14 +245,15 @@ impl TokenFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crypto::MasterKey;
+    use crate::values::crypto::MasterKey;
 
     #[tokio::test]
     async fn tokens_are_kept_hashed_sealed_and_revocable() {
         let dir = tempfile::tempdir().unwrap();
         let master = MasterKey::from_text(&"5e".repeat(32), "test").unwrap();
-        let vault =
-            Arc::new(crate::store::sqlite::open(&dir.path().join("values.db"), &master).await.unwrap());
+        let vault = Arc::new(
+            crate::values::store::sqlite::open(&dir.path().join("values.db"), &master).await.unwrap(),
+        );
         let agent = AgentId::from_uuid(uuid::Uuid::new_v4());
         let file = TokenFile::new(dir.path(), agent, vault.clone(), Alerts::default());
         file.load_floor().await.unwrap();

@@ -15,13 +15,15 @@ use tokio::task::JoinHandle;
 use crate::access::{PolicySnapshot, SharedPolicy};
 use crate::channel::Channel;
 use crate::config::{AgentConfig, LocalApiConfig, ValuesConfig};
-use crate::crypto::{KeyError, KeySealer, MasterKey};
-use crate::job_credentials::CredentialSource;
-use crate::local_cert::LocalCertificate;
+use crate::jobs::job_credentials::CredentialSource;
+use crate::jobs::worker;
+use crate::local_api::local_cert::LocalCertificate;
 use crate::metrics::Metrics;
 use crate::policy_file::PolicyFile;
-use crate::store::{dynamodb, postgres, sqlite, Vault};
-use crate::{grant, kms, local_api, recorder, sync, worker};
+use crate::values::crypto::{KeyError, KeySealer, MasterKey};
+use crate::values::store::{dynamodb, postgres, sqlite, Vault};
+use crate::values::{grant, kms, recorder};
+use crate::{local_api, sync};
 
 /// The wall clock.
 #[derive(Debug, Default, Clone, Copy)]
@@ -354,7 +356,7 @@ async fn start_local_api(
         metrics: parts.metrics,
         tokens: parts.tokens,
         api: Some(parts.api),
-        watches: crate::watch::Watches::default(),
+        watches: crate::local_api::watch::Watches::default(),
     };
     let listener = tokio::net::TcpListener::bind(&local.listen)
         .await

@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use crate::alerts::Alerts;
-use crate::crypto::SealedValue;
-use crate::vault::Vault;
+use crate::values::crypto::SealedValue;
+use crate::values::vault::Vault;
 
 /// On disk: which data key sealed it, its generation, and the sealed bytes.
 #[derive(Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::access::{PolicySnapshot, SharedPolicy};
-use crate::store::{ValueAddress, Vault};
+use crate::values::store::{ValueAddress, Vault};
 use heimdall_core::clock::Clock;
 use heimdall_core::ids::{AgentId, CatalogId};
 use heimdall_core::wire::{AccessRecord, InventoryItem, SyncRequest, SyncResponse};
@@ -40,7 +40,7 @@ pub struct Syncer {
     /// The local API's URL, reported to the API.
     pub local_url: Option<String>,
     /// The local API's certificate, renewed when the API stops listing it.
-    pub local_cert: Option<Arc<crate::local_cert::LocalCertificate>>,
+    pub local_cert: Option<Arc<crate::local_api::local_cert::LocalCertificate>>,
     /// Where each new snapshot is kept for a restart during an outage.
     pub policy_file: Option<Arc<crate::policy_file::PolicyFile>>,
     /// Program tokens: a revocation the API did not hear is told again.
@@ -142,7 +142,7 @@ impl Syncer {
     async fn report(
         &self,
         cursor: &mut Cursor,
-        held: &[crate::store::InventoryEntry],
+        held: &[crate::values::store::InventoryEntry],
         inventory: Vec<InventoryItem>,
         revoked_program_tokens: Vec<String>,
         alerts: Vec<heimdall_core::wire::AgentAlert>,
@@ -259,7 +259,7 @@ impl Syncer {
 
     /// Takes the new policy snapshot and writes tombstones for versions
     /// deactivated since (or never held: a late write cannot revive them).
-    async fn apply(&self, response: &SyncResponse, held: &[crate::store::InventoryEntry]) {
+    async fn apply(&self, response: &SyncResponse, held: &[crate::values::store::InventoryEntry]) {
         let received_at = self.clock.now();
         match PolicySnapshot::new(response, received_at) {
             Ok(snapshot) => {
@@ -298,7 +298,7 @@ impl Syncer {
         // goes, up to the deletion's version (a later one is a new write).
         for d in &response.deleted_in_environments {
             let through = d.through_version.and_then(|v| u32::try_from(v).ok());
-            let covered = |e: &crate::store::InventoryEntry| {
+            let covered = |e: &crate::values::store::InventoryEntry| {
                 e.org == response.org_id
                     && e.secret == d.secret
                     && e.environment == d.environment

@@ -191,6 +191,29 @@ pub fn error_response(err: heimdall_core::ApiError) -> axum::response::Response 
     (status, axum::Json(heimdall_core::wire::ErrorBody { error: public })).into_response()
 }
 
+/// An error as both servers answer it ([`error_response`]): the one type
+/// their handlers return for a refusal.
+#[derive(Debug)]
+pub struct ErrorAnswer(pub heimdall_core::ApiError);
+
+impl From<heimdall_core::ApiError> for ErrorAnswer {
+    fn from(err: heimdall_core::ApiError) -> Self {
+        Self(err)
+    }
+}
+
+impl From<heimdall_core::ports::StoreError> for ErrorAnswer {
+    fn from(err: heimdall_core::ports::StoreError) -> Self {
+        Self(err.into())
+    }
+}
+
+impl axum::response::IntoResponse for ErrorAnswer {
+    fn into_response(self) -> axum::response::Response {
+        error_response(self.0)
+    }
+}
+
 /// SIGTERM or Ctrl-C: when both servers start shutting down.
 pub async fn shutdown_signal() {
     let term = async {

@@ -785,7 +785,7 @@ async fn one_token_holds_a_few_watches_and_an_unknown_environment_costs_one_sync
     let since = first["fingerprint"].as_str().unwrap().to_owned();
     let body = json!({ "environment": "dev", "secrets": ["billing-db"], "since": since }).to_string();
     let mut open = Vec::new();
-    for _ in 0..heimdall_agent::watch::MAX_PER_CALLER {
+    for _ in 0..heimdall_agent::local_api::watch::MAX_PER_CALLER {
         let request = http.post(&watch_url).bearer_auth(&token).body(body.clone()).send();
         open.push(tokio::spawn(request));
     }

@@ -187,7 +187,7 @@ async fn rekey_moves_a_store_to_a_kms_key_and_back_to_a_file() {
     let opened = kms
         .decrypt()
         .ciphertext_blob(aws_sdk_kms::primitives::Blob::new(blob))
-        .set_encryption_context(Some(heimdall_agent::kms::KmsKey::encryption_context(&data_key_id)))
+        .set_encryption_context(Some(heimdall_agent::values::kms::KmsKey::encryption_context(&data_key_id)))
         .send()
         .await
         .expect("the keyring entry is sealed by the KMS key");

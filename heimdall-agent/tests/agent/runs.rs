@@ -309,7 +309,7 @@ async fn a_wrong_master_key_keeps_the_agent_from_starting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_reads_reach_the_access_log_on_sync() {
-    use heimdall_agent::store::ServedRead;
+    use heimdall_agent::values::store::ServedRead;
 
     let w = World::new().await;
     let config = w.enroll("agent-1").await;
@@ -335,8 +335,8 @@ async fn recorded_reads_reach_the_access_log_on_sync() {
     .unwrap();
 
     // Two reads recorded (as the read path does, before serving), in one second.
-    let master = heimdall_agent::crypto::MasterKey::from_bytes(&key, "test").unwrap();
-    let store = heimdall_agent::store::sqlite::open(&store_path, &master).await.unwrap();
+    let master = heimdall_agent::values::crypto::MasterKey::from_bytes(&key, "test").unwrap();
+    let store = heimdall_agent::values::store::sqlite::open(&store_path, &master).await.unwrap();
     let at_micros = time::OffsetDateTime::now_utc().unix_timestamp() * 1_000_000;
     for _ in 0..2 {
         let record = ServedRead {

@@ -7,10 +7,12 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use heimdall_agent::aws::AwsSettings;
-use heimdall_agent::crypto::{KeySealer, MasterKey};
-use heimdall_agent::kms::KmsKey;
-use heimdall_agent::store::dynamodb::MAX_ACCESS_BATCH;
-use heimdall_agent::store::{self, Backend, InventoryEntry, ServedRead, StoreError, ValueAddress, Vault};
+use heimdall_agent::values::crypto::{KeySealer, MasterKey};
+use heimdall_agent::values::kms::KmsKey;
+use heimdall_agent::values::store::dynamodb::MAX_ACCESS_BATCH;
+use heimdall_agent::values::store::{
+    self, Backend, InventoryEntry, ServedRead, ValueAddress, ValueStoreError, Vault,
+};
 use heimdall_api::testing::TlsPostgres;
 use heimdall_core::ids::{AgentId, CatalogId, OrgId};
 use sqlx::any::AnyPoolOptions;
@@ -140,7 +142,7 @@ impl Place {
     }
 
     /// Opens the store here; returns it with the id of its current data key.
-    async fn open(&self, keys: &dyn KeySealer) -> Result<(Vault, String), StoreError> {
+    async fn open(&self, keys: &dyn KeySealer) -> Result<(Vault, String), ValueStoreError> {
         let (s, backend) = match self {
             Place::Sqlite { .. } => (store::sqlite::open(&self.sqlite_path(), keys).await?, Backend::Sqlite),
             Place::Postgres { url, .. } => (store::postgres::open(url, keys).await?, Backend::Postgres),
@@ -558,7 +560,7 @@ async fn scenario(place: Place) {
 
     // A version is never overwritten.
     let err = store.put_value(&at("db-password", dev, 2), b"other").await.unwrap_err();
-    assert!(matches!(err, StoreError::AlreadyExists { version: 2, .. }), "{err:?}");
+    assert!(matches!(err, ValueStoreError::AlreadyExists { version: 2, .. }), "{err:?}");
     assert!(!err.to_string().contains("other"));
     assert_eq!(
         store.get_value(&at("db-password", dev, 2)).await.unwrap().unwrap().as_slice(),
@@ -586,19 +588,22 @@ async fn scenario(place: Place) {
     // revival by a late write; still the latest version.
     store.deactivate(&at("db-password", dev, 2)).await.unwrap();
     let err = store.get_value(&at("db-password", dev, 2)).await.unwrap_err();
-    assert!(matches!(err, StoreError::Deactivated { version: 2, .. }), "{err:?}");
+    assert!(matches!(err, ValueStoreError::Deactivated { version: 2, .. }), "{err:?}");
     assert_eq!(store.latest_version(org, "db-password", dev).await.unwrap(), Some(2));
     let err = store.latest_value(org, "db-password", dev).await.unwrap_err();
-    assert!(matches!(err, StoreError::Deactivated { version: 2, .. }), "no fallback to v1: {err:?}");
+    assert!(matches!(err, ValueStoreError::Deactivated { version: 2, .. }), "no fallback to v1: {err:?}");
     let err = store.put_value(&at("db-password", dev, 2), v(2).as_bytes()).await.unwrap_err();
-    assert!(matches!(err, StoreError::AlreadyExists { .. }), "{err:?}");
+    assert!(matches!(err, ValueStoreError::AlreadyExists { .. }), "{err:?}");
     assert!(
         place.is_tombstone(&raw, &at("db-password", dev, 2)).await,
         "the ciphertext was replaced by a tombstone"
     );
     // Deactivating a version this Agent never held leaves a tombstone too.
     store.deactivate(&at("api-key", prod, 7)).await.unwrap();
-    assert!(matches!(store.get_value(&at("api-key", prod, 7)).await, Err(StoreError::Deactivated { .. })));
+    assert!(matches!(
+        store.get_value(&at("api-key", prod, 7)).await,
+        Err(ValueStoreError::Deactivated { .. })
+    ));
 
     // The inventory for the sync report: addresses and flags only.
     let inventory = store.inventory().await.unwrap();
@@ -623,13 +628,13 @@ async fn scenario(place: Place) {
     // A ciphertext moved to another row does not decrypt: rename the row.
     place.move_value(&raw, &at("api-key", dev, 1), "moved").await;
     let err = store.get_value(&at("moved", dev, 1)).await.unwrap_err();
-    assert!(matches!(err, StoreError::Undecryptable { .. }), "{err:?}");
+    assert!(matches!(err, ValueStoreError::Undecryptable { .. }), "{err:?}");
     assert!(!err.to_string().contains(&marker));
     // … nor does one copied over another version's row.
     place.copy_ciphertext(&raw, &at("db-password", dev, 1), &at("db-password", prod, 1)).await;
     assert!(matches!(
         store.get_value(&at("db-password", prod, 1)).await,
-        Err(StoreError::Undecryptable { .. })
+        Err(ValueStoreError::Undecryptable { .. })
     ));
 
     // Access records: 1, 2, 3… with no gap, even when an insert fails
@@ -649,7 +654,7 @@ async fn scenario(place: Place) {
     assert_eq!(epoch.len(), 32, "a fresh store starts a random epoch: {epoch}");
     place.fail_inserts_for(&raw, "refused@example.com", (agent, &epoch, 3)).await;
     let err = store.append_access_record(&record("refused@example.com", 1)).await.unwrap_err();
-    assert!(matches!(err, StoreError::Unavailable(_)), "{err:?}");
+    assert!(matches!(err, ValueStoreError::Unavailable(_)), "{err:?}");
     assert_eq!(place.counter(&raw, agent).await, 2, "the counter advanced for a record that was not written");
     place.allow_inserts(&raw).await;
     assert_eq!(store.append_access_record(&record("ana@example.com", 2)).await.unwrap(), 3);
@@ -657,9 +662,9 @@ async fn scenario(place: Place) {
     // A group commit with one refused record (the second, seq 6) writes none of them.
     place.fail_inserts_for(&raw, "refused@example.com", (agent, &epoch, 6)).await;
     let batch = [record("ana@example.com", 3), record("refused@example.com", 3)];
-    assert!(matches!(store.append_access_records(&batch).await, Err(StoreError::Unavailable(_))));
+    assert!(matches!(store.append_access_records(&batch).await, Err(ValueStoreError::Unavailable(_))));
     assert_eq!(place.counter(&raw, agent).await, 4, "a refused batch used sequence numbers");
-    assert!(matches!(store.append_access_records(&[]).await, Err(StoreError::Invalid(_))));
+    assert!(matches!(store.append_access_records(&[]).await, Err(ValueStoreError::Invalid(_))));
     place.allow_inserts(&raw).await;
     let after = |n: u64, limit: u32| store.access_records_after(agent, &epoch, n, limit);
     let all = after(0, 100).await.unwrap();
@@ -689,7 +694,7 @@ async fn scenario(place: Place) {
     assert_eq!(after(0, 100).await.unwrap().len(), 7, "the other Agent's record is not this Agent's");
     assert!(matches!(
         store.append_access_records(&[record("x@example.com", 1), theirs.clone()]).await,
-        Err(StoreError::Invalid(_))
+        Err(ValueStoreError::Invalid(_))
     ));
     // A restarted numbering (a store restored from a backup) starts a new
     // epoch from 1; the old epoch's records stay.
@@ -717,7 +722,10 @@ async fn scenario(place: Place) {
     // started) stays.
     assert_eq!(store.delete_in_environment(org, "db-password", dev, Some(1)).await.unwrap(), 1);
     assert!(store.get_value(&at("db-password", dev, 1)).await.unwrap().is_none());
-    assert!(matches!(store.get_value(&at("db-password", dev, 2)).await, Err(StoreError::Deactivated { .. })));
+    assert!(matches!(
+        store.get_value(&at("db-password", dev, 2)).await,
+        Err(ValueStoreError::Deactivated { .. })
+    ));
 
     // Delete a secret: every version in every environment goes.
     assert_eq!(store.delete_secret(org, "db-password").await.unwrap(), 1);
@@ -733,13 +741,13 @@ async fn scenario(place: Place) {
 
     // A wrong master key refuses to open the store, naming the key id only.
     let err = place.open(&key(2)).await.unwrap_err();
-    assert_eq!(err, StoreError::WrongMasterKey { key_id: key_id.clone() });
+    assert_eq!(err, ValueStoreError::WrongMasterKey { key_id: key_id.clone() });
     assert_eq!(err.to_string(), format!("the master key does not open this store (key id {key_id})"));
     // The right key still opens it, and reads what the first handle wrote.
     let (again, again_key_id) = place.open(&key(1)).await.unwrap();
     assert_eq!(again_key_id, key_id);
     assert_eq!(again.get_value(&at("api-key", prod, 7)).await.unwrap_err().to_string(), {
-        StoreError::Deactivated { secret: "api-key".into(), environment: prod, version: 7 }.to_string()
+        ValueStoreError::Deactivated { secret: "api-key".into(), environment: prod, version: 7 }.to_string()
     });
     again.put_value(&at("fresh", dev, 1), b"after reopen").await.unwrap();
     assert_eq!(store.get_value(&at("fresh", dev, 1)).await.unwrap().unwrap().as_slice(), b"after reopen");
@@ -792,11 +800,11 @@ async fn invalid_addresses_are_refused_before_the_database() {
         ValueAddress { org, secret: "ok".into(), environment, version: 0 },
     ];
     for at in bad {
-        assert!(matches!(store.put_value(&at, b"v").await, Err(StoreError::Invalid(_))), "{at:?}");
+        assert!(matches!(store.put_value(&at, b"v").await, Err(ValueStoreError::Invalid(_))), "{at:?}");
     }
     let at = ValueAddress { org, secret: "big".into(), environment, version: 1 };
     let big = vec![0u8; store::MAX_VALUE_LEN + 1];
-    assert!(matches!(store.put_value(&at, &big).await, Err(StoreError::Invalid(_))));
+    assert!(matches!(store.put_value(&at, &big).await, Err(ValueStoreError::Invalid(_))));
     assert!(store.inventory().await.unwrap().is_empty());
 }
 
@@ -827,7 +835,7 @@ async fn dynamodb_group_commits_stay_gapless_under_concurrency_and_within_one_tr
     // A batch that would need more than one transaction is refused whole.
     let too_many: Vec<_> = (0..100).map(a_record).collect();
     let err = a.append_access_records(&too_many).await.unwrap_err();
-    assert!(matches!(err, StoreError::Invalid(ref m) if m.contains("at most 99")), "{err:?}");
+    assert!(matches!(err, ValueStoreError::Invalid(ref m) if m.contains("at most 99")), "{err:?}");
     let raw = place.raw().await;
     let agent = a_record(0).served_by;
     // 99 records go in one transaction.
@@ -873,7 +881,7 @@ async fn dynamodb_group_commits_stay_gapless_under_concurrency_and_within_one_tr
 /// refused ones (a failed commit gives its numbers back to the next).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_commits_on_postgres_stay_gapless_when_a_batch_fails() {
-    use heimdall_agent::recorder::Recorder;
+    use heimdall_agent::values::recorder::Recorder;
     let place = Place::postgres().await;
     let (store, _) = place.open(&key(5)).await.unwrap();
     let store = std::sync::Arc::new(store);
@@ -896,7 +904,7 @@ async fn group_commits_on_postgres_stay_gapless_when_a_batch_fails() {
     while let Some(joined) = readers.join_next().await {
         match joined.unwrap() {
             (accessor, Ok(seq)) => durable.push((seq, accessor)),
-            (_, Err(StoreError::Unavailable(_))) => refused += 1,
+            (_, Err(ValueStoreError::Unavailable(_))) => refused += 1,
             (_, Err(other)) => panic!("unexpected {other:?}"),
         }
     }
@@ -934,7 +942,7 @@ async fn dynamodb_refuses_a_table_with_another_key_schema() {
         .await
         .unwrap();
     let err = place.open(&key(5)).await.unwrap_err();
-    assert!(matches!(err, StoreError::Open(ref m) if m.contains("another key schema")), "{err:?}");
+    assert!(matches!(err, ValueStoreError::Open(ref m) if m.contains("another key schema")), "{err:?}");
 }
 
 /// A symmetric KMS key in moto; its id and ARN.
@@ -1008,12 +1016,17 @@ async fn kms_scenario(place: Place, kms: &aws_sdk_kms::Client) {
     // Another KMS key does not open it: refused, naming ids only.
     let key_b = KmsKey::with_client(kms.clone(), &b_id).await.unwrap();
     let err = place.open(&key_b).await.unwrap_err();
-    let StoreError::WrongKmsKey { key_id: refused_id, kms_key, reason } = &err else { panic!("{err:?}") };
+    let ValueStoreError::WrongKmsKey { key_id: refused_id, kms_key, reason } = &err else {
+        panic!("{err:?}")
+    };
     assert_eq!((refused_id, kms_key), (&key_id, &b_arn), "{reason}");
     let message = err.to_string();
     assert!(message.starts_with(&format!("the KMS key {b_arn} does not open this store (key id {key_id})")));
     // Nor does a local master key.
-    assert_eq!(place.open(&key(1)).await.unwrap_err(), StoreError::WrongMasterKey { key_id: key_id.clone() });
+    assert_eq!(
+        place.open(&key(1)).await.unwrap_err(),
+        ValueStoreError::WrongMasterKey { key_id: key_id.clone() }
+    );
     // Key A, by id this time, opens it again and reads what was written.
     let (again, again_id) =
         place.open(&KmsKey::with_client(kms.clone(), &a_id).await.unwrap()).await.unwrap();
@@ -1041,7 +1054,7 @@ async fn a_kms_key_refuses_a_store_sealed_by_a_local_master_key_and_bad_keys_are
     let (a_id, a_arn) = kms_key(&kms).await;
     let err = place.open(&KmsKey::with_client(kms.clone(), &a_id).await.unwrap()).await.unwrap_err();
     assert!(
-        matches!(&err, StoreError::WrongKmsKey { key_id: k, kms_key, .. } if *k == key_id && *kms_key == a_arn),
+        matches!(&err, ValueStoreError::WrongKmsKey { key_id: k, kms_key, .. } if *k == key_id && *kms_key == a_arn),
         "{err:?}"
     );
     assert!(err.to_string().contains("local master key"), "{err}");
@@ -1158,7 +1171,7 @@ async fn the_latest_value_cache_sees_own_writes_at_once_and_others_within_a_seco
     a.deactivate(&at(3)).await.unwrap();
     assert!(matches!(
         a.latest_value(org, "token", env).await,
-        Err(StoreError::Deactivated { version: 3, .. })
+        Err(ValueStoreError::Deactivated { version: 3, .. })
     ));
     a.delete_secret(org, "token").await.unwrap();
     assert_eq!(latest(&a, org, env).await, None);

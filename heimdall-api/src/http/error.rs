@@ -1,29 +1,6 @@
-//! Errors become `{"error": {...}}` through the response both servers use
-//! (`heimdall_tls::server::error_response`).
+//! Errors become `{"error": {...}}` through the answer both servers use
+//! (`heimdall_tls::server::ErrorAnswer`).
 
-use axum::response::{IntoResponse, Response};
-use heimdall_core::ports::StoreError;
-use heimdall_core::ApiError;
+pub use heimdall_tls::server::ErrorAnswer;
 
-#[derive(Debug)]
-pub struct HttpError(pub ApiError);
-
-impl From<ApiError> for HttpError {
-    fn from(err: ApiError) -> Self {
-        Self(err)
-    }
-}
-
-impl From<StoreError> for HttpError {
-    fn from(err: StoreError) -> Self {
-        Self(err.into())
-    }
-}
-
-impl IntoResponse for HttpError {
-    fn into_response(self) -> Response {
-        heimdall_tls::server::error_response(self.0)
-    }
-}
-
-pub type HttpResult<T> = Result<T, HttpError>;
+pub type HttpResult<T> = Result<T, ErrorAnswer>;

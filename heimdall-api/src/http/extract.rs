@@ -10,7 +10,7 @@ use heimdall_core::domain::{Member, Organization};
 use heimdall_core::token::{looks_like_token, TokenHash};
 use heimdall_core::{ApiError, ErrorCode};
 
-use super::{AppState, HttpError};
+use super::{AppState, ErrorAnswer};
 
 /// The member a valid bearer token belongs to, and their organization.
 #[derive(Debug, Clone)]
@@ -27,12 +27,12 @@ where
     AppState: FromRef<S>,
     S: Send + Sync,
 {
-    type Rejection = HttpError;
+    type Rejection = ErrorAnswer;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let state = AppState::from_ref(state);
         let unauthenticated = || {
-            HttpError(ApiError::new(
+            ErrorAnswer(ApiError::new(
                 ErrorCode::Unauthenticated,
                 "missing, unknown, expired or revoked API token",
             ))
@@ -67,7 +67,7 @@ where
     S: Send + Sync,
     T: Body,
 {
-    type Rejection = HttpError;
+    type Rejection = ErrorAnswer;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
@@ -86,7 +86,7 @@ where
 pub struct NoBody;
 
 impl<S: Send + Sync> FromRequest<S> for NoBody {
-    type Rejection = HttpError;
+    type Rejection = ErrorAnswer;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = Bytes::from_request(req, state)

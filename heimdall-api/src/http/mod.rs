@@ -19,7 +19,7 @@ mod paging;
 pub(crate) mod people;
 mod state;
 
-pub use error::HttpError;
+pub use error::ErrorAnswer;
 pub(crate) use paging::{
     page, short_page, sort_number, sort_time, sort_time_newest_first, visible_page, PageQuery,
 };

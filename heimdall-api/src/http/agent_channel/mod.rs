@@ -31,7 +31,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use crate::http::error::{HttpError, HttpResult};
+use crate::http::error::{ErrorAnswer, HttpResult};
 use crate::http::extract::JsonBody;
 use crate::http::openapi::errors;
 use crate::http::AppState;
@@ -49,7 +49,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(30);
 pub fn router(state: AppState) -> Router {
     let (routes, _) = document().split_for_parts();
     crate::metrics::layer(routes, "agents", state.metrics.clone())
-        .fallback(|| async { HttpError(ApiError::new(ErrorCode::NotFound, "no such route")) })
+        .fallback(|| async { ErrorAnswer(ApiError::new(ErrorCode::NotFound, "no such route")) })
         .layer(axum::extract::DefaultBodyLimit::max(MAX_LOG_BYTES + 64 * 1024))
         .with_state(state)
 }

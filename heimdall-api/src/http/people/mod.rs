@@ -32,7 +32,7 @@ use utoipa_axum::routes;
 
 use super::extract::Caller;
 use super::openapi::{self, errors};
-use super::{AppState, HttpError};
+use super::{AppState, ErrorAnswer};
 
 /// Every people-facing route, each with its document.
 pub(crate) fn document() -> OpenApiRouter<AppState> {
@@ -94,7 +94,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
     responses((status = 200, description = "The job-token issuer's OpenID discovery document", body = Object), PublicNotFound))]
 async fn oidc_discovery(
     axum::extract::State(state): axum::extract::State<AppState>,
-) -> Result<Json<serde_json::Value>, HttpError> {
+) -> Result<Json<serde_json::Value>, ErrorAnswer> {
     let federation = state.federation.as_ref().ok_or_else(|| ApiError::not_found("OIDC issuer"))?;
     Ok(Json(federation.issuer.discovery()))
 }
@@ -107,7 +107,7 @@ async fn oidc_discovery(
     responses((status = 200, description = "The issuer's public signing keys (JWKS)", body = Object), PublicNotFound))]
 async fn oidc_jwks(
     axum::extract::State(state): axum::extract::State<AppState>,
-) -> Result<Json<serde_json::Value>, HttpError> {
+) -> Result<Json<serde_json::Value>, ErrorAnswer> {
     let federation = state.federation.as_ref().ok_or_else(|| ApiError::not_found("OIDC issuer"))?;
     Ok(Json(federation.issuer.jwks()))
 }
@@ -141,7 +141,7 @@ async fn health() -> Json<Health> {
     responses((status = 200, description = "The installation CA certificate (public)", body = CaCertificate), PublicNotFound))]
 async fn ca(
     axum::extract::State(state): axum::extract::State<AppState>,
-) -> Result<Json<CaCertificate>, HttpError> {
+) -> Result<Json<CaCertificate>, ErrorAnswer> {
     let ca = state
         .ca
         .as_ref()
@@ -162,6 +162,6 @@ errors!(public PublicErrors);
 errors!(public PublicNotFound: NotFound);
 errors!(SignedInErrors);
 
-async fn not_found() -> HttpError {
-    HttpError(ApiError::new(ErrorCode::NotFound, "no such route"))
+async fn not_found() -> ErrorAnswer {
+    ErrorAnswer(ApiError::new(ErrorCode::NotFound, "no such route"))
 }

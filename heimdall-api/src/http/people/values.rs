@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use heimdall_core::body::{decode_query, Query};
 use heimdall_core::{ApiError, ErrorCode};
 
-use crate::http::HttpError;
+use crate::http::ErrorAnswer;
 
 /// Any query string, judged as metadata.
 #[derive(Debug, serde::Deserialize)]
@@ -34,7 +34,7 @@ impl Query for AnyQuery {}
 pub async fn guard(limit: usize, request: Request, next: Next) -> Response {
     if let Some(query) = request.uri().query() {
         if let Err(e) = decode_query::<AnyQuery>(query) {
-            return HttpError(e).into_response();
+            return ErrorAnswer(e).into_response();
         }
     }
     let takes_no_body = matches!(*request.method(), Method::GET | Method::HEAD | Method::DELETE);
@@ -45,12 +45,12 @@ pub async fn guard(limit: usize, request: Request, next: Next) -> Response {
     let bytes = match to_bytes(body, limit).await {
         Ok(b) => b,
         Err(_) => {
-            return HttpError(ApiError::new(ErrorCode::PayloadTooLarge, "request body is too large"))
+            return ErrorAnswer(ApiError::new(ErrorCode::PayloadTooLarge, "request body is too large"))
                 .into_response();
         }
     };
     if !bytes.is_empty() {
-        return HttpError(ApiError::new(
+        return ErrorAnswer(ApiError::new(
             ErrorCode::BadRequest,
             format!("{} takes no request body", parts.method),
         ))

@@ -24,9 +24,9 @@ use std::fmt;
 use async_trait::async_trait;
 use heimdall_core::ids::{AgentId, CatalogId, OrgId};
 
-pub use crate::crypto::ValueAddress;
-use crate::crypto::{SealedDataKey, SealedValue};
-pub use crate::vault::Vault;
+pub use crate::values::crypto::ValueAddress;
+use crate::values::crypto::{SealedDataKey, SealedValue};
+pub use crate::values::vault::Vault;
 
 /// The longest value the store accepts.
 pub const MAX_VALUE_LEN: usize = 1024 * 1024;
@@ -37,7 +37,7 @@ pub const MAX_NAME_LEN: usize = 255;
 /// sqlx type is part of this crate's interface, and no variant carries a
 /// value or key bytes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StoreError {
+pub enum ValueStoreError {
     /// The master key does not open the store's keyring: the Agent must not start.
     #[error("the master key does not open this store (key id {key_id})")]
     WrongMasterKey { key_id: String },
@@ -138,28 +138,32 @@ pub trait SealedStore: Send + Sync + fmt::Debug {
     fn backend(&self) -> Backend;
 
     /// The keyring's sealed data keys, in generation order (the last is current).
-    async fn data_keys(&self) -> Result<Vec<SealedDataKey>, StoreError>;
+    async fn data_keys(&self) -> Result<Vec<SealedDataKey>, ValueStoreError>;
     /// Stores `key` as the first data key unless there is one already.
-    async fn put_first_data_key(&self, key: &SealedDataKey) -> Result<(), StoreError>;
+    async fn put_first_data_key(&self, key: &SealedDataKey) -> Result<(), ValueStoreError>;
     /// Replaces a keyring entry (the same data key, sealed under another
     /// master key) if it is still exactly `old`; whether it did. One entry
     /// at a time, each atomic: `rekey` can be killed anywhere.
-    async fn replace_data_key(&self, old: &SealedDataKey, new: &SealedDataKey) -> Result<bool, StoreError>;
+    async fn replace_data_key(
+        &self,
+        old: &SealedDataKey,
+        new: &SealedDataKey,
+    ) -> Result<bool, ValueStoreError>;
 
     /// Stores `sealed` at `at` unless the address holds a row (a value or a
     /// tombstone); `false` if it does. Never overwrites.
-    async fn put_if_absent(&self, at: &ValueAddress, sealed: &SealedValue) -> Result<bool, StoreError>;
+    async fn put_if_absent(&self, at: &ValueAddress, sealed: &SealedValue) -> Result<bool, ValueStoreError>;
     /// The row at `at`, if any.
-    async fn get(&self, at: &ValueAddress) -> Result<Option<Row>, StoreError>;
+    async fn get(&self, at: &ValueAddress) -> Result<Option<Row>, ValueStoreError>;
     /// The highest version of (secret, environment) and its row, if any.
     async fn latest(
         &self,
         org: OrgId,
         secret: &str,
         environment: CatalogId,
-    ) -> Result<Option<(u32, Row)>, StoreError>;
+    ) -> Result<Option<(u32, Row)>, ValueStoreError>;
     /// Replaces the row at `at` with a tombstone, inserting one if there is none.
-    async fn tombstone(&self, at: &ValueAddress) -> Result<(), StoreError>;
+    async fn tombstone(&self, at: &ValueAddress) -> Result<(), ValueStoreError>;
     /// Deletes every row of the secret, or only those of `environment`
     /// (there, with `through`, only the versions up to it); returns how
     /// many went.
@@ -169,18 +173,18 @@ pub trait SealedStore: Send + Sync + fmt::Debug {
         secret: &str,
         environment: Option<CatalogId>,
         through: Option<u32>,
-    ) -> Result<u64, StoreError>;
+    ) -> Result<u64, ValueStoreError>;
     /// Every address held and whether it is a tombstone.
-    async fn inventory(&self) -> Result<Vec<InventoryEntry>, StoreError>;
+    async fn inventory(&self) -> Result<Vec<InventoryEntry>, ValueStoreError>;
 
     /// `agent`'s numbering, started if it has none (see [`Vault::numbering`]).
-    async fn numbering(&self, agent: AgentId) -> Result<Numbering, StoreError>;
+    async fn numbering(&self, agent: AgentId) -> Result<Numbering, ValueStoreError>;
     /// Starts `agent` on a fresh epoch from 0.
-    async fn restart_numbering(&self, agent: AgentId) -> Result<Numbering, StoreError>;
+    async fn restart_numbering(&self, agent: AgentId) -> Result<Numbering, ValueStoreError>;
     /// Appends `records` (all served by `agent`, at most [`Self::max_batch`])
     /// numbered from the Agent's counter, in one transaction with the
     /// counter's update; returns the first number.
-    async fn append_records(&self, agent: AgentId, records: &[ServedRead]) -> Result<u64, StoreError>;
+    async fn append_records(&self, agent: AgentId, records: &[ServedRead]) -> Result<u64, ValueStoreError>;
     /// `agent`'s records of `epoch` numbered above `after`, in order, at most `limit` (> 0).
     async fn records_after(
         &self,
@@ -188,22 +192,23 @@ pub trait SealedStore: Send + Sync + fmt::Debug {
         epoch: &str,
         after: u64,
         limit: u32,
-    ) -> Result<Vec<RecordedAccess>, StoreError>;
+    ) -> Result<Vec<RecordedAccess>, ValueStoreError>;
     /// The most records one [`Self::append_records`] takes.
     fn max_batch(&self) -> usize;
 
     /// How far `agent`'s sealed file `purpose` was written (0: never).
-    async fn generation(&self, agent: AgentId, purpose: &str) -> Result<u64, StoreError>;
+    async fn generation(&self, agent: AgentId, purpose: &str) -> Result<u64, ValueStoreError>;
     /// Raises it to `to` unless it is there already or past it: it never
     /// goes back.
-    async fn advance_generation(&self, agent: AgentId, purpose: &str, to: u64) -> Result<(), StoreError>;
+    async fn advance_generation(&self, agent: AgentId, purpose: &str, to: u64)
+        -> Result<(), ValueStoreError>;
 
     /// Releases connections.
     async fn close(&self) {}
 }
 
-pub(crate) fn parse_id<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, StoreError> {
-    text.parse().map_err(|_| StoreError::Unavailable(format!("the store holds an invalid {what}")))
+pub(crate) fn parse_id<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, ValueStoreError> {
+    text.parse().map_err(|_| ValueStoreError::Unavailable(format!("the store holds an invalid {what}")))
 }
 
 /// Where a URL points, without user or password, for messages.

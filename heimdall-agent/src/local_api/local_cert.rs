@@ -139,8 +139,8 @@ async fn issue(
     let request = heimdall_core::wire::ServerCertificateRequest { csr, names: names.to_vec() };
     let issued = channel.server_certificate(&request).await.map_err(|e| e.to_string())?;
     let key_pem = Zeroizing::new(key.serialize_pem());
-    crate::enroll::replace_file(key_path, key_pem.as_bytes(), 0o600)?;
-    crate::enroll::replace_file(cert_path, issued.certificate.as_bytes(), 0o644)?;
+    crate::files::replace_file(key_path, key_pem.as_bytes(), 0o600)?;
+    crate::files::replace_file(cert_path, issued.certificate.as_bytes(), 0o644)?;
     tracing::info!(sha256 = %issued.sha256, "local API certificate issued");
     parse(&issued.certificate, &key_pem)
 }

@@ -12,8 +12,8 @@ use heimdall_core::wire::{WatchAnswer, WatchValues};
 use heimdall_core::ApiError;
 use sha2::{Digest, Sha256};
 
-use crate::local_api::{caller, decide, store_refusal, Caller, LocalApi, Peer, Refusal, MAX_READ_VALUES};
-use crate::openapi::ReadErrors;
+use crate::local_api::openapi::ReadErrors;
+use crate::local_api::{caller, decide, store_refusal, Caller, ErrorAnswer, LocalApi, Peer, MAX_READ_VALUES};
 
 /// How long one poll waits for a change.
 pub const WAIT: std::time::Duration = std::time::Duration::from_secs(25);
@@ -32,14 +32,14 @@ struct Open {
 }
 
 impl Watches {
-    fn open(&self, caller: String) -> Result<Open, Refusal> {
+    fn open(&self, caller: String) -> Result<Open, ErrorAnswer> {
         let mut open = self
             .0
             .lock()
-            .map_err(|_| Refusal(ApiError::new(heimdall_core::ErrorCode::Internal, "a poisoned lock")))?;
+            .map_err(|_| ErrorAnswer(ApiError::new(heimdall_core::ErrorCode::Internal, "a poisoned lock")))?;
         let count = open.entry(caller.clone()).or_default();
         if *count >= MAX_PER_CALLER {
-            return Err(Refusal(ApiError::new(
+            return Err(ErrorAnswer(ApiError::new(
                 heimdall_core::ErrorCode::TooManyRequests,
                 format!("at most {MAX_PER_CALLER} watches open at once per caller"),
             )));
@@ -80,12 +80,12 @@ pub(crate) async fn watch(
     Extension(peer): Extension<Peer>,
     headers: HeaderMap,
     body: axum::body::Bytes,
-) -> Result<Json<WatchAnswer>, Refusal> {
+) -> Result<Json<WatchAnswer>, ErrorAnswer> {
     let caller = caller(&state, &peer, &headers)?;
     let _open = state.watches.open(caller.key())?;
     let body: WatchValues = heimdall_core::body::decode(&body)?;
     if body.secrets.is_empty() || body.secrets.len() > MAX_READ_VALUES {
-        return Err(Refusal(ApiError::invalid_input(format!(
+        return Err(ErrorAnswer(ApiError::invalid_input(format!(
             "secrets[] names 1 to {MAX_READ_VALUES} secrets"
         ))));
     }
@@ -107,13 +107,13 @@ pub(crate) async fn watch(
 
 /// The SHA-256 of each secret's latest version here and whether it is
 /// deactivated, in the order asked.
-async fn fingerprint(state: &LocalApi, caller: &Caller, body: &WatchValues) -> Result<String, Refusal> {
+async fn fingerprint(state: &LocalApi, caller: &Caller, body: &WatchValues) -> Result<String, ErrorAnswer> {
     let now = state.clock.now();
     let mut digest = Sha256::new();
     for name in &body.secrets {
         let allowed = decide(state, caller, name, &body.environment, now)
             .await
-            .map_err(|Refusal(e)| Refusal(ApiError::new(e.code, format!("{name}: {}", e.message))))?;
+            .map_err(|ErrorAnswer(e)| ErrorAnswer(ApiError::new(e.code, format!("{name}: {}", e.message))))?;
         let latest = state
             .store
             .latest_state(allowed.org, &allowed.secret, allowed.environment_id)

@@ -18,8 +18,8 @@ use axum::{Extension, Json};
 use heimdall_core::{ApiError, ErrorCode};
 use serde_json::{json, Map, Value};
 
-use crate::local_api::{caller, load, read_one, record_all, Caller, LocalApi, Peer, Refusal};
-use crate::openapi::ReadErrors;
+use crate::local_api::openapi::ReadErrors;
+use crate::local_api::{caller, load, read_one, record_all, Caller, ErrorAnswer, LocalApi, Peer};
 
 /// The key that asks for every secret of the token's scope.
 pub const ALL: &str = "*";
@@ -42,7 +42,7 @@ pub(crate) async fn read(
     Extension(peer): Extension<Peer>,
     headers: HeaderMap,
     Path((environment, key)): Path<(String, String)>,
-) -> Result<Json<Value>, Refusal> {
+) -> Result<Json<Value>, ErrorAnswer> {
     let answer = async {
         let caller = caller(&state, &peer, &headers)?;
         if key == ALL {
@@ -55,7 +55,7 @@ pub(crate) async fn read(
     // Counted like every read: the values served, or the refusal.
     let served = answer.as_ref().map_or(1, |(_, n)| *n);
     let answer = crate::local_api::counted(&state, answer, served);
-    answer.map(|(value, _)| Json(value)).map_err(|Refusal(e)| Refusal(as_eso(e)))
+    answer.map(|(value, _)| Json(value)).map_err(|ErrorAnswer(e)| ErrorAnswer(as_eso(e)))
 }
 
 async fn one(
@@ -64,7 +64,7 @@ async fn one(
     caller: &Caller,
     environment: &str,
     key: &str,
-) -> Result<(Value, usize), Refusal> {
+) -> Result<(Value, usize), ErrorAnswer> {
     let loaded = read_one(state, peer, caller, key, environment, None).await?;
     Ok((json!({ "value": loaded.answer()?.value.expose() }), 1))
 }
@@ -78,14 +78,14 @@ async fn all(
     peer: &Peer,
     caller: &Caller,
     environment: &str,
-) -> Result<(Value, usize), Refusal> {
+) -> Result<(Value, usize), ErrorAnswer> {
     let Caller::Program { scope, .. } = caller else {
-        return Err(Refusal(ApiError::invalid_input(
+        return Err(ErrorAnswer(ApiError::invalid_input(
             "key * is for a program token: it reads the token's scope",
         )));
     };
     let mut snapshot = state.policy.current().ok_or_else(|| {
-        Refusal(ApiError::new(ErrorCode::PolicyStale, "this Agent has not synced with the API yet"))
+        ErrorAnswer(ApiError::new(ErrorCode::PolicyStale, "this Agent has not synced with the API yet"))
     })?;
     // An environment it does not know: one sync asked for, then 404 (not a
     // sync per secret of the scope).
@@ -93,14 +93,14 @@ async fn all(
         let fresh = state.policy.refresh(snapshot.received_at(), crate::local_api::REFRESH_WAIT).await;
         snapshot = fresh
             .filter(|s| s.environment(environment).is_some())
-            .ok_or_else(|| Refusal(ApiError::not_found("environment")))?;
+            .ok_or_else(|| ErrorAnswer(ApiError::not_found("environment")))?;
     }
     let now = state.clock.now();
     let mut loaded = Vec::new();
     for name in snapshot.program_secrets(scope) {
         match load(state, caller, &name, environment, None, now).await {
             Ok(one) => loaded.push(one),
-            Err(Refusal(e)) if is_absent(e.code) || e.code == ErrorCode::Forbidden => {}
+            Err(ErrorAnswer(e)) if is_absent(e.code) || e.code == ErrorCode::Forbidden => {}
             Err(refusal) => return Err(refusal),
         }
     }

@@ -5,8 +5,8 @@ use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::Migrator;
 
 use super::sql::SqlRows;
-use super::{describe_url, Backend, StoreError, Vault};
-use crate::crypto::KeySealer;
+use super::{describe_url, Backend, ValueStoreError, Vault};
+use crate::values::crypto::KeySealer;
 
 fn migrator() -> &'static Migrator {
     static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
@@ -15,15 +15,17 @@ fn migrator() -> &'static Migrator {
 
 /// Opens the store in the PostgreSQL database at `url` (`postgres://…`),
 /// bringing its schema up to date. A key that does not open it is
-/// [`StoreError::WrongMasterKey`] (or `WrongKmsKey`).
-pub async fn open(url: &str, keys: &dyn KeySealer) -> Result<Vault, StoreError> {
+/// [`ValueStoreError::WrongMasterKey`] (or `WrongKmsKey`).
+pub async fn open(url: &str, keys: &dyn KeySealer) -> Result<Vault, ValueStoreError> {
     Vault::open(connect(url).await?, keys).await
 }
 
 /// The store's rows, migrated, with no key opened (for `rekey`).
-pub async fn connect(url: &str) -> Result<Box<dyn super::SealedStore>, StoreError> {
+pub async fn connect(url: &str) -> Result<Box<dyn super::SealedStore>, ValueStoreError> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-        return Err(StoreError::Open("the database URL must start with postgres:// or postgresql://".into()));
+        return Err(ValueStoreError::Open(
+            "the database URL must start with postgres:// or postgresql://".into(),
+        ));
     }
     sqlx::any::install_default_drivers();
     let pool = AnyPoolOptions::new()
@@ -48,7 +50,7 @@ pub async fn connect(url: &str) -> Result<Box<dyn super::SealedStore>, StoreErro
         .map_err(|e| {
             let reason =
                 heimdall_tls::database::explain(&e.to_string(), heimdall_tls::database::POSTGRES_URL_TLS);
-            StoreError::Open(format!("cannot connect to {}: {reason}", describe_url(url)))
+            ValueStoreError::Open(format!("cannot connect to {}: {reason}", describe_url(url)))
         })?;
     Ok(Box::new(SqlRows::migrate(pool, Backend::Postgres, migrator()).await?))
 }

@@ -18,7 +18,7 @@ use heimdall_core::root_module::{plan_holder, StateSettings};
 use tokio::sync::mpsc;
 
 use crate::config::StateConfig;
-use crate::terraform::Stdout;
+use crate::jobs::terraform::Stdout;
 
 /// The holder's working directory, inside the job's.
 const HOLDER_DIR: &str = "plan-holder";
@@ -59,7 +59,8 @@ impl<'a> PlanStore<'a> {
         };
         std::fs::write(dir.join("main.tf"), plan_holder(request, settings)).map_err(|e| e.to_string())?;
         let init: Vec<&str> = ["init", "-input=false", "-no-color"].into_iter().chain(backend_file).collect();
-        let (ok, _, tail) = crate::terraform::run(terraform, &dir, env, &init, log, Stdout::Log).await?;
+        let (ok, _, tail) =
+            crate::jobs::terraform::run(terraform, &dir, env, &init, log, Stdout::Log).await?;
         if !ok {
             return Err(format!(
                 "terraform init of the plan's place next to the state failed: {}",
@@ -81,10 +82,10 @@ impl<'a> PlanStore<'a> {
     /// Keeps `plan` there, over any earlier plan, under the backend's lock.
     pub async fn put(&self, plan: &[u8], log: &mpsc::UnboundedSender<String>) -> Result<(), String> {
         let path = self.dir.join(HOLDER_STATE);
-        crate::terraform::write_private(&path, &heimdall_core::plan::holder_state(plan))?;
+        crate::files::write_private(&path, &heimdall_core::plan::holder_state(plan))?;
         let args = ["state", "push", "-force", "-lock-timeout=10s", HOLDER_STATE];
         let pushed =
-            crate::terraform::run(self.terraform, &self.dir, self.env, &args, log, Stdout::Log).await;
+            crate::jobs::terraform::run(self.terraform, &self.dir, self.env, &args, log, Stdout::Log).await;
         let _ = std::fs::remove_file(&path);
         if let (false, _, tail) = pushed? {
             return Err(format!("cannot keep the plan at {}: {}", self.key, tail.trim()));
@@ -99,7 +100,8 @@ impl<'a> PlanStore<'a> {
 
     /// The plan kept there. Nothing of it reaches the log.
     pub async fn get(&self) -> Result<Vec<u8>, String> {
-        let out = crate::terraform::quiet(self.terraform, &self.dir, self.env, &["state", "pull"]).await?;
+        let out =
+            crate::jobs::terraform::quiet(self.terraform, &self.dir, self.env, &["state", "pull"]).await?;
         if !out.status.success() {
             return Err(format!(
                 "cannot read the plan at {}: {}",

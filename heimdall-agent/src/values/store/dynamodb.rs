@@ -68,10 +68,10 @@ use heimdall_core::ids::{AgentId, CatalogId, OrgId};
 
 use super::{
     new_epoch, parse_id, Backend, InventoryEntry, Numbering, RecordedAccess, Row, SealedStore, ServedRead,
-    StoreError, ValueAddress, Vault, LEGACY_EPOCH,
+    ValueAddress, ValueStoreError, Vault, LEGACY_EPOCH,
 };
 use crate::aws::{describe, AwsSettings};
-use crate::crypto::{KeySealer, SealedDataKey, SealedValue};
+use crate::values::crypto::{KeySealer, SealedDataKey, SealedValue};
 
 /// Records per group commit: DynamoDB's 100 items per transaction, less the counter.
 pub const MAX_ACCESS_BATCH: usize = 99;
@@ -114,20 +114,20 @@ impl fmt::Debug for DynamoRows {
 
 /// Opens (creating the table if needed) the store in `cfg.table`, with the
 /// SDK's default credentials. A key that does not open it is
-/// [`StoreError::WrongMasterKey`] (or `WrongKmsKey`).
+/// [`ValueStoreError::WrongMasterKey`] (or `WrongKmsKey`).
 /// The store's rows in `cfg.table`, with no key opened (for `rekey`).
-pub async fn connect(cfg: &DynamoConfig) -> Result<Box<dyn SealedStore>, StoreError> {
+pub async fn connect(cfg: &DynamoConfig) -> Result<Box<dyn SealedStore>, ValueStoreError> {
     validate_table_name(&cfg.table)?;
-    let config = crate::aws::sdk_config(&cfg.aws).await.map_err(StoreError::Open)?;
-    crate::aws::require_region(&config).map_err(StoreError::Open)?;
+    let config = crate::aws::sdk_config(&cfg.aws).await.map_err(ValueStoreError::Open)?;
+    crate::aws::require_region(&config).map_err(ValueStoreError::Open)?;
     let client = Client::new(&config);
     ensure_table(&client, &cfg.table).await?;
     Ok(Box::new(DynamoRows { client, table: cfg.table.clone() }))
 }
 
-pub async fn open(cfg: &DynamoConfig, keys: &dyn KeySealer) -> Result<Vault, StoreError> {
+pub async fn open(cfg: &DynamoConfig, keys: &dyn KeySealer) -> Result<Vault, ValueStoreError> {
     validate_table_name(&cfg.table)?;
-    let config = crate::aws::sdk_config(&cfg.aws).await.map_err(StoreError::Open)?;
+    let config = crate::aws::sdk_config(&cfg.aws).await.map_err(ValueStoreError::Open)?;
     open_with(&config, &cfg.table, keys).await
 }
 
@@ -138,37 +138,37 @@ pub async fn open_with(
     config: &aws_config::SdkConfig,
     table: &str,
     keys: &dyn KeySealer,
-) -> Result<Vault, StoreError> {
+) -> Result<Vault, ValueStoreError> {
     validate_table_name(table)?;
-    crate::aws::require_region(config).map_err(StoreError::Open)?;
+    crate::aws::require_region(config).map_err(ValueStoreError::Open)?;
     let client = Client::new(config);
     ensure_table(&client, table).await?;
     Vault::open(Box::new(DynamoRows { client, table: table.to_owned() }), keys).await
 }
 
 /// DynamoDB's rule for table names: 3 to 255 of `A-Z a-z 0-9 _ - .`.
-pub fn validate_table_name(table: &str) -> Result<(), StoreError> {
+pub fn validate_table_name(table: &str) -> Result<(), ValueStoreError> {
     let ok = (3..=255).contains(&table.len())
         && table.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
     if ok {
         Ok(())
     } else {
-        Err(StoreError::Open(
+        Err(ValueStoreError::Open(
             "a DynamoDB table name is 3 to 255 characters of A-Z, a-z, 0-9, '_', '-' and '.'".into(),
         ))
     }
 }
 
-fn unavailable<E, R>(operation: &str, err: &SdkError<E, R>) -> StoreError
+fn unavailable<E, R>(operation: &str, err: &SdkError<E, R>) -> ValueStoreError
 where
     E: std::error::Error + ProvideErrorMetadata + 'static,
     R: fmt::Debug,
 {
-    StoreError::Unavailable(format!("DynamoDB {operation}: {}", describe(err)))
+    ValueStoreError::Unavailable(format!("DynamoDB {operation}: {}", describe(err)))
 }
 
-fn invalid_item(what: &str) -> StoreError {
-    StoreError::Unavailable(format!("the store holds an invalid {what}"))
+fn invalid_item(what: &str) -> ValueStoreError {
+    ValueStoreError::Unavailable(format!("the store holds an invalid {what}"))
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -207,14 +207,14 @@ fn seq_sk(seq: u64) -> String {
     format!("{seq:020}")
 }
 
-fn get_s<'a>(item: &'a Item, name: &str) -> Result<&'a str, StoreError> {
+fn get_s<'a>(item: &'a Item, name: &str) -> Result<&'a str, ValueStoreError> {
     match item.get(name) {
         Some(AttributeValue::S(v)) => Ok(v),
         _ => Err(invalid_item(name)),
     }
 }
 
-fn get_n<T: std::str::FromStr>(item: &Item, name: &str) -> Result<T, StoreError> {
+fn get_n<T: std::str::FromStr>(item: &Item, name: &str) -> Result<T, ValueStoreError> {
     match item.get(name) {
         Some(AttributeValue::N(v)) => v.parse().map_err(|_| invalid_item(name)),
         _ => Err(invalid_item(name)),
@@ -228,7 +228,7 @@ fn get_b(item: &Item, name: &str) -> Option<Vec<u8>> {
     }
 }
 
-fn get_bool(item: &Item, name: &str) -> Result<bool, StoreError> {
+fn get_bool(item: &Item, name: &str) -> Result<bool, ValueStoreError> {
     match item.get(name) {
         Some(AttributeValue::Bool(v)) => Ok(*v),
         _ => Err(invalid_item(name)),
@@ -236,7 +236,7 @@ fn get_bool(item: &Item, name: &str) -> Result<bool, StoreError> {
 }
 
 impl DynamoRows {
-    async fn get(&self, pk: String, sk: String, what: &str) -> Result<Option<Item>, StoreError> {
+    async fn get(&self, pk: String, sk: String, what: &str) -> Result<Option<Item>, ValueStoreError> {
         let out = self
             .client
             .get_item()
@@ -250,7 +250,7 @@ impl DynamoRows {
     }
 
     /// Puts `item` unless its key is taken; `false` if it was.
-    async fn put_new(&self, item: Item, operation: &str) -> Result<bool, StoreError> {
+    async fn put_new(&self, item: Item, operation: &str) -> Result<bool, ValueStoreError> {
         let put = self
             .client
             .put_item()
@@ -268,7 +268,7 @@ impl DynamoRows {
         }
     }
 
-    async fn read_numbering(&self, agent: AgentId) -> Result<Option<Numbering>, StoreError> {
+    async fn read_numbering(&self, agent: AgentId) -> Result<Option<Numbering>, ValueStoreError> {
         let Some(item) = self.get(COUNTER_PK.into(), counter_sk(agent), "access counter").await? else {
             return Ok(None);
         };
@@ -282,7 +282,7 @@ impl DynamoRows {
         values: Item,
         projection: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<Item>, StoreError> {
+    ) -> Result<Vec<Item>, ValueStoreError> {
         self.query_filtered(condition, None, values, projection, limit).await
     }
 
@@ -294,7 +294,7 @@ impl DynamoRows {
         values: Item,
         projection: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<Item>, StoreError> {
+    ) -> Result<Vec<Item>, ValueStoreError> {
         let mut items = Vec::new();
         let mut start: Option<Item> = None;
         loop {
@@ -340,24 +340,24 @@ fn access_pk(agent: AgentId, epoch: &str) -> String {
     format!("{ACCESS_PK}#{agent}#{epoch}")
 }
 
-async fn load_keyring(client: &Client, table: &str) -> Result<Vec<SealedDataKey>, StoreError> {
+async fn load_keyring(client: &Client, table: &str) -> Result<Vec<SealedDataKey>, ValueStoreError> {
     let mut sealed = Vec::new();
     for item in keyring_items(client, table).await? {
-        let entry = || -> Result<SealedDataKey, StoreError> {
+        let entry = || -> Result<SealedDataKey, ValueStoreError> {
             Ok(SealedDataKey {
                 key_id: get_s(&item, "key_id")?.to_owned(),
                 sealed_key: get_b(&item, "sealed_key").ok_or_else(|| invalid_item("sealed key"))?,
                 check_value: get_b(&item, "check_value").ok_or_else(|| invalid_item("check value"))?,
             })
         };
-        sealed.push(entry().map_err(|e| StoreError::Open(e.to_string()))?);
+        sealed.push(entry().map_err(|e| ValueStoreError::Open(e.to_string()))?);
     }
     Ok(sealed)
 }
 
 /// Every keyring item, every page, sorted by sk (the zero-padded
 /// generation: the last is current).
-async fn keyring_items(client: &Client, table: &str) -> Result<Vec<Item>, StoreError> {
+async fn keyring_items(client: &Client, table: &str) -> Result<Vec<Item>, ValueStoreError> {
     let mut items = Vec::new();
     let mut start: Option<Item> = None;
     loop {
@@ -370,7 +370,7 @@ async fn keyring_items(client: &Client, table: &str) -> Result<Vec<Item>, StoreE
             .set_exclusive_start_key(start.take())
             .send()
             .await
-            .map_err(|e| StoreError::Open(format!("DynamoDB Query (keyring): {}", describe(&e))))?;
+            .map_err(|e| ValueStoreError::Open(format!("DynamoDB Query (keyring): {}", describe(&e))))?;
         items.extend(out.items.unwrap_or_default());
         match out.last_evaluated_key {
             Some(next) => start = Some(next),
@@ -381,8 +381,9 @@ async fn keyring_items(client: &Client, table: &str) -> Result<Vec<Item>, StoreE
 
 /// Creates the table if it is missing, checks its key schema, and waits
 /// until it is ACTIVE.
-async fn ensure_table(client: &Client, table: &str) -> Result<(), StoreError> {
-    let open_err = |op: &str, detail: String| StoreError::Open(format!("DynamoDB {op} {table}: {detail}"));
+async fn ensure_table(client: &Client, table: &str) -> Result<(), ValueStoreError> {
+    let open_err =
+        |op: &str, detail: String| ValueStoreError::Open(format!("DynamoDB {op} {table}: {detail}"));
     let described = client.describe_table().table_name(table).send().await;
     match described {
         Ok(_) => {}
@@ -474,7 +475,7 @@ fn access_item(epoch: &str, seq: u64, r: &ServedRead) -> Item {
     item
 }
 
-fn access_record(item: &Item) -> Result<RecordedAccess, StoreError> {
+fn access_record(item: &Item) -> Result<RecordedAccess, ValueStoreError> {
     Ok(RecordedAccess {
         seq: get_n(item, "seq")?,
         record: ServedRead {
@@ -491,7 +492,7 @@ fn access_record(item: &Item) -> Result<RecordedAccess, StoreError> {
 
 /// A value item: a tombstone, or its sealed value. An item that lost its
 /// nonce or ciphertext does not open (`Undecryptable`, in the vault).
-fn row_of(item: &Item) -> Result<Row, StoreError> {
+fn row_of(item: &Item) -> Result<Row, ValueStoreError> {
     if get_bool(item, "deactivated")? {
         return Ok(Row::Tombstone);
     }
@@ -502,8 +503,8 @@ fn row_of(item: &Item) -> Result<Row, StoreError> {
     }))
 }
 
-fn build_err(e: impl fmt::Display) -> StoreError {
-    StoreError::Unavailable(format!("cannot build a DynamoDB request: {e}"))
+fn build_err(e: impl fmt::Display) -> ValueStoreError {
+    ValueStoreError::Unavailable(format!("cannot build a DynamoDB request: {e}"))
 }
 
 #[async_trait]
@@ -512,23 +513,27 @@ impl SealedStore for DynamoRows {
         Backend::DynamoDb
     }
 
-    async fn data_keys(&self) -> Result<Vec<SealedDataKey>, StoreError> {
+    async fn data_keys(&self) -> Result<Vec<SealedDataKey>, ValueStoreError> {
         load_keyring(&self.client, &self.table).await
     }
 
-    async fn put_first_data_key(&self, first: &SealedDataKey) -> Result<(), StoreError> {
+    async fn put_first_data_key(&self, first: &SealedDataKey) -> Result<(), ValueStoreError> {
         let mut item = key(KEYRING_PK.to_owned(), format!("{:010}", 1));
         item.insert("key_id".into(), s(&first.key_id));
         item.insert("sealed_key".into(), b(first.sealed_key.clone()));
         item.insert("check_value".into(), b(first.check_value.clone()));
         // Two Agents opening a new table at once: one put wins.
         match self.put_new(item, "PutItem (keyring)").await {
-            Err(StoreError::Unavailable(e)) => Err(StoreError::Open(e)),
+            Err(ValueStoreError::Unavailable(e)) => Err(ValueStoreError::Open(e)),
             other => other.map(drop),
         }
     }
 
-    async fn replace_data_key(&self, old: &SealedDataKey, new: &SealedDataKey) -> Result<bool, StoreError> {
+    async fn replace_data_key(
+        &self,
+        old: &SealedDataKey,
+        new: &SealedDataKey,
+    ) -> Result<bool, ValueStoreError> {
         let items = keyring_items(&self.client, &self.table).await?;
         let entry = items.into_iter().find(|i| get_s(i, "key_id").is_ok_and(|id| id == old.key_id));
         let Some(mut item) = entry else { return Ok(false) };
@@ -552,7 +557,7 @@ impl SealedStore for DynamoRows {
         }
     }
 
-    async fn put_if_absent(&self, at: &ValueAddress, sealed: &SealedValue) -> Result<bool, StoreError> {
+    async fn put_if_absent(&self, at: &ValueAddress, sealed: &SealedValue) -> Result<bool, ValueStoreError> {
         let mut item = value_key(at);
         item.insert("org".into(), s(at.org.to_string()));
         item.insert("secret".into(), s(&at.secret));
@@ -565,7 +570,7 @@ impl SealedStore for DynamoRows {
         self.put_new(item, "PutItem").await
     }
 
-    async fn get(&self, at: &ValueAddress) -> Result<Option<Row>, StoreError> {
+    async fn get(&self, at: &ValueAddress) -> Result<Option<Row>, ValueStoreError> {
         let out = self
             .client
             .get_item()
@@ -583,7 +588,7 @@ impl SealedStore for DynamoRows {
         org: OrgId,
         secret: &str,
         environment: CatalogId,
-    ) -> Result<Option<(u32, Row)>, StoreError> {
+    ) -> Result<Option<(u32, Row)>, ValueStoreError> {
         let out = self
             .client
             .query()
@@ -600,7 +605,7 @@ impl SealedStore for DynamoRows {
         out.items().first().map(|item| Ok((get_n(item, "version")?, row_of(item)?))).transpose()
     }
 
-    async fn tombstone(&self, at: &ValueAddress) -> Result<(), StoreError> {
+    async fn tombstone(&self, at: &ValueAddress) -> Result<(), ValueStoreError> {
         // The whole item is replaced: no key id, nonce or ciphertext stays.
         let mut item = value_key(at);
         item.insert("org".into(), s(at.org.to_string()));
@@ -624,7 +629,7 @@ impl SealedStore for DynamoRows {
         secret: &str,
         environment: Option<CatalogId>,
         through: Option<u32>,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<u64, ValueStoreError> {
         let mut values = HashMap::from([(":pk".to_owned(), s(value_pk(org, secret)))]);
         let condition = match (environment, through) {
             (None, _) => "pk = :pk",
@@ -659,7 +664,7 @@ impl SealedStore for DynamoRows {
         Ok(deleted)
     }
 
-    async fn inventory(&self) -> Result<Vec<InventoryEntry>, StoreError> {
+    async fn inventory(&self) -> Result<Vec<InventoryEntry>, ValueStoreError> {
         let mut entries = Vec::new();
         let mut start: Option<Item> = None;
         loop {
@@ -697,14 +702,19 @@ impl SealedStore for DynamoRows {
         Ok(entries)
     }
 
-    async fn generation(&self, agent: AgentId, purpose: &str) -> Result<u64, StoreError> {
+    async fn generation(&self, agent: AgentId, purpose: &str) -> Result<u64, ValueStoreError> {
         match self.get(generation_pk(agent), purpose.to_owned(), "sealed file generation").await? {
             Some(item) => get_n::<u64>(&item, "generation"),
             None => Ok(0),
         }
     }
 
-    async fn advance_generation(&self, agent: AgentId, purpose: &str, to: u64) -> Result<(), StoreError> {
+    async fn advance_generation(
+        &self,
+        agent: AgentId,
+        purpose: &str,
+        to: u64,
+    ) -> Result<(), ValueStoreError> {
         let sent = self
             .client
             .update_item()
@@ -729,7 +739,7 @@ impl SealedStore for DynamoRows {
         }
     }
 
-    async fn numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+    async fn numbering(&self, agent: AgentId) -> Result<Numbering, ValueStoreError> {
         if let Some(n) = self.read_numbering(agent).await? {
             return Ok(n);
         }
@@ -746,10 +756,10 @@ impl SealedStore for DynamoRows {
         self.put_new(counter_item(agent, &start), "PutItem (access counter)").await?;
         self.read_numbering(agent)
             .await?
-            .ok_or_else(|| StoreError::Unavailable("the access counter item is missing".into()))
+            .ok_or_else(|| ValueStoreError::Unavailable("the access counter item is missing".into()))
     }
 
-    async fn restart_numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+    async fn restart_numbering(&self, agent: AgentId) -> Result<Numbering, ValueStoreError> {
         let fresh = Numbering { epoch: new_epoch(), last_seq: 0 };
         self.client
             .put_item()
@@ -761,7 +771,7 @@ impl SealedStore for DynamoRows {
         Ok(fresh)
     }
 
-    async fn append_records(&self, agent: AgentId, records: &[ServedRead]) -> Result<u64, StoreError> {
+    async fn append_records(&self, agent: AgentId, records: &[ServedRead]) -> Result<u64, ValueStoreError> {
         let count = records.len() as u64;
         for attempt in 0..COMMIT_ATTEMPTS {
             let Numbering { epoch, last_seq: last } = self.numbering(agent).await?;
@@ -807,7 +817,7 @@ impl SealedStore for DynamoRows {
                 // The counter still held `last`, yet a record is already at
                 // one of the next numbers: not written by a commit.
                 if let Some(taken) = (1..=records.len()).find(|&i| code(i) == "ConditionalCheckFailed") {
-                    return Err(StoreError::Unavailable(format!(
+                    return Err(ValueStoreError::Unavailable(format!(
                         "access record {} is already in the store although the counter is at {last}: \
                          something outside the Agent wrote it; nothing was written",
                         last + taken as u64
@@ -819,7 +829,7 @@ impl SealedStore for DynamoRows {
             let jitter = u64::from(uuid::Uuid::new_v4().as_fields().1 % 20);
             tokio::time::sleep(Duration::from_millis(5 * u64::from(attempt + 1) + jitter)).await;
         }
-        Err(StoreError::Unavailable(format!(
+        Err(ValueStoreError::Unavailable(format!(
             "the access counter kept moving under concurrent appenders ({COMMIT_ATTEMPTS} attempts); nothing \
              was written"
         )))
@@ -831,7 +841,7 @@ impl SealedStore for DynamoRows {
         epoch: &str,
         after: u64,
         limit: u32,
-    ) -> Result<Vec<RecordedAccess>, StoreError> {
+    ) -> Result<Vec<RecordedAccess>, ValueStoreError> {
         if limit == 0 {
             return Ok(Vec::new());
         }

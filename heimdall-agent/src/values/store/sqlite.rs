@@ -9,8 +9,8 @@ use sqlx::migrate::Migrator;
 use sqlx::Executor;
 
 use super::sql::SqlRows;
-use super::{Backend, StoreError, Vault};
-use crate::crypto::KeySealer;
+use super::{Backend, ValueStoreError, Vault};
+use crate::values::crypto::KeySealer;
 
 fn migrator() -> &'static Migrator {
     static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
@@ -18,15 +18,15 @@ fn migrator() -> &'static Migrator {
 }
 
 /// Opens (creating if needed) the store in the SQLite file at `path`.
-/// A key that does not open it is [`StoreError::WrongMasterKey`] (or `WrongKmsKey`).
-pub async fn open(path: &Path, keys: &dyn KeySealer) -> Result<Vault, StoreError> {
+/// A key that does not open it is [`ValueStoreError::WrongMasterKey`] (or `WrongKmsKey`).
+pub async fn open(path: &Path, keys: &dyn KeySealer) -> Result<Vault, ValueStoreError> {
     Vault::open(connect(path).await?, keys).await
 }
 
 /// The store's rows, migrated, with no key opened (for `rekey`).
-pub async fn connect(path: &Path) -> Result<Box<dyn super::SealedStore>, StoreError> {
+pub async fn connect(path: &Path) -> Result<Box<dyn super::SealedStore>, ValueStoreError> {
     let Some(path_text) = path.to_str() else {
-        return Err(StoreError::Open(format!("{} is not a UTF-8 path", path.display())));
+        return Err(ValueStoreError::Open(format!("{} is not a UTF-8 path", path.display())));
     };
     sqlx::any::install_default_drivers();
     let url = format!("sqlite://{path_text}?mode=rwc");
@@ -50,6 +50,6 @@ pub async fn connect(path: &Path) -> Result<Box<dyn super::SealedStore>, StoreEr
         })
         .connect(&url)
         .await
-        .map_err(|e| StoreError::Open(format!("cannot open {}: {e}", path.display())))?;
+        .map_err(|e| ValueStoreError::Open(format!("cannot open {}: {e}", path.display())))?;
     Ok(Box::new(SqlRows::migrate(pool, Backend::Sqlite, migrator()).await?))
 }

@@ -20,10 +20,16 @@
 //!   [`crate::program_tokens`]). A token does what its verbs allow
 //!   (`heimdall_core::program`); its reads are recorded as
 //!   `program NAME@AGENT`, and its writes and deletions go through the API
-//!   ([`crate::program_writes`]). `GET /v1/eso/{environment}/{key}`
+//!   ([`crate::local_api::program_writes`]). `GET /v1/eso/{environment}/{key}`
 //!   is the External Secrets Operator's webhook contract: `{"value": …}`,
 //!   404 for an unknown, out-of-scope or deactivated secret, and key `*`
 //!   for every secret of the token's scope holding a value there.
+
+pub mod eso;
+pub mod local_cert;
+pub mod openapi;
+pub mod program_writes;
+pub mod watch;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -31,7 +37,7 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::{Extension, Json, Router};
 use heimdall_core::clock::Clock;
 use heimdall_core::current;
@@ -48,10 +54,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::access::{PolicySnapshot, SharedPolicy};
-use crate::grant::GrantVerifier;
-use crate::openapi::{HealthErrors, ReadErrors, WriteErrors};
-use crate::recorder::Recorder;
-use crate::store::{ServedRead, StoreError, ValueAddress, Vault, MAX_VALUE_LEN};
+use crate::local_api::openapi::{HealthErrors, ReadErrors, WriteErrors};
+use crate::values::grant::GrantVerifier;
+use crate::values::recorder::Recorder;
+use crate::values::store::{ServedRead, ValueAddress, ValueStoreError, Vault, MAX_VALUE_LEN};
 
 /// Everything a request needs.
 #[derive(Clone, Debug)]
@@ -71,7 +77,7 @@ pub struct LocalApi {
     pub api: Option<crate::channel::Channel>,
     /// Long polls open per caller (`watch`): bounded, so that one token or
     /// certificate cannot hold the connection cap.
-    pub watches: crate::watch::Watches,
+    pub watches: crate::local_api::watch::Watches,
 }
 
 /// A connection: its verified client certificate, if it presented one,
@@ -109,8 +115,8 @@ impl Caller {
 
 /// The caller of a request: exactly one of a client certificate and a
 /// program token, else `UNAUTHENTICATED`.
-pub(crate) fn caller(state: &LocalApi, peer: &Peer, headers: &HeaderMap) -> Result<Caller, Refusal> {
-    let unauthenticated = |why: &str| Refusal(ApiError::new(ErrorCode::Unauthenticated, why.to_owned()));
+pub(crate) fn caller(state: &LocalApi, peer: &Peer, headers: &HeaderMap) -> Result<Caller, ErrorAnswer> {
+    let unauthenticated = |why: &str| ErrorAnswer(ApiError::new(ErrorCode::Unauthenticated, why.to_owned()));
     let bearer = match headers.get(AUTHORIZATION) {
         None => None,
         Some(value) => Some(
@@ -138,48 +144,34 @@ pub(crate) fn caller(state: &LocalApi, peer: &Peer, headers: &HeaderMap) -> Resu
     }
 }
 
-/// An [`ApiError`] as a response: `{"error": {...}}` with its status.
-#[derive(Debug)]
-pub struct Refusal(pub ApiError);
+pub use heimdall_tls::server::ErrorAnswer;
 
-impl From<ApiError> for Refusal {
-    fn from(e: ApiError) -> Self {
-        Self(e)
-    }
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        heimdall_tls::server::error_response(self.0)
-    }
-}
-
-pub(crate) fn store_refusal(e: StoreError) -> Refusal {
+pub(crate) fn store_refusal(e: ValueStoreError) -> ErrorAnswer {
     let code = match &e {
-        StoreError::AlreadyExists { .. } => ErrorCode::AlreadyExists,
-        StoreError::Deactivated { .. } => ErrorCode::VersionDeactivated,
-        StoreError::Invalid(_) => ErrorCode::InvalidInput,
-        StoreError::Unavailable(_) | StoreError::Open(_) => ErrorCode::Unavailable,
-        StoreError::Undecryptable { .. }
-        | StoreError::WrongMasterKey { .. }
-        | StoreError::WrongKmsKey { .. } => ErrorCode::Internal,
+        ValueStoreError::AlreadyExists { .. } => ErrorCode::AlreadyExists,
+        ValueStoreError::Deactivated { .. } => ErrorCode::VersionDeactivated,
+        ValueStoreError::Invalid(_) => ErrorCode::InvalidInput,
+        ValueStoreError::Unavailable(_) | ValueStoreError::Open(_) => ErrorCode::Unavailable,
+        ValueStoreError::Undecryptable { .. }
+        | ValueStoreError::WrongMasterKey { .. }
+        | ValueStoreError::WrongKmsKey { .. } => ErrorCode::Internal,
     };
     // Store errors name addresses and key ids, never a value; the
     // response hides them for internal failures, as the API does.
-    Refusal(ApiError::new(code, e.to_string()))
+    ErrorAnswer(ApiError::new(code, e.to_string()))
 }
 
 /// Every route of the local API, each with its document.
 pub(crate) fn routes() -> OpenApiRouter<LocalApi> {
-    OpenApiRouter::with_openapi(crate::openapi::AgentLocalApi::openapi())
+    OpenApiRouter::with_openapi(crate::local_api::openapi::AgentLocalApi::openapi())
         .routes(routes!(openapi_json))
         .routes(routes!(health))
         .routes(routes!(certificate_status))
         .routes(routes!(read, write))
-        .routes(routes!(crate::program_writes::delete))
+        .routes(routes!(crate::local_api::program_writes::delete))
         .routes(routes!(read_many))
-        .routes(routes!(crate::watch::watch))
-        .routes(routes!(crate::eso::read))
+        .routes(routes!(crate::local_api::watch::watch))
+        .routes(routes!(crate::local_api::eso::read))
 }
 
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "agent", operation_id = "get_openapi_document",
@@ -191,7 +183,7 @@ pub(crate) fn routes() -> OpenApiRouter<LocalApi> {
 async fn openapi_json() -> Response {
     static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     heimdall_tls::openapi::serve(
-        DOCUMENT.get_or_init(|| heimdall_tls::openapi::to_json(&crate::openapi::document())),
+        DOCUMENT.get_or_init(|| heimdall_tls::openapi::to_json(&crate::local_api::openapi::document())),
     )
 }
 
@@ -199,21 +191,21 @@ pub fn router(state: LocalApi) -> Router {
     routes()
         .split_for_parts()
         .0
-        .fallback(|| async { Refusal(ApiError::new(ErrorCode::NotFound, "no such route")) })
+        .fallback(|| async { ErrorAnswer(ApiError::new(ErrorCode::NotFound, "no such route")) })
         // A 1 MiB value, JSON-escaped, with room for the grant.
         .layer(axum::extract::DefaultBodyLimit::max(8 * MAX_VALUE_LEN))
         .with_state(state)
 }
 
 /// The current snapshot; right after start, the first sync's (waited for).
-async fn snapshot(state: &LocalApi) -> Result<Arc<PolicySnapshot>, Refusal> {
+async fn snapshot(state: &LocalApi) -> Result<Arc<PolicySnapshot>, ErrorAnswer> {
     let current = match state.policy.current() {
         Some(current) => Some(current),
         None if state.policy.is_revoked() => None,
         None => state.policy.refresh(OffsetDateTime::UNIX_EPOCH, REFRESH_WAIT).await,
     };
     current.ok_or_else(|| {
-        Refusal(if state.policy.is_revoked() {
+        ErrorAnswer(if state.policy.is_revoked() {
             revoked()
         } else {
             ApiError::new(
@@ -236,13 +228,13 @@ pub(crate) const REFRESH_WAIT: std::time::Duration = std::time::Duration::from_s
 pub(crate) async fn with_fresh<T>(
     state: &LocalApi,
     decide: impl Fn(&PolicySnapshot) -> Result<T, ApiError>,
-) -> Result<(Arc<PolicySnapshot>, T), Refusal> {
+) -> Result<(Arc<PolicySnapshot>, T), ErrorAnswer> {
     let snap = snapshot(state).await?;
     match decide(&snap) {
         Err(e) if matches!(e.code, ErrorCode::NotFound | ErrorCode::Unauthenticated) => {
             let fresh = match state.policy.refresh(snap.received_at(), REFRESH_WAIT).await {
                 Some(fresh) => fresh,
-                None if state.policy.is_revoked() => return Err(Refusal(revoked())),
+                None if state.policy.is_revoked() => return Err(ErrorAnswer(revoked())),
                 None => snap,
             };
             let decided = decide(&fresh)?;
@@ -285,12 +277,12 @@ async fn health(State(state): State<LocalApi>) -> Json<serde_json::Value> {
         present, as of its last sync, with the Agent's id: a program checks it and pins what it lists before \
         sending a token. `POLICY_STALE` until the Agent has such a statement from the API.",
     security(()),
-    responses((status = 200, description = "The signed statement (`status`) and this Agent's id", body = Object), crate::openapi::StatusErrors),
+    responses((status = 200, description = "The signed statement (`status`) and this Agent's id", body = Object), crate::local_api::openapi::StatusErrors),
 )]
-async fn certificate_status(State(state): State<LocalApi>) -> Result<Json<serde_json::Value>, Refusal> {
+async fn certificate_status(State(state): State<LocalApi>) -> Result<Json<serde_json::Value>, ErrorAnswer> {
     let snap = snapshot(&state).await?;
     let status = snap.local_api_status().ok_or_else(|| {
-        Refusal(ApiError::new(
+        ErrorAnswer(ApiError::new(
             ErrorCode::PolicyStale,
             "this Agent has no certificate statement from the API yet; programs wait for its next sync",
         ))
@@ -298,11 +290,11 @@ async fn certificate_status(State(state): State<LocalApi>) -> Result<Json<serde_
     Ok(Json(serde_json::json!({ "agent": state.agent, "status": status })))
 }
 
-pub(crate) fn to_u32_version(version: i64) -> Result<u32, Refusal> {
+pub(crate) fn to_u32_version(version: i64) -> Result<u32, ErrorAnswer> {
     u32::try_from(version)
         .ok()
         .filter(|v| *v >= 1)
-        .ok_or_else(|| Refusal(ApiError::invalid_input("version starts at 1")))
+        .ok_or_else(|| ErrorAnswer(ApiError::invalid_input("version starts at 1")))
 }
 
 #[utoipa::path(
@@ -326,11 +318,11 @@ async fn write(
     headers: HeaderMap,
     Path(name): Path<String>,
     body: axum::body::Bytes,
-) -> Result<(StatusCode, Json<serde_json::Value>), Refusal> {
+) -> Result<(StatusCode, Json<serde_json::Value>), ErrorAnswer> {
     let cert = match caller(&state, &peer, &headers)? {
         Caller::Person(cert) => cert,
         Caller::Program { scope, accessor } => {
-            return crate::program_writes::write(&state, &scope, &accessor, &name, &body).await;
+            return crate::local_api::program_writes::write(&state, &scope, &accessor, &name, &body).await;
         }
     };
     // One strict parse (`heimdall_core::body`): trailing bytes and
@@ -375,9 +367,9 @@ async fn write(
 }
 
 /// A value is at most [`MAX_VALUE_LEN`] bytes.
-pub(crate) fn check_size(value: &str) -> Result<(), Refusal> {
+pub(crate) fn check_size(value: &str) -> Result<(), ErrorAnswer> {
     if value.len() > MAX_VALUE_LEN {
-        return Err(Refusal(ApiError::new(
+        return Err(ErrorAnswer(ApiError::new(
             ErrorCode::PayloadTooLarge,
             format!("a value is at most {MAX_VALUE_LEN} bytes"),
         )));
@@ -386,13 +378,17 @@ pub(crate) fn check_size(value: &str) -> Result<(), Refusal> {
 }
 
 /// Stores a value whose grant was verified, at its address.
-pub(crate) async fn store_granted(state: &LocalApi, at: &ValueAddress, value: &[u8]) -> Result<(), Refusal> {
+pub(crate) async fn store_granted(
+    state: &LocalApi,
+    at: &ValueAddress,
+    value: &[u8],
+) -> Result<(), ErrorAnswer> {
     match state.store.put_value(at, value).await {
         Ok(()) => {}
         // Agents sharing one store are each sent the value: the first
         // stores it, and the same bytes at the same address are no
         // overwrite. Anything else at that address is refused.
-        Err(StoreError::AlreadyExists { .. })
+        Err(ValueStoreError::AlreadyExists { .. })
             if state.store.get_value(at).await.ok().flatten().is_some_and(|held| {
                 use subtle::ConstantTimeEq;
                 bool::from(held.as_slice().ct_eq(value))
@@ -431,7 +427,7 @@ async fn read(
     headers: HeaderMap,
     Path(name): Path<String>,
     QueryParams(query): QueryParams<ReadQuery>,
-) -> Result<Json<ValueAnswer>, Refusal> {
+) -> Result<Json<ValueAnswer>, ErrorAnswer> {
     let read = async {
         let caller = caller(&state, &peer, &headers)?;
         Ok(Json(read_one(&state, &peer, &caller, &name, &query.environment, query.version).await?.answer()?))
@@ -448,7 +444,7 @@ pub(crate) async fn read_one(
     name: &str,
     environment: &str,
     version: Option<i64>,
-) -> Result<Loaded, Refusal> {
+) -> Result<Loaded, ErrorAnswer> {
     let now = state.clock.now();
     let loaded = load(state, caller, name, environment, version, now).await?;
     record(state, vec![loaded.record(peer, state.agent, now)], &loaded.allowed.secret).await?;
@@ -456,15 +452,19 @@ pub(crate) async fn read_one(
 }
 
 /// Counts reads served (`served` of them) or the refusal.
-pub(crate) fn counted<T>(state: &LocalApi, result: Result<T, Refusal>, served: usize) -> Result<T, Refusal> {
+pub(crate) fn counted<T>(
+    state: &LocalApi,
+    result: Result<T, ErrorAnswer>,
+    served: usize,
+) -> Result<T, ErrorAnswer> {
     if let Some(metrics) = &state.metrics {
-        metrics.reads(result.as_ref().err().map(|Refusal(e)| e.code), served);
+        metrics.reads(result.as_ref().err().map(|ErrorAnswer(e)| e.code), served);
     }
     result
 }
 
 /// At most this many secrets in one `POST /v1/values` (one commit).
-pub(crate) const MAX_READ_VALUES: usize = crate::recorder::MAX_BATCH;
+pub(crate) const MAX_READ_VALUES: usize = crate::values::recorder::MAX_BATCH;
 
 /// `POST /v1/values`: the latest version of each secret, decided and
 /// loaded one by one, then every read recorded in one commit, and only
@@ -487,7 +487,7 @@ async fn read_many(
     Extension(peer): Extension<Peer>,
     headers: HeaderMap,
     body: axum::body::Bytes,
-) -> Result<Json<ValuesAnswer>, Refusal> {
+) -> Result<Json<ValuesAnswer>, ErrorAnswer> {
     let answer = async { read_all(&state, &peer, &caller(&state, &peer, &headers)?, &body).await }.await;
     let served = answer.as_ref().map_or(1, |Json(a)| a.values.len());
     counted(&state, answer, served)
@@ -499,10 +499,10 @@ async fn read_all(
     peer: &Peer,
     caller: &Caller,
     body: &[u8],
-) -> Result<Json<ValuesAnswer>, Refusal> {
+) -> Result<Json<ValuesAnswer>, ErrorAnswer> {
     let body: ReadValues = heimdall_core::body::decode(body)?;
     if body.secrets.is_empty() || body.secrets.len() > MAX_READ_VALUES {
-        return Err(Refusal(ApiError::invalid_input(format!(
+        return Err(ErrorAnswer(ApiError::invalid_input(format!(
             "secrets[] names 1 to {MAX_READ_VALUES} secrets"
         ))));
     }
@@ -520,13 +520,13 @@ pub(crate) async fn load_all(
     caller: &Caller,
     names: &[String],
     environment: &str,
-) -> Result<Vec<Loaded>, Refusal> {
+) -> Result<Vec<Loaded>, ErrorAnswer> {
     let now = state.clock.now();
     let mut loaded = Vec::with_capacity(names.len());
     for name in names {
         let one = load(state, caller, name, environment, None, now)
             .await
-            .map_err(|Refusal(e)| Refusal(ApiError::new(e.code, format!("{name}: {}", e.message))))?;
+            .map_err(|ErrorAnswer(e)| ErrorAnswer(ApiError::new(e.code, format!("{name}: {}", e.message))))?;
         loaded.push(one);
     }
     record_all(state, peer, &loaded, environment, now).await?;
@@ -540,7 +540,7 @@ pub(crate) async fn record_all(
     loaded: &[Loaded],
     what: &str,
     now: OffsetDateTime,
-) -> Result<(), Refusal> {
+) -> Result<(), ErrorAnswer> {
     if loaded.is_empty() {
         return Ok(());
     }
@@ -567,9 +567,10 @@ impl Loaded {
         }
     }
 
-    pub(crate) fn answer(self) -> Result<ValueAnswer, Refusal> {
-        let text = String::from_utf8(self.value.to_vec())
-            .map_err(|_| Refusal(ApiError::new(ErrorCode::Internal, "the stored value is not UTF-8 text")))?;
+    pub(crate) fn answer(self) -> Result<ValueAnswer, ErrorAnswer> {
+        let text = String::from_utf8(self.value.to_vec()).map_err(|_| {
+            ErrorAnswer(ApiError::new(ErrorCode::Internal, "the stored value is not UTF-8 text"))
+        })?;
         Ok(ValueAnswer {
             name: self.allowed.secret,
             environment: self.allowed.environment,
@@ -588,12 +589,12 @@ pub(crate) async fn load(
     environment: &str,
     version: Option<i64>,
     now: OffsetDateTime,
-) -> Result<Loaded, Refusal> {
+) -> Result<Loaded, ErrorAnswer> {
     let allowed = decide(state, caller, name, environment, now).await?;
     let shown = heimdall_core::secrets::display_name(&allowed.secret);
     let no_value = |version: Option<u32>| {
         let which = version.map_or_else(|| "no value".to_owned(), |v| format!("no version {v}"));
-        Refusal(ApiError::new(
+        ErrorAnswer(ApiError::new(
             ErrorCode::NotFound,
             format!("this Agent holds {which} of {} in {}", allowed.secret, allowed.environment),
         ))
@@ -613,7 +614,7 @@ pub(crate) async fn load(
                 // Another holder may have it: the client asks the next.
                 None => {
                     return Err(current::missing_version(shown, v, allowed.current)
-                        .map_or_else(|| no_value(Some(version)), Refusal))
+                        .map_or_else(|| no_value(Some(version)), ErrorAnswer))
                 }
             }
         }
@@ -625,7 +626,7 @@ pub(crate) async fn load(
                 .map_err(store_refusal)?;
             // Never an older version as the latest (`heimdall_core::current`).
             current::check_latest(shown, latest.as_ref().map(|(v, _)| i64::from(*v)), allowed.current)
-                .map_err(Refusal)?;
+                .map_err(ErrorAnswer)?;
             latest.ok_or_else(|| no_value(None))?
         }
     };
@@ -639,7 +640,7 @@ pub(crate) async fn decide(
     name: &str,
     environment: &str,
     now: OffsetDateTime,
-) -> Result<crate::access::AllowedRead, Refusal> {
+) -> Result<crate::access::AllowedRead, ErrorAnswer> {
     let (_, allowed) = with_fresh(state, |s| match caller {
         Caller::Person(cert) => s.decide_read(&cert.cert_sha256, &cert.key_sha256, name, environment, now),
         Caller::Program { scope, accessor } => {
@@ -652,10 +653,10 @@ pub(crate) async fn decide(
 
 /// Makes `records` durable in one commit, or refuses (`AUDIT_UNAVAILABLE`):
 /// nothing is served that was not recorded. `what` names them in the log.
-async fn record(state: &LocalApi, records: Vec<ServedRead>, what: &str) -> Result<(), Refusal> {
+async fn record(state: &LocalApi, records: Vec<ServedRead>, what: &str) -> Result<(), ErrorAnswer> {
     if let Err(e) = state.recorder.record_all(records).await {
         tracing::error!(error = %e, what, "read refused: its access record was not written");
-        return Err(Refusal(ApiError::new(
+        return Err(ErrorAnswer(ApiError::new(
             ErrorCode::AuditUnavailable,
             "the read could not be recorded, so nothing is served; try again later",
         )));

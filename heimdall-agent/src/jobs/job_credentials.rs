@@ -18,9 +18,9 @@ use time::OffsetDateTime;
 use zeroize::Zeroizing;
 
 use crate::access::SharedPolicy;
-use crate::recorder::Recorder;
-use crate::store::{ServedRead, StoreError, Vault};
-use crate::terraform::RunFailure;
+use crate::jobs::terraform::RunFailure;
+use crate::values::recorder::Recorder;
+use crate::values::store::{ServedRead, ValueStoreError, Vault};
 
 /// Where a read for a job is recorded from: the Agent itself.
 const SOURCE: &str = "127.0.0.1";
@@ -138,20 +138,20 @@ async fn read_for_job(
             reason: e.message,
         })?;
     }
-    let unavailable = |e: StoreError| RunFailure {
+    let unavailable = |e: ValueStoreError| RunFailure {
         code: Some(ErrorCode::Unavailable),
         reason: e.to_string(),
         retryable: true,
     };
     let found = match source.vault.latest_value(job.org_id, secret, environment).await {
         Ok(found) => found,
-        Err(StoreError::Deactivated { version, .. }) => {
+        Err(ValueStoreError::Deactivated { version, .. }) => {
             return Err(refused(ApiError::new(
                 ErrorCode::VersionDeactivated,
                 format!("the latest version ({version}) of secret {secret} was deactivated; set a new one"),
             )))
         }
-        Err(e @ StoreError::Undecryptable { .. }) => {
+        Err(e @ ValueStoreError::Undecryptable { .. }) => {
             return Err(refused(ApiError::new(ErrorCode::Internal, e.to_string())))
         }
         Err(e) => return Err(unavailable(e)),

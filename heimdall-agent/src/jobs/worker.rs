@@ -13,9 +13,9 @@ use tokio::sync::{mpsc, watch};
 
 use crate::channel::Channel;
 use crate::config::AgentConfig;
-use crate::job_credentials::{self, CredentialSource};
+use crate::jobs::job_credentials::{self, CredentialSource};
+use crate::jobs::terraform;
 use crate::metrics::Metrics;
-use crate::terraform;
 
 /// How long a claim waits at the API when nothing is queued. A claim in
 /// flight is always awaited, even on shutdown (dropping it could lose a

@@ -292,10 +292,10 @@ fn command(terraform: &Path, dir: &Path, env: &[(std::ffi::OsString, std::ffi::O
 }
 
 /// A terraform command in `dir` with [`job_env`] and nothing else, under
-/// the guard that stops it with the Agent ([`crate::terraform_guard`]):
+/// the guard that stops it with the Agent ([`crate::jobs::terraform_guard`]):
 /// keep the returned child's standard input for as long as it runs.
 fn guarded(terraform: &Path, dir: &Path, env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Command {
-    let mut command = crate::terraform_guard::command(terraform);
+    let mut command = crate::jobs::terraform_guard::command(terraform);
     command.current_dir(dir).env_clear().envs(env.iter().map(|(k, v)| (k, v)));
     command
 }
@@ -450,7 +450,7 @@ async fn saved_plan(
     }
     let bytes = std::fs::read(dir.join(APPROVAL_PLAN)).map_err(|e| RunFailure::failed(e.to_string()))?;
     let sha256 = heimdall_core::plan::hex_sha256(&bytes);
-    let store = crate::plan_files::PlanStore::open(tf, dir, env, state, request, backend_file, log)
+    let store = crate::jobs::plan_files::PlanStore::open(tf, dir, env, state, request, backend_file, log)
         .await
         .map_err(RunFailure::failed)?;
     let key = store.key();
@@ -480,7 +480,7 @@ async fn approved_plan(
     approved: &str,
     log: &mpsc::UnboundedSender<String>,
 ) -> Result<(), RunFailure> {
-    let store = crate::plan_files::PlanStore::open(tf, dir, env, state, request, backend_file, log)
+    let store = crate::jobs::plan_files::PlanStore::open(tf, dir, env, state, request, backend_file, log)
         .await
         .map_err(RunFailure::failed)?;
     let key = store.key();
@@ -572,33 +572,6 @@ async fn probe_lock(
     let out = child.wait_with_output().await.ok()?;
     LockInfo::from_terraform_error(&String::from_utf8_lossy(&out.stderr))
         .or_else(|| LockInfo::from_terraform_error(&String::from_utf8_lossy(&out.stdout)))
-}
-
-/// How Terraform names this process in a state lock (`Who`): `user@host`,
-/// found as Go's `os/user.Current` and `os.Hostname` find them (the
-/// account's name in /etc/passwd, else `$USER`; the kernel's host name).
-/// `None` where there is no /proc: then only a reported lock is taken over.
-pub fn lock_holder() -> Option<String> {
-    static HOLDER: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    HOLDER
-        .get_or_init(|| {
-            use std::os::unix::fs::MetadataExt;
-            let uid = std::fs::metadata("/proc/self").ok()?.uid().to_string();
-            let user = std::fs::read_to_string("/etc/passwd")
-                .ok()
-                .and_then(|passwd| {
-                    passwd.lines().find_map(|line| {
-                        let mut fields = line.split(':');
-                        let name = fields.next()?;
-                        (fields.nth(1)? == uid).then(|| name.to_owned())
-                    })
-                })
-                .or_else(|| std::env::var("USER").ok())
-                .unwrap_or_default();
-            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
-            Some(format!("{user}@{}", host.trim()))
-        })
-        .clone()
 }
 
 /// A later attempt of a job: the lock on the state, if a dead attempt
@@ -723,20 +696,7 @@ fn write_secret_inputs(dir: &Path, inputs: &[(String, Redacted<String>)]) -> Res
         .map(|(variable, value)| (format!("{SECRET_VAR_PREFIX}{variable}"), value.expose().clone().into()))
         .collect();
     let text = zeroize::Zeroizing::new(serde_json::Value::Object(values).to_string());
-    write_private(&dir.join("heimdall-secrets.auto.tfvars.json"), text.as_bytes())
-}
-
-/// A new file only its owner reads (0600), for what may hold secrets.
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    file.write_all(bytes).map_err(|e| e.to_string())
+    crate::files::write_private(&dir.join("heimdall-secrets.auto.tfvars.json"), text.as_bytes())
 }
 
 /// How long each part of a run took (the `job phases` log line, which
@@ -794,7 +754,7 @@ pub async fn execute(
         attempt,
         started_at: OffsetDateTime::now_utc(),
         ended_at: None,
-        lock_holder: lock_holder(),
+        lock_holder: crate::channel::lock_holder(),
     };
     let secret_vars: Vec<&str> = secret_inputs.iter().map(|(v, _)| v.as_str()).collect();
     let tf = &config.terraform.path;

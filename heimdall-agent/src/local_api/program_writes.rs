@@ -22,11 +22,11 @@ use heimdall_tls::server::QueryParams;
 
 use crate::access::AllowedRead;
 use crate::channel::{Channel, ChannelError};
+use crate::local_api::openapi::DeleteErrors;
 use crate::local_api::{
-    caller, check_size, store_granted, to_u32_version, with_fresh, Caller, LocalApi, Peer, Refusal,
+    caller, check_size, store_granted, to_u32_version, with_fresh, Caller, ErrorAnswer, LocalApi, Peer,
 };
-use crate::openapi::DeleteErrors;
-use crate::store::ValueAddress;
+use crate::values::store::ValueAddress;
 
 /// `verb` on `name` in `environment`, decided with the snapshot (after a
 /// sync if it does not know them yet).
@@ -37,16 +37,16 @@ async fn decide(
     verb: Verb,
     name: &str,
     environment: &str,
-) -> Result<AllowedRead, Refusal> {
+) -> Result<AllowedRead, ErrorAnswer> {
     let now = state.clock.now();
     let (_, allowed) =
         with_fresh(state, |s| s.decide_program(scope, accessor, verb, name, environment, now)).await?;
     Ok(allowed)
 }
 
-fn api(state: &LocalApi) -> Result<&Channel, Refusal> {
+fn api(state: &LocalApi) -> Result<&Channel, ErrorAnswer> {
     state.api.as_ref().ok_or_else(|| {
-        Refusal(ApiError::new(
+        ErrorAnswer(ApiError::new(
             ErrorCode::Unavailable,
             "this Agent has no channel to the API; programs only read",
         ))
@@ -55,10 +55,10 @@ fn api(state: &LocalApi) -> Result<&Channel, Refusal> {
 
 /// The API's own refusal, as it gave it; an API out of reach is
 /// `UNAVAILABLE` (a write or a deletion is never decided here alone).
-fn channel_refusal(e: ChannelError) -> Refusal {
+fn channel_refusal(e: ChannelError) -> ErrorAnswer {
     match e {
-        ChannelError::Api(e) => Refusal(e),
-        ChannelError::Transport(_) | ChannelError::Setup(_) => Refusal(ApiError::new(
+        ChannelError::Api(e) => ErrorAnswer(e),
+        ChannelError::Transport(_) | ChannelError::Setup(_) => ErrorAnswer(ApiError::new(
             ErrorCode::Unavailable,
             "the API cannot be reached; a program writes and deletes only through it, try again later",
         )),
@@ -77,7 +77,7 @@ pub(crate) async fn write(
     accessor: &str,
     name: &str,
     body: &[u8],
-) -> Result<(StatusCode, Json<serde_json::Value>), Refusal> {
+) -> Result<(StatusCode, Json<serde_json::Value>), ErrorAnswer> {
     // A token without the verb is told so before its body is read.
     heimdall_core::program::check_verb(scope, Verb::Write, state.clock.now())?;
     // One strict parse, as for people; no error quotes the input.
@@ -154,11 +154,11 @@ pub(crate) async fn delete(
     headers: HeaderMap,
     Path(name): Path<String>,
     QueryParams(query): QueryParams<DeleteQuery>,
-) -> Result<(StatusCode, Json<ProgramDeletion>), Refusal> {
+) -> Result<(StatusCode, Json<ProgramDeletion>), ErrorAnswer> {
     let (scope, accessor) = match caller(&state, &peer, &headers)? {
         Caller::Program { scope, accessor } => (scope, accessor),
         Caller::Person(_) => {
-            return Err(Refusal(ApiError::new(
+            return Err(ErrorAnswer(ApiError::new(
                 ErrorCode::Forbidden,
                 "people delete a secret through the API: `heimdall secret delete NAME --environment E`",
             )))

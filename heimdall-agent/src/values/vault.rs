@@ -7,8 +7,8 @@
 //!
 //! Opening the vault opens every data key of the store's keyring with the
 //! [`KeySealer`] (the master key or a KMS key): a wrong key is refused
-//! before anything else happens ([`StoreError::WrongMasterKey`],
-//! [`StoreError::WrongKmsKey`]).
+//! before anything else happens ([`ValueStoreError::WrongMasterKey`],
+//! [`ValueStoreError::WrongKmsKey`]).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 use heimdall_core::ids::{AgentId, CatalogId, OrgId};
 use zeroize::Zeroizing;
 
-use crate::crypto::{CryptoError, DataKey, KeySealer, SealedDataKey, SealedValue};
-use crate::store::{
-    Backend, InventoryEntry, Numbering, RecordedAccess, Row, SealedStore, ServedRead, StoreError,
-    ValueAddress, MAX_NAME_LEN, MAX_VALUE_LEN,
+use crate::values::crypto::{CryptoError, DataKey, KeySealer, SealedDataKey, SealedValue};
+use crate::values::store::{
+    Backend, InventoryEntry, Numbering, RecordedAccess, Row, SealedStore, ServedRead, ValueAddress,
+    ValueStoreError, MAX_NAME_LEN, MAX_VALUE_LEN,
 };
 
 /// How long a cached latest row is trusted. This Agent's own writes,
@@ -54,7 +54,7 @@ impl Vault {
     /// Opens the keyring of `rows` with `sealer`, creating the first data
     /// key on a new store (two Agents opening one at once: one key wins,
     /// both open it).
-    pub async fn open(rows: Box<dyn SealedStore>, sealer: &dyn KeySealer) -> Result<Self, StoreError> {
+    pub async fn open(rows: Box<dyn SealedStore>, sealer: &dyn KeySealer) -> Result<Self, ValueStoreError> {
         let mut sealed = rows.data_keys().await?;
         if sealed.is_empty() {
             let (_key, first) = sealer.new_data_key().await.map_err(keyring_error)?;
@@ -83,9 +83,9 @@ impl Vault {
         purpose: &str,
         owner: &str,
         plaintext: &[u8],
-    ) -> Result<SealedValue, StoreError> {
+    ) -> Result<SealedValue, ValueStoreError> {
         let key = self.keyring.current();
-        key.seal_record(purpose, owner, plaintext).map_err(|e| StoreError::Invalid(e.to_string()))
+        key.seal_record(purpose, owner, plaintext).map_err(|e| ValueStoreError::Invalid(e.to_string()))
     }
 
     /// Opens a record [`Self::seal_record`] sealed, with the key that sealed it.
@@ -94,33 +94,33 @@ impl Vault {
         purpose: &str,
         owner: &str,
         sealed: &SealedValue,
-    ) -> Result<Zeroizing<Vec<u8>>, StoreError> {
+    ) -> Result<Zeroizing<Vec<u8>>, ValueStoreError> {
         let key = self.keyring.keys.get(&sealed.key_id).ok_or_else(|| {
-            StoreError::Invalid(format!(
+            ValueStoreError::Invalid(format!(
                 "sealed under data key {}, which this store does not have",
                 sealed.key_id
             ))
         })?;
-        key.open_record(purpose, owner, sealed).map_err(|e| StoreError::Invalid(e.to_string()))
+        key.open_record(purpose, owner, sealed).map_err(|e| ValueStoreError::Invalid(e.to_string()))
     }
 
     /// Seals and stores a value; refuses (`AlreadyExists`) if the address
     /// already holds a value or a tombstone.
-    pub async fn put_value(&self, at: &ValueAddress, plaintext: &[u8]) -> Result<(), StoreError> {
+    pub async fn put_value(&self, at: &ValueAddress, plaintext: &[u8]) -> Result<(), ValueStoreError> {
         validate(at)?;
         if plaintext.len() > MAX_VALUE_LEN {
-            return Err(StoreError::Invalid(format!("a value is at most {MAX_VALUE_LEN} bytes")));
+            return Err(ValueStoreError::Invalid(format!("a value is at most {MAX_VALUE_LEN} bytes")));
         }
         let sealed = self
             .keyring
             .current()
             .seal_value(at, plaintext)
-            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+            .map_err(|e| ValueStoreError::Invalid(e.to_string()))?;
         let stored = self.rows.put_if_absent(at, &sealed).await;
         self.latest.invalidate(at.org, &at.secret);
         self.changed();
         if !stored? {
-            return Err(StoreError::AlreadyExists {
+            return Err(ValueStoreError::AlreadyExists {
                 secret: at.secret.clone(),
                 environment: at.environment,
                 version: at.version,
@@ -130,7 +130,7 @@ impl Vault {
     }
 
     /// The value, `None` if never stored here, `Deactivated` for a tombstone.
-    pub async fn get_value(&self, at: &ValueAddress) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError> {
+    pub async fn get_value(&self, at: &ValueAddress) -> Result<Option<Zeroizing<Vec<u8>>>, ValueStoreError> {
         validate(at)?;
         match self.rows.get(at).await? {
             Some(row) => self.open_row(at, &row).map(Some),
@@ -146,7 +146,7 @@ impl Vault {
         org: OrgId,
         secret: &str,
         environment: CatalogId,
-    ) -> Result<Option<(u32, Zeroizing<Vec<u8>>)>, StoreError> {
+    ) -> Result<Option<(u32, Zeroizing<Vec<u8>>)>, ValueStoreError> {
         let Some((version, row)) = self.latest_row(org, secret, environment).await? else { return Ok(None) };
         let at = ValueAddress { org, secret: secret.to_owned(), environment, version };
         self.open_row(&at, &row).map(|value| Some((version, value)))
@@ -159,13 +159,13 @@ impl Vault {
         org: OrgId,
         secret: &str,
         environment: CatalogId,
-    ) -> Result<Option<u32>, StoreError> {
+    ) -> Result<Option<u32>, ValueStoreError> {
         Ok(self.latest_row(org, secret, environment).await?.map(|(version, _)| version))
     }
 
     /// Replaces the version's ciphertext with a tombstone (inserting one if
     /// this Agent never held the version, so a late write cannot revive it).
-    pub async fn deactivate(&self, at: &ValueAddress) -> Result<(), StoreError> {
+    pub async fn deactivate(&self, at: &ValueAddress) -> Result<(), ValueStoreError> {
         validate(at)?;
         let done = self.rows.tombstone(at).await;
         self.latest.invalidate(at.org, &at.secret);
@@ -175,7 +175,7 @@ impl Vault {
 
     /// Deletes every version of the secret in every environment; returns
     /// how many rows went.
-    pub async fn delete_secret(&self, org: OrgId, secret: &str) -> Result<u64, StoreError> {
+    pub async fn delete_secret(&self, org: OrgId, secret: &str) -> Result<u64, ValueStoreError> {
         validate_name(secret)?;
         let done = self.rows.delete(org, secret, None, None).await;
         self.latest.invalidate(org, secret);
@@ -191,7 +191,7 @@ impl Vault {
         secret: &str,
         environment: CatalogId,
         through: Option<u32>,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<u64, ValueStoreError> {
         validate_name(secret)?;
         let done = self.rows.delete(org, secret, Some(environment), through).await;
         self.latest.invalidate(org, secret);
@@ -202,7 +202,7 @@ impl Vault {
     /// What the store holds, for the sync report: addresses and whether each
     /// is deactivated, never a value. Ordered by org, secret, environment
     /// (ids as text) and version on every backend.
-    pub async fn inventory(&self) -> Result<Vec<InventoryEntry>, StoreError> {
+    pub async fn inventory(&self) -> Result<Vec<InventoryEntry>, ValueStoreError> {
         let mut entries = self.rows.inventory().await?;
         entries.sort_by_cached_key(|e| {
             (e.org.to_string(), e.secret.clone(), e.environment.to_string(), e.version)
@@ -215,24 +215,29 @@ impl Vault {
     /// random epoch from 0 (or, in a store from before epochs, the old
     /// shared counter's value in the epoch `legacy`). Agents that share a
     /// store each have their own.
-    pub async fn numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+    pub async fn numbering(&self, agent: AgentId) -> Result<Numbering, ValueStoreError> {
         self.rows.numbering(agent).await
     }
 
     /// How far `agent`'s sealed file `purpose` was written (0: never).
-    pub async fn generation(&self, agent: AgentId, purpose: &str) -> Result<u64, StoreError> {
+    pub async fn generation(&self, agent: AgentId, purpose: &str) -> Result<u64, ValueStoreError> {
         self.rows.generation(agent, purpose).await
     }
 
     /// Raises that generation to `to`; it never goes back.
-    pub async fn advance_generation(&self, agent: AgentId, purpose: &str, to: u64) -> Result<(), StoreError> {
+    pub async fn advance_generation(
+        &self,
+        agent: AgentId,
+        purpose: &str,
+        to: u64,
+    ) -> Result<(), ValueStoreError> {
         self.rows.advance_generation(agent, purpose, to).await
     }
 
     /// Starts `agent` on a new epoch from 0: its store was restored from a
     /// backup and its numbers have been used already. The old epoch's
     /// records stay.
-    pub async fn restart_numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+    pub async fn restart_numbering(&self, agent: AgentId) -> Result<Numbering, ValueStoreError> {
         self.rows.restart_numbering(agent).await
     }
 
@@ -241,14 +246,15 @@ impl Vault {
     /// by one, in the serving Agent's current epoch. All are written, or
     /// none and no number is used. An empty batch, one served by more than
     /// one Agent, or one over [`Self::max_access_batch`] is `Invalid`.
-    pub async fn append_access_records(&self, records: &[ServedRead]) -> Result<u64, StoreError> {
-        let first =
-            records.first().ok_or_else(|| StoreError::Invalid("an empty batch of access records".into()))?;
+    pub async fn append_access_records(&self, records: &[ServedRead]) -> Result<u64, ValueStoreError> {
+        let first = records
+            .first()
+            .ok_or_else(|| ValueStoreError::Invalid("an empty batch of access records".into()))?;
         if records.iter().any(|r| r.served_by != first.served_by) {
-            return Err(StoreError::Invalid("a batch of access records is served by one Agent".into()));
+            return Err(ValueStoreError::Invalid("a batch of access records is served by one Agent".into()));
         }
         if records.len() > self.rows.max_batch() {
-            return Err(StoreError::Invalid(format!(
+            return Err(ValueStoreError::Invalid(format!(
                 "at most {} access records per group commit on {:?}",
                 self.rows.max_batch(),
                 self.rows.backend()
@@ -258,7 +264,7 @@ impl Vault {
     }
 
     /// Durably records one read and returns its sequence number.
-    pub async fn append_access_record(&self, record: &ServedRead) -> Result<u64, StoreError> {
+    pub async fn append_access_record(&self, record: &ServedRead) -> Result<u64, ValueStoreError> {
         self.append_access_records(std::slice::from_ref(record)).await
     }
 
@@ -270,7 +276,7 @@ impl Vault {
         epoch: &str,
         after: u64,
         limit: u32,
-    ) -> Result<Vec<RecordedAccess>, StoreError> {
+    ) -> Result<Vec<RecordedAccess>, ValueStoreError> {
         if limit == 0 {
             return Ok(Vec::new());
         }
@@ -305,7 +311,7 @@ impl Vault {
         org: OrgId,
         secret: &str,
         environment: CatalogId,
-    ) -> Result<Option<(u32, bool)>, StoreError> {
+    ) -> Result<Option<(u32, bool)>, ValueStoreError> {
         let found = self.latest_row(org, secret, environment).await?;
         Ok(found.map(|(version, row)| (version, matches!(row, Row::Tombstone))))
     }
@@ -316,7 +322,7 @@ impl Vault {
         org: OrgId,
         secret: &str,
         environment: CatalogId,
-    ) -> Result<Option<(u32, Row)>, StoreError> {
+    ) -> Result<Option<(u32, Row)>, ValueStoreError> {
         validate_name(secret)?;
         let key = (org, secret.to_owned(), environment);
         if let Some(cached) = self.latest.get(&key) {
@@ -332,18 +338,18 @@ impl Vault {
 
     /// Opens a row at its address; a tombstone is `Deactivated`, anything
     /// that does not open (altered, moved, unknown key) is `Undecryptable`.
-    fn open_row(&self, at: &ValueAddress, row: &Row) -> Result<Zeroizing<Vec<u8>>, StoreError> {
+    fn open_row(&self, at: &ValueAddress, row: &Row) -> Result<Zeroizing<Vec<u8>>, ValueStoreError> {
         let sealed = match row {
             Row::Sealed(sealed) => sealed,
             Row::Tombstone => {
-                return Err(StoreError::Deactivated {
+                return Err(ValueStoreError::Deactivated {
                     secret: at.secret.clone(),
                     environment: at.environment,
                     version: at.version,
                 })
             }
         };
-        let undecryptable = || StoreError::Undecryptable {
+        let undecryptable = || ValueStoreError::Undecryptable {
             secret: at.secret.clone(),
             version: at.version,
             key_id: sealed.key_id.clone(),
@@ -353,17 +359,17 @@ impl Vault {
     }
 }
 
-fn validate(at: &ValueAddress) -> Result<(), StoreError> {
+fn validate(at: &ValueAddress) -> Result<(), ValueStoreError> {
     validate_name(&at.secret)?;
     if at.version == 0 {
-        return Err(StoreError::Invalid("versions start at 1".into()));
+        return Err(ValueStoreError::Invalid("versions start at 1".into()));
     }
     Ok(())
 }
 
-fn validate_name(secret: &str) -> Result<(), StoreError> {
+fn validate_name(secret: &str) -> Result<(), ValueStoreError> {
     if secret.is_empty() || secret.len() > MAX_NAME_LEN {
-        return Err(StoreError::Invalid(format!("a secret name is 1 to {MAX_NAME_LEN} bytes")));
+        return Err(ValueStoreError::Invalid(format!("a secret name is 1 to {MAX_NAME_LEN} bytes")));
     }
     Ok(())
 }
@@ -378,7 +384,7 @@ struct Keyring {
 impl Keyring {
     /// Opens every sealed data key (in generation order; the last one is
     /// current). A key `sealer` does not open refuses the whole store.
-    async fn open(sealed: &[SealedDataKey], sealer: &dyn KeySealer) -> Result<Self, StoreError> {
+    async fn open(sealed: &[SealedDataKey], sealer: &dyn KeySealer) -> Result<Self, ValueStoreError> {
         let mut keys = HashMap::new();
         let mut current = String::new();
         for s in sealed {
@@ -387,7 +393,7 @@ impl Keyring {
             keys.insert(s.key_id.clone(), key);
         }
         if keys.is_empty() {
-            return Err(StoreError::Open("the keyring is empty".into()));
+            return Err(ValueStoreError::Open("the keyring is empty".into()));
         }
         Ok(Self { keys, current })
     }
@@ -404,13 +410,13 @@ impl fmt::Debug for Keyring {
 }
 
 /// A keyring that did not open: the wrong key, or a sealer that failed.
-fn keyring_error(e: CryptoError) -> StoreError {
+fn keyring_error(e: CryptoError) -> ValueStoreError {
     match e {
-        CryptoError::WrongMasterKey { key_id } => StoreError::WrongMasterKey { key_id },
+        CryptoError::WrongMasterKey { key_id } => ValueStoreError::WrongMasterKey { key_id },
         CryptoError::WrongKmsKey { key_id, kms_key, reason } => {
-            StoreError::WrongKmsKey { key_id, kms_key, reason }
+            ValueStoreError::WrongKmsKey { key_id, kms_key, reason }
         }
-        other => StoreError::Open(other.to_string()),
+        other => ValueStoreError::Open(other.to_string()),
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::metrics::Metrics;
-use crate::store::{ServedRead, StoreError, Vault};
+use crate::values::store::{ServedRead, ValueStoreError, Vault};
 
 /// Most records in one commit (DynamoDB transactions take 100 items, one
 /// of which is the counter).
@@ -16,7 +16,7 @@ pub const MAX_BATCH: usize = 99;
 
 /// Records committed together (never split across commits), and who waits
 /// for the first one's sequence number.
-type Pending = (Vec<ServedRead>, oneshot::Sender<Result<u64, StoreError>>);
+type Pending = (Vec<ServedRead>, oneshot::Sender<Result<u64, ValueStoreError>>);
 
 /// A handle to the committing task; cheap to clone.
 #[derive(Clone, Debug)]
@@ -35,19 +35,21 @@ impl Recorder {
 
     /// Returns once `record` is durable, with its sequence number; an error
     /// means it was not written and the read must not be served.
-    pub async fn record(&self, record: ServedRead) -> Result<u64, StoreError> {
+    pub async fn record(&self, record: ServedRead) -> Result<u64, ValueStoreError> {
         self.record_all(vec![record]).await
     }
 
     /// Returns once all of `records` (1 to [`MAX_BATCH`]) are durable, in
     /// one commit: all of them or none. The first one's sequence number;
     /// the others follow it.
-    pub async fn record_all(&self, records: Vec<ServedRead>) -> Result<u64, StoreError> {
+    pub async fn record_all(&self, records: Vec<ServedRead>) -> Result<u64, ValueStoreError> {
         if records.is_empty() || records.len() > MAX_BATCH {
-            return Err(StoreError::Invalid(format!("one commit holds 1 to {MAX_BATCH} access records")));
+            return Err(ValueStoreError::Invalid(format!(
+                "one commit holds 1 to {MAX_BATCH} access records"
+            )));
         }
         let (done, wait) = oneshot::channel();
-        let stopped = || StoreError::Unavailable("the access recorder stopped".into());
+        let stopped = || ValueStoreError::Unavailable("the access recorder stopped".into());
         self.queue.send((records, done)).await.map_err(|_| stopped())?;
         wait.await.map_err(|_| stopped())?
     }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::config::{AgentConfig, LocalApiConfig, ValuesConfig};
-use crate::crypto::MasterKey;
+use crate::values::crypto::MasterKey;
 
 /// What to set; a setting not given is left as it is.
 #[derive(Clone, Debug, Default, clap::Args)]

@@ -2,7 +2,7 @@
 //!
 //! - The **master key** comes from an environment variable or a file and
 //!   never touches the store. It only seals *data keys*. Instead of a local
-//!   master key, a key in AWS KMS can seal them ([`crate::kms::KmsKey`]):
+//!   master key, a key in AWS KMS can seal them ([`crate::values::kms::KmsKey`]):
 //!   both are a [`KeySealer`], which is all the store's keyring needs.
 //! - A **data key** is 32 random bytes with a key id (a UUID). The store
 //!   keeps it sealed under the master key (AAD `heimdall/datakey/v1` + key
@@ -84,7 +84,7 @@ pub enum CryptoError {
 }
 
 /// What seals the store's data keys and opens them again: a local
-/// [`MasterKey`] or a KMS key ([`crate::kms::KmsKey`]). The keyring of
+/// [`MasterKey`] or a KMS key ([`crate::values::kms::KmsKey`]). The keyring of
 /// every backend goes through this trait only.
 #[async_trait::async_trait]
 pub trait KeySealer: Send + Sync + fmt::Debug {

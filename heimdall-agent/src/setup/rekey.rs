@@ -12,9 +12,9 @@
 
 use std::path::PathBuf;
 
-use crate::configure::{self, Settings};
-use crate::crypto::{KeySealer, MasterKey};
-use crate::store::{SealedStore, StoreError};
+use crate::setup::configure::{self, Settings};
+use crate::values::crypto::{KeySealer, MasterKey};
+use crate::values::store::{SealedStore, ValueStoreError};
 
 /// `heimdall-agent rekey`'s flags.
 #[derive(Debug, clap::Args)]
@@ -59,7 +59,7 @@ pub async fn reseal_all(
     old: &dyn KeySealer,
     new: &dyn KeySealer,
     mut progress: impl FnMut(usize, usize),
-) -> Result<Rekeyed, StoreError> {
+) -> Result<Rekeyed, ValueStoreError> {
     let keyring = rows.data_keys().await?;
     let mut done = Rekeyed { entries: keyring.len(), ..Rekeyed::default() };
     for (i, sealed) in keyring.iter().enumerate() {
@@ -67,12 +67,12 @@ pub async fn reseal_all(
             done.already += 1;
         } else {
             let key = old.unseal_data_key(sealed).await.map_err(|e| match e {
-                crate::crypto::CryptoError::KmsUnavailable(why) => StoreError::Open(why),
-                _ => StoreError::WrongMasterKey { key_id: sealed.key_id.clone() },
+                crate::values::crypto::CryptoError::KmsUnavailable(why) => ValueStoreError::Open(why),
+                _ => ValueStoreError::WrongMasterKey { key_id: sealed.key_id.clone() },
             })?;
-            let resealed = new.seal_existing(&key).await.map_err(|e| StoreError::Open(e.to_string()))?;
+            let resealed = new.seal_existing(&key).await.map_err(|e| ValueStoreError::Open(e.to_string()))?;
             if !rows.replace_data_key(sealed, &resealed).await? {
-                return Err(StoreError::Open(format!(
+                return Err(ValueStoreError::Open(format!(
                     "keyring entry {} changed while it was being resealed (another rekey?); run rekey again",
                     sealed.key_id
                 )));
@@ -84,7 +84,7 @@ pub async fn reseal_all(
     // Every entry, read back, opens with the new key.
     for sealed in rows.data_keys().await? {
         new.unseal_data_key(&sealed).await.map_err(|_| {
-            StoreError::Open(format!(
+            ValueStoreError::Open(format!(
                 "data key {} does not open with the new key after resealing; agent.toml was not changed",
                 sealed.key_id
             ))
@@ -130,7 +130,7 @@ impl NewKey {
                     region: aws.region.clone().or(configured.region),
                     endpoint_url: aws.endpoint_url.clone().or(configured.endpoint_url),
                 };
-                crate::kms::KmsKey::connect(key, &aws)
+                crate::values::kms::KmsKey::connect(key, &aws)
                     .await
                     .map(|k| Box::new(k) as Box<dyn KeySealer>)
                     .map_err(|e| format!("--new-kms-key: {e}"))
@@ -165,18 +165,18 @@ pub fn main(args: &RekeyArgs) -> Result<(), String> {
         let new = new_key.open(&values).await?;
         let old = crate::runtime::master_key(&values, prepared.into_master_key()).await?;
         let rows: Box<dyn SealedStore> = match (&values.sqlite_path, &values.postgres_url, &values.dynamodb_table) {
-            (Some(path), _, _) => crate::store::sqlite::connect(path).await,
-            (_, Some(url), _) => crate::store::postgres::connect(url).await,
+            (Some(path), _, _) => crate::values::store::sqlite::connect(path).await,
+            (_, Some(url), _) => crate::values::store::postgres::connect(url).await,
             (_, _, Some(table)) => {
-                let cfg = crate::store::dynamodb::DynamoConfig { table: table.clone(), aws: values.aws() };
-                crate::store::dynamodb::connect(&cfg).await
+                let cfg = crate::values::store::dynamodb::DynamoConfig { table: table.clone(), aws: values.aws() };
+                crate::values::store::dynamodb::connect(&cfg).await
             }
             (None, None, None) => return Err("[values] names no store".to_owned()),
         }
         .map_err(|e| format!("the value store cannot be opened: {e}"))?;
         let progress = |n, of| eprintln!("resealed {n} of {of} data keys");
         let done = reseal_all(rows.as_ref(), old.as_ref(), new.as_ref(), progress).await.map_err(|e| match e {
-            StoreError::WrongMasterKey { key_id } => format!(
+            ValueStoreError::WrongMasterKey { key_id } => format!(
                 "data key {key_id} opens with neither the configured master key nor the new one; nothing more \
                  was changed"
             ),

@@ -10,9 +10,9 @@ use sqlx::{AnyPool, Row as _};
 
 use super::{
     new_epoch, parse_id, Backend, InventoryEntry, Numbering, RecordedAccess, Row, SealedStore, ServedRead,
-    StoreError, ValueAddress, LEGACY_EPOCH,
+    ValueAddress, ValueStoreError, LEGACY_EPOCH,
 };
-use crate::crypto::{SealedDataKey, SealedValue};
+use crate::values::crypto::{SealedDataKey, SealedValue};
 
 /// Access records per group commit on SQL stores: one INSERT statement of
 /// 9 parameters a row, well under SQLite's and PostgreSQL's limits.
@@ -27,12 +27,12 @@ pub(crate) struct SqlRows {
     next_seq: tokio::sync::Mutex<Option<(AgentId, String, i64)>>,
 }
 
-fn db(err: sqlx::Error) -> StoreError {
-    StoreError::Unavailable(err.to_string())
+fn db(err: sqlx::Error) -> ValueStoreError {
+    ValueStoreError::Unavailable(err.to_string())
 }
 
-fn to_u32(v: i64, what: &str) -> Result<u32, StoreError> {
-    u32::try_from(v).map_err(|_| StoreError::Unavailable(format!("the store holds an invalid {what}")))
+fn to_u32(v: i64, what: &str) -> Result<u32, ValueStoreError> {
+    u32::try_from(v).map_err(|_| ValueStoreError::Unavailable(format!("the store holds an invalid {what}")))
 }
 
 impl SqlRows {
@@ -41,9 +41,9 @@ impl SqlRows {
         pool: AnyPool,
         backend: Backend,
         migrator: &sqlx::migrate::Migrator,
-    ) -> Result<Self, StoreError> {
+    ) -> Result<Self, ValueStoreError> {
         migrator.run(&pool).await.map_err(|e| {
-            StoreError::Open(match e {
+            ValueStoreError::Open(match e {
                 sqlx::migrate::MigrateError::VersionMissing(applied) => {
                     let known = migrator.iter().map(|m| m.version).max().unwrap_or(0);
                     heimdall_tls::database::newer_schema(applied, known)
@@ -65,7 +65,7 @@ impl SqlRows {
         &self,
         agent: AgentId,
         records: &[ServedRead],
-    ) -> Result<u64, StoreError> {
+    ) -> Result<u64, ValueStoreError> {
         let mut next = self.next_seq.lock().await;
         let sql = records_insert_sql(records.len());
         for attempt in 0..2 {
@@ -80,7 +80,7 @@ impl SqlRows {
                 Ok(_) => {
                     *next = Some((agent, epoch, first + i64::try_from(records.len()).unwrap_or(i64::MAX)));
                     return u64::try_from(first)
-                        .map_err(|_| StoreError::Unavailable("invalid sequence number".into()));
+                        .map_err(|_| ValueStoreError::Unavailable("invalid sequence number".into()));
                 }
                 Err(e) => {
                     *next = None;
@@ -91,10 +91,10 @@ impl SqlRows {
                 }
             }
         }
-        Err(StoreError::Unavailable("the access counter moved under this Agent twice".into()))
+        Err(ValueStoreError::Unavailable("the access counter moved under this Agent twice".into()))
     }
 
-    async fn read_numbering(&self, agent: AgentId) -> Result<Option<Numbering>, StoreError> {
+    async fn read_numbering(&self, agent: AgentId) -> Result<Option<Numbering>, ValueStoreError> {
         let row = sqlx::query("SELECT epoch, last_seq FROM access_counters WHERE agent_id = $1")
             .bind(agent.to_string())
             .fetch_optional(&self.pool)
@@ -105,18 +105,18 @@ impl SqlRows {
             Ok(Numbering {
                 epoch: r.try_get("epoch").map_err(db)?,
                 last_seq: u64::try_from(last)
-                    .map_err(|_| StoreError::Unavailable("invalid sequence number".into()))?,
+                    .map_err(|_| ValueStoreError::Unavailable("invalid sequence number".into()))?,
             })
         })
         .transpose()
     }
 }
 
-async fn load_keyring(pool: &AnyPool) -> Result<Vec<SealedDataKey>, StoreError> {
+async fn load_keyring(pool: &AnyPool) -> Result<Vec<SealedDataKey>, ValueStoreError> {
     let rows = sqlx::query("SELECT key_id, sealed_key, check_value FROM data_keys ORDER BY generation")
         .fetch_all(pool)
         .await
-        .map_err(|e| StoreError::Open(e.to_string()))?;
+        .map_err(|e| ValueStoreError::Open(e.to_string()))?;
     rows.iter()
         .map(|r| {
             Ok(SealedDataKey {
@@ -131,7 +131,7 @@ async fn load_keyring(pool: &AnyPool) -> Result<Vec<SealedDataKey>, StoreError> 
 /// A `secret_values` row: a tombstone, or its sealed value. A row with some
 /// but not all of key id, nonce and ciphertext does not open
 /// (`Undecryptable`, in the vault).
-fn row_of(row: &AnyRow) -> Result<Row, StoreError> {
+fn row_of(row: &AnyRow) -> Result<Row, ValueStoreError> {
     let deactivated: i64 = row.try_get("deactivated").map_err(db)?;
     if deactivated != 0 {
         return Ok(Row::Tombstone);
@@ -195,12 +195,13 @@ fn bind_fields<'q>(
         .bind(record.source.clone())
 }
 
-fn access_record(row: &AnyRow) -> Result<RecordedAccess, StoreError> {
+fn access_record(row: &AnyRow) -> Result<RecordedAccess, ValueStoreError> {
     let seq: i64 = row.try_get("seq").map_err(db)?;
     let environment: String = row.try_get("environment_id").map_err(db)?;
     let served_by: String = row.try_get("served_by").map_err(db)?;
     Ok(RecordedAccess {
-        seq: u64::try_from(seq).map_err(|_| StoreError::Unavailable("invalid sequence number".into()))?,
+        seq: u64::try_from(seq)
+            .map_err(|_| ValueStoreError::Unavailable("invalid sequence number".into()))?,
         record: ServedRead {
             accessor: row.try_get("accessor").map_err(db)?,
             at_micros: row.try_get("accessed_at").map_err(db)?,
@@ -219,11 +220,11 @@ impl SealedStore for SqlRows {
         self.backend
     }
 
-    async fn data_keys(&self) -> Result<Vec<SealedDataKey>, StoreError> {
+    async fn data_keys(&self) -> Result<Vec<SealedDataKey>, ValueStoreError> {
         load_keyring(&self.pool).await
     }
 
-    async fn put_first_data_key(&self, key: &SealedDataKey) -> Result<(), StoreError> {
+    async fn put_first_data_key(&self, key: &SealedDataKey) -> Result<(), ValueStoreError> {
         sqlx::query(
             "INSERT INTO data_keys (generation, key_id, sealed_key, check_value) VALUES (1, $1, $2, $3) \
              ON CONFLICT (generation) DO NOTHING",
@@ -233,22 +234,26 @@ impl SealedStore for SqlRows {
         .bind(key.check_value.clone())
         .execute(&self.pool)
         .await
-        .map_err(|e| StoreError::Open(e.to_string()))?;
+        .map_err(|e| ValueStoreError::Open(e.to_string()))?;
         Ok(())
     }
 
-    async fn replace_data_key(&self, old: &SealedDataKey, new: &SealedDataKey) -> Result<bool, StoreError> {
+    async fn replace_data_key(
+        &self,
+        old: &SealedDataKey,
+        new: &SealedDataKey,
+    ) -> Result<bool, ValueStoreError> {
         let done = sqlx::query("UPDATE data_keys SET sealed_key = $1 WHERE key_id = $2 AND sealed_key = $3")
             .bind(new.sealed_key.clone())
             .bind(old.key_id.clone())
             .bind(old.sealed_key.clone())
             .execute(&self.pool)
             .await
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+            .map_err(|e| ValueStoreError::Unavailable(e.to_string()))?;
         Ok(done.rows_affected() == 1)
     }
 
-    async fn put_if_absent(&self, at: &ValueAddress, sealed: &SealedValue) -> Result<bool, StoreError> {
+    async fn put_if_absent(&self, at: &ValueAddress, sealed: &SealedValue) -> Result<bool, ValueStoreError> {
         let done = sqlx::query(
             "INSERT INTO secret_values (org_id, secret, environment_id, version, key_id, nonce, ciphertext, deactivated) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, 0) \
@@ -267,7 +272,7 @@ impl SealedStore for SqlRows {
         Ok(done.rows_affected() == 1)
     }
 
-    async fn get(&self, at: &ValueAddress) -> Result<Option<Row>, StoreError> {
+    async fn get(&self, at: &ValueAddress) -> Result<Option<Row>, ValueStoreError> {
         let row = sqlx::query(
             "SELECT key_id, nonce, ciphertext, deactivated FROM secret_values \
              WHERE org_id = $1 AND secret = $2 AND environment_id = $3 AND version = $4",
@@ -287,7 +292,7 @@ impl SealedStore for SqlRows {
         org: OrgId,
         secret: &str,
         environment: CatalogId,
-    ) -> Result<Option<(u32, Row)>, StoreError> {
+    ) -> Result<Option<(u32, Row)>, ValueStoreError> {
         let found = sqlx::query(
             "SELECT version, key_id, nonce, ciphertext, deactivated FROM secret_values \
              WHERE org_id = $1 AND secret = $2 AND environment_id = $3 ORDER BY version DESC LIMIT 1",
@@ -302,7 +307,7 @@ impl SealedStore for SqlRows {
         Ok(Some((to_u32(found.try_get("version").map_err(db)?, "version")?, row_of(&found)?)))
     }
 
-    async fn tombstone(&self, at: &ValueAddress) -> Result<(), StoreError> {
+    async fn tombstone(&self, at: &ValueAddress) -> Result<(), ValueStoreError> {
         sqlx::query(
             "INSERT INTO secret_values (org_id, secret, environment_id, version, key_id, nonce, ciphertext, deactivated) \
              VALUES ($1, $2, $3, $4, NULL, NULL, NULL, 1) \
@@ -325,7 +330,7 @@ impl SealedStore for SqlRows {
         secret: &str,
         environment: Option<CatalogId>,
         through: Option<u32>,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<u64, ValueStoreError> {
         let sql = match (environment, through) {
             (None, _) => "DELETE FROM secret_values WHERE org_id = $1 AND secret = $2",
             (Some(_), None) => {
@@ -346,7 +351,7 @@ impl SealedStore for SqlRows {
         Ok(done.rows_affected())
     }
 
-    async fn inventory(&self) -> Result<Vec<InventoryEntry>, StoreError> {
+    async fn inventory(&self) -> Result<Vec<InventoryEntry>, ValueStoreError> {
         let rows = sqlx::query(
             "SELECT org_id, secret, environment_id, version, deactivated FROM secret_values \
              ORDER BY org_id, secret, environment_id, version",
@@ -370,7 +375,7 @@ impl SealedStore for SqlRows {
             .collect()
     }
 
-    async fn generation(&self, agent: AgentId, purpose: &str) -> Result<u64, StoreError> {
+    async fn generation(&self, agent: AgentId, purpose: &str) -> Result<u64, ValueStoreError> {
         let row =
             sqlx::query("SELECT generation FROM sealed_generations WHERE agent_id = $1 AND purpose = $2")
                 .bind(agent.to_string())
@@ -379,11 +384,17 @@ impl SealedStore for SqlRows {
                 .await
                 .map_err(db)?;
         let generation = row.map(|r| r.try_get::<i64, _>("generation")).transpose().map_err(db)?.unwrap_or(0);
-        u64::try_from(generation).map_err(|_| StoreError::Unavailable("a negative generation".into()))
+        u64::try_from(generation).map_err(|_| ValueStoreError::Unavailable("a negative generation".into()))
     }
 
-    async fn advance_generation(&self, agent: AgentId, purpose: &str, to: u64) -> Result<(), StoreError> {
-        let to = i64::try_from(to).map_err(|_| StoreError::Invalid("a generation out of range".into()))?;
+    async fn advance_generation(
+        &self,
+        agent: AgentId,
+        purpose: &str,
+        to: u64,
+    ) -> Result<(), ValueStoreError> {
+        let to =
+            i64::try_from(to).map_err(|_| ValueStoreError::Invalid("a generation out of range".into()))?;
         sqlx::query(
             "INSERT INTO sealed_generations (agent_id, purpose, generation) VALUES ($1, $2, $3) \
              ON CONFLICT (agent_id, purpose) DO UPDATE SET generation = excluded.generation \
@@ -398,7 +409,7 @@ impl SealedStore for SqlRows {
         Ok(())
     }
 
-    async fn numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+    async fn numbering(&self, agent: AgentId) -> Result<Numbering, ValueStoreError> {
         if let Some(n) = self.read_numbering(agent).await? {
             return Ok(n);
         }
@@ -425,10 +436,10 @@ impl SealedStore for SqlRows {
         .map_err(db)?;
         self.read_numbering(agent)
             .await?
-            .ok_or_else(|| StoreError::Unavailable("the access counter row is missing".into()))
+            .ok_or_else(|| ValueStoreError::Unavailable("the access counter row is missing".into()))
     }
 
-    async fn restart_numbering(&self, agent: AgentId) -> Result<Numbering, StoreError> {
+    async fn restart_numbering(&self, agent: AgentId) -> Result<Numbering, ValueStoreError> {
         let mut next = self.next_seq.lock().await;
         *next = None;
         let epoch = new_epoch();
@@ -444,9 +455,9 @@ impl SealedStore for SqlRows {
         Ok(Numbering { epoch, last_seq: 0 })
     }
 
-    async fn append_records(&self, agent: AgentId, records: &[ServedRead]) -> Result<u64, StoreError> {
+    async fn append_records(&self, agent: AgentId, records: &[ServedRead]) -> Result<u64, ValueStoreError> {
         let count =
-            i64::try_from(records.len()).map_err(|_| StoreError::Invalid("batch too large".into()))?;
+            i64::try_from(records.len()).map_err(|_| ValueStoreError::Invalid("batch too large".into()))?;
         if self.backend == Backend::Sqlite {
             return self.append_in_one_statement(agent, records).await;
         }
@@ -496,7 +507,7 @@ impl SealedStore for SqlRows {
             match first {
                 Some(first) => {
                     return u64::try_from(first)
-                        .map_err(|_| StoreError::Unavailable("invalid sequence number".into()))
+                        .map_err(|_| ValueStoreError::Unavailable("invalid sequence number".into()))
                 }
                 // No counter row yet for this Agent: start its numbering.
                 None if attempt == 0 => {
@@ -505,7 +516,7 @@ impl SealedStore for SqlRows {
                 None => break,
             }
         }
-        Err(StoreError::Unavailable("the insert of access records returned nothing".into()))
+        Err(ValueStoreError::Unavailable("the insert of access records returned nothing".into()))
     }
 
     fn max_batch(&self) -> usize {
@@ -518,9 +529,9 @@ impl SealedStore for SqlRows {
         epoch: &str,
         after: u64,
         limit: u32,
-    ) -> Result<Vec<RecordedAccess>, StoreError> {
+    ) -> Result<Vec<RecordedAccess>, ValueStoreError> {
         let after =
-            i64::try_from(after).map_err(|_| StoreError::Invalid("sequence number too large".into()))?;
+            i64::try_from(after).map_err(|_| ValueStoreError::Invalid("sequence number too large".into()))?;
         let rows = sqlx::query(
             "SELECT seq, accessor, accessed_at, secret, environment_id, version, source, served_by \
              FROM access_records WHERE served_by = $1 AND epoch = $2 AND seq > $3 ORDER BY seq LIMIT $4",

@@ -5,7 +5,7 @@
 //! - A new store asks KMS for a data key (`GenerateDataKey`, `AES_256`):
 //!   the answer holds the plaintext key, kept only in `Zeroizing` memory,
 //!   and its `CiphertextBlob`, which is what the keyring stores (with the
-//!   usual check value, [`crate::crypto::DataKey::check_value`]).
+//!   usual check value, [`crate::values::crypto::DataKey::check_value`]).
 //! - Opening the store sends the blob back (`Decrypt`) naming the configured
 //!   key, and checks that KMS answered with that key's ARN and that the key
 //!   passes the check value.
@@ -29,7 +29,7 @@ use aws_sdk_kms::types::{DataKeySpec, KeySpec, KeyState, KeyUsageType};
 use zeroize::Zeroizing;
 
 use crate::aws::{describe, AwsSettings};
-use crate::crypto::{CryptoError, DataKey, KeyError, KeySealer, SealedDataKey};
+use crate::values::crypto::{CryptoError, DataKey, KeyError, KeySealer, SealedDataKey};
 
 /// The encryption context's fixed part.
 const CONTEXT_PURPOSE: (&str, &str) = ("heimdall", "datakey/v1");

@@ -1,7 +1,7 @@
 //! `heimdall-agent dev-setup`: the Agent of `heimdall dev`, made ready to
 //! run under one data directory. It enrolls once (with the registration
 //! token `heimdall dev` made, read as `enroll` reads it), then sets this
-//! start's settings through [`configure`](crate::configure), so that
+//! start's settings through [`configure`](crate::setup::configure), so that
 //! `agent.toml` is only ever written by the Agent. `heimdall dev` then runs
 //! `heimdall-agent run` on it.
 //!
@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::config::{AgentConfig, StateConfig};
-use crate::configure::{self, Configured, Settings};
-use crate::enroll::{self, EnrollOptions};
+use crate::setup::configure::{self, Configured, Settings};
+use crate::setup::enroll::{self, EnrollOptions};
 
 /// What `dev-setup` prints after its `error:` line when it finds no
 /// Terraform; `heimdall dev` shows a `fix:` line as the way out.
@@ -226,7 +226,7 @@ fn virtualenv_cli_config(terraform: &Path, cwd: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::enroll::locate_terraform;
+    use crate::setup::enroll::locate_terraform;
     use std::ffi::OsString;
     use std::os::unix::fs::PermissionsExt;
 

@@ -1,8 +1,6 @@
 //! Enrollment: generate the Agent's key here, send only a CSR, store the
 //! certificate the API signed. The private key never leaves this machine.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use heimdall_core::wire::{Enroll, Enrolled, ErrorBody};
@@ -10,7 +8,7 @@ use rcgen::{CertificateParams, KeyPair};
 use zeroize::Zeroizing;
 
 use crate::config::{AgentConfig, Modules, StateConfig, TerraformPin};
-use crate::terraform;
+use crate::jobs::terraform;
 
 /// The registration token comes from here, or from standard input; never argv.
 pub const REGISTRATION_TOKEN_ENV: &str = "HEIMDALL_REGISTRATION_TOKEN";
@@ -157,25 +155,6 @@ pub struct EnrollOptions {
     pub concurrency: usize,
 }
 
-fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    f.write_all(bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-/// Writes `bytes` to `path` whole or not at all (a temporary file, then a
-/// rename), replacing what was there.
-pub fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
-    let tmp = path.with_extension("tmp");
-    let _ = std::fs::remove_file(&tmp);
-    write_file(&tmp, bytes, mode)?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot replace {}: {e}", path.display()))
-}
-
 /// The HTTP client for enrollment. With a CA fingerprint, the API is
 /// trusted only if the chain it presents holds that CA; without one, an
 /// `https://` API must have a certificate the system trusts. Plain HTTP
@@ -268,11 +247,11 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
     }
 
     let mut key_pem = key.serialize_pem();
-    let written = write_file(&key_path, key_pem.as_bytes(), 0o600);
+    let written = crate::files::write_new(&key_path, key_pem.as_bytes(), 0o600);
     zeroize::Zeroize::zeroize(&mut key_pem);
     written?;
-    write_file(&data.join("agent.pem"), enrolled.certificate_pem.as_bytes(), 0o644)?;
-    write_file(&data.join("ca.pem"), enrolled.ca_pem.as_bytes(), 0o644)?;
+    crate::files::write_new(&data.join("agent.pem"), enrolled.certificate_pem.as_bytes(), 0o644)?;
+    crate::files::write_new(&data.join("ca.pem"), enrolled.ca_pem.as_bytes(), 0o644)?;
     let config = AgentConfig {
         api_url: enrolled.agent_api_url.clone(),
         cert: data.join("agent.pem"),
@@ -295,6 +274,6 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
         metrics: None,
     };
     let config_path = data.join("agent.toml");
-    write_file(&config_path, config.render()?.as_bytes(), 0o644)?;
+    crate::files::write_new(&config_path, config.render()?.as_bytes(), 0o644)?;
     Ok((enrolled, config_path))
 }
