@@ -201,6 +201,42 @@ async fn revision_schemas(
     Ok(schemas)
 }
 
+/// What a request about one Resource is decided on, loaded the same way
+/// for every such handler: the Resource (by id or name), where it is, the
+/// caller authorized for `action` there, then its revisions and the schema
+/// versions they name. Jobs and the account are loaded by the handlers
+/// whose planner takes them.
+struct Loaded {
+    resource: Resource,
+    placement: Placement,
+    revisions: Vec<heimdall_core::infra::Revision>,
+    schemas: Vec<heimdall_core::infra::ResourceSchema>,
+}
+
+impl Loaded {
+    async fn for_action(
+        state: &AppState,
+        caller: &Caller,
+        key: &str,
+        action: Action,
+    ) -> Result<Self, ApiError> {
+        let resource = resolve(state, caller, key).await?;
+        let placement = Placement::of_resource(state, caller, &resource).await?;
+        placement.authorize(state, caller, action, Some(resource.id)).await?;
+        let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
+        let schemas = revision_schemas(state, caller.org.id, &revisions).await?;
+        Ok(Self { resource, placement, revisions, schemas })
+    }
+
+    async fn jobs(
+        &self,
+        state: &AppState,
+        caller: &Caller,
+    ) -> Result<Vec<heimdall_core::infra::Job>, ApiError> {
+        Ok(state.store.list_jobs(caller.org.id, Some(self.resource.id)).await?)
+    }
+}
+
 /// Applies a plan in one transaction, with its audit event, and wakes the
 /// Agents if it queued a job.
 async fn apply(state: &AppState, caller: &Caller, plan: &ResourcePlan) -> Result<Resource, ApiError> {
@@ -495,12 +531,10 @@ async fn abandon(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<Json<Resource>> {
-    let resource = resolve(&state, &caller, &key).await?;
-    let placement = Placement::of_resource(&state, &caller, &resource).await?;
-    placement.authorize(&state, &caller, Action::ResourceAbandon, Some(resource.id)).await?;
-    let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
-    let ctx = placement.context(&caller, None, state.clock.now());
-    let plan = resources::abandon(&resource, &jobs, &ctx)?;
+    let l = Loaded::for_action(&state, &caller, &key, Action::ResourceAbandon).await?;
+    let jobs = l.jobs(&state, &caller).await?;
+    let ctx = l.placement.context(&caller, None, state.clock.now());
+    let plan = resources::abandon(&l.resource, &jobs, &ctx)?;
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
 
@@ -524,18 +558,13 @@ async fn drift_check(
     Path(key): Path<String>,
     _: NoBody,
 ) -> HttpResult<(StatusCode, Json<heimdall_core::infra::Job>)> {
-    let resource = resolve(&state, &caller, &key).await?;
-    let placement = Placement::of_resource(&state, &caller, &resource).await?;
-    placement.authorize(&state, &caller, Action::ResourceWrite, Some(resource.id)).await?;
-    let account = placement.account_in(&state, caller.org.id).await?;
+    let l = Loaded::for_action(&state, &caller, &key, Action::ResourceWrite).await?;
+    let account = l.placement.account_in(&state, caller.org.id).await?;
+    let jobs = l.jobs(&state, &caller).await?;
     // The job acts for the caller: she may read what it uses.
-    let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
-    let schemas = revision_schemas(&state, caller.org.id, &revisions).await?;
-    let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
-    let now = state.clock.now();
-    let ctx = placement.context(&caller, account.as_ref(), now);
-    let plan = resources::drift_check(&resource, &schemas, &revisions, &jobs, &ctx)?;
-    check_values_used(&state, &caller, &placement, &plan).await?;
+    let ctx = l.placement.context(&caller, account.as_ref(), state.clock.now());
+    let plan = resources::drift_check(&l.resource, &l.schemas, &l.revisions, &jobs, &ctx)?;
+    check_values_used(&state, &caller, &l.placement, &plan).await?;
     let job =
         plan.job.clone().ok_or_else(|| ApiError::new(ErrorCode::Internal, "a drift check queues a job"))?;
     apply(&state, &caller, &plan).await?;
@@ -632,16 +661,12 @@ async fn change(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<ChangeResource>,
 ) -> HttpResult<Json<Resource>> {
-    let resource = resolve(&state, &caller, &key).await?;
-    let placement = Placement::of_resource(&state, &caller, &resource).await?;
-    placement.authorize(&state, &caller, Action::ResourceWrite, Some(resource.id)).await?;
-    let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
-    let schemas = revision_schemas(&state, caller.org.id, &revisions).await?;
-    let account = placement.account(&state, &caller).await?;
-    let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
+    let l = Loaded::for_action(&state, &caller, &key, Action::ResourceWrite).await?;
+    let account = l.placement.account(&state, &caller).await?;
+    let ctx = l.placement.context(&caller, account.as_ref(), state.clock.now());
     let change = Change { input: body.input, region: body.region };
-    let plan = resources::change(&resource, &revisions, &schemas, change, &ctx)?;
-    check_values_used(&state, &caller, &placement, &plan).await?;
+    let plan = resources::change(&l.resource, &l.revisions, &l.schemas, change, &ctx)?;
+    check_values_used(&state, &caller, &l.placement, &plan).await?;
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
 
@@ -668,12 +693,8 @@ async fn upgrade(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<heimdall_core::wire::UpgradeResource>,
 ) -> HttpResult<Json<Resource>> {
-    let resource = resolve(&state, &caller, &key).await?;
-    let placement = Placement::of_resource(&state, &caller, &resource).await?;
-    placement.authorize(&state, &caller, Action::ResourceWrite, Some(resource.id)).await?;
-    let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
-    let schemas = revision_schemas(&state, caller.org.id, &revisions).await?;
-    let current = resources::schema_of(&schemas, resources::current_revision(&revisions)?)?;
+    let l = Loaded::for_action(&state, &caller, &key, Action::ResourceWrite).await?;
+    let current = resources::schema_of(&l.schemas, resources::current_revision(&l.revisions)?)?;
     let to = state
         .store
         .list_schemas(caller.org.id)
@@ -683,11 +704,11 @@ async fn upgrade(
         .ok_or_else(|| {
             ApiError::not_found(format!("schema {} version {}", current.type_name, body.schema_version))
         })?;
-    let account = placement.account(&state, &caller).await?;
-    let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
+    let account = l.placement.account(&state, &caller).await?;
+    let ctx = l.placement.context(&caller, account.as_ref(), state.clock.now());
     let upgrade = Upgrade { to: &to, input: body.input.as_ref(), allow_downgrade: body.allow_downgrade };
-    let plan = resources::upgrade(&resource, &revisions, &schemas, upgrade, &ctx)?;
-    check_values_used(&state, &caller, &placement, &plan).await?;
+    let plan = resources::upgrade(&l.resource, &l.revisions, &l.schemas, upgrade, &ctx)?;
+    check_values_used(&state, &caller, &l.placement, &plan).await?;
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
 
@@ -712,16 +733,12 @@ async fn approve(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<Decide>,
 ) -> HttpResult<Json<Resource>> {
-    let resource = resolve(&state, &caller, &key).await?;
-    let placement = Placement::of_resource(&state, &caller, &resource).await?;
-    placement.authorize(&state, &caller, Action::ResourceApprove, Some(resource.id)).await?;
-    let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
-    let schemas = revision_schemas(&state, caller.org.id, &revisions).await?;
-    let account = placement.account(&state, &caller).await?;
-    let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
+    let l = Loaded::for_action(&state, &caller, &key, Action::ResourceApprove).await?;
+    let account = l.placement.account(&state, &caller).await?;
+    let ctx = l.placement.context(&caller, account.as_ref(), state.clock.now());
     let request = DecisionRequest { revision: body.revision, plan: body.plan, reason: body.reason };
-    let plan = resources::approve(&resource, &schemas, &revisions, request, &ctx)?;
-    check_values_used(&state, &caller, &placement, &plan).await?;
+    let plan = resources::approve(&l.resource, &l.schemas, &l.revisions, request, &ctx)?;
+    check_values_used(&state, &caller, &l.placement, &plan).await?;
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
 
@@ -745,14 +762,11 @@ async fn refuse(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<Decide>,
 ) -> HttpResult<Json<Resource>> {
-    let resource = resolve(&state, &caller, &key).await?;
-    let placement = Placement::of_resource(&state, &caller, &resource).await?;
-    placement.authorize(&state, &caller, Action::ResourceApprove, Some(resource.id)).await?;
-    let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
-    let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
-    let ctx = placement.context(&caller, None, state.clock.now());
+    let l = Loaded::for_action(&state, &caller, &key, Action::ResourceApprove).await?;
+    let jobs = l.jobs(&state, &caller).await?;
+    let ctx = l.placement.context(&caller, None, state.clock.now());
     let request = DecisionRequest { revision: body.revision, plan: body.plan, reason: body.reason };
-    let plan = resources::refuse(&resource, &revisions, &jobs, request, &ctx)?;
+    let plan = resources::refuse(&l.resource, &l.revisions, &jobs, request, &ctx)?;
     Ok(Json(apply(&state, &caller, &plan).await?))
 }
 
@@ -774,16 +788,12 @@ async fn retry(
     Path(key): Path<String>,
     _: NoBody,
 ) -> HttpResult<(StatusCode, Json<Resource>)> {
-    let resource = resolve(&state, &caller, &key).await?;
-    let placement = Placement::of_resource(&state, &caller, &resource).await?;
-    placement.authorize(&state, &caller, Action::ResourceWrite, Some(resource.id)).await?;
-    let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
-    let schemas = revision_schemas(&state, caller.org.id, &revisions).await?;
-    let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
-    let account = placement.account(&state, &caller).await?;
-    let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
-    let plan = resources::retry(&resource, &schemas, &revisions, &jobs, &ctx)?;
-    check_values_used(&state, &caller, &placement, &plan).await?;
+    let l = Loaded::for_action(&state, &caller, &key, Action::ResourceWrite).await?;
+    let jobs = l.jobs(&state, &caller).await?;
+    let account = l.placement.account(&state, &caller).await?;
+    let ctx = l.placement.context(&caller, account.as_ref(), state.clock.now());
+    let plan = resources::retry(&l.resource, &l.schemas, &l.revisions, &jobs, &ctx)?;
+    check_values_used(&state, &caller, &l.placement, &plan).await?;
     Ok((StatusCode::ACCEPTED, Json(apply(&state, &caller, &plan).await?)))
 }
 
@@ -805,18 +815,14 @@ async fn delete(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<(StatusCode, Json<Resource>)> {
-    let resource = resolve(&state, &caller, &key).await?;
-    let placement = Placement::of_resource(&state, &caller, &resource).await?;
-    placement.authorize(&state, &caller, Action::ResourceDelete, Some(resource.id)).await?;
-    let revisions = state.store.list_revisions(caller.org.id, resource.id).await?;
-    let schemas = revision_schemas(&state, caller.org.id, &revisions).await?;
-    let jobs = state.store.list_jobs(caller.org.id, Some(resource.id)).await?;
-    let account = placement.account(&state, &caller).await?;
-    let ctx = placement.context(&caller, account.as_ref(), state.clock.now());
-    let Some(plan) = resources::delete(&resource, &schemas, &revisions, &jobs, &ctx)? else {
-        return Ok((StatusCode::OK, Json(resource)));
+    let l = Loaded::for_action(&state, &caller, &key, Action::ResourceDelete).await?;
+    let jobs = l.jobs(&state, &caller).await?;
+    let account = l.placement.account(&state, &caller).await?;
+    let ctx = l.placement.context(&caller, account.as_ref(), state.clock.now());
+    let Some(plan) = resources::delete(&l.resource, &l.schemas, &l.revisions, &jobs, &ctx)? else {
+        return Ok((StatusCode::OK, Json(l.resource)));
     };
-    check_values_used(&state, &caller, &placement, &plan).await?;
+    check_values_used(&state, &caller, &l.placement, &plan).await?;
     // A destroy runs later (202); a Resource that never ran is gone now (200).
     let code = if plan.job.is_some() { StatusCode::ACCEPTED } else { StatusCode::OK };
     Ok((code, Json(apply(&state, &caller, &plan).await?)))
