@@ -59,6 +59,27 @@ pub fn may_delete(
     ))
 }
 
+/// Whether deleting `what` (secret `secret`, or it in one environment) may
+/// start: every holder there will sync again ([`may_delete`]), and the
+/// secret is not already being deleted or deleted (`CONFLICT`). The Agents
+/// that hold it, each once, for the deletion's event.
+pub fn may_start(
+    what: &str,
+    (secret, status): (&str, crate::secrets::SecretStatus),
+    holders: &[Holder],
+    now: OffsetDateTime,
+    stale_after: Duration,
+) -> Result<Vec<String>, ApiError> {
+    use crate::secrets::SecretStatus;
+    may_delete(what, holders, now, stale_after)?;
+    if matches!(status, SecretStatus::Deleting | SecretStatus::Deleted) {
+        return Err(ApiError::new(ErrorCode::Conflict, format!("{secret} is already {}", status.as_str())));
+    }
+    let mut agents: Vec<String> = holders.iter().map(|h| h.agent.clone()).collect();
+    agents.dedup();
+    Ok(agents)
+}
+
 /// An Agent that must hear of a deletion before it is done: one that holds
 /// the environment (for a whole secret, any environment), or whose last
 /// inventory listed the secret there.
@@ -226,6 +247,27 @@ mod tests {
         assert!(may_delete("db", &[edge], now, STALE_AFTER).is_ok());
         let never = Holder { agent: "edge-4".into(), revoked: false, last_seen_at: None };
         assert!(will_not_sync(&never, now, STALE_AFTER));
+    }
+
+    #[test]
+    fn a_deletion_starts_once_and_names_each_holder_once() {
+        use crate::secrets::SecretStatus;
+        let now = at(30);
+        let holder = |agent: &str| Holder { agent: agent.into(), revoked: false, last_seen_at: Some(at(29)) };
+        let holders = [holder("edge-1"), holder("edge-1"), holder("edge-2")];
+        for status in [SecretStatus::Active, SecretStatus::AtRisk] {
+            let agents = may_start("db in prod", ("db", status), &holders, now, STALE_AFTER).unwrap();
+            assert_eq!(agents, ["edge-1", "edge-2"]);
+        }
+        for status in [SecretStatus::Deleting, SecretStatus::Deleted] {
+            let err = may_start("db", ("db", status), &holders, now, STALE_AFTER).unwrap_err();
+            assert_eq!(err.code, ErrorCode::Conflict);
+            assert_eq!(err.message, format!("db is already {}", status.as_str()));
+        }
+        // A holder that will never sync refuses first, whatever the status.
+        let gone = Holder { agent: "edge-0".into(), revoked: true, last_seen_at: None };
+        let err = may_start("db", ("db", SecretStatus::Deleting), &[gone], now, STALE_AFTER).unwrap_err();
+        assert_eq!(err.code, ErrorCode::ValueMayPersist);
     }
 
     #[test]

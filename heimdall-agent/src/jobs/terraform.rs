@@ -311,14 +311,7 @@ pub async fn run(
     mode: Stdout,
 ) -> Result<(bool, Vec<u8>, String), String> {
     let _ = log.send(format!("$ terraform {}\n", args.join(" ")));
-    let mut child = guarded(terraform, dir, env)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", terraform.display()))?;
-    // Held until the run ends (or is dropped): its end stops Terraform.
-    let _guard_pipe = child.stdin.take();
+    let (mut child, _guard_pipe) = spawn_piped(terraform, dir, env, args)?;
     let stdout = child.stdout.take().ok_or("no stdout")?;
     let stderr = child.stderr.take().ok_or("no stderr")?;
     let log_err = log.clone();
@@ -539,14 +532,27 @@ pub(crate) async fn quiet(
     env: &[(std::ffi::OsString, std::ffi::OsString)],
     args: &[&str],
 ) -> Result<std::process::Output, String> {
+    let (child, _guard_pipe) = spawn_piped(terraform, dir, env, args)?;
+    child.wait_with_output().await.map_err(|e| e.to_string())
+}
+
+/// Terraform started under its guard with its output piped, and the
+/// guard's pipe apart: whoever holds it keeps the run alive, and dropping
+/// it stops Terraform (`wait_with_output` would close it first).
+fn spawn_piped(
+    terraform: &Path,
+    dir: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    args: &[&str],
+) -> Result<(tokio::process::Child, Option<tokio::process::ChildStdin>), String> {
     let mut child = guarded(terraform, dir, env)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", terraform.display()))?;
-    let _guard_pipe = child.stdin.take();
-    child.wait_with_output().await.map_err(|e| e.to_string())
+    let guard_pipe = child.stdin.take();
+    Ok((child, guard_pipe))
 }
 
 async fn probe_lock(
@@ -554,22 +560,9 @@ async fn probe_lock(
     dir: &Path,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
 ) -> Option<LockInfo> {
-    let mut child = guarded(terraform, dir, env)
-        .args([
-            "plan",
-            "-input=false",
-            "-no-color",
-            "-lock-timeout=0s",
-            "-refresh=false",
-            "-detailed-exitcode",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .ok()?;
-    // `wait_with_output` would close it first, and so stop the probe.
-    let _guard_pipe = child.stdin.take();
-    let out = child.wait_with_output().await.ok()?;
+    let args =
+        ["plan", "-input=false", "-no-color", "-lock-timeout=0s", "-refresh=false", "-detailed-exitcode"];
+    let out = quiet(terraform, dir, env, &args).await.ok()?;
     LockInfo::from_terraform_error(&String::from_utf8_lossy(&out.stderr))
         .or_else(|| LockInfo::from_terraform_error(&String::from_utf8_lossy(&out.stdout)))
 }

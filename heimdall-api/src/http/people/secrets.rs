@@ -15,7 +15,7 @@ use heimdall_core::ids::{CatalogId, OrgId, SecretId};
 use heimdall_core::names::validate_text;
 use heimdall_core::secrets::{
     self, reaches, validate_secret_type, validate_tags, Assignment, Creator, NewSecret, Reach, Secret,
-    SecretCursor, SecretStatus, SecretVersion, VersionPlan, Writer,
+    SecretCursor, SecretVersion, VersionPlan, Writer,
 };
 use heimdall_core::wire::{
     AccessLogEntry, AgentLocation, AssignAgent, CreateSecret, CreateVersion, CreatedVersion,
@@ -289,10 +289,10 @@ async fn delete_secret(
     detail(&state, &caller, secret.id, holdings).await
 }
 
-/// Starts deleting `secret` (in `only`, else everywhere) once every
-/// holder of it there can be told (`heimdall_core::deletion::may_delete`),
-/// as `actor`; authorization is the caller's. People and programs (through
-/// their Agent) delete through here.
+/// Starts deleting `secret` (in `only`, else everywhere) when core says it
+/// may (`heimdall_core::deletion::may_start`), as `actor`; authorization is
+/// the caller's. People and programs (through their Agent) delete through
+/// here.
 pub(crate) async fn begin_deletion(
     state: &AppState,
     org: OrgId,
@@ -306,15 +306,13 @@ pub(crate) async fn begin_deletion(
         Some(env) => format!("{} in {}", secret.name, env.name),
         None => secret.name.clone(),
     };
-    heimdall_core::deletion::may_delete(&what, &holders, state.clock.now(), state.agent_stale_after)?;
-    if secret.status == SecretStatus::Deleted || secret.status == SecretStatus::Deleting {
-        return Err(ApiError::new(
-            ErrorCode::Conflict,
-            format!("{} is already {}", secret.name, secret.status.as_str()),
-        ));
-    }
-    let mut agents: Vec<&str> = holdings.iter().map(|h| h.agent.as_str()).collect();
-    agents.dedup();
+    let agents = heimdall_core::deletion::may_start(
+        &what,
+        (&secret.name, secret.status),
+        &holders,
+        state.clock.now(),
+        state.agent_stale_after,
+    )?;
     let event = state.event_as(
         actor,
         AuditAction::SecretDeletionStarted,
