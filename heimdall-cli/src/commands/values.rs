@@ -81,10 +81,10 @@ pub async fn set(
         stored.environment,
         why.join("; ")
     );
-    Err(match stored.failed[0].1.code() {
-        Some(code) => CliError::Coded(ApiError::new(code, message)),
-        None => CliError::local(message),
-    })
+    // An Agent that could not be reached answered no code: the write is
+    // then `UNAVAILABLE` there, so scripts and `--output json` can tell.
+    let code = stored.failed[0].1.code().unwrap_or(ErrorCode::Unavailable);
+    Err(CliError::Coded(ApiError::new(code, message)))
 }
 
 /// `secret get NAME --environment E [--version N] [--agent-url URL]`.

@@ -79,9 +79,11 @@ async fn secret_set_refuses_bad_values_before_any_version_and_deactivates() {
             Some("s3cret-value"),
         )
         .await;
-    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.code, 8, "UNAVAILABLE: {run:?}");
     assert!(
-        run.stderr.contains("db-password version 1 was stored on 0 of 1 Agents holding dev; not on edge-1:"),
+        run.stderr.contains(
+            "error: UNAVAILABLE: db-password version 1 was stored on 0 of 1 Agents holding dev; not on edge-1:"
+        ),
         "{run:?}"
     );
     assert_eq!(run.stdout, "", "{run:?}");
@@ -94,7 +96,9 @@ async fn secret_set_refuses_bad_values_before_any_version_and_deactivates() {
             Some("s3cret-value"),
         )
         .await;
-    assert_eq!(json_run.code, 1, "{json_run:?}");
+    assert_eq!(json_run.code, 8, "{json_run:?}");
+    let refused: serde_json::Value = serde_json::from_str(&json_run.stderr).expect("JSON on stderr");
+    assert_eq!(refused["error"]["code"], "UNAVAILABLE", "the partial write names its code: {refused}");
     let stored: serde_json::Value = serde_json::from_str(&json_run.stdout).expect("JSON on stdout");
     assert_eq!(stored, json!({"secret": "db-password", "environment": "dev", "version": 2, "stored_on": []}));
     let get = h.run(&["secret", "get", "db-password", "--environment", "dev", "--agent-url", &url]).await;
