@@ -200,7 +200,7 @@ def seed_bulk(api, resources, records):
         INSERT INTO access_log_environments (org_id, secret_name, environment) VALUES ('{org}', 'hot', 'dev');
         ANALYZE;""")
     # The page after the older half starts after Resource `half`: the
-    # cursor the API would give there (heimdall_core::page::encode).
+    # cursor the API would give there (heimdall_wire::page::encode).
     at, rid = psql_at(bulk.db, f"SELECT created_at || ' ' || id FROM resources WHERE name = 'bulk-{half}'").split()
     cursor = json.dumps({"created_at": int(at), "id": rid}, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(cursor).decode().rstrip("=")

@@ -10,8 +10,8 @@ use heimdall_core::ids::{CatalogId, MemberId, OrgId};
 use heimdall_core::on_behalf::{self, OnBehalfOf};
 use heimdall_core::program::{self, ProgramScope, Verb};
 use heimdall_core::secrets::{reaches, Reach};
-use heimdall_core::wire::{SyncMember, SyncResponse, SyncSecret};
 use heimdall_core::{ApiError, ErrorCode};
+use heimdall_wire::{SyncMember, SyncResponse, SyncSecret};
 use time::{Duration, OffsetDateTime};
 
 /// With the API unreachable, the Agent keeps deciding with what it last
@@ -58,7 +58,7 @@ pub struct PolicySnapshot {
     deleting: std::collections::HashSet<String>,
     /// Deletions in one environment, being done or done lately: no version
     /// they cover is stored.
-    deleted_in_environments: Vec<heimdall_core::wire::DeletedInEnvironment>,
+    deleted_in_environments: Vec<heimdall_wire::DeletedInEnvironment>,
     secrets: HashMap<String, SyncSecret>,
     /// The current version of each (secret, environment) this Agent holds.
     current: HashMap<(String, CatalogId), i64>,
@@ -491,7 +491,7 @@ impl SharedPolicy {
 mod tests {
     use heimdall_core::domain::{CatalogKind, Policy, Role};
     use heimdall_core::ids::{PolicyId, SecretId};
-    use heimdall_core::wire::{SyncCatalogEntry, SyncEnvironment};
+    use heimdall_wire::{SyncCatalogEntry, SyncEnvironment};
     use uuid::Uuid;
 
     use super::*;

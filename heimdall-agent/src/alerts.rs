@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use heimdall_core::wire::AgentAlert;
+use heimdall_wire::AgentAlert;
 
 /// Most alerts kept waiting: a flood keeps the first.
 const MAX_WAITING: usize = 100;

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use heimdall_core::ids::{JobId, LeaseId};
-use heimdall_core::wire::{
+use heimdall_core::{ApiError, ErrorCode};
+use heimdall_wire::{
     Claim, ClaimedJob, ErrorBody, FinishJob, FinishOutcome, Heartbeat, LeaseExtended, LogChunk,
 };
-use heimdall_core::{ApiError, ErrorCode};
 use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -98,8 +98,8 @@ impl Channel {
     /// Agent accepted; the answer carries the grant to store it here.
     pub async fn program_version(
         &self,
-        request: &heimdall_core::wire::ProgramVersionRequest,
-    ) -> Result<heimdall_core::wire::ProgramVersion, ChannelError> {
+        request: &heimdall_wire::ProgramVersionRequest,
+    ) -> Result<heimdall_wire::ProgramVersion, ChannelError> {
         self.post("/v1/agent/program-versions", request)
             .await?
             .ok_or_else(|| ChannelError::Transport("empty version response".into()))
@@ -109,8 +109,8 @@ impl Channel {
     /// Agent accepted.
     pub async fn program_deletion(
         &self,
-        request: &heimdall_core::wire::ProgramDeletionRequest,
-    ) -> Result<heimdall_core::wire::ProgramDeletion, ChannelError> {
+        request: &heimdall_wire::ProgramDeletionRequest,
+    ) -> Result<heimdall_wire::ProgramDeletion, ChannelError> {
         self.post("/v1/agent/program-deletions", request)
             .await?
             .ok_or_else(|| ChannelError::Transport("empty deletion response".into()))
@@ -120,7 +120,7 @@ impl Channel {
     /// the token); the answer names its environment by id.
     pub async fn register_program_token(
         &self,
-        request: &heimdall_core::wire::RegisterProgramToken,
+        request: &heimdall_wire::RegisterProgramToken,
     ) -> Result<heimdall_core::program::RegisteredToken, ChannelError> {
         self.post("/v1/agent/program-tokens", request)
             .await?
@@ -139,9 +139,7 @@ impl Channel {
 
     /// The first database task due in an environment this Agent holds,
     /// leased to it; `None` when nothing is due.
-    pub async fn claim_database_task(
-        &self,
-    ) -> Result<Option<heimdall_core::wire::DatabaseTask>, ChannelError> {
+    pub async fn claim_database_task(&self) -> Result<Option<heimdall_wire::DatabaseTask>, ChannelError> {
         self.post("/v1/agent/database-tasks/claim", &serde_json::json!({})).await
     }
 
@@ -149,7 +147,7 @@ impl Channel {
     pub async fn report_database_task(
         &self,
         user: heimdall_core::ids::ServiceUserId,
-        report: &heimdall_core::wire::DatabaseTaskReport,
+        report: &heimdall_wire::DatabaseTaskReport,
     ) -> Result<(), ChannelError> {
         self.post::<_, serde_json::Value>(&format!("/v1/agent/database-tasks/{user}/report"), report)
             .await
@@ -167,8 +165,8 @@ impl Channel {
     /// policies, assignments and deactivations. Never carries a value.
     pub async fn sync(
         &self,
-        request: &heimdall_core::wire::SyncRequest,
-    ) -> Result<heimdall_core::wire::SyncResponse, ChannelError> {
+        request: &heimdall_wire::SyncRequest,
+    ) -> Result<heimdall_wire::SyncResponse, ChannelError> {
         self.post("/v1/agent/sync", request)
             .await?
             .ok_or_else(|| ChannelError::Transport("empty sync response".into()))
@@ -177,8 +175,8 @@ impl Channel {
     /// Asks the CA for the local API's certificate (a CSR for a key made here).
     pub async fn server_certificate(
         &self,
-        request: &heimdall_core::wire::ServerCertificateRequest,
-    ) -> Result<heimdall_core::wire::IssuedCertificate, ChannelError> {
+        request: &heimdall_wire::ServerCertificateRequest,
+    ) -> Result<heimdall_wire::IssuedCertificate, ChannelError> {
         self.post("/v1/agent/server-certificate", request)
             .await?
             .ok_or_else(|| ChannelError::Transport("empty certificate response".into()))

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use heimdall_core::ids::AgentId;
-use heimdall_core::wire::SyncResponse;
+use heimdall_wire::SyncResponse;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use time::{Duration, OffsetDateTime};

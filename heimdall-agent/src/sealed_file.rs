@@ -190,7 +190,7 @@ impl SealedFile {
                 file = %self.path.display(), generation, seen = floor,
                 "a sealed file older than one already written: copied back from a backup? refused"
             );
-            self.alerts.raise(heimdall_core::wire::AgentAlert::SealedFileRolledBack {
+            self.alerts.raise(heimdall_wire::AgentAlert::SealedFileRolledBack {
                 file: self.purpose.to_owned(),
                 generation,
                 expected_at_least: floor,

@@ -13,7 +13,7 @@ use crate::access::{PolicySnapshot, SharedPolicy};
 use crate::values::store::{ValueAddress, Vault};
 use heimdall_core::clock::Clock;
 use heimdall_core::ids::{AgentId, CatalogId};
-use heimdall_core::wire::{AccessRecord, InventoryItem, SyncRequest, SyncResponse};
+use heimdall_wire::{AccessRecord, InventoryItem, SyncRequest, SyncResponse};
 use time::OffsetDateTime;
 use tokio::sync::watch;
 
@@ -145,7 +145,7 @@ impl Syncer {
         held: &[crate::values::store::InventoryEntry],
         inventory: Vec<InventoryItem>,
         revoked_program_tokens: Vec<String>,
-        alerts: Vec<heimdall_core::wire::AgentAlert>,
+        alerts: Vec<heimdall_wire::AgentAlert>,
     ) -> Result<(), String> {
         loop {
             // How far the store's numbering had gone before these records

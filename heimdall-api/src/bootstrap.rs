@@ -7,8 +7,8 @@ use heimdall_core::ids::{EventId, MemberId, OrgId, TokenId};
 use heimdall_core::names::{normalize_email, validate_name};
 use heimdall_core::ports::{MetadataStore, NewEvent, NewToken};
 use heimdall_core::token::TokenHash;
-use heimdall_core::wire::Bootstrapped;
 use heimdall_core::{ApiError, ErrorCode, Redacted};
+use heimdall_wire::Bootstrapped;
 use uuid::Uuid;
 
 use crate::http::people::tokens::generate_token;

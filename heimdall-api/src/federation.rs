@@ -15,8 +15,8 @@ use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider as TlsPr
 use heimdall_core::infra::{AccountAuth, Job, Provider};
 use heimdall_core::oidc;
 use heimdall_core::ports::Store;
-use heimdall_core::wire::JobCredentials;
 use heimdall_core::Redacted;
+use heimdall_wire::JobCredentials;
 use time::OffsetDateTime;
 use uuid::Uuid;
 

@@ -17,10 +17,10 @@
 
 use std::path::{Path, PathBuf};
 
-use heimdall_core::wire::IssuedCertificate;
 use heimdall_core::{ApiError, ErrorCode, Redacted};
 use heimdall_sdk::flows::{self, Certified};
 use heimdall_sdk::{Client, Identity};
+use heimdall_wire::IssuedCertificate;
 
 use crate::config;
 use crate::error::{CliError, Result};

@@ -30,7 +30,8 @@ use crate::ids::AgentId;
 
 /// One read an Agent served, as it recorded it before serving. `seq` is the
 /// Agent's own gap-free sequence number (from 1).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AccessRecord {
     pub seq: i64,
@@ -50,7 +51,8 @@ pub struct AccessRecord {
 
 /// One line of a secret's access log: the reads of one accessor, of one
 /// version, served by one Agent to one address within one second.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AccessLogEntry {
     /// The second the reads happened in.
     #[serde(with = "time::serde::rfc3339")]
@@ -69,7 +71,8 @@ pub struct AccessLogEntry {
 /// Where the next page of an access log starts: after this entry, in the
 /// log's order (newest second first, then every other column descending,
 /// so that one row comparison finds the place). Sent as an opaque token.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AccessLogCursor {
     pub second: i64,
@@ -91,15 +94,6 @@ impl AccessLogCursor {
             agent: entry.served_by_id,
             from: entry.from.clone(),
         }
-    }
-
-    pub fn encode(&self) -> String {
-        crate::page::encode(self)
-    }
-
-    /// `?after=`, as [`Self::encode`] made it; anything else is refused.
-    pub fn decode(token: &str) -> Result<Self, crate::ApiError> {
-        crate::page::decode(token)
     }
 }
 

@@ -2,11 +2,58 @@
 //! which one serves a Resource (the System's link for the Resource's
 //! environment, else the Domain's, else the organization's).
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{ApiError, ErrorCode};
 use crate::ids::{CatalogId, CloudAccountId};
 use crate::infra::{AccountAuth, AccountLink, CloudAccount, LinkScope, OidcTarget, Provider, StateBackend};
 use crate::names::{validate_name, validate_region, validate_text};
-use crate::wire::{CreateCloudAccount, UpdateCloudAccount};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateCloudAccount {
+    pub name: String,
+    pub provider: Provider,
+    pub region: String,
+    pub state_bucket: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_endpoint: Option<String>,
+    /// Default: the provider's own ([`crate::infra::StateBackend::default_for`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_backend: Option<crate::infra::StateBackend>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_storage_account: Option<String>,
+    pub auth: AccountAuth,
+    /// Check each provisioned Resource placed on this account for drift
+    /// this often, e.g. `24h` (`heimdall_core::drift::parse_every`). Off when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_check_every: Option<String>,
+}
+
+/// A change to a registered account; what is absent stays. Where it
+/// keeps state (`state_bucket`, `state_endpoint`, `state_storage_account`)
+/// moves only while no Resource keeps state there
+/// (`accounts::check_state_move`); the provider and the state backend
+/// never change.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct UpdateCloudAccount {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AccountAuth>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_bucket: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_endpoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_storage_account: Option<String>,
+    /// `24h` and the like, or `off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_check_every: Option<String>,
+}
 
 /// A registered account after a change, checked as a new one is.
 #[derive(Clone, Debug, PartialEq)]

@@ -15,12 +15,35 @@
 //! | `kubernetes`, `helm` | a kubeconfig | `KUBE_CONFIG_PATH` |
 //! | `cloudflare` | `{"api_token"}` | a `provider "cloudflare"` block reading a sensitive variable from a `.auto.tfvars.json` file |
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::infra::{AccountAuth, Provider};
 use crate::Redacted;
+
+/// Temporary credentials for one job, from OIDC federation. Never stored,
+/// logged or shown: `Debug` redacts the secret parts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum JobCredentials {
+    /// AWS STS `AssumeRoleWithWebIdentity`'s answer.
+    Aws {
+        access_key_id: String,
+        secret_access_key: Redacted<String>,
+        session_token: Redacted<String>,
+        #[serde(with = "time::serde::rfc3339")]
+        expires_at: time::OffsetDateTime,
+    },
+    /// The job's identity token itself, for a provider that trades it
+    /// where Terraform runs (GCP, Azure) or takes it as is (Kubernetes).
+    IdentityToken {
+        token: Redacted<String>,
+        #[serde(with = "time::serde::rfc3339")]
+        expires_at: time::OffsetDateTime,
+    },
+}
 
 /// The profile the AWS credentials file defines.
 pub const AWS_PROFILE: &str = "heimdall";
@@ -281,7 +304,7 @@ const KUBECONFIG: &str = ".heimdall-credentials/kubeconfig";
 /// environment), Kubernetes and Helm a kubeconfig with it as the bearer
 /// token. Every file is 0600 in the job's directory.
 pub fn federated(
-    credentials: &crate::wire::JobCredentials,
+    credentials: &crate::credentials::JobCredentials,
     provider: Provider,
     auth: &AccountAuth,
     place: JobPlace<'_>,
@@ -290,7 +313,9 @@ pub fn federated(
         ApiError::new(ErrorCode::InvalidInput, format!("the federated credentials are malformed: {what}"))
     };
     let token = match credentials {
-        crate::wire::JobCredentials::Aws { access_key_id, secret_access_key, session_token, .. } => {
+        crate::credentials::JobCredentials::Aws {
+            access_key_id, secret_access_key, session_token, ..
+        } => {
             let lines = [secret_access_key, session_token].iter().all(|f| one_line(f));
             if provider != Provider::Aws
                 || access_key_id.is_empty()
@@ -301,7 +326,7 @@ pub fn federated(
             }
             return Ok(aws(access_key_id, secret_access_key, Some(session_token)));
         }
-        crate::wire::JobCredentials::IdentityToken { token, .. } => token,
+        crate::credentials::JobCredentials::IdentityToken { token, .. } => token,
     };
     let AccountAuth::Oidc(target) = auth else {
         return Err(malformed("an identity token for a static account"));

@@ -8,7 +8,8 @@ use time::OffsetDateTime;
 
 use crate::ids::{CatalogId, EventId, MemberId, OrgId, PolicyId, TokenId};
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Organization {
     pub id: OrgId,
     pub name: String,
@@ -16,9 +17,8 @@ pub struct Organization {
     pub created_at: OffsetDateTime,
 }
 
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Owner,
@@ -56,7 +56,8 @@ impl FromStr for Role {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Member {
     pub id: MemberId,
     pub org_id: OrgId,
@@ -68,7 +69,8 @@ pub struct Member {
 
 /// A token's metadata. The token itself exists only in the response that
 /// created it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenInfo {
     pub id: TokenId,
     pub member_id: MemberId,
@@ -85,7 +87,8 @@ pub struct TokenInfo {
 
 /// Domain → System → Component form one tree under the organization;
 /// Environments hang off the organization.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum CatalogKind {
     Domain,
@@ -152,7 +155,8 @@ impl FromStr for CatalogKind {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CatalogEntry {
     pub id: CatalogId,
     pub org_id: OrgId,
@@ -168,7 +172,8 @@ pub struct CatalogEntry {
     pub created_by: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Policy {
     pub id: PolicyId,
     pub org_id: OrgId,
@@ -196,7 +201,8 @@ fn first_version() -> i64 {
 }
 
 /// One version of a policy, as its history keeps it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PolicyVersion {
     pub version: i64,
     pub name: String,
@@ -209,7 +215,8 @@ pub struct PolicyVersion {
 
 /// One line of the organization's audit feed: who did what to what, when.
 /// Details never carry a secret, token or input value.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditEvent {
     pub id: EventId,
     pub org_id: OrgId,

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 macro_rules! error_codes {
     ($($variant:ident = $status:literal),+ $(,)?) => {
         /// A stable, machine-readable error code.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
         pub enum ErrorCode {
             $($variant),+
@@ -147,7 +148,8 @@ impl fmt::Display for ErrorCode {
 }
 
 /// One refused field: where (a JSON Pointer) and which rule. Never the value.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FieldError {
     pub path: String,
     pub rule: String,
@@ -155,8 +157,9 @@ pub struct FieldError {
 
 /// The error every layer speaks: a stable code, a human message, and for
 /// input refusals the fields. Serialized on the wire as
-/// `{"error": {"code", "message", "fields"?}}` (see [`crate::wire::ErrorBody`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error, utoipa::ToSchema)]
+/// `{"error": {"code", "message", "fields"?}}` (`heimdall_wire::ErrorBody`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[error("{code}: {message}")]
 pub struct ApiError {
     pub code: ErrorCode,

@@ -13,7 +13,8 @@ use crate::root_module::{
 };
 
 /// One file of an export package.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ExportFile {
     /// Relative to the package's directory.
     pub path: String,
@@ -21,7 +22,8 @@ pub struct ExportFile {
 }
 
 /// The package, file by file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ExportPackage {
     pub resource_id: crate::ids::ResourceId,
     /// The revision whose apply the package reproduces.

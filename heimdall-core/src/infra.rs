@@ -13,7 +13,8 @@ use crate::ids::{CatalogId, CloudAccountId, JobId, OrgId, ResourceId, SchemaId};
 macro_rules! string_enum {
     ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         pub enum $name {
             $(#[serde(rename = $text)] $variant),+
         }
@@ -46,7 +47,8 @@ macro_rules! string_enum {
 
 /// Where the Terraform module of a schema comes from. The Agent decides
 /// whether a source is allowed; the API only records it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ModuleRef {
     pub source: String,
@@ -54,7 +56,8 @@ pub struct ModuleRef {
 }
 
 /// One version of a resource schema defined by the platform team.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResourceSchema {
     pub id: SchemaId,
     pub org_id: OrgId,
@@ -109,7 +112,8 @@ string_enum!(
     }
 );
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Resource {
     pub id: ResourceId,
     pub org_id: OrgId,
@@ -155,7 +159,8 @@ string_enum!(
 );
 
 /// Every create or change of a Resource is a revision: number + content hash.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Revision {
     pub resource_id: ResourceId,
     pub number: i64,
@@ -233,7 +238,8 @@ fn s3() -> StateBackend {
 
 /// How the Agent obtains credentials for an account. Neither holds a
 /// credential: where to federate to, or the *name* of a secret in the Agent.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum AccountAuth {
     /// The job's identity token, traded by the API (AWS) or placed where
@@ -246,7 +252,8 @@ pub enum AccountAuth {
 }
 
 /// Where an `oidc` account's token is trusted; none of it is secret.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OidcTarget {
     /// AWS: the role to assume.
@@ -300,7 +307,8 @@ impl OidcTarget {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CloudAccount {
     pub id: CloudAccountId,
     pub org_id: OrgId,
@@ -336,7 +344,8 @@ string_enum!(
 );
 
 /// "This account serves this scope in this environment."
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AccountLink {
     pub account_id: CloudAccountId,
     pub scope: LinkScope,
@@ -375,7 +384,8 @@ string_enum!(
 );
 
 /// The account a job runs in, as the Agent needs it. Never a credential.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AccountRef {
     pub id: CloudAccountId,
     pub provider: Provider,
@@ -393,7 +403,8 @@ pub struct AccountRef {
 }
 
 /// Everything an Agent needs to run a job, frozen when the job is queued.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobRequest {
     pub resource_id: ResourceId,
     pub resource_name: String,
@@ -459,7 +470,8 @@ impl JobRequest {
 
 /// An object created outside Heimdall, to import: its resource address
 /// inside the schema's module (`aws_s3_bucket.this`) and the provider's id.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ImportTarget {
     pub address: String,
@@ -468,7 +480,8 @@ pub struct ImportTarget {
 
 /// A module argument whose value is a secret's, named in the input and
 /// read by the Agent at run time (`input::SECRET_REFERENCE`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SecretInput {
     /// The input key (the module's variable).
     pub variable: String,
@@ -476,7 +489,8 @@ pub struct SecretInput {
     pub secret: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Job {
     pub id: JobId,
     pub org_id: OrgId,
@@ -508,7 +522,8 @@ pub struct Job {
 }
 
 /// An Agent: runs in the customer's network, dials out to the API.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Agent {
     pub id: crate::ids::AgentId,
     pub org_id: OrgId,

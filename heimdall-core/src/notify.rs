@@ -203,7 +203,8 @@ fn mac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
 }
 
 /// A channel as the API keeps it (its secret is not kept).
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Channel {
     pub id: String,
     pub org_id: OrgId,
@@ -229,7 +230,8 @@ impl std::fmt::Debug for Channel {
 }
 
 /// One event's delivery to one channel, and how it went.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Delivery {
     pub id: String,
     pub channel: String,

@@ -10,7 +10,8 @@
 use crate::error::{ApiError, ErrorCode};
 
 /// A name an owner approved for one Agent.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovedName {
     pub name: String,
     #[serde(with = "time::serde::rfc3339")]

@@ -74,16 +74,17 @@ fn parse_go_time(text: &str) -> Option<OffsetDateTime> {
 /// One attempt of a job: when it began, when it ended (its lease ran out,
 /// or its Agent reported), and how its Agent's Terraform names itself in a
 /// lock.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Attempt {
     pub attempt: i64,
     #[serde(with = "time::serde::rfc3339")]
-    #[schema(value_type = String, format = DateTime)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub started_at: OffsetDateTime,
     /// `None` while the attempt has not ended (it cannot be, for a job
     /// claimed again; then the claim's time bounds it).
     #[serde(default, with = "time::serde::rfc3339::option", skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub ended_at: Option<OffsetDateTime>,
     /// Terraform's `Who` on that Agent (`user@host`), as it announced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

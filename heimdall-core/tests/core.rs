@@ -4,8 +4,6 @@
 
 #[path = "core/authz.rs"]
 mod authz;
-#[path = "core/body.rs"]
-mod body;
 #[path = "core/error_codes.rs"]
 mod error_codes;
 #[path = "core/purity.rs"]

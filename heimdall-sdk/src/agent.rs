@@ -6,11 +6,11 @@
 use std::fmt;
 
 use heimdall_core::ids::AgentId;
-use heimdall_core::wire::{
+use heimdall_core::Redacted;
+use heimdall_wire::{
     AgentLocation, ProgramDeletion, ProgramValue, ReadValues, ValueAnswer, ValuesAnswer, WatchAnswer,
     WatchValues, WriteValue,
 };
-use heimdall_core::Redacted;
 use reqwest::Method;
 
 use crate::client::Timeouts;

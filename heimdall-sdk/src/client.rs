@@ -297,7 +297,7 @@ impl Client {
         segments: &[&str],
         pairs: &[(&str, Option<&str>)],
     ) -> Result<Vec<T>> {
-        self.follow_pages(segments, pairs, Some(heimdall_core::page::MAX_LIMIT)).await
+        self.follow_pages(segments, pairs, Some(heimdall_wire::page::MAX_LIMIT)).await
     }
 
     /// Every page of the list at `segments`, `limit` at a time (`None`: the
@@ -357,7 +357,7 @@ impl Client {
         let status = response.status();
         let next = response
             .headers()
-            .get(heimdall_core::page::NEXT_AFTER)
+            .get(heimdall_wire::page::NEXT_AFTER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let body = response

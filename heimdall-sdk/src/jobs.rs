@@ -35,10 +35,10 @@ impl Client {
     /// ```
     pub async fn list_jobs(&self, query: &JobQuery) -> Result<Vec<Job>> {
         let (mut all, mut next) =
-            self.list_jobs_page(query, Some(heimdall_core::page::MAX_LIMIT), None).await?;
+            self.list_jobs_page(query, Some(heimdall_wire::page::MAX_LIMIT), None).await?;
         while let Some(after) = next.take() {
             let (more, after) =
-                self.list_jobs_page(query, Some(heimdall_core::page::MAX_LIMIT), Some(&after)).await?;
+                self.list_jobs_page(query, Some(heimdall_wire::page::MAX_LIMIT), Some(&after)).await?;
             all.extend(more);
             next = after;
         }

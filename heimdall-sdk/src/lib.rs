@@ -1,7 +1,7 @@
 //! Typed async client for the Heimdall API.
 //!
 //! One [`Client`] per API URL and token. Every route of the API has one
-//! method here; bodies are the [`heimdall_core::wire`] types, so the SDK and
+//! method here; bodies are the [`heimdall_wire`] types, so the SDK and
 //! the server cannot drift. Errors carry the API's stable code
 //! ([`Error::code`]).
 //!
@@ -60,8 +60,8 @@ pub use agent::{AgentClient, Identity};
 pub use client::{Client, Timeouts};
 pub use error::Error;
 pub use events::EventQuery;
-pub use heimdall_core::wire;
 pub use heimdall_core::{ApiError, ErrorCode, FieldError};
+pub use heimdall_wire as wire;
 pub use jobs::{JobOrder, JobQuery};
 pub use resources::ResourceQuery;
 

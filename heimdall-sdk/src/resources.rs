@@ -80,10 +80,10 @@ impl Client {
     /// included: every page, followed ([`Client::list_resources_page`] for one).
     pub async fn list_resources(&self, query: &ResourceQuery) -> Result<Vec<Resource>> {
         let (mut all, mut next) =
-            self.list_resources_page(query, Some(heimdall_core::page::MAX_LIMIT), None).await?;
+            self.list_resources_page(query, Some(heimdall_wire::page::MAX_LIMIT), None).await?;
         while let Some(after) = next.take() {
             let (more, after) =
-                self.list_resources_page(query, Some(heimdall_core::page::MAX_LIMIT), Some(&after)).await?;
+                self.list_resources_page(query, Some(heimdall_wire::page::MAX_LIMIT), Some(&after)).await?;
             all.extend(more);
             next = after;
         }

@@ -40,10 +40,10 @@ impl Client {
     /// the organization's; personal ones only their owner), every page
     /// ([`Self::list_secrets_page`] reads one).
     pub async fn list_secrets(&self) -> Result<Vec<Secret>> {
-        let (mut all, mut next) = self.list_secrets_page(Some(heimdall_core::page::MAX_LIMIT), None).await?;
+        let (mut all, mut next) = self.list_secrets_page(Some(heimdall_wire::page::MAX_LIMIT), None).await?;
         while let Some(after) = next.take() {
             let (more, after) =
-                self.list_secrets_page(Some(heimdall_core::page::MAX_LIMIT), Some(&after)).await?;
+                self.list_secrets_page(Some(heimdall_wire::page::MAX_LIMIT), Some(&after)).await?;
             all.extend(more);
             next = after;
         }

@@ -154,7 +154,7 @@ pub async fn serve<P, A>(
 }
 
 /// Query-string parameters, judged by the type's value policy
-/// (`heimdall_core::body::decode_query`): strict, with errors that never
+/// (`heimdall_wire::body::decode_query`): strict, with errors that never
 /// echo what was sent, in the one error body (axum's own `Query` answers
 /// plain text).
 #[derive(Debug)]
@@ -163,7 +163,7 @@ pub struct QueryParams<T>(pub T);
 impl<S, T> axum::extract::FromRequestParts<S> for QueryParams<T>
 where
     S: Send + Sync,
-    T: heimdall_core::body::Query,
+    T: heimdall_wire::body::Query,
 {
     type Rejection = axum::response::Response;
 
@@ -172,7 +172,7 @@ where
         _state: &S,
     ) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or_default();
-        heimdall_core::body::decode_query(query).map(QueryParams).map_err(error_response)
+        heimdall_wire::body::decode_query(query).map(QueryParams).map_err(error_response)
     }
 }
 
@@ -188,7 +188,7 @@ pub fn error_response(err: heimdall_core::ApiError) -> axum::response::Response 
     if status.is_server_error() {
         tracing::error!(%code, detail = detail.as_deref().unwrap_or(&public.message), "request failed");
     }
-    (status, axum::Json(heimdall_core::wire::ErrorBody { error: public })).into_response()
+    (status, axum::Json(heimdall_wire::ErrorBody { error: public })).into_response()
 }
 
 /// An error as both servers answer it ([`error_response`]): the one type

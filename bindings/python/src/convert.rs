@@ -1,8 +1,8 @@
 //! What crosses the boundary: the SDK's answers as Python objects, its
 //! errors as `heimdall.HeimdallError`.
 
-use heimdall_core::wire::ValueAnswer;
 use heimdall_sdk::Error as SdkError;
+use heimdall_wire::ValueAnswer;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};

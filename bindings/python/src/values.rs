@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use heimdall_core::wire::ValueAnswer;
 use heimdall_core::Redacted;
+use heimdall_wire::ValueAnswer;
 use pyo3::prelude::*;
 
 /// A value an Agent served (after recording the read). `repr()` and

@@ -12,8 +12,8 @@ use heimdall_core::clock::Clock;
 use heimdall_core::credentials::{self, Credentials};
 use heimdall_core::ids::AgentId;
 use heimdall_core::infra::{AccountAuth, Job};
-use heimdall_core::wire::JobCredentials;
 use heimdall_core::{ApiError, ErrorCode, Redacted};
+use heimdall_wire::JobCredentials;
 use time::OffsetDateTime;
 use zeroize::Zeroizing;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use heimdall_core::ids::{JobId, LeaseId};
 use heimdall_core::queue;
-use heimdall_core::wire::{ClaimedJob, FinishOutcome};
+use heimdall_wire::{ClaimedJob, FinishOutcome};
 use tokio::sync::{mpsc, watch};
 
 use crate::channel::Channel;

@@ -136,7 +136,7 @@ async fn issue(
         .and_then(|p| p.serialize_request(&key))
         .and_then(|r| r.pem())
         .map_err(|e| e.to_string())?;
-    let request = heimdall_core::wire::ServerCertificateRequest { csr, names: names.to_vec() };
+    let request = heimdall_wire::ServerCertificateRequest { csr, names: names.to_vec() };
     let issued = channel.server_certificate(&request).await.map_err(|e| e.to_string())?;
     let key_pem = Zeroizing::new(key.serialize_pem());
     crate::files::replace_file(key_path, key_pem.as_bytes(), 0o600)?;

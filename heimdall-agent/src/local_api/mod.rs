@@ -43,9 +43,9 @@ use heimdall_core::clock::Clock;
 use heimdall_core::current;
 use heimdall_core::grant::GrantTarget;
 use heimdall_core::ids::AgentId;
-use heimdall_core::wire::{ReadValues, ValueAnswer, ValuesAnswer, WriteValue};
 use heimdall_core::{ApiError, ErrorCode, Redacted};
 use heimdall_tls::server::QueryParams;
+use heimdall_wire::{ReadValues, ValueAnswer, ValuesAnswer, WriteValue};
 use rustls::server::WebPkiClientVerifier;
 use time::OffsetDateTime;
 use tokio::net::TcpListener;
@@ -325,10 +325,10 @@ async fn write(
             return crate::local_api::program_writes::write(&state, &scope, &accessor, &name, &body).await;
         }
     };
-    // One strict parse (`heimdall_core::body`): trailing bytes and
+    // One strict parse (`heimdall_wire::body`): trailing bytes and
     // duplicate keys are refused, and no error quotes the input, which
     // holds a secret.
-    let body: WriteValue = heimdall_core::body::decode(&body)?;
+    let body: WriteValue = heimdall_wire::body::decode(&body)?;
     let (snap, writer) = with_fresh(&state, |s| s.reader(&cert.cert_sha256)).await?;
     let writer_id = heimdall_core::grant::GrantWriter::Member(writer.member);
     let grant = heimdall_core::grant::parse(body.grant.expose()).map_err(ApiError::from)?;
@@ -406,7 +406,7 @@ struct ReadQuery {
     version: Option<i64>,
 }
 
-impl heimdall_core::body::Query for ReadQuery {}
+impl heimdall_wire::body::Query for ReadQuery {}
 
 #[utoipa::path(
     get,
@@ -500,7 +500,7 @@ async fn read_all(
     caller: &Caller,
     body: &[u8],
 ) -> Result<Json<ValuesAnswer>, ErrorAnswer> {
-    let body: ReadValues = heimdall_core::body::decode(body)?;
+    let body: ReadValues = heimdall_wire::body::decode(body)?;
     if body.secrets.is_empty() || body.secrets.len() > MAX_READ_VALUES {
         return Err(ErrorAnswer(ApiError::invalid_input(format!(
             "secrets[] names 1 to {MAX_READ_VALUES} secrets"

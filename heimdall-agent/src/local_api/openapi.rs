@@ -3,9 +3,9 @@
 //! `#[utoipa::path]` attributes and core's wire types; the router is built
 //! from the same attributes (`local_api::router`).
 
-use heimdall_core::wire::ErrorBody;
 use heimdall_core::ErrorCode;
 use heimdall_tls::openapi_errors as errors;
+use heimdall_wire::ErrorBody;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 

@@ -14,11 +14,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 use heimdall_core::grant::{GrantTarget, GrantWriter};
 use heimdall_core::program::{ProgramScope, Verb};
-use heimdall_core::wire::{
-    ProgramCaller, ProgramDeletion, ProgramDeletionRequest, ProgramValue, ProgramVersionRequest,
-};
 use heimdall_core::{ApiError, ErrorCode};
 use heimdall_tls::server::QueryParams;
+use heimdall_wire::{
+    ProgramCaller, ProgramDeletion, ProgramDeletionRequest, ProgramValue, ProgramVersionRequest,
+};
 
 use crate::access::AllowedRead;
 use crate::channel::{Channel, ChannelError};
@@ -81,7 +81,7 @@ pub(crate) async fn write(
     // A token without the verb is told so before its body is read.
     heimdall_core::program::check_verb(scope, Verb::Write, state.clock.now())?;
     // One strict parse, as for people; no error quotes the input.
-    let body: ProgramValue = heimdall_core::body::decode(body)?;
+    let body: ProgramValue = heimdall_wire::body::decode(body)?;
     check_size(body.value.expose())?;
     let allowed = decide(state, scope, accessor, Verb::Write, name, &body.environment).await?;
     let request = ProgramVersionRequest {
@@ -129,7 +129,7 @@ pub(crate) struct DeleteQuery {
     environment: String,
 }
 
-impl heimdall_core::body::Query for DeleteQuery {}
+impl heimdall_wire::body::Query for DeleteQuery {}
 
 /// `DELETE /v1/secrets/{name}?environment=E` with a program token that
 /// may delete: every version in that environment, on every Agent holding

@@ -8,8 +8,8 @@
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::{Extension, Json};
-use heimdall_core::wire::{WatchAnswer, WatchValues};
 use heimdall_core::ApiError;
+use heimdall_wire::{WatchAnswer, WatchValues};
 use sha2::{Digest, Sha256};
 
 use crate::local_api::openapi::ReadErrors;
@@ -83,7 +83,7 @@ pub(crate) async fn watch(
 ) -> Result<Json<WatchAnswer>, ErrorAnswer> {
     let caller = caller(&state, &peer, &headers)?;
     let _open = state.watches.open(caller.key())?;
-    let body: WatchValues = heimdall_core::body::decode(&body)?;
+    let body: WatchValues = heimdall_wire::body::decode(&body)?;
     if body.secrets.is_empty() || body.secrets.len() > MAX_READ_VALUES {
         return Err(ErrorAnswer(ApiError::invalid_input(format!(
             "secrets[] names 1 to {MAX_READ_VALUES} secrets"

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use heimdall_core::wire::{Enroll, Enrolled, ErrorBody};
+use heimdall_wire::{Enroll, Enrolled, ErrorBody};
 use rcgen::{CertificateParams, KeyPair};
 use zeroize::Zeroizing;
 
@@ -204,7 +204,7 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
     let base = options.api.trim_end_matches('/');
     // With a fingerprint, the API's CA is checked before the token is sent.
     if let Some(pin) = &pin {
-        let ca: heimdall_core::wire::CaCertificate = http
+        let ca: heimdall_wire::CaCertificate = http
             .get(format!("{base}/v1/ca"))
             .send()
             .await

@@ -343,12 +343,12 @@ async fn a_program_writes_and_deletes_through_the_api_attributed_to_it() {
     let channel =
         heimdall_agent::channel::Channel::new(&heimdall_agent::config::AgentConfig::load(&config).unwrap())
             .unwrap();
-    let program = heimdall_core::wire::ProgramCaller {
+    let program = heimdall_wire::ProgramCaller {
         token_id: made["id"].as_str().unwrap().to_owned(),
         name: "billing-api".into(),
     };
     let secret_id = detail["secret"]["id"].as_str().unwrap().parse().unwrap();
-    let ask = |environment_id: &str, secret_id| heimdall_core::wire::ProgramVersionRequest {
+    let ask = |environment_id: &str, secret_id| heimdall_wire::ProgramVersionRequest {
         program: program.clone(),
         secret_id,
         environment_id: environment_id.parse().unwrap(),
@@ -492,10 +492,8 @@ async fn refused_code<T: std::fmt::Debug>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_key_alone_writes_or_deletes_nothing_an_owner_did_not_allow() {
     use heimdall_core::program::Verb;
-    use heimdall_core::wire::{
-        ProgramCaller, ProgramDeletionRequest, ProgramVersionRequest, RegisterProgramToken,
-    };
     use heimdall_core::ErrorCode;
+    use heimdall_wire::{ProgramCaller, ProgramDeletionRequest, ProgramVersionRequest, RegisterProgramToken};
     let w = World::new().await;
     let config = w.enroll("agent-1").await;
     let held = holding_secret(&w, &config, "billing-db", "s3cret", &[]).await;

@@ -5,7 +5,7 @@ use heimdall_core::access::{ingest, AccessLogPage, EpochState, Report};
 use heimdall_core::ids::{EventId, OrgId};
 use heimdall_core::infra::Agent;
 use heimdall_core::ports::{AccessStore, NewEvent, StoreResult, SyncOutcome};
-use heimdall_core::wire::AccessLogEntry;
+use heimdall_wire::AccessLogEntry;
 use time::OffsetDateTime;
 use uuid::Uuid;
 

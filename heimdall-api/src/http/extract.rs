@@ -5,10 +5,10 @@ use axum::body::Bytes;
 use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
-use heimdall_core::body::{self, Body};
 use heimdall_core::domain::{Member, Organization};
 use heimdall_core::token::{looks_like_token, TokenHash};
 use heimdall_core::{ApiError, ErrorCode};
+use heimdall_wire::body::{self, Body};
 
 use super::{AppState, ErrorAnswer};
 
@@ -57,7 +57,7 @@ where
 }
 
 /// A JSON request body: parsed once, strictly, judged by its type's value
-/// policy and decoded from the same tree (`heimdall_core::body::decode`).
+/// policy and decoded from the same tree (`heimdall_wire::body::decode`).
 /// Errors name the field and the expectation, never the value sent.
 #[derive(Debug)]
 pub struct JsonBody<T>(pub T);
@@ -106,7 +106,7 @@ pub use heimdall_tls::server::QueryParams;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use heimdall_core::wire::AddMember;
+    use heimdall_wire::AddMember;
 
     #[test]
     fn body_errors_do_not_echo_values() {

@@ -6,10 +6,10 @@
 //!
 //! Error codes are listed per status (`heimdall_tls::openapi_errors!`).
 
-use heimdall_core::wire::ErrorBody;
 use heimdall_core::ErrorCode;
 pub(crate) use heimdall_tls::openapi::{serve, to_json};
 pub(crate) use heimdall_tls::openapi_errors as errors;
+use heimdall_wire::ErrorBody;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 

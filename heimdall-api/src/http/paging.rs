@@ -15,7 +15,7 @@ pub(crate) struct PageQuery {
     pub(crate) after: Option<String>,
 }
 
-impl heimdall_core::body::Query for PageQuery {}
+impl heimdall_wire::body::Query for PageQuery {}
 
 /// The page of a short list after `after`, in the order of `key` (which
 /// tells any two entries apart), and its `Heimdall-Next-After`. The list
@@ -28,17 +28,17 @@ pub(crate) fn short_page<T>(
     after: Option<&str>,
     key: impl Fn(&T) -> Vec<String>,
 ) -> Result<(axum::http::HeaderMap, Vec<T>), ApiError> {
-    let limit = heimdall_core::page::limit(limit)?;
-    let after = after.map(heimdall_core::page::decode::<heimdall_core::page::KeyCursor>).transpose()?;
-    let (items, next) = heimdall_core::page::cut(items, key, after.as_ref(), limit);
-    Ok((next_after(next.map(|n| heimdall_core::page::encode(&n))), items))
+    let limit = heimdall_wire::page::limit(limit)?;
+    let after = after.map(heimdall_wire::page::decode::<heimdall_wire::page::KeyCursor>).transpose()?;
+    let (items, next) = heimdall_wire::page::cut(items, key, after.as_ref(), limit);
+    Ok((next_after(next.map(|n| heimdall_wire::page::encode(&n))), items))
 }
 
 /// The `Heimdall-Next-After` header of a page, when another follows.
 fn next_after(cursor: Option<String>) -> axum::http::HeaderMap {
     let mut headers = axum::http::HeaderMap::new();
     if let Some(value) = cursor.and_then(|c| axum::http::HeaderValue::from_str(&c).ok()) {
-        headers.insert(heimdall_core::page::NEXT_AFTER, value);
+        headers.insert(heimdall_wire::page::NEXT_AFTER, value);
     }
     headers
 }
@@ -94,11 +94,11 @@ where
         }
         if chunks >= MAX_CHUNKS {
             // Short, and more to read: go on after the last entry read.
-            let next = after.as_ref().map(heimdall_core::page::encode);
+            let next = after.as_ref().map(heimdall_wire::page::encode);
             return Ok((next_after(next), kept));
         }
     }
-    let headers = page(&mut kept, limit, |last| heimdall_core::page::encode(&cursor(last)));
+    let headers = page(&mut kept, limit, |last| heimdall_wire::page::encode(&cursor(last)));
     Ok((headers, kept))
 }
 

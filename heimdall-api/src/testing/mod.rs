@@ -8,7 +8,7 @@ mod tls_postgres;
 
 use std::net::SocketAddr;
 
-use heimdall_core::wire::Bootstrapped;
+use heimdall_wire::Bootstrapped;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 

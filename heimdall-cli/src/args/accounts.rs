@@ -1,7 +1,7 @@
 //! `heimdall cloud-account`.
 
 use clap::{Subcommand, ValueEnum};
-use heimdall_core::wire::{LinkScope, Provider};
+use heimdall_wire::{LinkScope, Provider};
 
 #[derive(Debug, Subcommand)]
 pub enum CloudAccountCommand {
@@ -217,8 +217,8 @@ pub struct OidcArgs {
 
 impl OidcArgs {
     /// The target these flags name, with the CA as read from its file.
-    pub fn target(self, cluster_ca: Option<String>) -> heimdall_core::wire::OidcTarget {
-        heimdall_core::wire::OidcTarget {
+    pub fn target(self, cluster_ca: Option<String>) -> heimdall_wire::OidcTarget {
+        heimdall_wire::OidcTarget {
             role_arn: self.role_arn,
             workload_identity_provider: self.workload_identity_provider,
             service_account: self.service_account,
@@ -245,7 +245,7 @@ pub enum StateBackendArg {
     Azurerm,
 }
 
-impl From<StateBackendArg> for heimdall_core::wire::StateBackend {
+impl From<StateBackendArg> for heimdall_wire::StateBackend {
     fn from(backend: StateBackendArg) -> Self {
         match backend {
             StateBackendArg::S3 => Self::S3,

@@ -1,7 +1,7 @@
 //! `heimdall member`.
 
 use clap::{Subcommand, ValueEnum};
-use heimdall_core::wire::Role;
+use heimdall_wire::Role;
 
 /// A member's id or email.
 pub type MemberRef = String;

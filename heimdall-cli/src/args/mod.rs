@@ -218,7 +218,7 @@ mod tests {
     use std::time::Duration;
 
     use clap::CommandFactory;
-    use heimdall_core::wire::{Provider, ResourceStatus};
+    use heimdall_wire::{Provider, ResourceStatus};
 
     #[test]
     fn clap_definition_is_consistent() {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use heimdall_core::wire::ResourceStatus;
+use heimdall_wire::ResourceStatus;
 
 use super::WaitArgs;
 
@@ -60,7 +60,7 @@ pub enum ResourceCommand {
         /// ADDRESS=ID: a resource address inside the schema's module (e.g. aws_s3_bucket.this)
         /// and the object's id at its provider; repeat for each object
         #[arg(long = "import", value_name = "ADDRESS=ID", required = true, value_parser = parse_import)]
-        imports: Vec<heimdall_core::wire::ImportTarget>,
+        imports: Vec<heimdall_wire::ImportTarget>,
         /// Run in this region rather than the account's
         #[arg(long)]
         region: Option<String>,
@@ -230,10 +230,10 @@ impl From<StatusArg> for ResourceStatus {
 }
 
 /// `ADDRESS=ID`, split at the first `=` (an id may hold more).
-fn parse_import(text: &str) -> Result<heimdall_core::wire::ImportTarget, String> {
+fn parse_import(text: &str) -> Result<heimdall_wire::ImportTarget, String> {
     match text.split_once('=') {
         Some((address, id)) if !address.is_empty() && !id.is_empty() => {
-            Ok(heimdall_core::wire::ImportTarget { address: address.to_owned(), id: id.to_owned() })
+            Ok(heimdall_wire::ImportTarget { address: address.to_owned(), id: id.to_owned() })
         }
         _ => Err("expected ADDRESS=ID, e.g. aws_s3_bucket.this=acme-logs".into()),
     }

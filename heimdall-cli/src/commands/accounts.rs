@@ -3,11 +3,11 @@
 use std::collections::HashMap;
 
 use heimdall_core::ids::CatalogId;
-use heimdall_core::wire::{
+use heimdall_sdk::Client;
+use heimdall_wire::{
     AccountAuth, AccountLink, CatalogKind, CloudAccount, CreateCloudAccount, LinkCloudAccount, LinkScope,
     OidcTarget, Provider, UpdateCloudAccount,
 };
-use heimdall_sdk::Client;
 
 use super::Context;
 use crate::args::{AuthArg, CloudAccountCommand, OidcArgs};

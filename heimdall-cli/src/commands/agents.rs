@@ -1,7 +1,7 @@
 //! `agent token create|list|revoke`: the Agents that run jobs, and the
 //! one-time tokens that enroll them.
 
-use heimdall_core::wire::{Agent, Verb};
+use heimdall_wire::{Agent, Verb};
 
 use super::Context;
 use crate::args::{AgentCommand, AgentTokenCommand, ProgramVerbArg};

@@ -80,7 +80,7 @@ pub async fn login(ctx: &Context, args: LoginArgs) -> Result<()> {
         profile: &'a str,
         api_url: &'a str,
         #[serde(flatten)]
-        who: &'a heimdall_core::wire::WhoAmI,
+        who: &'a heimdall_wire::WhoAmI,
         certificate: Option<CertificateJson<'a>>,
     }
     let cert_dir = identity::profile_dir(&dir, &name);
@@ -122,7 +122,7 @@ pub async fn login(ctx: &Context, args: LoginArgs) -> Result<()> {
 
 /// What became of the client certificate at login.
 enum Certificate {
-    Issued(heimdall_core::wire::IssuedCertificate),
+    Issued(heimdall_wire::IssuedCertificate),
     /// The API has no CA.
     Unavailable,
     /// `--no-certificate`.

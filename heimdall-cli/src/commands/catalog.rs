@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use heimdall_core::ids::CatalogId;
-use heimdall_core::wire::{CatalogEntry, CatalogKind, CreateCatalogEntry};
 use heimdall_sdk::Client;
+use heimdall_wire::{CatalogEntry, CatalogKind, CreateCatalogEntry};
 
 use super::{title, Context};
 use crate::args::{ComponentCommand, EntryCommand, PlainCatalogCommand, SystemCommand};

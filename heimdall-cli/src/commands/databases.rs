@@ -1,7 +1,7 @@
 //! `database create|list` and `database user create|list|show|rotate`.
 
 use heimdall_core::dbusers::{Database, Engine, ServiceUser, TlsMode};
-use heimdall_core::wire::{CreateDatabase, CreateServiceUser};
+use heimdall_wire::{CreateDatabase, CreateServiceUser};
 
 use super::Context;
 use crate::args::{DatabaseCommand, DatabaseUserCommand, EngineArg, TlsArg};
@@ -23,8 +23,8 @@ pub async fn run(ctx: &Context, cmd: DatabaseCommand) -> Result<()> {
                 TlsArg::VerifyFull => TlsMode::VerifyFull,
                 TlsArg::Disable => TlsMode::Disable,
             });
-            let change = heimdall_core::wire::UpdateDatabase { host, port, tls, ca_pem, admin_secret };
-            if change == heimdall_core::wire::UpdateDatabase::default() {
+            let change = heimdall_wire::UpdateDatabase { host, port, tls, ca_pem, admin_secret };
+            if change == heimdall_wire::UpdateDatabase::default() {
                 return Err(crate::error::CliError::usage(
                     "nothing to change: name at least one of --host, --port, --tls, --ca-file, --no-ca, --admin-secret",
                 ));

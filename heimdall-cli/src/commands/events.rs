@@ -1,7 +1,7 @@
 //! `event list`: the organization's audit feed.
 
-use heimdall_core::wire::AuditEvent;
 use heimdall_sdk::EventQuery;
+use heimdall_wire::AuditEvent;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 

@@ -1,7 +1,7 @@
 //! `job list|show|log`.
 
-use heimdall_core::wire::Job;
 use heimdall_sdk::{JobOrder, JobQuery};
+use heimdall_wire::Job;
 
 use super::Context;
 use crate::args::JobCommand;
@@ -111,7 +111,7 @@ const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 /// Prints the log as it grows (what was printed is not printed again),
 /// until the job is completed, failed or cancelled; then its status.
 async fn follow_log(ctx: &Context, job: heimdall_core::ids::JobId) -> Result<()> {
-    use heimdall_core::wire::JobStatus;
+    use heimdall_wire::JobStatus;
     let client = ctx.client()?;
     let mut printed = 0usize;
     loop {

@@ -1,6 +1,6 @@
 //! `member list|add|show|set-role|remove`.
 
-use heimdall_core::wire::{Member, Role};
+use heimdall_wire::{Member, Role};
 
 use super::Context;
 use crate::args::MemberCommand;

@@ -26,9 +26,9 @@ mod wait;
 
 use std::path::PathBuf;
 
-use heimdall_core::wire::CatalogKind;
 use heimdall_core::Redacted;
 use heimdall_sdk::{Client, Timeouts};
+use heimdall_wire::CatalogKind;
 
 use crate::args::{Cli, Command, EnvironmentCommand, GlobalArgs, ProfileCommand};
 use crate::config::{self, Config};

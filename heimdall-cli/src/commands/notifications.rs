@@ -35,7 +35,7 @@ pub async fn run(ctx: &Context, cmd: NotificationCommand) -> Result<()> {
             })
         }
         NotificationCommand::Update { channel, name, webhook } => {
-            let change = heimdall_core::wire::UpdateChannel { name, webhook };
+            let change = heimdall_wire::UpdateChannel { name, webhook };
             let updated = client.update_channel(&channel, &change).await?;
             let message = format!("Notification channel updated: {} → {}", updated.name, updated.url);
             out.done(&updated, &message, &[])

@@ -1,6 +1,6 @@
 //! `policy create|list|show|update|versions|delete`.
 
-use heimdall_core::wire::{CreatePolicy, Policy, PolicyVersion, UpdatePolicy};
+use heimdall_wire::{CreatePolicy, Policy, PolicyVersion, UpdatePolicy};
 
 use super::{read_file_or_stdin, Context};
 use crate::args::PolicyCommand;

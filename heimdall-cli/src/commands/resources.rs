@@ -3,11 +3,11 @@
 use std::collections::HashMap;
 
 use heimdall_core::ids::CatalogId;
-use heimdall_core::wire::{
+use heimdall_sdk::{Client, ResourceQuery};
+use heimdall_wire::{
     CatalogKind, ChangeResource, CreateResource, Decide, Resource, ResourceSchema, ResourceStatus, Revision,
     RevisionState, UpgradeResource,
 };
-use heimdall_sdk::{Client, ResourceQuery};
 
 use super::{parse_json, read_json_file, wait, Context};
 use crate::args::{InputArgs, NewResourceArgs, ResourceCommand, WaitArgs};
@@ -211,7 +211,7 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
                 output::json(&serde_json::json!({ "job": ended, "resource": detail.resource }))?;
             }
             match (ended.status, detail.resource.drifted_at) {
-                (heimdall_core::wire::JobStatus::Completed, None) => {
+                (heimdall_wire::JobStatus::Completed, None) => {
                     if !out.is_json() {
                         println!(
                             "✓ No drift: {} matches revision {}",
@@ -220,7 +220,7 @@ pub async fn run(ctx: &Context, cmd: ResourceCommand) -> Result<()> {
                     }
                     Ok(())
                 }
-                (heimdall_core::wire::JobStatus::Completed, Some(since)) => Err(CliError::local(format!(
+                (heimdall_wire::JobStatus::Completed, Some(since)) => Err(CliError::local(format!(
                     "{} drifted (since {}): see `heimdall job log {}`",
                     detail.resource.name,
                     timestamp(since),
@@ -337,7 +337,7 @@ struct ShownPlan {
     #[serde(skip_serializing_if = "Option::is_none")]
     plan: Option<heimdall_core::plan::RevisionPlan>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    job: Option<heimdall_core::wire::Job>,
+    job: Option<heimdall_wire::Job>,
 }
 
 async fn plan_of(client: &Client, resource: &str, revision: Option<i64>) -> Result<ShownPlan> {
@@ -358,9 +358,10 @@ async fn plan_of(client: &Client, resource: &str, revision: Option<i64>) -> Resu
     let query =
         heimdall_sdk::JobQuery { resource: Some(detail.resource.id.to_string()), ..Default::default() };
     let jobs = client.list_jobs(&query).await?;
-    let job = jobs.into_iter().rev().find(|j| {
-        j.operation == heimdall_core::wire::JobOperation::Plan && j.request.revision == chosen.number
-    });
+    let job = jobs
+        .into_iter()
+        .rev()
+        .find(|j| j.operation == heimdall_wire::JobOperation::Plan && j.request.revision == chosen.number);
     Ok(ShownPlan {
         resource: detail.resource.name.clone(),
         revision: chosen.number,
@@ -468,7 +469,7 @@ fn new_resource(
     new: NewResourceArgs,
     input: serde_json::Value,
     region: Option<String>,
-    imports: Vec<heimdall_core::wire::ImportTarget>,
+    imports: Vec<heimdall_wire::ImportTarget>,
 ) -> CreateResource {
     let NewResourceArgs { component, schema, environment, name } = new;
     CreateResource { component, schema, environment, name, input, region, imports }

@@ -35,7 +35,7 @@ async fn with_token(
     agent_url: Option<&str>,
     environment: &str,
     secrets: &[String],
-) -> Result<(Vec<heimdall_core::wire::ValueAnswer>, AgentClient)> {
+) -> Result<(Vec<heimdall_wire::ValueAnswer>, AgentClient)> {
     let url = agent_url.ok_or_else(|| {
         CliError::usage(format!(
             "{AGENT_TOKEN_ENV} reads from one Agent: name it with --agent-url URL or `agent_url:` in heimdall.yaml"

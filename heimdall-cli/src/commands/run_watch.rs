@@ -11,8 +11,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use heimdall_core::wire::ValueAnswer;
 use heimdall_sdk::AgentClient;
+use heimdall_wire::ValueAnswer;
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, SignalKind};
 

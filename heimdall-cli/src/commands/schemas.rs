@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use heimdall_core::wire::{CreateSchema, ModuleRef, ResourceSchema};
+use heimdall_wire::{CreateSchema, ModuleRef, ResourceSchema};
 
 use super::{read_json_file, stdin_once, Context};
 use crate::args::SchemaCommand;

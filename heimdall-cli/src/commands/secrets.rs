@@ -8,10 +8,10 @@ use std::collections::{BTreeMap, HashMap};
 use heimdall_core::deletion::Lifecycle;
 use heimdall_core::ids::CatalogId;
 use heimdall_core::secrets::SecretStatus;
-use heimdall_core::wire::{
+use heimdall_sdk::Client;
+use heimdall_wire::{
     AccessLogEntry, Assignment, CatalogKind, CreateSecret, Secret, SecretVersion, UpdateSecret,
 };
-use heimdall_sdk::Client;
 
 use super::Context;
 use crate::args::SecretCommand;
@@ -144,7 +144,7 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
             let client = ctx.client()?;
             let mut detail = client.delete_secret(&secret, environment.as_deref()).await?;
             let id = detail.secret.id.to_string();
-            let pending = |d: &heimdall_core::wire::SecretDetail| match environment.as_deref() {
+            let pending = |d: &heimdall_wire::SecretDetail| match environment.as_deref() {
                 None => d.secret.status == SecretStatus::Deleting,
                 Some(env) => d.environment_deletions.iter().any(|x| {
                     x.status == Lifecycle::Deleting

@@ -1,6 +1,6 @@
 //! `token list|create|revoke`: the caller's own API tokens.
 
-use heimdall_core::wire::TokenInfo;
+use heimdall_wire::TokenInfo;
 
 use super::Context;
 use crate::args::TokenCommand;

@@ -108,7 +108,7 @@ pub async fn ask_holders(
     environment: &str,
     agent_url: Option<&str>,
     ask: Ask<'_>,
-) -> Result<(Vec<heimdall_core::wire::ValueAnswer>, AgentClient)> {
+) -> Result<(Vec<heimdall_wire::ValueAnswer>, AgentClient)> {
     let ((identity, profile_dir), timeouts) = (ctx.identity_and_dir()?, ctx.timeouts()?);
     let memory = flows::HoldersFile::new(profile_dir);
     let options = AgentOptions { agent_url, timeouts: Some(timeouts), memory: Some(&memory) };
@@ -134,7 +134,7 @@ fn usage_or_sdk(err: heimdall_sdk::Error) -> CliError {
 
 /// The value on stdout exactly as stored (a newline after it only for a
 /// person at a terminal), or `{"name","environment","version","value"}`.
-fn print_value(ctx: &Context, answer: heimdall_core::wire::ValueAnswer) -> Result<()> {
+fn print_value(ctx: &Context, answer: heimdall_wire::ValueAnswer) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     if ctx.out.is_json() {
         let mut text = Zeroizing::new(

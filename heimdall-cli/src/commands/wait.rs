@@ -4,9 +4,9 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use heimdall_core::wire::{Resource, ResourceStatus};
 use heimdall_sdk::flows::{self, Waited};
 use heimdall_sdk::Client;
+use heimdall_wire::{Resource, ResourceStatus};
 
 use crate::error::{CliError, Result};
 use crate::output::{self, Out};
@@ -143,7 +143,7 @@ pub async fn until_job_ends(
     client: &Client,
     job: heimdall_core::ids::JobId,
     timeout: Duration,
-) -> Result<heimdall_core::wire::Job> {
+) -> Result<heimdall_wire::Job> {
     match flows::wait_for_job(client, job, timeout).await? {
         Waited::Settled(job) => Ok(job),
         Waited::TimedOut(state) => Err(CliError::local(format!(

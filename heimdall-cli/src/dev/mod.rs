@@ -21,9 +21,9 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use heimdall_core::wire::{IssuedCertificate, WhoAmI};
 use heimdall_core::Redacted;
 use heimdall_sdk::Client;
+use heimdall_wire::{IssuedCertificate, WhoAmI};
 use tokio::process::Command;
 
 use crate::args::{client_addr, DevAddresses, DevArgs};

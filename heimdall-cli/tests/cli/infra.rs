@@ -6,7 +6,7 @@ use std::time::Duration;
 use heimdall_api::testing::TestApi;
 use heimdall_core::ids::{JobId, LeaseId};
 use heimdall_core::ports::{JobOutcome, JobQueue};
-use heimdall_core::wire::Job;
+use heimdall_wire::Job;
 use serde_json::json;
 use time::OffsetDateTime;
 use uuid::Uuid;

@@ -3,7 +3,7 @@
 
 use heimdall_api::testing::TestApi;
 use heimdall_core::ports::AccessStore;
-use heimdall_core::wire::AccessRecord;
+use heimdall_wire::AccessRecord;
 use serde_json::json;
 use time::OffsetDateTime;
 

@@ -75,8 +75,8 @@ fn a_value_of_the_wrong_shape_is_refused_without_quoting_it() {
     }
 }
 
-fn identity_token() -> crate::wire::JobCredentials {
-    crate::wire::JobCredentials::IdentityToken {
+fn identity_token() -> crate::credentials::JobCredentials {
+    crate::credentials::JobCredentials::IdentityToken {
         token: Redacted::new("eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln".into()),
         expires_at: time::OffsetDateTime::UNIX_EPOCH,
     }
@@ -167,11 +167,11 @@ fn a_federated_credential_that_does_not_fit_is_refused() {
         ),
         ..Default::default()
     });
-    let not_jwt = crate::wire::JobCredentials::IdentityToken {
+    let not_jwt = crate::credentials::JobCredentials::IdentityToken {
         token: Redacted::new("a\"b".into()),
         expires_at: time::OffsetDateTime::UNIX_EPOCH,
     };
-    let aws_keys = crate::wire::JobCredentials::Aws {
+    let aws_keys = crate::credentials::JobCredentials::Aws {
         access_key_id: "AKIA".into(),
         secret_access_key: Redacted::new("s".into()),
         session_token: Redacted::new("t".into()),

@@ -29,8 +29,30 @@ use crate::redacted::Redacted;
 mod removal;
 pub use removal::{drop_statements, request_deletion, status, UserStatus};
 
+/// `PATCH /v1/databases/{database}`: where the database is, how its admin
+/// connection is secured, which secret holds the admin login; what is
+/// absent stays. The engine, database name and environment never change
+/// (its users and their secrets live there).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct UpdateDatabase {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::dbusers::TlsMode>,
+    /// CA certificates (PEM); an empty string removes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_pem: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_secret: Option<String>,
+}
+
 /// The database engines a service user can live in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Engine {
     Postgres,
@@ -77,7 +99,8 @@ pub fn check_user_name(user: &str) -> Result<(), ApiError> {
 
 /// What the secret's value holds (JSON): which login is current, with its
 /// password and where to connect.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Credential {
     pub engine: Engine,
@@ -148,7 +171,8 @@ impl Schedule {
 /// A database the Agent manages service users in. The API keeps where it
 /// is and the name of the secret with its administrative credential
 /// (`{"username","password"}`, written with `secret set`); never a password.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Database {
     pub id: DatabaseId,
     pub org_id: OrgId,
@@ -176,7 +200,8 @@ pub struct Database {
 /// How the Agent's admin connection to a database is secured: it carries
 /// the administrator's password, so it goes only to a server that proved
 /// who it is, or to this machine.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum TlsMode {
     /// TLS, with the server's certificate checked against the system's
@@ -236,7 +261,7 @@ pub fn check_tls(host: &str, tls: TlsMode) -> Result<(), ApiError> {
 /// there) are the adapter's, before this.
 pub fn update(
     current: &Database,
-    change: &crate::wire::UpdateDatabase,
+    change: &crate::dbusers::UpdateDatabase,
 ) -> Result<Option<(Database, Vec<&'static str>)>, ApiError> {
     let mut next = current.clone();
     if let Some(host) = &change.host {
@@ -319,7 +344,8 @@ pub fn check_database_name(name: &str) -> Result<(), ApiError> {
 }
 
 /// A service user and its schedule, as the API keeps it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ServiceUser {
     pub id: ServiceUserId,
     pub org_id: OrgId,
@@ -455,7 +481,8 @@ pub const RETRY_AFTER: Duration = Duration::minutes(1);
 pub const TASK_LEASE: Duration = Duration::seconds(60);
 
 /// What the API offers an Agent for a user.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TaskKind {
     /// Make the roles and the first password.
@@ -515,7 +542,8 @@ pub fn may_rotate_now(user: &ServiceUser, now: OffsetDateTime) -> Result<(), Api
 
 /// Where a rotation stands, as the Agent records it (sealed, in its store)
 /// before each step that changes something.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "phase", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Phase {
     /// Nothing in flight: `version` is stored, naming login `current`.
@@ -756,22 +784,22 @@ mod tests {
     fn a_change_is_checked_as_a_registration_and_names_what_changes() {
         let now = OffsetDateTime::UNIX_EPOCH;
         let current = database(now);
-        let change = crate::wire::UpdateDatabase {
+        let change = crate::dbusers::UpdateDatabase {
             host: Some("db2.internal".into()),
             port: Some(6432),
             ..Default::default()
         };
         let (next, changed) = update(&current, &change).unwrap().unwrap();
         assert_eq!((next.host.as_str(), next.port, changed), ("db2.internal", 6432, vec!["host", "port"]));
-        let cleartext = crate::wire::UpdateDatabase { tls: Some(TlsMode::Disable), ..Default::default() };
+        let cleartext = crate::dbusers::UpdateDatabase { tls: Some(TlsMode::Disable), ..Default::default() };
         assert_eq!(update(&current, &cleartext).unwrap_err().code, crate::ErrorCode::InvalidInput);
-        let local = crate::wire::UpdateDatabase {
+        let local = crate::dbusers::UpdateDatabase {
             host: Some("127.0.0.1".into()),
             tls: Some(TlsMode::Disable),
             ..Default::default()
         };
         assert!(update(&current, &local).is_ok(), "no TLS on the Agent's own machine");
-        let same = crate::wire::UpdateDatabase { port: Some(5432), ..Default::default() };
+        let same = crate::dbusers::UpdateDatabase { port: Some(5432), ..Default::default() };
         assert_eq!(update(&current, &same).unwrap(), None);
         assert!(check_delete("orders", 0).is_ok());
         assert!(check_delete("orders", 2).unwrap_err().message.contains("2 service users"));

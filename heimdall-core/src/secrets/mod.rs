@@ -18,7 +18,8 @@ use crate::names::{validate_name, validate_text};
 pub use create::{check as check_new, create, own_key, Creator, NewSecret};
 pub use new_version::{new_version, VersionPlan, Writer};
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Secret {
     pub id: SecretId,
     pub org_id: OrgId,
@@ -125,7 +126,8 @@ pub fn in_trail(environment: &str, version: i64, namesakes: &[(String, i64)]) ->
 
 /// A secret's status: `deleting` and `deleted` come from its lifecycle,
 /// `at_risk` from its marks, else `active`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SecretStatus {
     #[default]
@@ -167,7 +169,8 @@ impl SecretStatus {
 
 /// A secret at risk in one environment: who was removed having read which
 /// of its still-current versions, and when it was marked.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AtRisk {
     /// The environment's name.
     pub environment: String,
@@ -180,7 +183,8 @@ pub struct AtRisk {
 
 /// One version of a secret in one environment: who made it and when. The
 /// value is in the Agents that hold the environment.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SecretVersion {
     pub secret_id: SecretId,
     pub environment_id: CatalogId,
@@ -193,7 +197,8 @@ pub struct SecretVersion {
 }
 
 /// "This Agent holds this environment's values" — the owner's decision.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Assignment {
     pub environment_id: CatalogId,
     pub agent_id: AgentId,
@@ -204,7 +209,8 @@ pub struct Assignment {
 
 /// A client certificate the installation CA issued to a person, by the
 /// SHA-256 of its DER. Agents serve reads only to these.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MemberCertificate {
     pub sha256: String,
     pub org_id: OrgId,
@@ -251,7 +257,8 @@ pub fn reaches(owner: Option<MemberId>, owner_keys: &[String], member: MemberId,
 
 /// The server certificate of an Agent's local API, by its SHA-256: what
 /// people's clients require of that Agent (with its URI SAN).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentCertificate {
     pub sha256: String,
     pub org_id: OrgId,
@@ -265,7 +272,8 @@ pub struct AgentCertificate {
 }
 
 /// What kind of certificate the installation CA issued.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CertificateKind {
     /// A person's client certificate.
@@ -275,7 +283,8 @@ pub enum CertificateKind {
 }
 
 /// One issued certificate, as `heimdall certificate list` shows it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct IssuedCertificateInfo {
     pub sha256: String,
     pub kind: CertificateKind,

@@ -53,23 +53,6 @@ fn codes_round_trip_through_json_and_parse() {
 }
 
 #[test]
-fn error_body_shape() {
-    let body = heimdall_core::wire::ErrorBody {
-        error: ApiError::new(ErrorCode::SchemaViolation, "input does not match the schema")
-            .with_fields(vec![heimdall_core::FieldError { path: "/bucket".into(), rule: "pattern".into() }]),
-    };
-    let json = serde_json::to_value(&body).unwrap();
-    assert_eq!(
-        json,
-        serde_json::json!({"error": {"code": "SCHEMA_VIOLATION", "message": "input does not match the schema",
-            "fields": [{"path": "/bucket", "rule": "pattern"}]}})
-    );
-    let plain = serde_json::to_value(heimdall_core::wire::ErrorBody { error: ApiError::not_found("member") })
-        .unwrap();
-    assert!(plain["error"].get("fields").is_none());
-}
-
-#[test]
 fn internal_detail_is_split_off_for_the_log_and_nothing_else_is() {
     let store = ApiError::new(ErrorCode::Unavailable, "pool timed out connecting to db.internal:5432");
     let (public, detail) = store.into_public();

@@ -54,3 +54,31 @@ fn core_dependency_closure_has_no_runtime_or_io_crates() {
     assert!(offenders.is_empty(), "heimdall-core must stay pure, but depends on {offenders:?}");
     assert!(seen.len() > 5, "the walk found too little to be meaningful: {}", seen.len());
 }
+
+/// Architecture Invariant: core holds rules, not transport. Built on its
+/// own (no features), its closure has no OpenAPI and no query-string
+/// crate; the HTTP bodies, their schemas and the strict parsers live in
+/// `heimdall-wire`, which turns on core's `openapi` feature.
+#[test]
+fn core_without_features_carries_no_transport() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["tree", "-e", "normal", "--prefix", "none", "--format", "{p}", "--manifest-path"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+        .args(["-p", "heimdall-core"])
+        .output()
+        .expect("cargo tree runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tree = String::from_utf8(out.stdout).unwrap();
+    assert!(tree.lines().count() > 5, "the tree is too small to be meaningful:\n{tree}");
+    let transport: Vec<&str> = tree
+        .lines()
+        .filter(|line| ["utoipa", "serde_urlencoded", "http "].iter().any(|t| line.starts_with(t)))
+        .collect();
+    assert!(transport.is_empty(), "heimdall-core must not carry transport crates: {transport:?}");
+
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for gone in ["wire.rs", "body.rs", "page.rs"] {
+        assert!(!src.join(gone).exists(), "{gone} belongs to heimdall-wire");
+    }
+}

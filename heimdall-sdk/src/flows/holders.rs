@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use heimdall_core::wire::AgentLocation;
+use heimdall_wire::AgentLocation;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 

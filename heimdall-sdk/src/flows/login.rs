@@ -1,7 +1,7 @@
 //! A person's client certificate: a key made here, certified by the API.
 
-use heimdall_core::wire::IssuedCertificate;
 use heimdall_core::Redacted;
+use heimdall_wire::IssuedCertificate;
 use zeroize::Zeroizing;
 
 use crate::{Client, Error, Identity, Result};

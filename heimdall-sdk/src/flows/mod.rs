@@ -20,8 +20,8 @@ mod read;
 mod wait;
 mod write;
 
-use heimdall_core::wire::AgentLocation;
 use heimdall_core::{ApiError, ErrorCode};
+use heimdall_wire::AgentLocation;
 
 pub use holders::{HolderMemory, HoldersFile};
 pub use login::{login, Certified};

@@ -1,6 +1,6 @@
 //! Reading values: the holders in order, failover, the API-down fallback.
 
-use heimdall_core::wire::{AgentLocation, ValueAnswer};
+use heimdall_wire::{AgentLocation, ValueAnswer};
 use time::OffsetDateTime;
 
 use super::{client_for, names, no_agent, no_url, AgentOptions};

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use heimdall_core::ids::JobId;
-use heimdall_core::wire::{Job, JobStatus, Resource, ResourceStatus};
+use heimdall_wire::{Job, JobStatus, Resource, ResourceStatus};
 
 use crate::{Client, Error, Result};
 

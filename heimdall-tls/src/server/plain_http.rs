@@ -68,7 +68,7 @@ pub fn answer(address: &str) -> Vec<u8> {
              (trusting the installation's CA: curl --cacert, or heimdall login --ca-sha256)"
         ),
     );
-    let body = serde_json::to_vec(&heimdall_core::wire::ErrorBody { error }).unwrap_or_default();
+    let body = serde_json::to_vec(&heimdall_wire::ErrorBody { error }).unwrap_or_default();
     let mut out = format!(
         "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
         body.len()

@@ -20,12 +20,12 @@ use heimdall_core::infra::Agent;
 use heimdall_core::names::validate_text;
 use heimdall_core::ports::{JobOutcome, NewEvent, StoreError};
 use heimdall_core::queue::MAX_LOG_BYTES;
-use heimdall_core::wire::{
+use heimdall_core::{ApiError, ErrorCode};
+use heimdall_wire::{
     Claim, ClaimedJob, DeactivatedVersion, FinishJob, FinishOutcome, Heartbeat, IssuedCertificate,
     LeaseExtended, LogChunk, ServerCertificateRequest, SyncCatalogEntry, SyncEnvironment, SyncMember,
     SyncRequest, SyncResponse, SyncSecret,
 };
-use heimdall_core::{ApiError, ErrorCode};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -557,7 +557,7 @@ async fn sync(
             // Still sent a while after it is done, for a late write made
             // with a grant from before it (`deletion::KEEP_SENDING_DONE`).
             .filter(|d| heimdall_core::deletion::still_sent(d.status, d.deleted_at, now))
-            .map(|d| heimdall_core::wire::DeletedInEnvironment {
+            .map(|d| heimdall_wire::DeletedInEnvironment {
                 secret: d.secret,
                 environment: d.environment_id,
                 through_version: d.through_version,

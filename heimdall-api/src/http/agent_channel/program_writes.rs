@@ -28,10 +28,10 @@ use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
 use heimdall_core::infra::Agent;
 use heimdall_core::program::{self, Verb};
 use heimdall_core::secrets::Secret;
-use heimdall_core::wire::{
+use heimdall_core::{ApiError, ErrorCode, Redacted};
+use heimdall_wire::{
     ProgramCaller, ProgramDeletion, ProgramDeletionRequest, ProgramVersion, ProgramVersionRequest,
 };
-use heimdall_core::{ApiError, ErrorCode, Redacted};
 use uuid::Uuid;
 
 use super::{agent, PeerAgent};
@@ -213,14 +213,14 @@ errors!(public RevokeErrors: Unauthenticated, AgentRevoked, NotFound);
         globs, verbs and expiry, never the token itself. The environment must be one the Agent holds, and \
         the token's writes and deletions must fit an owner's allowance for this Agent; otherwise \
         `FORBIDDEN`. Recorded in the audit feed as `program_token.registered`.",
-    request_body = heimdall_core::wire::RegisterProgramToken,
+    request_body = heimdall_wire::RegisterProgramToken,
     security(()),
     responses((status = 201, description = "The token as registered (its environment by id)", body = heimdall_core::program::RegisteredToken), RegisterErrors),
 )]
 pub(super) async fn register(
     State(state): State<AppState>,
     Extension(peer): Extension<PeerAgent>,
-    JsonBody(body): JsonBody<heimdall_core::wire::RegisterProgramToken>,
+    JsonBody(body): JsonBody<heimdall_wire::RegisterProgramToken>,
 ) -> HttpResult<(StatusCode, Json<heimdall_core::program::RegisteredToken>)> {
     let agent = agent(&state, &peer).await?;
     let org = agent.org_id;

@@ -10,8 +10,8 @@ use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::CloudAccountId;
 use heimdall_core::infra::{AccountAuth, AccountLink, CloudAccount, LinkScope};
 use heimdall_core::secrets::usable_by_jobs;
-use heimdall_core::wire::{CloudAccountDetail, CreateCloudAccount, LinkCloudAccount, UpdateCloudAccount};
 use heimdall_core::{ApiError, ErrorCode};
+use heimdall_wire::{CloudAccountDetail, CreateCloudAccount, LinkCloudAccount, UpdateCloudAccount};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -254,7 +254,7 @@ pub(super) struct UnlinkQuery {
     environment: String,
 }
 
-impl heimdall_core::body::Query for UnlinkQuery {}
+impl heimdall_wire::body::Query for UnlinkQuery {}
 
 #[utoipa::path(
     delete,

@@ -13,8 +13,8 @@ use heimdall_core::infra::Agent;
 use heimdall_core::names::validate_name;
 use heimdall_core::ports::{NewEvent, NewRegistration};
 use heimdall_core::token::TokenHash;
-use heimdall_core::wire::{AgentDetail, CreateRegistration, Enroll, Enrolled, ForgetAgent, Registration};
 use heimdall_core::{ApiError, ErrorCode};
+use heimdall_wire::{AgentDetail, CreateRegistration, Enroll, Enrolled, ForgetAgent, Registration};
 use time::Duration;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -340,7 +340,7 @@ pub(super) struct AllowanceQuery {
     secret: String,
 }
 
-impl heimdall_core::body::Query for AllowanceQuery {}
+impl heimdall_wire::body::Query for AllowanceQuery {}
 
 #[utoipa::path(
     get,
@@ -378,14 +378,14 @@ async fn allowances(
         or glob matches, in one environment; the same Agent, environment and glob again replaces the verbs. \
         Recorded in the audit feed as `agent.programs_allowed`.",
     params(("key" = String, Path, description = "An id or a name")),
-    request_body = heimdall_core::wire::AllowPrograms,
+    request_body = heimdall_wire::AllowPrograms,
     responses((status = 201, description = "The allowance", body = heimdall_core::program::ProgramAllowance), AllowErrors),
 )]
 async fn allow_programs(
     State(state): State<AppState>,
     caller: Caller,
     Path(key): Path<String>,
-    JsonBody(body): JsonBody<heimdall_core::wire::AllowPrograms>,
+    JsonBody(body): JsonBody<heimdall_wire::AllowPrograms>,
 ) -> HttpResult<(StatusCode, Json<heimdall_core::program::ProgramAllowance>)> {
     state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
     let mut verbs = body.verbs;
@@ -497,14 +497,14 @@ async fn program_tokens(
         signs it from the Agent's next renewal. One of the API's own names is refused `FORBIDDEN`. Recorded \
         in the audit feed as `agent.name_allowed`.",
     params(("key" = String, Path, description = "An id or a name")),
-    request_body = heimdall_core::wire::AllowName,
+    request_body = heimdall_wire::AllowName,
     responses((status = 201, description = "Approved", body = heimdall_core::server_names::ApprovedName), AllowNameErrors),
 )]
 async fn allow_name(
     State(state): State<AppState>,
     caller: Caller,
     Path(key): Path<String>,
-    JsonBody(body): JsonBody<heimdall_core::wire::AllowName>,
+    JsonBody(body): JsonBody<heimdall_wire::AllowName>,
 ) -> HttpResult<(StatusCode, Json<heimdall_core::server_names::ApprovedName>)> {
     state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
     let name = heimdall_core::server_names::check_name(&body.name)?;

@@ -9,8 +9,8 @@ use heimdall_core::authz::{Action, CatalogTree, Target, TargetKind};
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
 use heimdall_core::ids::{CatalogId, OrgId};
 use heimdall_core::names::{validate_name, validate_text};
-use heimdall_core::wire::{CreateCatalogEntry, Rename};
 use heimdall_core::ApiError;
+use heimdall_wire::{CreateCatalogEntry, Rename};
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -150,7 +150,7 @@ pub(super) struct ListQuery {
     after: Option<String>,
 }
 
-impl heimdall_core::body::Query for ListQuery {}
+impl heimdall_wire::body::Query for ListQuery {}
 
 fn target_kind(kind: CatalogKind) -> TargetKind {
     heimdall_core::authz::catalog_target_kind(kind)

@@ -13,8 +13,8 @@ use axum::Json;
 use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::secrets::{CertificateKind, IssuedCertificateInfo, MemberCertificate};
-use heimdall_core::wire::{CertificateRequest, IssuedCertificate};
 use heimdall_core::{ApiError, ErrorCode};
+use heimdall_wire::{CertificateRequest, IssuedCertificate};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 

@@ -19,8 +19,8 @@ use heimdall_core::ids::{DatabaseId, SecretId, ServiceUserId};
 use heimdall_core::names::validate_name;
 use heimdall_core::ports::StoreError;
 use heimdall_core::secrets::Secret;
-use heimdall_core::wire::{CreateDatabase, CreateServiceUser, UpdateDatabase};
 use heimdall_core::{ApiError, ErrorCode};
+use heimdall_wire::{CreateDatabase, CreateServiceUser, UpdateDatabase};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -436,7 +436,7 @@ struct DeleteUserQuery {
     grace: Option<String>,
 }
 
-impl heimdall_core::body::Query for DeleteUserQuery {}
+impl heimdall_wire::body::Query for DeleteUserQuery {}
 
 #[utoipa::path(
     delete,

@@ -34,7 +34,7 @@ pub(super) struct ListQuery {
     action: Option<String>,
 }
 
-impl heimdall_core::body::Query for ListQuery {}
+impl heimdall_wire::body::Query for ListQuery {}
 
 #[utoipa::path(
     get,

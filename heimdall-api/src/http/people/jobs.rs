@@ -7,8 +7,8 @@ use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::{JobId, ResourceId};
 use heimdall_core::infra::{Job, Resource};
 use heimdall_core::queue::{JobCursor, JobOrder};
-use heimdall_core::wire::JobLog;
 use heimdall_core::ApiError;
+use heimdall_wire::JobLog;
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -40,7 +40,7 @@ pub(super) struct ListQuery {
     order: Option<JobOrder>,
 }
 
-impl heimdall_core::body::Query for ListQuery {}
+impl heimdall_wire::body::Query for ListQuery {}
 
 /// Jobs, each decided under its Resource, in the Resource's environment:
 /// a `forbid` on prod or on a Domain hides what it forbids.
@@ -61,9 +61,9 @@ async fn list(
     caller: Caller,
     QueryParams(q): QueryParams<ListQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Job>>)> {
-    let limit = heimdall_core::page::limit(q.limit)?;
+    let limit = heimdall_wire::page::limit(q.limit)?;
     let order = q.order.unwrap_or_default();
-    let after = q.after.as_deref().map(heimdall_core::page::decode::<JobCursor>).transpose()?;
+    let after = q.after.as_deref().map(heimdall_wire::page::decode::<JobCursor>).transpose()?;
     if after.as_ref().is_some_and(|a| a.order != order) {
         return Err(ApiError::invalid_input(
             "after is a cursor of the other order: pass the same order as for the first page",

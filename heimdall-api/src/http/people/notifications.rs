@@ -8,8 +8,8 @@ use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::names::validate_name;
 use heimdall_core::notify::{check_webhook_url, display_url, Channel, Delivery};
-use heimdall_core::wire::{CreateChannel, CreatedChannel, UpdateChannel};
 use heimdall_core::{ApiError, ErrorCode};
+use heimdall_wire::{CreateChannel, CreatedChannel, UpdateChannel};
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -204,7 +204,7 @@ struct DeliveriesQuery {
     limit: Option<u32>,
 }
 
-impl heimdall_core::body::Query for DeliveriesQuery {}
+impl heimdall_wire::body::Query for DeliveriesQuery {}
 
 #[utoipa::path(
     get,

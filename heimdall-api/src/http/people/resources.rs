@@ -19,8 +19,8 @@ use heimdall_core::resources::ResourceCursor;
 use heimdall_core::resources::{
     self, Change, Context, DecisionRequest, NewResource, Place, ResourcePlan, Upgrade,
 };
-use heimdall_core::wire::{ChangeResource, CreateResource, Decide, ResourceDetail};
 use heimdall_core::{ApiError, ErrorCode};
+use heimdall_wire::{ChangeResource, CreateResource, Decide, ResourceDetail};
 use serde::Deserialize;
 use time::OffsetDateTime;
 use utoipa_axum::router::OpenApiRouter;
@@ -305,7 +305,7 @@ pub(super) struct ListQuery {
     after: Option<String>,
 }
 
-impl heimdall_core::body::Query for ListQuery {}
+impl heimdall_wire::body::Query for ListQuery {}
 
 #[utoipa::path(
     get,
@@ -325,8 +325,8 @@ async fn list(
     caller: Caller,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Resource>>)> {
-    let limit = heimdall_core::page::limit(query.limit)?;
-    let after = query.after.as_deref().map(heimdall_core::page::decode::<ResourceCursor>).transpose()?;
+    let limit = heimdall_wire::page::limit(query.limit)?;
+    let after = query.after.as_deref().map(heimdall_wire::page::decode::<ResourceCursor>).transpose()?;
     let decider = state.decider(&caller).await?;
     decider.require(Action::ResourceRead, &Target::organization(caller.org.id), None)?;
     let mut filter = ResourceFilter::default();
@@ -393,7 +393,7 @@ pub(super) struct ShowQuery {
     wait_seconds: Option<u32>,
 }
 
-impl heimdall_core::body::Query for ShowQuery {}
+impl heimdall_wire::body::Query for ShowQuery {}
 
 /// The most a long poll holds a request: under every proxy's idle timeout.
 const MAX_WAIT_SECONDS: u32 = 30;
@@ -684,14 +684,14 @@ async fn change(
         an older version unless `allow_downgrade`; `NOT_FOUND` for a version that does not exist. Needs \
         `resource.write` on the Resource (owners and admins by default). Nothing is stored when refused.",
     params(("key" = String, Path, description = "An id or a name")),
-    request_body = heimdall_core::wire::UpgradeResource,
+    request_body = heimdall_wire::UpgradeResource,
     responses((status = 200, description = "The Resource with a new revision on the new version", body = Resource), UpgradeErrors),
 )]
 async fn upgrade(
     State(state): State<AppState>,
     caller: Caller,
     Path(key): Path<String>,
-    JsonBody(body): JsonBody<heimdall_core::wire::UpgradeResource>,
+    JsonBody(body): JsonBody<heimdall_wire::UpgradeResource>,
 ) -> HttpResult<Json<Resource>> {
     let l = Loaded::for_action(&state, &caller, &key, Action::ResourceWrite).await?;
     let current = resources::schema_of(&l.schemas, resources::current_revision(&l.revisions)?)?;

@@ -9,8 +9,8 @@ use heimdall_core::ids::SchemaId;
 use heimdall_core::infra::ResourceSchema;
 use heimdall_core::input::InputSchema;
 use heimdall_core::names::{validate_name, validate_text};
-use heimdall_core::wire::{CreateSchema, UpdateSchema};
 use heimdall_core::ApiError;
+use heimdall_wire::{CreateSchema, UpdateSchema};
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -45,7 +45,7 @@ pub(super) struct ListQuery {
     after: Option<String>,
 }
 
-impl heimdall_core::body::Query for ListQuery {}
+impl heimdall_wire::body::Query for ListQuery {}
 
 /// A schema that is not deleted, by id, or by type name: its newest
 /// version not deprecated (`schemas::by_type`).

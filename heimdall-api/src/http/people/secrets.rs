@@ -17,11 +17,11 @@ use heimdall_core::secrets::{
     self, reaches, validate_secret_type, validate_tags, Assignment, Creator, NewSecret, Reach, Secret,
     SecretCursor, SecretVersion, VersionPlan, Writer,
 };
-use heimdall_core::wire::{
+use heimdall_core::{ApiError, ErrorCode, Redacted};
+use heimdall_wire::{
     AccessLogEntry, AgentLocation, AssignAgent, CreateSecret, CreateVersion, CreatedVersion,
     DeactivateVersion, SecretDetail, UpdateSecret, VersionHolder,
 };
-use heimdall_core::{ApiError, ErrorCode, Redacted};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -150,8 +150,8 @@ async fn list(
     caller: Caller,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Secret>>)> {
-    let limit = heimdall_core::page::limit(query.limit)?;
-    let after = query.after.as_deref().map(heimdall_core::page::decode::<SecretCursor>).transpose()?;
+    let limit = heimdall_wire::page::limit(query.limit)?;
+    let after = query.after.as_deref().map(heimdall_wire::page::decode::<SecretCursor>).transpose()?;
     let decider = state.decider(&caller).await?;
     decider.require(Action::SecretRead, &Target::organization(caller.org.id), None)?;
     let tree = super::catalog::tree(&state, caller.org.id).await?;
@@ -180,8 +180,8 @@ pub(super) struct ListQuery {
     after: Option<String>,
 }
 
-impl heimdall_core::body::Query for ListQuery {
-    const VALUES: heimdall_core::body::ValuePolicy = heimdall_core::body::ValuePolicy::Closed;
+impl heimdall_wire::body::Query for ListQuery {
+    const VALUES: heimdall_wire::body::ValuePolicy = heimdall_wire::body::ValuePolicy::Closed;
 }
 
 /// A secret and its versions: only those in environments where the
@@ -232,8 +232,8 @@ struct DeleteQuery {
     environment: Option<String>,
 }
 
-impl heimdall_core::body::Query for DeleteQuery {
-    const VALUES: heimdall_core::body::ValuePolicy = heimdall_core::body::ValuePolicy::Closed;
+impl heimdall_wire::body::Query for DeleteQuery {
+    const VALUES: heimdall_wire::body::ValuePolicy = heimdall_wire::body::ValuePolicy::Closed;
 }
 
 /// `DELETE /v1/secrets/{key}[?environment=E]` (whoever may write it in
@@ -462,8 +462,8 @@ pub(super) struct AccessLogQuery {
     after: Option<String>,
 }
 
-impl heimdall_core::body::Query for AccessLogQuery {
-    const VALUES: heimdall_core::body::ValuePolicy = heimdall_core::body::ValuePolicy::Closed;
+impl heimdall_wire::body::Query for AccessLogQuery {
+    const VALUES: heimdall_wire::body::ValuePolicy = heimdall_wire::body::ValuePolicy::Closed;
 }
 
 /// The reads Agents reported for this secret (owner, admin; a personal
@@ -488,8 +488,12 @@ async fn access_log(
     Path(key): Path<String>,
     QueryParams(query): QueryParams<AccessLogQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<AccessLogEntry>>)> {
-    let limit = heimdall_core::page::limit(query.limit)?;
-    let after = query.after.as_deref().map(heimdall_core::access::AccessLogCursor::decode).transpose()?;
+    let limit = heimdall_wire::page::limit(query.limit)?;
+    let after = query
+        .after
+        .as_deref()
+        .map(heimdall_wire::page::decode::<heimdall_core::access::AccessLogCursor>)
+        .transpose()?;
     let secret = resolve(&state, &caller, &key).await?;
     let environment = match query.environment.as_deref() {
         Some(env) => Some(resolve_catalog(&state, &caller, CatalogKind::Environment, env).await?.name),
@@ -528,7 +532,7 @@ async fn access_log(
         &page.namesakes
     )));
     let headers = crate::http::page(&mut entries, limit, |last| {
-        heimdall_core::access::AccessLogCursor::after(last).encode()
+        heimdall_wire::page::encode(&heimdall_core::access::AccessLogCursor::after(last))
     });
     Ok((headers, Json(entries)))
 }
@@ -872,8 +876,8 @@ pub(super) struct HoldersQuery {
     after: Option<String>,
 }
 
-impl heimdall_core::body::Query for HoldersQuery {
-    const VALUES: heimdall_core::body::ValuePolicy = heimdall_core::body::ValuePolicy::Closed;
+impl heimdall_wire::body::Query for HoldersQuery {
+    const VALUES: heimdall_wire::body::ValuePolicy = heimdall_wire::body::ValuePolicy::Closed;
 }
 
 /// Where to read a secret in an environment: the Agents that hold it.

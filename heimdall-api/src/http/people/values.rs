@@ -1,6 +1,6 @@
 //! The API refuses secret values (docs/secrets.md, "What the API keeps, and refuses").
 //!
-//! The rule itself is `heimdall_core::body`: each request body is parsed
+//! The rule itself is `heimdall_wire::body`: each request body is parsed
 //! once, strictly, and judged by its type's [`ValuePolicy`] in the same
 //! step that decodes it ([`crate::http::extract::JsonBody`]), so the check and
 //! the handler see the same bytes. This middleware covers what no body
@@ -8,7 +8,7 @@
 //! (which reach logs): a parameter named like a value is refused on every
 //! route.
 //!
-//! [`ValuePolicy`]: heimdall_core::body::ValuePolicy
+//! [`ValuePolicy`]: heimdall_wire::body::ValuePolicy
 
 use std::collections::BTreeMap;
 
@@ -17,8 +17,8 @@ use axum::extract::Request;
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use heimdall_core::body::{decode_query, Query};
 use heimdall_core::{ApiError, ErrorCode};
+use heimdall_wire::body::{decode_query, Query};
 
 use crate::http::ErrorAnswer;
 

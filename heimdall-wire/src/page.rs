@@ -8,7 +8,7 @@ use base64::Engine as _;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::ApiError;
+use heimdall_core::ApiError;
 
 /// Entries per page when the caller names no limit, and the most one holds.
 pub const DEFAULT_LIMIT: u32 = 100;

@@ -26,7 +26,7 @@ use std::fmt;
 use serde::de::{DeserializeOwned, DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::error::{ApiError, ErrorCode};
+use heimdall_core::error::{ApiError, ErrorCode};
 
 /// Which keys of a body count as a secret value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,10 +1,10 @@
 //! Property tests for the one body parser and the value refusal
-//! (`heimdall_core::body`): random JSON, mangled the ways lenient parsers
+//! (`heimdall_wire::body`): random JSON, mangled the ways lenient parsers
 //! disagree on (trailing bytes, duplicate keys, a byte order mark).
 
-use heimdall_core::body::{decode, is_value_key, parse_strict};
-use heimdall_core::wire::{CreateResource, CreateSecret};
 use heimdall_core::ErrorCode;
+use heimdall_wire::body::{decode, is_value_key, parse_strict};
+use heimdall_wire::{CreateResource, CreateSecret};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -140,7 +140,7 @@ proptest! {
 fn the_reported_bypass_is_refused() {
     let body =
         br#"{"type":"x","input_schema":{"type":"object"},"defaults":{"dev":{"secret_value":"hunter2"}}}}"#;
-    let err = decode::<heimdall_core::wire::CreateSchema>(body).unwrap_err();
+    let err = decode::<heimdall_wire::CreateSchema>(body).unwrap_err();
     assert_eq!(err.code, ErrorCode::BadRequest);
     assert!(!err.message.contains("hunter2"));
 }

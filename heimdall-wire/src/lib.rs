@@ -1,5 +1,11 @@
-//! Wire types: the JSON bodies of the HTTP API, shared by the server and
-//! the SDK so the two cannot drift. Request bodies refuse unknown fields.
+//! heimdall-wire: the HTTP transport's shapes, apart from the rules. The
+//! JSON bodies of the API and of an Agent's local API (shared by the
+//! servers, the SDK, the CLI and the bindings so they cannot drift), their
+//! OpenAPI schemas, the strict body and query parsing ([`body`]) and the
+//! page cursors ([`page`]). `heimdall-core` keeps the domain, the rules,
+//! `ErrorCode` and the ports; its types get their OpenAPI schemas through
+//! its `openapi` feature, which this crate turns on. Request bodies refuse
+//! unknown fields.
 //!
 //! Routes (all under `/v1`, bearer token unless noted):
 //!
@@ -29,15 +35,20 @@
 //! API): `PUT /secrets/{name}/value` ([`WriteValue`]) and
 //! `GET /secrets/{name}/value?environment=&version=` (→ [`ValueAnswer`]).
 
+pub mod body;
+pub mod page;
+
 use serde::{Deserialize, Serialize};
 
 use crate::body::{Body, ValuePolicy};
-pub use crate::domain::{
+pub use heimdall_core::accounts::{CreateCloudAccount, UpdateCloudAccount};
+pub use heimdall_core::credentials::JobCredentials;
+pub use heimdall_core::dbusers::UpdateDatabase;
+pub use heimdall_core::domain::{
     AuditEvent, CatalogEntry, CatalogKind, Member, Organization, Policy, PolicyVersion, Role, TokenInfo,
 };
-use crate::error::ApiError;
-use crate::ids::CatalogId;
-use crate::Redacted;
+use heimdall_core::error::ApiError;
+use heimdall_core::ids::CatalogId;
 
 /// Every error response: `{"error": {"code", "message", "fields"?}}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -126,11 +137,11 @@ pub struct ForgetAgent {
 /// `GET /v1/agents/{key}`: the Agent and what its last inventory listed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AgentDetail {
-    pub agent: crate::infra::Agent,
-    pub holdings: Vec<crate::ports::Holding>,
+    pub agent: heimdall_core::infra::Agent,
+    pub holdings: Vec<heimdall_core::ports::Holding>,
     /// Host names an owner approved for its local-API certificate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub names: Vec<crate::server_names::ApprovedName>,
+    pub names: Vec<heimdall_core::server_names::ApprovedName>,
 }
 
 /// `POST /v1/agents/{agent}/names` (owner): a host name the Agent's
@@ -164,7 +175,7 @@ pub struct UpdateChannel {
 /// The channel and its signing secret, shown this once.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CreatedChannel {
-    pub channel: crate::notify::Channel,
+    pub channel: heimdall_core::notify::Channel,
     pub secret: String,
 }
 
@@ -308,7 +319,7 @@ pub struct UpdatePolicy {
 // | GET | `/jobs?resource=&component=` | → `[Job]` |
 // | GET | `/jobs/{id}`, `/jobs/{id}/log` | → `Job`, [`JobLog`] |
 
-pub use crate::infra::{
+pub use heimdall_core::infra::{
     AccountAuth, AccountLink, CloudAccount, ImportTarget, Job, JobOperation, JobStatus, LinkScope, ModuleRef,
     OidcTarget, Provider, Resource, ResourceSchema, ResourceStatus, Revision, RevisionState, StateBackend,
 };
@@ -327,50 +338,6 @@ pub struct CreateSchema {
     pub requires_approval: bool,
     /// E.g. `24h`: check each provisioned Resource for drift that often
     /// (`heimdall_core::drift::parse_every`). Off when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drift_check_every: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateCloudAccount {
-    pub name: String,
-    pub provider: Provider,
-    pub region: String,
-    pub state_bucket: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state_endpoint: Option<String>,
-    /// Default: the provider's own ([`crate::infra::StateBackend::default_for`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state_backend: Option<crate::infra::StateBackend>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state_storage_account: Option<String>,
-    pub auth: AccountAuth,
-    /// Check each provisioned Resource placed on this account for drift
-    /// this often, e.g. `24h` (`heimdall_core::drift::parse_every`). Off when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drift_check_every: Option<String>,
-}
-
-/// A change to a registered account; what is absent stays. Where it
-/// keeps state (`state_bucket`, `state_endpoint`, `state_storage_account`)
-/// moves only while no Resource keeps state there
-/// (`accounts::check_state_move`); the provider and the state backend
-/// never change.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateCloudAccount {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auth: Option<AccountAuth>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state_bucket: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state_endpoint: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state_storage_account: Option<String>,
-    /// `24h` and the like, or `off`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift_check_every: Option<String>,
 }
@@ -407,7 +374,7 @@ pub struct CreateResource {
     /// Objects created outside Heimdall to bring under management
     /// (`heimdall resource import`): the first apply is an `import` job.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub imports: Vec<crate::infra::ImportTarget>,
+    pub imports: Vec<heimdall_core::infra::ImportTarget>,
 }
 
 /// Change a Resource's input (a new revision).
@@ -469,8 +436,8 @@ pub struct JobLog {
 // Agents, on the mTLS listener only: `POST /v1/agent/claim`,
 // `POST /v1/agent/jobs/{id}/heartbeat|log|finish`.
 
-pub use crate::export::{ExportFile, ExportPackage};
-pub use crate::infra::Agent;
+pub use heimdall_core::export::{ExportFile, ExportPackage};
+pub use heimdall_core::infra::Agent;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -543,7 +510,7 @@ pub struct Claim {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClaimedJob {
     pub job: Job,
-    pub lease: crate::ids::LeaseId,
+    pub lease: heimdall_core::ids::LeaseId,
     #[serde(with = "time::serde::rfc3339")]
     pub lease_expires_at: time::OffsetDateTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -551,39 +518,17 @@ pub struct ClaimedJob {
     /// The attempts of this Resource's jobs whose Agent died (the most
     /// recent few), oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub dead_attempts: Vec<crate::state_lock::Attempt>,
+    pub dead_attempts: Vec<heimdall_core::state_lock::Attempt>,
     /// For a job of an `oidc` account: what the API obtained with the
     /// job's identity token. In memory only, on either side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<JobCredentials>,
 }
 
-/// Temporary credentials for one job, from OIDC federation. Never stored,
-/// logged or shown: `Debug` redacts the secret parts.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum JobCredentials {
-    /// AWS STS `AssumeRoleWithWebIdentity`'s answer.
-    Aws {
-        access_key_id: String,
-        secret_access_key: Redacted<String>,
-        session_token: Redacted<String>,
-        #[serde(with = "time::serde::rfc3339")]
-        expires_at: time::OffsetDateTime,
-    },
-    /// The job's identity token itself, for a provider that trades it
-    /// where Terraform runs (GCP, Azure) or takes it as is (Kubernetes).
-    IdentityToken {
-        token: Redacted<String>,
-        #[serde(with = "time::serde::rfc3339")]
-        expires_at: time::OffsetDateTime,
-    },
-}
-
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Heartbeat {
-    pub lease: crate::ids::LeaseId,
+    pub lease: heimdall_core::ids::LeaseId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_lock_id: Option<String>,
 }
@@ -597,7 +542,7 @@ pub struct LeaseExtended {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LogChunk {
-    pub lease: crate::ids::LeaseId,
+    pub lease: heimdall_core::ids::LeaseId,
     pub chunk: String,
 }
 
@@ -612,7 +557,7 @@ pub enum FinishOutcome {
     Failed {
         reason: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        code: Option<crate::error::ErrorCode>,
+        code: Option<heimdall_core::error::ErrorCode>,
         retryable: bool,
     },
 }
@@ -620,7 +565,7 @@ pub enum FinishOutcome {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FinishJob {
-    pub lease: crate::ids::LeaseId,
+    pub lease: heimdall_core::ids::LeaseId,
     pub outcome: FinishOutcome,
     /// The log's last lines not sent yet: appended before the attempt
     /// ends, saving the run one more round trip.
@@ -634,9 +579,9 @@ pub struct FinishJob {
 // `POST/GET /v1/environments/{env}/agents` (assign an Agent to hold an
 // environment's values; owner only).
 
-pub use crate::program::{ProgramAllowance, RegisteredToken, Verb};
-pub use crate::secrets::{Assignment, Secret, SecretVersion};
-pub use crate::server_names::ApprovedName;
+pub use heimdall_core::program::{ProgramAllowance, RegisteredToken, Verb};
+pub use heimdall_core::secrets::{Assignment, Secret, SecretVersion};
+pub use heimdall_core::server_names::ApprovedName;
 
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -680,10 +625,10 @@ pub struct SecretDetail {
     pub versions: Vec<SecretVersion>,
     /// What each Agent's last inventory lists of it (environments you may read).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub holdings: Vec<crate::ports::Holding>,
+    pub holdings: Vec<heimdall_core::ports::Holding>,
     /// Where it is being (or was) deleted on its own (`secret delete --environment`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub environment_deletions: Vec<crate::ports::EnvironmentDeletion>,
+    pub environment_deletions: Vec<heimdall_core::ports::EnvironmentDeletion>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -702,7 +647,7 @@ pub struct AssignAgent {
 // Nothing here has a place for a secret's value: the sync reports *that* a
 // value was read or is held, never what it is.
 
-pub use crate::access::AccessRecord;
+pub use heimdall_core::access::AccessRecord;
 
 /// A secret being deleted in one environment (by id, as Agents key it).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -777,9 +722,11 @@ pub enum AgentAlert {
 
 impl AgentAlert {
     /// The audit event's action.
-    pub fn action(&self) -> crate::audit::AuditAction {
+    pub fn action(&self) -> heimdall_core::audit::AuditAction {
         match self {
-            AgentAlert::SealedFileRolledBack { .. } => crate::audit::AuditAction::AgentSealedFileRolledBack,
+            AgentAlert::SealedFileRolledBack { .. } => {
+                heimdall_core::audit::AuditAction::AgentSealedFileRolledBack
+            }
         }
     }
 
@@ -787,7 +734,7 @@ impl AgentAlert {
     pub fn check(&self) -> Result<(), ApiError> {
         match self {
             AgentAlert::SealedFileRolledBack { file, .. } => {
-                crate::names::validate_text("alerts[].file", file, 64)
+                heimdall_core::names::validate_text("alerts[].file", file, 64)
             }
         }
     }
@@ -797,7 +744,7 @@ impl AgentAlert {
 /// served only to a client certificate whose SHA-256 is listed here.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncMember {
-    pub id: crate::ids::MemberId,
+    pub id: heimdall_core::ids::MemberId,
     pub email: String,
     pub role: Role,
     /// SHA-256 (hex) of each unexpired, unrevoked client certificate.
@@ -809,7 +756,7 @@ pub struct SyncMember {
 /// policies) and, for a personal secret, its owner and the keys bound to it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncSecret {
-    pub id: crate::ids::SecretId,
+    pub id: heimdall_core::ids::SecretId,
     pub name: String,
     /// Kept for Agents older than `owner_id`: for a personal secret it is
     /// `member:<id>`, which matches no email, so such an Agent serves it to
@@ -817,7 +764,7 @@ pub struct SyncSecret {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub personal_owner: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner_id: Option<crate::ids::MemberId>,
+    pub owner_id: Option<heimdall_core::ids::MemberId>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub owner_keys: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -838,7 +785,7 @@ pub struct SyncCatalogEntry {
 /// policies speak names).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncEnvironment {
-    pub id: crate::ids::CatalogId,
+    pub id: heimdall_core::ids::CatalogId,
     pub name: String,
 }
 
@@ -856,7 +803,7 @@ pub struct DeactivatedVersion {
 /// pruned).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncResponse {
-    pub org_id: crate::ids::OrgId,
+    pub org_id: heimdall_core::ids::OrgId,
     /// The API's clock when it answered.
     #[serde(with = "time::serde::rfc3339")]
     pub at: time::OffsetDateTime,
@@ -867,13 +814,13 @@ pub struct SyncResponse {
     #[serde(default)]
     pub catalog: Vec<SyncCatalogEntry>,
     pub policies: Vec<Policy>,
-    pub assignments: Vec<crate::secrets::Assignment>,
+    pub assignments: Vec<heimdall_core::secrets::Assignment>,
     pub deactivated: Vec<DeactivatedVersion>,
     /// The current version of each secret in the environments this Agent
     /// holds (`heimdall_core::current`): it never serves an older one as
     /// the latest. Empty from an API older than this list.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub current_versions: Vec<crate::current::CurrentVersion>,
+    pub current_versions: Vec<heimdall_core::current::CurrentVersion>,
     /// Secrets being deleted (or deleted): the Agent deletes every value
     /// and tombstone it holds of them, and its next inventory says so.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -905,7 +852,7 @@ pub struct SyncResponse {
     pub local_api_status: Option<String>,
 }
 
-pub use crate::access::AccessLogEntry;
+pub use heimdall_core::access::AccessLogEntry;
 
 // ---- Writing and reading values -----------------------------------------------
 //
@@ -938,7 +885,7 @@ pub struct CreateVersion {
 /// An Agent that holds an environment, and where people reach it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AgentLocation {
-    pub agent_id: crate::ids::AgentId,
+    pub agent_id: heimdall_core::ids::AgentId,
     pub agent: String,
     /// The local API's URL as the Agent last reported it; `None` until it has synced.
     #[serde(default)]
@@ -956,7 +903,7 @@ pub struct AgentLocation {
 pub struct VersionHolder {
     #[serde(flatten)]
     pub location: AgentLocation,
-    pub grant: crate::Redacted<String>,
+    pub grant: heimdall_core::Redacted<String>,
 }
 
 impl std::fmt::Debug for VersionHolder {
@@ -969,7 +916,7 @@ impl std::fmt::Debug for VersionHolder {
 pub struct CreatedVersion {
     pub secret: String,
     pub environment: String,
-    pub environment_id: crate::ids::CatalogId,
+    pub environment_id: heimdall_core::ids::CatalogId,
     pub version: i64,
     #[serde(with = "time::serde::rfc3339")]
     pub grant_expires_at: time::OffsetDateTime,
@@ -1016,8 +963,8 @@ pub struct WriteValue {
     /// Environment id or name.
     pub environment: String,
     pub version: i64,
-    pub grant: crate::Redacted<String>,
-    pub value: crate::Redacted<String>,
+    pub grant: heimdall_core::Redacted<String>,
+    pub value: heimdall_core::Redacted<String>,
 }
 
 impl std::fmt::Debug for WriteValue {
@@ -1035,7 +982,7 @@ pub struct ValueAnswer {
     pub name: String,
     pub environment: String,
     pub version: i64,
-    pub value: crate::Redacted<String>,
+    pub value: heimdall_core::Redacted<String>,
 }
 
 impl std::fmt::Debug for ValueAnswer {
@@ -1056,7 +1003,7 @@ impl std::fmt::Debug for ValueAnswer {
 pub struct ProgramValue {
     /// Environment id or name.
     pub environment: String,
-    pub value: crate::Redacted<String>,
+    pub value: heimdall_core::Redacted<String>,
 }
 
 impl std::fmt::Debug for ProgramValue {
@@ -1085,7 +1032,7 @@ pub struct RegisterProgramToken {
     /// The environment's name or id; the answer names it by id.
     pub environment: String,
     pub secrets: Vec<String>,
-    pub verbs: Vec<crate::program::Verb>,
+    pub verbs: Vec<heimdall_core::program::Verb>,
     #[serde(with = "time::serde::rfc3339::option", default)]
     pub expires_at: Option<time::OffsetDateTime>,
 }
@@ -1100,7 +1047,7 @@ pub struct AllowPrograms {
     /// A secret name or glob (`billing-*`).
     pub secret: String,
     /// `write`, `delete` or both.
-    pub verbs: Vec<crate::program::Verb>,
+    pub verbs: Vec<heimdall_core::program::Verb>,
 }
 
 /// `POST /v1/agent/program-versions`: the next version of a secret in an
@@ -1110,8 +1057,8 @@ pub struct AllowPrograms {
 #[serde(deny_unknown_fields)]
 pub struct ProgramVersionRequest {
     pub program: ProgramCaller,
-    pub secret_id: crate::ids::SecretId,
-    pub environment_id: crate::ids::CatalogId,
+    pub secret_id: heimdall_core::ids::SecretId,
+    pub environment_id: heimdall_core::ids::CatalogId,
 }
 
 /// The answer to a [`ProgramVersionRequest`].
@@ -1120,9 +1067,9 @@ pub struct ProgramVersionRequest {
 pub struct ProgramVersion {
     pub secret: String,
     pub environment: String,
-    pub environment_id: crate::ids::CatalogId,
+    pub environment_id: heimdall_core::ids::CatalogId,
     pub version: i64,
-    pub grant: crate::Redacted<String>,
+    pub grant: heimdall_core::Redacted<String>,
 }
 
 /// `POST /v1/agent/program-deletions`: delete a secret in an environment
@@ -1132,8 +1079,8 @@ pub struct ProgramVersion {
 #[serde(deny_unknown_fields)]
 pub struct ProgramDeletionRequest {
     pub program: ProgramCaller,
-    pub secret_id: crate::ids::SecretId,
-    pub environment_id: crate::ids::CatalogId,
+    pub secret_id: heimdall_core::ids::SecretId,
+    pub environment_id: heimdall_core::ids::CatalogId,
 }
 
 /// The answer to a [`ProgramDeletionRequest`], and to the program.
@@ -1143,7 +1090,7 @@ pub struct ProgramDeletion {
     pub secret: String,
     pub environment: String,
     /// `deleting`: every holder drops the values on its next sync.
-    pub status: crate::deletion::Lifecycle,
+    pub status: heimdall_core::deletion::Lifecycle,
 }
 
 /// `POST /v1/values` on an Agent's local API: the latest version of each
@@ -1218,7 +1165,7 @@ bodies!(ValuePolicy::Carries("value") => WriteValue, ProgramValue);
 #[serde(deny_unknown_fields)]
 pub struct CreateDatabase {
     pub name: String,
-    pub engine: crate::dbusers::Engine,
+    pub engine: heimdall_core::dbusers::Engine,
     pub host: String,
     pub port: u16,
     pub database: String,
@@ -1231,31 +1178,11 @@ pub struct CreateDatabase {
     /// How the admin connection is secured; by default `disable` on the
     /// Agent's own machine and `verify-full` anywhere else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls: Option<crate::dbusers::TlsMode>,
+    pub tls: Option<heimdall_core::dbusers::TlsMode>,
     /// CA certificates (PEM) the server's certificate may chain to,
     /// besides the system's roots.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_pem: Option<String>,
-}
-
-/// `PATCH /v1/databases/{database}`: where the database is, how its admin
-/// connection is secured, which secret holds the admin login; what is
-/// absent stays. The engine, database name and environment never change
-/// (its users and their secrets live there).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateDatabase {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub port: Option<u16>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls: Option<crate::dbusers::TlsMode>,
-    /// CA certificates (PEM); an empty string removes them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca_pem: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub admin_secret: Option<String>,
 }
 
 /// `POST /v1/databases/{database}/users`.
@@ -1275,22 +1202,22 @@ pub struct CreateServiceUser {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseTask {
-    pub user_id: crate::ids::ServiceUserId,
-    pub lease_id: crate::ids::LeaseId,
-    pub kind: crate::dbusers::TaskKind,
+    pub user_id: heimdall_core::ids::ServiceUserId,
+    pub lease_id: heimdall_core::ids::LeaseId,
+    pub kind: heimdall_core::dbusers::TaskKind,
     /// The version a creation or rotation stores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<i64>,
     /// The version whose login a retirement locks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retiring_version: Option<i64>,
-    pub org_id: crate::ids::OrgId,
+    pub org_id: heimdall_core::ids::OrgId,
     pub user: String,
     pub secret: String,
     pub environment_id: CatalogId,
     pub environment: String,
     pub database: String,
-    pub engine: crate::dbusers::Engine,
+    pub engine: heimdall_core::dbusers::Engine,
     pub host: String,
     pub port: u16,
     pub database_name: String,
@@ -1300,14 +1227,14 @@ pub struct DatabaseTask {
     /// How the admin connection is secured (`dbusers::check_tls`, decided
     /// again by the Agent).
     #[serde(default)]
-    pub tls: crate::dbusers::TlsMode,
+    pub tls: heimdall_core::dbusers::TlsMode,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_pem: Option<String>,
     /// The member the admin secret is used for (the user's creator; for a
     /// drop, whoever deleted it): the Agent decides the use as her read
     /// before it connects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_behalf_of: Option<crate::on_behalf::OnBehalfOf>,
+    pub on_behalf_of: Option<heimdall_core::on_behalf::OnBehalfOf>,
 }
 
 /// How a [`DatabaseTask`] ended, as the Agent reports it.
@@ -1326,6 +1253,6 @@ pub enum DatabaseTaskOutcome {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseTaskReport {
-    pub lease_id: crate::ids::LeaseId,
+    pub lease_id: heimdall_core::ids::LeaseId,
     pub outcome: DatabaseTaskOutcome,
 }
