@@ -382,3 +382,41 @@ fn architecture_md_is_a_short_map_whose_tests_exist() {
     assert!(checked > 40, "the check reads the tests named: {checked}");
     assert!(missing.is_empty(), "ARCHITECTURE.md names tests that do not exist: {missing:?}");
 }
+
+/// Architecture Invariant: a SHA-256 is a `heimdall_core::Sha256Hex`,
+/// parsed once and kept in lower case, so digests compare with `==`; no
+/// code folds the case of a certificate's, a key's, a pin's or a plan's
+/// digest on its own.
+#[test]
+fn digests_are_compared_as_sha256hex_never_by_folding_case() {
+    let mut offenders = Vec::new();
+    let mut seen = 0;
+    for krate in [
+        "heimdall-core/src",
+        "heimdall-api/src",
+        "heimdall-agent/src",
+        "heimdall-sdk/src",
+        "heimdall-tls/src",
+        "heimdall-cli/src",
+    ] {
+        for file in rust_files(&workspace().join(krate)) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                if !line.contains("eq_ignore_ascii_case") {
+                    continue;
+                }
+                seen += 1;
+                let lower = line.to_ascii_lowercase();
+                if ["sha", "key", "pin", "fingerprint", "digest"]
+                    .iter()
+                    .any(|w| lower.contains(w))
+                {
+                    offenders.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "digests compared by folding case:\n{}", offenders.join("\n"));
+    // The scan reads code that does fold case (host names do).
+    assert!(seen > 0);
+}

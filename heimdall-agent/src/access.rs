@@ -10,7 +10,7 @@ use heimdall_core::ids::{CatalogId, MemberId, OrgId};
 use heimdall_core::on_behalf::{self, OnBehalfOf};
 use heimdall_core::program::{self, ProgramScope, Verb};
 use heimdall_core::secrets::{reaches, Reach};
-use heimdall_core::{ApiError, ErrorCode};
+use heimdall_core::{ApiError, ErrorCode, Sha256Hex};
 use heimdall_wire::{SyncMember, SyncResponse, SyncSecret};
 use time::{Duration, OffsetDateTime};
 
@@ -45,7 +45,7 @@ pub struct AllowedRead {
 pub struct PolicySnapshot {
     org: OrgId,
     /// Certificate SHA-256 → member.
-    by_certificate: HashMap<String, SyncMember>,
+    by_certificate: HashMap<Sha256Hex, SyncMember>,
     /// Member id → member: on whose behalf a job or task may use a value.
     by_id: HashMap<MemberId, SyncMember>,
     /// The ids of this Agent's program tokens the API holds as live (`None`
@@ -78,7 +78,7 @@ pub struct PolicySnapshot {
 }
 
 /// (certificate SHA-256, its key's SHA-256, secret, environment as asked).
-type DecisionKey = (String, String, String, String);
+type DecisionKey = (Sha256Hex, Sha256Hex, String, String);
 
 /// Most decisions a snapshot remembers.
 const MAX_REMEMBERED_DECISIONS: usize = 10_000;
@@ -187,7 +187,7 @@ impl PolicySnapshot {
     /// The member a certificate belongs to; `UNAUTHENTICATED` for a
     /// certificate the API did not list (unknown, revoked, expired, or its
     /// member removed).
-    pub fn reader(&self, cert_sha256: &str) -> Result<Reader, ApiError> {
+    pub fn reader(&self, cert_sha256: &Sha256Hex) -> Result<Reader, ApiError> {
         let member = self.by_certificate.get(cert_sha256).ok_or_else(|| {
             ApiError::new(
                 ErrorCode::Unauthenticated,
@@ -210,8 +210,8 @@ impl PolicySnapshot {
     /// certificate `cert_sha256` (whose public key has `key_sha256`) at `now`.
     pub fn decide_read(
         &self,
-        cert_sha256: &str,
-        key_sha256: &str,
+        cert_sha256: &Sha256Hex,
+        key_sha256: &Sha256Hex,
         secret: &str,
         environment: &str,
         now: OffsetDateTime,
@@ -362,8 +362,8 @@ impl PolicySnapshot {
 
     fn decide_with_cedar(
         &self,
-        cert_sha256: &str,
-        key_sha256: &str,
+        cert_sha256: &Sha256Hex,
+        key_sha256: &Sha256Hex,
         secret: &str,
         environment: &str,
     ) -> Result<AllowedRead, ApiError> {
@@ -496,12 +496,17 @@ mod tests {
 
     use super::*;
 
+    /// A digest named by a label, for reading.
+    fn d(label: &str) -> Sha256Hex {
+        Sha256Hex::of(label.as_bytes())
+    }
+
     fn response(policies: Vec<Policy>) -> SyncResponse {
         let member = |n: u128, email: &str, role| SyncMember {
             id: MemberId::from_uuid(Uuid::from_u128(n)),
             email: email.into(),
             role,
-            certificates: vec![format!("cert-{n}")],
+            certificates: vec![d(&format!("cert-{n}"))],
         };
         SyncResponse {
             org_id: OrgId::from_uuid(Uuid::from_u128(1)),
@@ -524,7 +529,7 @@ mod tests {
                     name: "bo-notes".into(),
                     personal_owner: Some("member:00000000-0000-0000-0000-00000000000b".into()),
                     owner_id: Some(MemberId::from_uuid(Uuid::from_u128(11))),
-                    owner_keys: vec!["key-11".into()],
+                    owner_keys: vec![d("key-11")],
                     components: vec![],
                 },
             ],
@@ -581,47 +586,49 @@ mod tests {
             updated_by: None,
         };
         let snap = PolicySnapshot::new(&response(vec![forbid_prod]), t0).unwrap();
-        let ok = snap.decide_read("cert-11", "key-11", "db-password", "dev", t0).unwrap();
+        let ok = snap.decide_read(&d("cert-11"), &d("key-11"), "db-password", "dev", t0).unwrap();
         assert_eq!((ok.reader.as_str(), ok.environment.as_str()), ("bo@example.com", "dev"));
         assert_eq!(
-            snap.decide_read("cert-11", "key-11", "db-password", "prod", t0).unwrap_err().code,
+            snap.decide_read(&d("cert-11"), &d("key-11"), "db-password", "prod", t0).unwrap_err().code,
             ErrorCode::Forbidden
         );
-        assert!(snap.decide_read("cert-10", "key-10", "db-password", "prod", t0).is_ok());
+        assert!(snap.decide_read(&d("cert-10"), &d("key-10"), "db-password", "prod", t0).is_ok());
         // Unknown certificate, unknown secret, unknown environment.
         assert_eq!(
-            snap.decide_read("cert-99", "key-99", "db-password", "dev", t0).unwrap_err().code,
+            snap.decide_read(&d("cert-99"), &d("key-99"), "db-password", "dev", t0).unwrap_err().code,
             ErrorCode::Unauthenticated
         );
         assert_eq!(
-            snap.decide_read("cert-11", "key-11", "nope", "dev", t0).unwrap_err().code,
+            snap.decide_read(&d("cert-11"), &d("key-11"), "nope", "dev", t0).unwrap_err().code,
             ErrorCode::NotFound
         );
         assert_eq!(
-            snap.decide_read("cert-11", "key-11", "db-password", "qa", t0).unwrap_err().code,
+            snap.decide_read(&d("cert-11"), &d("key-11"), "db-password", "qa", t0).unwrap_err().code,
             ErrorCode::NotFound
         );
         // A personal secret: its owner only, not even the org owner, and
         // only with the key bound to it.
-        assert!(snap.decide_read("cert-11", "key-11", "bo-notes", "dev", t0).is_ok());
+        assert!(snap.decide_read(&d("cert-11"), &d("key-11"), "bo-notes", "dev", t0).is_ok());
         // … and the organization's forbids still apply to it.
         assert_eq!(
-            snap.decide_read("cert-11", "key-11", "bo-notes", "prod", t0).unwrap_err().code,
+            snap.decide_read(&d("cert-11"), &d("key-11"), "bo-notes", "prod", t0).unwrap_err().code,
             ErrorCode::Forbidden
         );
         assert_eq!(
-            snap.decide_read("cert-10", "key-10", "bo-notes", "dev", t0).unwrap_err().code,
+            snap.decide_read(&d("cert-10"), &d("key-10"), "bo-notes", "dev", t0).unwrap_err().code,
             ErrorCode::NotFound
         );
         assert_eq!(
-            snap.decide_read("cert-11", "other-key", "bo-notes", "dev", t0).unwrap_err().code,
+            snap.decide_read(&d("cert-11"), &d("other-key"), "bo-notes", "dev", t0).unwrap_err().code,
             ErrorCode::NotFound
         );
         // 24 hours without a sync: still deciding; a second more: refused.
-        assert!(snap.decide_read("cert-11", "key-11", "db-password", "dev", t0 + MAX_POLICY_AGE).is_ok());
+        assert!(snap
+            .decide_read(&d("cert-11"), &d("key-11"), "db-password", "dev", t0 + MAX_POLICY_AGE)
+            .is_ok());
         let stale = snap.decide_read(
-            "cert-11",
-            "key-11",
+            &d("cert-11"),
+            &d("key-11"),
             "db-password",
             "dev",
             t0 + MAX_POLICY_AGE + Duration::seconds(1),
@@ -650,11 +657,11 @@ mod tests {
         };
         let snap = PolicySnapshot::new(&response(vec![forbid_domain]), t0).unwrap();
         assert_eq!(
-            snap.decide_read("cert-11", "key-11", "db-password", "dev", t0).unwrap_err().code,
+            snap.decide_read(&d("cert-11"), &d("key-11"), "db-password", "dev", t0).unwrap_err().code,
             ErrorCode::Forbidden
         );
-        assert!(snap.decide_read("cert-10", "key-10", "db-password", "dev", t0).is_ok());
+        assert!(snap.decide_read(&d("cert-10"), &d("key-10"), "db-password", "dev", t0).is_ok());
         // A personal secret linked nowhere is not under the domain.
-        assert!(snap.decide_read("cert-11", "key-11", "bo-notes", "dev", t0).is_ok());
+        assert!(snap.decide_read(&d("cert-11"), &d("key-11"), "bo-notes", "dev", t0).is_ok());
     }
 }

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use heimdall_core::Sha256Hex;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -145,7 +146,8 @@ fn default_concurrency() -> usize {
 pub struct TerraformPin {
     pub path: PathBuf,
     pub version: String,
-    pub sha256: String,
+    /// Read strictly: 64 hex digits (sha256sum of the terraform executable).
+    pub sha256: Sha256Hex,
     /// More of the Agent's environment variables Terraform may see (e.g.
     /// `GOOGLE_APPLICATION_CREDENTIALS`), besides `PATH`, `TF_*` and the
     /// AWS credentials and proxy settings (`heimdall_core::runner::PASSED_ENV`).
@@ -245,13 +247,6 @@ impl AgentConfig {
         let config = self;
         if config.concurrency == 0 || config.concurrency > 64 {
             return Err("concurrency must be between 1 and 64".into());
-        }
-        if config.terraform.sha256.len() != 64
-            || !config.terraform.sha256.bytes().all(|b| b.is_ascii_hexdigit())
-        {
-            return Err(
-                "terraform.sha256 must be 64 hex characters (sha256sum of the terraform executable)".into()
-            );
         }
         if let Some(var) = config.values.as_ref().and_then(|v| v.master_key_env.as_ref()) {
             if config.terraform.pass_env.contains(var) {

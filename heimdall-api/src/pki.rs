@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use heimdall_core::ids::{AgentId, MemberId};
+use heimdall_core::Sha256Hex;
 use rcgen::{
     BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName, DnType,
     ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
@@ -45,7 +46,7 @@ pub enum PkiError {
 #[derive(Clone, Debug)]
 pub struct IssuedCert {
     pub pem: String,
-    pub sha256: String,
+    pub sha256: Sha256Hex,
     pub not_after: OffsetDateTime,
 }
 
@@ -70,7 +71,7 @@ impl std::fmt::Debug for Ca {
     }
 }
 
-pub fn sha256_hex(der: &[u8]) -> String {
+pub fn sha256_hex(der: &[u8]) -> Sha256Hex {
     heimdall_tls::identity::sha256_hex(der)
 }
 
@@ -162,7 +163,7 @@ impl Ca {
         csr_pem: &str,
         agent: AgentId,
         name: &str,
-    ) -> Result<(String, String), PkiError> {
+    ) -> Result<(String, Sha256Hex), PkiError> {
         let leaf = Leaf {
             common_name: name,
             uri: agent_uri(agent),
@@ -224,7 +225,7 @@ impl Ca {
 
     /// The SHA-256 (hex) of the CA certificate: the fingerprint an Agent
     /// pins to enroll (`heimdall-agent enroll --ca-sha256`).
-    pub fn fingerprint(&self) -> String {
+    pub fn fingerprint(&self) -> Sha256Hex {
         sha256_hex(&self.cert_der)
     }
 
@@ -318,7 +319,7 @@ pub fn server_config_from_files(cert: &Path, key: &Path) -> Result<rustls::Serve
 
 /// The Agent a verified client certificate names, and the certificate's
 /// SHA-256 (checked against the one issued at enrollment).
-pub fn agent_identity(cert: &CertificateDer<'_>) -> Option<(AgentId, String)> {
+pub fn agent_identity(cert: &CertificateDer<'_>) -> Option<(AgentId, Sha256Hex)> {
     let id = heimdall_tls::identity::agent_of(cert.as_ref())?;
     Some((id, sha256_hex(cert.as_ref())))
 }

@@ -53,7 +53,7 @@ mod tests {
             id: AgentId::from_uuid(Uuid::new_v4()),
             org_id: OrgId::from_uuid(Uuid::nil()),
             name: name.into(),
-            cert_sha256: String::new(),
+            cert_sha256: crate::Sha256Hex::of(name.as_bytes()),
             created_at: now - Duration::days(30),
             created_by: "owner@example.com".into(),
             revoked_at: revoked_days_ago.map(|d| now - Duration::days(d)),

@@ -20,6 +20,7 @@ use uuid::Uuid;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::ids::{AgentId, CatalogId, MemberId, OrgId, SecretId};
+use crate::sha256::Sha256Hex;
 
 /// How long a grant is good for: long enough to type nothing (the value
 /// comes from stdin or a file), short enough that a leaked grant is stale.
@@ -56,7 +57,7 @@ pub struct WriteGrantClaims {
     /// key); the writer's certificate must carry one of them. `None` for an
     /// organization secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner_keys: Option<Vec<String>>,
+    pub owner_keys: Option<Vec<Sha256Hex>>,
     pub issued_at: i64,
     pub expires_at: i64,
 }
@@ -109,7 +110,7 @@ impl WriteGrantClaims {
         version: i64,
         agent: AgentId,
         issued_to: (GrantWriter, &str),
-        owner_keys: Option<Vec<String>>,
+        owner_keys: Option<Vec<Sha256Hex>>,
         now: OffsetDateTime,
     ) -> Self {
         Self {
@@ -156,7 +157,7 @@ impl WriteGrantClaims {
             return Err(GrantError::OtherWriter);
         }
         if let Some(keys) = &self.owner_keys {
-            if !keys.is_empty() && !keys.iter().any(|k| k.eq_ignore_ascii_case(expected.writer_key)) {
+            if !keys.is_empty() && !expected.writer_key.is_some_and(|key| keys.contains(key)) {
                 return Err(GrantError::KeyNotBound);
             }
         }
@@ -186,7 +187,7 @@ pub struct GrantTarget<'a> {
     pub writer: GrantWriter,
     /// SHA-256 (hex) of the writer's certificate's public key (empty for a
     /// program, which never reaches a personal secret).
-    pub writer_key: &'a str,
+    pub writer_key: Option<&'a Sha256Hex>,
 }
 
 /// A grant split into what was signed and the signature, claims decoded.
@@ -240,7 +241,7 @@ mod tests {
             environment: &c.environment,
             version: c.version,
             writer: c.issued_to.clone(),
-            writer_key: "k1",
+            writer_key: None,
         }
     }
 
@@ -300,11 +301,14 @@ mod tests {
         assert_eq!(program.check(&t, now), Err(GrantError::OtherWriter), "another token of the Agent");
         // A personal secret: the writer's key must be bound.
         let mut personal = c.clone();
-        personal.owner_keys = Some(vec!["K1".into()]);
-        assert_eq!(personal.check(&target(&personal), now), Ok(()));
+        let (k1, k2) = (Sha256Hex::of(b"k1"), Sha256Hex::of(b"k2"));
+        personal.owner_keys = Some(vec![k1.clone()]);
         let mut t = target(&personal);
-        t.writer_key = "k2";
+        t.writer_key = Some(&k1);
+        assert_eq!(personal.check(&t, now), Ok(()));
+        t.writer_key = Some(&k2);
         assert_eq!(personal.check(&t, now), Err(GrantError::KeyNotBound));
+        assert_eq!(personal.check(&target(&personal), now), Err(GrantError::KeyNotBound), "no key at all");
         let mut t = target(&c);
         t.agent = AgentId::from_uuid(Uuid::from_u128(9));
         assert_eq!(c.check(&t, now), Err(GrantError::Mismatch("Agent")));

@@ -530,7 +530,7 @@ pub struct Agent {
     pub name: String,
     /// SHA-256 of the DER certificate the API issued at enrollment; only
     /// that certificate authenticates the Agent.
-    pub cert_sha256: String,
+    pub cert_sha256: crate::Sha256Hex,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     pub created_by: String,

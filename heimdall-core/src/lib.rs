@@ -49,9 +49,11 @@ pub mod runner;
 pub mod schemas;
 pub mod secrets;
 pub mod server_names;
+pub mod sha256;
 pub mod signed;
 pub mod state_lock;
 pub mod token;
 
 pub use error::{ApiError, ErrorCode, FieldError};
 pub use redacted::Redacted;
+pub use sha256::Sha256Hex;

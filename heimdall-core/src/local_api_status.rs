@@ -29,7 +29,7 @@ const PREFIX: &str = "hc1.";
 pub struct CertificateStatus {
     pub agent: AgentId,
     /// SHA-256 (hex) of each of its local-API certificates the API lists.
-    pub certificates: Vec<String>,
+    pub certificates: Vec<crate::Sha256Hex>,
     pub issued_at: i64,
     pub expires_at: i64,
 }
@@ -54,7 +54,7 @@ pub enum StatusError {
 
 impl CertificateStatus {
     /// A statement of `certificates` for `agent`, from `now` for [`STATUS_TTL`].
-    pub fn new(agent: AgentId, certificates: Vec<String>, now: OffsetDateTime) -> Self {
+    pub fn new(agent: AgentId, certificates: Vec<crate::Sha256Hex>, now: OffsetDateTime) -> Self {
         Self {
             agent,
             certificates,
@@ -102,7 +102,7 @@ mod tests {
     fn a_statement_holds_for_its_agent_within_its_hour() {
         let agent = AgentId::from_uuid(uuid::Uuid::from_u128(1));
         let now = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
-        let status = CertificateStatus::new(agent, vec!["ab".into()], now);
+        let status = CertificateStatus::new(agent, vec![crate::Sha256Hex::of(b"ab")], now);
         assert_eq!(status.check(agent, now + Duration::minutes(59)), Ok(()));
         assert_eq!(status.check(agent, now + STATUS_TTL), Err(StatusError::Expired));
         assert_eq!(

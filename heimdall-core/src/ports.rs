@@ -876,7 +876,7 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
         secret: SecretId,
         environment: CatalogId,
         created_by: &str,
-        bind: Option<&str>,
+        bind: Option<&crate::Sha256Hex>,
         event: NewEvent,
     ) -> StoreResult<SecretVersion>;
     /// Marks a version deactivated (idempotent: the first time is kept).
@@ -920,7 +920,7 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
     async fn revoke_certificate(
         &self,
         org: OrgId,
-        sha256: &str,
+        sha256: &crate::Sha256Hex,
         event: NewEvent,
     ) -> StoreResult<IssuedCertificateInfo>;
     async fn assign_agent(&self, org: OrgId, assignment: &Assignment, event: NewEvent) -> StoreResult<()>;

@@ -11,6 +11,7 @@ use globset::{Glob, GlobSetBuilder};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::infra::{JobRequest, ModuleRef, Provider};
+use crate::sha256::Sha256Hex;
 
 /// The Agent's pin: the executable it agreed to run.
 #[derive(Clone, Copy, Debug)]
@@ -18,7 +19,7 @@ pub struct Pin<'a> {
     pub path: &'a Path,
     pub version: &'a str,
     /// The SHA-256 written at enrollment.
-    pub sha256: &'a str,
+    pub sha256: &'a Sha256Hex,
 }
 
 /// Modules the Agent's operator maps to schema types, for schemas that
@@ -35,11 +36,11 @@ pub type ModulesByType = BTreeMap<String, ModuleRef>;
 /// `SCHEMA_VIOLATION`): nothing was run.
 pub fn check_run(
     pin: Pin<'_>,
-    measured_sha256: &str,
+    measured_sha256: &Sha256Hex,
     modules: Modules<'_>,
     request: &JobRequest,
 ) -> Result<ModuleRef, ApiError> {
-    if !measured_sha256.eq_ignore_ascii_case(pin.sha256) {
+    if measured_sha256 != pin.sha256 {
         return Err(ApiError::new(
             ErrorCode::TerraformChecksumMismatch,
             format!(

@@ -6,7 +6,7 @@
 use std::fmt;
 
 use heimdall_core::ids::AgentId;
-use heimdall_core::Redacted;
+use heimdall_core::{Redacted, Sha256Hex};
 use heimdall_wire::{
     AgentLocation, ProgramDeletion, ProgramValue, ReadValues, ValueAnswer, ValuesAnswer, WatchAnswer,
     WatchValues, WriteValue,
@@ -26,7 +26,7 @@ pub struct Identity {
 
 impl Identity {
     /// The SHA-256 (hex) of the certificate: how the API names it.
-    pub fn certificate_sha256(&self) -> Result<String> {
+    pub fn certificate_sha256(&self) -> Result<Sha256Hex> {
         heimdall_tls::identity::first_der(&self.certificate_pem)
             .map(|der| heimdall_tls::identity::sha256_hex(&der))
             .ok_or_else(|| Error::Invalid("the client certificate is not PEM".to_owned()))
@@ -93,13 +93,13 @@ impl fmt::Debug for ProgramPins {
 impl ProgramPins {
     /// A client trusting the CA and a certificate naming the Agent, with
     /// `pins` (and then the token) or without (and no token).
-    fn client(&self, pins: Option<&[String]>) -> Result<Client> {
+    fn client(&self, pins: Option<&[Sha256Hex]>) -> Result<Client> {
         let roots = heimdall_tls::verify::roots(&self.ca_pem)
             .map_err(|e| Error::Invalid(format!("the CA certificate is not valid: {e}")))?;
         let verifier = heimdall_tls::verify::ExpectIdentity::new(
             roots,
             heimdall_tls::identity::agent_uri(self.agent),
-            pins.map(<[String]>::to_vec),
+            pins.map(<[Sha256Hex]>::to_vec),
         )
         .map_err(Error::Invalid)?;
         let tls = heimdall_tls::verify::client_config(std::sync::Arc::new(verifier), None)
@@ -158,7 +158,7 @@ impl AgentClient {
     /// with `pins`, is one of those certificates (the holders list gives
     /// both; an empty list accepts none): a host name proves nothing, since
     /// any Agent can get a CA-signed certificate for the names it likes.
-    pub fn new(url: &str, identity: &Identity, agent: AgentId, pins: Option<&[String]>) -> Result<Self> {
+    pub fn new(url: &str, identity: &Identity, agent: AgentId, pins: Option<&[Sha256Hex]>) -> Result<Self> {
         if !url.starts_with("https://") {
             return Err(Error::Invalid("an Agent's local API URL starts with https://".to_owned()));
         }
@@ -167,7 +167,7 @@ impl AgentClient {
         let verifier = heimdall_tls::verify::ExpectIdentity::new(
             roots,
             heimdall_tls::identity::agent_uri(agent),
-            pins.map(<[String]>::to_vec),
+            pins.map(<[Sha256Hex]>::to_vec),
         )
         .map_err(Error::Invalid)?;
         let tls = heimdall_tls::verify::client_config(

@@ -119,7 +119,7 @@ impl Client {
 
     /// The SHA-256 of a CA certificate (PEM), as [`Client::fetch_pinned_ca`]
     /// and `heimdall login --ca-sha256` take it.
-    pub fn ca_sha256(ca_pem: &str) -> Option<String> {
+    pub fn ca_sha256(ca_pem: &str) -> Option<heimdall_core::Sha256Hex> {
         heimdall_tls::identity::first_der(ca_pem).map(|der| heimdall_tls::identity::sha256_hex(&der))
     }
 

@@ -9,7 +9,7 @@
 //! | `urn:heimdall:member:<id>` | a person's client certificate | that member |
 
 use heimdall_core::ids::{AgentId, MemberId};
-use sha2::{Digest, Sha256};
+use heimdall_core::Sha256Hex;
 
 /// The API's own identity.
 pub const API_URI: &str = "urn:heimdall:api";
@@ -25,8 +25,8 @@ pub fn member_uri(id: MemberId) -> String {
 }
 
 /// SHA-256 (hex) of DER bytes: a certificate's pin.
-pub fn sha256_hex(der: &[u8]) -> String {
-    hex::encode(Sha256::digest(der))
+pub fn sha256_hex(der: &[u8]) -> Sha256Hex {
+    Sha256Hex::of(der)
 }
 
 /// The URI SANs of a DER certificate (empty if it does not parse).
@@ -66,7 +66,7 @@ fn one_id<T: std::str::FromStr>(cert_der: &[u8], prefix: &str) -> Option<T> {
 
 /// SHA-256 (hex) of a DER certificate's SubjectPublicKeyInfo: what a
 /// personal secret is bound to (it survives a renewal with the same key).
-pub fn spki_sha256(cert_der: &[u8]) -> Option<String> {
+pub fn spki_sha256(cert_der: &[u8]) -> Option<Sha256Hex> {
     let (_, cert) = x509_parser::parse_x509_certificate(cert_der).ok()?;
     Some(sha256_hex(cert.tbs_certificate.subject_pki.raw))
 }

@@ -13,6 +13,8 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+use heimdall_core::Sha256Hex;
+
 use crate::identity::{sha256_hex, uri_sans};
 
 /// Checks the chain and host name with webpki, then that the leaf names
@@ -22,14 +24,14 @@ use crate::identity::{sha256_hex, uri_sans};
 pub struct ExpectIdentity {
     inner: Arc<WebPkiServerVerifier>,
     uri: String,
-    pins: Option<Vec<String>>,
+    pins: Option<Vec<Sha256Hex>>,
 }
 
 impl ExpectIdentity {
     pub fn new(
         roots: RootCertStore,
         uri: impl Into<String>,
-        pins: Option<Vec<String>>,
+        pins: Option<Vec<Sha256Hex>>,
     ) -> Result<Self, String> {
         let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
             .build()
@@ -55,7 +57,7 @@ impl ServerCertVerifier for ExpectIdentity {
                 self.uri
             )));
         }
-        let pinned = |pins: &[String]| pins.iter().any(|p| p.eq_ignore_ascii_case(&sha256_hex(end_entity)));
+        let pinned = |pins: &[Sha256Hex]| pins.contains(&sha256_hex(end_entity));
         if self.pins.as_deref().is_some_and(|pins| !pinned(pins)) {
             return Err(rustls::Error::General(format!(
                 "the server's certificate for {} is not one the API lists (revoked or replaced)",
@@ -94,15 +96,13 @@ impl ServerCertVerifier for ExpectIdentity {
 /// `heimdall agent token create` printed.
 #[derive(Debug)]
 pub struct PinnedRoot {
-    ca_sha256: String,
+    ca_sha256: Sha256Hex,
 }
 
 impl PinnedRoot {
     pub fn new(ca_sha256: &str) -> Result<Self, String> {
-        let pin = ca_sha256.trim().replace(':', "").to_ascii_lowercase();
-        if pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err("a CA fingerprint is the SHA-256 of its certificate: 64 hex digits".into());
-        }
+        let pin = Sha256Hex::parse(&ca_sha256.trim().replace(':', ""))
+            .map_err(|_| "a CA fingerprint is the SHA-256 of its certificate: 64 hex digits".to_owned())?;
         Ok(Self { ca_sha256: pin })
     }
 

@@ -49,6 +49,7 @@ pub use heimdall_core::domain::{
 };
 use heimdall_core::error::ApiError;
 use heimdall_core::ids::CatalogId;
+use heimdall_core::Sha256Hex;
 
 /// Every error response: `{"error": {"code", "message", "fields"?}}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -61,7 +62,7 @@ pub struct ErrorBody {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CaCertificate {
     pub certificate: String,
-    pub sha256: String,
+    pub sha256: Sha256Hex,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -455,7 +456,7 @@ pub struct Registration {
     /// The installation CA's SHA-256: what the Agent pins to enroll
     /// (`heimdall-agent enroll --ca-sha256`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca_sha256: Option<String>,
+    pub ca_sha256: Option<Sha256Hex>,
 }
 
 impl std::fmt::Debug for Registration {
@@ -602,7 +603,7 @@ pub struct CreateSecret {
     /// For a personal secret: the SHA-256 of the creator's client
     /// certificate (one the API issued her); its key is bound to the secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub certificate_sha256: Option<String>,
+    pub certificate_sha256: Option<Sha256Hex>,
 }
 
 /// Fields left out are unchanged.
@@ -749,7 +750,7 @@ pub struct SyncMember {
     pub role: Role,
     /// SHA-256 (hex) of each unexpired, unrevoked client certificate.
     #[serde(default)]
-    pub certificates: Vec<String>,
+    pub certificates: Vec<Sha256Hex>,
 }
 
 /// A secret as an Agent needs to know it: its id and Components (for
@@ -766,7 +767,7 @@ pub struct SyncSecret {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner_id: Option<heimdall_core::ids::MemberId>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub owner_keys: Vec<String>,
+    pub owner_keys: Vec<Sha256Hex>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<CatalogId>,
 }
@@ -838,7 +839,7 @@ pub struct SyncResponse {
     /// serves with that is not here was revoked, and it gets a new one.
     /// (`None` from an API older than this list.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub local_api_certificates: Option<Vec<String>>,
+    pub local_api_certificates: Option<Vec<Sha256Hex>>,
     /// The ids of this Agent's program tokens that are registered with the
     /// API and live: the Agent accepts no other token, whatever its token
     /// list says (a list copied back from a backup revives nothing).
@@ -879,7 +880,7 @@ pub struct CreateVersion {
     /// For a personal secret created before keys were bound: the SHA-256
     /// of the writer's client certificate, whose key is then bound to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub certificate_sha256: Option<String>,
+    pub certificate_sha256: Option<Sha256Hex>,
 }
 
 /// An Agent that holds an environment, and where people reach it.
@@ -895,7 +896,7 @@ pub struct AgentLocation {
     /// none accepted), and only if it names `urn:heimdall:agent:<agent_id>`.
     /// `None` from an API older than this list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub certificates: Option<Vec<String>>,
+    pub certificates: Option<Vec<Sha256Hex>>,
 }
 
 /// Where to send the value of a new version, with the grant to send along.
@@ -951,7 +952,7 @@ pub struct IssuedCertificate {
     pub certificate: String,
     /// The installation CA (PEM), to trust Agents' local APIs.
     pub ca: String,
-    pub sha256: String,
+    pub sha256: Sha256Hex,
     #[serde(with = "time::serde::rfc3339")]
     pub not_after: time::OffsetDateTime,
 }

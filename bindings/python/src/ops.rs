@@ -74,7 +74,11 @@ pub(crate) fn agent_with_certificate(
     request: Option<f64>,
 ) -> Result<AgentClient, Failure> {
     let agent = agent_id.parse().map_err(|_| Failure::invalid("agent_id is not an Agent id (a UUID)"))?;
-    Ok(AgentClient::new(url, identity, agent, pins)?.with_timeouts(timeouts(connect, request)?)?)
+    let pins = pins
+        .map(|pins| pins.iter().map(|p| heimdall_core::Sha256Hex::parse(p)).collect::<Result<Vec<_>, _>>())
+        .transpose()
+        .map_err(|_| Failure::invalid("each certificate pin is a SHA-256 (64 hex digits)"))?;
+    Ok(AgentClient::new(url, identity, agent, pins.as_deref())?.with_timeouts(timeouts(connect, request)?)?)
 }
 
 // ---- the API -----------------------------------------------------------------

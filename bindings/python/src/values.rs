@@ -101,6 +101,7 @@ impl Identity {
     fn certificate_sha256(&self, py: Python<'_>) -> PyResult<String> {
         self.inner
             .certificate_sha256()
+            .map(|sha| sha.to_string())
             .map_err(|err| crate::convert::to_pyerr(py, crate::convert::Failure::from(err)))
     }
 

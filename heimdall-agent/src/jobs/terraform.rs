@@ -14,8 +14,7 @@ use heimdall_core::root_module::{
 use heimdall_core::runner::{check_run, job_env, with_job, Modules, Pin, REGION_VARIABLE};
 use heimdall_core::state_lock::{self, Attempt, LockInfo, Takeover};
 use heimdall_core::ErrorCode;
-use heimdall_core::Redacted;
-use sha2::{Digest, Sha256};
+use heimdall_core::{Redacted, Sha256Hex};
 use time::OffsetDateTime;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -41,9 +40,9 @@ impl RunFailure {
     }
 }
 
-pub async fn sha256_file(path: &Path) -> Result<String, String> {
+pub async fn sha256_file(path: &Path) -> Result<Sha256Hex, String> {
     let bytes = tokio::fs::read(path).await.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok(hex::encode(Sha256::digest(&bytes)))
+    Ok(Sha256Hex::of(&bytes))
 }
 
 /// A file's identity as the kernel keeps it: any write, rename over it or
@@ -72,8 +71,8 @@ fn stamp(path: &Path) -> Option<FileStamp> {
 /// The SHA-256 of the pinned Terraform, measured again whenever the file
 /// changed: a real `terraform` is ~100 MB, and hashing it before every
 /// job would add a fifth of a second to each.
-async fn pinned_sha256(path: &Path) -> Result<String, String> {
-    static MEASURED: std::sync::Mutex<Option<(std::path::PathBuf, FileStamp, String)>> =
+async fn pinned_sha256(path: &Path) -> Result<Sha256Hex, String> {
+    static MEASURED: std::sync::Mutex<Option<(std::path::PathBuf, FileStamp, Sha256Hex)>> =
         std::sync::Mutex::new(None);
     let before = stamp(path);
     if let Some(before) = before {
@@ -96,7 +95,7 @@ async fn pinned_sha256(path: &Path) -> Result<String, String> {
 }
 
 /// The version and SHA-256 of a terraform executable (for `enroll`).
-pub async fn identify(path: &Path) -> Result<(String, String), String> {
+pub async fn identify(path: &Path) -> Result<(String, Sha256Hex), String> {
     let sha = sha256_file(path).await.map_err(|e| {
         format!("{e}\nInstall Terraform first (for tests here: bash scripts/install-test-tools.sh) and pass --terraform PATH")
     })?;
@@ -478,8 +477,8 @@ async fn approved_plan(
         .map_err(RunFailure::failed)?;
     let key = store.key();
     let bytes = store.get().await.map_err(RunFailure::failed)?;
-    let found = heimdall_core::plan::hex_sha256(&bytes);
-    if !found.eq_ignore_ascii_case(approved) {
+    let found = Sha256Hex::of(&bytes);
+    if Sha256Hex::parse(approved).ok().as_ref() != Some(&found) {
         return Err(RunFailure::refused(
             ErrorCode::StalePlan,
             format!("the plan at {key} is {found}, not the approved {approved}: a newer plan replaced it; nothing was applied"),

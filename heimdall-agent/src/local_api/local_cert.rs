@@ -17,6 +17,7 @@ use time::OffsetDateTime;
 use zeroize::Zeroizing;
 
 use heimdall_core::renewal::needs_renewal;
+use heimdall_core::Sha256Hex;
 
 use crate::channel::Channel;
 use crate::config::{AgentConfig, LocalApiConfig};
@@ -25,7 +26,7 @@ use crate::config::{AgentConfig, LocalApiConfig};
 #[derive(Debug)]
 struct Current {
     key: Arc<CertifiedKey>,
-    sha256: String,
+    sha256: Sha256Hex,
     not_before: i64,
     not_after: i64,
 }
@@ -97,14 +98,14 @@ impl LocalCertificate {
     }
 
     /// The SHA-256 of the certificate in use.
-    pub fn sha256(&self) -> String {
-        self.current.read().map(|c| c.sha256.clone()).unwrap_or_default()
+    pub fn sha256(&self) -> Option<Sha256Hex> {
+        self.current.read().map(|c| c.sha256.clone()).ok()
     }
 
     /// After a sync: renews if due or no longer listed (`listed`: the
     /// API's list, `None` from an API that sends none); the new certificate
     /// is served from the next handshake on.
-    pub async fn check(&self, listed: Option<&[String]>, channel: &Channel, now: OffsetDateTime) {
+    pub async fn check(&self, listed: Option<&[Sha256Hex]>, channel: &Channel, now: OffsetDateTime) {
         let due = self
             .current
             .read()

@@ -43,7 +43,7 @@ use heimdall_core::clock::Clock;
 use heimdall_core::current;
 use heimdall_core::grant::GrantTarget;
 use heimdall_core::ids::AgentId;
-use heimdall_core::{ApiError, ErrorCode, Redacted};
+use heimdall_core::{ApiError, ErrorCode, Redacted, Sha256Hex};
 use heimdall_tls::server::QueryParams;
 use heimdall_wire::{ReadValues, ValueAnswer, ValuesAnswer, WriteValue};
 use rustls::server::WebPkiClientVerifier;
@@ -91,9 +91,9 @@ pub struct Peer {
 /// A person's verified client certificate.
 #[derive(Clone, Debug)]
 pub struct PeerCert {
-    pub cert_sha256: String,
+    pub cert_sha256: Sha256Hex,
     /// SHA-256 of the certificate's public key: what a personal secret is bound to.
-    pub key_sha256: String,
+    pub key_sha256: Sha256Hex,
 }
 
 /// Who asks: a person (by certificate) or a program (by token).
@@ -349,7 +349,7 @@ async fn write(
         environment: &body.environment,
         version: body.version,
         writer: writer_id,
-        writer_key: &cert.key_sha256,
+        writer_key: Some(&cert.key_sha256),
     };
     state.grants.verify(&grant, &target, state.clock.now()).map_err(ApiError::from)?;
     // The environment's id from the verified grant: a value can be

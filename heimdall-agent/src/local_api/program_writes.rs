@@ -98,7 +98,7 @@ pub(crate) async fn write(
         environment: &allowed.environment,
         version: numbered.version,
         writer: GrantWriter::Program(scope.id.clone()),
-        writer_key: "",
+        writer_key: None,
     };
     state.grants.verify(&grant, &target, state.clock.now()).map_err(ApiError::from)?;
     let (secret_id, environment_id) = (grant.claims.secret_id, grant.claims.environment_id);

@@ -144,10 +144,9 @@ async fn one_agents_certificate_passes_neither_for_the_api_nor_for_another_agent
     a1.start_kill().unwrap();
 }
 
-fn heimdall_tls_sha(pem: &str) -> String {
+fn heimdall_tls_sha(pem: &str) -> heimdall_core::Sha256Hex {
     let der = rustls_pemfile::certs(&mut pem.as_bytes()).next().unwrap().unwrap();
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(der.as_ref()))
+    heimdall_core::Sha256Hex::of(der.as_ref())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -235,7 +234,7 @@ async fn enrollment_pins_the_ca_and_never_takes_the_token_on_the_command_line() 
     let out = enroll(fingerprint, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let ca = std::fs::read_to_string(data.join("ca.pem")).unwrap();
-    assert_eq!(heimdall_tls_sha(&ca), fingerprint);
+    assert_eq!(heimdall_tls_sha(&ca).as_str(), fingerprint);
 }
 
 /// A TLS server with `cert`/`key` (no client certificate asked, as the

@@ -171,7 +171,8 @@ pub(crate) async fn set(w: &World, token: &str, who: &Identity, secret: &str, en
     let version = created["version"].as_i64().unwrap();
     for holder in created["holders"].as_array().unwrap() {
         let id: heimdall_core::ids::AgentId = holder["agent_id"].as_str().unwrap().parse().unwrap();
-        let pins: Option<Vec<String>> = serde_json::from_value(holder["certificates"].clone()).unwrap();
+        let pins: Option<Vec<heimdall_core::Sha256Hex>> =
+            serde_json::from_value(holder["certificates"].clone()).unwrap();
         let agent = AgentClient::new(holder["url"].as_str().unwrap(), who, id, pins.as_deref()).unwrap();
         agent.put_value(secret, env, version, holder["grant"].as_str().unwrap(), value).await.unwrap();
     }

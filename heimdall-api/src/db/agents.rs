@@ -33,7 +33,7 @@ impl AgentRow {
             id: parse_id(&self.id)?,
             org_id: parse_id(&self.org_id)?,
             name: self.name,
-            cert_sha256: self.cert_sha256,
+            cert_sha256: super::sql::parse_sha256(&self.cert_sha256)?,
             created_at: from_micros(self.created_at),
             created_by: self.created_by,
             revoked_at: self.revoked_at.map(from_micros),
@@ -99,7 +99,7 @@ impl AgentStore for SqlStore {
         .bind(agent.id.to_string())
         .bind(agent.org_id.to_string())
         .bind(agent.name.clone())
-        .bind(agent.cert_sha256.clone())
+        .bind(agent.cert_sha256.as_str())
         .bind(to_micros(agent.created_at))
         .bind(agent.created_by.clone())
         .execute(&mut *tx)

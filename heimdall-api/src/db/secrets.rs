@@ -9,11 +9,14 @@ use heimdall_core::secrets::{
     AgentCertificate, Assignment, CertificateKind, IssuedCertificateInfo, MemberCertificate, Secret,
     SecretVersion,
 };
+use heimdall_core::Sha256Hex;
 use sqlx::{Any, FromRow, Transaction};
 use time::OffsetDateTime;
 
 use super::events::insert_event;
-use super::sql::{db_err, from_micros, is_unique_violation, parse_id, to_micros, unique_as, SqlStore};
+use super::sql::{
+    db_err, from_micros, is_unique_violation, parse_id, parse_sha256, to_micros, unique_as, SqlStore,
+};
 
 const VERSION_COLUMNS: &str =
     "v.secret_id, v.environment_id, v.version, v.created_at, v.created_by, v.deactivated_at";
@@ -81,7 +84,7 @@ impl SecretRow {
     fn into_domain(
         self,
         components: Vec<CatalogId>,
-        owner_keys: Vec<String>,
+        owner_keys: Vec<Sha256Hex>,
         at_risk: Vec<heimdall_core::secrets::AtRisk>,
     ) -> StoreResult<Secret> {
         let lifecycle = heimdall_core::deletion::Lifecycle::parse(&self.lifecycle)
@@ -120,7 +123,7 @@ fn tags_json(secret: &Secret) -> StoreResult<String> {
 async fn bind_key(
     tx: &mut Transaction<'_, Any>,
     secret: SecretId,
-    spki_sha256: &str,
+    spki_sha256: &Sha256Hex,
     at: OffsetDateTime,
 ) -> StoreResult<()> {
     sqlx::query(
@@ -128,7 +131,7 @@ async fn bind_key(
          ON CONFLICT (secret_id, spki_sha256) DO NOTHING",
     )
     .bind(secret.to_string())
-    .bind(spki_sha256.to_ascii_lowercase())
+    .bind(spki_sha256.as_str())
     .bind(to_micros(at))
     .execute(&mut **tx)
     .await
@@ -165,7 +168,7 @@ impl SqlStore {
         rows.iter().map(|(id,)| parse_id(id)).collect()
     }
 
-    async fn owner_keys_of(&self, secret: &str) -> StoreResult<Vec<String>> {
+    async fn owner_keys_of(&self, secret: &str) -> StoreResult<Vec<Sha256Hex>> {
         let rows: Vec<(String,)> = sqlx::query_as(
             "SELECT spki_sha256 FROM personal_secret_keys WHERE secret_id = $1 ORDER BY added_at, spki_sha256",
         )
@@ -173,7 +176,7 @@ impl SqlStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;
-        Ok(rows.into_iter().map(|(k,)| k).collect())
+        rows.iter().map(|(k,)| parse_sha256(k)).collect()
     }
 
     async fn hydrate(&self, row: SecretRow) -> StoreResult<Secret> {
@@ -201,7 +204,7 @@ struct IssuedRow {
 impl IssuedRow {
     fn into_domain(self) -> StoreResult<IssuedCertificateInfo> {
         Ok(IssuedCertificateInfo {
-            sha256: self.sha256,
+            sha256: parse_sha256(&self.sha256)?,
             kind: match self.kind.as_str() {
                 "member" => CertificateKind::Member,
                 _ => CertificateKind::AgentServer,
@@ -218,10 +221,10 @@ impl IssuedRow {
 fn certificate_from_row(org: OrgId, row: CertificateRow) -> StoreResult<MemberCertificate> {
     let (sha256, member, spki_sha256, created_at, not_after) = row;
     Ok(MemberCertificate {
-        sha256,
+        sha256: parse_sha256(&sha256)?,
         org_id: org,
         member_id: parse_id(&member)?,
-        spki_sha256,
+        spki_sha256: spki_sha256.as_deref().map(parse_sha256).transpose()?,
         created_at: from_micros(created_at),
         not_after: from_micros(not_after),
     })
@@ -274,7 +277,7 @@ impl SecretStore for SqlStore {
         for (secret, component) in rows_c {
             components.entry(secret).or_default().push(parse_id(&component)?);
         }
-        let mut keys: HashMap<String, Vec<String>> = HashMap::new();
+        let mut keys: HashMap<String, Vec<Sha256Hex>> = HashMap::new();
         let rows_k: Vec<(String, String)> = sqlx::query_as(&format!(
             "SELECT k.secret_id, k.spki_sha256 FROM personal_secret_keys k \
              WHERE k.secret_id IN ({PAGE}) ORDER BY k.secret_id, k.added_at, k.spki_sha256"
@@ -286,7 +289,7 @@ impl SecretStore for SqlStore {
         .await
         .map_err(db_err)?;
         for (secret, key) in rows_k {
-            keys.entry(secret).or_default().push(key);
+            keys.entry(secret).or_default().push(parse_sha256(&key)?);
         }
         let mut risks = super::at_risk::of_org(&self.pool, &org_id).await?;
         let mut out = Vec::with_capacity(rows.len());
@@ -370,7 +373,7 @@ impl SecretStore for SqlStore {
         secret: SecretId,
         environment: CatalogId,
         created_by: &str,
-        bind: Option<&str>,
+        bind: Option<&Sha256Hex>,
         event: NewEvent,
     ) -> StoreResult<SecretVersion> {
         // Two writers can read the same MAX at once (PostgreSQL, read
@@ -484,10 +487,10 @@ impl SecretStore for SqlStore {
         sqlx::query(
             "INSERT INTO member_certificates (sha256, org_id, member_id, spki_sha256, created_at, not_after) VALUES ($1, $2, $3, $4, $5, $6)",
         )
-        .bind(&cert.sha256)
+        .bind(cert.sha256.as_str())
         .bind(cert.org_id.to_string())
         .bind(cert.member_id.to_string())
-        .bind(cert.spki_sha256.clone())
+        .bind(cert.spki_sha256.as_ref().map(|k| k.as_str().to_owned()))
         .bind(to_micros(cert.created_at))
         .bind(to_micros(cert.not_after))
         .execute(&mut *tx)
@@ -521,7 +524,7 @@ impl SecretStore for SqlStore {
         sqlx::query(
             "INSERT INTO agent_certificates (sha256, org_id, agent_id, names, created_at, not_after) VALUES ($1, $2, $3, $4, $5, $6)",
         )
-        .bind(&cert.sha256)
+        .bind(cert.sha256.as_str())
         .bind(cert.org_id.to_string())
         .bind(cert.agent_id.to_string())
         .bind(serde_json::to_string(&cert.names).map_err(|e| StoreError::Backend(e.to_string()))?)
@@ -553,7 +556,7 @@ impl SecretStore for SqlStore {
         rows.into_iter()
             .map(|(sha256, agent, names, created_at, not_after)| {
                 Ok(AgentCertificate {
-                    sha256,
+                    sha256: parse_sha256(&sha256)?,
                     org_id: org,
                     agent_id: parse_id(&agent)?,
                     names: serde_json::from_str(&names).map_err(|e| StoreError::Backend(e.to_string()))?,
@@ -594,7 +597,7 @@ impl SecretStore for SqlStore {
     async fn revoke_certificate(
         &self,
         org: OrgId,
-        sha256: &str,
+        sha256: &Sha256Hex,
         event: NewEvent,
     ) -> StoreResult<IssuedCertificateInfo> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
@@ -606,7 +609,7 @@ impl SecretStore for SqlStore {
             ))
             .bind(at)
             .bind(org.to_string())
-            .bind(sha256.to_ascii_lowercase())
+            .bind(sha256.as_str())
             .execute(&mut *tx)
             .await
             .map_err(db_err)?
@@ -620,7 +623,7 @@ impl SecretStore for SqlStore {
         self.list_certificates(org, None)
             .await?
             .into_iter()
-            .find(|c| c.sha256.eq_ignore_ascii_case(sha256))
+            .find(|c| &c.sha256 == sha256)
             .ok_or(StoreError::NotFound("certificate"))
     }
 

@@ -53,6 +53,12 @@ pub(crate) fn parse_id<T: std::str::FromStr>(raw: &str) -> StoreResult<T> {
     raw.parse().map_err(|_| StoreError::Backend("stored id is not a UUID".into()))
 }
 
+/// A stored SHA-256 (hex), parsed as every other one is.
+pub(crate) fn parse_sha256(raw: &str) -> StoreResult<heimdall_core::Sha256Hex> {
+    heimdall_core::Sha256Hex::parse(raw)
+        .map_err(|_| StoreError::Backend("stored SHA-256 is not 64 hex digits".into()))
+}
+
 pub(crate) fn db_err(err: sqlx::Error) -> StoreError {
     tracing::error!(error = %err, "database error");
     StoreError::Backend(err.to_string())

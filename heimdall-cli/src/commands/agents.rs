@@ -16,7 +16,8 @@ pub async fn run(ctx: &Context, cmd: AgentCommand) -> Result<()> {
             let registration = client.create_agent_registration(&name).await?;
             let expires_at = timestamp(registration.expires_at);
             let api_url = client.base_url().trim_end_matches('/');
-            let fingerprint = registration.ca_sha256.as_deref().unwrap_or("<the CA's SHA-256>");
+            let fingerprint =
+                registration.ca_sha256.as_ref().map_or("<the CA's SHA-256>", |sha| sha.as_str());
             out.done(
                 &registration,
                 &format!("Agent registration created: {} (expires at {expires_at})", registration.name),

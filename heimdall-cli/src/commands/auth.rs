@@ -110,7 +110,7 @@ pub async fn login(ctx: &Context, args: LoginArgs) -> Result<()> {
         who: &me,
         certificate: match &certificate {
             Certificate::Issued(issued) => Some(CertificateJson {
-                sha256: &issued.sha256,
+                sha256: issued.sha256.as_str(),
                 not_after: timestamp(issued.not_after),
                 dir: cert_dir.display().to_string(),
             }),

@@ -17,7 +17,7 @@ pub async fn run(ctx: &Context, cmd: CertificateCommand) -> Result<()> {
                 &["SHA256", "KIND", "SUBJECT", "ISSUED AT", "NOT AFTER", "REVOKED AT"],
                 |c: &IssuedCertificateInfo| {
                     vec![
-                        c.sha256.clone(),
+                        c.sha256.to_string(),
                         kind(c.kind).to_owned(),
                         c.subject.clone(),
                         timestamp(c.created_at),

@@ -91,7 +91,7 @@ async fn setup(binary: &Path, args: &DevArgs, client: &Client, dev: &Dev) -> OrO
             fix: log_fix(&data.join(LOG_FILE)),
         })?;
         let token = Redacted::new(registration.token.clone());
-        command.args(["--ca-sha256", registration.ca_sha256.as_deref().unwrap_or_default()]);
+        command.args(["--ca-sha256", registration.ca_sha256.as_ref().map_or("", |sha| sha.as_str())]);
         command.env("HEIMDALL_REGISTRATION_TOKEN", token.expose());
     }
     let name = format!("{AGENT_BINARY} dev-setup");

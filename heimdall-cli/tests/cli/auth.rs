@@ -165,7 +165,9 @@ async fn login_over_https_trusts_only_the_installation_ca_it_was_given() {
     assert_ne!(run.code, 0, "{run:?}");
     assert!(!tmp.path().join("config/config.toml").exists(), "nothing saved");
     // Its fingerprint: the CA is fetched, checked and kept with the profile.
-    let run = h.run_with_stdin(&with(&api.url, &["--ca-sha256", &fingerprint]), Some(&api.owner_token)).await;
+    let run = h
+        .run_with_stdin(&with(&api.url, &["--ca-sha256", fingerprint.as_str()]), Some(&api.owner_token))
+        .await;
     assert_eq!(run.code, 0, "{run:?}");
     let text = std::fs::read_to_string(tmp.path().join("config/config.toml")).expect("config");
     assert!(text.contains("BEGIN CERTIFICATE"), "the CA is kept in the profile: {text}");

@@ -155,7 +155,7 @@ pub async fn enroll(api: &TestApi, token: &str) -> Result<Agent, heimdall_core::
         id,
         org_id: OrgId::from_uuid(Uuid::nil()),
         name: String::new(),
-        cert_sha256: "ab".repeat(32),
+        cert_sha256: heimdall_core::Sha256Hex::of(b"registration"),
         created_at: now,
         created_by: "registration".into(),
         revoked_at: None,

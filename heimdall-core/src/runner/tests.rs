@@ -7,8 +7,16 @@ use crate::infra::{AccountAuth, AccountRef, JobOperation, ModuleRef, Provider};
 
 const SHA: &str = "ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12";
 
-fn pin() -> Pin<'static> {
-    Pin { path: Path::new("/usr/bin/terraform"), version: "1.9.0", sha256: SHA }
+fn sha(text: &str) -> Sha256Hex {
+    Sha256Hex::parse(text).unwrap()
+}
+
+fn pinned() -> Sha256Hex {
+    sha(SHA)
+}
+
+fn pin(pinned: &Sha256Hex) -> Pin<'_> {
+    Pin { path: Path::new("/usr/bin/terraform"), version: "1.9.0", sha256: pinned }
 }
 
 fn request(source: &str, input: serde_json::Value) -> JobRequest {
@@ -47,7 +55,7 @@ fn allowed(globs: &[&str]) -> Vec<String> {
 }
 
 fn check(allowed: &[String], by_type: &ModulesByType, request: &JobRequest) -> Result<ModuleRef, ApiError> {
-    check_run(pin(), SHA, Modules { allowed_sources: allowed, by_type }, request)
+    check_run(pin(&pinned()), &pinned(), Modules { allowed_sources: allowed, by_type }, request)
 }
 
 #[test]
@@ -56,9 +64,10 @@ fn runs_only_the_pinned_terraform_with_an_allowed_module() {
     let none = ModulesByType::new();
     let ok = request("git::https://github.com/acme/terraform-bucket", json!({ "size": 1 }));
     let modules = Modules { allowed_sources: &globs, by_type: &none };
-    check_run(pin(), &SHA.to_uppercase(), modules, &ok).unwrap();
+    let pinned = pinned();
+    check_run(pin(&pinned), &sha(&SHA.to_uppercase()), modules, &ok).unwrap();
 
-    let err = check_run(pin(), &SHA.replace('a', "b"), modules, &ok).unwrap_err();
+    let err = check_run(pin(&pinned), &sha(&SHA.replace('a', "b")), modules, &ok).unwrap_err();
     assert_eq!(err.code, ErrorCode::TerraformChecksumMismatch);
     assert!(err.message.contains("nothing was run"), "{}", err.message);
 

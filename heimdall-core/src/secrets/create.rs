@@ -12,6 +12,7 @@ use super::{personal_key, validate_secret_type, validate_tags, MemberCertificate
 use crate::error::ApiError;
 use crate::ids::{CatalogId, MemberId, OrgId, SecretId};
 use crate::names::{validate_name, validate_text};
+use crate::sha256::Sha256Hex;
 
 /// What a member asks for.
 #[derive(Clone, Debug, Default)]
@@ -22,7 +23,7 @@ pub struct NewSecret {
     pub tags: Option<BTreeMap<String, String>>,
     pub personal: bool,
     /// For a personal secret: the SHA-256 of the certificate whose key it is bound to.
-    pub certificate_sha256: Option<String>,
+    pub certificate_sha256: Option<Sha256Hex>,
 }
 
 /// Who asks.
@@ -57,11 +58,11 @@ pub fn check(request: &NewSecret) -> Result<(), ApiError> {
 pub fn own_key(
     certificates: &[MemberCertificate],
     member: MemberId,
-    certificate_sha256: &str,
-) -> Result<String, ApiError> {
+    certificate_sha256: &Sha256Hex,
+) -> Result<Sha256Hex, ApiError> {
     certificates
         .iter()
-        .find(|c| c.member_id == member && c.sha256.eq_ignore_ascii_case(certificate_sha256))
+        .find(|c| c.member_id == member && &c.sha256 == certificate_sha256)
         .and_then(|c| c.spki_sha256.clone())
         .ok_or_else(|| {
             ApiError::invalid_input(
@@ -111,16 +112,21 @@ pub fn create(
 const DEFAULT_TYPE: &str = "generic";
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use uuid::Uuid;
 
+    /// A digest named by a label, for reading.
+    pub(crate) fn d(label: &str) -> Sha256Hex {
+        Sha256Hex::of(label.as_bytes())
+    }
+
     fn certificate(member: MemberId, sha: &str, key: Option<&str>) -> MemberCertificate {
         MemberCertificate {
-            sha256: sha.into(),
+            sha256: d(sha),
             org_id: OrgId::from_uuid(Uuid::nil()),
             member_id: member,
-            spki_sha256: key.map(str::to_owned),
+            spki_sha256: key.map(d),
             created_at: OffsetDateTime::UNIX_EPOCH,
             not_after: OffsetDateTime::UNIX_EPOCH,
         }
@@ -150,11 +156,11 @@ mod tests {
     #[test]
     fn a_personal_secret_is_bound_to_her_id_and_her_certificates_key_only() {
         let (ana, bo) = (MemberId::from_uuid(Uuid::new_v4()), MemberId::from_uuid(Uuid::new_v4()));
-        let certificates = [certificate(bo, "AB", Some("bo-key")), certificate(ana, "CD", Some("ana-key"))];
+        let certificates = [certificate(bo, "ab", Some("bo-key")), certificate(ana, "cd", Some("ana-key"))];
         let personal = |sha: &str| NewSecret {
             name: "mine".into(),
             personal: true,
-            certificate_sha256: Some(sha.into()),
+            certificate_sha256: Some(d(sha)),
             ..NewSecret::default()
         };
         let id = SecretId::from_uuid(Uuid::new_v4());
@@ -162,7 +168,7 @@ mod tests {
             create(personal("cd"), creator(ana), &certificates, vec![], id, OffsetDateTime::UNIX_EPOCH)
                 .unwrap();
         assert_eq!(secret.owner_id, Some(ana));
-        assert_eq!(secret.owner_keys, vec!["ana-key".to_owned()]);
+        assert_eq!(secret.owner_keys, vec![d("ana-key")]);
         assert_eq!(secret.name, personal_key(ana, "mine"));
         // Another member's certificate binds nothing.
         let err = create(personal("ab"), creator(ana), &certificates, vec![], id, OffsetDateTime::UNIX_EPOCH)

@@ -14,6 +14,7 @@ use crate::deletion::Lifecycle;
 use crate::error::ApiError;
 use crate::ids::{AgentId, CatalogId, MemberId, OrgId, SecretId};
 use crate::names::{validate_name, validate_text};
+use crate::sha256::Sha256Hex;
 
 pub use create::{check as check_new, create, own_key, Creator, NewSecret};
 pub use new_version::{new_version, VersionPlan, Writer};
@@ -50,7 +51,7 @@ pub struct Secret {
     /// value at an Agent. Empty for one created before keys were bound
     /// (then her member id alone, until her next write binds her key).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub owner_keys: Vec<String>,
+    pub owner_keys: Vec<Sha256Hex>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     pub created_by: String,
@@ -212,13 +213,13 @@ pub struct Assignment {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MemberCertificate {
-    pub sha256: String,
+    pub sha256: Sha256Hex,
     pub org_id: OrgId,
     pub member_id: crate::ids::MemberId,
     /// SHA-256 (hex) of the certificate's public key (SubjectPublicKeyInfo);
     /// absent for certificates issued before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spki_sha256: Option<String>,
+    pub spki_sha256: Option<Sha256Hex>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -232,7 +233,7 @@ pub enum Reach<'a> {
     Metadata,
     /// Its value at an Agent, with a client certificate whose public key
     /// has this SHA-256 (hex).
-    Value { key_sha256: &'a str },
+    Value { key_sha256: &'a Sha256Hex },
 }
 
 /// Whether `member` reaches a secret at all, before any policy: an
@@ -242,16 +243,19 @@ pub enum Reach<'a> {
 /// the organization's owner, reaches another's personal secret, and a
 /// certificate minted with only her token opens nothing bound to her key.
 /// A personal secret still answers to the organization's `forbid`s.
-pub fn reaches(owner: Option<MemberId>, owner_keys: &[String], member: MemberId, reach: Reach<'_>) -> bool {
+pub fn reaches(
+    owner: Option<MemberId>,
+    owner_keys: &[Sha256Hex],
+    member: MemberId,
+    reach: Reach<'_>,
+) -> bool {
     let Some(owner) = owner else { return true };
     if owner != member {
         return false;
     }
     match reach {
         Reach::Metadata => true,
-        Reach::Value { key_sha256 } => {
-            owner_keys.is_empty() || owner_keys.iter().any(|k| k.eq_ignore_ascii_case(key_sha256))
-        }
+        Reach::Value { key_sha256 } => owner_keys.is_empty() || owner_keys.contains(key_sha256),
     }
 }
 
@@ -260,7 +264,7 @@ pub fn reaches(owner: Option<MemberId>, owner_keys: &[String], member: MemberId,
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentCertificate {
-    pub sha256: String,
+    pub sha256: Sha256Hex,
     pub org_id: OrgId,
     pub agent_id: AgentId,
     /// The DNS names and IP addresses it names.
@@ -286,7 +290,7 @@ pub enum CertificateKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct IssuedCertificateInfo {
-    pub sha256: String,
+    pub sha256: Sha256Hex,
     pub kind: CertificateKind,
     /// The member's or Agent's id.
     pub subject_id: String,
@@ -367,19 +371,22 @@ mod tests {
     fn personal_secrets_reach_their_owner_by_id_and_key_only() {
         let (bo, bo_again) =
             (MemberId::from_uuid(uuid::Uuid::from_u128(1)), MemberId::from_uuid(uuid::Uuid::from_u128(2)));
-        let keys = vec!["aa".to_owned()];
+        let key = |c: &str| Sha256Hex::parse(&c.repeat(64)).unwrap();
+        let (aa, bb, zz) = (key("a"), key("b"), key("0"));
+        let keys = vec![aa.clone()];
         // An organization secret: everyone, policies decide.
-        assert!(reaches(None, &[], bo_again, Reach::Value { key_sha256: "zz" }));
+        assert!(reaches(None, &[], bo_again, Reach::Value { key_sha256: &zz }));
         // Personal: her member id (a re-added email is another member) …
         assert!(reaches(Some(bo), &keys, bo, Reach::Metadata));
         assert!(!reaches(Some(bo), &keys, bo_again, Reach::Metadata));
-        // … and for the value, a bound key (case-insensitive hex).
-        assert!(reaches(Some(bo), &keys, bo, Reach::Value { key_sha256: "AA" }));
-        assert!(!reaches(Some(bo), &keys, bo, Reach::Value { key_sha256: "bb" }));
-        assert!(!reaches(Some(bo), &keys, bo_again, Reach::Value { key_sha256: "aa" }));
+        // … and for the value, a bound key (either case of hex is one digest).
+        let upper = Sha256Hex::parse(&"A".repeat(64)).unwrap();
+        assert!(reaches(Some(bo), &keys, bo, Reach::Value { key_sha256: &upper }));
+        assert!(!reaches(Some(bo), &keys, bo, Reach::Value { key_sha256: &bb }));
+        assert!(!reaches(Some(bo), &keys, bo_again, Reach::Value { key_sha256: &aa }));
         // Created before keys were bound: her member id alone.
-        assert!(reaches(Some(bo), &[], bo, Reach::Value { key_sha256: "bb" }));
-        assert!(!reaches(Some(bo), &[], bo_again, Reach::Value { key_sha256: "bb" }));
+        assert!(reaches(Some(bo), &[], bo, Reach::Value { key_sha256: &bb }));
+        assert!(!reaches(Some(bo), &[], bo_again, Reach::Value { key_sha256: &bb }));
     }
 
     #[test]

@@ -8,21 +8,22 @@
 use super::{own_key, MemberCertificate, Secret};
 use crate::error::{ApiError, ErrorCode};
 use crate::ids::MemberId;
+use crate::sha256::Sha256Hex;
 
 /// What numbering the version binds, and what its grants carry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VersionPlan {
     /// For a personal secret: the keys that open its value at an Agent.
-    pub owner_keys: Option<Vec<String>>,
+    pub owner_keys: Option<Vec<Sha256Hex>>,
     /// A key to bind to the secret with this version (its first).
-    pub bind: Option<String>,
+    pub bind: Option<Sha256Hex>,
 }
 
 /// The writer: who, and the certificate she writes with (its SHA-256).
 #[derive(Clone, Copy, Debug)]
 pub struct Writer<'a> {
     pub member: MemberId,
-    pub certificate_sha256: Option<&'a str>,
+    pub certificate_sha256: Option<&'a Sha256Hex>,
 }
 
 /// `holders`: how many Agents hold `environment`; `certificates`: the
@@ -53,7 +54,7 @@ pub fn new_version(
             keys.push(key.clone());
             Some(key)
         }
-        (Some(keys), Some(key)) if !keys.iter().any(|k| k.eq_ignore_ascii_case(&key)) => {
+        (Some(keys), Some(key)) if !keys.contains(&key) => {
             return Err(ApiError::forbidden(
                 "your client certificate's key is not bound to this personal secret",
             ))
@@ -67,16 +68,17 @@ pub fn new_version(
 mod tests {
     use super::*;
     use crate::ids::{OrgId, SecretId};
+    use crate::secrets::create::tests::d;
     use crate::secrets::{create, Creator, NewSecret};
     use time::OffsetDateTime;
     use uuid::Uuid;
 
     fn certificate(member: MemberId, sha: &str, key: &str) -> MemberCertificate {
         MemberCertificate {
-            sha256: sha.into(),
+            sha256: d(sha),
             org_id: OrgId::from_uuid(Uuid::nil()),
             member_id: member,
-            spki_sha256: Some(key.into()),
+            spki_sha256: Some(d(key)),
             created_at: OffsetDateTime::UNIX_EPOCH,
             not_after: OffsetDateTime::UNIX_EPOCH,
         }
@@ -90,7 +92,7 @@ mod tests {
         let request = NewSecret {
             name: "mine".into(),
             personal: true,
-            certificate_sha256: Some("aa".into()),
+            certificate_sha256: Some(d("aa")),
             ..NewSecret::default()
         };
         let mut secret = create(
@@ -102,21 +104,19 @@ mod tests {
             OffsetDateTime::UNIX_EPOCH,
         )
         .unwrap();
+        let (aa, bb) = (d("aa"), d("bb"));
         let with = |sha| Writer { member: ana, certificate_sha256: Some(sha) };
 
-        let none = new_version(&secret, "prod", 0, with("aa"), &certs).unwrap_err();
+        let none = new_version(&secret, "prod", 0, with(&aa), &certs).unwrap_err();
         assert_eq!(none.code, ErrorCode::NoAgent);
-        let plan = new_version(&secret, "prod", 2, with("AA"), &certs).unwrap();
-        assert_eq!(plan, VersionPlan { owner_keys: Some(vec!["old-key".into()]), bind: None });
-        let other = new_version(&secret, "prod", 2, with("bb"), &certs).unwrap_err();
+        let plan = new_version(&secret, "prod", 2, with(&aa), &certs).unwrap();
+        assert_eq!(plan, VersionPlan { owner_keys: Some(vec![d("old-key")]), bind: None });
+        let other = new_version(&secret, "prod", 2, with(&bb), &certs).unwrap_err();
         assert_eq!(other.code, ErrorCode::Forbidden);
 
         // Made before keys were bound: the writer's key is bound now.
         secret.owner_keys.clear();
-        let plan = new_version(&secret, "prod", 1, with("bb"), &certs).unwrap();
-        assert_eq!(
-            plan,
-            VersionPlan { owner_keys: Some(vec!["new-key".into()]), bind: Some("new-key".into()) }
-        );
+        let plan = new_version(&secret, "prod", 1, with(&bb), &certs).unwrap();
+        assert_eq!(plan, VersionPlan { owner_keys: Some(vec![d("new-key")]), bind: Some(d("new-key")) });
     }
 }

@@ -92,7 +92,7 @@ mod tests {
             agent_id: heimdall_core::ids::AgentId::from_uuid(uuid::Uuid::new_v4()),
             agent: "dev".into(),
             url: Some("https://127.0.0.1:7482".into()),
-            certificates: Some(vec!["ab".repeat(32)]),
+            certificates: Some(vec![heimdall_core::Sha256Hex::of(b"ab")]),
         };
         let at = OffsetDateTime::UNIX_EPOCH;
         memory.remember("dev", std::slice::from_ref(&holder), at);

@@ -40,7 +40,7 @@ use crate::http::AppState;
 #[derive(Clone, Debug)]
 pub struct PeerAgent {
     pub id: AgentId,
-    pub cert_sha256: String,
+    pub cert_sha256: heimdall_core::Sha256Hex,
 }
 
 /// Longest a claim is held open.
@@ -457,7 +457,7 @@ async fn sync(
     }
 
     let certificates = state.store.active_member_certificates(org, now).await?;
-    let local_api: Vec<String> = state
+    let local_api: Vec<heimdall_core::Sha256Hex> = state
         .store
         .active_agent_certificates(org, now)
         .await?

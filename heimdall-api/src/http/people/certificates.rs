@@ -13,7 +13,7 @@ use axum::Json;
 use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::secrets::{CertificateKind, IssuedCertificateInfo, MemberCertificate};
-use heimdall_core::{ApiError, ErrorCode};
+use heimdall_core::{ApiError, ErrorCode, Sha256Hex};
 use heimdall_wire::{CertificateRequest, IssuedCertificate};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -29,7 +29,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 
 errors!(body IssueErrors: NotFound);
 errors!(ListErrors: InvalidInput);
-errors!(RevokeErrors: NotFound);
+errors!(RevokeErrors: NotFound, InvalidInput);
 
 #[utoipa::path(
     get,
@@ -54,7 +54,7 @@ async fn list(
     let certificates = state.store.list_certificates(caller.org.id, only).await?;
     let (headers, certificates) =
         crate::http::short_page(certificates, page.limit, page.after.as_deref(), |c| {
-            vec![crate::http::sort_time_newest_first(c.created_at), c.sha256.clone()]
+            vec![crate::http::sort_time_newest_first(c.created_at), c.sha256.to_string()]
         })?;
     Ok((headers, Json(certificates)))
 }
@@ -72,7 +72,7 @@ async fn list(
         certificate at their next sync; people's clients stop accepting an Agent's local-API certificate at \
         once, and the Agent gets a new one. Members may revoke their own certificates; any other needs \
         `certificate.revoke` (owners and admins by default).",
-    params(("sha256" = String, Path, description = "The certificate's SHA-256 fingerprint (hex)")),
+    params(("sha256" = String, Path, description = "The certificate's SHA-256 fingerprint: 64 hex digits, either case")),
     responses((status = 200, description = "The certificate, revoked", body = IssuedCertificateInfo), RevokeErrors),
 )]
 async fn revoke(
@@ -80,11 +80,9 @@ async fn revoke(
     caller: Caller,
     Path(sha256): Path<String>,
 ) -> HttpResult<Json<IssuedCertificateInfo>> {
+    let sha256 = Sha256Hex::parse_field("the certificate's SHA-256", &sha256)?;
     let all = state.store.list_certificates(caller.org.id, None).await?;
-    let cert = all
-        .iter()
-        .find(|c| c.sha256.eq_ignore_ascii_case(&sha256))
-        .ok_or_else(|| ApiError::not_found("certificate"))?;
+    let cert = all.iter().find(|c| c.sha256 == sha256).ok_or_else(|| ApiError::not_found("certificate"))?;
     let own = cert.kind == CertificateKind::Member && cert.subject_id == caller.member.id.to_string();
     if !own {
         state

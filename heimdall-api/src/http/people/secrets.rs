@@ -783,7 +783,7 @@ async fn create_version(
         Some(_) => state.store.active_member_certificates(caller.org.id, state.clock.now()).await?,
         None => Vec::new(),
     };
-    let writer = Writer { member: caller.member.id, certificate_sha256: body.certificate_sha256.as_deref() };
+    let writer = Writer { member: caller.member.id, certificate_sha256: body.certificate_sha256.as_ref() };
     let VersionPlan { owner_keys, bind } =
         secrets::new_version(&secret, &env.name, holders.len(), writer, &certificates)?;
     let event = state.event(
@@ -795,7 +795,7 @@ async fn create_version(
     let now = event.at;
     let version = state
         .store
-        .create_version(caller.org.id, secret.id, env.id, &caller.member.email, bind.as_deref(), event)
+        .create_version(caller.org.id, secret.id, env.id, &caller.member.email, bind.as_ref(), event)
         .await?;
     let mut signed = Vec::with_capacity(holders.len());
     for location in holders {
