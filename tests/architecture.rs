@@ -407,10 +407,7 @@ fn digests_are_compared_as_sha256hex_never_by_folding_case() {
                 }
                 seen += 1;
                 let lower = line.to_ascii_lowercase();
-                if ["sha", "key", "pin", "fingerprint", "digest"]
-                    .iter()
-                    .any(|w| lower.contains(w))
-                {
+                if ["sha", "key", "pin", "fingerprint", "digest"].iter().any(|w| lower.contains(w)) {
                     offenders.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
                 }
             }
