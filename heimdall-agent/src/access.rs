@@ -122,6 +122,12 @@ impl PolicySnapshot {
         self.org
     }
 
+    /// The version the last sync named current for `secret` (its stored
+    /// name) in `environment`, if this Agent holds that environment.
+    pub fn current_version(&self, secret: &str, environment: CatalogId) -> Option<i64> {
+        self.current.get(&(secret.to_owned(), environment)).copied()
+    }
+
     pub fn received_at(&self) -> OffsetDateTime {
         self.received_at
     }
@@ -565,6 +571,7 @@ mod tests {
             local_api_certificates: None,
             live_program_tokens: None,
             local_api_status: None,
+            transfers: Vec::new(),
         }
     }
 

@@ -175,6 +175,16 @@ pub async fn run(
                 policy_file,
                 tokens: tokens.clone(),
                 alerts: alerts.clone(),
+                replication: match crate::values::replication::Replication::from_config(
+                    &config,
+                    store.clone(),
+                ) {
+                    Ok(replication) => Some(std::sync::Arc::new(replication)),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "this Agent cannot fetch what it lacks from other holders");
+                        None
+                    }
+                },
             };
             let period = std::time::Duration::from_secs(v.sync_seconds);
             Some(tokio::spawn(sync::run(syncer, period, stop_rx.clone())))

@@ -47,6 +47,8 @@ pub struct Syncer {
     pub tokens: Option<Arc<crate::program_tokens::TokenFile>>,
     /// What this Agent found wrong on its side, for the API's audit feed.
     pub alerts: crate::alerts::Alerts,
+    /// Fetches the current versions this Agent lacks from the other holders.
+    pub replication: Option<Arc<crate::values::replication::Replication>>,
 }
 
 /// How far the API has this Agent's records (an epoch and a number in
@@ -250,6 +252,9 @@ impl Syncer {
             }
             self.apply(&response, held).await;
             cursor.applied_through = Some(response.at);
+            if let Some(replication) = &self.replication {
+                replication.fetch_all(&response).await;
+            }
             if let Some(cert) = &self.local_cert {
                 cert.check(response.local_api_certificates.as_deref(), &self.channel, self.clock.now()).await;
             }

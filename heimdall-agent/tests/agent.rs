@@ -17,6 +17,9 @@ mod credentials;
 #[path = "agent/current.rs"]
 mod current;
 
+#[path = "agent/transfers.rs"]
+mod transfers;
+
 #[path = "agent/databases.rs"]
 mod databases;
 

@@ -53,6 +53,7 @@ pub mod sha256;
 pub mod signed;
 pub mod state_lock;
 pub mod token;
+pub mod transfer;
 
 pub use error::{ApiError, ErrorCode, FieldError};
 pub use redacted::Redacted;

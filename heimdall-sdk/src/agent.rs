@@ -8,8 +8,8 @@ use std::fmt;
 use heimdall_core::ids::AgentId;
 use heimdall_core::{Redacted, Sha256Hex};
 use heimdall_wire::{
-    AgentLocation, ProgramDeletion, ProgramValue, ReadValues, ValueAnswer, ValuesAnswer, WatchAnswer,
-    WatchValues, WriteValue,
+    AgentLocation, FetchTransfer, ProgramDeletion, ProgramValue, ReadValues, ValueAnswer, ValuesAnswer,
+    WatchAnswer, WatchValues, WriteValue,
 };
 use reqwest::Method;
 
@@ -268,6 +268,18 @@ impl AgentClient {
         self.call(|c| {
             let body = body.clone();
             async move { c.send(c.authed(Method::PUT, c.url(&["secrets", secret, "value"])?).json(&body)).await }
+        })
+        .await
+    }
+
+    /// `POST /v1/transfers`, as an Agent (its own certificate as the
+    /// identity): the current version another holder lacks, with the CA's
+    /// grant naming that Agent (`heimdall_core::transfer`).
+    pub async fn fetch_transfer(&self, grant: &str) -> Result<ValueAnswer> {
+        let body = FetchTransfer { grant: grant.to_owned() };
+        self.call(|c| {
+            let body = body.clone();
+            async move { c.send(c.authed(Method::POST, c.url(&["transfers"])?).json(&body)).await }
         })
         .await
     }

@@ -851,6 +851,31 @@ pub struct SyncResponse {
     /// clients, which pin what it lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_api_status: Option<String>,
+    /// Current versions this Agent lacks, each with the holders to fetch
+    /// it from and the CA's grant (`heimdall_core::transfer`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transfers: Vec<Transfer>,
+}
+
+/// A current version to fetch from another holder's local API
+/// (`POST /v1/transfers` there, with this Agent's certificate).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Transfer {
+    /// The secret's name as stored.
+    pub secret: String,
+    pub environment_id: CatalogId,
+    pub version: i64,
+    /// Holders that have it, to ask in order.
+    pub sources: Vec<AgentLocation>,
+    /// The CA-signed grant naming this Agent (`ht1.…`).
+    pub grant: String,
+}
+
+/// `POST /v1/transfers` on an Agent's local API, from another Agent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FetchTransfer {
+    pub grant: String,
 }
 
 pub use heimdall_core::access::AccessLogEntry;
@@ -1154,7 +1179,7 @@ bodies!(ValuePolicy::SchemaGoverned(&["input_schema", "defaults"]) => CreateSche
 // The Agent channel: machines, not people, write these.
 bodies!(ValuePolicy::NotScanned =>
     Claim, Heartbeat, LogChunk, FinishJob, SyncRequest, ServerCertificateRequest, DatabaseTaskReport,
-    RegisterProgramToken,
+    RegisterProgramToken, FetchTransfer,
 );
 // The Agent's local API write: the one body with a place for a value.
 bodies!(ValuePolicy::Carries("value") => WriteValue, ProgramValue);

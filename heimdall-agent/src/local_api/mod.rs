@@ -29,6 +29,7 @@ pub mod eso;
 pub mod local_cert;
 pub mod openapi;
 pub mod program_writes;
+pub mod transfers;
 pub mod watch;
 
 use std::net::SocketAddr;
@@ -88,12 +89,15 @@ pub struct Peer {
     pub addr: SocketAddr,
 }
 
-/// A person's verified client certificate.
+/// A verified client certificate: a person's, or another Agent's (for a transfer).
 #[derive(Clone, Debug)]
 pub struct PeerCert {
     pub cert_sha256: Sha256Hex,
     /// SHA-256 of the certificate's public key: what a personal secret is bound to.
     pub key_sha256: Sha256Hex,
+    /// The Agent it names (URI SAN), for an Agent's certificate: only a
+    /// transfer takes one (`transfers.rs`); people are looked up by `cert_sha256`.
+    pub agent: Option<AgentId>,
 }
 
 /// Who asks: a person (by certificate) or a program (by token).
@@ -172,6 +176,7 @@ pub(crate) fn routes() -> OpenApiRouter<LocalApi> {
         .routes(routes!(read_many))
         .routes(routes!(crate::local_api::watch::watch))
         .routes(routes!(crate::local_api::eso::read))
+        .routes(routes!(crate::local_api::transfers::fetch))
 }
 
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "agent", operation_id = "get_openapi_document",
@@ -198,7 +203,7 @@ pub fn router(state: LocalApi) -> Router {
 }
 
 /// The current snapshot; right after start, the first sync's (waited for).
-async fn snapshot(state: &LocalApi) -> Result<Arc<PolicySnapshot>, ErrorAnswer> {
+pub(crate) async fn snapshot(state: &LocalApi) -> Result<Arc<PolicySnapshot>, ErrorAnswer> {
     let current = match state.policy.current() {
         Some(current) => Some(current),
         None if state.policy.is_revoked() => None,
@@ -653,7 +658,11 @@ pub(crate) async fn decide(
 
 /// Makes `records` durable in one commit, or refuses (`AUDIT_UNAVAILABLE`):
 /// nothing is served that was not recorded. `what` names them in the log.
-async fn record(state: &LocalApi, records: Vec<ServedRead>, what: &str) -> Result<(), ErrorAnswer> {
+pub(crate) async fn record(
+    state: &LocalApi,
+    records: Vec<ServedRead>,
+    what: &str,
+) -> Result<(), ErrorAnswer> {
     if let Err(e) = state.recorder.record_all(records).await {
         tracing::error!(error = %e, what, "read refused: its access record was not written");
         return Err(ErrorAnswer(ApiError::new(
@@ -705,6 +714,7 @@ pub async fn serve(
             Some(cert) => Some(PeerCert {
                 cert_sha256: heimdall_tls::identity::sha256_hex(cert.as_ref()),
                 key_sha256: heimdall_tls::identity::spki_sha256(cert.as_ref())?,
+                agent: heimdall_tls::identity::agent_of(cert.as_ref()),
             }),
         };
         Some(Peer { cert, addr })

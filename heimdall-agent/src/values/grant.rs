@@ -4,6 +4,7 @@
 //! claims against the write asked for.
 
 use heimdall_core::grant::{GrantError, GrantTarget, ParsedGrant};
+use heimdall_core::transfer::{ParsedTransfer, ServeCheck, TransferError};
 use heimdall_tls::verify::CaSignatures;
 use time::OffsetDateTime;
 
@@ -31,5 +32,19 @@ impl GrantVerifier {
             return Err(GrantError::BadSignature);
         }
         grant.claims.check(target, now)
+    }
+
+    /// Checks a transfer grant: its signature against the CA key, then
+    /// that this Agent may serve it to its caller at `now`.
+    pub fn verify_transfer(
+        &self,
+        grant: &ParsedTransfer,
+        check: &ServeCheck,
+        now: OffsetDateTime,
+    ) -> Result<(), TransferError> {
+        if !self.ca.verify(&grant.signed_message, &grant.signature) {
+            return Err(TransferError::BadSignature);
+        }
+        grant.claims.check(check, now)
     }
 }

@@ -2,8 +2,8 @@
 //! holder down during `secret set` is the same): the API tells each which
 //! version is current, the one that lacks it never serves the older value
 //! as the latest (`VERSION_NOT_HELD`), and a program reading through the
-//! SDK gets the current value from the other holder, or an error when it
-//! is down, never the old value.
+//! SDK gets an error while no holder of the current version answers,
+//! never the old value (`transfers.rs`: the other holder hands it over).
 
 use heimdall_sdk::flows::{read_values, AgentOptions, Ask};
 use heimdall_sdk::ErrorCode;
@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::support::{agent_client, World};
-use crate::values::{configure, eventually, identity, set, Store};
+use crate::values::{configure, eventually, holders_reachable, identity, set, set_only_on, Store};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_missed_a_write_never_serves_the_older_value_as_the_latest() {
@@ -27,21 +27,28 @@ async fn an_agent_that_missed_a_write_never_serves_the_older_value_as_the_latest
     w.post(&owner, "/v1/secrets", json!({ "name": "db-password" })).await;
     let ana = identity(&w, &owner).await;
     let (mut edge_1, mut edge_2) = (w.run_agent(&lagging), w.run_agent(&current));
-    eventually(&lagging, "both local URLs", || async {
-        let (_, holders) = w.call(Method::GET, "/v1/secrets/db-password/holders?environment=dev", None).await;
-        holders.as_array().unwrap().iter().filter(|h| h["url"].is_string()).count() == 2
-    })
-    .await;
+    holders_reachable(&w, &lagging, "db-password", 2).await;
     assert_eq!(set(&w, &owner, &ana, "db-password", "dev", "one").await, 1);
 
-    // Version 2 reaches edge-2 only.
-    let created = w.post(&owner, "/v1/secrets/db-password/versions", json!({ "environment": "dev" })).await;
-    let holders = created["holders"].as_array().unwrap();
-    let grant = holders.iter().find(|h| h["agent"] == "edge-2").unwrap()["grant"].as_str().unwrap();
+    // edge-1 is down while version 2 is written: edge-2 stores it, serves it
+    // (that read's record and its inventory reach the API in one sync),
+    // then goes down too.
+    edge_1.start_kill().unwrap();
+    let _ = edge_1.wait().await;
+    assert_eq!(set_only_on(&w, &owner, &ana, ("db-password", "dev", "two"), "edge-2").await, 2);
     let via_current = agent_client(&current, &local_current, &ana);
-    via_current.put_value("db-password", "dev", 2, grant, "two").await.unwrap();
+    assert_eq!(via_current.get_value("db-password", "dev", None).await.unwrap().version, 2);
+    eventually(&current, "edge-2 reporting version 2", || async {
+        let (_, log) = w.call(Method::GET, "/v1/secrets/db-password/access-log?environment=dev", None).await;
+        log.as_array().unwrap().iter().any(|e| e["version"] == 2)
+    })
+    .await;
+    edge_2.start_kill().unwrap();
+    let _ = edge_2.wait().await;
 
-    // Once edge-2 reported it, edge-1 knows 2 is current and serves 1 only when asked for 1.
+    // Back up with nowhere to fetch version 2 from, edge-1 knows 2 is
+    // current and serves 1 only when asked for 1.
+    edge_1 = w.run_agent(&lagging);
     let via_lagging = agent_client(&lagging, &local_lagging, &ana);
     eventually(&lagging, "edge-1 refusing the latest", || async {
         let answer = via_lagging.get_value("db-password", "dev", None).await;
@@ -53,19 +60,22 @@ async fn an_agent_that_missed_a_write_never_serves_the_older_value_as_the_latest
     let asked = via_lagging.get_value("db-password", "dev", Some(2)).await.unwrap_err();
     assert_eq!(asked.code(), Some(ErrorCode::VersionNotHeld), "{asked}");
 
-    // The SDK asks edge-1, then edge-2: the current value.
+    // Through the SDK: an error that says what is missing, never "one".
     let api = heimdall_sdk::Client::new(&w.api.url, owner.clone()).unwrap();
     let latest = Ask::One { secret: "db-password", version: None };
-    let read = read_values(&api, &ana, "dev", latest, AgentOptions::default()).await.unwrap();
-    assert_eq!(read.agent, "edge-2");
-    assert_eq!((read.answers[0].version, read.answers[0].value.expose().as_str()), (2, "two"));
-
-    // edge-2 down: an error that says what is missing, never "one".
-    edge_2.start_kill().unwrap();
-    let _ = edge_2.wait().await;
     let err = read_values(&api, &ana, "dev", latest, AgentOptions::default()).await.unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::VersionNotHeld), "{err}");
     assert!(err.to_string().contains("current version (2)") && err.to_string().contains("edge-1"), "{err}");
-    edge_1.start_kill().unwrap();
-    let _ = edge_1.wait().await;
+
+    // edge-2 back: the current value, whichever holder answers.
+    let mut edge_2 = w.run_agent(&current);
+    eventually(&lagging, "version 2 read through the SDK", || async {
+        let read = read_values(&api, &ana, "dev", latest, AgentOptions::default()).await;
+        read.is_ok_and(|r| r.answers[0].version == 2 && r.answers[0].value.expose() == "two")
+    })
+    .await;
+    for child in [&mut edge_1, &mut edge_2] {
+        child.start_kill().unwrap();
+        let _ = child.wait().await;
+    }
 }

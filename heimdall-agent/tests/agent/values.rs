@@ -164,12 +164,46 @@ where
     }
 }
 
+/// Waits until the API lists `holders` local URLs for `secret` in dev: every
+/// holder has reported where programs reach it.
+pub(crate) async fn holders_reachable(w: &World, config: &Path, secret: &str, holders: usize) {
+    let path = format!("/v1/secrets/{secret}/holders?environment=dev");
+    eventually(config, "every holder's local URL", || async {
+        let (_, listed) = w.call(Method::GET, &path, None).await;
+        listed.as_array().unwrap().iter().filter(|h| h["url"].is_string()).count() == holders
+    })
+    .await;
+}
+
 /// Writes `value` as the next version in `env` through the API's grant.
 pub(crate) async fn set(w: &World, token: &str, who: &Identity, secret: &str, env: &str, value: &str) -> i64 {
+    write(w, token, who, (secret, env, value), None).await
+}
+
+/// Writes `value` as the next version in `env` on the holder named `agent`
+/// only, as a write made while the other holders were down.
+pub(crate) async fn set_only_on(
+    w: &World,
+    token: &str,
+    who: &Identity,
+    (secret, env, value): (&str, &str, &str),
+    agent: &str,
+) -> i64 {
+    write(w, token, who, (secret, env, value), Some(agent)).await
+}
+
+async fn write(
+    w: &World,
+    token: &str,
+    who: &Identity,
+    (secret, env, value): (&str, &str, &str),
+    only: Option<&str>,
+) -> i64 {
     let created =
         w.post(token, &format!("/v1/secrets/{secret}/versions"), json!({ "environment": env })).await;
     let version = created["version"].as_i64().unwrap();
-    for holder in created["holders"].as_array().unwrap() {
+    let holders = created["holders"].as_array().unwrap();
+    for holder in holders.iter().filter(|h| only.is_none_or(|name| h["agent"] == name)) {
         let id: heimdall_core::ids::AgentId = holder["agent_id"].as_str().unwrap().parse().unwrap();
         let pins: Option<Vec<heimdall_core::Sha256Hex>> =
             serde_json::from_value(holder["certificates"].clone()).unwrap();

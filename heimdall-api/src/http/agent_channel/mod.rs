@@ -22,9 +22,9 @@ use heimdall_core::ports::{JobOutcome, NewEvent, StoreError};
 use heimdall_core::queue::MAX_LOG_BYTES;
 use heimdall_core::{ApiError, ErrorCode};
 use heimdall_wire::{
-    Claim, ClaimedJob, DeactivatedVersion, FinishJob, FinishOutcome, Heartbeat, IssuedCertificate,
-    LeaseExtended, LogChunk, ServerCertificateRequest, SyncCatalogEntry, SyncEnvironment, SyncMember,
-    SyncRequest, SyncResponse, SyncSecret,
+    AgentLocation, Claim, ClaimedJob, DeactivatedVersion, FinishJob, FinishOutcome, Heartbeat,
+    IssuedCertificate, LeaseExtended, LogChunk, ServerCertificateRequest, SyncCatalogEntry, SyncEnvironment,
+    SyncMember, SyncRequest, SyncResponse, SyncSecret,
 };
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -523,7 +523,8 @@ async fn sync(
     }));
     let known =
         Known { assignments: &assignments, environments: &environments, deactivated: &deactivated_versions };
-    let current_versions = current_versions(&state, org, &agent, known, &deleted).await?;
+    let (current_versions, planned) = current_versions(&state, org, &agent, known, &deleted).await?;
+    let transfers = transfers(&state, &agent, planned, now).await?;
     let deactivated = deactivated_versions
         .into_iter()
         .filter_map(|(secret, env_id, version)| {
@@ -551,6 +552,7 @@ async fn sync(
         assignments,
         deactivated,
         current_versions,
+        transfers,
         deleted_secrets,
         deleted_in_environments: environment_deletions
             .into_iter()
@@ -682,14 +684,18 @@ async fn server_certificate(
 
 /// The current version of each secret in the environments `agent` holds
 /// (`heimdall_core::current::current_versions`), from what every Agent not
-/// revoked reported holding.
+/// revoked reported holding, and those it lacks, with the holders to fetch
+/// each from (`heimdall_core::transfer::plan`).
 async fn current_versions(
     state: &AppState,
     org: OrgId,
     agent: &Agent,
     known: Known<'_>,
     deleted: &[heimdall_core::current::Deleted<'_>],
-) -> Result<Vec<heimdall_core::current::CurrentVersion>, ApiError> {
+) -> Result<
+    (Vec<heimdall_core::current::CurrentVersion>, Vec<heimdall_core::transfer::PlannedTransfer>),
+    ApiError,
+> {
     let Known { assignments, environments, deactivated } = known;
     let holdings = state.store.holdings_of_org(org).await?;
     let held: Vec<heimdall_core::current::Held<'_>> = holdings
@@ -710,7 +716,56 @@ async fn current_versions(
         assignments.iter().map(|a| (a.agent_id, a.environment_id)).collect();
     let mine: Vec<CatalogId> =
         assignments.iter().filter(|a| a.agent_id == agent.id).map(|a| a.environment_id).collect();
-    Ok(heimdall_core::current::current_versions(&held, &assigned, deactivated, deleted, &mine))
+    let current = heimdall_core::current::current_versions(&held, &assigned, deactivated, deleted, &mine);
+    let planned = heimdall_core::transfer::plan(agent.id, &current, &held, &assigned);
+    Ok((current, planned))
+}
+
+/// The planned transfers as the Agent gets them: each source's local API
+/// and certificates, and a grant the CA signs naming `agent`. Without a CA
+/// (an API started without `--ca-dir`) there is nothing to sign with, and
+/// no transfer.
+async fn transfers(
+    state: &AppState,
+    agent: &Agent,
+    planned: Vec<heimdall_core::transfer::PlannedTransfer>,
+    now: time::OffsetDateTime,
+) -> Result<Vec<heimdall_wire::Transfer>, ApiError> {
+    let Some(ca) = state.ca.clone() else { return Ok(Vec::new()) };
+    if planned.is_empty() {
+        return Ok(Vec::new());
+    }
+    let agents = state.store.list_agents(agent.org_id).await?;
+    let certificates = state.store.active_agent_certificates(agent.org_id, now).await?;
+    let location = |id: AgentId| {
+        agents.iter().find(|g| g.id == id && g.revoked_at.is_none()).map(|g| AgentLocation {
+            agent_id: g.id,
+            agent: g.name.clone(),
+            url: g.local_url.clone(),
+            certificates: Some(
+                certificates.iter().filter(|c| c.agent_id == g.id).map(|c| c.sha256.clone()).collect(),
+            ),
+        })
+    };
+    let mut out = Vec::with_capacity(planned.len());
+    for p in planned {
+        let sources: Vec<AgentLocation> = p.sources.iter().filter_map(|id| location(*id)).collect();
+        if sources.is_empty() {
+            continue;
+        }
+        let claims =
+            heimdall_core::transfer::TransferClaims::new(Uuid::new_v4(), agent.org_id, &p, agent.id, now);
+        let grant = heimdall_core::transfer::encode(&claims, |m| ca.sign_statement(m))
+            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+        out.push(heimdall_wire::Transfer {
+            secret: p.secret,
+            environment_id: p.environment,
+            version: p.version,
+            sources,
+            grant,
+        });
+    }
+    Ok(out)
 }
 
 /// What the sync already loaded that the current versions depend on.

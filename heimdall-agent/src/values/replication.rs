@@ -1,0 +1,101 @@
+//! Fetching the current versions this Agent lacks from the other holders
+//! of its environments (`heimdall_core::transfer`), never through the API.
+//!
+//! Each sync answer names what to fetch, from which holders, with the CA's
+//! grant naming this Agent. This Agent calls each holder's local API in
+//! turn with its own Agent certificate, trusting only a server whose
+//! certificate names that holder's id and is one the API lists, and stores
+//! what the first one answers. Nothing is stored half: a value is put whole
+//! or not at all, and what failed is planned again by the next sync.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use heimdall_core::ids::OrgId;
+use heimdall_core::Redacted;
+use heimdall_sdk::{AgentClient, Identity, Timeouts};
+use heimdall_wire::{SyncResponse, Transfer};
+
+use crate::config::AgentConfig;
+use crate::values::store::{ValueAddress, ValueStoreError};
+use crate::values::vault::Vault;
+
+/// A holder that does not answer quickly is skipped for the next one.
+const TIMEOUTS: Timeouts = Timeouts { connect: Duration::from_secs(3), request: Duration::from_secs(10) };
+
+/// What fetching needs: this Agent's identity and its store.
+pub struct Replication {
+    identity: Identity,
+    store: Arc<Vault>,
+}
+
+impl std::fmt::Debug for Replication {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replication").finish_non_exhaustive()
+    }
+}
+
+impl Replication {
+    /// This Agent's certificate and key (as for the channel) and the CA.
+    pub fn from_config(config: &AgentConfig, store: Arc<Vault>) -> Result<Self, String> {
+        let read = |p: &std::path::Path| {
+            std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+        };
+        let identity = Identity {
+            certificate_pem: read(&config.cert)?,
+            key_pem: Redacted::new(read(&config.key)?),
+            ca_pem: read(&config.ca)?,
+        };
+        Ok(Self { identity, store })
+    }
+
+    /// Fetches and stores every transfer of `response`; how many were stored.
+    pub async fn fetch_all(&self, response: &SyncResponse) -> usize {
+        let mut stored = 0;
+        for transfer in &response.transfers {
+            match self.fetch_one(response.org_id, transfer).await {
+                Ok(()) => stored += 1,
+                Err(e) => tracing::warn!(
+                    secret = %transfer.secret,
+                    version = transfer.version,
+                    error = %e,
+                    "could not fetch a current version from another holder; the next sync tries again"
+                ),
+            }
+        }
+        if stored > 0 {
+            tracing::info!(stored, "fetched current versions from the other holders");
+        }
+        stored
+    }
+
+    async fn fetch_one(&self, org: OrgId, transfer: &Transfer) -> Result<(), String> {
+        let version = u32::try_from(transfer.version).map_err(|_| "a version out of range".to_owned())?;
+        let mut last = "no holder with a local API to fetch from".to_owned();
+        for source in &transfer.sources {
+            let Some(url) = source.url.as_deref() else { continue };
+            let client =
+                AgentClient::new(url, &self.identity, source.agent_id, source.certificates.as_deref())
+                    .and_then(|c| c.with_timeouts(TIMEOUTS))
+                    .map_err(|e| e.to_string())?;
+            match client.fetch_transfer(&transfer.grant).await {
+                Ok(answer) if answer.version == transfer.version && answer.name == transfer.secret => {
+                    let at = ValueAddress {
+                        org,
+                        secret: transfer.secret.clone(),
+                        environment: transfer.environment_id,
+                        version,
+                    };
+                    return match self.store.put_value(&at, answer.value.expose().as_bytes()).await {
+                        // Another Agent sharing this store put it first.
+                        Ok(()) | Err(ValueStoreError::AlreadyExists { .. }) => Ok(()),
+                        Err(e) => Err(e.to_string()),
+                    };
+                }
+                Ok(_) => last = format!("{} answered another secret or version", source.agent),
+                Err(e) => last = format!("{}: {e}", source.agent),
+            }
+        }
+        Err(last)
+    }
+}
