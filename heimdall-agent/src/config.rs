@@ -207,6 +207,19 @@ pub struct StateConfig {
 }
 
 impl AgentConfig {
+    /// This Agent's certificate, key and CA, as a client of other Agents'
+    /// local APIs (the same identity as on the channel).
+    pub fn identity(&self) -> Result<heimdall_sdk::Identity, String> {
+        let read = |p: &std::path::Path| {
+            std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+        };
+        Ok(heimdall_sdk::Identity {
+            certificate_pem: read(&self.cert)?,
+            key_pem: heimdall_core::Redacted::new(read(&self.key)?),
+            ca_pem: read(&self.ca)?,
+        })
+    }
+
     /// This Agent's id: the URI SAN of its own certificate.
     pub fn agent_id(&self) -> Result<heimdall_core::ids::AgentId, String> {
         let pem = std::fs::read_to_string(&self.cert)

@@ -175,11 +175,11 @@ pub async fn run(
                 policy_file,
                 tokens: tokens.clone(),
                 alerts: alerts.clone(),
-                replication: match crate::values::replication::Replication::from_config(
-                    &config,
-                    store.clone(),
-                ) {
-                    Ok(replication) => Some(std::sync::Arc::new(replication)),
+                replication: match config.identity() {
+                    Ok(identity) => Some(std::sync::Arc::new(crate::values::replication::Replication::new(
+                        identity,
+                        store.clone(),
+                    ))),
                     Err(e) => {
                         tracing::warn!(error = %e, "this Agent cannot fetch what it lacks from other holders");
                         None

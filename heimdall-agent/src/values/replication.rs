@@ -12,11 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use heimdall_core::ids::OrgId;
-use heimdall_core::Redacted;
 use heimdall_sdk::{AgentClient, Identity, Timeouts};
 use heimdall_wire::{SyncResponse, Transfer};
 
-use crate::config::AgentConfig;
 use crate::values::store::{ValueAddress, ValueStoreError};
 use crate::values::vault::Vault;
 
@@ -36,17 +34,9 @@ impl std::fmt::Debug for Replication {
 }
 
 impl Replication {
-    /// This Agent's certificate and key (as for the channel) and the CA.
-    pub fn from_config(config: &AgentConfig, store: Arc<Vault>) -> Result<Self, String> {
-        let read = |p: &std::path::Path| {
-            std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
-        };
-        let identity = Identity {
-            certificate_pem: read(&config.cert)?,
-            key_pem: Redacted::new(read(&config.key)?),
-            ca_pem: read(&config.ca)?,
-        };
-        Ok(Self { identity, store })
+    /// Fetching as `identity` (this Agent's, as on the channel) into `store`.
+    pub fn new(identity: Identity, store: Arc<Vault>) -> Self {
+        Self { identity, store }
     }
 
     /// Fetches and stores every transfer of `response`; how many were stored.
