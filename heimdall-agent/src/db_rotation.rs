@@ -289,6 +289,21 @@ impl Rotator {
         }
     }
 
+    /// The phase the user's newest credential held here implies (it may
+    /// have come from another holder by transfer), if this store holds one.
+    async fn held_phase(&self, task: &DatabaseTask) -> Result<Option<Phase>, String> {
+        let held = match self.vault.latest_value(task.org_id, &task.secret, task.environment_id).await {
+            Ok(held) => held,
+            Err(ValueStoreError::Deactivated { .. }) => None,
+            Err(e) => return Err(format!("cannot read the user's credentials from this Agent's store: {e}")),
+        };
+        let Some((version, bytes)) = held else { return Ok(None) };
+        let credential: Credential = serde_json::from_slice(&bytes).map_err(|_| {
+            format!("version {version} of {} here is not a service user's credentials", task.secret)
+        })?;
+        Ok(dbusers::held_phase(&task.user, i64::from(version), &credential.username))
+    }
+
     /// Records `phase` as number `seq` (durable before it returns).
     async fn record(&self, task: &DatabaseTask, seq: u32, phase: &Phase) -> Result<(), String> {
         let at = self.address(task, &dbusers::phase_name(task.user_id), seq);
@@ -363,7 +378,16 @@ impl Rotator {
             (TaskKind::Drop, _) => Task::Drop,
             (_, None) => return Err("the task carries no version".into()),
         };
-        let (mut seq, mut phase) = self.phase(task).await?;
+        let (mut seq, recorded) = self.phase(task).await?;
+        let mut phase = match task.kind {
+            // Another store may have rotated last: resume from the newer of
+            // this store's record and the credential held here.
+            TaskKind::Rotate | TaskKind::Retire => {
+                let held = self.held_phase(task).await?;
+                dbusers::resume_from(recorded, held, task.current_version).map_err(|e| e.message)?
+            }
+            TaskKind::Create | TaskKind::Drop => recorded,
+        };
         let steps = dbusers::plan(plan_task, phase.as_ref()).map_err(|e| e.message)?;
         let logins = dbusers::logins(&task.user);
         let mut admin = None;

@@ -23,6 +23,9 @@ mod transfers;
 #[path = "agent/databases.rs"]
 mod databases;
 
+#[path = "agent/rotation_holders.rs"]
+mod rotation_holders;
+
 #[path = "agent/deputy.rs"]
 mod deputy;
 

@@ -1237,6 +1237,11 @@ pub struct DatabaseTask {
     /// The version whose login a retirement locks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retiring_version: Option<i64>,
+    /// The version applications get now (`None` before the creation): an
+    /// Agent resumes from it when another store rotated last
+    /// (`dbusers::resume_from`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_version: Option<i64>,
     pub org_id: heimdall_core::ids::OrgId,
     pub user: String,
     pub secret: String,

@@ -17,12 +17,12 @@ use crate::support::{agent_client, World};
 use crate::values::{configure, eventually, identity, set, Store};
 
 /// Where the test's databases are.
-fn mariadb_root() -> sqlx::mysql::MySqlConnectOptions {
+pub(crate) fn mariadb_root() -> sqlx::mysql::MySqlConnectOptions {
     sqlx::mysql::MySqlConnectOptions::new().host("127.0.0.1").port(3306).username("root")
 }
 
 /// Whether `credential` logs in, and as whom; the error otherwise.
-async fn log_in(credential: &Credential) -> Result<String, String> {
+pub(crate) async fn log_in(credential: &Credential) -> Result<String, String> {
     let who = match credential.engine {
         heimdall_core::dbusers::Engine::Postgres => {
             let options = sqlx::postgres::PgConnectOptions::new()
@@ -68,7 +68,7 @@ async fn log_in(credential: &Credential) -> Result<String, String> {
 }
 
 /// A fresh application database with one table of one row; its name.
-async fn app_database(engine: &str) -> String {
+pub(crate) async fn app_database(engine: &str) -> String {
     let name = format!("orders_{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
     match engine {
         "postgres" => {
@@ -96,7 +96,7 @@ async fn app_database(engine: &str) -> String {
 }
 
 /// An Agent holding `dev` that polls for database tasks every second.
-async fn rotating_agent(w: &World, name: &str) -> (std::path::PathBuf, String) {
+pub(crate) async fn rotating_agent(w: &World, name: &str) -> (std::path::PathBuf, String) {
     let config = w.enroll(name).await;
     let (local_url, _) = configure(&config, Store::Sqlite, None);
     let text = std::fs::read_to_string(&config).unwrap();
@@ -145,14 +145,14 @@ impl Rotating {
     }
 }
 
-async fn user(w: &World, db: &str, name: &str) -> Value {
+pub(crate) async fn user(w: &World, db: &str, name: &str) -> Value {
     let (status, user) =
         w.call(reqwest::Method::GET, &format!("/v1/databases/{db}/users/{name}"), None).await;
     assert_eq!(status, 200, "{user}");
     user
 }
 
-async fn credential(
+pub(crate) async fn credential(
     agent: &AgentClient,
     secret: &str,
     version: Option<i64>,
@@ -162,7 +162,7 @@ async fn credential(
 }
 
 /// Waits for the user's current version to be `version`, with no task in flight.
-async fn until_version(w: &World, config: &Path, db: &str, name: &str, version: i64) {
+pub(crate) async fn until_version(w: &World, config: &Path, db: &str, name: &str, version: i64) {
     eventually(config, &format!("version {version} of {db}/{name}"), || async {
         let u = user(w, db, name).await;
         u["current_version"] == json!(version) && u.get("pending_version").is_none()

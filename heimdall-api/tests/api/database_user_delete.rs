@@ -12,7 +12,7 @@ use reqwest::Method;
 use serde_json::json;
 use time::Duration;
 
-use crate::databases::{claim, report};
+use crate::databases::{claim, holds, report};
 use crate::support::{enroll_agent, world, Client};
 
 crate::on_every_backend!(a_deleted_service_user_is_dropped_after_its_grace_then_forgotten);
@@ -48,6 +48,7 @@ async fn a_deleted_service_user_is_dropped_after_its_grace_then_forgotten(databa
 
     // A rotation is in flight when the deletion comes.
     c.post("/v1/databases/orders/users/app/rotate", &owner, json!({})).await.expect(202);
+    holds(&a1, &api, 1).await;
     let (_, rotation) = claim(&a1, &api).await;
     assert_eq!(rotation["kind"], "rotate", "{rotation}");
 

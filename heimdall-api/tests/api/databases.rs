@@ -38,6 +38,14 @@ pub(crate) async fn report(
     channel(agent, api, &path, json!({ "lease_id": task["lease_id"], "outcome": outcome })).await
 }
 
+/// `agent` syncs, reporting that it holds `version` of the user's secret
+/// in dev (a rotation goes only to a holder of the current version).
+pub(crate) async fn holds(agent: &reqwest::Client, api: &TestApi, version: i64) {
+    let inventory = json!([{ "secret": "db-orders-app", "environment": "dev", "version": version, "deactivated": false }]);
+    let (status, answer) = channel(agent, api, "/v1/agent/sync", json!({ "inventory": inventory })).await;
+    assert_eq!(status, 200, "{answer}");
+}
+
 async fn done(agent: &reqwest::Client, api: &TestApi, task: &Value, login: &str) -> Value {
     let (status, user) = report(agent, api, task, json!({ "outcome": "done", "login": login })).await;
     assert_eq!(status, 200, "{user}");
@@ -138,6 +146,7 @@ async fn schedule(database: TestDatabase) {
     assert_eq!(ready["current_version"], 1);
     assert!(ready.get("grace_until").is_none() && ready.get("last_error").is_none(), "{ready}");
     assert_eq!(claim(&a1, &api).await.0, 204, "nothing due until the rotation");
+    holds(&a2, &api, 1).await;
 
     // Two rotations in a row, each on schedule, each with its grace.
     let mut version = 1;
@@ -146,6 +155,10 @@ async fn schedule(database: TestDatabase) {
         // What a2 reads now (a rotation is due) is stale once a1 rotated.
         let stale = api.store.get_service_user(org, user_id).await.unwrap();
         assert_eq!(heimdall_core::dbusers::due(&stale, clock.now()), Some(TaskKind::Rotate));
+        // a1 has not reported the current credential: it would rotate onto
+        // the login in use. Once it holds it, the rotation is its.
+        assert_eq!(claim(&a1, &api).await.0, 204, "not to an Agent behind version {version}");
+        holds(&a1, &api, version).await;
         let (_, task) = claim(&a1, &api).await;
         assert_eq!((task["kind"].as_str(), task["version"].as_i64()), (Some("rotate"), Some(version + 1)));
         let rotated = done(&a1, &api, &task, "app_b").await;
@@ -164,6 +177,8 @@ async fn schedule(database: TestDatabase) {
         clock.advance(Duration::minutes(59));
         assert_eq!(claim(&a1, &api).await.0, 204, "the grace is not over");
         clock.advance(Duration::minutes(1));
+        assert_eq!(claim(&a2, &api).await.0, 204, "a2 has not fetched version {version}");
+        holds(&a2, &api, version).await;
         let (_, retire) = claim(&a2, &api).await;
         assert_eq!(
             (retire["kind"].as_str(), retire["retiring_version"].as_i64()),
@@ -178,6 +193,7 @@ async fn schedule(database: TestDatabase) {
     }
     // Asked for: rotated at the next claim, not on schedule.
     c.post("/v1/databases/orders/users/app/rotate", &owner, json!({})).await.expect(202);
+    holds(&a1, &api, version).await;
     let (_, task) = claim(&a1, &api).await;
     assert_eq!(task["kind"], "rotate");
     let listed = c.get("/v1/databases/orders/users", &owner).await.expect(200);

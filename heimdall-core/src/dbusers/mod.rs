@@ -26,7 +26,9 @@ use crate::error::{ApiError, ErrorCode};
 use crate::ids::{CatalogId, DatabaseId, OrgId, SecretId, ServiceUserId};
 use crate::redacted::Redacted;
 
+mod handover;
 mod removal;
+pub use handover::{held_phase, may_claim, resume_from};
 pub use removal::{drop_statements, request_deletion, status, UserStatus};
 
 /// `PATCH /v1/databases/{database}`: where the database is, how its admin

@@ -65,14 +65,25 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
         .filter(|a| a.agent_id == agent.id)
         .map(|a| a.environment_id)
         .collect();
+    // What this Agent reported holding: a rotation goes only to a holder
+    // of the user's current credential (`dbusers::may_claim`).
+    let holdings = state.store.holdings_of_agent(org, agent.id).await?;
     for user in state.store.service_users_in(&held).await? {
         let Some(kind) = dbusers::due(&user, now) else { continue };
+        let database = state.store.get_database(org, user.database_id).await?;
+        let newest_held = holdings
+            .iter()
+            .filter(|h| !h.deactivated && h.secret == user.secret && h.environment == database.environment)
+            .map(|h| h.version)
+            .max();
+        if !dbusers::may_claim(&user, kind, newest_held) {
+            continue; // this Agent has not fetched the current credential yet
+        }
         let lease = LeaseId::from_uuid(Uuid::new_v4());
         let until = now + dbusers::TASK_LEASE;
         if !state.store.lease_service_user(&user, agent.id, lease, kind, now, until).await? {
             continue; // another Agent works on it, or it changed since it was read
         }
-        let database = state.store.get_database(org, user.database_id).await?;
         let version = match kind {
             TaskKind::Retire | TaskKind::Drop => None,
             TaskKind::Create | TaskKind::Rotate => Some(match user.pending_version {
@@ -107,6 +118,7 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
             kind,
             version,
             retiring_version: user.retiring_version,
+            current_version: user.current_version,
             org_id: org,
             user: user.name,
             secret: user.secret,
