@@ -1,7 +1,8 @@
 //! `GET /metrics` (Prometheus text format) on a listener of its own,
 //! off by default (`serve --metrics-listen ADDR`): requests by route and
 //! status with latency histograms, jobs by operation and status (queue
-//! depth), how long a job waited to be claimed, and jobs finished.
+//! depth), how long a job waited to be claimed, jobs finished, and how far
+//! Agents are behind the current versions (and the transfers offered).
 //!
 //! A label is a route *template* (`/v1/secrets/{key}`), a method, a status,
 //! a job operation or status: never a path as requested, so no secret
@@ -41,6 +42,14 @@ struct RouteLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BehindLabels {
+    /// The organization's id (never a name).
+    org: String,
+    /// `true` when behind longer than `heimdall_core::lagging::LAGGING_AFTER`.
+    lagging: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct JobLabels {
     operation: String,
     status: String,
@@ -55,6 +64,8 @@ pub struct Metrics {
     jobs: Family<JobLabels, Gauge>,
     finished: Family<JobLabels, Counter>,
     claim_wait: Histogram,
+    behind: Family<BehindLabels, Gauge>,
+    transfers: Counter,
 }
 
 fn seconds_buckets() -> Histogram {
@@ -96,7 +107,19 @@ impl Default for Metrics {
             "From a job's queueing to an Agent's claim",
             claim_wait.clone(),
         );
-        Self { registry, requests, latency, jobs, finished, claim_wait }
+        let behind = Family::<BehindLabels, Gauge>::default();
+        registry.register(
+            "secret_holdings_behind",
+            "Current versions an assigned Agent lacks, by organization, as of its last Agent sync",
+            behind.clone(),
+        );
+        let transfers = Counter::default();
+        registry.register(
+            "secret_transfers_planned",
+            "Transfers of a current version from one Agent to another, offered in sync answers",
+            transfers.clone(),
+        );
+        Self { registry, requests, latency, jobs, finished, claim_wait, behind, transfers }
     }
 }
 
@@ -104,6 +127,22 @@ impl Metrics {
     /// A job was claimed `waited` after it was queued.
     pub fn claimed(&self, waited: time::Duration) {
         self.claim_wait.observe(waited.as_seconds_f64().max(0.0));
+    }
+
+    /// A sync found `behind` in `org` and offered `planned` transfers.
+    pub fn convergence(
+        &self,
+        org: heimdall_core::ids::OrgId,
+        behind: &[heimdall_core::lagging::Behind],
+        planned: usize,
+        now: time::OffsetDateTime,
+    ) {
+        let lagging = behind.iter().filter(|b| heimdall_core::lagging::is_lagging(b.since, now)).count();
+        for (flag, count) in [("true", lagging), ("false", behind.len() - lagging)] {
+            let labels = BehindLabels { org: org.to_string(), lagging: flag };
+            self.behind.get_or_create(&labels).set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
+        self.transfers.inc_by(u64::try_from(planned).unwrap_or(u64::MAX));
     }
 
     /// An attempt ended as `status` (queued again, completed or failed).
@@ -181,4 +220,40 @@ pub fn router(metrics: Option<Arc<Metrics>>, store: Arc<dyn Store>) -> Router {
 struct Scrape {
     metrics: Option<Arc<Metrics>>,
     store: Arc<dyn Store>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heimdall_core::ids::{AgentId, CatalogId, OrgId};
+    use heimdall_core::lagging::{Behind, LAGGING_AFTER};
+
+    #[test]
+    fn holdings_behind_are_counted_by_organization_and_lag_and_transfers_add_up() {
+        let metrics = Metrics::default();
+        let org = OrgId::from_uuid(uuid::Uuid::from_u128(7));
+        let now = time::OffsetDateTime::UNIX_EPOCH + time::Duration::days(20_000);
+        let gap = |since| Behind {
+            agent: AgentId::from_uuid(uuid::Uuid::from_u128(1)),
+            secret: "db-password".into(),
+            environment: CatalogId::from_uuid(uuid::Uuid::from_u128(2)),
+            current: 2,
+            held: Some(1),
+            since,
+        };
+        let old = now - LAGGING_AFTER - time::Duration::seconds(1);
+        metrics.convergence(org, &[gap(now), gap(now), gap(old)], 3, now);
+        metrics.convergence(org, &[gap(now), gap(old)], 2, now);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &metrics.registry).unwrap();
+        let line = |l: &str| text.lines().any(|x| x == l);
+        let labels = |lagging| format!("{{org=\"{org}\",lagging=\"{lagging}\"}}");
+        assert!(line(&format!("heimdall_secret_holdings_behind{} 1", labels("true"))), "{text}");
+        assert!(
+            line(&format!("heimdall_secret_holdings_behind{} 1", labels("false"))),
+            "the last sync's: {text}"
+        );
+        assert!(line("heimdall_secret_transfers_planned_total 5"), "{text}");
+        assert!(!text.contains("db-password"), "no secret name in a label");
+    }
 }

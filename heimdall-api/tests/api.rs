@@ -35,6 +35,8 @@ mod http;
 mod infra;
 #[path = "api/inventory.rs"]
 mod inventory;
+#[path = "api/lagging.rs"]
+mod lagging;
 #[path = "api/leaks.rs"]
 mod leaks;
 #[path = "api/long_poll.rs"]

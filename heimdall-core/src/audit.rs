@@ -104,6 +104,7 @@ actions! {
     SecretCreated => "secret.created",
     SecretDeleted => "secret.deleted",
     SecretDeletionStarted => "secret.deletion_started",
+    SecretHolderLagging => "secret.holder_lagging",
     SecretReadNotReported => "secret.read_not_reported",
     SecretRecordConflict => "secret.record_conflict",
     SecretSequenceRestarted => "secret.sequence_restarted",
@@ -156,6 +157,7 @@ impl AuditAction {
         matches!(
             self,
             AuditAction::SecretAtRisk
+                | AuditAction::SecretHolderLagging
                 | AuditAction::ResourceDrifted
                 | AuditAction::JobFailed
                 | AuditAction::DatabaseRotationFailed

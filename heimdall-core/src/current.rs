@@ -27,6 +27,16 @@ pub struct Held<'a> {
     pub version: i64,
     /// Reported as a tombstone (deactivated on that Agent).
     pub deactivated: bool,
+    /// When that Agent first reported it.
+    pub since: time::OffsetDateTime,
+}
+
+/// An Agent assigned an environment, since when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Assigned {
+    pub agent: AgentId,
+    pub environment: CatalogId,
+    pub at: time::OffsetDateTime,
 }
 
 /// A deletion: of the secret everywhere (`environment: None`), or in one
@@ -63,11 +73,13 @@ pub struct CurrentVersion {
 /// environment, version), tombstones, and what a deletion covers.
 pub fn current_versions(
     held: &[Held<'_>],
-    assigned: &[(AgentId, CatalogId)],
+    assigned: &[Assigned],
     deactivated: &[(String, CatalogId, i64)],
     deleted: &[Deleted<'_>],
     environments: &[CatalogId],
 ) -> Vec<CurrentVersion> {
+    let assigned: std::collections::BTreeSet<(AgentId, CatalogId)> =
+        assigned.iter().map(|a| (a.agent, a.environment)).collect();
     let mut newest: BTreeMap<(&str, CatalogId), i64> = BTreeMap::new();
     for h in held {
         if h.deactivated
@@ -140,8 +152,10 @@ mod tests {
             environment: prod,
             version,
             deactivated,
+            since: time::OffsetDateTime::UNIX_EPOCH,
         };
-        let assigned = [(a, prod), (b, prod)];
+        let assigned =
+            [a, b].map(|agent| Assigned { agent, environment: prod, at: time::OffsetDateTime::UNIX_EPOCH });
         // a has 3, b lags at 2; an unassigned Agent's 9 and a tombstone's 4 do not count.
         let all =
             [held(a, 2, false), held(a, 3, false), held(b, 2, false), held(gone, 9, false), held(b, 4, true)];

@@ -298,6 +298,7 @@ mod tests {
             version,
             deactivated,
             reported_at: at(0),
+            held_since: None,
             agent_revoked: false,
             agent_last_seen_at: None,
         };

@@ -30,6 +30,7 @@ pub mod ids;
 pub mod import;
 pub mod infra;
 pub mod input;
+pub mod lagging;
 pub mod local_api_status;
 pub mod members;
 pub mod names;

@@ -389,7 +389,13 @@ mod tests {
             AuditAction::ALL.iter().filter(|a| is_notified(**a)).map(|a| a.as_str()).collect();
         assert_eq!(
             notified,
-            ["database.rotation_failed", "job.failed", "resource.drifted", "secret.at_risk"]
+            [
+                "database.rotation_failed",
+                "job.failed",
+                "resource.drifted",
+                "secret.at_risk",
+                "secret.holder_lagging"
+            ]
         );
     }
 }

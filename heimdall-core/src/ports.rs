@@ -491,8 +491,12 @@ pub struct Holding {
     pub environment: String,
     pub version: i64,
     pub deactivated: bool,
+    /// When the Agent last reported its inventory.
     #[serde(with = "time::serde::rfc3339")]
     pub reported_at: OffsetDateTime,
+    /// When the Agent first reported holding this version.
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub held_since: Option<OffsetDateTime>,
     /// Whether the Agent is revoked, and when it last synced (for `deletion::may_delete`).
     #[serde(default)]
     pub agent_revoked: bool,

@@ -24,9 +24,10 @@ use serde::{Deserialize, Serialize};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
-use crate::current::{CurrentVersion, Held};
+use crate::current::{Assigned, Held};
 use crate::error::{ApiError, ErrorCode};
 use crate::ids::{AgentId, CatalogId, OrgId};
+use crate::lagging::Behind;
 
 /// How long a transfer grant is good for: the next sync brings a new one.
 pub const TRANSFER_TTL: Duration = Duration::minutes(2);
@@ -166,49 +167,40 @@ impl TransferClaims {
     }
 }
 
-/// The current versions `destination` lacks, each with the holders it may
-/// fetch it from: Agents assigned to that environment that reported it (not
-/// as a tombstone), never the destination itself, at most [`MAX_SOURCES`]
-/// of them, starting at a different one for each transfer so that one
-/// holder down does not stall them all. At most [`MAX_TRANSFERS_PER_SYNC`],
-/// in a stable order (secret, environment).
+/// What `destination` lacks (its entries of [`lagging::behind`]), each
+/// with the holders it may fetch it from: Agents assigned to that
+/// environment that reported it (not as a tombstone), never the destination
+/// itself, at most [`MAX_SOURCES`] of them, starting at a different one for
+/// each transfer so that one holder down does not stall them all. At most
+/// [`MAX_TRANSFERS_PER_SYNC`], in a stable order (secret, environment).
 pub fn plan(
     destination: AgentId,
-    current: &[CurrentVersion],
+    behind: &[Behind],
     held: &[Held<'_>],
-    assigned: &[(AgentId, CatalogId)],
+    assigned: &[Assigned],
 ) -> Vec<PlannedTransfer> {
-    let mut has: BTreeSet<(&str, CatalogId, i64)> = BTreeSet::new();
+    let places: BTreeSet<(AgentId, CatalogId)> = assigned.iter().map(|a| (a.agent, a.environment)).collect();
     let mut holders: BTreeMap<(&str, CatalogId, i64), BTreeSet<AgentId>> = BTreeMap::new();
     for h in held {
-        if h.agent == destination {
-            // A tombstone counts as held: it was deactivated here on purpose.
-            has.insert((h.secret, h.environment, h.version));
-        } else if !h.deactivated && assigned.contains(&(h.agent, h.environment)) {
+        if h.agent != destination && !h.deactivated && places.contains(&(h.agent, h.environment)) {
             holders.entry((h.secret, h.environment, h.version)).or_default().insert(h.agent);
         }
     }
     let mut planned = Vec::new();
-    for (n, c) in current.iter().enumerate() {
+    for (n, b) in behind.iter().filter(|b| b.agent == destination).enumerate() {
         if planned.len() == MAX_TRANSFERS_PER_SYNC {
             break;
         }
-        if !assigned.contains(&(destination, c.environment)) {
-            continue;
-        }
-        let key = (c.secret.as_str(), c.environment, c.version);
-        if has.contains(&key) {
-            continue;
-        }
+        let key = (b.secret.as_str(), b.environment, b.current);
         let Some(sources) = holders.get(&key).filter(|s| !s.is_empty()) else { continue };
         let sources: Vec<AgentId> = sources.iter().copied().collect();
         let start = n % sources.len();
         let sources =
             sources.iter().cycle().skip(start).take(sources.len().min(MAX_SOURCES)).copied().collect();
         planned.push(PlannedTransfer {
-            secret: c.secret.clone(),
-            environment: c.environment,
-            version: c.version,
+            secret: b.secret.clone(),
+            environment: b.environment,
+            version: b.current,
             sources,
         });
     }
@@ -234,6 +226,7 @@ pub fn parse(token: &str) -> Result<ParsedTransfer, TransferError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::current::CurrentVersion;
 
     fn id(n: u128) -> AgentId {
         AgentId::from_uuid(Uuid::from_u128(n))
@@ -250,8 +243,15 @@ mod tests {
             environment: prod,
             version,
             deactivated,
+            since: OffsetDateTime::UNIX_EPOCH,
         };
-        let assigned = [(me, prod), (a, prod), (b, prod)];
+        let assigned: Vec<Assigned> = [me, a, b]
+            .into_iter()
+            .map(|agent| Assigned { agent, environment: prod, at: OffsetDateTime::UNIX_EPOCH })
+            .collect();
+        let plan = |me, current: &[CurrentVersion], held: &[Held<'_>], assigned: &[Assigned]| {
+            plan(me, &crate::lagging::behind(current, held, assigned), held, assigned)
+        };
         let current =
             |secret: &str, version| CurrentVersion { secret: secret.into(), environment: prod, version };
         let all = [

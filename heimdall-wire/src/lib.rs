@@ -140,6 +140,9 @@ pub struct ForgetAgent {
 pub struct AgentDetail {
     pub agent: heimdall_core::infra::Agent,
     pub holdings: Vec<heimdall_core::ports::Holding>,
+    /// The current versions it lacks in the environments it holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub behind: Vec<HolderBehind>,
     /// Host names an owner approved for its local-API certificate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub names: Vec<heimdall_core::server_names::ApprovedName>,
@@ -627,9 +630,35 @@ pub struct SecretDetail {
     /// What each Agent's last inventory lists of it (environments you may read).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub holdings: Vec<heimdall_core::ports::Holding>,
+    /// Holders of an environment that lack its current version.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub behind: Vec<HolderBehind>,
     /// Where it is being (or was) deleted on its own (`secret delete --environment`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub environment_deletions: Vec<heimdall_core::ports::EnvironmentDeletion>,
+}
+
+/// An Agent assigned an environment that lacks the current version of a
+/// secret there (`heimdall_core::lagging::behind`): it fetches it from
+/// another holder at its next syncs, and serves no older one as the latest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HolderBehind {
+    pub agent_id: heimdall_core::ids::AgentId,
+    pub agent: String,
+    pub secret: String,
+    /// The environment's name.
+    pub environment: String,
+    /// The current version it lacks.
+    pub current: i64,
+    /// The newest version it holds there (none: nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<i64>,
+    /// Since when it could have had it.
+    #[serde(with = "time::serde::rfc3339")]
+    pub since: time::OffsetDateTime,
+    /// Behind for longer than three sync periods (`secret.holder_lagging`).
+    pub lagging: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -72,6 +72,16 @@ async fn a_holder_that_missed_a_write_and_a_new_holder_fetch_the_current_version
     edge_1.start_kill().unwrap();
     let _ = edge_1.wait().await;
     assert_eq!(set_only_on(&w, &owner, &ana, ("db-password", "dev", "two"), "edge-2").await, 2);
+    // `secret show` says edge-1 lacks it once edge-2 reported it.
+    let behind = || async {
+        let (_, shown) = w.call(Method::GET, "/v1/secrets/db-password", None).await;
+        shown.get("behind").cloned()
+    };
+    eventually(&current, "edge-1 shown behind", || async {
+        // (What it holds, as of its last report: it may have stopped before reporting version 1.)
+        behind().await.is_some_and(|b| b[0]["agent"] == "edge-1" && b[0]["current"] == 2)
+    })
+    .await;
 
     // Back up, edge-1 fetches version 2 from edge-2 and serves it as the latest.
     edge_1 = w.run_agent(&lagging);
@@ -81,6 +91,7 @@ async fn a_holder_that_missed_a_write_and_a_new_holder_fetch_the_current_version
     })
     .await;
     assert_eq!(latest(&via_lagging, "api-key").await, Some((1, "key-one".to_owned())));
+    eventually(&lagging, "no holder shown behind", || async { behind().await.is_none() }).await;
     // The hand-over is in the trail, at its source, as edge-1's read.
     let edge_1_id = agent_id(&lagging);
     eventually(&current, "the transfer in the access log", || async {

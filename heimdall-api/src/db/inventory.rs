@@ -30,6 +30,7 @@ struct HoldingRow {
     version: i64,
     deactivated: i64,
     reported_at: i64,
+    held_since: i64,
     revoked_at: Option<i64>,
     last_seen_at: Option<i64>,
 }
@@ -44,6 +45,7 @@ impl HoldingRow {
             version: self.version,
             deactivated: self.deactivated != 0,
             reported_at: from_micros(self.reported_at),
+            held_since: Some(from_micros(self.held_since)),
             agent_revoked: self.revoked_at.is_some(),
             agent_last_seen_at: self.last_seen_at.map(from_micros),
         })
@@ -53,7 +55,7 @@ impl HoldingRow {
 /// The environment's name where it is known, else the id the Agent sent.
 const HOLDINGS: &str = "SELECT i.agent_id, a.name AS agent, i.secret_name AS secret, \
      COALESCE(e.name, i.environment_id) AS environment, i.version, i.deactivated, \
-     COALESCE(a.inventory_reported_at, i.reported_at) AS reported_at, \
+     COALESCE(a.inventory_reported_at, i.reported_at) AS reported_at, i.reported_at AS held_since, \
      a.revoked_at, a.last_seen_at \
      FROM agent_inventory i JOIN agents a ON a.id = i.agent_id \
      LEFT JOIN catalog_entries e ON e.id = i.environment_id";

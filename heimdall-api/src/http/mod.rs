@@ -17,6 +17,7 @@ pub(crate) mod extract;
 pub(crate) mod openapi;
 mod paging;
 pub(crate) mod people;
+pub(crate) mod standing;
 mod state;
 
 pub use error::ErrorAnswer;

@@ -79,11 +79,20 @@ pub async fn run(ctx: &Context, cmd: AgentCommand) -> Result<()> {
                 ],
             )?;
             if detail.holdings.is_empty() {
-                return out.text("\nholds no secret values (as of its last sync)\n");
+                out.text("\nholds no secret values (as of its last sync)\n")?;
+            } else {
+                out.section(
+                    &HOLDING_COLUMNS.map(|c| if c == "AGENT" { "SECRET" } else { c }),
+                    detail.holdings.iter().map(|h| holding_row(&h.secret, h)).collect(),
+                )?;
             }
+            if detail.behind.is_empty() {
+                return Ok(());
+            }
+            out.text("\nLacks (fetching each current version from another holder):")?;
             out.section(
-                &["SECRET", "ENVIRONMENT", "VERSION", "STATE", "REPORTED AT"],
-                detail.holdings.iter().map(|h| holding_row(&h.secret, h)).collect(),
+                &BEHIND_COLUMNS.map(|c| if c == "AGENT" { "SECRET" } else { c }),
+                detail.behind.iter().map(|b| behind_row(&b.secret, b)).collect(),
             )
         }
         AgentCommand::AllowName { agent, name } => {
@@ -210,6 +219,11 @@ pub async fn run(ctx: &Context, cmd: AgentCommand) -> Result<()> {
     }
 }
 
+/// The columns of [`holding_row`], for a secret's holders (an Agent's
+/// holdings put `SECRET` first).
+pub(super) const HOLDING_COLUMNS: [&str; 6] =
+    ["AGENT", "ENVIRONMENT", "VERSION", "STATE", "HELD SINCE", "REPORTED AT"];
+
 /// One version an Agent's inventory listed, after `first` (the secret, or the Agent).
 pub(super) fn holding_row(first: &str, h: &heimdall_core::ports::Holding) -> Vec<String> {
     let state = if h.deactivated { "tombstone" } else { "value" };
@@ -218,7 +232,23 @@ pub(super) fn holding_row(first: &str, h: &heimdall_core::ports::Holding) -> Vec
         h.environment.clone(),
         h.version.to_string(),
         state.to_owned(),
+        optional_timestamp(h.held_since),
         timestamp(h.reported_at),
+    ]
+}
+
+/// The columns of [`behind_row`].
+pub(super) const BEHIND_COLUMNS: [&str; 6] = ["AGENT", "ENVIRONMENT", "HOLDS", "CURRENT", "SINCE", "STATE"];
+
+/// One current version a holder lacks, after `first` (the secret, or the Agent).
+pub(super) fn behind_row(first: &str, b: &heimdall_wire::HolderBehind) -> Vec<String> {
+    vec![
+        first.to_owned(),
+        b.environment.clone(),
+        b.held.map_or_else(|| "-".to_owned(), |v| v.to_string()),
+        b.current.to_string(),
+        timestamp(b.since),
+        if b.lagging { "lagging" } else { "catching up" }.to_owned(),
     ]
 }
 

@@ -106,7 +106,12 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
             if !detail.holdings.is_empty() {
                 out.text("\nHeld by (each Agent's last inventory):")?;
                 let rows = detail.holdings.iter().map(|h| super::agents::holding_row(&h.agent, h));
-                out.section(&["AGENT", "ENVIRONMENT", "VERSION", "STATE", "REPORTED AT"], rows.collect())?;
+                out.section(&super::agents::HOLDING_COLUMNS, rows.collect())?;
+            }
+            if !detail.behind.is_empty() {
+                out.text("\nBehind (each fetches the current version from another holder):")?;
+                let rows = detail.behind.iter().map(|b| super::agents::behind_row(&b.agent, b));
+                out.section(&super::agents::BEHIND_COLUMNS, rows.collect())?;
             }
             if detail.versions.is_empty() {
                 return out.text("\nno versions yet\n");

@@ -14,7 +14,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json, Router};
 use heimdall_core::access::{Report, LEGACY_EPOCH};
-use heimdall_core::domain::{CatalogEntry, CatalogKind};
+use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::{AgentId, CatalogId, JobId, LeaseId, OrgId};
 use heimdall_core::infra::Agent;
 use heimdall_core::names::validate_text;
@@ -34,6 +34,7 @@ use uuid::Uuid;
 use crate::http::error::{ErrorAnswer, HttpResult};
 use crate::http::extract::JsonBody;
 use crate::http::openapi::errors;
+use crate::http::standing::Standing;
 use crate::http::AppState;
 
 /// Set by the TLS accept loop from the verified peer certificate.
@@ -482,7 +483,6 @@ async fn sync(
         })
         .collect();
     let policies = state.store.list_policies(org).await?;
-    let assignments = state.store.list_all_assignments(org).await?;
     let secrets = state
         .store
         .list_secrets(org)
@@ -509,21 +509,25 @@ async fn sync(
             }),
         );
     }
-    let deactivated_versions = state.store.deactivated_versions(org).await?;
-    let deleted_secrets = state.store.deleted_secret_names(org).await?;
-    let environment_deletions = state.store.environment_deletions(org).await?;
-    let mut deleted: Vec<heimdall_core::current::Deleted<'_>> = deleted_secrets
-        .iter()
-        .map(|secret| heimdall_core::current::Deleted { secret, environment: None, through_version: None })
-        .collect();
-    deleted.extend(environment_deletions.iter().map(|d| heimdall_core::current::Deleted {
-        secret: &d.secret,
-        environment: Some(d.environment_id),
-        through_version: d.through_version,
-    }));
-    let known =
-        Known { assignments: &assignments, environments: &environments, deactivated: &deactivated_versions };
-    let (current_versions, planned) = current_versions(&state, org, &agent, known, &deleted).await?;
+    let standing = Standing::load(&state, org, environments).await?;
+    let (current_versions, planned) = {
+        let (held, assigned) = (standing.held(), standing.assigned());
+        let current = standing.current(&held, &assigned);
+        let behind = heimdall_core::lagging::behind(&current, &held, &assigned);
+        let planned = heimdall_core::transfer::plan(agent.id, &behind, &held, &assigned);
+        note_lag(&state, org, &standing, &behind, planned.len(), now).await?;
+        let mine: Vec<CatalogId> =
+            assigned.iter().filter(|a| a.agent == agent.id).map(|a| a.environment).collect();
+        (current.into_iter().filter(|c| mine.contains(&c.environment)).collect::<Vec<_>>(), planned)
+    };
+    let Standing {
+        environments,
+        assignments,
+        deactivated: deactivated_versions,
+        deleted_secrets,
+        environment_deletions,
+        ..
+    } = standing;
     let transfers = transfers(&state, &agent, planned, now).await?;
     let deactivated = deactivated_versions
         .into_iter()
@@ -682,43 +686,67 @@ async fn server_certificate(
     }))
 }
 
-/// The current version of each secret in the environments `agent` holds
-/// (`heimdall_core::current::current_versions`), from what every Agent not
-/// revoked reported holding, and those it lacks, with the holders to fetch
-/// each from (`heimdall_core::transfer::plan`).
-async fn current_versions(
+/// Counts who is behind, and raises `secret.holder_lagging` for an Agent
+/// behind too long in an environment (`heimdall_core::lagging::alerts`:
+/// once a day per Agent and environment at most).
+async fn note_lag(
     state: &AppState,
     org: OrgId,
-    agent: &Agent,
-    known: Known<'_>,
-    deleted: &[heimdall_core::current::Deleted<'_>],
-) -> Result<
-    (Vec<heimdall_core::current::CurrentVersion>, Vec<heimdall_core::transfer::PlannedTransfer>),
-    ApiError,
-> {
-    let Known { assignments, environments, deactivated } = known;
-    let holdings = state.store.holdings_of_org(org).await?;
-    let held: Vec<heimdall_core::current::Held<'_>> = holdings
-        .iter()
-        .filter(|h| !h.agent_revoked)
-        .filter_map(|h| {
-            let environment = environments.iter().find(|e| e.name == h.environment)?.id;
-            Some(heimdall_core::current::Held {
-                agent: h.agent_id,
-                secret: &h.secret,
-                environment,
-                version: h.version,
-                deactivated: h.deactivated,
-            })
+    standing: &Standing,
+    behind: &[heimdall_core::lagging::Behind],
+    planned: usize,
+    now: time::OffsetDateTime,
+) -> Result<(), ApiError> {
+    if let Some(metrics) = &state.metrics {
+        metrics.convergence(org, behind, planned, now);
+    }
+    if !behind.iter().any(|b| heimdall_core::lagging::is_lagging(b.since, now)) {
+        return Ok(());
+    }
+    let action = AuditAction::SecretHolderLagging;
+    let query = heimdall_core::ports::EventQuery {
+        limit: 500,
+        before: None,
+        action_prefix: Some(action.as_str().to_owned()),
+    };
+    let recent: Vec<(AgentId, CatalogId, time::OffsetDateTime)> = state
+        .store
+        .list_events(org, &query)
+        .await?
+        .into_iter()
+        .filter_map(|e| {
+            let agent = e.detail["agent_id"].as_str()?.parse().ok()?;
+            let environment = e.detail["environment_id"].as_str()?.parse().ok()?;
+            Some((agent, environment, e.at))
         })
         .collect();
-    let assigned: Vec<(AgentId, CatalogId)> =
-        assignments.iter().map(|a| (a.agent_id, a.environment_id)).collect();
-    let mine: Vec<CatalogId> =
-        assignments.iter().filter(|a| a.agent_id == agent.id).map(|a| a.environment_id).collect();
-    let current = heimdall_core::current::current_versions(&held, &assigned, deactivated, deleted, &mine);
-    let planned = heimdall_core::transfer::plan(agent.id, &current, &held, &assigned);
-    Ok((current, planned))
+    let alerts = heimdall_core::lagging::alerts(behind, &recent, now);
+    if alerts.is_empty() {
+        return Ok(());
+    }
+    let agents = state.store.list_agents(org).await?;
+    for alert in alerts {
+        let agent = agents.iter().find(|a| a.id == alert.agent).map_or("", |a| a.name.as_str());
+        let environment =
+            standing.environments.iter().find(|e| e.id == alert.environment).map_or("", |e| e.name.as_str());
+        let since = alert.since.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+        tracing::warn!(agent, environment, secrets = alert.secrets, %since, "an Agent lags behind the current versions");
+        let event = state.event_as(
+            "system",
+            action,
+            format!("agent:{}", alert.agent),
+            serde_json::json!({
+                "agent": agent,
+                "agent_id": alert.agent,
+                "environment": environment,
+                "environment_id": alert.environment,
+                "secrets": alert.secrets,
+                "since": since,
+            }),
+        );
+        state.store.record_event(org, event).await?;
+    }
+    Ok(())
 }
 
 /// The planned transfers as the Agent gets them: each source's local API
@@ -766,12 +794,4 @@ async fn transfers(
         });
     }
     Ok(out)
-}
-
-/// What the sync already loaded that the current versions depend on.
-#[derive(Clone, Copy)]
-struct Known<'a> {
-    assignments: &'a [heimdall_core::secrets::Assignment],
-    environments: &'a [CatalogEntry],
-    deactivated: &'a [(String, CatalogId, i64)],
 }

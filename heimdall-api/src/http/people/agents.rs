@@ -104,7 +104,11 @@ async fn show(
     let hidden = others_personal(&state, &caller).await?;
     holdings.retain(|h| !hidden.contains(&h.secret));
     let names = state.store.agent_names(caller.org.id, agent.id).await?;
-    Ok(Json(AgentDetail { agent, holdings, names }))
+    let standing = crate::http::standing::Standing::load_all(&state, caller.org.id).await?;
+    let mut behind = standing.behind();
+    behind.retain(|b| b.agent == agent.id && !hidden.contains(&b.secret));
+    let behind = standing.shown(&behind, std::slice::from_ref(&agent), state.clock.now());
+    Ok(Json(AgentDetail { agent, holdings, behind, names }))
 }
 
 /// An owner says the Agent's store is destroyed: its last inventory no
@@ -154,7 +158,7 @@ async fn forget(
     );
     state.store.forget_agent(caller.org.id, agent.id, event).await?;
     let names = state.store.agent_names(caller.org.id, agent.id).await?;
-    Ok(Json(AgentDetail { agent, holdings: Vec::new(), names }))
+    Ok(Json(AgentDetail { agent, holdings: Vec::new(), behind: Vec::new(), names }))
 }
 
 /// The names personal secrets are kept under (every member's).

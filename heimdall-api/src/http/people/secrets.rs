@@ -221,7 +221,28 @@ async fn show(
     holdings.retain(|h| allowed.contains(&h.environment.as_str()));
     let mut environment_deletions = environment_deletions_of(&state, caller.org.id, &secret.name).await?;
     environment_deletions.retain(|d| allowed.contains(&d.environment.as_str()));
-    Ok(Json(SecretDetail { secret, versions, holdings, environment_deletions }))
+    let behind = behind_on(&state, caller.org.id, &secret.name, &allowed).await?;
+    Ok(Json(SecretDetail { secret, versions, holdings, behind, environment_deletions }))
+}
+
+/// The holders behind on `name`'s current version in the environments
+/// `allowed` (`heimdall_core::lagging::behind`).
+async fn behind_on(
+    state: &AppState,
+    org: OrgId,
+    name: &str,
+    allowed: &[&str],
+) -> Result<Vec<heimdall_wire::HolderBehind>, ApiError> {
+    let standing = crate::http::standing::Standing::load_all(state, org).await?;
+    let mut behind = standing.behind();
+    behind.retain(|b| b.secret == name);
+    if behind.is_empty() {
+        return Ok(Vec::new());
+    }
+    let agents = state.store.list_agents(org).await?;
+    let mut shown = standing.shown(&behind, &agents, state.clock.now());
+    shown.retain(|b| allowed.contains(&b.environment.as_str()));
+    Ok(shown)
 }
 
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
@@ -336,7 +357,7 @@ async fn detail(
     let secret = state.store.get_secret(caller.org.id, id).await?;
     let versions = state.store.list_versions(caller.org.id, id).await?;
     let environment_deletions = environment_deletions_of(state, caller.org.id, &secret.name).await?;
-    Ok(Json(SecretDetail { secret, versions, holdings, environment_deletions }))
+    Ok(Json(SecretDetail { secret, versions, holdings, behind: Vec::new(), environment_deletions }))
 }
 
 async fn environment_deletions_of(
