@@ -141,6 +141,20 @@ pub async fn run(
         agent,
         clock: clock.clone(),
     });
+    // Fetching the current versions it lacks from the other holders: after
+    // each sync, and when a read asks for one (`Replication::fetch_now`).
+    let replication = match &values {
+        Some(store) => match config.identity() {
+            Ok(identity) => {
+                Some(Arc::new(crate::values::replication::Replication::new(identity, store.clone())))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "this Agent cannot fetch what it lacks from other holders");
+                None
+            }
+        },
+        None => None,
+    };
     let mut local_cert = None;
     let serving = match (&credentials, &config.local_api) {
         (Some(source), Some(local)) => {
@@ -156,6 +170,7 @@ pub async fn run(
                 metrics: metrics.clone(),
                 api: channel.clone(),
                 tokens: tokens.clone(),
+                replication: replication.clone(),
             };
             Some(start_local_api(&config, local, parts, stop_rx.clone()).await?)
         }
@@ -175,16 +190,7 @@ pub async fn run(
                 policy_file,
                 tokens: tokens.clone(),
                 alerts: alerts.clone(),
-                replication: match config.identity() {
-                    Ok(identity) => Some(std::sync::Arc::new(crate::values::replication::Replication::new(
-                        identity,
-                        store.clone(),
-                    ))),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "this Agent cannot fetch what it lacks from other holders");
-                        None
-                    }
-                },
+                replication: replication.clone(),
             };
             let period = std::time::Duration::from_secs(v.sync_seconds);
             Some(tokio::spawn(sync::run(syncer, period, stop_rx.clone())))
@@ -343,6 +349,7 @@ struct LocalParts {
     /// Asked on programs' behalf for versions and deletions.
     api: Channel,
     tokens: Option<Arc<crate::program_tokens::TokenFile>>,
+    replication: Option<Arc<crate::values::replication::Replication>>,
 }
 
 /// Starts the local API on its certificate (renewed by the sync loop) and
@@ -367,6 +374,7 @@ async fn start_local_api(
         tokens: parts.tokens,
         api: Some(parts.api),
         watches: crate::local_api::watch::Watches::default(),
+        replication: parts.replication,
     };
     let listener = tokio::net::TcpListener::bind(&local.listen)
         .await

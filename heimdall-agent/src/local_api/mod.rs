@@ -79,6 +79,8 @@ pub struct LocalApi {
     /// Long polls open per caller (`watch`): bounded, so that one token or
     /// certificate cannot hold the connection cap.
     pub watches: crate::local_api::watch::Watches,
+    /// Fetches a current version this Agent lacks when a read asks for it.
+    pub replication: Option<Arc<crate::values::replication::Replication>>,
 }
 
 /// A connection: its verified client certificate, if it presented one,
@@ -613,7 +615,10 @@ pub(crate) async fn load(
                 environment: allowed.environment_id,
                 version,
             };
-            let value = state.store.get_value(&at).await.map_err(store_refusal)?;
+            let mut value = state.store.get_value(&at).await.map_err(store_refusal)?;
+            if value.is_none() && allowed.current == Some(v) && fetched(state, &allowed, v).await {
+                value = state.store.get_value(&at).await.map_err(store_refusal)?;
+            }
             match value {
                 Some(value) => (version, value),
                 // Another holder may have it: the client asks the next.
@@ -624,18 +629,33 @@ pub(crate) async fn load(
             }
         }
         None => {
-            let latest = state
-                .store
-                .latest_value(allowed.org, &allowed.secret, allowed.environment_id)
-                .await
-                .map_err(store_refusal)?;
-            // Never an older version as the latest (`heimdall_core::current`).
-            current::check_latest(shown, latest.as_ref().map(|(v, _)| i64::from(*v)), allowed.current)
-                .map_err(ErrorAnswer)?;
+            let latest_here =
+                || state.store.latest_value(allowed.org, &allowed.secret, allowed.environment_id);
+            let mut latest = latest_here().await.map_err(store_refusal)?;
+            let held = |latest: &Option<(u32, _)>| latest.as_ref().map(|(v, _)| i64::from(*v));
+            // Never an older version as the latest (`heimdall_core::current`):
+            // fetch it first if the last sync planned it, else refuse.
+            if let (Err(_), Some(current)) =
+                (current::check_latest(shown, held(&latest), allowed.current), allowed.current)
+            {
+                if fetched(state, &allowed, current).await {
+                    latest = latest_here().await.map_err(store_refusal)?;
+                }
+            }
+            current::check_latest(shown, held(&latest), allowed.current).map_err(ErrorAnswer)?;
             latest.ok_or_else(|| no_value(None))?
         }
     };
     Ok(Loaded { allowed, version, value })
+}
+
+/// Whether the current `version` the read asked for was just fetched from
+/// another holder (`Replication::fetch_now`, bounded).
+async fn fetched(state: &LocalApi, allowed: &crate::access::AllowedRead, version: i64) -> bool {
+    match &state.replication {
+        Some(replication) => replication.fetch_now(&allowed.secret, allowed.environment_id, version).await,
+        None => false,
+    }
 }
 
 /// Decides a read of `name` in `environment` by `caller`, loading nothing.

@@ -15,7 +15,8 @@ use time::{Duration, OffsetDateTime};
 
 use crate::support::{agent_client, agent_id, World};
 use crate::values::{
-    agent_database, configure, eventually, holders_reachable, identity, set, set_only_on, Store,
+    agent_database, configure, configure_syncing_every, eventually, holders_reachable, identity, set,
+    set_only_on, Store,
 };
 
 /// An enrolled Agent's own certificate and key, as another Agent sees them.
@@ -117,6 +118,68 @@ async fn a_holder_that_missed_a_write_and_a_new_holder_fetch_the_current_version
     assert_eq!(old.code(), Some(ErrorCode::VersionNotHeld), "{old}");
 
     for child in [&mut edge_1, &mut edge_2, &mut edge_3] {
+        child.start_kill().unwrap();
+        let _ = child.wait().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_of_a_current_version_the_agent_lacks_fetches_it_before_answering() {
+    let w = World::new().await;
+    let (reader, source) = (w.enroll("edge-1").await, w.enroll("edge-2").await);
+    // edge-1 syncs once an hour: between its syncs, only a read makes it fetch.
+    let (local_reader, _) = configure_syncing_every(&reader, Store::Sqlite, None, 3600);
+    let (local_source, _) = configure(&source, Store::Sqlite, None);
+    let owner = w.api.owner_token.clone();
+    for agent in ["edge-1", "edge-2"] {
+        w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": agent })).await;
+    }
+    w.post(&owner, "/v1/secrets", json!({ "name": "db-password" })).await;
+    let ana = identity(&w, &owner).await;
+    let mut edge_2 = w.run_agent(&source);
+    holders_reachable(&w, &source, "db-password", 1).await;
+    assert_eq!(set_only_on(&w, &owner, &ana, ("db-password", "dev", "one"), "edge-2").await, 1);
+    let via_source = agent_client(&source, &local_source, &ana);
+    eventually(&source, "edge-2 reporting version 1", || async {
+        let (_, shown) = w.call(Method::GET, "/v1/secrets/db-password", None).await;
+        shown["holdings"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|h| h["agent"] == "edge-2" && h["version"] == 1))
+    })
+    .await;
+
+    // edge-2 is down when edge-1 first syncs: edge-1 learns that version 1
+    // is current and where it is, and cannot fetch it yet.
+    edge_2.start_kill().unwrap();
+    let _ = edge_2.wait().await;
+    let mut edge_1 = w.run_agent(&reader);
+    let via_reader = agent_client(&reader, &local_reader, &ana);
+    eventually(&reader, "edge-1 refusing the latest it lacks", || async {
+        let answer = via_reader.get_value("db-password", "dev", None).await;
+        matches!(answer, Err(e) if e.code() == Some(ErrorCode::VersionNotHeld))
+    })
+    .await;
+
+    // edge-2 is back; edge-1 has not synced since. A read fetches version 1 first and serves it.
+    edge_2 = w.run_agent(&source);
+    eventually(&source, "edge-2 serving again", || async {
+        latest(&via_source, "db-password").await.is_some()
+    })
+    .await;
+    assert_eq!(latest(&via_reader, "db-password").await, Some((1, "one".to_owned())));
+    assert_eq!(
+        via_reader.get_value("db-password", "dev", Some(1)).await.map(|a| a.version).ok(),
+        Some(1),
+        "held now"
+    );
+    let edge_1_id = agent_id(&reader);
+    eventually(&source, "the hand-over in the access log", || async {
+        replication_reads(&w, "db-password").await.iter().any(|e| {
+            e["served_by"] == "edge-2" && e["accessor"] == format!("agent {edge_1_id} (replication)")
+        })
+    })
+    .await;
+    for child in [&mut edge_1, &mut edge_2] {
         child.start_kill().unwrap();
         let _ = child.wait().await;
     }
