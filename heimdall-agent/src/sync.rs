@@ -253,7 +253,13 @@ impl Syncer {
             self.apply(&response, held).await;
             cursor.applied_through = Some(response.at);
             if let Some(replication) = &self.replication {
-                replication.fetch_all(&response).await;
+                let stored = replication.fetch_all(&response).await;
+                // A full batch: there is more to fetch (a backfill), so the
+                // next sync comes at once (spaced by ON_DEMAND_SPACING), not
+                // a whole period later.
+                if stored > 0 && response.transfers.len() >= heimdall_core::transfer::MAX_TRANSFERS_PER_SYNC {
+                    self.policy.request_sync();
+                }
             }
             if let Some(cert) = &self.local_cert {
                 cert.check(response.local_api_certificates.as_deref(), &self.channel, self.clock.now()).await;

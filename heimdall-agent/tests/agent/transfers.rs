@@ -186,6 +186,48 @@ async fn a_read_of_a_current_version_the_agent_lacks_fetches_it_before_answering
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backfill_longer_than_one_sync_answer_goes_on_without_waiting_a_sync_period() {
+    let w = World::new().await;
+    let (source, newcomer) = (w.enroll("edge-1").await, w.enroll("edge-2").await);
+    let (local_source, _) = configure(&source, Store::Sqlite, None);
+    // edge-2 syncs once an hour: only a full answer makes it sync again soon.
+    let (local_new, _) = configure_syncing_every(&newcomer, Store::Sqlite, None, 3600);
+    let owner = w.api.owner_token.clone();
+    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "edge-1" })).await;
+    let ana = identity(&w, &owner).await;
+    let count = heimdall_core::transfer::MAX_TRANSFERS_PER_SYNC + 20;
+    let names: Vec<String> = (0..count).map(|n| format!("s-{n:03}")).collect();
+    // Every secret first: an Agent told of a new one at a write waits for a sync.
+    for name in &names {
+        w.post(&owner, "/v1/secrets", json!({ "name": name })).await;
+    }
+    let mut edge_1 = w.run_agent(&source);
+    holders_reachable(&w, &source, "s-000", 1).await;
+    for (n, name) in names.iter().enumerate() {
+        set(&w, &owner, &ana, name, "dev", &format!("value-{n}")).await;
+    }
+    eventually(&source, "edge-1 reporting every value", || async {
+        let (_, shown) = w.call(Method::GET, "/v1/agents/edge-1", None).await;
+        shown["holdings"].as_array().is_some_and(|h| h.len() == count)
+    })
+    .await;
+
+    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "edge-2" })).await;
+    let mut edge_2 = w.run_agent(&newcomer);
+    let via_new = agent_client(&newcomer, &local_new, &ana);
+    eventually(&newcomer, "edge-2 holding the values past its first answer", || async {
+        latest(&via_new, &names[count - 1]).await == Some((1, format!("value-{}", count - 1)))
+    })
+    .await;
+    let via_source = agent_client(&source, &local_source, &ana);
+    assert_eq!(latest(&via_source, "s-000").await, latest(&via_new, "s-000").await);
+    for child in [&mut edge_1, &mut edge_2] {
+        child.start_kill().unwrap();
+        let _ = child.wait().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_source_hands_a_value_only_to_the_agent_a_fresh_grant_names() {
     let w = World::new().await;
     let (asking, source) = (w.enroll("edge-1").await, w.enroll("edge-2").await);
