@@ -27,6 +27,8 @@ pub(crate) struct Standing {
     pub environment_deletions: Vec<EnvironmentDeletion>,
     /// Every Agent's last inventory.
     pub holdings: Vec<Holding>,
+    /// Every enrolled Agent, revoked ones included.
+    pub agents: Vec<Agent>,
 }
 
 impl Standing {
@@ -43,6 +45,7 @@ impl Standing {
             deleted_secrets: state.store.deleted_secret_names(org).await?,
             environment_deletions: state.store.environment_deletions(org).await?,
             holdings: state.store.holdings_of_org(org).await?,
+            agents: state.store.list_agents(org).await?,
         })
     }
 
@@ -78,9 +81,13 @@ impl Standing {
             .collect()
     }
 
+    /// The assignments of Agents not revoked: a revoked Agent holds
+    /// nothing that counts, and is behind on nothing.
     pub fn assigned(&self) -> Vec<Assigned> {
+        let revoked = |id| self.agents.iter().any(|a| a.id == id && a.revoked_at.is_some());
         self.assignments
             .iter()
+            .filter(|a| !revoked(a.agent_id))
             .map(|a| Assigned { agent: a.agent_id, environment: a.environment_id, at: a.assigned_at })
             .collect()
     }
@@ -112,13 +119,14 @@ impl Standing {
         heimdall_core::lagging::behind(&current, &held, &assigned)
     }
 
-    /// `behind` as people are shown it at `now`, Agents named by `agents`.
-    pub fn shown(&self, behind: &[Behind], agents: &[Agent], now: OffsetDateTime) -> Vec<HolderBehind> {
+    /// `behind` as people are shown it at `now`.
+    pub fn shown(&self, behind: &[Behind], now: OffsetDateTime) -> Vec<HolderBehind> {
         behind
             .iter()
             .map(|b| HolderBehind {
                 agent_id: b.agent,
-                agent: agents
+                agent: self
+                    .agents
                     .iter()
                     .find(|a| a.id == b.agent)
                     .map_or_else(|| b.agent.to_string(), |a| a.name.clone()),

@@ -1,7 +1,8 @@
 //! Who is behind: `secret show` lists each holder of an environment that
 //! lacks the current version (and since when), `agent show` what an Agent
 //! lacks, and an Agent behind for longer than three sync periods raises
-//! `secret.holder_lagging` once, to the feed and the webhooks.
+//! `secret.holder_lagging` once, to the feed and the webhooks. A revoked
+//! Agent is behind on nothing.
 
 use std::sync::Arc;
 
@@ -129,4 +130,8 @@ async fn a_holder_behind_is_shown_until_it_catches_up_and_raises_one_event_when_
     let current = answer["current_versions"].as_array().unwrap();
     assert_eq!(current.len(), 1, "{answer}");
     assert_eq!(current[0]["version"], 2);
+    // A revoked Agent is behind on nothing, even while still assigned.
+    c.call(reqwest::Method::DELETE, "/v1/agents/edge-3", owner, None).await.expect(200);
+    let shown = c.get("/v1/secrets/db-password", owner).await.expect(200);
+    assert!(shown.get("behind").is_none(), "{shown}");
 }

@@ -724,9 +724,8 @@ async fn note_lag(
     if alerts.is_empty() {
         return Ok(());
     }
-    let agents = state.store.list_agents(org).await?;
     for alert in alerts {
-        let agent = agents.iter().find(|a| a.id == alert.agent).map_or("", |a| a.name.as_str());
+        let agent = standing.agents.iter().find(|a| a.id == alert.agent).map_or("", |a| a.name.as_str());
         let environment =
             standing.environments.iter().find(|e| e.id == alert.environment).map_or("", |e| e.name.as_str());
         let since = alert.since.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();

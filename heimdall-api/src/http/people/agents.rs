@@ -107,7 +107,7 @@ async fn show(
     let standing = crate::http::standing::Standing::load_all(&state, caller.org.id).await?;
     let mut behind = standing.behind();
     behind.retain(|b| b.agent == agent.id && !hidden.contains(&b.secret));
-    let behind = standing.shown(&behind, std::slice::from_ref(&agent), state.clock.now());
+    let behind = standing.shown(&behind, state.clock.now());
     Ok(Json(AgentDetail { agent, holdings, behind, names }))
 }
 

@@ -239,8 +239,7 @@ async fn behind_on(
     if behind.is_empty() {
         return Ok(Vec::new());
     }
-    let agents = state.store.list_agents(org).await?;
-    let mut shown = standing.shown(&behind, &agents, state.clock.now());
+    let mut shown = standing.shown(&behind, state.clock.now());
     shown.retain(|b| allowed.contains(&b.environment.as_str()));
     Ok(shown)
 }
