@@ -29,6 +29,21 @@ const TIMEOUTS: Timeouts = Timeouts { connect: Duration::from_secs(3), request: 
 /// next holder).
 pub const FETCH_ON_READ: Duration = Duration::from_secs(4);
 
+/// Why a current version could not be fetched (the next sync plans it again).
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("version {0} is out of range")]
+    VersionOutOfRange(i64),
+    #[error("no holder with a local API to fetch from")]
+    NoSource,
+    #[error("{agent}: {error}")]
+    Holder { agent: String, error: heimdall_sdk::Error },
+    #[error("{0} answered another secret or version")]
+    OtherValue(String),
+    #[error("storing it: {0}")]
+    Store(ValueStoreError),
+}
+
 /// (secret, environment, version) of a planned transfer.
 type Place = (String, CatalogId, i64);
 
@@ -116,15 +131,16 @@ impl Replication {
         self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(place);
     }
 
-    async fn fetch_one(&self, org: OrgId, transfer: &Transfer) -> Result<(), String> {
-        let version = u32::try_from(transfer.version).map_err(|_| "a version out of range".to_owned())?;
-        let mut last = "no holder with a local API to fetch from".to_owned();
+    async fn fetch_one(&self, org: OrgId, transfer: &Transfer) -> Result<(), FetchError> {
+        let version =
+            u32::try_from(transfer.version).map_err(|_| FetchError::VersionOutOfRange(transfer.version))?;
+        let mut last = FetchError::NoSource;
         for source in &transfer.sources {
             let Some(url) = source.url.as_deref() else { continue };
             let client =
                 AgentClient::new(url, &self.identity, source.agent_id, source.certificates.as_deref())
                     .and_then(|c| c.with_timeouts(TIMEOUTS))
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|error| FetchError::Holder { agent: source.agent.clone(), error })?;
             match client.fetch_transfer(&transfer.grant).await {
                 Ok(answer) if answer.version == transfer.version && answer.name == transfer.secret => {
                     let at = ValueAddress {
@@ -136,11 +152,11 @@ impl Replication {
                     return match self.store.put_value(&at, answer.value.expose().as_bytes()).await {
                         // Another Agent sharing this store put it first.
                         Ok(()) | Err(ValueStoreError::AlreadyExists { .. }) => Ok(()),
-                        Err(e) => Err(e.to_string()),
+                        Err(e) => Err(FetchError::Store(e)),
                     };
                 }
-                Ok(_) => last = format!("{} answered another secret or version", source.agent),
-                Err(e) => last = format!("{}: {e}", source.agent),
+                Ok(_) => last = FetchError::OtherValue(source.agent.clone()),
+                Err(error) => last = FetchError::Holder { agent: source.agent.clone(), error },
             }
         }
         Err(last)
