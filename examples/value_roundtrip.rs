@@ -54,7 +54,8 @@ async fn roundtrip() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let stored =
-        flows::write_value(&api, &me.identity, secret, environment, &value, AgentOptions::default()).await?;
+        flows::write_value(&api, &me.identity, (secret, environment), &value, None, AgentOptions::default())
+            .await?;
     for (agent, why) in &stored.failed {
         eprintln!("agent {agent} did not store version {}: {why}", stored.version);
     }

@@ -572,6 +572,7 @@ mod tests {
             live_program_tokens: None,
             local_api_status: None,
             transfers: Vec::new(),
+            superseded: Vec::new(),
         }
     }
 

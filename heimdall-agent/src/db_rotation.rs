@@ -294,7 +294,7 @@ impl Rotator {
     async fn held_phase(&self, task: &DatabaseTask) -> Result<Option<Phase>, String> {
         let held = match self.vault.latest_value(task.org_id, &task.secret, task.environment_id).await {
             Ok(held) => held,
-            Err(ValueStoreError::Deactivated { .. }) => None,
+            Err(ValueStoreError::Deactivated { .. } | ValueStoreError::Superseded { .. }) => None,
             Err(e) => return Err(format!("cannot read the user's credentials from this Agent's store: {e}")),
         };
         let Some((version, bytes)) = held else { return Ok(None) };

@@ -71,12 +71,13 @@ impl PolicyFile {
     /// file (0600) that replaces the old one whole. Whether it wrote.
     pub async fn save(&self, response: &SyncResponse, received_at: OffsetDateTime) -> Result<bool, String> {
         // The API's clock and how far it has this Agent's records change
-        // every sync and decide nothing; transfers are done now or planned
-        // again by the next sync, never from a kept copy.
+        // every sync and decide nothing; transfers and erasures are done
+        // now or planned again by the next sync, never from a kept copy.
         let content = SyncResponse {
             at: OffsetDateTime::UNIX_EPOCH,
             received_through: 0,
             transfers: Vec::new(),
+            superseded: Vec::new(),
             ..response.clone()
         };
         // Nor does the CA's fresh statement of the certificates (it holds

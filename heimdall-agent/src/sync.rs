@@ -106,10 +106,11 @@ impl Syncer {
             cursor.acknowledged = 0;
         }
         let held = self.store.inventory().await.map_err(|e| e.to_string())?;
-        // Rotation phases are this Agent's bookkeeping, not secrets: never reported.
+        // Rotation phases are this Agent's bookkeeping, not secrets: never
+        // reported. Nor are versions erased by retention: nothing is held.
         let inventory: Vec<InventoryItem> = held
             .iter()
-            .filter(|i| !i.secret.starts_with(heimdall_core::dbusers::PHASE_PREFIX))
+            .filter(|i| !i.secret.starts_with(heimdall_core::dbusers::PHASE_PREFIX) && !i.superseded)
             .map(|i| InventoryItem {
                 secret: i.secret.clone(),
                 environment: i.environment.to_string(),
@@ -269,7 +270,8 @@ impl Syncer {
     }
 
     /// Takes the new policy snapshot and writes tombstones for versions
-    /// deactivated since (or never held: a late write cannot revive them).
+    /// deactivated since (or never held: a late write cannot revive them)
+    /// and for those retention erases.
     async fn apply(&self, response: &SyncResponse, held: &[crate::values::store::InventoryEntry]) {
         let received_at = self.clock.now();
         match PolicySnapshot::new(response, received_at) {
@@ -286,9 +288,10 @@ impl Syncer {
                 tracing::error!(error = %e, "the API's policies do not compile here; keeping the previous ones")
             }
         }
+        // A superseded tombstone still takes a deactivation's: the stronger word.
         let tombstoned: HashSet<(String, String, u32)> = held
             .iter()
-            .filter(|e| e.deactivated)
+            .filter(|e| e.deactivated && !e.superseded)
             .map(|e| (e.secret.clone(), e.environment.to_string(), e.version))
             .collect();
         // Deleted secrets: every value and tombstone goes; the next inventory says so.
@@ -373,6 +376,43 @@ impl Syncer {
                     tracing::error!(error = %e, secret = %d.secret, "could not write a tombstone; will retry next sync")
                 }
             }
+        }
+        self.erase_superseded(response, held).await;
+    }
+
+    /// Erases the values a newer current version replaced once their
+    /// overlap is over (`heimdall_core::retention`, decided by the API):
+    /// only values this Agent holds, in environments it holds.
+    async fn erase_superseded(&self, response: &SyncResponse, held: &[crate::values::store::InventoryEntry]) {
+        let mut erased = 0u64;
+        for gone in &response.superseded {
+            let Ok(version) = u32::try_from(gone.version) else { continue };
+            let holds_value = held.iter().any(|e| {
+                e.org == response.org_id
+                    && e.secret == gone.secret
+                    && e.environment == gone.environment
+                    && e.version == version
+                    && !e.deactivated
+            });
+            if !holds_value {
+                continue;
+            }
+            let at = ValueAddress {
+                org: response.org_id,
+                secret: gone.secret.clone(),
+                environment: gone.environment,
+                version,
+            };
+            match self.store.erase(&at).await {
+                Ok(true) => erased += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::error!(error = %e, secret = %gone.secret, version, "could not erase a superseded version; will retry next sync")
+                }
+            }
+        }
+        if erased > 0 {
+            tracing::info!(erased, "superseded versions erased from this store after their overlap");
         }
     }
 }

@@ -20,6 +20,9 @@ mod current;
 #[path = "agent/transfers.rs"]
 mod transfers;
 
+#[path = "agent/retention.rs"]
+mod retention;
+
 #[path = "agent/databases.rs"]
 mod databases;
 

@@ -37,6 +37,7 @@ mod infra;
 mod inventory;
 #[path = "api/lagging.rs"]
 mod lagging;
+
 #[path = "api/leaks.rs"]
 mod leaks;
 #[path = "api/long_poll.rs"]
@@ -63,6 +64,8 @@ mod replicas;
 mod resource_abandon;
 #[path = "api/resource_upgrade.rs"]
 mod resource_upgrade;
+#[path = "api/retention.rs"]
+mod retention;
 #[path = "api/schema_lifecycle.rs"]
 mod schema_lifecycle;
 #[path = "api/store_scenario.rs"]

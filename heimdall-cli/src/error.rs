@@ -29,7 +29,7 @@ pub fn exit_code(code: ErrorCode) -> u8 {
         | ErrorCode::ModuleNotAllowed
         | ErrorCode::GrantInvalid
         | ErrorCode::AgentRevoked => exit::FORBIDDEN,
-        ErrorCode::NotFound | ErrorCode::VersionDeactivated => exit::NOT_FOUND,
+        ErrorCode::NotFound | ErrorCode::VersionDeactivated | ErrorCode::VersionSuperseded => exit::NOT_FOUND,
         ErrorCode::AlreadyExists
         | ErrorCode::NotEmpty
         | ErrorCode::LastOwner
@@ -166,6 +166,7 @@ mod tests {
             ("STALE_PLAN", 6),
             ("TOO_MANY_REQUESTS", 8),
             ("VERSION_NOT_HELD", 8),
+            ("VERSION_SUPERSEDED", 5),
         ];
         assert_eq!(expected.len(), ErrorCode::ALL.len(), "every code has a pinned exit status");
         for (name, status) in expected {

@@ -67,6 +67,8 @@ error_codes! {
     TooManyRequests = 429,
     // An Agent lacks the current version (or the one asked for): ask the next holder.
     VersionNotHeld = 503,
+    // A version replaced by a newer one, erased after its writer's overlap.
+    VersionSuperseded = 410,
 }
 
 impl ErrorCode {
@@ -105,6 +107,7 @@ impl ErrorCode {
             ErrorCode::StalePlan => "STALE_PLAN",
             ErrorCode::TooManyRequests => "TOO_MANY_REQUESTS",
             ErrorCode::VersionNotHeld => "VERSION_NOT_HELD",
+            ErrorCode::VersionSuperseded => "VERSION_SUPERSEDED",
         }
     }
 

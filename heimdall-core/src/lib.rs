@@ -45,6 +45,7 @@ pub mod queue;
 pub mod redacted;
 pub mod renewal;
 pub mod resources;
+pub mod retention;
 pub mod root_module;
 pub mod runner;
 pub mod schemas;

@@ -871,18 +871,25 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
     async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
     async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>>;
     /// Numbers the next version of `secret` in `environment` (1 for the
-    /// first) and stores who asked, with `event`, in one transaction; with
-    /// `bind`, also binds that public key (SHA-256 hex) to the personal
-    /// secret.
+    /// first) and stores who asked and the overlap asked for, with
+    /// `event`, in one transaction; with `asked.bind`, also binds that
+    /// public key (SHA-256 hex) to the personal secret.
     async fn create_version(
         &self,
         org: OrgId,
         secret: SecretId,
         environment: CatalogId,
-        created_by: &str,
-        bind: Option<&crate::Sha256Hex>,
+        asked: crate::secrets::VersionAsked<'_>,
         event: NewEvent,
     ) -> StoreResult<SecretVersion>;
+    /// Every version of the live secrets named in `wanted` (name,
+    /// environment): when each was numbered and the overlap it asked for
+    /// (`heimdall_core::retention`).
+    async fn version_overlaps(
+        &self,
+        org: OrgId,
+        wanted: &[(&str, CatalogId)],
+    ) -> StoreResult<Vec<(String, CatalogId, crate::retention::Overlap)>>;
     /// Marks a version deactivated (idempotent: the first time is kept).
     /// `NotFound` if the version does not exist.
     async fn deactivate_version(

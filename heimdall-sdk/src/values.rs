@@ -24,9 +24,24 @@ impl Client {
         environment: &str,
         writer: Option<&Identity>,
     ) -> Result<CreatedVersion> {
+        self.create_version_keeping(secret, environment, writer, None).await
+    }
+
+    /// [`Client::create_version`], with how long the version it replaces
+    /// stays readable (`keep_previous`: `0`, the default, or a period such
+    /// as `1h`, at most `30d`); after it every Agent erases that version
+    /// and answers `VERSION_SUPERSEDED` for it.
+    pub async fn create_version_keeping(
+        &self,
+        secret: &str,
+        environment: &str,
+        writer: Option<&Identity>,
+        keep_previous: Option<&str>,
+    ) -> Result<CreatedVersion> {
         let body = CreateVersion {
             environment: environment.to_owned(),
             certificate_sha256: writer.map(Identity::certificate_sha256).transpose()?,
+            keep_previous: keep_previous.map(str::to_owned),
         };
         self.with_body(Method::POST, &["secrets", secret, "versions"], &body).await
     }

@@ -884,6 +884,10 @@ pub struct SyncResponse {
     /// it from and the CA's grant (`heimdall_core::transfer`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transfers: Vec<Transfer>,
+    /// Values this Agent holds that a newer current version replaced and
+    /// whose overlap is over (`heimdall_core::retention`): it erases them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<heimdall_core::retention::Superseded>,
 }
 
 /// A current version to fetch from another holder's local API
@@ -935,6 +939,12 @@ pub struct CreateVersion {
     /// of the writer's client certificate, whose key is then bound to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certificate_sha256: Option<Sha256Hex>,
+    /// How long the version this one replaces stays readable in the
+    /// Agents' stores: `0` (the default) or a period such as `1h`, at most
+    /// `30d`. After it the older version is erased everywhere and answers
+    /// `410 VERSION_SUPERSEDED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_previous: Option<String>,
 }
 
 /// An Agent that holds an environment, and where people reach it.

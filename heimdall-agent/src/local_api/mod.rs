@@ -156,6 +156,7 @@ pub(crate) fn store_refusal(e: ValueStoreError) -> ErrorAnswer {
     let code = match &e {
         ValueStoreError::AlreadyExists { .. } => ErrorCode::AlreadyExists,
         ValueStoreError::Deactivated { .. } => ErrorCode::VersionDeactivated,
+        ValueStoreError::Superseded { .. } => ErrorCode::VersionSuperseded,
         ValueStoreError::Invalid(_) => ErrorCode::InvalidInput,
         ValueStoreError::Unavailable(_) | ValueStoreError::Open(_) => ErrorCode::Unavailable,
         ValueStoreError::Undecryptable { .. }
@@ -424,7 +425,8 @@ impl heimdall_wire::body::Query for ReadQuery {}
     description = "The value of the secret in an environment (the latest version, or the one asked), if the \
         synced policies let the caller read it. The read is recorded in the access trail before the value is \
         served (`AUDIT_UNAVAILABLE` and no value if it cannot be); a deactivated version is `410 \
-        VERSION_DEACTIVATED`.",
+        VERSION_DEACTIVATED`, a version replaced by a newer one and erased after its overlap `410 \
+        VERSION_SUPERSEDED`.",
     params(("name" = String, Path, description = "A secret name"), ReadQuery),
     responses((status = 200, description = "The value, recorded in the access trail before it is served", body = ValueAnswer), ReadErrors),
 )]

@@ -57,10 +57,10 @@ pub fn document() -> utoipa::openapi::OpenApi {
 }
 
 errors!(public HealthErrors);
-errors!(ReadErrors: NotFound, InvalidInput, VersionDeactivated, VersionNotHeld, PolicyStale, AgentRevoked, AuditUnavailable, TooManyRequests);
+errors!(ReadErrors: NotFound, InvalidInput, VersionDeactivated, VersionSuperseded, VersionNotHeld, PolicyStale, AgentRevoked, AuditUnavailable, TooManyRequests);
 errors!(body WriteErrors: NotFound, AlreadyExists, Conflict, GrantInvalid, VersionDeactivated, PolicyStale, AgentRevoked);
 errors!(public StatusErrors: PolicyStale, AgentRevoked);
-errors!(body TransferErrors: GrantInvalid, VersionNotHeld, VersionDeactivated, PolicyStale, AgentRevoked, AuditUnavailable);
+errors!(body TransferErrors: GrantInvalid, VersionNotHeld, VersionDeactivated, VersionSuperseded, PolicyStale, AgentRevoked, AuditUnavailable);
 errors!(DeleteErrors: NotFound, ValueMayPersist, Conflict, PolicyStale, AgentRevoked);
 
 #[cfg(test)]

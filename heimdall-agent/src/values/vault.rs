@@ -129,7 +129,8 @@ impl Vault {
         Ok(())
     }
 
-    /// The value, `None` if never stored here, `Deactivated` for a tombstone.
+    /// The value, `None` if never stored here, `Deactivated` or
+    /// `Superseded` for a tombstone.
     pub async fn get_value(&self, at: &ValueAddress) -> Result<Option<Zeroizing<Vec<u8>>>, ValueStoreError> {
         validate(at)?;
         match self.rows.get(at).await? {
@@ -168,6 +169,17 @@ impl Vault {
     pub async fn deactivate(&self, at: &ValueAddress) -> Result<(), ValueStoreError> {
         validate(at)?;
         let done = self.rows.tombstone(at).await;
+        self.latest.invalidate(at.org, &at.secret);
+        self.changed();
+        done
+    }
+
+    /// Erases a version a newer one replaced (`heimdall_core::retention`):
+    /// its ciphertext goes and a superseded tombstone stays. Whether there
+    /// was a value to erase (a tombstone stays as it is).
+    pub async fn erase(&self, at: &ValueAddress) -> Result<bool, ValueStoreError> {
+        validate(at)?;
+        let done = self.rows.erase(at).await;
         self.latest.invalidate(at.org, &at.secret);
         self.changed();
         done
@@ -313,7 +325,7 @@ impl Vault {
         environment: CatalogId,
     ) -> Result<Option<(u32, bool)>, ValueStoreError> {
         let found = self.latest_row(org, secret, environment).await?;
-        Ok(found.map(|(version, row)| (version, matches!(row, Row::Tombstone))))
+        Ok(found.map(|(version, row)| (version, !matches!(row, Row::Sealed(_)))))
     }
 
     /// The latest row, from the cache while it is fresh.
@@ -336,13 +348,21 @@ impl Vault {
         Ok(found)
     }
 
-    /// Opens a row at its address; a tombstone is `Deactivated`, anything
+    /// Opens a row at its address; a tombstone is `Deactivated` (or
+    /// `Superseded`, written by retention), anything
     /// that does not open (altered, moved, unknown key) is `Undecryptable`.
     fn open_row(&self, at: &ValueAddress, row: &Row) -> Result<Zeroizing<Vec<u8>>, ValueStoreError> {
         let sealed = match row {
             Row::Sealed(sealed) => sealed,
             Row::Tombstone => {
                 return Err(ValueStoreError::Deactivated {
+                    secret: at.secret.clone(),
+                    environment: at.environment,
+                    version: at.version,
+                })
+            }
+            Row::Superseded => {
+                return Err(ValueStoreError::Superseded {
                     secret: at.secret.clone(),
                     environment: at.environment,
                     version: at.version,

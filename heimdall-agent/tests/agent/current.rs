@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::support::{agent_client, World};
-use crate::values::{configure, eventually, holders_reachable, identity, set, set_only_on, Store};
+use crate::values::{configure, eventually, holders_reachable, identity, set, set_only_on_keeping, Store};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_missed_a_write_never_serves_the_older_value_as_the_latest() {
@@ -35,7 +35,9 @@ async fn an_agent_that_missed_a_write_never_serves_the_older_value_as_the_latest
     // then goes down too.
     edge_1.start_kill().unwrap();
     let _ = edge_1.wait().await;
-    assert_eq!(set_only_on(&w, &owner, &ana, ("db-password", "dev", "two"), "edge-2").await, 2);
+    // Version 1 stays readable for an hour: read below by number.
+    let two = ("db-password", "dev", "two");
+    assert_eq!(set_only_on_keeping(&w, &owner, &ana, two, ("edge-2", "1h")).await, 2);
     let via_current = agent_client(&current, &local_current, &ana);
     assert_eq!(via_current.get_value("db-password", "dev", None).await.unwrap().version, 2);
     eventually(&current, "edge-2 reporting version 2", || async {

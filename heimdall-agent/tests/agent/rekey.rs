@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::support::{agent_client, World};
-use crate::values::{agent_database, configure, eventually, identity, set, Store};
+use crate::values::{agent_database, configure, eventually, identity, set, set_keeping, Store};
 
 fn rekey(config: &Path, new_key: &Path) -> std::process::Command {
     let mut command = rekey_to(config, &[]);
@@ -86,7 +86,8 @@ async fn rekey_is_resumable_and_retires_the_old_key(store: Store) {
     );
 
     // A write after the rekey, then a restart on the new key: every value reads.
-    assert_eq!(set(&w, &owner, &ana, "db-password", "dev", "after-rekey").await, 2);
+    // Version 1 stays readable (an hour's overlap): both are read below.
+    assert_eq!(set_keeping(&w, &owner, &ana, ("db-password", "dev", "after-rekey"), "1h").await, 2);
     agent.kill().await.unwrap();
     let mut agent = w.run_agent(&config);
     eventually(&config, "the restarted Agent", || async {
@@ -203,7 +204,7 @@ async fn rekey_moves_a_store_to_a_kms_key_and_back_to_a_file() {
             .is_ok_and(|r| r.value.expose() == "under-a-file")
     })
     .await;
-    assert_eq!(set(&w, &owner, &ana, "db-password", "dev", "under-kms").await, 2);
+    assert_eq!(set_keeping(&w, &owner, &ana, ("db-password", "dev", "under-kms"), "1h").await, 2);
 
     // And back from KMS to a key file.
     let back = config.with_file_name("master-3.key");

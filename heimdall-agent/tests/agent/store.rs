@@ -81,7 +81,7 @@ pub(crate) async fn aws_config(url: &str) -> aws_config::SdkConfig {
         .await
 }
 
-type Item = HashMap<String, AttributeValue>;
+pub(crate) type Item = HashMap<String, AttributeValue>;
 
 fn ddb_key(pk: &str, sk: &str) -> Item {
     HashMap::from([
@@ -91,7 +91,7 @@ fn ddb_key(pk: &str, sk: &str) -> Item {
 }
 
 /// The table layout of `store::dynamodb` (its module docs), as an outsider reads it.
-fn ddb_value_key(at: &ValueAddress) -> Item {
+pub(crate) fn ddb_value_key(at: &ValueAddress) -> Item {
     ddb_key(&format!("value#{}#{}", at.org, at.secret), &format!("{}#{:010}", at.environment, at.version))
 }
 
@@ -605,6 +605,27 @@ async fn scenario(place: Place) {
         Err(ValueStoreError::Deactivated { .. })
     ));
 
+    // Retention erases a superseded value: its ciphertext leaves the row, a
+    // tombstone says why; a tombstone or an empty address is left alone.
+    store.put_value(&at("old-key", dev, 1), v(1).as_bytes()).await.unwrap();
+    store.put_value(&at("old-key", dev, 2), v(2).as_bytes()).await.unwrap();
+    assert!(store.erase(&at("old-key", dev, 1)).await.unwrap());
+    let err = store.get_value(&at("old-key", dev, 1)).await.unwrap_err();
+    assert!(matches!(err, ValueStoreError::Superseded { version: 1, .. }), "{err:?}");
+    assert!(place.is_tombstone(&raw, &at("old-key", dev, 1)).await, "the ciphertext is gone from the row");
+    assert!(!store.erase(&at("old-key", dev, 1)).await.unwrap(), "erased once");
+    assert!(!store.erase(&at("db-password", dev, 2)).await.unwrap(), "a deactivated version stays so");
+    assert!(matches!(
+        store.get_value(&at("db-password", dev, 2)).await,
+        Err(ValueStoreError::Deactivated { .. })
+    ));
+    assert!(!store.erase(&at("old-key", dev, 3)).await.unwrap(), "nothing held there");
+    assert_eq!(store.get_value(&at("old-key", dev, 3)).await.unwrap(), None, "and nothing written");
+    let (version, value) = store.latest_value(org, "old-key", dev).await.unwrap().unwrap();
+    assert_eq!((version, value.as_slice()), (2, v(2).as_bytes()), "the current value stays");
+    let err = store.put_value(&at("old-key", dev, 1), b"revived").await.unwrap_err();
+    assert!(matches!(err, ValueStoreError::AlreadyExists { .. }), "no revival: {err:?}");
+
     // The inventory for the sync report: addresses and flags only.
     let inventory = store.inventory().await.unwrap();
     let entry = |secret: &str, environment, version, deactivated| InventoryEntry {
@@ -613,6 +634,7 @@ async fn scenario(place: Place) {
         environment,
         version,
         deactivated,
+        superseded: false,
     };
     for expected in [
         entry("api-key", dev, 1, false),
@@ -620,10 +642,12 @@ async fn scenario(place: Place) {
         entry("db-password", dev, 1, false),
         entry("db-password", dev, 2, true),
         entry("db-password", prod, 1, false),
+        InventoryEntry { superseded: true, ..entry("old-key", dev, 1, true) },
+        entry("old-key", dev, 2, false),
     ] {
         assert!(inventory.contains(&expected), "{expected:?} missing from {inventory:?}");
     }
-    assert_eq!(inventory.len(), 5);
+    assert_eq!(inventory.len(), 7);
 
     // A ciphertext moved to another row does not decrypt: rename the row.
     place.move_value(&raw, &at("api-key", dev, 1), "moved").await;

@@ -177,7 +177,18 @@ pub(crate) async fn holders_reachable(w: &World, config: &Path, secret: &str, ho
 
 /// Writes `value` as the next version in `env` through the API's grant.
 pub(crate) async fn set(w: &World, token: &str, who: &Identity, secret: &str, env: &str, value: &str) -> i64 {
-    write(w, token, who, (secret, env, value), None).await
+    write(w, token, who, (secret, env, value), None, None).await
+}
+
+/// [`set`], keeping the version it replaces readable for `keep` (`1h`).
+pub(crate) async fn set_keeping(
+    w: &World,
+    token: &str,
+    who: &Identity,
+    (secret, env, value): (&str, &str, &str),
+    keep: &str,
+) -> i64 {
+    write(w, token, who, (secret, env, value), None, Some(keep)).await
 }
 
 /// Writes `value` as the next version in `env` on the holder named `agent`
@@ -189,7 +200,18 @@ pub(crate) async fn set_only_on(
     (secret, env, value): (&str, &str, &str),
     agent: &str,
 ) -> i64 {
-    write(w, token, who, (secret, env, value), Some(agent)).await
+    write(w, token, who, (secret, env, value), Some(agent), None).await
+}
+
+/// [`set_only_on`], keeping the version it replaces readable for `keep`.
+pub(crate) async fn set_only_on_keeping(
+    w: &World,
+    token: &str,
+    who: &Identity,
+    (secret, env, value): (&str, &str, &str),
+    (agent, keep): (&str, &str),
+) -> i64 {
+    write(w, token, who, (secret, env, value), Some(agent), Some(keep)).await
 }
 
 async fn write(
@@ -198,9 +220,13 @@ async fn write(
     who: &Identity,
     (secret, env, value): (&str, &str, &str),
     only: Option<&str>,
+    keep: Option<&str>,
 ) -> i64 {
-    let created =
-        w.post(token, &format!("/v1/secrets/{secret}/versions"), json!({ "environment": env })).await;
+    let mut body = json!({ "environment": env });
+    if let Some(keep) = keep {
+        body["keep_previous"] = json!(keep);
+    }
+    let created = w.post(token, &format!("/v1/secrets/{secret}/versions"), body).await;
     let version = created["version"].as_i64().unwrap();
     let holders = created["holders"].as_array().unwrap();
     for holder in holders.iter().filter(|h| only.is_none_or(|name| h["agent"] == name)) {
@@ -252,7 +278,14 @@ async fn scenario(store: Store) {
     assert_eq!(bo_agent.get_value("db-password", "dev", Some(1)).await.unwrap().value.expose(), &marker);
 
     // A grant is for one version on one Agent, issued to one person, once.
-    let created = w.post(&owner, "/v1/secrets/db-password/versions", json!({ "environment": "dev" })).await;
+    // (Version 1 stays readable for an hour after it: read below.)
+    let created = w
+        .post(
+            &owner,
+            "/v1/secrets/db-password/versions",
+            json!({ "environment": "dev", "keep_previous": "1h" }),
+        )
+        .await;
     let grant = created["holders"][0]["grant"].as_str().unwrap().to_owned();
     let refused = ana_agent.put_value("db-password", "dev", 3, &grant, "x").await.unwrap_err();
     assert_eq!(code(&refused), Some(ErrorCode::GrantInvalid), "{refused}");

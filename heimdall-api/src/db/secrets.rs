@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use heimdall_core::ids::{CatalogId, MemberId, OrgId, SecretId};
 use heimdall_core::ports::{NewEvent, SecretStore, StoreError, StoreResult};
+use heimdall_core::retention::Overlap;
 use heimdall_core::secrets::{
     AgentCertificate, Assignment, CertificateKind, IssuedCertificateInfo, MemberCertificate, Secret,
-    SecretVersion,
+    SecretVersion, VersionAsked,
 };
 use heimdall_core::Sha256Hex;
 use sqlx::{Any, FromRow, Transaction};
@@ -18,13 +19,13 @@ use super::sql::{
     db_err, from_micros, is_unique_violation, parse_id, parse_sha256, to_micros, unique_as, SqlStore,
 };
 
-const VERSION_COLUMNS: &str =
-    "v.secret_id, v.environment_id, v.version, v.created_at, v.created_by, v.deactivated_at";
+const VERSION_COLUMNS: &str = "v.secret_id, v.environment_id, v.version, v.created_at, v.created_by, \
+     v.deactivated_at, v.keep_previous_seconds";
 
-type VersionRow = (String, String, i64, i64, String, Option<i64>);
+type VersionRow = (String, String, i64, i64, String, Option<i64>, i64);
 
 fn version_from_row(row: VersionRow) -> StoreResult<SecretVersion> {
-    let (secret_id, env, version, created_at, created_by, deactivated_at) = row;
+    let (secret_id, env, version, created_at, created_by, deactivated_at, keep_previous_seconds) = row;
     Ok(SecretVersion {
         secret_id: parse_id(&secret_id)?,
         environment_id: parse_id(&env)?,
@@ -32,6 +33,8 @@ fn version_from_row(row: VersionRow) -> StoreResult<SecretVersion> {
         created_at: from_micros(created_at),
         created_by,
         deactivated_at: deactivated_at.map(from_micros),
+        keep_previous_seconds,
+        superseded_at: None,
     })
 }
 
@@ -372,10 +375,10 @@ impl SecretStore for SqlStore {
         org: OrgId,
         secret: SecretId,
         environment: CatalogId,
-        created_by: &str,
-        bind: Option<&Sha256Hex>,
+        asked: VersionAsked<'_>,
         event: NewEvent,
     ) -> StoreResult<SecretVersion> {
+        let VersionAsked { created_by, bind, keep_previous } = asked;
         // Two writers can read the same MAX at once (PostgreSQL, read
         // committed); the primary key refuses the second insert and it
         // takes the next number.
@@ -395,14 +398,15 @@ impl SecretStore for SqlStore {
             .await
             .map_err(db_err)?;
             let inserted = sqlx::query(
-                "INSERT INTO secret_versions (secret_id, environment_id, version, created_at, created_by) \
-                 VALUES ($1, $2, $3, $4, $5)",
+                "INSERT INTO secret_versions (secret_id, environment_id, version, created_at, created_by, \
+                 keep_previous_seconds) VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .bind(secret.to_string())
             .bind(environment.to_string())
             .bind(next)
             .bind(to_micros(event.at))
             .bind(created_by)
+            .bind(keep_previous.whole_seconds())
             .execute(&mut *tx)
             .await;
             match inserted {
@@ -433,6 +437,8 @@ impl SecretStore for SqlStore {
                 created_at: from_micros(to_micros(at)),
                 created_by: created_by.to_owned(),
                 deactivated_at: None,
+                keep_previous_seconds: keep_previous.whole_seconds(),
+                superseded_at: None,
             });
         }
         Err(StoreError::Conflict("too many concurrent writers of this secret; try again".into()))
@@ -468,6 +474,45 @@ impl SecretStore for SqlStore {
         let updated = fetch_version(&mut tx, org, secret, environment, version).await?;
         tx.commit().await.map_err(db_err)?;
         updated.ok_or(StoreError::NotFound("version"))
+    }
+
+    async fn version_overlaps(
+        &self,
+        org: OrgId,
+        wanted: &[(&str, CatalogId)],
+    ) -> StoreResult<Vec<(String, CatalogId, Overlap)>> {
+        let pairs: std::collections::HashSet<(&str, CatalogId)> = wanted.iter().copied().collect();
+        let mut names: Vec<&str> = wanted.iter().map(|(name, _)| *name).collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut found = Vec::new();
+        // A bounded IN list per query: a backfill can ask for thousands.
+        for chunk in names.chunks(500) {
+            let placeholders: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 2)).collect();
+            let sql = format!(
+                "SELECT s.name, v.environment_id, v.version, v.created_at, v.keep_previous_seconds \
+                 FROM secret_versions v JOIN secrets s ON s.id = v.secret_id \
+                 WHERE s.org_id = $1 AND s.lifecycle = 'active' AND s.name IN ({})",
+                placeholders.join(", ")
+            );
+            let mut query = sqlx::query_as::<_, (String, String, i64, i64, i64)>(&sql).bind(org.to_string());
+            for name in chunk {
+                query = query.bind(*name);
+            }
+            for (name, env, version, created_at, keep) in query.fetch_all(&self.pool).await.map_err(db_err)? {
+                let environment: CatalogId = parse_id(&env)?;
+                if !pairs.contains(&(name.as_str(), environment)) {
+                    continue;
+                }
+                let overlap = Overlap {
+                    version,
+                    created_at: from_micros(created_at),
+                    keep_previous: time::Duration::seconds(keep),
+                };
+                found.push((name, environment, overlap));
+            }
+        }
+        Ok(found)
     }
 
     async fn deactivated_versions(&self, org: OrgId) -> StoreResult<Vec<(String, CatalogId, i64)>> {

@@ -80,6 +80,10 @@ with this profile's client certificate (`heimdall login`).")]
         /// (only when exactly one Agent holds the environment)
         #[arg(long, value_name = "URL")]
         agent_url: Option<String>,
+        /// How long the version this one replaces stays readable (`0`, the default, or e.g.
+        /// `1h`, at most `30d`); after it every Agent erases it (VERSION_SUPERSEDED)
+        #[arg(long, value_name = "PERIOD")]
+        keep_previous: Option<String>,
     },
     /// Read a value from an Agent that holds the environment; the read is recorded before it is
     /// served. Prints the value exactly as stored

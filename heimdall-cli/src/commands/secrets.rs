@@ -116,7 +116,8 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
             if detail.versions.is_empty() {
                 return out.text("\nno versions yet\n");
             }
-            let rows = detail.versions.iter().map(|v| version_row(&environments, v)).collect();
+            let now = time::OffsetDateTime::now_utc();
+            let rows = detail.versions.iter().map(|v| version_row(&environments, v, now)).collect();
             out.section(&["ENVIRONMENT", "VERSION", "CREATED BY", "CREATED AT", "STATUS"], rows)
         }
         SecretCommand::Update { secret, secret_type, description, tags, clear_tags, components } => {
@@ -139,8 +140,15 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<()> {
             let updated = ctx.client()?.update_secret(&secret, &change).await?;
             out.done(&updated, &format!("Secret updated: {} ({})", updated.name, updated.id), &[])
         }
-        SecretCommand::Set { secret, environment, from_file, agent_url } => {
-            super::values::set(ctx, &secret, &environment, from_file.as_deref(), agent_url.as_deref()).await
+        SecretCommand::Set { secret, environment, from_file, agent_url, keep_previous } => {
+            let write = super::values::NewValue {
+                secret: &secret,
+                environment: &environment,
+                from_file: from_file.as_deref(),
+                agent_url: agent_url.as_deref(),
+                keep_previous: keep_previous.as_deref(),
+            };
+            super::values::set(ctx, write).await
         }
         SecretCommand::Get { secret, environment, version, agent_url } => {
             super::values::get(ctx, &secret, &environment, version, agent_url.as_deref()).await
@@ -303,14 +311,23 @@ fn personal_label(owner: Option<&str>) -> String {
     }
 }
 
-fn version_row(environments: &HashMap<CatalogId, String>, v: &SecretVersion) -> Vec<String> {
-    let status = if v.deactivated_at.is_some() { "deactivated" } else { "active" };
+fn version_row(
+    environments: &HashMap<CatalogId, String>,
+    v: &SecretVersion,
+    now: time::OffsetDateTime,
+) -> Vec<String> {
+    let status = match (v.deactivated_at, v.superseded_at) {
+        (Some(_), _) => "deactivated".to_owned(),
+        (None, Some(at)) if at <= now => "superseded".to_owned(),
+        (None, Some(at)) => format!("kept until {}", timestamp(at)),
+        (None, None) => "active".to_owned(),
+    };
     vec![
         name_or_id(environments, v.environment_id),
         v.version.to_string(),
         v.created_by.clone(),
         timestamp(v.created_at),
-        status.to_owned(),
+        status,
     ]
 }
 
@@ -397,14 +414,19 @@ mod tests {
             created_at: at,
             created_by: "ana@example.com".into(),
             deactivated_at: None,
+            keep_previous_seconds: 0,
+            superseded_at: None,
         };
         let names = HashMap::from([(prod, "prod".to_owned())]);
         assert_eq!(
-            version_row(&names, &version),
+            version_row(&names, &version, at),
             ["prod", "3", "ana@example.com", "2025-01-31T12:00:00Z", "active"]
         );
+        version.superseded_at = Some(at + time::Duration::hours(1));
+        assert_eq!(version_row(&names, &version, at)[4], "kept until 2025-01-31T13:00:00Z");
+        assert_eq!(version_row(&names, &version, at + time::Duration::hours(2))[4], "superseded");
         version.deactivated_at = Some(at);
-        assert_eq!(version_row(&HashMap::new(), &version)[4], "deactivated");
-        assert_eq!(version_row(&HashMap::new(), &version)[0], prod.to_string(), "unknown names show ids");
+        assert_eq!(version_row(&HashMap::new(), &version, at)[4], "deactivated");
+        assert_eq!(version_row(&HashMap::new(), &version, at)[0], prod.to_string(), "unknown names show ids");
     }
 }

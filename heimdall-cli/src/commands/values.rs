@@ -27,22 +27,31 @@ use crate::error::{CliError, Result};
 /// The largest value an Agent stores (its `MAX_VALUE_LEN`).
 pub const MAX_VALUE_BYTES: usize = 1024 * 1024;
 
-/// `secret set NAME --environment E [--from-file PATH] [--agent-url URL]`:
-/// `heimdall_sdk::flows::write_value`, one line per Agent that stored it.
-pub async fn set(
-    ctx: &Context,
-    secret: &str,
-    environment: &str,
-    from_file: Option<&Path>,
-    agent_url: Option<&str>,
-) -> Result<()> {
+/// What `secret set` was asked.
+pub struct NewValue<'a> {
+    pub secret: &'a str,
+    pub environment: &'a str,
+    pub from_file: Option<&'a Path>,
+    pub agent_url: Option<&'a str>,
+    pub keep_previous: Option<&'a str>,
+}
+
+/// `secret set NAME --environment E [--from-file PATH] [--agent-url URL]
+/// [--keep-previous PERIOD]`: `heimdall_sdk::flows::write_value`, one line
+/// per Agent that stored it.
+pub async fn set(ctx: &Context, write: NewValue<'_>) -> Result<()> {
+    let NewValue { secret, environment, from_file, agent_url, keep_previous } = write;
     // Everything that can be checked here is checked before the API is
     // asked for a version: bad input creates no version.
+    if let Some(keep) = keep_previous {
+        heimdall_core::retention::parse_keep_previous(keep).map_err(CliError::Coded)?;
+    }
     let client = ctx.client()?;
     let (identity, timeouts) = (ctx.identity()?, ctx.timeouts()?);
     let value = read_value(secret, environment, from_file)?;
     let options = AgentOptions { agent_url, timeouts: Some(timeouts), memory: None };
-    let stored = flows::write_value(&client, &identity, secret, environment, &value, options).await;
+    let stored =
+        flows::write_value(&client, &identity, (secret, environment), &value, keep_previous, options).await;
     drop(value);
     let stored = stored.map_err(usage_or_sdk)?;
     let shown = super::secrets::shown(&stored.secret);

@@ -46,6 +46,20 @@ async fn secret_set_refuses_bad_values_before_any_version_and_deactivates() {
     let args = set_with(&["--from-file", tmp.path().join("missing.txt").to_str().expect("utf-8")]);
     let run = t.run(&h, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
     assert_eq!(run.code, 2, "{run:?}");
+    // An overlap that is not a period, or longer than 30 days.
+    for keep in ["1y", "31d"] {
+        let run = h
+            .run_with_stdin(
+                &set_with(&["--keep-previous", keep]).iter().map(String::as_str).collect::<Vec<_>>(),
+                Some("s3cret-value"),
+            )
+            .await;
+        t.record(
+            &["secret", "set", "db-password", "--environment", "dev", "--keep-previous", keep, "<", "value"],
+            &run,
+        );
+        assert_eq!(run.code, 7, "{run:?}");
+    }
     assert_eq!(versions(&h).await, json!([]), "no version for a refused value");
 
     // No Agent holds dev: NO_AGENT from the API, and no version either.

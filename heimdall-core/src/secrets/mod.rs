@@ -195,6 +195,26 @@ pub struct SecretVersion {
     pub created_by: String,
     #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
     pub deactivated_at: Option<OffsetDateTime>,
+    /// How long its writer asked the version before it to stay readable
+    /// (`heimdall_core::retention`); 0: not at all.
+    #[serde(default)]
+    pub keep_previous_seconds: i64,
+    /// For a version a newer current one replaced: when its overlap ends
+    /// (or ended) and the Agents erase it (`heimdall_core::retention`).
+    /// Computed when shown, never stored.
+    #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
+    pub superseded_at: Option<OffsetDateTime>,
+}
+
+/// What numbering a version stores besides its number.
+#[derive(Clone, Copy, Debug)]
+pub struct VersionAsked<'a> {
+    /// Who asked: an email, or the rotating Agent.
+    pub created_by: &'a str,
+    /// A key to bind to the personal secret with this version.
+    pub bind: Option<&'a crate::Sha256Hex>,
+    /// How long the version before it stays readable.
+    pub keep_previous: time::Duration,
 }
 
 /// "This Agent holds this environment's values" — the owner's decision.

@@ -34,6 +34,7 @@ const PINNED: &[(&str, u16)] = &[
     ("STALE_PLAN", 409),
     ("TOO_MANY_REQUESTS", 429),
     ("VERSION_NOT_HELD", 503),
+    ("VERSION_SUPERSEDED", 410),
 ];
 
 #[test]

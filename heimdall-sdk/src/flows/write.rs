@@ -19,13 +19,15 @@ pub struct Stored {
 /// each, `agent_url` only with one), then numbered by the API, then sent
 /// with its grant to each holder. A version is numbered once every check
 /// passed; the outcome names the Agents that stored it and those that did
-/// not (the caller decides whether that is a failure).
+/// not (the caller decides whether that is a failure). `keep_previous`:
+/// how long the version it replaces stays readable
+/// ([`Client::create_version_keeping`]).
 pub async fn write_value(
     api: &Client,
     identity: &Identity,
-    secret: &str,
-    environment: &str,
+    (secret, environment): (&str, &str),
     value: &str,
+    keep_previous: Option<&str>,
     options: AgentOptions<'_>,
 ) -> Result<Stored> {
     let holders = api.secret_holders(secret, environment).await?;
@@ -41,7 +43,7 @@ pub async fn write_value(
             return Err(no_url(unreported));
         }
     }
-    let created = api.create_version(secret, environment, Some(identity)).await?;
+    let created = api.create_version_keeping(secret, environment, Some(identity), keep_previous).await?;
     if options.agent_url.is_some() && created.holders.len() != 1 {
         return Err(Error::Invalid(format!(
             "--agent-url names one Agent, but {} Agents hold {environment}; version {} was created and holds no \

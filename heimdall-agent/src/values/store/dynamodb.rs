@@ -6,7 +6,7 @@
 //! |-----------------|---------------------------|-------------------------------|------------------|
 //! | keyring entry   | `keyring`                 | generation, 10 digits         | `key_id`, `sealed_key` (B), `check_value` (B) |
 //! | value           | `value#<org>#<secret>`    | `<environment>#<version, 10 digits>` | `org`, `secret`, `environment`, `version` (N), `deactivated` (BOOL), `key_id`, `nonce` (B), `ciphertext` (B) |
-//! | tombstone       | as the value              | as the value                  | as the value, `deactivated = true`, no key id, nonce or ciphertext |
+//! | tombstone       | as the value              | as the value                  | as the value, `deactivated = true`, no key id, nonce or ciphertext; `superseded = true` when retention erased it |
 //! | access counter  | `counter`                 | `access#<agent>`              | `epoch`, `last_seq` (N) |
 //! | access record   | `access#<agent>#<epoch>`  | seq, 20 digits                | `seq` (N), `accessor`, `at` (N), `secret`, `environment`, `version` (N), `source`, `served_by` |
 //! | legacy counter  | `counter`                 | `access`                      | `last_seq` (N): the counter all Agents shared before epochs |
@@ -493,6 +493,9 @@ fn access_record(item: &Item) -> Result<RecordedAccess, ValueStoreError> {
 /// A value item: a tombstone, or its sealed value. An item that lost its
 /// nonce or ciphertext does not open (`Undecryptable`, in the vault).
 fn row_of(item: &Item) -> Result<Row, ValueStoreError> {
+    if superseded(item)? {
+        return Ok(Row::Superseded);
+    }
     if get_bool(item, "deactivated")? {
         return Ok(Row::Tombstone);
     }
@@ -501,6 +504,27 @@ fn row_of(item: &Item) -> Result<Row, ValueStoreError> {
         nonce: get_b(item, "nonce").unwrap_or_default(),
         ciphertext: get_b(item, "ciphertext").unwrap_or_default(),
     }))
+}
+
+/// A value item's key and address, a tombstone or not (no key id, nonce
+/// or ciphertext yet).
+fn value_item(at: &ValueAddress, deactivated: bool) -> Item {
+    let mut item = value_key(at);
+    item.insert("org".into(), s(at.org.to_string()));
+    item.insert("secret".into(), s(&at.secret));
+    item.insert("environment".into(), s(at.environment.to_string()));
+    item.insert("version".into(), n(at.version));
+    item.insert("deactivated".into(), AttributeValue::Bool(deactivated));
+    item
+}
+
+/// Whether a value item is a tombstone retention wrote (absent on items
+/// from before retention: no).
+fn superseded(item: &Item) -> Result<bool, ValueStoreError> {
+    match item.get("superseded") {
+        None => Ok(false),
+        Some(_) => get_bool(item, "superseded"),
+    }
 }
 
 fn build_err(e: impl fmt::Display) -> ValueStoreError {
@@ -558,12 +582,7 @@ impl SealedStore for DynamoRows {
     }
 
     async fn put_if_absent(&self, at: &ValueAddress, sealed: &SealedValue) -> Result<bool, ValueStoreError> {
-        let mut item = value_key(at);
-        item.insert("org".into(), s(at.org.to_string()));
-        item.insert("secret".into(), s(&at.secret));
-        item.insert("environment".into(), s(at.environment.to_string()));
-        item.insert("version".into(), n(at.version));
-        item.insert("deactivated".into(), AttributeValue::Bool(false));
+        let mut item = value_item(at, false);
         item.insert("key_id".into(), s(&sealed.key_id));
         item.insert("nonce".into(), b(sealed.nonce.clone()));
         item.insert("ciphertext".into(), b(sealed.ciphertext.clone()));
@@ -607,12 +626,7 @@ impl SealedStore for DynamoRows {
 
     async fn tombstone(&self, at: &ValueAddress) -> Result<(), ValueStoreError> {
         // The whole item is replaced: no key id, nonce or ciphertext stays.
-        let mut item = value_key(at);
-        item.insert("org".into(), s(at.org.to_string()));
-        item.insert("secret".into(), s(&at.secret));
-        item.insert("environment".into(), s(at.environment.to_string()));
-        item.insert("version".into(), n(at.version));
-        item.insert("deactivated".into(), AttributeValue::Bool(true));
+        let item = value_item(at, true);
         self.client
             .put_item()
             .table_name(&self.table)
@@ -621,6 +635,28 @@ impl SealedStore for DynamoRows {
             .await
             .map_err(|e| unavailable("PutItem", &e))?;
         Ok(())
+    }
+
+    async fn erase(&self, at: &ValueAddress) -> Result<bool, ValueStoreError> {
+        // The whole item is replaced, only if it still holds a value.
+        let mut item = value_item(at, true);
+        item.insert("superseded".into(), AttributeValue::Bool(true));
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("deactivated = :value")
+            .expression_attribute_values(":value", AttributeValue::Bool(false))
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                Ok(false)
+            }
+            Err(e) => Err(unavailable("PutItem", &e)),
+        }
     }
 
     async fn delete(
@@ -674,7 +710,7 @@ impl SealedStore for DynamoRows {
                 .table_name(&self.table)
                 .filter_expression("begins_with(pk, :prefix)")
                 .expression_attribute_values(":prefix", s(VALUE_PREFIX))
-                .projection_expression("org, secret, environment, #version, deactivated")
+                .projection_expression("org, secret, environment, #version, deactivated, superseded")
                 .expression_attribute_names("#version", "version")
                 .consistent_read(true)
                 .set_exclusive_start_key(start.take())
@@ -688,6 +724,7 @@ impl SealedStore for DynamoRows {
                     environment: parse_id(get_s(item, "environment")?, "environment id")?,
                     version: get_n(item, "version")?,
                     deactivated: get_bool(item, "deactivated")?,
+                    superseded: superseded(item)?,
                 });
             }
             match out.last_evaluated_key {

@@ -50,6 +50,11 @@ pub enum ValueStoreError {
     /// This version was deactivated: its value was replaced by a tombstone.
     #[error("version {version} of secret {secret} was deactivated in environment {environment}")]
     Deactivated { secret: String, environment: CatalogId, version: u32 },
+    /// A newer version replaced this one and its overlap is over: erased.
+    #[error(
+        "version {version} of secret {secret} was replaced by a newer one and erased in environment {environment}"
+    )]
+    Superseded { secret: String, environment: CatalogId, version: u32 },
     /// The row's ciphertext does not open at its address: altered or moved.
     #[error(
         "the stored value of version {version} of secret {secret} does not decrypt (key id {key_id}): it \
@@ -73,7 +78,10 @@ pub struct InventoryEntry {
     pub secret: String,
     pub environment: CatalogId,
     pub version: u32,
+    /// A tombstone (deactivated, or superseded).
     pub deactivated: bool,
+    /// A tombstone written by retention (`heimdall_core::retention`).
+    pub superseded: bool,
 }
 
 /// One read of one value, written before the value is served.
@@ -122,12 +130,13 @@ pub enum Backend {
     DynamoDb,
 }
 
-/// What a value's address holds: its sealed value, or the tombstone of a
-/// deactivated version.
+/// What a value's address holds: its sealed value, the tombstone of a
+/// deactivated version, or that of a version erased by retention.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Row {
     Sealed(SealedValue),
     Tombstone,
+    Superseded,
 }
 
 /// A backend: sealed rows, the keyring's sealed data keys, the access
@@ -164,6 +173,9 @@ pub trait SealedStore: Send + Sync + fmt::Debug {
     ) -> Result<Option<(u32, Row)>, ValueStoreError>;
     /// Replaces the row at `at` with a tombstone, inserting one if there is none.
     async fn tombstone(&self, at: &ValueAddress) -> Result<(), ValueStoreError>;
+    /// Replaces the sealed value at `at` with a superseded tombstone; `false`
+    /// (and nothing changes) if there is no value there (none, or a tombstone).
+    async fn erase(&self, at: &ValueAddress) -> Result<bool, ValueStoreError>;
     /// Deletes every row of the secret, or only those of `environment`
     /// (there, with `through`, only the versions up to it); returns how
     /// many went.

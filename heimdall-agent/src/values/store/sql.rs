@@ -133,6 +133,10 @@ async fn load_keyring(pool: &AnyPool) -> Result<Vec<SealedDataKey>, ValueStoreEr
 /// (`Undecryptable`, in the vault).
 fn row_of(row: &AnyRow) -> Result<Row, ValueStoreError> {
     let deactivated: i64 = row.try_get("deactivated").map_err(db)?;
+    let superseded: i64 = row.try_get("superseded").map_err(db)?;
+    if superseded != 0 {
+        return Ok(Row::Superseded);
+    }
     if deactivated != 0 {
         return Ok(Row::Tombstone);
     }
@@ -274,7 +278,7 @@ impl SealedStore for SqlRows {
 
     async fn get(&self, at: &ValueAddress) -> Result<Option<Row>, ValueStoreError> {
         let row = sqlx::query(
-            "SELECT key_id, nonce, ciphertext, deactivated FROM secret_values \
+            "SELECT key_id, nonce, ciphertext, deactivated, superseded FROM secret_values \
              WHERE org_id = $1 AND secret = $2 AND environment_id = $3 AND version = $4",
         )
         .bind(at.org.to_string())
@@ -294,7 +298,7 @@ impl SealedStore for SqlRows {
         environment: CatalogId,
     ) -> Result<Option<(u32, Row)>, ValueStoreError> {
         let found = sqlx::query(
-            "SELECT version, key_id, nonce, ciphertext, deactivated FROM secret_values \
+            "SELECT version, key_id, nonce, ciphertext, deactivated, superseded FROM secret_values \
              WHERE org_id = $1 AND secret = $2 AND environment_id = $3 ORDER BY version DESC LIMIT 1",
         )
         .bind(org.to_string())
@@ -312,7 +316,7 @@ impl SealedStore for SqlRows {
             "INSERT INTO secret_values (org_id, secret, environment_id, version, key_id, nonce, ciphertext, deactivated) \
              VALUES ($1, $2, $3, $4, NULL, NULL, NULL, 1) \
              ON CONFLICT (org_id, secret, environment_id, version) \
-             DO UPDATE SET key_id = NULL, nonce = NULL, ciphertext = NULL, deactivated = 1",
+             DO UPDATE SET key_id = NULL, nonce = NULL, ciphertext = NULL, deactivated = 1, superseded = 0",
         )
         .bind(at.org.to_string())
         .bind(&at.secret)
@@ -322,6 +326,21 @@ impl SealedStore for SqlRows {
         .await
         .map_err(db)?;
         Ok(())
+    }
+
+    async fn erase(&self, at: &ValueAddress) -> Result<bool, ValueStoreError> {
+        let done = sqlx::query(
+            "UPDATE secret_values SET key_id = NULL, nonce = NULL, ciphertext = NULL, deactivated = 1, superseded = 1 \
+             WHERE org_id = $1 AND secret = $2 AND environment_id = $3 AND version = $4 AND deactivated = 0",
+        )
+        .bind(at.org.to_string())
+        .bind(&at.secret)
+        .bind(at.environment.to_string())
+        .bind(i64::from(at.version))
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(done.rows_affected() == 1)
     }
 
     async fn delete(
@@ -353,7 +372,7 @@ impl SealedStore for SqlRows {
 
     async fn inventory(&self) -> Result<Vec<InventoryEntry>, ValueStoreError> {
         let rows = sqlx::query(
-            "SELECT org_id, secret, environment_id, version, deactivated FROM secret_values \
+            "SELECT org_id, secret, environment_id, version, deactivated, superseded FROM secret_values \
              ORDER BY org_id, secret, environment_id, version",
         )
         .fetch_all(&self.pool)
@@ -364,12 +383,14 @@ impl SealedStore for SqlRows {
                 let org: String = r.try_get("org_id").map_err(db)?;
                 let environment: String = r.try_get("environment_id").map_err(db)?;
                 let deactivated: i64 = r.try_get("deactivated").map_err(db)?;
+                let superseded: i64 = r.try_get("superseded").map_err(db)?;
                 Ok(InventoryEntry {
                     org: parse_id(&org, "organization id")?,
                     secret: r.try_get("secret").map_err(db)?,
                     environment: parse_id(&environment, "environment id")?,
                     version: to_u32(r.try_get("version").map_err(db)?, "version")?,
                     deactivated: deactivated != 0,
+                    superseded: superseded != 0,
                 })
             })
             .collect()

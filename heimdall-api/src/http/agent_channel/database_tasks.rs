@@ -11,6 +11,7 @@ use heimdall_core::audit::AuditAction;
 use heimdall_core::dbusers::{self, ServiceUser, TaskKind};
 use heimdall_core::ids::{CatalogId, LeaseId, ServiceUserId};
 use heimdall_core::ports::{ServiceUserTaskResult, StoreError};
+use heimdall_core::secrets::VersionAsked;
 use heimdall_core::{ApiError, ErrorCode};
 use heimdall_wire::{DatabaseTask, DatabaseTaskOutcome, DatabaseTaskReport};
 use utoipa_axum::router::OpenApiRouter;
@@ -101,8 +102,13 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
                             org,
                             user.secret_id,
                             database.environment_id,
-                            &rotator(&agent),
-                            None,
+                            // The previous password stays readable while its
+                            // login works: the grace.
+                            VersionAsked {
+                                created_by: &rotator(&agent),
+                                bind: None,
+                                keep_previous: time::Duration::seconds(user.grace_seconds),
+                            },
                             event,
                         )
                         .await?;

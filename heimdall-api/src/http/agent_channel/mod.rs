@@ -510,15 +510,20 @@ async fn sync(
         );
     }
     let standing = Standing::load(&state, org, environments).await?;
-    let (current_versions, planned) = {
+    let (current_versions, planned, superseded) = {
         let (held, assigned) = (standing.held(), standing.assigned());
         let current = standing.current(&held, &assigned);
         let behind = heimdall_core::lagging::behind(&current, &held, &assigned);
         let planned = heimdall_core::transfer::plan(agent.id, &behind, &held, &assigned);
         note_lag(&state, org, &standing, &behind, planned.len(), now).await?;
+        let superseded = superseded(&state, org, agent.id, &current, &held, now).await?;
         let mine: Vec<CatalogId> =
             assigned.iter().filter(|a| a.agent == agent.id).map(|a| a.environment).collect();
-        (current.into_iter().filter(|c| mine.contains(&c.environment)).collect::<Vec<_>>(), planned)
+        (
+            current.into_iter().filter(|c| mine.contains(&c.environment)).collect::<Vec<_>>(),
+            planned,
+            superseded,
+        )
     };
     let Standing {
         environments,
@@ -557,6 +562,7 @@ async fn sync(
         deactivated,
         current_versions,
         transfers,
+        superseded,
         deleted_secrets,
         deleted_in_environments: environment_deletions
             .into_iter()
@@ -746,6 +752,28 @@ async fn note_lag(
         state.store.record_event(org, event).await?;
     }
     Ok(())
+}
+
+/// What `agent` erases now (`heimdall_core::retention`): the versions are
+/// loaded only for the secrets where it holds a value below the current
+/// one, which is usually none.
+async fn superseded(
+    state: &AppState,
+    org: OrgId,
+    agent: AgentId,
+    current: &[heimdall_core::current::CurrentVersion],
+    held: &[heimdall_core::current::Held<'_>],
+    now: time::OffsetDateTime,
+) -> Result<Vec<heimdall_core::retention::Superseded>, ApiError> {
+    let wanted = heimdall_core::retention::candidates(agent, current, held);
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut overlaps = std::collections::BTreeMap::<_, Vec<_>>::new();
+    for (secret, environment, overlap) in state.store.version_overlaps(org, &wanted).await? {
+        overlaps.entry((secret, environment)).or_default().push(overlap);
+    }
+    Ok(heimdall_core::retention::to_erase(agent, current, held, &overlaps, now))
 }
 
 /// The planned transfers as the Agent gets them: each source's local API

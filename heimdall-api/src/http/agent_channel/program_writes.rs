@@ -27,7 +27,7 @@ use heimdall_core::domain::{CatalogEntry, CatalogKind};
 use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
 use heimdall_core::infra::Agent;
 use heimdall_core::program::{self, Verb};
-use heimdall_core::secrets::Secret;
+use heimdall_core::secrets::{Secret, VersionAsked};
 use heimdall_core::{ApiError, ErrorCode, Redacted};
 use heimdall_wire::{
     ProgramCaller, ProgramDeletion, ProgramDeletionRequest, ProgramVersion, ProgramVersionRequest,
@@ -133,7 +133,16 @@ pub(super) async fn version(
         serde_json::json!({ "name": secret.name, "environment": env.name, "agent": agent.id }),
     );
     let now = event.at;
-    let version = state.store.create_version(agent.org_id, secret.id, env.id, &accessor, None, event).await?;
+    let version = state
+        .store
+        .create_version(
+            agent.org_id,
+            secret.id,
+            env.id,
+            VersionAsked { created_by: &accessor, bind: None, keep_previous: time::Duration::ZERO },
+            event,
+        )
+        .await?;
     let claims = WriteGrantClaims::new(
         Uuid::new_v4(),
         agent.org_id,

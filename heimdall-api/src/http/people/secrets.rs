@@ -15,7 +15,7 @@ use heimdall_core::ids::{CatalogId, OrgId, SecretId};
 use heimdall_core::names::validate_text;
 use heimdall_core::secrets::{
     self, reaches, validate_secret_type, validate_tags, Assignment, Creator, NewSecret, Reach, Secret,
-    SecretCursor, SecretVersion, VersionPlan, Writer,
+    SecretCursor, SecretVersion, VersionAsked, VersionPlan, Writer,
 };
 use heimdall_core::{ApiError, ErrorCode, Redacted};
 use heimdall_wire::{
@@ -221,27 +221,57 @@ async fn show(
     holdings.retain(|h| allowed.contains(&h.environment.as_str()));
     let mut environment_deletions = environment_deletions_of(&state, caller.org.id, &secret.name).await?;
     environment_deletions.retain(|d| allowed.contains(&d.environment.as_str()));
-    let behind = behind_on(&state, caller.org.id, &secret.name, &allowed).await?;
+    let standing = crate::http::standing::Standing::load_all(&state, caller.org.id).await?;
+    mark_superseded(&standing, &secret.name, &mut versions);
+    let behind = behind_on(&state, &standing, &secret.name, &allowed);
     Ok(Json(SecretDetail { secret, versions, holdings, behind, environment_deletions }))
+}
+
+/// When each version a newer current one replaced is (or was) erased
+/// (`heimdall_core::retention::kept_until`).
+fn mark_superseded(standing: &crate::http::standing::Standing, name: &str, versions: &mut [SecretVersion]) {
+    let (held, assigned) = (standing.held(), standing.assigned());
+    let current = standing.current(&held, &assigned);
+    let overlaps: Vec<(CatalogId, heimdall_core::retention::Overlap)> = versions
+        .iter()
+        .map(|v| {
+            let overlap = heimdall_core::retention::Overlap {
+                version: v.version,
+                created_at: v.created_at,
+                keep_previous: time::Duration::seconds(v.keep_previous_seconds),
+            };
+            (v.environment_id, overlap)
+        })
+        .collect();
+    for v in versions.iter_mut() {
+        let Some(now_current) =
+            current.iter().find(|c| c.secret == name && c.environment == v.environment_id)
+        else {
+            continue;
+        };
+        let same_environment: Vec<_> =
+            overlaps.iter().filter(|(e, _)| *e == v.environment_id).map(|(_, o)| *o).collect();
+        v.superseded_at =
+            heimdall_core::retention::kept_until(&same_environment, v.version, now_current.version);
+    }
 }
 
 /// The holders behind on `name`'s current version in the environments
 /// `allowed` (`heimdall_core::lagging::behind`).
-async fn behind_on(
+fn behind_on(
     state: &AppState,
-    org: OrgId,
+    standing: &crate::http::standing::Standing,
     name: &str,
     allowed: &[&str],
-) -> Result<Vec<heimdall_wire::HolderBehind>, ApiError> {
-    let standing = crate::http::standing::Standing::load_all(state, org).await?;
+) -> Vec<heimdall_wire::HolderBehind> {
     let mut behind = standing.behind();
     behind.retain(|b| b.secret == name);
     if behind.is_empty() {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let mut shown = standing.shown(&behind, state.clock.now());
     shown.retain(|b| allowed.contains(&b.environment.as_str()));
-    Ok(shown)
+    shown
 }
 
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
@@ -780,9 +810,10 @@ pub(crate) fn grant_signer(state: &AppState) -> Result<std::sync::Arc<crate::pki
     summary = "Start writing a new version of a secret",
     description = "Numbers the next version of the secret in an environment and answers one signed write \
         grant per Agent holding the environment; the client then sends the value to those Agents with the \
-        grants, and the value never comes to this API. Needs `secret.write` in the environment. Refused \
-        `NO_AGENT` when no Agent holds the environment, and `CONFLICT` while the secret is being deleted \
-        there.",
+        grants, and the value never comes to this API. `keep_previous` (default `0`) is how long the version \
+        it replaces stays readable; after it, every Agent erases the older version and answers `410 \
+        VERSION_SUPERSEDED` for it. Needs `secret.write` in the environment. Refused `NO_AGENT` when no Agent \
+        holds the environment, and `CONFLICT` while the secret is being deleted there.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = CreateVersion,
     responses((status = 201, description = "A version number and a write grant for the Agents to send the value to", body = CreatedVersion), VersionErrors),
@@ -803,6 +834,10 @@ async fn create_version(
         Some(_) => state.store.active_member_certificates(caller.org.id, state.clock.now()).await?,
         None => Vec::new(),
     };
+    let keep_previous = match body.keep_previous.as_deref() {
+        Some(text) => heimdall_core::retention::parse_keep_previous(text)?,
+        None => time::Duration::ZERO,
+    };
     let writer = Writer { member: caller.member.id, certificate_sha256: body.certificate_sha256.as_ref() };
     let VersionPlan { owner_keys, bind } =
         secrets::new_version(&secret, &env.name, holders.len(), writer, &certificates)?;
@@ -815,7 +850,13 @@ async fn create_version(
     let now = event.at;
     let version = state
         .store
-        .create_version(caller.org.id, secret.id, env.id, &caller.member.email, bind.as_ref(), event)
+        .create_version(
+            caller.org.id,
+            secret.id,
+            env.id,
+            VersionAsked { created_by: &caller.member.email, bind: bind.as_ref(), keep_previous },
+            event,
+        )
         .await?;
     let mut signed = Vec::with_capacity(holders.len());
     for location in holders {
