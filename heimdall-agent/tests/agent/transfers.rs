@@ -227,6 +227,90 @@ async fn a_backfill_longer_than_one_sync_answer_goes_on_without_waiting_a_sync_p
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backfill_killed_half_way_on_either_side_leaves_no_partial_value() {
+    let w = World::new().await;
+    let (source, newcomer) = (w.enroll("edge-1").await, w.enroll("edge-2").await);
+    let (local_source, _) = configure(&source, Store::Sqlite, None);
+    let (_, _, pg_url) = agent_database().await;
+    let (local_new, _) = configure(&newcomer, Store::Postgres, Some(&pg_url));
+    let owner = w.api.owner_token.clone();
+    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "edge-1" })).await;
+    let ana = identity(&w, &owner).await;
+    let count = 2 * heimdall_core::transfer::MAX_TRANSFERS_PER_SYNC + 50;
+    let names: Vec<String> = (0..count).map(|n| format!("k-{n:03}")).collect();
+    for name in &names {
+        w.post(&owner, "/v1/secrets", json!({ "name": name })).await;
+    }
+    let mut edge_1 = w.run_agent(&source);
+    holders_reachable(&w, &source, "k-000", 1).await;
+    // Values of different lengths: a cut one would not pass for whole.
+    let value = |n: usize| format!("value-{n}-{}", "x".repeat(n % 97));
+    for (n, name) in names.iter().enumerate() {
+        set(&w, &owner, &ana, name, "dev", &value(n)).await;
+    }
+    eventually(&source, "edge-1 reporting every value", || async {
+        let (_, shown) = w.call(Method::GET, "/v1/agents/edge-1", None).await;
+        shown["holdings"].as_array().is_some_and(|h| h.len() == count)
+    })
+    .await;
+
+    // edge-2 backfills; it is killed (SIGKILL) at several points of it, and
+    // edge-1, its source, once.
+    w.post(&owner, "/v1/environments/dev/agents", json!({ "agent": "edge-2" })).await;
+    let mut edge_2 = w.run_agent(&newcomer);
+    for pause_ms in [700u64, 1500, 2500] {
+        tokio::time::sleep(std::time::Duration::from_millis(pause_ms)).await;
+        edge_2.start_kill().unwrap();
+        let _ = edge_2.wait().await;
+        edge_2 = w.run_agent(&newcomer);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    edge_1.start_kill().unwrap();
+    let _ = edge_1.wait().await;
+    edge_1 = w.run_agent(&source);
+
+    // In the end edge-2 holds every value whole; no read ever found a cut
+    // or unreadable one on the way.
+    let via_new = agent_client(&newcomer, &local_new, &ana);
+    eventually(&newcomer, "edge-2 holding every value", || async {
+        for (n, name) in names.iter().enumerate() {
+            match via_new.get_value(name, "dev", None).await {
+                Ok(answer) => assert_eq!(
+                    (answer.version, answer.value.expose().as_str()),
+                    (1, value(n).as_str()),
+                    "{name} is whole or absent"
+                ),
+                Err(e) => {
+                    let code = e.code();
+                    assert!(
+                        // Not there yet, or the Agent just restarted; never INTERNAL (a cut value).
+                        matches!(
+                            code,
+                            Some(
+                                ErrorCode::VersionNotHeld
+                                    | ErrorCode::NotFound
+                                    | ErrorCode::PolicyStale
+                                    | ErrorCode::Unavailable
+                            ) | None
+                        ),
+                        "{name}: {e}"
+                    );
+                    return false;
+                }
+            }
+        }
+        true
+    })
+    .await;
+    let via_source = agent_client(&source, &local_source, &ana);
+    assert_eq!(latest(&via_source, "k-000").await, Some((1, value(0))), "the source is unharmed");
+    for child in [&mut edge_1, &mut edge_2] {
+        child.start_kill().unwrap();
+        let _ = child.wait().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_source_hands_a_value_only_to_the_agent_a_fresh_grant_names() {
     let w = World::new().await;
     let (asking, source) = (w.enroll("edge-1").await, w.enroll("edge-2").await);
