@@ -30,14 +30,15 @@ pub fn parse_keep_previous(text: &str) -> Result<Duration, ApiError> {
     if text == "0" {
         return Ok(Duration::ZERO);
     }
+    // The message names the field, never what was sent (errors echo no input).
     let keep = crate::dbusers::parse_period(text).map_err(|_| {
-        ApiError::invalid_input(format!(
-            "--keep-previous {text:?}: give 0, or a number and s, m, h or d (e.g. 1h)"
-        ))
+        ApiError::invalid_input(
+            "keep_previous (--keep-previous): give 0, or a number and s, m, h or d (e.g. 1h)",
+        )
     })?;
     if keep > MAX_KEEP_PREVIOUS {
         return Err(ApiError::invalid_input(format!(
-            "--keep-previous {text:?}: at most {} days",
+            "keep_previous (--keep-previous): at most {} days",
             MAX_KEEP_PREVIOUS.whole_days()
         )));
     }

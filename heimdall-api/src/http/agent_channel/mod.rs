@@ -60,7 +60,12 @@ pub(crate) fn document() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(crate::http::openapi::AgentChannelApi::openapi())
         .routes(routes!(openapi_json))
         .routes(routes!(claim))
-        .routes(routes!(sync))
+        // A sync carries the whole inventory: more room than a job's log.
+        .merge(
+            OpenApiRouter::new()
+                .routes(routes!(sync))
+                .layer(axum::extract::DefaultBodyLimit::max(MAX_SYNC_BODY_BYTES)),
+        )
         .routes(routes!(server_certificate))
         .routes(routes!(heartbeat))
         .routes(routes!(log))
@@ -338,6 +343,15 @@ async fn finish(
 /// several syncs.
 pub const MAX_SYNC_RECORDS: usize = 10_000;
 
+/// Most versions (values and tombstones) one Agent's inventory may report:
+/// an Agent holding more is refused every sync. Versions erased by
+/// retention are not reported.
+pub const MAX_INVENTORY_ITEMS: usize = 200_000;
+
+/// The largest sync request: a full inventory (about 100 bytes an item)
+/// and a batch of records.
+pub const MAX_SYNC_BODY_BYTES: usize = 32 * 1024 * 1024;
+
 /// The Agent reports the reads it served and what its store holds, and
 /// receives who may read what. No value travels here: [`SyncRequest`]
 /// has no field for one and refuses unknown fields.
@@ -383,10 +397,11 @@ async fn sync(
         validate_text("records[].environment", &record.environment, 200)?;
         validate_text("records[].from", &record.from, 100)?;
     }
-    if body.inventory.len() > MAX_SYNC_RECORDS {
-        return Err(
-            ApiError::invalid_input(format!("at most {MAX_SYNC_RECORDS} inventory items per sync")).into()
-        );
+    if body.inventory.len() > MAX_INVENTORY_ITEMS {
+        return Err(ApiError::invalid_input(format!(
+            "at most {MAX_INVENTORY_ITEMS} inventory items per sync"
+        ))
+        .into());
     }
     for item in &body.inventory {
         validate_text("inventory[].secret", &item.secret, 200)?;
