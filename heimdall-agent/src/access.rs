@@ -539,6 +539,9 @@ mod tests {
                     components: vec![],
                 },
             ],
+            secrets_generation: None,
+            secrets_since: None,
+            removed_secrets: vec![],
             environments: vec![
                 SyncEnvironment { id: CatalogId::from_uuid(Uuid::from_u128(30)), name: "dev".into() },
                 SyncEnvironment { id: CatalogId::from_uuid(Uuid::from_u128(31)), name: "prod".into() },

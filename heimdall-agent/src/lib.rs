@@ -17,6 +17,7 @@ pub mod config;
 pub mod db_rotation;
 pub mod files;
 pub mod jobs;
+pub mod known_secrets;
 pub mod local_api;
 pub mod metrics;
 pub mod policy_file;

@@ -58,6 +58,8 @@ struct Cursor {
     epoch: String,
     acknowledged: u64,
     applied_through: Option<OffsetDateTime>,
+    /// The secrets as last heard, for answers that carry only changes.
+    secrets: Option<crate::known_secrets::KnownSecrets>,
 }
 
 pub async fn run(syncer: Syncer, every: Duration, mut stop: watch::Receiver<bool>) {
@@ -92,7 +94,7 @@ impl Syncer {
         let numbering = self.store.numbering(self.agent).await.map_err(|e| e.to_string())?;
         if cursor.epoch.is_empty() {
             // The first sync since start: from the beginning of the epoch.
-            *cursor = Cursor { epoch: numbering.epoch.clone(), acknowledged: 0, applied_through: None };
+            *cursor = Cursor { epoch: numbering.epoch.clone(), ..Cursor::default() };
         }
         if numbering.epoch == cursor.epoch && numbering.last_seq < cursor.acknowledged {
             // The store's numbering went back under us (restored from a
@@ -184,6 +186,7 @@ impl Syncer {
                 alerts: alerts.clone(),
                 // `held` was read after this answer was applied.
                 applied_through: cursor.applied_through,
+                secrets_known: crate::known_secrets::known_generation(cursor.secrets.as_ref()),
             };
             let response = match self.channel.sync(&request).await {
                 Ok(response) => response,
@@ -218,6 +221,8 @@ impl Syncer {
             );
             cursor.acknowledged = answered.acknowledged;
             if answered.resend {
+                // Its list of secrets may have gone back too: ask for all of it.
+                cursor.secrets = None;
                 // The API holds less than it acknowledged: its database was
                 // restored from a backup. What it lost goes again, from here.
                 tracing::warn!(
@@ -247,10 +252,11 @@ impl Syncer {
             }
             if current.epoch != cursor.epoch {
                 // An older epoch is reported to its end: on to the store's.
-                *cursor =
-                    Cursor { epoch: current.epoch, acknowledged: 0, applied_through: cursor.applied_through };
+                cursor.epoch = current.epoch;
+                cursor.acknowledged = 0;
                 continue;
             }
+            let response = crate::known_secrets::whole(&mut cursor.secrets, response)?;
             self.apply(&response, held).await;
             cursor.applied_through = Some(response.at);
             if let Some(replication) = &self.replication {
@@ -385,16 +391,16 @@ impl Syncer {
     /// only values this Agent holds, in environments it holds.
     async fn erase_superseded(&self, response: &SyncResponse, held: &[crate::values::store::InventoryEntry]) {
         let mut erased = 0u64;
-        for gone in &response.superseded {
+        // Values held (not tombstones), looked up: a store may hold tens of thousands.
+        let values: HashSet<(&str, CatalogId, u32)> = held
+            .iter()
+            .filter(|e| e.org == response.org_id && !e.deactivated)
+            .map(|e| (e.secret.as_str(), e.environment, e.version))
+            .collect();
+        // Only what the same answer shows a newer current version replaced.
+        for gone in heimdall_core::retention::replaced(&response.current_versions, &response.superseded) {
             let Ok(version) = u32::try_from(gone.version) else { continue };
-            let holds_value = held.iter().any(|e| {
-                e.org == response.org_id
-                    && e.secret == gone.secret
-                    && e.environment == gone.environment
-                    && e.version == version
-                    && !e.deactivated
-            });
-            if !holds_value {
+            if !values.contains(&(gone.secret.as_str(), gone.environment, version)) {
                 continue;
             }
             let at = ValueAddress {

@@ -23,6 +23,9 @@ mod transfers;
 #[path = "agent/retention.rs"]
 mod retention;
 
+#[path = "agent/sync_delta.rs"]
+mod sync_delta;
+
 #[path = "agent/databases.rs"]
 mod databases;
 

@@ -1,10 +1,12 @@
-//! The sync answer at scale (issue 17): an Agent that holds `--secrets`
-//! values reports its whole inventory and a batch of reads, and is told
-//! who may read what about every secret of its organization. Measured
+//! The sync answer at scale: an Agent that holds `--secrets` values
+//! reports its whole inventory and a batch of reads, and is told who may
+//! read what. Three calls on the loaded organization — knowing no
+//! generation (the whole list of secrets), knowing the current one (an
+//! empty delta), and after one secret was created (a delta of one) — each
 //! against the same Agent call on an organization with no secrets and an
 //! empty inventory, interleaved (A B A B), on two APIs over PostgreSQL
 //! (127.0.0.1:5432, or `HEIMDALL_TEST_POSTGRES_URL`). Prints p50 and p99 of
-//! both and their ratio; asserts nothing about time.
+//! each and the ratios; asserts nothing about time.
 //!
 //! ```sh
 //! cargo bench -p heimdall-api --features testing --bench sync_answer -- --secrets 10000 --rounds 20
@@ -44,11 +46,14 @@ struct Args {
 /// One side: an API on its own database, an enrolled Agent on its channel.
 struct Side {
     api: TestApi,
+    people: reqwest::Client,
     agent: reqwest::Client,
     environment: String,
     /// The inventory this Agent reports on every sync.
     inventory: Vec<Value>,
     next_seq: i64,
+    /// Secrets created during the run, one before each "after one change".
+    created: usize,
 }
 
 impl Side {
@@ -99,11 +104,27 @@ impl Side {
         let inventory = (0..held.min(secrets))
             .map(|i| json!({ "secret": format!("s{i:06}"), "environment": environment, "version": 1, "deactivated": false }))
             .collect();
-        Side { api, agent, environment, inventory, next_seq: 1 }
+        Side { api, people, agent, environment, inventory, next_seq: 1, created: 0 }
     }
 
-    /// One sync with `records` new reads; how long until its whole answer was read.
-    async fn sync(&mut self, records: usize) -> Duration {
+    /// Creates one more secret, as a person would between two syncs.
+    async fn change_one(&mut self) {
+        self.created += 1;
+        let resp = self
+            .people
+            .post(format!("{}/v1/secrets", self.api.url))
+            .bearer_auth(&self.api.owner_token)
+            .json(&json!({ "name": format!("changed-{:06}", self.created) }))
+            .send()
+            .await
+            .expect("create secret");
+        assert_eq!(resp.status().as_u16(), 201, "creating a secret");
+    }
+
+    /// One sync with `records` new reads, saying the Agent holds the
+    /// secrets through `known`; how long until its whole answer was read,
+    /// and the generation it is complete through.
+    async fn sync(&mut self, records: usize, known: Option<i64>) -> (Duration, i64) {
         let reads: Vec<Value> = (0..records)
             .map(|k| {
                 let seq = self.next_seq + k as i64;
@@ -119,7 +140,10 @@ impl Side {
             })
             .collect();
         self.next_seq += records as i64;
-        let body = json!({ "epoch": "bench", "records": reads, "inventory": self.inventory });
+        let mut body = json!({ "epoch": "bench", "records": reads, "inventory": self.inventory });
+        if let Some(known) = known {
+            body["secrets_known"] = json!(known);
+        }
         let began = Instant::now();
         let resp = self
             .agent
@@ -132,7 +156,11 @@ impl Side {
         let answer = resp.bytes().await.unwrap();
         let took = began.elapsed();
         assert!(status.is_success(), "sync: {status} {}", String::from_utf8_lossy(&answer));
-        took
+        let answer: Value = serde_json::from_slice(&answer).unwrap();
+        if known.is_some() {
+            assert!(answer["secrets_since"].is_i64(), "a delta was asked for and not given");
+        }
+        (took, answer["secrets_generation"].as_i64().expect("a generation"))
     }
 }
 
@@ -150,28 +178,44 @@ fn main() {
         let mut loaded = Side::new(args.secrets, args.held.unwrap_or(args.secrets)).await;
         eprintln!("seeded {} secrets in {:.1} s", args.secrets, began.elapsed().as_secs_f64());
         // The first syncs of each write the inventory and start the epoch.
-        empty.sync(args.records).await;
-        loaded.sync(args.records).await;
-        let (mut a, mut b) = (Vec::new(), Vec::new());
+        empty.sync(args.records, None).await;
+        let (_, mut known) = loaded.sync(args.records, None).await;
+        let (mut a, mut whole, mut unchanged, mut one) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..args.rounds {
-            a.push(empty.sync(args.records).await);
-            b.push(loaded.sync(args.records).await);
+            a.push(empty.sync(args.records, None).await.0);
+            whole.push(loaded.sync(args.records, None).await.0);
+            a.push(empty.sync(args.records, None).await.0);
+            let (took, through) = loaded.sync(args.records, Some(known)).await;
+            unchanged.push(took);
+            known = through;
+            loaded.change_one().await;
+            a.push(empty.sync(args.records, None).await.0);
+            let (took, through) = loaded.sync(args.records, Some(known)).await;
+            one.push(took);
+            known = through;
         }
-        a.sort();
-        b.sort();
+        for list in [&mut a, &mut whole, &mut unchanged, &mut one] {
+            list.sort();
+        }
         println!("sync answer, {} reads reported per sync, {} rounds interleaved", args.records, args.rounds);
         println!(
-            "  empty organization       : p50 {:7.1} ms  p99 {:7.1} ms",
+            "  empty organization                : p50 {:7.1} ms  p99 {:7.1} ms",
             percentile(&a, 0.5),
             percentile(&a, 0.99)
         );
+        let held = loaded.inventory.len();
+        for (what, list) in [("whole list", &whole), ("unchanged", &unchanged), ("one change", &one)] {
+            println!(
+                "  {:>6} secrets, {held:>6} held, {what:<10}: p50 {:7.1} ms  p99 {:7.1} ms  (p50 {:.1}x empty)",
+                args.secrets,
+                percentile(list, 0.5),
+                percentile(list, 0.99),
+                percentile(list, 0.5) / percentile(&a, 0.5),
+            );
+        }
         println!(
-            "  {:>6} secrets, {:>6} held: p50 {:7.1} ms  p99 {:7.1} ms",
-            args.secrets,
-            loaded.inventory.len(),
-            percentile(&b, 0.5),
-            percentile(&b, 0.99)
+            "  one change / unchanged p50: {:.2}",
+            percentile(&one, 0.5) / percentile(&unchanged, 0.5)
         );
-        println!("  loaded/empty p50: {:.1}", percentile(&b, 0.5) / percentile(&a, 0.5));
     });
 }

@@ -89,6 +89,9 @@ pub async fn serve_with_clock(
 ) -> std::io::Result<()> {
     let backend = store.backend();
     let store: Arc<dyn Store> = Arc::new(store);
+    // Agents' lists of secrets from before this start (and before any
+    // restore of the database that preceded it) are answered whole.
+    store.start_sync_epoch().await.map_err(|e| std::io::Error::other(e.to_string()))?;
     let reaper = tokio::spawn(background::reap_forever(store.clone(), clock.clone()));
     let mut state = http::AppState::new(store, clock);
     state.agent_stale_after = config.agent_stale_after;

@@ -50,6 +50,12 @@ struct BehindLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SyncAnswerLabels {
+    /// `delta` (the secrets changed since the Agent's generation) or `whole`.
+    secrets: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct JobLabels {
     operation: String,
     status: String,
@@ -66,6 +72,7 @@ pub struct Metrics {
     claim_wait: Histogram,
     behind: Family<BehindLabels, Gauge>,
     transfers: Counter,
+    sync_answers: Family<SyncAnswerLabels, Counter>,
 }
 
 fn seconds_buckets() -> Histogram {
@@ -119,7 +126,13 @@ impl Default for Metrics {
             "Transfers of a current version from one Agent to another, offered in sync answers",
             transfers.clone(),
         );
-        Self { registry, requests, latency, jobs, finished, claim_wait, behind, transfers }
+        let sync_answers = Family::<SyncAnswerLabels, Counter>::default();
+        registry.register(
+            "sync_answers",
+            "Agent sync answers, by whether their secrets were a delta or the whole list",
+            sync_answers.clone(),
+        );
+        Self { registry, requests, latency, jobs, finished, claim_wait, behind, transfers, sync_answers }
     }
 }
 
@@ -143,6 +156,12 @@ impl Metrics {
             self.behind.get_or_create(&labels).set(i64::try_from(count).unwrap_or(i64::MAX));
         }
         self.transfers.inc_by(u64::try_from(planned).unwrap_or(u64::MAX));
+    }
+
+    /// A sync answer carried its secrets as a delta or whole.
+    pub fn sync_answer(&self, delta: bool) {
+        let secrets = if delta { "delta" } else { "whole" };
+        self.sync_answers.get_or_create(&SyncAnswerLabels { secrets }).inc();
     }
 
     /// An attempt ended as `status` (queued again, completed or failed).

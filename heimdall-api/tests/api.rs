@@ -72,6 +72,8 @@ mod schema_lifecycle;
 mod store_scenario;
 #[path = "api/support.rs"]
 mod support;
+#[path = "api/sync_delta.rs"]
+mod sync_delta;
 #[path = "api/tls.rs"]
 mod tls;
 #[path = "api/upgrades.rs"]

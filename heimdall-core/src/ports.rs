@@ -852,6 +852,28 @@ use crate::secrets::{
     AgentCertificate, Assignment, IssuedCertificateInfo, MemberCertificate, Secret, SecretVersion,
 };
 
+/// A secret as an Agent decides reads of it: its name, its Components
+/// (for policies) and, for a personal secret, its owner and bound keys.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncedSecret {
+    pub id: SecretId,
+    pub name: String,
+    pub owner_id: Option<MemberId>,
+    pub owner_keys: Vec<crate::Sha256Hex>,
+    pub components: Vec<CatalogId>,
+}
+
+/// The secrets of a sync answer, complete through generation `through`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretChanges {
+    pub through: i64,
+    /// `Some(g)`: only the secrets changed after `g` (`changed`) and those
+    /// deleted since (`removed`); `None`: every secret not deleted.
+    pub since: Option<i64>,
+    pub changed: Vec<SyncedSecret>,
+    pub removed: Vec<SecretId>,
+}
+
 #[async_trait]
 pub trait SecretStore: Send + Sync + std::fmt::Debug {
     async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
@@ -865,6 +887,13 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
         after: Option<&crate::secrets::SecretCursor>,
         limit: u32,
     ) -> StoreResult<Vec<Secret>>;
+    /// What an Agent's sync answer says of the organization's secrets
+    /// (`crate::sync_delta`): those changed after `known` when the
+    /// organization has reached it, else every secret not deleted.
+    async fn secret_changes(&self, org: OrgId, known: Option<i64>) -> StoreResult<SecretChanges>;
+    /// An API process starts: lists of secrets Agents hold from before are
+    /// answered whole (`crate::sync_delta::RESTART_STEP`).
+    async fn start_sync_epoch(&self) -> StoreResult<()>;
     async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret>;
     async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>>;
     /// Replaces the secret's metadata (type, description, tags, components).

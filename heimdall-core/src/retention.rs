@@ -104,6 +104,19 @@ pub fn to_erase(
         .collect()
 }
 
+/// Of `erase`, those a newer current version in `current` replaced: an
+/// Agent erases nothing else, whatever an answer asks (a value that is
+/// the newest it knows is never erased as superseded).
+pub fn replaced<'a>(current: &[CurrentVersion], erase: &'a [Superseded]) -> Vec<&'a Superseded> {
+    let current = newest(current);
+    erase
+        .iter()
+        .filter(|s| {
+            current.get(&(s.secret.as_str(), s.environment)).is_some_and(|newest| s.version < *newest)
+        })
+        .collect()
+}
+
 fn newest(current: &[CurrentVersion]) -> BTreeMap<(&str, CatalogId), i64> {
     current.iter().map(|c| ((c.secret.as_str(), c.environment), c.version)).collect()
 }
@@ -199,5 +212,16 @@ mod tests {
         let later = to_erase(me, &current, &all, &overlaps, at(70));
         assert_eq!(later.len(), 2, "api v1 goes once v2's minute is over: {later:?}");
         assert!(to_erase(me, &current, &all, &BTreeMap::new(), at(70)).is_empty(), "unknown versions: kept");
+    }
+
+    #[test]
+    fn an_agent_erases_nothing_its_answer_does_not_show_replaced() {
+        let env = CatalogId::from_uuid(Uuid::new_v4());
+        let gone = |secret: &str, version| Superseded { secret: secret.into(), environment: env, version };
+        let current = [CurrentVersion { secret: "db".into(), environment: env, version: 3 }];
+        let asked = [gone("db", 2), gone("db", 3), gone("db", 4), gone("api", 1)];
+        // The current version itself, a newer one, a secret with no current
+        // version: kept, whatever the answer asks.
+        assert_eq!(replaced(&current, &asked), vec![&gone("db", 2)]);
     }
 }

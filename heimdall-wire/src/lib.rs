@@ -738,6 +738,11 @@ pub struct SyncRequest {
     /// becomes an audit event.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alerts: Vec<AgentAlert>,
+    /// The generation the Agent's list of secrets is complete through (the
+    /// last answer's `secrets_generation`): the answer carries only what
+    /// changed after it (`heimdall_core::sync_delta`). Absent: the whole list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets_known: Option<i64>,
 }
 
 /// Something an Agent found wrong on its own side, for the audit feed.
@@ -838,7 +843,20 @@ pub struct SyncResponse {
     #[serde(with = "time::serde::rfc3339")]
     pub at: time::OffsetDateTime,
     pub members: Vec<SyncMember>,
+    /// Every secret not deleted or, when `secrets_since` is set, those
+    /// changed after that generation.
     pub secrets: Vec<SyncSecret>,
+    /// The generation `secrets` is complete through, for the Agent's next
+    /// `secrets_known` (`None` from an API older than deltas).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets_generation: Option<i64>,
+    /// Set when `secrets` is a delta: the generation it follows, which is
+    /// the Agent's `secrets_known`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets_since: Option<i64>,
+    /// With a delta: the secrets deleted after `secrets_since`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed_secrets: Vec<heimdall_core::ids::SecretId>,
     pub environments: Vec<SyncEnvironment>,
     /// Domains, systems and components.
     #[serde(default)]

@@ -29,6 +29,7 @@ mod secrets;
 mod sql;
 mod sqlite;
 mod store;
+mod sync_secrets;
 
 use std::fmt;
 

@@ -308,6 +308,18 @@ impl SecretStore for SqlStore {
         Ok(out)
     }
 
+    async fn secret_changes(
+        &self,
+        org: OrgId,
+        known: Option<i64>,
+    ) -> StoreResult<heimdall_core::ports::SecretChanges> {
+        super::sync_secrets::secret_changes(&self.pool, org, known).await
+    }
+
+    async fn start_sync_epoch(&self) -> StoreResult<()> {
+        super::sync_secrets::start_sync_epoch(&self.pool).await
+    }
+
     async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret> {
         let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle, deleted_name, deleted_at FROM secrets WHERE org_id = $1 AND id = $2");
         let row = sqlx::query_as::<_, SecretRow>(&sql)

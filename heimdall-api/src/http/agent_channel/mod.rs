@@ -498,12 +498,14 @@ async fn sync(
         })
         .collect();
     let policies = state.store.list_policies(org).await?;
-    let secrets = state
-        .store
-        .list_secrets(org)
-        .await?
+    // Only what changed since the list the Agent holds (`heimdall_core::sync_delta`).
+    let changes = state.store.secret_changes(org, body.secrets_known).await?;
+    if let Some(metrics) = &state.metrics {
+        metrics.sync_answer(changes.since.is_some());
+    }
+    let secrets: Vec<SyncSecret> = changes
+        .changed
         .into_iter()
-        .filter(|s| s.status != heimdall_core::secrets::SecretStatus::Deleted)
         .map(|s| SyncSecret {
             id: s.id,
             name: s.name,
@@ -560,6 +562,8 @@ async fn sync(
         agent = %agent.name,
         stored = outcome.stored,
         duplicates = outcome.duplicates,
+        secrets = secrets.len(),
+        delta = changes.since.is_some(),
         "Agent synced"
     );
     Ok(Json(SyncResponse {
@@ -567,6 +571,9 @@ async fn sync(
         at: now,
         members,
         secrets,
+        secrets_generation: Some(changes.through),
+        secrets_since: changes.since,
+        removed_secrets: changes.removed,
         environments: environments
             .iter()
             .map(|e| SyncEnvironment { id: e.id, name: e.name.clone() })
