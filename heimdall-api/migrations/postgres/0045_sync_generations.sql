@@ -53,3 +53,8 @@ CREATE TRIGGER secret_components_sync_stamp AFTER INSERT OR DELETE ON secret_com
 
 CREATE TRIGGER personal_secret_keys_sync_stamp AFTER INSERT OR DELETE ON personal_secret_keys
     FOR EACH ROW EXECUTE FUNCTION heimdall_secret_part_sync_stamp();
+
+-- What every sync reads of the secrets that are not simply active: found
+-- among those, not by reading the whole organization's.
+CREATE INDEX secrets_not_active ON secrets (org_id, name) WHERE lifecycle <> 'active';
+CREATE INDEX secret_versions_deactivated ON secret_versions (secret_id) WHERE deactivated_at IS NOT NULL;

@@ -66,3 +66,8 @@ BEGIN
     UPDATE secrets SET sync_generation = (SELECT generation FROM sync_generations g WHERE g.org_id = secrets.org_id)
         WHERE id = OLD.secret_id;
 END;
+
+-- What every sync reads of the secrets that are not simply active: found
+-- among those, not by reading the whole organization's.
+CREATE INDEX secrets_not_active ON secrets (org_id, name) WHERE lifecycle <> 'active';
+CREATE INDEX secret_versions_deactivated ON secret_versions (secret_id) WHERE deactivated_at IS NOT NULL;

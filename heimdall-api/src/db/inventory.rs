@@ -178,9 +178,11 @@ pub(super) async fn complete_deletions(
         if !is_done(from_micros(started), &copies.hearers(&name, Some(&environment_id))) {
             continue;
         }
-        sqlx::query(
+        // Only from `deleting`: two Agents' syncs may both find it done,
+        // and the second (after the first commits) changes nothing.
+        let done = sqlx::query(
             "UPDATE secret_environment_deletions SET lifecycle = 'deleted', deleted_at = $1 \
-             WHERE secret_id = $2 AND environment_id = $3",
+             WHERE secret_id = $2 AND environment_id = $3 AND lifecycle = 'deleting'",
         )
         .bind(to_micros(now))
         .bind(id.clone())
@@ -188,6 +190,9 @@ pub(super) async fn complete_deletions(
         .execute(&mut **tx)
         .await
         .map_err(db_err)?;
+        if done.rows_affected() == 0 {
+            continue;
+        }
         let detail = serde_json::json!({ "name": name, "environment": environment });
         insert_event(tx, org, deleted_event(&id, detail, actor, now)).await?;
     }
@@ -196,12 +201,17 @@ pub(super) async fn complete_deletions(
         if !is_done(started, &copies.hearers(&name, None)) {
             continue;
         }
-        sqlx::query("UPDATE secrets SET lifecycle = 'deleted', deleted_at = $1 WHERE id = $2")
-            .bind(to_micros(now))
-            .bind(id.clone())
-            .execute(&mut **tx)
-            .await
-            .map_err(db_err)?;
+        let done = sqlx::query(
+            "UPDATE secrets SET lifecycle = 'deleted', deleted_at = $1 WHERE id = $2 AND lifecycle = 'deleting'",
+        )
+        .bind(to_micros(now))
+        .bind(id.clone())
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        if done.rows_affected() == 0 {
+            continue;
+        }
         let detail = serde_json::json!({ "name": name });
         insert_event(tx, org, deleted_event(&id, detail, actor, now)).await?;
     }
