@@ -567,6 +567,8 @@ mod tests {
             assignments: vec![],
             deactivated: vec![],
             current_versions: vec![],
+            current_omits_held: false,
+            no_current: vec![],
             deleted_secrets: vec![],
             deleted_in_environments: vec![],
             released_environments: vec![],

@@ -187,6 +187,7 @@ impl Syncer {
                 // `held` was read after this answer was applied.
                 applied_through: cursor.applied_through,
                 secrets_known: crate::known_secrets::known_generation(cursor.secrets.as_ref()),
+                current_omits_held: true,
             };
             let response = match self.channel.sync(&request).await {
                 Ok(response) => response,
@@ -257,6 +258,7 @@ impl Syncer {
                 continue;
             }
             let response = crate::known_secrets::whole(&mut cursor.secrets, response)?;
+            let response = whole_current(response, &inventory, self.agent);
             self.apply(&response, held).await;
             cursor.applied_through = Some(response.at);
             if let Some(replication) = &self.replication {
@@ -421,6 +423,35 @@ impl Syncer {
             tracing::info!(erased, "superseded versions erased from this store after their overlap");
         }
     }
+}
+
+/// The answer with the whole list of current versions: an answer that
+/// lists only those differing from what this Agent reported (`inventory`,
+/// sent with the request it answers) is completed from that report.
+fn whole_current(mut response: SyncResponse, inventory: &[InventoryItem], agent: AgentId) -> SyncResponse {
+    if !response.current_omits_held {
+        return response;
+    }
+    let reported: Vec<heimdall_core::current_delta::Reported<'_>> = inventory
+        .iter()
+        .filter_map(|i| {
+            Some(heimdall_core::current_delta::Reported {
+                secret: &i.secret,
+                environment: i.environment.parse().ok()?,
+                version: i.version,
+                deactivated: i.deactivated,
+            })
+        })
+        .collect();
+    let mine: Vec<CatalogId> =
+        response.assignments.iter().filter(|a| a.agent_id == agent).map(|a| a.environment_id).collect();
+    let answered = heimdall_core::current_delta::Answered {
+        listed: std::mem::take(&mut response.current_versions),
+        none: std::mem::take(&mut response.no_current),
+    };
+    response.current_versions = heimdall_core::current_delta::restored(&answered, &reported, &mine);
+    response.current_omits_held = false;
+    response
 }
 
 /// What one sync answer means for the cursor.

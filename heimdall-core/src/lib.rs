@@ -19,6 +19,7 @@ pub mod clock;
 pub mod console;
 pub mod credentials;
 pub mod current;
+pub mod current_delta;
 pub mod dbusers;
 pub mod deletion;
 pub mod domain;

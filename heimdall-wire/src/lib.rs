@@ -743,6 +743,11 @@ pub struct SyncRequest {
     /// changed after it (`heimdall_core::sync_delta`). Absent: the whole list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secrets_known: Option<i64>,
+    /// The Agent takes its own newest value as current wherever the answer
+    /// says nothing: the answer lists only the current versions that differ
+    /// from `inventory` (`heimdall_core::current_delta`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub current_omits_held: bool,
 }
 
 /// Something an Agent found wrong on its own side, for the audit feed.
@@ -869,6 +874,15 @@ pub struct SyncResponse {
     /// the latest. Empty from an API older than this list.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub current_versions: Vec<heimdall_core::current::CurrentVersion>,
+    /// Set when the request asked for it: `current_versions` lists only
+    /// those that differ from the newest value the request's inventory
+    /// reported, and `no_current` where it reported a value and nothing is
+    /// current; the Agent restores the whole list from its report
+    /// (`heimdall_core::current_delta::restored`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub current_omits_held: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub no_current: Vec<heimdall_core::current_delta::NoCurrent>,
     /// Secrets being deleted (or deleted): the Agent deletes every value
     /// and tombstone it holds of them, and its next inventory says so.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

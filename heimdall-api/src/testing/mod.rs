@@ -223,7 +223,18 @@ impl TestApi {
     pub async fn replica(&self, options: Options) -> Replica {
         assert!(matches!(self.database, TestDatabase::Postgres { .. }), "replicas share a PostgreSQL");
         let store = db::connect(self.database.url()).await.expect("connect test database");
-        spawn_server(store, self.database.url(), &self.ca_dir, &options).await
+        let https = options.https;
+        let replica = spawn_server(store, self.database.url(), &self.ca_dir, &options).await;
+        if !https {
+            // Serving: what a replica does as it starts (`start_sync_epoch`) is done.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            let health = format!("{}/v1/health", replica.url);
+            while !reqwest::get(&health).await.is_ok_and(|r| r.status().is_success()) {
+                assert!(std::time::Instant::now() < deadline, "the replica never served");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+        replica
     }
 }
 

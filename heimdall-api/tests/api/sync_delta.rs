@@ -152,3 +152,41 @@ async fn a_list_from_before_an_api_start_is_answered_whole() {
     assert!(now > before);
     assert_eq!(sync(&edge, &api, Some(now)).await["secrets_since"], now, "deltas again from there");
 }
+
+crate::on_every_backend!(an_agent_that_asks_is_told_only_the_current_versions_its_report_does_not_say);
+
+async fn sync_reporting(agent: &reqwest::Client, api: &TestApi, inventory: Value, omit: bool) -> Value {
+    let url = format!("{}/v1/agent/sync", api.agent_url);
+    let body = json!({ "inventory": inventory, "current_omits_held": omit });
+    let resp = agent.post(url).json(&body).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    resp.json().await.unwrap()
+}
+
+async fn an_agent_that_asks_is_told_only_the_current_versions_its_report_does_not_say(db: TestDatabase) {
+    let api = TestApi::start(db).await;
+    let c = Client::new(&api);
+    let owner = api.owner_token.as_str();
+    let prod = c.post("/v1/environments", owner, json!({ "name": "prod" })).await.expect(201)["id"].clone();
+    let (edge1, _) = enroll_agent(&c, &api, owner, "edge-1").await;
+    let (edge2, _) = enroll_agent(&c, &api, owner, "edge-2").await;
+    for agent in ["edge-1", "edge-2"] {
+        c.post("/v1/environments/prod/agents", owner, json!({ "agent": agent })).await.expect(201);
+    }
+    let item = |secret: &str, version: i64| json!({ "secret": secret, "environment": prod, "version": version, "deactivated": false });
+    // edge-2 holds api-key 2; edge-1 is behind on it and holds db-password's current 1.
+    sync_reporting(&edge2, &api, json!([item("api-key", 2)]), false).await;
+    let mine = json!([item("api-key", 1), item("db-password", 1)]);
+    let whole = sync_reporting(&edge1, &api, mine.clone(), false).await;
+    let versions = |answer: &Value| answer["current_versions"].clone();
+    assert_eq!(
+        versions(&whole),
+        json!([{ "secret": "api-key", "environment": prod, "version": 2 },
+               { "secret": "db-password", "environment": prod, "version": 1 }])
+    );
+    assert!(whole.get("current_omits_held").is_none());
+    // Asked for: only what differs from its own report.
+    let short = sync_reporting(&edge1, &api, mine, true).await;
+    assert_eq!(short["current_omits_held"], true);
+    assert_eq!(versions(&short), json!([{ "secret": "api-key", "environment": prod, "version": 2 }]));
+}

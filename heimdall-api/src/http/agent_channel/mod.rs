@@ -527,7 +527,7 @@ async fn sync(
         );
     }
     let standing = Standing::load(&state, org, environments).await?;
-    let (current_versions, planned, superseded) = {
+    let (current, planned, superseded) = {
         let (held, assigned) = (standing.held(), standing.assigned());
         let current = standing.current(&held, &assigned);
         let behind = heimdall_core::lagging::behind(&current, &held, &assigned);
@@ -536,11 +536,27 @@ async fn sync(
         let superseded = superseded(&state, org, agent.id, &current, &held, now).await?;
         let mine: Vec<CatalogId> =
             assigned.iter().filter(|a| a.agent == agent.id).map(|a| a.environment).collect();
-        (
-            current.into_iter().filter(|c| mine.contains(&c.environment)).collect::<Vec<_>>(),
-            planned,
-            superseded,
-        )
+        let current: Vec<_> = current.into_iter().filter(|c| mine.contains(&c.environment)).collect();
+        // An Agent that asks is told only what its own report does not
+        // already say (`heimdall_core::current_delta`).
+        let current = if body.current_omits_held {
+            let reported: Vec<heimdall_core::current_delta::Reported<'_>> = body
+                .inventory
+                .iter()
+                .filter_map(|i| {
+                    Some(heimdall_core::current_delta::Reported {
+                        secret: &i.secret,
+                        environment: i.environment.parse().ok()?,
+                        version: i.version,
+                        deactivated: i.deactivated,
+                    })
+                })
+                .collect();
+            heimdall_core::current_delta::answered(&current, &reported, &mine)
+        } else {
+            heimdall_core::current_delta::Answered { listed: current, none: Vec::new() }
+        };
+        (current, planned, superseded)
     };
     let Standing {
         environments,
@@ -582,7 +598,9 @@ async fn sync(
         policies,
         assignments,
         deactivated,
-        current_versions,
+        current_versions: current.listed,
+        current_omits_held: body.current_omits_held,
+        no_current: current.none,
         transfers,
         superseded,
         deleted_secrets,
