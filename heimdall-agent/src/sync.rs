@@ -432,17 +432,8 @@ fn whole_current(mut response: SyncResponse, inventory: &[InventoryItem], agent:
     if !response.current_omits_held {
         return response;
     }
-    let reported: Vec<heimdall_core::current_delta::Reported<'_>> = inventory
-        .iter()
-        .filter_map(|i| {
-            Some(heimdall_core::current_delta::Reported {
-                secret: &i.secret,
-                environment: i.environment.parse().ok()?,
-                version: i.version,
-                deactivated: i.deactivated,
-            })
-        })
-        .collect();
+    let reported: Vec<heimdall_core::current_delta::Reported<'_>> =
+        inventory.iter().filter_map(InventoryItem::reported).collect();
     let mine: Vec<CatalogId> =
         response.assignments.iter().filter(|a| a.agent_id == agent).map(|a| a.environment_id).collect();
     let answered = heimdall_core::current_delta::Answered {

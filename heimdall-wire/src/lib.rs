@@ -702,6 +702,19 @@ pub struct InventoryItem {
     pub deactivated: bool,
 }
 
+impl InventoryItem {
+    /// As `heimdall_core::current_delta` reads a report, on the API and on
+    /// the Agent alike; `None` for an environment that is not an id.
+    pub fn reported(&self) -> Option<heimdall_core::current_delta::Reported<'_>> {
+        Some(heimdall_core::current_delta::Reported {
+            secret: &self.secret,
+            environment: self.environment.parse().ok()?,
+            version: self.version,
+            deactivated: self.deactivated,
+        })
+    }
+}
+
 /// What an Agent sends on each sync: its new access records and what its
 /// store holds. Unknown fields are refused, so a value has nowhere to go.
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]

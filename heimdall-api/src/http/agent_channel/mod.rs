@@ -540,18 +540,8 @@ async fn sync(
         // An Agent that asks is told only what its own report does not
         // already say (`heimdall_core::current_delta`).
         let current = if body.current_omits_held {
-            let reported: Vec<heimdall_core::current_delta::Reported<'_>> = body
-                .inventory
-                .iter()
-                .filter_map(|i| {
-                    Some(heimdall_core::current_delta::Reported {
-                        secret: &i.secret,
-                        environment: i.environment.parse().ok()?,
-                        version: i.version,
-                        deactivated: i.deactivated,
-                    })
-                })
-                .collect();
+            let reported: Vec<heimdall_core::current_delta::Reported<'_>> =
+                body.inventory.iter().filter_map(heimdall_wire::InventoryItem::reported).collect();
             heimdall_core::current_delta::answered(&current, &reported, &mine)
         } else {
             heimdall_core::current_delta::Answered { listed: current, none: Vec::new() }
