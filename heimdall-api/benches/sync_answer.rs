@@ -130,7 +130,9 @@ impl Side {
             })
             .collect();
         self.next_seq += records as i64;
-        let mut body = json!({ "epoch": "bench", "records": reads, "inventory": self.inventory });
+        // As today's Agent asks: current versions less what it reported.
+        let mut body = json!({ "epoch": "bench", "records": reads, "inventory": self.inventory,
+                               "current_omits_held": true });
         if let Some(known) = known {
             body["secrets_known"] = json!(known);
         }
