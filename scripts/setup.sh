@@ -12,3 +12,13 @@ if command -v rustup >/dev/null 2>&1; then
             || rustup component add "${component}"
     done
 fi
+
+# The upgrade test (tests/upgrade.rs) loads its fixture's `sqlite3 .dump`s
+# with the sqlite3 shell, as an operator restores one.
+if ! command -v sqlite3 >/dev/null 2>&1; then
+    echo "setup: installing Debian's sqlite3 (apt)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq sqlite3 >/dev/null
+    command -v sqlite3 >/dev/null || { echo "setup: sqlite3 is missing after apt-get install" >&2; exit 1; }
+fi

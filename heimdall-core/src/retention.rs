@@ -11,6 +11,11 @@
 //! An overlap asked for by an earlier writer is not cut short by a later
 //! one: a version stays until the latest end of the overlaps asked for by
 //! the versions written after it, up to the current one.
+//!
+//! A version written before versions were erased at all (a release before
+//! this rule) keeps the promise it was written under: the version it
+//! replaced stays, until the secret is deleted or the version deactivated.
+//! An upgrade erases nothing by itself.
 
 use std::collections::BTreeMap;
 
@@ -45,24 +50,38 @@ pub fn parse_keep_previous(text: &str) -> Result<Duration, ApiError> {
     Ok(keep)
 }
 
+/// The stored `keep_previous_seconds` of a version written before versions
+/// were erased (set by the migration that brought this rule to an existing
+/// database): the versions before it are kept.
+pub const KEEPS_PREVIOUS: i64 = -1;
+
 /// A version as numbered at the API: when, and the overlap its writer
-/// asked for the versions before it.
+/// asked for the versions before it (`None`: kept, [`KEEPS_PREVIOUS`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Overlap {
     pub version: i64,
     pub created_at: OffsetDateTime,
-    pub keep_previous: Duration,
+    pub keep_previous: Option<Duration>,
+}
+
+impl Overlap {
+    /// From the stored row: a negative `keep_previous_seconds` is
+    /// [`KEEPS_PREVIOUS`].
+    pub fn stored(version: i64, created_at: OffsetDateTime, keep_previous_seconds: i64) -> Self {
+        let keep_previous = (keep_previous_seconds >= 0).then(|| Duration::seconds(keep_previous_seconds));
+        Overlap { version, created_at, keep_previous }
+    }
 }
 
 /// Until when `version`, below `current`, is kept: the latest end of the
 /// overlaps of the versions after it up to `current` (`None`: none of them
-/// is known, so nothing says it may go).
+/// is known, or one of them keeps it, so nothing says it may go).
 pub fn kept_until(overlaps: &[Overlap], version: i64, current: i64) -> Option<OffsetDateTime> {
-    overlaps
-        .iter()
-        .filter(|o| o.version > version && o.version <= current)
-        .map(|o| o.created_at + o.keep_previous)
-        .max()
+    let mut until = None;
+    for o in overlaps.iter().filter(|o| o.version > version && o.version <= current) {
+        until = until.max(Some(o.created_at + o.keep_previous?));
+    }
+    until
 }
 
 /// A version an Agent is told to erase.
@@ -153,7 +172,7 @@ mod tests {
     }
 
     fn overlap(version: i64, created: i64, keep: i64) -> Overlap {
-        Overlap { version, created_at: at(created), keep_previous: Duration::seconds(keep) }
+        Overlap::stored(version, at(created), keep)
     }
 
     #[test]
@@ -175,6 +194,18 @@ mod tests {
         assert_eq!(kept_until(&all, 1, 2), Some(at(3700)));
         assert_eq!(kept_until(&all, 3, 3), None, "the current version is not superseded");
         assert_eq!(kept_until(&[], 1, 3), None, "unknown: nothing says it may go");
+    }
+
+    #[test]
+    fn a_version_written_before_retention_keeps_the_ones_before_it() {
+        // v2 and v3 came from a release that kept every version; v4 is new
+        // and asks for nothing.
+        let k = KEEPS_PREVIOUS;
+        let all = [overlap(1, 0, k), overlap(2, 100, k), overlap(3, 200, k), overlap(4, 300, 0)];
+        assert_eq!(kept_until(&all, 1, 4), None, "v2's promise keeps v1");
+        assert_eq!(kept_until(&all, 2, 4), None, "v3's promise keeps v2");
+        assert_eq!(kept_until(&all, 3, 4), Some(at(300)), "v4 asked nothing: v3 goes");
+        assert_eq!(kept_until(&all, 2, 3), None);
     }
 
     #[test]

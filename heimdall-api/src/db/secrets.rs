@@ -516,11 +516,7 @@ impl SecretStore for SqlStore {
                 if !pairs.contains(&(name.as_str(), environment)) {
                     continue;
                 }
-                let overlap = Overlap {
-                    version,
-                    created_at: from_micros(created_at),
-                    keep_previous: time::Duration::seconds(keep),
-                };
+                let overlap = Overlap::stored(version, from_micros(created_at), keep);
                 found.push((name, environment, overlap));
             }
         }

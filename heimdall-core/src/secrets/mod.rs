@@ -196,7 +196,8 @@ pub struct SecretVersion {
     #[serde(with = "time::serde::rfc3339::option", default, skip_serializing_if = "Option::is_none")]
     pub deactivated_at: Option<OffsetDateTime>,
     /// How long its writer asked the version before it to stay readable
-    /// (`heimdall_core::retention`); 0: not at all.
+    /// (`heimdall_core::retention`); 0: not at all; -1: written by a
+    /// release that kept every version, so the one before it is kept.
     #[serde(default)]
     pub keep_previous_seconds: i64,
     /// For a version a newer current one replaced: when its overlap ends

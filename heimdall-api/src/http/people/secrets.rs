@@ -235,11 +235,8 @@ fn mark_superseded(standing: &crate::http::standing::Standing, name: &str, versi
     let overlaps: Vec<(CatalogId, heimdall_core::retention::Overlap)> = versions
         .iter()
         .map(|v| {
-            let overlap = heimdall_core::retention::Overlap {
-                version: v.version,
-                created_at: v.created_at,
-                keep_previous: time::Duration::seconds(v.keep_previous_seconds),
-            };
+            let overlap =
+                heimdall_core::retention::Overlap::stored(v.version, v.created_at, v.keep_previous_seconds);
             (v.environment_id, overlap)
         })
         .collect();
