@@ -60,6 +60,9 @@ mod outage;
 #[path = "agent/records.rs"]
 mod records;
 
+#[path = "agent/restore.rs"]
+mod restore;
+
 #[path = "agent/runs.rs"]
 mod runs;
 

@@ -3,6 +3,7 @@
 //! PostgreSQL and a MariaDB server of the test's own that accept TLS only.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
+mod backup;
 mod tls_mariadb;
 mod tls_postgres;
 
@@ -16,6 +17,7 @@ use crate::config::{FileConfig, ServeConfig};
 use crate::db::{self, SqlStore};
 use crate::SystemClock;
 
+pub use backup::Backup;
 pub use tls_mariadb::TlsMariadb;
 pub use tls_postgres::TlsPostgres;
 
@@ -103,6 +105,10 @@ pub struct TestApi {
     pub ca_dir: std::path::PathBuf,
     _ca_tmp: tempfile::TempDir,
     shutdown: Option<oneshot::Sender<()>>,
+    /// The server's task: a restore waits for it to end.
+    task: Option<tokio::task::JoinHandle<()>>,
+    /// How it was started: a restart serves the same way.
+    options: Options,
     // Declared last: dropped after the server has been told to stop.
     pub database: TestDatabase,
 }
@@ -163,6 +169,8 @@ impl TestApi {
             ca_dir: ca_tmp.path().to_path_buf(),
             _ca_tmp: ca_tmp,
             shutdown: server.shutdown.take(),
+            task: server.task.take(),
+            options,
             database,
         }
     }
@@ -239,7 +247,7 @@ impl TestApi {
 }
 
 /// How a test API is started.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Options {
     /// People's listener serves HTTPS with a certificate from its CA.
     pub https: bool,
@@ -252,6 +260,9 @@ pub struct Options {
     /// Webhooks may not reach this machine (the default config's): by
     /// default the tests' receivers on loopback are allowed.
     pub webhooks_off_loopback: bool,
+    /// Listen on these addresses (people's, the Agent channel's) rather
+    /// than on free ports: a restart keeps its Agents' URL.
+    pub bind: Option<(SocketAddr, SocketAddr)>,
 }
 
 /// One running API server: where it listens; it stops when dropped.
@@ -261,6 +272,7 @@ pub struct Replica {
     pub addr: SocketAddr,
     pub agent_url: String,
     shutdown: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// Serves the API on `store` (at `database_url`) with the CA and issuer
@@ -287,7 +299,8 @@ async fn spawn_server(
     if let Some(recheck) = options.claim_recheck {
         config.claim_recheck = recheck;
     }
-    let listener = tokio::net::TcpListener::bind(config.listen).await.expect("bind loopback");
+    let (listen, agent_listen) = options.bind.unwrap_or((config.listen, ([127, 0, 0, 1], 0).into()));
+    let listener = tokio::net::TcpListener::bind(listen).await.expect("bind loopback");
     let addr = listener.local_addr().expect("local addr");
     let ca = crate::pki::Ca::load_or_create(ca_dir).expect("test CA");
     let scheme = if options.https { "https" } else { "http" };
@@ -296,7 +309,7 @@ async fn spawn_server(
             ca.https_server_config(&["localhost".into(), "127.0.0.1".into()]).expect("people's TLS"),
         )
     });
-    let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let agent_listener = tokio::net::TcpListener::bind(agent_listen).await.expect("bind loopback");
     let agent_url = format!("https://127.0.0.1:{}", agent_listener.local_addr().expect("addr").port());
     let agents = crate::AgentListener {
         listener: agent_listener,
@@ -319,14 +332,14 @@ async fn spawn_server(
     };
     let clock = options.clock.clone().unwrap_or_else(|| std::sync::Arc::new(SystemClock));
     let (tx, rx) = oneshot::channel();
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let stop = async {
             let _ = rx.await;
         };
         let _ =
             crate::serve_with_clock(listener, people_tls, Some(agents), store, &config, clock, stop).await;
     });
-    Replica { url: format!("{scheme}://{addr}"), addr, agent_url, shutdown: Some(tx) }
+    Replica { url: format!("{scheme}://{addr}"), addr, agent_url, shutdown: Some(tx), task: Some(task) }
 }
 
 impl Drop for Replica {
