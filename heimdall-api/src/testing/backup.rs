@@ -1,8 +1,8 @@
 //! A backup of a test API's database taken while it serves, and its
 //! restore, with the tools and steps `docs/operations.md` gives an
 //! operator: `pg_dump --format=custom` and `pg_restore --clean`, SQLite's
-//! `.backup` and the file put back; every API process stopped for the
-//! restore and started again after it.
+//! `.backup` and `.restore`; every API process stopped for the restore and
+//! started again after it.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -39,7 +39,7 @@ impl TestApi {
         Backup { path, _dir: dir }
     }
 
-    /// Stops serving, restores `backup` while nothing is connected, and
+    /// Stops serving, restores `backup` with the pool closed, and
     /// serves again on the same ports, CA and issuer with a new pool: a
     /// `heimdall-api serve` restarted on the restored database, which its
     /// Agents reach at the URL they know.
@@ -53,11 +53,12 @@ impl TestApi {
         self.store.pool().close().await;
         match &self.database {
             TestDatabase::Sqlite { url, .. } => {
-                let file = sqlite_file(url);
-                std::fs::copy(&backup.path, file).expect("put the backup back");
-                for stale in ["-wal", "-shm"] {
-                    let _ = std::fs::remove_file(format!("{file}{stale}"));
-                }
+                // SQLite's own restore, which takes the database's locks:
+                // the pool's connections close on threads of their own,
+                // a moment after `close` returns.
+                let restore = format!(".restore '{}'", backup.path.display());
+                let file = Path::new(sqlite_file(url)).as_os_str();
+                run("sqlite3", &["-cmd".as_ref(), ".timeout 10000".as_ref(), file, restore.as_ref()]).await;
             }
             TestDatabase::Postgres { url, .. } => {
                 let args = ["--clean", "--if-exists", "--single-transaction", "--no-owner", "--dbname", url];
