@@ -13,12 +13,20 @@ if command -v rustup >/dev/null 2>&1; then
     done
 fi
 
-# The upgrade test (tests/upgrade.rs) loads its fixture's `sqlite3 .dump`s
-# with the sqlite3 shell, as an operator restores one.
-if ! command -v sqlite3 >/dev/null 2>&1; then
-    echo "setup: installing Debian's sqlite3 (apt)" >&2
+# Debian tools the tests run: the sqlite3 shell (tests/upgrade.rs loads its
+# fixture's `.dump`s with it, the restore test uses `.backup`/`.restore`),
+# and umoci, skopeo, podman and runc (scripts/package-oci.sh builds the
+# images without a daemon and runs them).
+missing=()
+for tool in sqlite3 umoci skopeo podman runc; do
+    command -v "${tool}" >/dev/null 2>&1 || missing+=("${tool}")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing Debian's ${missing[*]} (apt)" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq sqlite3 >/dev/null
-    command -v sqlite3 >/dev/null || { echo "setup: sqlite3 is missing after apt-get install" >&2; exit 1; }
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+    for tool in "${missing[@]}"; do
+        command -v "${tool}" >/dev/null || { echo "setup: ${tool} is missing after apt-get install" >&2; exit 1; }
+    done
 fi

@@ -56,4 +56,7 @@ package_dir="$(mktemp -d)"
 bash scripts/package.sh --debug "${package_dir}/dist"
 # Debian packages of those binaries: contents, units verified (systemd-analyze).
 HEIMDALL_DEB_COMPRESS=none bash scripts/package-deb.sh "${package_dir}/dist" "${package_dir}/deb"
+# OCI images of the two servers (umoci, no registry): configuration read back
+# by skopeo, both run by podman, the API's bootstrapped and serving HTTPS.
+bash scripts/package-oci.sh --run "${package_dir}/dist" "${package_dir}/oci"
 rm -rf "${package_dir}"
