@@ -111,17 +111,7 @@ impl Dev {
 
     /// [`Dev::sh`] from the directory `cwd`.
     pub fn sh_in(&self, cwd: &Path, line: &str) -> Output {
-        let path = format!("{}:{}", self.bin_dir.display(), std::env::var("PATH").unwrap_or_default());
-        Command::new("sh")
-            .args(["-c", line])
-            .current_dir(cwd)
-            .env("PATH", path)
-            .env("HEIMDALL_CONFIG_DIR", &self.config_dir)
-            .env_remove("HEIMDALL_API_URL")
-            .env_remove("HEIMDALL_TOKEN")
-            .env_remove("HEIMDALL_PROFILE")
-            .output()
-            .expect("run sh")
+        sh_with(&self.config_dir, cwd, line)
     }
 
     /// Sends SIGINT (what Ctrl-C sends) and waits for a clean exit.
@@ -158,6 +148,23 @@ impl Drop for Dev {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs one shell line from `cwd` with the built binaries first on `PATH`
+/// and the CLI configuration in `config_dir` (no profile, URL or token from
+/// the caller's environment).
+pub fn sh_with(config_dir: &Path, cwd: &Path, line: &str) -> Output {
+    let path = format!("{}:{}", bin_dir().display(), std::env::var("PATH").unwrap_or_default());
+    Command::new("sh")
+        .args(["-c", line])
+        .current_dir(cwd)
+        .env("PATH", path)
+        .env("HEIMDALL_CONFIG_DIR", config_dir)
+        .env_remove("HEIMDALL_API_URL")
+        .env_remove("HEIMDALL_TOKEN")
+        .env_remove("HEIMDALL_PROFILE")
+        .output()
+        .expect("run sh")
 }
 
 /// The shell lines of the README's tour block: those that run `heimdall`,
