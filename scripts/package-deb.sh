@@ -11,7 +11,9 @@
 #
 # Checked here: each package's control data and file list, the maintainer
 # scripts parse, the binaries run from a throwaway root the packages were
-# unpacked into, and systemd-analyze verifies the units there.
+# unpacked into, and systemd-analyze verifies the units there; then dpkg
+# installs, reinstalls and purges them in a copy-on-write overlay of this
+# machine's root (needs root).
 #
 # Usage: bash scripts/package-deb.sh DIST OUT    (DIST: package.sh's output)
 # HEIMDALL_DEB_COMPRESS: dpkg-deb's compressor (default xz; the test run,
@@ -128,4 +130,64 @@ for unit in heimdall-api heimdall-agent; do
         || fail "${unit}.service does not verify: ${messages}"
     [[ -z "${messages}" ]] || fail "${unit}.service: ${messages}"
 done
-echo "package-deb.sh: ${out}: heimdall, heimdall-api, heimdall-agent ${version} (${arch}); units verified"
+
+# Installed by dpkg, configured, reinstalled over an edited setting, and
+# purged, in a throwaway root: a copy-on-write overlay of this machine's
+# own root (its dpkg database, libc, passwd and man-db), in a mount
+# namespace of its own, so every maintainer script runs as on a host while
+# nothing outside the overlay changes. Needs root, as dpkg does.
+[[ "$(id -u)" == 0 ]] || fail "installing the packages in a throwaway root needs root (unshare, mount, chroot)"
+unshare --mount --propagation private bash -s "${out}" "${version}" "${arch}" "${work}/overlay" <<'INSTALL' \
+    || fail "dpkg -i / --purge in the throwaway root failed (above)"
+set -euo pipefail
+out="$1" version="$2" arch="$3" overlay="$4"
+fail() { echo "package-deb.sh: installed: $*" >&2; exit 1; }
+mkdir -p "${overlay}/layers" "${overlay}/root"
+# The upper layer on a tmpfs: an upper directory inside the lower root
+# would overlap it.
+mount -t tmpfs tmpfs "${overlay}/layers"
+mkdir -p "${overlay}/layers/upper" "${overlay}/layers/work"
+mount -t overlay overlay -o "lowerdir=/,upperdir=${overlay}/layers/upper,workdir=${overlay}/layers/work" \
+    "${overlay}/root"
+for fs in proc sys dev; do
+    mount --rbind "/${fs}" "${overlay}/root/${fs}"
+done
+mkdir -p "${overlay}/root/tmp/debs"
+cp "${out}"/*.deb "${overlay}/root/tmp/debs/"
+in_root() { chroot "${overlay}/root" "$@" </dev/null; }
+debs=()
+for package in heimdall heimdall-api heimdall-agent; do
+    debs+=("/tmp/debs/${package}_${version}_${arch}.deb")
+done
+in_root dpkg -i "${debs[@]}" >/dev/null
+for package in heimdall heimdall-api heimdall-agent; do
+    [[ "$(in_root dpkg-query -W -f='${Status}' "${package}")" == "install ok installed" ]] \
+        || fail "${package} is not installed"
+    in_root "/usr/bin/${package}" --version | grep -q "${version}" || fail "${package} --version"
+done
+for server in heimdall-api heimdall-agent; do
+    shell="$(in_root getent passwd "${server}" | cut -d: -f7)"
+    [[ "${shell}" == /usr/sbin/nologin ]] || fail "the system user ${server} (shell ${shell:-none})"
+    [[ "$(in_root stat -c '%U:%G %a' "/etc/${server}/${server}.env")" == "root:${server} 640" ]] \
+        || fail "/etc/${server}/${server}.env is not root:${server} 0640"
+    [[ "$(in_root stat -c '%U:%G %a' "/var/lib/${server}")" == "${server}:${server} 750" ]] \
+        || fail "/var/lib/${server} is not ${server}:${server} 0750"
+    # The server runs as its own user, as its unit says.
+    in_root setpriv --reuid "${server}" --regid "${server}" --clear-groups "/usr/bin/${server}" --version \
+        >/dev/null || fail "${server} does not run as its user"
+done
+# An edited setting survives the package installed again (a conffile).
+in_root sh -c 'echo "HEIMDALL_LISTEN=127.0.0.1:9480" >> /etc/heimdall-api/heimdall-api.env'
+in_root dpkg -i "/tmp/debs/heimdall-api_${version}_${arch}.deb" >/dev/null
+in_root grep -qx 'HEIMDALL_LISTEN=127.0.0.1:9480' /etc/heimdall-api/heimdall-api.env \
+    || fail "reinstalling heimdall-api replaced its edited settings"
+# Purged: binaries and settings go; state in /var/lib stays for the operator.
+in_root dpkg --purge heimdall heimdall-api heimdall-agent >/dev/null
+for server in heimdall-api heimdall-agent; do
+    ! in_root test -e "/usr/bin/${server}" || fail "/usr/bin/${server} is left after purge"
+    ! in_root test -e "/etc/${server}/${server}.env" || fail "/etc/${server}/${server}.env is left after purge"
+    in_root test -d "/var/lib/${server}" || fail "purge removed /var/lib/${server} (the state stays)"
+done
+INSTALL
+echo "package-deb.sh: ${out}: heimdall, heimdall-api, heimdall-agent ${version} (${arch}); units verified;" \
+    "installed, reinstalled and purged by dpkg in a throwaway root"
