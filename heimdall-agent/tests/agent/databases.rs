@@ -362,6 +362,26 @@ async fn a_rotation_killed_at_any_step_is_rolled_forward_on_restart() {
 /// fails with the reason in `database user show`; registered with
 /// `verify-full` and the server's CA, the service user is made over
 /// verified TLS and logs in over TLS.
+/// A webhook receiver on loopback: its URL, and the events it was sent.
+async fn webhook() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    let received: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = std::sync::Arc::default();
+    let kept = received.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let kept = kept.clone();
+            async move {
+                kept.lock().unwrap().extend(serde_json::from_slice::<Value>(&body).ok());
+                axum::http::StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, received)
+}
+
 async fn requires_tls(engine: &str, port: u16, admin: Value, ca_file: &Path, password: &str, database: &str) {
     let Rotating { w, config, local_url, owner, mut agent, me } = Rotating::start().await;
     set(&w, &owner, &me, "orders-admin", "dev", &admin.to_string()).await;
@@ -371,6 +391,10 @@ async fn requires_tls(engine: &str, port: u16, admin: Value, ca_file: &Path, pas
         format!("SELECT ON {database}.*")
     };
     let user_body = json!({ "name": "app", "rotate_every": "1d", "grace": "1s", "grants": grants });
+
+    // An owner's channel: a failed rotation is one of the events it carries.
+    let notified = webhook().await;
+    w.post(&owner, "/v1/notifications", json!({ "name": "ops", "webhook": notified.0 })).await;
 
     // Cleartext (allowed on this machine by `--tls disable`): the server refuses.
     w.post(
@@ -390,6 +414,16 @@ async fn requires_tls(engine: &str, port: u16, admin: Value, ca_file: &Path, pas
     let refused = user(&w, "plain", "app").await;
     let reason = refused["last_error"].as_str().unwrap();
     assert!(reason.contains("--tls verify-full --ca-file") && !reason.contains(password), "{reason}");
+    // ... and the same reason reaches the owner's channel.
+    eventually(&config, "the failure notified", || async {
+        notified.1.lock().unwrap().iter().any(|event| event["action"] == "database.rotation_failed")
+    })
+    .await;
+    let events = notified.1.lock().unwrap().clone();
+    let failed = events.iter().find(|event| event["action"] == "database.rotation_failed").unwrap();
+    let told = failed["detail"]["reason"].as_str().unwrap_or_default();
+    assert!(told.contains("--tls verify-full --ca-file"), "{failed}");
+    assert!(!failed.to_string().contains(password), "{failed}");
 
     // Verified TLS, with the database's own CA: made, and the login works.
     let ca_pem = std::fs::read_to_string(ca_file).unwrap();
