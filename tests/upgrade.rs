@@ -271,7 +271,9 @@ impl Database {
     fn create(what: &str) -> Self {
         let admin = std::env::var("HEIMDALL_TEST_POSTGRES_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-        let name = format!("heimdall_upgrade_{what}_{}_{}", std::process::id(), free_port());
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+        let name = format!("heimdall_upgrade_{what}_{}_{nanos}", std::process::id());
         psql(&admin, &["-c", &format!("CREATE DATABASE {name}")]);
         let url = format!("{}/{name}", admin.rsplit_once('/').unwrap().0);
         Database { admin, name, url }

@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::channel::Channel;
 use crate::config::AgentConfig;
+use crate::jobs::completed::{Completed, CompletedJobs};
 use crate::jobs::job_credentials::{self, CredentialSource};
 use crate::jobs::terraform;
 use crate::metrics::Metrics;
@@ -182,6 +183,23 @@ async fn run_job(
     claimed: ClaimedJob,
 ) {
     let ClaimedJob { job, lease, stale_lock_id, dead_attempts, credentials: federated, .. } = claimed;
+    let completed = CompletedJobs::new(&config.work_dir);
+    if let Some(done) = completed.get(job.id) {
+        // Handed out again after it completed here: the API lost the
+        // result (a restore, or a finish that never reached it). Its result
+        // again, and nothing runs a second time.
+        tracing::warn!(job = %job.id, completed_at = %done.at, "this job completed here already; reporting its result again, running nothing");
+        let note = format!(
+            "Heimdall: this Agent completed this job at {}; the API did not have its result (was its database \
+             restored from a backup?), so it is reported again and nothing ran a second time.\n",
+            done.at
+        );
+        let outcome = FinishOutcome::Completed { outputs: done.outputs };
+        if let Err(e) = channel.finish(job.id, lease, outcome, note).await {
+            tracing::warn!(job = %job.id, error = %e, "could not report the result");
+        }
+        return;
+    }
     tracing::info!(job = %job.id, attempt = job.attempts, operation = %job.operation, resource = %job.request.resource_name, "running job");
     let (log_tx, log_rx) = mpsc::unbounded_channel();
     let shipper = tokio::spawn(ship_logs(channel.clone(), job.id, lease, log_rx));
@@ -247,7 +265,14 @@ async fn run_job(
         return;
     };
     let outcome = match result {
-        Ok(outputs) => FinishOutcome::Completed { outputs },
+        Ok(outputs) => {
+            // Before the report: a report lost on the way still finds it.
+            let done = Completed { at: time::OffsetDateTime::now_utc(), outputs };
+            if let Err(e) = completed.record(job.id, &done) {
+                tracing::warn!(job = %job.id, error = %e, "could not keep the job's result; a job handed out again would run again");
+            }
+            FinishOutcome::Completed { outputs: done.outputs }
+        }
         Err(f) => FinishOutcome::Failed { reason: f.reason, code: f.code, retryable: f.retryable },
     };
     let reporting = std::time::Instant::now();

@@ -31,7 +31,8 @@ async fn an_api_database_restored_from_a_backup_on_postgres() {
 /// queued while the Agent is down. After it: the change applied, two more
 /// reads. Restored: the Agent reconnects by itself, the two reads come back
 /// (none reported as missing), and the change the backup shows queued is
-/// applied again to the same object, which ends provisioned, not doubled.
+/// handed out again: the Agent that completed it reports its result again
+/// without running Terraform, and the Resource ends provisioned with it.
 async fn restored_from_a_backup_taken_mid_run(database: TestDatabase) {
     let mut w = World::on(database).await;
     let config = w.enroll("agent-1").await;
@@ -70,6 +71,9 @@ async fn restored_from_a_backup_taken_mid_run(database: TestDatabase) {
     let finished =
         |jobs: Vec<serde_json::Value>| jobs.iter().map(|j| j["finished_at"].clone()).collect::<Vec<_>>();
     let before = finished(w.jobs(&id).await);
+    let change_job = w.jobs(&id).await[1]["id"].as_str().unwrap().to_owned();
+    let ran = w.job_log(&change_job).await;
+    assert!(ran.contains("Apply complete"), "the first run's log: {ran}");
 
     w.api.restore(&backup).await;
 
@@ -86,8 +90,15 @@ async fn restored_from_a_backup_taken_mid_run(database: TestDatabase) {
     assert_eq!(again["status"], "provisioned", "{again}");
     assert_eq!(again["outputs"]["id"], object, "the same object, not a second one: {again}");
     assert_eq!(again["outputs"]["tags"], json!({ "team": "payments" }), "{again}");
-    let after = finished(w.jobs(&id).await);
+    let jobs = w.jobs(&id).await;
+    let after = finished(jobs.clone());
     assert_eq!((after.len(), after.first()), (2, before.first()), "the first job is as it was");
-    assert_ne!(after[1], before[1], "the change's job ran again from the restored queue");
+    assert_ne!(after[1], before[1], "the change's job was handed out again from the restored queue");
+    // ... and the Agent that completed it answered with its result, running
+    // nothing a second time.
+    assert_eq!(jobs[1]["id"], change_job.as_str());
+    let log = w.job_log(&change_job).await;
+    assert!(log.contains("nothing ran a second time"), "{log}");
+    assert!(!log.contains("Apply complete"), "Terraform ran again: {log}");
     kill(&mut agent).await;
 }
