@@ -14,7 +14,10 @@
 #
 #   sqlite/     `heimdall dev`: the API on SQLite, the Agent's store on SQLite
 #   postgres/   `heimdall-api serve` on PostgreSQL and an Agent enrolled by
-#               hand (`heimdall-agent enroll`) with its store on PostgreSQL
+#               hand (`heimdall-agent enroll`) with its store on PostgreSQL;
+#               then a database service user on this machine's PostgreSQL
+#               (database heimdall_upgrade_orders, roles heimdall_upgrade_app*)
+#               and a rotation asked for while the Agent is stopped
 #
 # Each holds the API's database and the Agent's store as text
 # (`sqlite3 .dump` / `pg_dump`), `data/` (the installation CA, the owner's
@@ -243,9 +246,43 @@ for _ in $(seq 1 300); do
     sleep 0.1
 done
 scenario
+# A database service user (on this machine's PostgreSQL, which the test
+# has too: the database and roles have fixed names it makes again), and a
+# rotation asked for while the Agent is stopped: in flight at the upgrade.
+log "a service user, and a rotation in flight"
+psql -q "${pg_admin}" -c "DROP DATABASE IF EXISTS heimdall_upgrade_orders WITH (FORCE)" \
+    -c "CREATE DATABASE heimdall_upgrade_orders"
+for role in heimdall_upgrade_app_a heimdall_upgrade_app_b heimdall_upgrade_app; do
+    psql -q "${pg_admin}" -c "DROP ROLE IF EXISTS ${role}"
+done
+heimdall secret create orders-admin >/dev/null
+printf '{"username":"postgres","password":"trust-auth"}' | heimdall secret set orders-admin --environment dev >/dev/null
+heimdall database create orders --engine postgres --host 127.0.0.1 --port 5432 \
+    --database heimdall_upgrade_orders --environment dev --admin-secret orders-admin --tls disable >/dev/null
+heimdall database user create heimdall_upgrade_app --database orders --rotate-every 30d --grace 1h \
+    --grant "SELECT ON ALL TABLES IN SCHEMA public" >/dev/null
+for _ in $(seq 1 120); do
+    heimdall database user show heimdall_upgrade_app --database orders --output json \
+        | "${python}" -c 'import json, sys; sys.exit(0 if json.load(sys.stdin).get("current_version") == 1 else 1)' \
+        && break
+    sleep 0.5
+done
+heimdall database user show heimdall_upgrade_app --database orders --output json \
+    | "${python}" -c 'import json, sys; sys.exit(0 if json.load(sys.stdin).get("current_version") == 1 else 1)' \
+    || { log "the service user was never made"; exit 1; }
 record "${data}" "${out}.new/postgres/expected.json"
-log "stopping the Agent and the API"
+log "stopping the Agent, asking for a rotation, stopping the API"
 stop "${pids[-1]}"
+heimdall database user rotate heimdall_upgrade_app --database orders >/dev/null
+"${python}" - "${out}.new/postgres/expected.json" <<'PY'
+import json, subprocess, sys
+path = sys.argv[1]
+expected = json.load(open(path))
+shown = subprocess.run(["heimdall", "database", "user", "show", "heimdall_upgrade_app", "--database", "orders",
+                        "--output", "json"], check=True, capture_output=True, text=True).stdout
+expected["service_user"] = json.loads(shown)
+json.dump(expected, open(path, "w"), indent=4)
+PY
 stop "${pids[-1]}"
 pg_dump --no-owner --no-privileges "${api_url}" >"${out}.new/postgres/heimdall.sql"
 pg_dump --no-owner --no-privileges "${store_url}" >"${out}.new/postgres/agent-values.sql"

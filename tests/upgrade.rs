@@ -39,6 +39,9 @@ fn an_api_and_agent_an_older_release_ran_on_postgres_are_served_by_this_one() {
     let (fixture, expected) = fixture("postgres");
     let tmp = tempfile::tempdir().unwrap();
     let (api_db, store_db) = (Database::create("api"), Database::create("store"));
+    // The database server the old release's service user lives on: this
+    // machine's, with the names the fixture used.
+    let _orders = TargetServer::fresh();
     let port = free_port();
     let places = Places::new(tmp.path(), port, &store_db.url);
     relocate(&fixture.join("data"), &places.data, &places);
@@ -74,6 +77,68 @@ fn an_api_and_agent_an_older_release_ran_on_postgres_are_served_by_this_one() {
         .unwrap();
     let _agent = Running(agent);
     served_as_before(&sh, &expected);
+
+    // The rotation asked for just before the upgrade is done by today's
+    // Agent: version 2 of the service user, on the other login, which connects.
+    assert_eq!(expected["service_user"]["rotate_requested"], true, "{}", expected["service_user"]);
+    let show = "heimdall database user show heimdall_upgrade_app --database orders --output json";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = sh(show);
+        let user: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if user["current_version"] == 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the rotation in flight never finished: {user}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let got = sh("heimdall secret get db-orders-heimdall_upgrade_app --environment dev");
+    assert!(got.status.success(), "{}", String::from_utf8_lossy(&got.stderr));
+    let credential: Value = serde_json::from_slice(&got.stdout).unwrap();
+    let login = credential["username"].as_str().unwrap();
+    assert_eq!(login, "heimdall_upgrade_app_b", "{credential}");
+    let url = format!("postgres://{login}@127.0.0.1:5432/heimdall_upgrade_orders");
+    psql(&url, &["-c", "SELECT 1"]);
+}
+
+/// The fixture's target database on this machine's PostgreSQL, as the old
+/// release left it: the database, the service user's group role and its
+/// two logins, the first one in use (its password is the old Agent's, in
+/// the sealed store; this server trusts loopback). Removed after.
+struct TargetServer;
+
+impl TargetServer {
+    fn fresh() -> Self {
+        Self::clear();
+        let admin = admin_url();
+        psql(&admin, &["-c", "CREATE DATABASE heimdall_upgrade_orders"]);
+        for role in [
+            "heimdall_upgrade_app NOLOGIN",
+            "heimdall_upgrade_app_a LOGIN IN ROLE heimdall_upgrade_app",
+            "heimdall_upgrade_app_b NOLOGIN IN ROLE heimdall_upgrade_app",
+        ] {
+            psql(&admin, &["-c", &format!("CREATE ROLE {role}")]);
+        }
+        TargetServer
+    }
+
+    fn clear() {
+        psql(&admin_url(), &["-c", "DROP DATABASE IF EXISTS heimdall_upgrade_orders WITH (FORCE)"]);
+        for role in ["heimdall_upgrade_app_a", "heimdall_upgrade_app_b", "heimdall_upgrade_app"] {
+            psql(&admin_url(), &["-c", &format!("DROP ROLE IF EXISTS {role}")]);
+        }
+    }
+}
+
+impl Drop for TargetServer {
+    fn drop(&mut self) {
+        Self::clear();
+    }
+}
+
+fn admin_url() -> String {
+    std::env::var("HEIMDALL_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
 }
 
 /// What the old release listed, and what today's lists and does on the
@@ -269,8 +334,7 @@ struct Database {
 
 impl Database {
     fn create(what: &str) -> Self {
-        let admin = std::env::var("HEIMDALL_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+        let admin = admin_url();
         let nanos =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
         let name = format!("heimdall_upgrade_{what}_{}_{nanos}", std::process::id());
