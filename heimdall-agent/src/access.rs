@@ -12,11 +12,9 @@ use heimdall_core::program::{self, ProgramScope, Verb};
 use heimdall_core::secrets::{reaches, Reach};
 use heimdall_core::{ApiError, ErrorCode, Sha256Hex};
 use heimdall_wire::{SyncMember, SyncResponse, SyncSecret};
-use time::{Duration, OffsetDateTime};
+use time::OffsetDateTime;
 
-/// With the API unreachable, the Agent keeps deciding with what it last
-/// received for this long, then refuses (`POLICY_STALE`).
-pub const MAX_POLICY_AGE: Duration = Duration::hours(24);
+pub use heimdall_core::snapshot::MAX_POLICY_AGE;
 
 /// A person, as identified by their client certificate's SHA-256.
 #[derive(Clone, Debug)]
@@ -239,18 +237,9 @@ impl PolicySnapshot {
         decision
     }
 
-    /// `POLICY_STALE` once the snapshot is older than [`MAX_POLICY_AGE`].
+    /// `POLICY_STALE` once the snapshot is too old: `heimdall_core::snapshot::check_fresh`.
     fn check_fresh(&self, now: OffsetDateTime) -> Result<(), ApiError> {
-        if now - self.received_at > MAX_POLICY_AGE {
-            return Err(ApiError::new(
-                ErrorCode::PolicyStale,
-                format!(
-                    "this Agent has not synced with the API for more than {} hours; reads resume after the next sync",
-                    MAX_POLICY_AGE.whole_hours()
-                ),
-            ));
-        }
-        Ok(())
+        heimdall_core::snapshot::check_fresh(self.received_at, now)
     }
 
     /// Decides `verb` on `secret` in `environment` by the program holding a
@@ -306,11 +295,9 @@ impl PolicySnapshot {
     }
 
     /// Whether a value written with a grant for `version` of `secret` (by
-    /// the grant's secret id) in `environment` may be stored: a secret this
-    /// snapshot lists under that id (`NOT_FOUND` otherwise: a sync is asked
-    /// for first), not being deleted, and no deletion in that environment
-    /// covers the version (`CONFLICT`): a grant issued before a delete,
-    /// used after it, stores nothing.
+    /// the grant's secret id) in `environment` may be stored, as this
+    /// snapshot knows the secret and its deletions:
+    /// `heimdall_core::deletion::may_store`.
     pub fn may_store(
         &self,
         secret: &str,
@@ -318,25 +305,19 @@ impl PolicySnapshot {
         environment: CatalogId,
         version: i64,
     ) -> Result<(), ApiError> {
-        let gone = || {
-            ApiError::new(
-                ErrorCode::Conflict,
-                format!("{secret} is deleted (or being deleted) there: its value is not stored"),
-            )
-        };
-        let known = self.secrets.get(secret).ok_or_else(|| ApiError::not_found("secret"))?;
-        if known.id != secret_id || self.deleting.contains(secret) {
-            return Err(gone());
-        }
-        let covered = self.deleted_in_environments.iter().any(|d| {
-            d.secret == secret
-                && d.environment == environment
-                && d.through_version.is_none_or(|t| version <= t)
-        });
-        if covered {
-            return Err(gone());
-        }
-        Ok(())
+        let covering = self
+            .deleted_in_environments
+            .iter()
+            .filter(|d| d.secret == secret && d.environment == environment)
+            .map(|d| d.through_version);
+        heimdall_core::deletion::may_store(
+            secret,
+            self.secrets.get(secret).map(|known| known.id),
+            secret_id,
+            self.deleting.contains(secret),
+            covering,
+            version,
+        )
     }
 
     /// The CA's statement of this Agent's local-API certificates, if the
@@ -498,6 +479,7 @@ mod tests {
     use heimdall_core::domain::{CatalogKind, Policy, Role};
     use heimdall_core::ids::{PolicyId, SecretId};
     use heimdall_wire::{SyncCatalogEntry, SyncEnvironment};
+    use time::Duration;
     use uuid::Uuid;
 
     use super::*;

@@ -177,6 +177,33 @@ pub fn may_take_version(
     Ok(())
 }
 
+/// Whether an Agent may store a value written with a grant for `version`
+/// of `secret` (the grant names the secret by `granted` id): the Agent's
+/// last sync lists the secret (`known`, `NOT_FOUND` otherwise: a sync is
+/// asked for first) under that id, not being deleted (`being_deleted`),
+/// and no deletion in that environment covers the version
+/// (`covering`: each such deletion's `through_version`, `None` for
+/// every version). A grant issued before a delete, used after it, stores
+/// nothing (`CONFLICT`).
+pub fn may_store(
+    secret: &str,
+    known: Option<crate::ids::SecretId>,
+    granted: crate::ids::SecretId,
+    being_deleted: bool,
+    mut covering: impl Iterator<Item = Option<i64>>,
+    version: i64,
+) -> Result<(), ApiError> {
+    let known = known.ok_or_else(|| ApiError::not_found("secret"))?;
+    let covered = covering.any(|through| through.is_none_or(|t| version <= t));
+    if known != granted || being_deleted || covered {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("{secret} is deleted (or being deleted) there: its value is not stored"),
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses taking `agent` off `environment` (`CONFLICT`) while it is the
 /// only Agent there holding a current version of a secret: a value is
 /// written to the Agents that hold the environment at the time, and no
@@ -223,6 +250,26 @@ mod tests {
 
     fn at(days: i64) -> OffsetDateTime {
         OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap() + Duration::days(days)
+    }
+
+    #[test]
+    fn a_value_is_stored_only_for_a_listed_secret_no_deletion_covers() {
+        use crate::ids::SecretId;
+        let id = SecretId::from_uuid(uuid::Uuid::from_u128(1));
+        let other = SecretId::from_uuid(uuid::Uuid::from_u128(2));
+        let code = |r: Result<(), ApiError>| r.err().map(|e| e.code);
+        assert_eq!(code(may_store("db", Some(id), id, false, std::iter::empty(), 3)), None);
+        assert_eq!(code(may_store("db", None, id, false, std::iter::empty(), 3)), Some(ErrorCode::NotFound));
+        // Another secret of the same name: the grant was for the deleted one.
+        assert_eq!(
+            code(may_store("db", Some(other), id, false, std::iter::empty(), 3)),
+            Some(ErrorCode::Conflict)
+        );
+        assert_eq!(code(may_store("db", Some(id), id, true, std::iter::empty(), 3)), Some(ErrorCode::Conflict));
+        // A deletion through v3 covers v3, not v4; one of every version covers all.
+        assert_eq!(code(may_store("db", Some(id), id, false, [Some(3)].into_iter(), 3)), Some(ErrorCode::Conflict));
+        assert_eq!(code(may_store("db", Some(id), id, false, [Some(3)].into_iter(), 4)), None);
+        assert_eq!(code(may_store("db", Some(id), id, false, [None].into_iter(), 40)), Some(ErrorCode::Conflict));
     }
 
     #[test]

@@ -54,6 +54,7 @@ pub mod secrets;
 pub mod server_names;
 pub mod sha256;
 pub mod signed;
+pub mod snapshot;
 pub mod state_lock;
 pub mod sync_delta;
 pub mod token;
