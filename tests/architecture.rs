@@ -417,3 +417,47 @@ fn digests_are_compared_as_sha256hex_never_by_folding_case() {
     // The scan reads code that does fold case (host names do).
     assert!(seen > 0);
 }
+
+/// The error type of a `-> Result<T, E>` on `line`, if it has one.
+fn error_type_of(line: &str) -> Option<String> {
+    let after = &line[line.find("-> Result<")? + "-> Result<".len()..];
+    let mut depth = 0;
+    let mut comma = None;
+    for (i, c) in after.char_indices() {
+        match c {
+            '<' | '(' => depth += 1,
+            ')' => depth -= 1,
+            '>' if depth == 0 => return comma.map(|at: usize| after[at + 1..i].trim().to_owned()),
+            '>' => depth -= 1,
+            ',' if depth == 0 => comma = Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Architecture Invariant: the API's functions fail with a typed error
+/// (`ApiError` with its stable code, `KeyFileError`, `PkiError`,
+/// `StoreError`, ...), never a bare `String`: a caller can tell a setting
+/// to fix from a broken key from the API's own fault, and the code an
+/// operator sees is decided once, where the error is made.
+#[test]
+fn the_api_fails_with_typed_errors_never_a_string() {
+    assert_eq!(error_type_of("fn f() -> Result<BTreeMap<String, String>, String> {").as_deref(), Some("String"));
+    assert_eq!(error_type_of("fn f() -> Result<(String, u8), ApiError> {").as_deref(), Some("ApiError"));
+    assert_eq!(error_type_of("fn f() -> StoreResult<String> {"), None);
+    let mut offenders = Vec::new();
+    let mut signatures = 0;
+    for file in rust_files(&workspace().join("heimdall-api/src")) {
+        for (n, line) in code_of(&file).lines().enumerate() {
+            if let Some(error) = error_type_of(line) {
+                signatures += 1;
+                if error == "String" || error == "&'static str" {
+                    offenders.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(signatures > 50, "the check reads the API's signatures: {signatures}");
+    assert!(offenders.is_empty(), "functions that fail with a string:\n{}", offenders.join("\n"));
+}

@@ -87,15 +87,15 @@ pub struct TokenFile {
 }
 
 impl TokenFile {
-    pub fn create(path: &std::path::Path) -> Result<Self, String> {
+    pub fn create(path: &std::path::Path) -> Result<Self, crate::key_files::KeyFileError> {
         use std::os::unix::fs::OpenOptionsExt;
         let file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path);
-        let file = file.map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let file = file.map_err(crate::key_files::KeyFileError::io("create", path))?;
         Ok(Self { path: path.to_owned(), file: Some(file) })
     }
 
     /// Writes the token and a newline; returns where.
-    pub fn write(mut self, token: &str) -> Result<std::path::PathBuf, String> {
+    pub fn write(mut self, token: &str) -> Result<std::path::PathBuf, crate::key_files::KeyFileError> {
         use std::io::Write;
         let file = self.file.take();
         let written = file.map(|mut f| {
@@ -103,10 +103,10 @@ impl TokenFile {
         });
         match written {
             Some(Ok(())) => Ok(self.path.clone()),
-            _ => Err(format!(
-                "cannot write {}; the organization was created, its token is lost",
-                self.path.display()
-            )),
+            _ => Err(crate::key_files::KeyFileError::Unusable {
+                path: self.path.clone(),
+                reason: "cannot be written; the organization was created, its token is lost",
+            }),
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use heimdall_core::Redacted;
+use heimdall_core::{ApiError, Redacted};
 use serde::Deserialize;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7480";
@@ -63,10 +63,11 @@ pub struct FileConfig {
 }
 
 impl FileConfig {
-    pub fn load(path: &Path) -> Result<Self, String> {
+    pub fn load(path: &Path) -> Result<Self, ApiError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| format!("invalid config file {}: {}", path.display(), e.message()))
+            .map_err(|e| invalid(format!("cannot read config file {}: {e}", path.display())))?;
+        toml::from_str(&text)
+            .map_err(|e| invalid(format!("invalid config file {}: {}", path.display(), e.message())))
     }
 }
 
@@ -77,21 +78,21 @@ impl ServeConfig {
         database_url: Option<String>,
         listen: Option<String>,
         file: FileConfig,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ApiError> {
         let database_url = database_url
             .or(file.database_url)
-            .ok_or("no database URL: pass --database-url, set HEIMDALL_DATABASE_URL, or set database_url in the config file")?;
-        crate::db::Backend::from_url(&database_url).map_err(|e| e.to_string())?;
+            .ok_or_else(|| invalid("no database URL: pass --database-url, set HEIMDALL_DATABASE_URL, or set database_url in the config file"))?;
+        crate::db::Backend::from_url(&database_url).map_err(invalid)?;
         let listen = listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
         let listen: SocketAddr =
-            listen.parse().map_err(|_| format!("--listen must be an address like {DEFAULT_LISTEN}"))?;
+            listen.parse().map_err(|_| invalid(format!("--listen must be an address like {DEFAULT_LISTEN}")))?;
         let max_body_bytes = file.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         if max_body_bytes < 1024 {
-            return Err("max_body_bytes must be at least 1024".into());
+            return Err(invalid("max_body_bytes must be at least 1024"));
         }
         let defaults = heimdall_tls::server::Limits::default();
         let seconds = |v: Option<u64>, default: std::time::Duration, what: &str| match v {
-            Some(0) => Err(format!("{what} must be at least 1 second")),
+            Some(0) => Err(invalid(format!("{what} must be at least 1 second"))),
             Some(s) => Ok(std::time::Duration::from_secs(s)),
             None => Ok(default),
         };
@@ -107,7 +108,7 @@ impl ServeConfig {
                 "header_read_timeout_seconds",
             )?,
             max_connections: match file.max_connections {
-                Some(0) => return Err("max_connections must be at least 1".into()),
+                Some(0) => return Err(invalid("max_connections must be at least 1")),
                 Some(n) => n,
                 None => defaults.max_connections,
             },
@@ -123,7 +124,7 @@ impl ServeConfig {
             "notification_retry_seconds",
         )?;
         let agent_stale_after = match file.agent_stale_after_days {
-            Some(0) => return Err("agent_stale_after_days must be at least 1".into()),
+            Some(0) => return Err(invalid("agent_stale_after_days must be at least 1")),
             Some(days) => time::Duration::days(i64::from(days)),
             None => heimdall_core::deletion::STALE_AFTER,
         };
@@ -132,8 +133,8 @@ impl ServeConfig {
             .webhook_allow_cidrs
             .unwrap_or_default()
             .iter()
-            .map(|c| c.parse().map_err(|e| format!("webhook_allow_cidrs: {e}")))
-            .collect::<Result<Vec<_>, String>>()?;
+            .map(|c| c.parse().map_err(|e| invalid(format!("webhook_allow_cidrs: {e}"))))
+            .collect::<Result<Vec<_>, ApiError>>()?;
         Ok(Self {
             database_url: Redacted::new(database_url),
             listen,
@@ -149,8 +150,14 @@ impl ServeConfig {
 }
 
 /// `--metrics-listen` / `metrics_listen`: an address like 127.0.0.1:9480.
-pub fn parse_metrics_listen(text: &str) -> Result<SocketAddr, String> {
-    text.parse().map_err(|_| format!("metrics_listen must be an address like 127.0.0.1:9480, not {text:?}"))
+pub fn parse_metrics_listen(text: &str) -> Result<SocketAddr, ApiError> {
+    text.parse()
+        .map_err(|_| invalid(format!("metrics_listen must be an address like 127.0.0.1:9480, not {text:?}")))
+}
+
+/// A setting that cannot be used: the operator fixes it.
+fn invalid(message: impl std::fmt::Display) -> ApiError {
+    ApiError::invalid_input(message.to_string())
 }
 
 #[cfg(test)]

@@ -123,7 +123,7 @@ async fn identity_token(
         component.parent_id.ok_or_else(|| refused("the Resource's component has no system", false))?;
     let environment = job.request.environment_id.unwrap_or(resource.environment_id);
     let claims = oidc::job_claims(issuer.url(), job, system, environment, now, Uuid::new_v4().to_string());
-    issuer.sign(&claims).map(Redacted::new).map_err(|e| refused(e, true))
+    issuer.sign(&claims).map(Redacted::new).map_err(|e| refused(e.to_string(), true))
 }
 
 async fn assume_role(

@@ -12,6 +12,7 @@ pub mod console;
 pub mod db;
 pub mod federation;
 pub mod http;
+pub mod key_files;
 pub mod metrics;
 pub mod notifications;
 pub mod oidc;

@@ -13,6 +13,8 @@ use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::key_files::KeyFileError;
+
 /// Keys published at once: the one that signs and the one before it.
 const PUBLISHED: usize = 2;
 
@@ -35,13 +37,13 @@ impl std::fmt::Debug for Issuer {
     }
 }
 
-fn key_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+fn key_files(dir: &Path) -> Result<Vec<PathBuf>, KeyFileError> {
     let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
         Ok(entries) => {
             entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "p8")).collect()
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(format!("cannot read {}: {e}", dir.display())),
+        Err(e) => return Err(KeyFileError::io("read", dir)(e)),
     };
     // Named by creation time: sorted, the last is the newest.
     files.sort();
@@ -50,19 +52,20 @@ fn key_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 
 /// Adds a new signing key in `dir` and drops all but the newest
 /// [`PUBLISHED`]; returns its key id.
-pub fn rotate(dir: &Path) -> Result<String, String> {
+pub fn rotate(dir: &Path) -> Result<String, KeyFileError> {
     use std::io::Write;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let rng = SystemRandom::new();
     let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
-        .map_err(|_| "cannot generate an OIDC signing key".to_owned())?;
-    let pair = open_key(pkcs8.as_ref(), &rng)?;
+        .map_err(|_| KeyFileError::Crypto("cannot generate an OIDC signing key"))?;
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+        .map_err(|_| KeyFileError::Crypto("cannot open the OIDC signing key just generated"))?;
     let kid = kid_of(&pair);
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        .map_err(KeyFileError::io("create", dir))?;
     let stamp = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
     let path = dir.join(format!("{stamp:024}-{kid}.p8"));
     let mut file = std::fs::OpenOptions::new()
@@ -70,18 +73,19 @@ pub fn rotate(dir: &Path) -> Result<String, String> {
         .create_new(true)
         .mode(0o600)
         .open(&path)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    file.write_all(pkcs8.as_ref()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        .map_err(KeyFileError::io("create", &path))?;
+    file.write_all(pkcs8.as_ref()).map_err(KeyFileError::io("write", &path))?;
     let files = key_files(dir)?;
     for old in &files[..files.len().saturating_sub(PUBLISHED)] {
-        std::fs::remove_file(old).map_err(|e| format!("cannot remove {}: {e}", old.display()))?;
+        std::fs::remove_file(old).map_err(KeyFileError::io("remove", old))?;
     }
     Ok(kid)
 }
 
-fn open_key(pkcs8: &[u8], rng: &SystemRandom) -> Result<EcdsaKeyPair, String> {
-    EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8, rng)
-        .map_err(|_| "an OIDC signing key file is not a P-256 PKCS#8 key".to_owned())
+fn open_key(path: &Path, pkcs8: &[u8], rng: &SystemRandom) -> Result<EcdsaKeyPair, KeyFileError> {
+    EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8, rng).map_err(|_| {
+        KeyFileError::Unusable { path: path.to_owned(), reason: "not a P-256 PKCS#8 OIDC signing key" }
+    })
 }
 
 /// A key's id: the start of its public key's SHA-256.
@@ -91,7 +95,7 @@ fn kid_of(pair: &EcdsaKeyPair) -> String {
 
 impl Issuer {
     /// The keys in `dir` (a first one made if there is none), issuing as `url`.
-    pub fn load_or_create(dir: &Path, url: &str) -> Result<Self, String> {
+    pub fn load_or_create(dir: &Path, url: &str) -> Result<Self, KeyFileError> {
         if key_files(dir)?.is_empty() {
             rotate(dir)?;
             tracing::info!(dir = %dir.display(), "created the OIDC signing key for job identity tokens");
@@ -100,9 +104,9 @@ impl Issuer {
         let mut keys = Vec::new();
         for path in key_files(dir)? {
             let pkcs8 = zeroize::Zeroizing::new(
-                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+                std::fs::read(&path).map_err(KeyFileError::io("read", &path))?,
             );
-            let pair = open_key(&pkcs8, &rng)?;
+            let pair = open_key(&path, &pkcs8, &rng)?;
             keys.push(SigningKey { kid: kid_of(&pair), pair });
         }
         let url = url.trim_end_matches('/').to_owned();
@@ -126,11 +130,11 @@ impl Issuer {
     }
 
     /// `claims` as a compact JWT signed by the newest key.
-    pub fn sign(&self, claims: &JobClaims) -> Result<String, String> {
-        let key = self.keys.last().ok_or("no OIDC signing key")?;
+    pub fn sign(&self, claims: &JobClaims) -> Result<String, KeyFileError> {
+        let key = self.keys.last().ok_or(KeyFileError::Crypto("no OIDC signing key"))?;
         let input = oidc::signing_input(&key.kid, claims);
         let signature =
-            key.pair.sign(&self.rng, input.as_bytes()).map_err(|_| "cannot sign the job's identity token")?;
+            key.pair.sign(&self.rng, input.as_bytes()).map_err(|_| KeyFileError::Crypto("cannot sign the job's identity token"))?;
         Ok(oidc::compact(&input, signature.as_ref()))
     }
 }

@@ -25,7 +25,7 @@ pub(super) async fn bootstrap(args: BootstrapArgs) -> Result<(), ApiError> {
         };
     }
     let token_out = token_file.as_deref().map(crate::bootstrap::TokenFile::create).transpose();
-    let token_out = token_out.map_err(ApiError::invalid_input)?;
+    let token_out = token_out?;
     let done = crate::bootstrap::bootstrap(&store, &SystemClock, &org, &owner).await;
     store.close().await;
     let done = done.map_err(|e| match (&token_out, e.code) {

@@ -21,7 +21,7 @@ pub async fn run(cli: Cli) -> Result<(), ApiError> {
         Command::Serve(args) => serve::serve(args).await,
         Command::Bootstrap(args) => bootstrap::bootstrap(args).await,
         Command::RotateOidcKey { ca_dir } => {
-            let kid = crate::oidc::rotate(&ca_dir.join("oidc")).map_err(ApiError::invalid_input)?;
+            let kid = crate::oidc::rotate(&ca_dir.join("oidc"))?;
             println!("✓ New OIDC signing key {kid}: it signs from the API's next start; the previous one stays published");
             Ok(())
         }
@@ -51,10 +51,10 @@ fn config(
     file: Option<PathBuf>,
 ) -> Result<ServeConfig, ApiError> {
     let file = match file {
-        Some(path) => FileConfig::load(&path).map_err(ApiError::invalid_input)?,
+        Some(path) => FileConfig::load(&path)?,
         None => FileConfig::default(),
     };
-    ServeConfig::resolve(database_url, listen, file).map_err(ApiError::invalid_input)
+    ServeConfig::resolve(database_url, listen, file)
 }
 
 /// The database, migrated.

@@ -20,7 +20,7 @@ pub(super) async fn serve(args: ServeArgs) -> Result<(), ApiError> {
     let mut config = config(args.database_url.clone(), args.listen.clone(), args.config.clone())?;
     if let Some(text) = &args.metrics_listen {
         config.metrics_listen =
-            Some(crate::config::parse_metrics_listen(text).map_err(ApiError::invalid_input)?);
+            Some(crate::config::parse_metrics_listen(text)?);
     }
     // The CA first: both listeners may need it.
     let ca = match &args.ca_dir {
@@ -109,12 +109,10 @@ async fn agent_listener(
     tls_names.dedup();
     tracing::info!(listen = %addr, url = %public_url, "agent channel (mTLS) serving");
     let dir = args.ca_dir.as_deref().unwrap_or(Path::new("."));
-    let issuer =
-        oidc::Issuer::load_or_create(&dir.join("oidc"), issuer_url).map_err(ApiError::invalid_input)?;
+    let issuer = oidc::Issuer::load_or_create(&dir.join("oidc"), issuer_url)?;
     tracing::info!(issuer = %issuer.url(), "job identity tokens (OIDC) issued");
     let federation = Some(federation::Federation::new(Arc::new(issuer), args.sts_endpoint_url.clone()));
-    let notifications = notifications::SigningKey::load_or_create(&dir.join("notifications.key"))
-        .map_err(ApiError::invalid_input)?;
+    let notifications = notifications::SigningKey::load_or_create(&dir.join("notifications.key"))?;
     Ok(AgentListener {
         listener,
         ca,

@@ -63,7 +63,7 @@ async fn create(
     // The URL's path may hold the receiver's credential: it is kept sealed,
     // and shown (and recorded) by its host only.
     let id = Uuid::new_v4().to_string();
-    let sealed_url = key.seal_url(&id, &body.webhook).map_err(|e| ApiError::new(ErrorCode::Internal, e))?;
+    let sealed_url = key.seal_url(&id, &body.webhook).map_err(ApiError::from)?;
     let channel = Channel {
         id,
         org_id: caller.org.id,
@@ -154,7 +154,7 @@ async fn update(
         })?;
         // Sealed under the same id: the channel's signing secret stays.
         channel.sealed_url =
-            key.seal_url(&channel.id, &webhook).map_err(|e| ApiError::new(ErrorCode::Internal, e))?;
+            key.seal_url(&channel.id, &webhook).map_err(ApiError::from)?;
         channel.url = display_url(&webhook);
         changed.push("webhook");
     }
