@@ -436,28 +436,62 @@ fn error_type_of(line: &str) -> Option<String> {
     None
 }
 
-/// Architecture Invariant: the API's functions fail with a typed error
-/// (`ApiError` with its stable code, `KeyFileError`, `PkiError`,
-/// `StoreError`, ...), never a bare `String`: a caller can tell a setting
-/// to fix from a broken key from the API's own fault, and the code an
-/// operator sees is decided once, where the error is made.
+/// Agent files whose functions still fail with a message: ARCHITECTURE.md's
+/// "Not there yet". The list only shrinks: a file converted must leave it.
+const AGENT_FILES_STILL_FAILING_WITH_STRINGS: &[&str] = &[
+    "db_rotation.rs",
+    "jobs/plan_files.rs",
+    "jobs/terraform.rs",
+    "setup/configure.rs",
+    "setup/dev.rs",
+    "setup/enroll.rs",
+    "setup/rekey.rs",
+    "setup/token_command.rs",
+    "aws.rs",
+    "values/crypto.rs",
+    "values/grant.rs",
+    "local_api/mod.rs",
+];
+
+/// Architecture Invariant: the API's functions, and the Agent's outside the
+/// files listed above, fail with a typed error (`ApiError` with its stable
+/// code, `KeyFileError`, `SealedFileError`, `SyncError`, `StoreError`, ...),
+/// never a bare `String`: a caller can tell a setting to fix from a broken
+/// key from a peer's refusal, and the code an operator sees is decided once,
+/// where the error is made.
 #[test]
-fn the_api_fails_with_typed_errors_never_a_string() {
-    assert_eq!(error_type_of("fn f() -> Result<BTreeMap<String, String>, String> {").as_deref(), Some("String"));
+fn the_servers_fail_with_typed_errors_never_a_string() {
+    assert_eq!(
+        error_type_of("fn f() -> Result<BTreeMap<String, String>, String> {").as_deref(),
+        Some("String")
+    );
     assert_eq!(error_type_of("fn f() -> Result<(String, u8), ApiError> {").as_deref(), Some("ApiError"));
     assert_eq!(error_type_of("fn f() -> StoreResult<String> {"), None);
     let mut offenders = Vec::new();
+    let mut still = BTreeSet::new();
     let mut signatures = 0;
-    for file in rust_files(&workspace().join("heimdall-api/src")) {
-        for (n, line) in code_of(&file).lines().enumerate() {
-            if let Some(error) = error_type_of(line) {
+    for krate in ["heimdall-api/src", "heimdall-agent/src"] {
+        let root = workspace().join(krate);
+        for file in rust_files(&root) {
+            let relative = file.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+            let listed = krate == "heimdall-agent/src"
+                && AGENT_FILES_STILL_FAILING_WITH_STRINGS.contains(&relative.as_str());
+            for (n, line) in code_of(&file).lines().enumerate() {
+                let Some(error) = error_type_of(line) else { continue };
                 signatures += 1;
                 if error == "String" || error == "&'static str" {
-                    offenders.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                    if listed {
+                        still.insert(relative.clone());
+                    } else {
+                        offenders.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                    }
                 }
             }
         }
     }
-    assert!(signatures > 50, "the check reads the API's signatures: {signatures}");
+    assert!(signatures > 100, "the check reads the servers' signatures: {signatures}");
     assert!(offenders.is_empty(), "functions that fail with a string:\n{}", offenders.join("\n"));
+    let converted: Vec<&&str> =
+        AGENT_FILES_STILL_FAILING_WITH_STRINGS.iter().filter(|f| !still.contains(**f)).collect();
+    assert!(converted.is_empty(), "no longer fail with strings; take them off the list: {converted:?}");
 }

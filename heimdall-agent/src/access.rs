@@ -16,6 +16,15 @@ use time::OffsetDateTime;
 
 pub use heimdall_core::snapshot::MAX_POLICY_AGE;
 
+/// A policy from the API that this Agent's Cedar does not compile: the
+/// whole snapshot is refused (the previous one stays, and ages).
+#[derive(Debug, thiserror::Error)]
+#[error("policy {policy} from the API does not compile: {reason}")]
+pub struct PolicyDoesNotCompile {
+    pub policy: heimdall_core::ids::PolicyId,
+    pub reason: String,
+}
+
 /// A person, as identified by their client certificate's SHA-256.
 #[derive(Clone, Debug)]
 pub struct Reader {
@@ -84,9 +93,9 @@ const MAX_REMEMBERED_DECISIONS: usize = 10_000;
 impl PolicySnapshot {
     /// Indexes a sync answer. Policies that no longer compile fail the
     /// whole snapshot (the previous one stays, and ages).
-    pub fn new(response: &SyncResponse, received_at: OffsetDateTime) -> Result<Self, String> {
+    pub fn new(response: &SyncResponse, received_at: OffsetDateTime) -> Result<Self, PolicyDoesNotCompile> {
         let policies = OrgPolicies::compile(&response.policies)
-            .map_err(|(id, e)| format!("policy {id} from the API does not compile: {e}"))?;
+            .map_err(|(policy, e)| PolicyDoesNotCompile { policy, reason: e.to_string() })?;
         let mut by_certificate = HashMap::new();
         for member in &response.members {
             for sha in &member.certificates {

@@ -26,14 +26,25 @@ pub fn known_generation(known: Option<&KnownSecrets>) -> Option<i64> {
 /// held; `known` becomes that list. A delta that follows a generation this
 /// Agent does not hold is refused (and `known` dropped, so the next answer
 /// is whole): applying it would decide reads with a list that is not the API's.
-pub fn whole(known: &mut Option<KnownSecrets>, mut response: SyncResponse) -> Result<SyncResponse, String> {
+/// A delta that follows a generation this Agent does not hold.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the API sent the secrets changed after generation {since}, which this Agent does not hold; \
+     the next sync asks for the whole list"
+)]
+pub struct UnknownGeneration {
+    pub since: i64,
+}
+
+pub fn whole(
+    known: &mut Option<KnownSecrets>,
+    mut response: SyncResponse,
+) -> Result<SyncResponse, UnknownGeneration> {
     let held = known.take();
     let (mut secrets, whole_at) = match response.secrets_since {
         Some(since) => {
             let Some(held) = held.filter(|k| k.generation == since) else {
-                return Err("the API sent the secrets changed after a generation this Agent does not hold; \
-                            the next sync asks for the whole list"
-                    .to_owned());
+                return Err(UnknownGeneration { since });
             };
             let changed = std::mem::take(&mut response.secrets);
             (merge(held.list, changed, &response.removed_secrets, |s| s.id), held.whole_at)
@@ -112,7 +123,7 @@ mod tests {
         let mut known = None;
         whole(&mut known, answer(vec![secret(1, "a")], 5, None, vec![])).unwrap();
         let err = whole(&mut known, answer(vec![secret(2, "b")], 9, Some(4), vec![])).unwrap_err();
-        assert!(err.contains("does not hold"), "{err}");
+        assert_eq!(err.since, 4, "{err}");
         assert_eq!(known_generation(known.as_ref()), None);
         let mut nothing = None;
         assert!(

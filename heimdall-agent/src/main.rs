@@ -72,36 +72,36 @@ fn main() -> ExitCode {
         eprintln!("error: {message}");
         return ExitCode::from(2);
     }
-    let result = match Cli::parse().command {
+    // Each command's own error, printed here as one line.
+    let result: Result<(), Box<dyn std::error::Error>> = match Cli::parse().command {
         Command::Run { config } => {
             // Before any thread starts: a master key held in the
             // environment is taken and removed, so Terraform never sees it.
-            runtime::prepare(&config).and_then(|prepared| {
-                let clock = Arc::new(runtime::SystemClock);
-                block_on(runtime::run(prepared, clock, heimdall_tls::server::shutdown_signal()))
-            })
+            runtime::prepare(&config)
+                .and_then(|prepared| {
+                    let clock = Arc::new(runtime::SystemClock);
+                    let runtime = tokio::runtime::Runtime::new().map_err(runtime::StartError::Runtime)?;
+                    runtime.block_on(runtime::run(prepared, clock, heimdall_tls::server::shutdown_signal()))
+                })
+                .map_err(Into::into)
         }
         Command::DevSetup(options) => return dev::main(&options),
-        Command::Token(command) => heimdall_agent::setup::token_command::main(command),
-        Command::Rekey(args) => heimdall_agent::setup::rekey::main(&args),
-        Command::Configure { config, settings, json } => {
-            configure::configure(&config, &settings).map(|done| configure::print(&done, json))
-        }
-        Command::Enroll(args) => enroll::main(args),
+        Command::Token(command) => heimdall_agent::setup::token_command::main(command).map_err(Into::into),
+        Command::Rekey(args) => heimdall_agent::setup::rekey::main(&args).map_err(Into::into),
+        Command::Configure { config, settings, json } => configure::configure(&config, &settings)
+            .map(|done| configure::print(&done, json))
+            .map_err(Into::into),
+        Command::Enroll(args) => enroll::main(args).map_err(Into::into),
         Command::Openapi => heimdall_agent::local_api::openapi::document()
             .to_pretty_json()
             .map(|text| println!("{text}"))
-            .map_err(|e| format!("the document does not serialize: {e}")),
+            .map_err(Into::into),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
+        Err(e) => {
+            eprintln!("error: {e}");
             ExitCode::FAILURE
         }
     }
-}
-
-fn block_on<T>(work: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
-    tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?.block_on(work)
 }

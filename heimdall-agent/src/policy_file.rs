@@ -20,7 +20,7 @@ use time::{Duration, OffsetDateTime};
 use zeroize::Zeroizing;
 
 use crate::alerts::Alerts;
-use crate::sealed_file::{Order, SealedFile};
+use crate::sealed_file::{Order, SealedFile, SealedFileError};
 use crate::values::vault::Vault;
 
 /// The file's name, next to the Agent's certificate and key.
@@ -62,14 +62,18 @@ impl PolicyFile {
 
     /// Reads how far the file was written from the value store: a copy put
     /// back from before that does not open. Before the first [`Self::load`].
-    pub async fn load_floor(&self) -> Result<(), String> {
+    pub async fn load_floor(&self) -> Result<(), SealedFileError> {
         self.file.load_floor().await
     }
 
     /// Keeps `response`, received at `received_at`, unless the same content
     /// was written less than [`REWRITE_AFTER`] before. Written to a new
     /// file (0600) that replaces the old one whole. Whether it wrote.
-    pub async fn save(&self, response: &SyncResponse, received_at: OffsetDateTime) -> Result<bool, String> {
+    pub async fn save(
+        &self,
+        response: &SyncResponse,
+        received_at: OffsetDateTime,
+    ) -> Result<bool, SealedFileError> {
         // The API's clock and how far it has this Agent's records change
         // every sync and decide nothing; transfers and erasures are done
         // now or planned again by the next sync, never from a kept copy.
@@ -83,16 +87,16 @@ impl PolicyFile {
         // Nor does the CA's fresh statement of the certificates (it holds
         // an hour, and is kept with the rest when something else changes).
         let decides = SyncResponse { local_api_status: None, ..content.clone() };
-        let json = Zeroizing::new(serde_json::to_vec(&decides).map_err(|e| e.to_string())?);
+        let json = Zeroizing::new(serde_json::to_vec(&decides).map_err(|e| self.file.content(e))?);
         let digest: [u8; 32] = Sha256::digest(json.as_slice()).into();
         {
-            let written = self.written.lock().map_err(|_| "the policy file's lock is poisoned".to_owned())?;
+            let written = self.written.lock().map_err(|_| self.file.content("its lock is poisoned"))?;
             if written.is_some_and(|(last, at)| last == digest && received_at - at < REWRITE_AFTER) {
                 return Ok(false);
             }
         }
         let snapshot = Snapshot { received_at, response: content };
-        let plaintext = Zeroizing::new(serde_json::to_vec(&snapshot).map_err(|e| e.to_string())?);
+        let plaintext = Zeroizing::new(serde_json::to_vec(&snapshot).map_err(|e| self.file.content(e))?);
         self.file.write(&plaintext).await?;
         if let Ok(mut written) = self.written.lock() {
             *written = Some((digest, received_at));
@@ -103,11 +107,11 @@ impl PolicyFile {
     /// The snapshot on disk and when it was received; `None` without a
     /// file. A file that does not open (edited, another Agent's, another
     /// store's key) is an error, and nothing of it is used.
-    pub fn load(&self) -> Result<Option<(SyncResponse, OffsetDateTime)>, String> {
+    pub fn load(&self) -> Result<Option<(SyncResponse, OffsetDateTime)>, SealedFileError> {
         let Some(plaintext) = self.file.read()? else {
             return Ok(None);
         };
-        let snapshot: Snapshot = serde_json::from_slice(&plaintext).map_err(|e| e.to_string())?;
+        let snapshot: Snapshot = serde_json::from_slice(&plaintext).map_err(|e| self.file.content(e))?;
         Ok(Some((snapshot.response, snapshot.received_at)))
     }
 
@@ -168,10 +172,12 @@ mod tests {
         // Copied back from before the last write: refused, here and in a
         // new process (the store keeps the generation), with an alert.
         std::fs::write(file.path(), &first_copy).unwrap();
-        assert!(file.load().unwrap_err().contains("copy put back"));
+        let refused = file.load().unwrap_err();
+        assert!(matches!(refused, SealedFileError::RolledBack { .. }), "{refused}");
+        assert!(refused.to_string().contains("copy put back"));
         let restarted = PolicyFile::new(dir.path(), agent, vault.clone(), Alerts::default());
         restarted.load_floor().await.unwrap();
-        assert!(restarted.load().is_err());
+        assert!(matches!(restarted.load(), Err(SealedFileError::RolledBack { .. })));
         assert_eq!(alerts.take().len(), 1);
         assert!(file.save(&response_like(&sent, 10), at + REWRITE_AFTER * 2).await.unwrap());
         assert!(restarted.load().is_ok(), "a newer file opens");

@@ -37,6 +37,47 @@ impl Clock for SystemClock {
 
 /// A loaded configuration and the master key taken from the environment,
 /// if the configuration names a variable.
+/// Why the Agent, or one of its own commands, did not start. Each names
+/// what to fix; none carries a key, a value or a token.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    File(#[from] crate::files::FileError),
+    #[error("the value store's master key: {0}")]
+    MasterKey(#[from] KeyError),
+    #[error("the value store cannot be opened: {0}")]
+    Store(#[from] crate::values::store::ValueStoreError),
+    #[error(transparent)]
+    Channel(#[from] crate::channel::ChannelError),
+    #[error(transparent)]
+    Sealed(#[from] crate::sealed_file::SealedFileError),
+    #[error(transparent)]
+    LocalCert(#[from] crate::local_api::local_cert::LocalCertError),
+    /// The CA certificate in agent.toml's `ca` cannot verify grants or clients.
+    #[error("the CA certificate: {0}")]
+    Ca(String),
+    #[error("{what} cannot listen on {address}: {source}")]
+    Listen {
+        what: &'static str,
+        address: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// What the configuration lacks for this command.
+    #[error("{0}")]
+    Missing(&'static str),
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+impl From<StartError> for String {
+    fn from(e: StartError) -> Self {
+        e.to_string()
+    }
+}
+
 #[derive(Debug)]
 pub struct Prepared {
     pub config: AgentConfig,
@@ -46,12 +87,10 @@ pub struct Prepared {
 /// Loads `agent.toml` and takes a master key held in an environment
 /// variable, removing the variable so no child process (Terraform)
 /// inherits it. Call before starting threads.
-pub fn prepare(path: &std::path::Path) -> Result<Prepared, String> {
+pub fn prepare(path: &std::path::Path) -> Result<Prepared, StartError> {
     let config = AgentConfig::load(path)?;
     let master_key = match config.values.as_ref().and_then(|v| v.master_key_env.as_deref()) {
-        Some(var) => {
-            Some(MasterKey::take_from_env(var).map_err(|e| format!("the value store's master key: {e}"))?)
-        }
+        Some(var) => Some(MasterKey::take_from_env(var)?),
         None => None,
     };
     Ok(Prepared { config, master_key })
@@ -76,12 +115,15 @@ pub struct Own {
 }
 
 /// [`Own`] for a prepared configuration.
-pub async fn open_own(prepared: Prepared) -> Result<Own, String> {
+pub async fn open_own(prepared: Prepared) -> Result<Own, StartError> {
     let Prepared { config, master_key } = prepared;
-    let values = config.values.as_ref().ok_or("agent.toml has no [values]: this Agent keeps no secrets")?;
+    let values = config
+        .values
+        .as_ref()
+        .ok_or(StartError::Missing("agent.toml has no [values]: this Agent keeps no secrets"))?;
     let vault = open_values(values, master_key).await?;
     let dir = config.cert.parent().unwrap_or(std::path::Path::new(".")).to_owned();
-    let channel = Channel::new(&config).map_err(|e| e.to_string())?;
+    let channel = Channel::new(&config)?;
     Ok(Own { vault, dir, agent: config.agent_id()?, channel })
 }
 
@@ -90,7 +132,7 @@ pub async fn run(
     prepared: Prepared,
     clock: Arc<dyn Clock>,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), String> {
+) -> Result<(), StartError> {
     let Prepared { config, master_key } = prepared;
     // The value store opens first: with a wrong master key the Agent must
     // not start at all.
@@ -98,9 +140,9 @@ pub async fn run(
         Some(v) => Some(open_values(v, master_key).await?),
         None => None,
     };
-    let channel = Channel::new(&config).map_err(|e| e.to_string())?;
+    let channel = Channel::new(&config)?;
     std::fs::create_dir_all(&config.work_dir)
-        .map_err(|e| format!("cannot create {}: {e}", config.work_dir.display()))?;
+        .map_err(crate::files::FileError::on("create", &config.work_dir))?;
     clear_work_dir(&config.work_dir);
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(async move {
@@ -237,10 +279,12 @@ async fn start_metrics(
     listen: &str,
     scrape: crate::metrics::Scrape,
     mut stop: watch::Receiver<bool>,
-) -> Result<JoinHandle<()>, String> {
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| format!("the metrics listener cannot listen on {listen}: {e}"))?;
+) -> Result<JoinHandle<()>, StartError> {
+    let listener = tokio::net::TcpListener::bind(listen).await.map_err(|source| StartError::Listen {
+        what: "the metrics listener",
+        address: listen.to_owned(),
+        source,
+    })?;
     tracing::info!(listen, "metrics (Prometheus) serving at /metrics");
     let app = crate::metrics::router(scrape);
     Ok(tokio::spawn(async move {
@@ -257,9 +301,9 @@ async fn start_metrics(
 /// an Agent restarted while the API is unreachable serves what it served
 /// before, for the rest of the snapshot's 24 hours.
 fn restore_policy(file: &PolicyFile, policy: &SharedPolicy) {
-    let restored = file.load().and_then(|kept| match kept {
+    let restored = file.load().map_err(|e| e.to_string()).and_then(|kept| match kept {
         Some((response, received_at)) => {
-            Ok(Some((PolicySnapshot::new(&response, received_at)?, received_at)))
+            Ok(Some((PolicySnapshot::new(&response, received_at).map_err(|e| e.to_string())?, received_at)))
         }
         None => Ok(None),
     });
@@ -308,7 +352,7 @@ fn sync_on_hangup(policy: SharedPolicy) {
 /// Opens the configured store with the configured key source
 /// (`AgentConfig::load` checked there is exactly one of each); a key from
 /// the environment was taken in [`prepare`].
-async fn open_values(v: &ValuesConfig, taken: Option<MasterKey>) -> Result<Arc<Vault>, String> {
+async fn open_values(v: &ValuesConfig, taken: Option<MasterKey>) -> Result<Arc<Vault>, StartError> {
     let keys = master_key(v, taken).await?;
     let opened = match (&v.sqlite_path, &v.postgres_url, &v.dynamodb_table) {
         (Some(path), _, _) => sqlite::open(path, keys.as_ref()).await,
@@ -317,16 +361,16 @@ async fn open_values(v: &ValuesConfig, taken: Option<MasterKey>) -> Result<Arc<V
             let cfg = dynamodb::DynamoConfig { table: table.clone(), aws: v.aws() };
             dynamodb::open(&cfg, keys.as_ref()).await
         }
-        (None, None, None) => return Err("[values] names no store".into()),
+        (None, None, None) => return Err(StartError::Missing("[values] names no store")),
     };
-    let store = opened.map_err(|e| format!("the value store cannot be opened: {e}"))?;
+    let store = opened?;
     tracing::info!("value store open");
     Ok(Arc::new(store))
 }
 
 /// The configured master key (`AgentConfig::load` checked there is exactly
 /// one source); a key from the environment was taken in [`prepare`].
-pub async fn master_key(v: &ValuesConfig, taken: Option<MasterKey>) -> Result<Box<dyn KeySealer>, String> {
+pub async fn master_key(v: &ValuesConfig, taken: Option<MasterKey>) -> Result<Box<dyn KeySealer>, KeyError> {
     let boxed = |k: MasterKey| Box::new(k) as Box<dyn KeySealer>;
     match (taken, &v.master_key_file, &v.master_key_kms) {
         (Some(key), _, _) => Ok(boxed(key)),
@@ -334,7 +378,6 @@ pub async fn master_key(v: &ValuesConfig, taken: Option<MasterKey>) -> Result<Bo
         (None, _, Some(key)) => kms::KmsKey::connect(key, &v.aws()).await.map(|k| Box::new(k) as _),
         (None, None, None) => Err(KeyError::Missing { origin: "[values] master key".into() }),
     }
-    .map_err(|e| format!("the value store's master key: {e}"))
 }
 
 /// What the local API serves with.
@@ -359,26 +402,25 @@ async fn start_local_api(
     local: &LocalApiConfig,
     parts: LocalParts,
     stop: watch::Receiver<bool>,
-) -> Result<JoinHandle<()>, String> {
-    let ca_pem = std::fs::read_to_string(&config.ca)
-        .map_err(|e| format!("cannot read {}: {e}", config.ca.display()))?;
-    let tls = local_api::tls_config(parts.cert, &ca_pem)?;
+) -> Result<JoinHandle<()>, StartError> {
+    let ca_pem = crate::files::read_text(&config.ca)?;
+    let tls = local_api::tls_config(parts.cert, &ca_pem).map_err(StartError::Ca)?;
     let state = local_api::LocalApi {
         agent: parts.agent,
         clock: parts.clock,
         store: parts.store.clone(),
         recorder: parts.recorder,
         policy: parts.policy,
-        grants: grant::GrantVerifier::from_ca_pem(&ca_pem)?,
+        grants: grant::GrantVerifier::from_ca_pem(&ca_pem).map_err(StartError::Ca)?,
         metrics: parts.metrics,
         tokens: parts.tokens,
         api: Some(parts.api),
         watches: crate::local_api::watch::Watches::default(),
         replication: parts.replication,
     };
-    let listener = tokio::net::TcpListener::bind(&local.listen)
-        .await
-        .map_err(|e| format!("the local API cannot listen on {}: {e}", local.listen))?;
+    let listener = tokio::net::TcpListener::bind(&local.listen).await.map_err(|source| {
+        StartError::Listen { what: "the local API", address: local.listen.clone(), source }
+    })?;
     tracing::info!(listen = %local.listen, url = %local.public_url(), "local API serving");
     Ok(tokio::spawn(local_api::serve(
         listener,

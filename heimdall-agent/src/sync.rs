@@ -62,6 +62,19 @@ struct Cursor {
     secrets: Option<crate::known_secrets::KnownSecrets>,
 }
 
+/// Why a sync did not complete; the next one starts over.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// The value store (its numbering, inventory or records) failed.
+    #[error(transparent)]
+    Store(#[from] crate::values::store::ValueStoreError),
+    /// The API did not answer, or refused.
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+    #[error(transparent)]
+    Delta(#[from] crate::known_secrets::UnknownGeneration),
+}
+
 pub async fn run(syncer: Syncer, every: Duration, mut stop: watch::Receiver<bool>) {
     // The API tells us how far it has stored; start from the beginning of
     // the epoch (a repeat is harmless: the API drops records it holds).
@@ -90,8 +103,8 @@ pub async fn run(syncer: Syncer, every: Duration, mut stop: watch::Receiver<bool
 }
 
 impl Syncer {
-    async fn sync_once(&self, cursor: &mut Cursor) -> Result<(), String> {
-        let numbering = self.store.numbering(self.agent).await.map_err(|e| e.to_string())?;
+    async fn sync_once(&self, cursor: &mut Cursor) -> Result<(), SyncError> {
+        let numbering = self.store.numbering(self.agent).await?;
         if cursor.epoch.is_empty() {
             // The first sync since start: from the beginning of the epoch.
             *cursor = Cursor { epoch: numbering.epoch.clone(), ..Cursor::default() };
@@ -107,7 +120,7 @@ impl Syncer {
             );
             cursor.acknowledged = 0;
         }
-        let held = self.store.inventory().await.map_err(|e| e.to_string())?;
+        let held = self.store.inventory().await?;
         // Rotation phases are this Agent's bookkeeping, not secrets: never
         // reported. Nor are versions erased by retention: nothing is held.
         let inventory: Vec<InventoryItem> = held
@@ -151,16 +164,15 @@ impl Syncer {
         inventory: Vec<InventoryItem>,
         revoked_program_tokens: Vec<String>,
         alerts: Vec<heimdall_wire::AgentAlert>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         loop {
             // How far the store's numbering had gone before these records
             // were read: what the API can rightly hold of this epoch.
-            let current = self.store.numbering(self.agent).await.map_err(|e| e.to_string())?;
+            let current = self.store.numbering(self.agent).await?;
             let batch = self
                 .store
                 .access_records_after(self.agent, &cursor.epoch, cursor.acknowledged, BATCH)
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             let full = batch.len() == BATCH as usize;
             let sent_through = batch.last().map_or(cursor.acknowledged, |r| r.seq);
             let records = batch
@@ -209,9 +221,9 @@ impl Syncer {
                         // the revocation took hold: reported too.
                         continue;
                     }
-                    return Err(e.to_string());
+                    return Err(ChannelError::Api(e).into());
                 }
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             };
             let through = u64::try_from(response.received_through).unwrap_or(0);
             let answered = after_answer(
@@ -238,7 +250,7 @@ impl Syncer {
                 // epoch: the store was restored from a backup. Its next
                 // reads take a new epoch, so no number is used twice; the
                 // reads numbered in the old one since go first.
-                let fresh = self.store.restart_numbering(self.agent).await.map_err(|e| e.to_string())?;
+                let fresh = self.store.restart_numbering(self.agent).await?;
                 tracing::warn!(
                     old = %cursor.epoch,
                     new = %fresh.epoch,

@@ -84,8 +84,9 @@ impl ServeConfig {
             .ok_or_else(|| invalid("no database URL: pass --database-url, set HEIMDALL_DATABASE_URL, or set database_url in the config file"))?;
         crate::db::Backend::from_url(&database_url).map_err(invalid)?;
         let listen = listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
-        let listen: SocketAddr =
-            listen.parse().map_err(|_| invalid(format!("--listen must be an address like {DEFAULT_LISTEN}")))?;
+        let listen: SocketAddr = listen
+            .parse()
+            .map_err(|_| invalid(format!("--listen must be an address like {DEFAULT_LISTEN}")))?;
         let max_body_bytes = file.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         if max_body_bytes < 1024 {
             return Err(invalid("max_body_bytes must be at least 1024"));

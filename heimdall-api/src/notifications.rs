@@ -24,10 +24,10 @@ impl SigningKey {
         match std::fs::read(path) {
             Ok(bytes) => {
                 let bytes = Zeroizing::new(bytes);
-                let key: [u8; 32] = bytes
-                    .as_slice()
-                    .try_into()
-                    .map_err(|_| KeyFileError::Unusable { path: path.to_owned(), reason: "must hold exactly 32 bytes" })?;
+                let key: [u8; 32] = bytes.as_slice().try_into().map_err(|_| KeyFileError::Unusable {
+                    path: path.to_owned(),
+                    reason: "must hold exactly 32 bytes",
+                })?;
                 Ok(Self(Zeroizing::new(key)))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -58,15 +58,17 @@ impl SigningKey {
         let mut nonce = [0u8; 12];
         rand::rngs::OsRng.fill_bytes(&mut nonce);
         let payload = Payload { msg: url.as_bytes(), aad: channel_id.as_bytes() };
-        let sealed =
-            cipher.encrypt(&nonce.into(), payload).map_err(|_| KeyFileError::Crypto("cannot seal the webhook URL"))?;
+        let sealed = cipher
+            .encrypt(&nonce.into(), payload)
+            .map_err(|_| KeyFileError::Crypto("cannot seal the webhook URL"))?;
         Ok(format!("v1:{}:{}", hex::encode(nonce), hex::encode(sealed)))
     }
 
     /// The URL [`Self::seal_url`] sealed for `channel_id`.
     pub fn open_url(&self, channel_id: &str, sealed: &str) -> Result<Zeroizing<String>, KeyFileError> {
         use aes_gcm::aead::{Aead, KeyInit, Payload};
-        let bad = || KeyFileError::Crypto("the webhook URL cannot be opened with this API's notifications.key");
+        let bad =
+            || KeyFileError::Crypto("the webhook URL cannot be opened with this API's notifications.key");
         let mut parts = sealed.splitn(3, ':');
         let (Some("v1"), Some(nonce), Some(body)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(bad());

@@ -103,9 +103,8 @@ impl Issuer {
         let rng = SystemRandom::new();
         let mut keys = Vec::new();
         for path in key_files(dir)? {
-            let pkcs8 = zeroize::Zeroizing::new(
-                std::fs::read(&path).map_err(KeyFileError::io("read", &path))?,
-            );
+            let pkcs8 =
+                zeroize::Zeroizing::new(std::fs::read(&path).map_err(KeyFileError::io("read", &path))?);
             let pair = open_key(&path, &pkcs8, &rng)?;
             keys.push(SigningKey { kid: kid_of(&pair), pair });
         }
@@ -133,8 +132,10 @@ impl Issuer {
     pub fn sign(&self, claims: &JobClaims) -> Result<String, KeyFileError> {
         let key = self.keys.last().ok_or(KeyFileError::Crypto("no OIDC signing key"))?;
         let input = oidc::signing_input(&key.kid, claims);
-        let signature =
-            key.pair.sign(&self.rng, input.as_bytes()).map_err(|_| KeyFileError::Crypto("cannot sign the job's identity token"))?;
+        let signature = key
+            .pair
+            .sign(&self.rng, input.as_bytes())
+            .map_err(|_| KeyFileError::Crypto("cannot sign the job's identity token"))?;
         Ok(oidc::compact(&input, signature.as_ref()))
     }
 }

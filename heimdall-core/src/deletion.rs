@@ -265,11 +265,20 @@ mod tests {
             code(may_store("db", Some(other), id, false, std::iter::empty(), 3)),
             Some(ErrorCode::Conflict)
         );
-        assert_eq!(code(may_store("db", Some(id), id, true, std::iter::empty(), 3)), Some(ErrorCode::Conflict));
+        assert_eq!(
+            code(may_store("db", Some(id), id, true, std::iter::empty(), 3)),
+            Some(ErrorCode::Conflict)
+        );
         // A deletion through v3 covers v3, not v4; one of every version covers all.
-        assert_eq!(code(may_store("db", Some(id), id, false, [Some(3)].into_iter(), 3)), Some(ErrorCode::Conflict));
+        assert_eq!(
+            code(may_store("db", Some(id), id, false, [Some(3)].into_iter(), 3)),
+            Some(ErrorCode::Conflict)
+        );
         assert_eq!(code(may_store("db", Some(id), id, false, [Some(3)].into_iter(), 4)), None);
-        assert_eq!(code(may_store("db", Some(id), id, false, [None].into_iter(), 40)), Some(ErrorCode::Conflict));
+        assert_eq!(
+            code(may_store("db", Some(id), id, false, [None].into_iter(), 40)),
+            Some(ErrorCode::Conflict)
+        );
     }
 
     #[test]

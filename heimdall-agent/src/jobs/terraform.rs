@@ -688,7 +688,7 @@ fn write_secret_inputs(dir: &Path, inputs: &[(String, Redacted<String>)]) -> Res
         .map(|(variable, value)| (format!("{SECRET_VAR_PREFIX}{variable}"), value.expose().clone().into()))
         .collect();
     let text = zeroize::Zeroizing::new(serde_json::Value::Object(values).to_string());
-    crate::files::write_private(&dir.join("heimdall-secrets.auto.tfvars.json"), text.as_bytes())
+    Ok(crate::files::write_private(&dir.join("heimdall-secrets.auto.tfvars.json"), text.as_bytes())?)
 }
 
 /// How long each part of a run took (the `job phases` log line, which

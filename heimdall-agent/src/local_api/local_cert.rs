@@ -45,23 +45,49 @@ impl ResolvesServerCert for LocalCertificate {
     }
 }
 
-fn parse(cert_pem: &str, key_pem: &str) -> Result<Current, String> {
+/// Why the local API's certificate was not loaded or renewed.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalCertError {
+    /// The certificate or key file does not hold what it should.
+    #[error("local API {0}")]
+    Unusable(String),
+    #[error(transparent)]
+    File(#[from] crate::files::FileError),
+    /// The API did not issue one.
+    #[error(transparent)]
+    Channel(#[from] crate::channel::ChannelError),
+    /// None on disk still good, and none issued now.
+    #[error("the local API needs a certificate from the API: {0}")]
+    NoneIssued(Box<LocalCertError>),
+}
+
+impl From<LocalCertError> for String {
+    fn from(e: LocalCertError) -> Self {
+        e.to_string()
+    }
+}
+
+fn unusable(what: impl std::fmt::Display) -> LocalCertError {
+    LocalCertError::Unusable(what.to_string())
+}
+
+fn parse(cert_pem: &str, key_pem: &str) -> Result<Current, LocalCertError> {
     let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem.as_bytes())
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("local API certificate: {e}"))?;
-    let leaf = chain.first().ok_or("local API certificate: none in the file")?;
+        .map_err(|e| unusable(format!("certificate: {e}")))?;
+    let leaf = chain.first().ok_or_else(|| unusable("certificate: none in the file"))?;
     let (_, parsed) = x509_parser::parse_x509_certificate(leaf.as_ref())
-        .map_err(|e| format!("local API certificate: {e}"))?;
+        .map_err(|e| unusable(format!("certificate: {e}")))?;
     let validity = parsed.validity();
     let (not_before, not_after) = (validity.not_before.timestamp(), validity.not_after.timestamp());
     let sha256 = heimdall_tls::identity::sha256_hex(leaf.as_ref());
     let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut key_pem.as_bytes())
-        .map_err(|e| format!("local API key: {e}"))?
-        .ok_or("local API key: no private key in the file")?;
+        .map_err(|e| unusable(format!("key: {e}")))?
+        .ok_or_else(|| unusable("key: no private key in the file"))?;
     let signing = heimdall_tls::verify::provider()
         .key_provider
         .load_private_key(key)
-        .map_err(|e| format!("local API key: {e}"))?;
+        .map_err(|e| unusable(format!("key: {e}")))?;
     Ok(Current { key: Arc::new(CertifiedKey::new(chain, signing)), sha256, not_before, not_after })
 }
 
@@ -73,7 +99,7 @@ impl LocalCertificate {
         local: &LocalApiConfig,
         channel: &Channel,
         now: OffsetDateTime,
-    ) -> Result<Arc<Self>, String> {
+    ) -> Result<Arc<Self>, LocalCertError> {
         let dir = config.key.parent().unwrap_or(Path::new("."));
         let (cert_path, key_path) = (dir.join("local-api.pem"), dir.join("local-api.key"));
         let cached = match (std::fs::read_to_string(&cert_path), std::fs::read_to_string(&key_path)) {
@@ -90,7 +116,7 @@ impl LocalCertificate {
                         tracing::warn!(error = %e, "could not renew the local API certificate; using the current one");
                         c
                     }
-                    None => return Err(format!("the local API needs a certificate from the API: {e}")),
+                    None => return Err(LocalCertError::NoneIssued(Box::new(e))),
                 },
             },
         };
@@ -131,14 +157,14 @@ async fn issue(
     names: &[String],
     cert_path: &Path,
     key_path: &Path,
-) -> Result<Current, String> {
-    let key = rcgen::KeyPair::generate().map_err(|e| e.to_string())?;
+) -> Result<Current, LocalCertError> {
+    let key = rcgen::KeyPair::generate().map_err(|e| unusable(format!("key: {e}")))?;
     let csr = rcgen::CertificateParams::new(Vec::<String>::new())
         .and_then(|p| p.serialize_request(&key))
         .and_then(|r| r.pem())
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| unusable(format!("certificate request: {e}")))?;
     let request = heimdall_wire::ServerCertificateRequest { csr, names: names.to_vec() };
-    let issued = channel.server_certificate(&request).await.map_err(|e| e.to_string())?;
+    let issued = channel.server_certificate(&request).await?;
     let key_pem = Zeroizing::new(key.serialize_pem());
     crate::files::replace_file(key_path, key_pem.as_bytes(), 0o600)?;
     crate::files::replace_file(cert_path, issued.certificate.as_bytes(), 0o644)?;

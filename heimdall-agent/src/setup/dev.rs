@@ -80,6 +80,12 @@ impl From<String> for SetupError {
     }
 }
 
+impl From<crate::config::ConfigError> for SetupError {
+    fn from(e: crate::config::ConfigError) -> Self {
+        SetupError::Failed(e.to_string())
+    }
+}
+
 /// What `dev-setup` did, and the settings as they now are.
 #[derive(Debug, Serialize)]
 pub struct Ready {

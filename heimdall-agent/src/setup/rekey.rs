@@ -163,7 +163,9 @@ pub fn main(args: &RekeyArgs) -> Result<(), String> {
     let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
     let (done, new) = runtime.block_on(async {
         let new = new_key.open(&values).await?;
-        let old = crate::runtime::master_key(&values, prepared.into_master_key()).await?;
+        let old = crate::runtime::master_key(&values, prepared.into_master_key())
+            .await
+            .map_err(crate::runtime::StartError::MasterKey)?;
         let rows: Box<dyn SealedStore> = match (&values.sqlite_path, &values.postgres_url, &values.dynamodb_table) {
             (Some(path), _, _) => crate::values::store::sqlite::connect(path).await,
             (_, Some(url), _) => crate::values::store::postgres::connect(url).await,

@@ -155,8 +155,15 @@ async fn an_agent_cut_off_from_the_api_stops_its_run_before_the_job_can_be_hande
     assert!(agent.try_wait().unwrap().is_none(), "the Agent itself runs on");
     let log = std::fs::read_to_string(config.with_extension("log")).unwrap();
     assert!(log.contains("stopping the run before its job is handed on"), "{log}");
-    // Nothing of the run is left on disk (its credential files among it).
-    assert!(std::fs::read_dir(&work).unwrap().next().is_none(), "the run's directory is still there");
+    // Nothing of the run is left on disk (its credential files among it),
+    // once the stopped run has been cleaned up (a moment after its
+    // processes end).
+    let left = || -> Vec<_> { std::fs::read_dir(&work).unwrap().flatten().map(|e| e.file_name()).collect() };
+    let stopped = Instant::now();
+    while !left().is_empty() && stopped.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(left().is_empty(), "the run's directory is still there: {:?}", left());
     let job = &w.jobs(&id).await[0];
     assert_eq!(job["status"], "running", "the API has not handed it on yet: {job}");
     agent.kill().await.unwrap();

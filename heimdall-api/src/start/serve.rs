@@ -19,8 +19,7 @@ pub(super) async fn serve(args: ServeArgs) -> Result<(), ApiError> {
     });
     let mut config = config(args.database_url.clone(), args.listen.clone(), args.config.clone())?;
     if let Some(text) = &args.metrics_listen {
-        config.metrics_listen =
-            Some(crate::config::parse_metrics_listen(text)?);
+        config.metrics_listen = Some(crate::config::parse_metrics_listen(text)?);
     }
     // The CA first: both listeners may need it.
     let ca = match &args.ca_dir {

@@ -153,8 +153,7 @@ async fn update(
             )
         })?;
         // Sealed under the same id: the channel's signing secret stays.
-        channel.sealed_url =
-            key.seal_url(&channel.id, &webhook).map_err(ApiError::from)?;
+        channel.sealed_url = key.seal_url(&channel.id, &webhook).map_err(ApiError::from)?;
         channel.url = display_url(&webhook);
         changed.push("webhook");
     }
