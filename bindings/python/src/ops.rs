@@ -3,7 +3,7 @@
 //! HTTP; only the SDK does.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use heimdall_core::ids::{CatalogId, JobId};
 use heimdall_sdk::wire::{
@@ -233,51 +233,39 @@ pub(crate) async fn upgrade_resource(
     }
 }
 
-/// Work is still going on for it (an Agent has, or will have, a job).
-fn in_progress(status: ResourceStatus) -> bool {
-    matches!(status, ResourceStatus::Queued | ResourceStatus::Applying | ResourceStatus::Deleting)
-}
-
-/// Polls `get_resource` until the Resource is no longer queued, applying
-/// or deleting (as `heimdall resource create --wait` does), or `timeout`
-/// passes. A poll that gets no answer is retried until then; any other
-/// error ends the wait. `interruptible`: Ctrl-C ends it (the sync client,
-/// which runs this on the calling thread).
+/// Follows the Resource with the SDK's wait (`heimdall_sdk::flows::wait_for_resource`,
+/// as `heimdall resource create --wait` does: long polls, retried while the
+/// API does not answer) until it settles or `timeout` passes.
+/// `interruptible`: Ctrl-C ends it (the sync client, which runs this on
+/// the calling thread).
 async fn settle(
     sdk: &Client,
     start: Resource,
     timeout: Duration,
     interruptible: bool,
 ) -> Result<Resource, Failure> {
-    let began = Instant::now();
-    let mut last = start;
-    let mut pause = Duration::from_millis(250);
-    while in_progress(last.status) {
-        let left = timeout.saturating_sub(began.elapsed());
-        if left.is_zero() {
-            return Err(Failure::local(
-                "timeout",
-                format!(
-                    "timed out after {:.0} s waiting for Resource {}: it is still {}; its job goes on",
-                    timeout.as_secs_f64(),
-                    last.name,
-                    last.status
-                ),
-            ));
+    let wait = heimdall_sdk::flows::wait_for_resource(sdk, start, timeout, |_| {});
+    tokio::pin!(wait);
+    let waited = loop {
+        tokio::select! {
+            waited = &mut wait => break waited?,
+            () = tokio::time::sleep(Duration::from_millis(100)), if interruptible => {
+                Python::attach(|py| py.check_signals()).map_err(Failure::Python)?;
+            }
         }
-        tokio::time::sleep(pause.min(left)).await;
-        pause = (pause * 3 / 2).min(Duration::from_secs(2));
-        if interruptible {
-            Python::attach(|py| py.check_signals()).map_err(Failure::Python)?;
-        }
-        let left = timeout.saturating_sub(began.elapsed());
-        match tokio::time::timeout(left, sdk.get_resource(&last.id.to_string())).await {
-            Err(_) | Ok(Err(heimdall_sdk::Error::Transport(_))) => {}
-            Ok(Ok(detail)) => last = detail.resource,
-            Ok(Err(err)) => return Err(err.into()),
-        }
+    };
+    match waited {
+        heimdall_sdk::flows::Waited::Settled(resource) => Ok(resource),
+        heimdall_sdk::flows::Waited::TimedOut(last) => Err(Failure::local(
+            "timeout",
+            format!(
+                "timed out after {:.0} s waiting for Resource {}: it is still {}; its job goes on",
+                timeout.as_secs_f64(),
+                last.name,
+                last.status
+            ),
+        )),
     }
-    Ok(last)
 }
 
 fn job_id(id: &str) -> Result<JobId, Failure> {

@@ -1,9 +1,11 @@
 //! Following a Resource or a job until it settles.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use heimdall_core::ids::JobId;
-use heimdall_wire::{Job, JobStatus, Resource, ResourceStatus};
+use heimdall_wire::{Job, JobStatus, Resource, ResourceDetail, ResourceStatus};
 
 use crate::{Client, Error, Result};
 
@@ -68,9 +70,15 @@ pub async fn wait_for_resource(
         }
         let left = deadline - asked;
         let wait = left.min(Duration::from_secs(crate::resources::MAX_LONG_POLL_SECONDS));
+        // The API's shortest long poll is a second: with less left, a plain
+        // read, so that a short wait ends at its deadline, not a second on.
+        let plain = left < SHORTEST_LONG_POLL;
+        let read: Pin<Box<dyn Future<Output = Result<ResourceDetail>> + Send + '_>> = match plain {
+            true => Box::pin(api.get_resource(&id)),
+            false => Box::pin(api.get_resource_changed_from(&id, last.status, wait)),
+        };
         // A slow answer must not carry the wait far past its deadline.
-        let call =
-            tokio::time::timeout(left + ANSWER_GRACE, api.get_resource_changed_from(&id, last.status, wait));
+        let call = tokio::time::timeout(left + ANSWER_GRACE, read);
         tokio::pin!(call);
         let answer = loop {
             tokio::select! {
@@ -81,7 +89,7 @@ pub async fn wait_for_resource(
             }
         };
         let Ok(answer) = answer else { continue };
-        let quick = asked.elapsed() < wait / 2;
+        let quick = plain || asked.elapsed() < wait / 2;
         match answer {
             Ok(detail) => {
                 api_unreachable = false;
@@ -109,6 +117,9 @@ pub async fn wait_for_resource(
         }
     }
 }
+
+/// The shortest wait a long poll asks the API for (`wait_seconds=1`).
+const SHORTEST_LONG_POLL: Duration = Duration::from_secs(1);
 
 /// How long past the long poll's own wait an answer may take to arrive.
 const ANSWER_GRACE: Duration = Duration::from_secs(5);
