@@ -95,7 +95,7 @@ fn main() -> ExitCode {
         Command::Openapi => heimdall_agent::local_api::openapi::document()
             .to_pretty_json()
             .map(|text| println!("{text}"))
-            .map_err(Into::into),
+            .map_err(|e| format!("the document does not serialize: {e}").into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

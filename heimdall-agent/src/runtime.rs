@@ -35,8 +35,6 @@ impl Clock for SystemClock {
     }
 }
 
-/// A loaded configuration and the master key taken from the environment,
-/// if the configuration names a variable.
 /// Why the Agent, or one of its own commands, did not start. Each names
 /// what to fix; none carries a key, a value or a token.
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +76,8 @@ impl From<StartError> for String {
     }
 }
 
+/// A loaded configuration and the master key taken from the environment,
+/// if the configuration names a variable.
 #[derive(Debug)]
 pub struct Prepared {
     pub config: AgentConfig,
