@@ -447,9 +447,6 @@ const AGENT_FILES_STILL_FAILING_WITH_STRINGS: &[&str] = &[
     "setup/enroll.rs",
     "setup/rekey.rs",
     "setup/token_command.rs",
-    "aws.rs",
-    "values/crypto.rs",
-    "values/grant.rs",
     "local_api/mod.rs",
 ];
 

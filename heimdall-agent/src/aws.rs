@@ -33,18 +33,23 @@ pub fn loader(settings: &AwsSettings) -> ConfigLoader {
     loader
 }
 
+/// No region in the settings nor in the environment.
+#[derive(Debug, thiserror::Error)]
+#[error("no AWS region: set aws_region in [values] or AWS_REGION in the environment")]
+pub struct NoRegion;
+
 /// Loads the configuration (see [`loader`]); refuses one without a region,
 /// which every call would otherwise fail on later with a vaguer message.
-pub async fn sdk_config(settings: &AwsSettings) -> Result<SdkConfig, String> {
+pub async fn sdk_config(settings: &AwsSettings) -> Result<SdkConfig, NoRegion> {
     let config = loader(settings).load().await;
     require_region(&config)?;
     Ok(config)
 }
 
 /// An error unless `config` names a region.
-pub fn require_region(config: &SdkConfig) -> Result<(), String> {
+pub fn require_region(config: &SdkConfig) -> Result<(), NoRegion> {
     if config.region().is_none() {
-        return Err("no AWS region: set aws_region in [values] or AWS_REGION in the environment".into());
+        return Err(NoRegion);
     }
     Ok(())
 }

@@ -411,7 +411,7 @@ async fn start_local_api(
         store: parts.store.clone(),
         recorder: parts.recorder,
         policy: parts.policy,
-        grants: grant::GrantVerifier::from_ca_pem(&ca_pem).map_err(StartError::Ca)?,
+        grants: grant::GrantVerifier::from_ca_pem(&ca_pem).map_err(|e| StartError::Ca(e.0))?,
         metrics: parts.metrics,
         tokens: parts.tokens,
         api: Some(parts.api),

@@ -255,7 +255,7 @@ fn create_master_key(file: &Path, config: &AgentConfig) -> Result<bool, String> 
             file.display()
         ));
     }
-    MasterKey::create_file(file)
+    Ok(MasterKey::create_file(file)?)
 }
 
 /// The `section.key` settings that differ, compared as they are written.

@@ -218,7 +218,7 @@ impl MasterKey {
     /// system as 64 hex characters, mode 0600, written whole (a temporary
     /// file, then a rename that never replaces an existing key). `false`:
     /// a file is already there and was left alone.
-    pub fn create_file(path: &Path) -> Result<bool, String> {
+    pub fn create_file(path: &Path) -> Result<bool, crate::files::FileError> {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
         if path.exists() {
@@ -228,7 +228,7 @@ impl MasterKey {
         OsRng.fill_bytes(&mut bytes);
         let text = Zeroizing::new(format!("{}\n", hex::encode(bytes.as_slice())));
         let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-        let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+        let fail = |e: std::io::Error| crate::files::FileError::on("write", path)(e);
         let _ = std::fs::remove_file(&tmp);
         let mut file =
             std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).map_err(fail)?;

@@ -8,6 +8,11 @@ use heimdall_core::transfer::{ParsedTransfer, ServeCheck, TransferError};
 use heimdall_tls::verify::CaSignatures;
 use time::OffsetDateTime;
 
+/// A CA certificate that cannot check grants (the reason, from its parse).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadCa(pub String);
+
 /// The CA's public key, read once from its certificate.
 #[derive(Clone, Debug)]
 pub struct GrantVerifier {
@@ -16,8 +21,8 @@ pub struct GrantVerifier {
 
 impl GrantVerifier {
     /// From the CA certificate (PEM).
-    pub fn from_ca_pem(ca_pem: &str) -> Result<Self, String> {
-        Ok(Self { ca: CaSignatures::from_ca_pem(ca_pem)? })
+    pub fn from_ca_pem(ca_pem: &str) -> Result<Self, BadCa> {
+        Ok(Self { ca: CaSignatures::from_ca_pem(ca_pem).map_err(BadCa)? })
     }
 
     /// Checks a parsed grant: its signature against the CA key, then that

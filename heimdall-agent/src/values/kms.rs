@@ -67,7 +67,7 @@ impl KmsKey {
     /// encryption key.
     pub async fn connect(key: &str, settings: &AwsSettings) -> Result<Self, KeyError> {
         let refused = |reason: String| KeyError::Kms { key: key.to_owned(), reason };
-        let config = crate::aws::sdk_config(settings).await.map_err(refused)?;
+        let config = crate::aws::sdk_config(settings).await.map_err(|e| refused(e.to_string()))?;
         Self::with_client(aws_sdk_kms::Client::new(&config), key).await
     }
 

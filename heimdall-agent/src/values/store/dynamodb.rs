@@ -118,8 +118,8 @@ impl fmt::Debug for DynamoRows {
 /// The store's rows in `cfg.table`, with no key opened (for `rekey`).
 pub async fn connect(cfg: &DynamoConfig) -> Result<Box<dyn SealedStore>, ValueStoreError> {
     validate_table_name(&cfg.table)?;
-    let config = crate::aws::sdk_config(&cfg.aws).await.map_err(ValueStoreError::Open)?;
-    crate::aws::require_region(&config).map_err(ValueStoreError::Open)?;
+    let config = crate::aws::sdk_config(&cfg.aws).await.map_err(|e| ValueStoreError::Open(e.to_string()))?;
+    crate::aws::require_region(&config).map_err(|e| ValueStoreError::Open(e.to_string()))?;
     let client = Client::new(&config);
     ensure_table(&client, &cfg.table).await?;
     Ok(Box::new(DynamoRows { client, table: cfg.table.clone() }))
@@ -127,7 +127,7 @@ pub async fn connect(cfg: &DynamoConfig) -> Result<Box<dyn SealedStore>, ValueSt
 
 pub async fn open(cfg: &DynamoConfig, keys: &dyn KeySealer) -> Result<Vault, ValueStoreError> {
     validate_table_name(&cfg.table)?;
-    let config = crate::aws::sdk_config(&cfg.aws).await.map_err(ValueStoreError::Open)?;
+    let config = crate::aws::sdk_config(&cfg.aws).await.map_err(|e| ValueStoreError::Open(e.to_string()))?;
     open_with(&config, &cfg.table, keys).await
 }
 
@@ -140,7 +140,7 @@ pub async fn open_with(
     keys: &dyn KeySealer,
 ) -> Result<Vault, ValueStoreError> {
     validate_table_name(table)?;
-    crate::aws::require_region(config).map_err(ValueStoreError::Open)?;
+    crate::aws::require_region(config).map_err(|e| ValueStoreError::Open(e.to_string()))?;
     let client = Client::new(config);
     ensure_table(&client, table).await?;
     Vault::open(Box::new(DynamoRows { client, table: table.to_owned() }), keys).await
