@@ -223,14 +223,6 @@ pub enum ConfigError {
     Certificate(&'static str),
 }
 
-/// For the callers that still report a message (see ARCHITECTURE.md,
-/// "Not there yet").
-impl From<ConfigError> for String {
-    fn from(e: ConfigError) -> Self {
-        e.to_string()
-    }
-}
-
 fn invalid(message: impl Into<String>) -> ConfigError {
     ConfigError::Invalid(message.into())
 }

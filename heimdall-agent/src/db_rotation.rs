@@ -39,6 +39,53 @@ const SOURCE: &str = "database-rotation";
 /// How long a task waits for the sync it asked for.
 const REFRESH_WAIT: Duration = Duration::from_secs(5);
 
+/// Why a database task failed: reported to the API as the user's
+/// `last_error`, which every reader of the user sees, so no variant holds
+/// a password or the admin login.
+#[derive(Debug, thiserror::Error)]
+pub enum RotationError {
+    /// A rule of `heimdall_core::dbusers` refused the task or its phase.
+    #[error("{}", .0.message)]
+    Refused(heimdall_core::ApiError),
+    /// The admin secret may not be used on the task's behalf.
+    #[error("{}: {}", .0.code, .0.message)]
+    NotAllowed(heimdall_core::ApiError),
+    #[error("cannot connect to {database} at {host}:{port}: {why}")]
+    Connect { database: String, host: String, port: u16, why: String },
+    #[error("connecting to {database} at {host}:{port} timed out")]
+    ConnectTimeout { database: String, host: String, port: u16 },
+    /// A statement the database refused (its kind, never its text).
+    #[error("{kind} failed: {why}")]
+    Statement { kind: String, why: String },
+    #[error("{kind} timed out")]
+    StatementTimeout { kind: String },
+    /// This Agent's store: what was being done, and its error.
+    #[error("cannot {what}: {source}")]
+    Store {
+        what: &'static str,
+        #[source]
+        source: ValueStoreError,
+    },
+    #[error("cannot read the admin secret {secret}: {source}")]
+    AdminSecret {
+        secret: String,
+        #[source]
+        source: ValueStoreError,
+    },
+    #[error(
+        "the admin secret {secret} has no value on this Agent in {environment}; `heimdall secret set` it"
+    )]
+    NoAdminValue { secret: String, environment: String },
+    #[error("the read of the admin secret could not be recorded, so it was not used: {0}")]
+    NotRecorded(String),
+    /// Two rotations of one user at once: the other recorded first.
+    #[error("another rotation of this user recorded a phase meanwhile")]
+    Raced,
+    /// What is recorded, held or sent does not have the shape it must.
+    #[error("{0}")]
+    Malformed(String),
+}
+
 /// What rotating takes: the store, the recorder every read goes through,
 /// the policies the admin secret's use is decided with, and the channel to
 /// the API.
@@ -95,9 +142,13 @@ enum Admin {
 }
 
 impl Admin {
-    async fn connect(task: &DatabaseTask, credential: &AdminCredential) -> Result<Self, String> {
+    async fn connect(task: &DatabaseTask, credential: &AdminCredential) -> Result<Self, RotationError> {
         tokio::time::timeout(STATEMENT_TIMEOUT, Self::dial(task, credential)).await.map_err(|_| {
-            format!("connecting to {} at {}:{} timed out", task.database, task.host, task.port)
+            RotationError::ConnectTimeout {
+                database: task.database.clone(),
+                host: task.host.clone(),
+                port: task.port,
+            }
         })?
     }
 
@@ -106,8 +157,8 @@ impl Admin {
     /// cleartext to this machine only (`dbusers::check_tls`, decided again
     /// here before any password leaves). Errors name neither the admin
     /// login nor its password.
-    async fn dial(task: &DatabaseTask, credential: &AdminCredential) -> Result<Self, String> {
-        dbusers::check_tls(&task.host, task.tls).map_err(|e| e.message)?;
+    async fn dial(task: &DatabaseTask, credential: &AdminCredential) -> Result<Self, RotationError> {
+        dbusers::check_tls(&task.host, task.tls).map_err(RotationError::Refused)?;
         // The server's message may name the login it refused: not shown
         // (it lands in `last_error`, which every reader of the user sees).
         let failed = |e: sqlx::Error| {
@@ -122,7 +173,8 @@ impl Admin {
             if task.tls == TlsMode::Disable && message.contains("Access denied") {
                 message.push_str(&format!("; if the server requires TLS, register it with {fix}"));
             }
-            format!("cannot connect to {} at {}:{}: {message}", task.database, task.host, task.port)
+            let (database, host, port) = (task.database.clone(), task.host.clone(), task.port);
+            RotationError::Connect { database, host, port, why: message }
         };
         let ca = task.ca_pem.as_deref().map(|pem| pem.as_bytes().to_vec());
         Ok(match task.engine {
@@ -168,7 +220,7 @@ impl Admin {
 
     /// Runs one statement (text protocol: DDL is not preparable
     /// everywhere). The error names the statement's kind, never its text.
-    async fn run(&mut self, statement: &Statement) -> Result<(), String> {
+    async fn run(&mut self, statement: &Statement) -> Result<(), RotationError> {
         let sql = statement.sql.expose().as_str();
         let run = async {
             match self {
@@ -178,8 +230,11 @@ impl Admin {
         };
         tokio::time::timeout(STATEMENT_TIMEOUT, run)
             .await
-            .map_err(|_| format!("{} timed out", statement.kind))?
-            .map_err(|e| format!("{} failed: {}", statement.kind, scrubbed(&database_message(&e), sql)))
+            .map_err(|_| RotationError::StatementTimeout { kind: statement.kind.to_string() })?
+            .map_err(|e| RotationError::Statement {
+                kind: statement.kind.to_string(),
+                why: scrubbed(&database_message(&e), sql),
+            })
     }
 
     async fn close(self) {
@@ -245,7 +300,8 @@ impl Rotator {
         tracing::info!(database = %task.database, user = %task.user, kind = ?task.kind, "database task");
         let outcome = match self.perform(&task).await {
             Ok(login) => DatabaseTaskOutcome::Done { login },
-            Err(reason) => {
+            Err(e) => {
+                let reason = e.to_string();
                 tracing::warn!(database = %task.database, user = %task.user, %reason, "database task failed");
                 DatabaseTaskOutcome::Failed { reason }
             }
@@ -276,43 +332,53 @@ impl Rotator {
     }
 
     /// The last phase recorded for the user, and its number.
-    async fn phase(&self, task: &DatabaseTask) -> Result<(u32, Option<Phase>), String> {
+    async fn phase(&self, task: &DatabaseTask) -> Result<(u32, Option<Phase>), RotationError> {
         let name = dbusers::phase_name(task.user_id);
         match self.vault.latest_value(task.org_id, &name, task.environment_id).await {
             Ok(None) => Ok((0, None)),
             Ok(Some((seq, bytes))) => {
-                let phase = serde_json::from_slice(&bytes)
-                    .map_err(|e| format!("the recorded rotation phase does not parse: {e}"))?;
+                let phase = serde_json::from_slice(&bytes).map_err(|e| {
+                    RotationError::Malformed(format!("the recorded rotation phase does not parse: {e}"))
+                })?;
                 Ok((seq, Some(phase)))
             }
-            Err(e) => Err(format!("cannot read the rotation phase from this Agent's store: {e}")),
+            Err(source) => {
+                Err(RotationError::Store { what: "read the rotation phase from this Agent's store", source })
+            }
         }
     }
 
     /// The phase the user's newest credential held here implies (it may
     /// have come from another holder by transfer), if this store holds one.
-    async fn held_phase(&self, task: &DatabaseTask) -> Result<Option<Phase>, String> {
+    async fn held_phase(&self, task: &DatabaseTask) -> Result<Option<Phase>, RotationError> {
         let held = match self.vault.latest_value(task.org_id, &task.secret, task.environment_id).await {
             Ok(held) => held,
             Err(ValueStoreError::Deactivated { .. } | ValueStoreError::Superseded { .. }) => None,
-            Err(e) => return Err(format!("cannot read the user's credentials from this Agent's store: {e}")),
+            Err(source) => {
+                let what = "read the user's credentials from this Agent's store";
+                return Err(RotationError::Store { what, source });
+            }
         };
         let Some((version, bytes)) = held else { return Ok(None) };
         let credential: Credential = serde_json::from_slice(&bytes).map_err(|_| {
-            format!("version {version} of {} here is not a service user's credentials", task.secret)
+            RotationError::Malformed(format!(
+                "version {version} of {} here is not a service user's credentials",
+                task.secret
+            ))
         })?;
         Ok(dbusers::held_phase(&task.user, i64::from(version), &credential.username))
     }
 
     /// Records `phase` as number `seq` (durable before it returns).
-    async fn record(&self, task: &DatabaseTask, seq: u32, phase: &Phase) -> Result<(), String> {
+    async fn record(&self, task: &DatabaseTask, seq: u32, phase: &Phase) -> Result<(), RotationError> {
         let at = self.address(task, &dbusers::phase_name(task.user_id), seq);
-        let bytes = Zeroizing::new(serde_json::to_vec(phase).map_err(|e| e.to_string())?);
+        let bytes =
+            Zeroizing::new(serde_json::to_vec(phase).map_err(|e| RotationError::Malformed(e.to_string()))?);
         self.vault.put_value(&at, &bytes).await.map_err(|e| match e {
-            ValueStoreError::AlreadyExists { .. } => {
-                "another rotation of this user recorded a phase meanwhile".into()
+            ValueStoreError::AlreadyExists { .. } => RotationError::Raced,
+            source => {
+                RotationError::Store { what: "record the rotation phase in this Agent's store", source }
             }
-            other => format!("cannot record the rotation phase in this Agent's store: {other}"),
         })
     }
 
@@ -321,8 +387,8 @@ impl Rotator {
     /// policies of a sync asked for now (the last one's, if the API does
     /// not answer within [`REFRESH_WAIT`]), then recorded as
     /// `database-rotation DB/USER for <email>` before use.
-    async fn admin(&self, task: &DatabaseTask) -> Result<AdminCredential, String> {
-        dbusers::check_tls(&task.host, task.tls).map_err(|e| e.message)?;
+    async fn admin(&self, task: &DatabaseTask) -> Result<AdminCredential, RotationError> {
+        dbusers::check_tls(&task.host, task.tls).map_err(RotationError::Refused)?;
         let what = format!("the task of service user {}/{}", task.database, task.user);
         let on_behalf = task.on_behalf_of.as_ref();
         let decide = |snapshot: &crate::access::PolicySnapshot| {
@@ -337,17 +403,17 @@ impl Rotator {
                 "this Agent has not synced with the API yet",
             )),
         };
-        decided.map_err(|e| format!("{}: {}", e.code, e.message))?;
+        decided.map_err(RotationError::NotAllowed)?;
         let found = self
             .vault
             .latest_value(task.org_id, &task.admin_secret, task.environment_id)
             .await
-            .map_err(|e| format!("cannot read the admin secret {}: {e}", task.admin_secret))?;
+            .map_err(|source| RotationError::AdminSecret { secret: task.admin_secret.clone(), source })?;
         let Some((version, value)) = found else {
-            return Err(format!(
-                "the admin secret {} has no value on this Agent in {}; `heimdall secret set` it",
-                task.admin_secret, task.environment
-            ));
+            return Err(RotationError::NoAdminValue {
+                secret: task.admin_secret.clone(),
+                environment: task.environment.clone(),
+            });
         };
         let now = self.clock.now();
         let part = format!("database-rotation {}/{}", task.database, task.user);
@@ -361,22 +427,23 @@ impl Rotator {
             source: SOURCE.into(),
             served_by: self.agent,
         };
-        self.recorder.record(record).await.map_err(|e| {
-            format!("the read of the admin secret could not be recorded, so it was not used: {e}")
-        })?;
+        self.recorder.record(record).await.map_err(|e| RotationError::NotRecorded(e.to_string()))?;
         serde_json::from_slice(&value).map_err(|_| {
-            format!("the admin secret {} is not JSON {{\"username\":…,\"password\":…}}", task.admin_secret)
+            RotationError::Malformed(format!(
+                "the admin secret {} is not JSON {{\"username\":…,\"password\":…}}",
+                task.admin_secret
+            ))
         })
     }
 
     /// Carries the task out; the login the user's current version names.
-    async fn perform(&self, task: &DatabaseTask) -> Result<String, String> {
+    async fn perform(&self, task: &DatabaseTask) -> Result<String, RotationError> {
         let plan_task = match (task.kind, task.version) {
             (TaskKind::Create, Some(version)) => Task::Create { version },
             (TaskKind::Rotate, Some(version)) => Task::Rotate { version },
             (TaskKind::Retire, _) => Task::Retire,
             (TaskKind::Drop, _) => Task::Drop,
-            (_, None) => return Err("the task carries no version".into()),
+            (_, None) => return Err(RotationError::Malformed("the task carries no version".into())),
         };
         let (mut seq, recorded) = self.phase(task).await?;
         let mut phase = match task.kind {
@@ -384,11 +451,11 @@ impl Rotator {
             // this store's record and the credential held here.
             TaskKind::Rotate | TaskKind::Retire => {
                 let held = self.held_phase(task).await?;
-                dbusers::resume_from(recorded, held, task.current_version).map_err(|e| e.message)?
+                dbusers::resume_from(recorded, held, task.current_version).map_err(RotationError::Refused)?
             }
             TaskKind::Create | TaskKind::Drop => recorded,
         };
-        let steps = dbusers::plan(plan_task, phase.as_ref()).map_err(|e| e.message)?;
+        let steps = dbusers::plan(plan_task, phase.as_ref()).map_err(RotationError::Refused)?;
         let logins = dbusers::logins(&task.user);
         let mut admin = None;
         let mut login = match &phase {
@@ -413,24 +480,24 @@ impl Rotator {
                 Step::Prepare => {
                     for statement in
                         dbusers::create_statements(task.engine, &task.user, task.grants.as_deref())
-                            .map_err(|e| e.message)?
+                            .map_err(RotationError::Refused)?
                     {
                         run_admin(&mut admin, &statement).await?;
                     }
                 }
                 Step::AlterLogin { login: next } => {
                     let Some(Phase::Pending { password, .. }) = &phase else {
-                        return Err("no pending password recorded".into());
+                        return Err(no_pending());
                     };
                     let statement =
                         dbusers::alter_statement(task.engine, &task.user, next, password.expose())
-                            .map_err(|e| e.message)?;
+                            .map_err(RotationError::Refused)?;
                     run_admin(&mut admin, &statement).await?;
                     crash_point("altered");
                 }
                 Step::RecordAltered => {
                     let Some(Phase::Pending { next, version, password }) = phase.take() else {
-                        return Err("no pending password recorded".into());
+                        return Err(no_pending());
                     };
                     let altered = Phase::Altered { next, version, password };
                     seq += 1;
@@ -441,7 +508,7 @@ impl Rotator {
                     let (Some(Phase::Pending { next, password, .. })
                     | Some(Phase::Altered { next, password, .. })) = &phase
                     else {
-                        return Err("no pending password recorded".into());
+                        return Err(no_pending());
                     };
                     let next = *next & 1;
                     let credential = Credential {
@@ -452,11 +519,16 @@ impl Rotator {
                         port: task.port,
                         database: task.database_name.clone(),
                     };
-                    let value = Zeroizing::new(serde_json::to_vec(&credential).map_err(|e| e.to_string())?);
-                    let number = u32::try_from(version).map_err(|_| "a version out of range".to_owned())?;
+                    let value =
+                        serde_json::to_vec(&credential).map_err(|e| RotationError::Malformed(e.to_string()));
+                    let value = Zeroizing::new(value?);
+                    let out_of_range = |_| RotationError::Malformed("a version out of range".into());
+                    let number = u32::try_from(version).map_err(out_of_range)?;
                     match self.vault.put_value(&self.address(task, &task.secret, number), &value).await {
                         Ok(()) | Err(ValueStoreError::AlreadyExists { .. }) => {}
-                        Err(e) => return Err(format!("cannot store the new version: {e}")),
+                        Err(source) => {
+                            return Err(RotationError::Store { what: "store the new version", source })
+                        }
                     }
                     crash_point("stored");
                     seq += 1;
@@ -469,13 +541,13 @@ impl Rotator {
                 Step::Retire { login: old } => {
                     let statement =
                         dbusers::retire_statement(task.engine, &task.user, old, generate_password().expose())
-                            .map_err(|e| e.message)?;
+                            .map_err(RotationError::Refused)?;
                     run_admin(&mut admin, &statement).await?;
                     login = logins[old & 1].clone();
                 }
                 Step::Drop => {
                     for statement in dbusers::drop_statements(task.engine, &task.user, task.grants.as_deref())
-                        .map_err(|e| e.message)?
+                        .map_err(RotationError::Refused)?
                     {
                         run_admin(&mut admin, &statement).await?;
                     }
@@ -483,10 +555,9 @@ impl Rotator {
                     // (and passwords) go; its secret's values go with the
                     // secret's deletion at the next sync.
                     let phases = dbusers::phase_name(task.user_id);
-                    self.vault
-                        .delete_secret(task.org_id, &phases)
-                        .await
-                        .map_err(|e| format!("cannot forget the user's rotation phases: {e}"))?;
+                    self.vault.delete_secret(task.org_id, &phases).await.map_err(|source| {
+                        RotationError::Store { what: "forget the user's rotation phases", source }
+                    })?;
                     login = logins.join(", ");
                     tracing::info!(database = %task.database, user = %task.user, "logins dropped");
                 }
@@ -499,11 +570,15 @@ impl Rotator {
     }
 }
 
-async fn run_admin(admin: &mut Option<Admin>, statement: &Statement) -> Result<(), String> {
+async fn run_admin(admin: &mut Option<Admin>, statement: &Statement) -> Result<(), RotationError> {
     match admin {
         Some(admin) => admin.run(statement).await,
-        None => Err("no admin connection".into()),
+        None => Err(RotationError::Malformed("no admin connection".into())),
     }
+}
+
+fn no_pending() -> RotationError {
+    RotationError::Malformed("no pending password recorded".into())
 }
 
 #[cfg(test)]

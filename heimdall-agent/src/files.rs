@@ -22,17 +22,20 @@ impl FileError {
     }
 }
 
-/// For the callers that still report a message (see ARCHITECTURE.md,
-/// "Not there yet").
-impl From<FileError> for String {
-    fn from(e: FileError) -> Self {
-        e.to_string()
-    }
-}
-
 /// Reads `path` as text.
 pub fn read_text(path: &Path) -> Result<String, FileError> {
     std::fs::read_to_string(path).map_err(FileError::on("read", path))
+}
+
+/// Reads `path` whole.
+pub fn read(path: &Path) -> Result<Vec<u8>, FileError> {
+    std::fs::read(path).map_err(FileError::on("read", path))
+}
+
+/// Writes `bytes` to `path`, created or truncated (a job's own files,
+/// in a directory only the job uses).
+pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), FileError> {
+    std::fs::write(path, bytes).map_err(FileError::on("write", path))
 }
 
 /// Creates `path` with `mode` and writes `bytes`; refused if it exists.

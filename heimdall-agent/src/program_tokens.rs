@@ -41,13 +41,6 @@ pub enum TokenListError {
     NotRegistered(String),
 }
 
-/// For the callers that still report a message (see ARCHITECTURE.md,
-/// "Not there yet").
-impl From<TokenListError> for String {
-    fn from(e: TokenListError) -> Self {
-        e.to_string()
-    }
-}
 use crate::values::vault::Vault;
 
 /// The file's name, next to the Agent's certificate and key.

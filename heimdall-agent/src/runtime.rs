@@ -70,12 +70,6 @@ pub enum StartError {
     Runtime(std::io::Error),
 }
 
-impl From<StartError> for String {
-    fn from(e: StartError) -> Self {
-        e.to_string()
-    }
-}
-
 /// A loaded configuration and the master key taken from the environment,
 /// if the configuration names a variable.
 #[derive(Debug)]
@@ -404,7 +398,7 @@ async fn start_local_api(
     stop: watch::Receiver<bool>,
 ) -> Result<JoinHandle<()>, StartError> {
     let ca_pem = crate::files::read_text(&config.ca)?;
-    let tls = local_api::tls_config(parts.cert, &ca_pem).map_err(StartError::Ca)?;
+    let tls = local_api::tls_config(parts.cert, &ca_pem)?;
     let state = local_api::LocalApi {
         agent: parts.agent,
         clock: parts.clock,

@@ -57,14 +57,6 @@ pub enum SealedFileError {
     RolledBack { path: PathBuf, generation: u64, floor: u64 },
 }
 
-/// For the callers that still report a message (see ARCHITECTURE.md,
-/// "Not there yet").
-impl From<SealedFileError> for String {
-    fn from(e: SealedFileError) -> Self {
-        e.to_string()
-    }
-}
-
 /// On disk: which data key sealed it, its generation, and the sealed bytes.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

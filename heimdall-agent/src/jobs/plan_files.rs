@@ -18,7 +18,8 @@ use heimdall_core::root_module::{plan_holder, StateSettings};
 use tokio::sync::mpsc;
 
 use crate::config::StateConfig;
-use crate::jobs::terraform::Stdout;
+use crate::files::FileError;
+use crate::jobs::terraform::{Stdout, TerraformError};
 
 /// The holder's working directory, inside the job's.
 const HOLDER_DIR: &str = "plan-holder";
@@ -48,29 +49,31 @@ impl<'a> PlanStore<'a> {
         request: &JobRequest,
         backend_file: Option<&str>,
         log: &mpsc::UnboundedSender<String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, TerraformError> {
         let dir = job_dir.join(HOLDER_DIR);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(FileError::on("create", &dir))?;
         let local = state.local_dir.as_ref().map(|d| d.display().to_string());
         let settings = StateSettings {
             local_dir: local.as_deref(),
             s3_endpoint: state.s3_endpoint.as_deref(),
             keyed: backend_file.is_some(),
         };
-        std::fs::write(dir.join("main.tf"), plan_holder(request, settings)).map_err(|e| e.to_string())?;
+        crate::files::write(&dir.join("main.tf"), plan_holder(request, settings))?;
         let init: Vec<&str> = ["init", "-input=false", "-no-color"].into_iter().chain(backend_file).collect();
         let (ok, _, tail) =
             crate::jobs::terraform::run(terraform, &dir, env, &init, log, Stdout::Log).await?;
-        if !ok {
-            return Err(format!(
-                "terraform init of the plan's place next to the state failed: {}",
-                tail.trim()
-            ));
-        }
         let key = match &local {
             Some(local) => format!("{local}/{}.tfplan", request.resource_id),
             None => heimdall_core::plan::plan_key(request.resource_id),
         };
+        if !ok {
+            let why = tail.trim().to_owned();
+            return Err(TerraformError::Plan {
+                what: "terraform init failed for the plan's place",
+                key,
+                why,
+            });
+        }
         Ok(Self { terraform, dir, env, key })
     }
 
@@ -80,7 +83,7 @@ impl<'a> PlanStore<'a> {
     }
 
     /// Keeps `plan` there, over any earlier plan, under the backend's lock.
-    pub async fn put(&self, plan: &[u8], log: &mpsc::UnboundedSender<String>) -> Result<(), String> {
+    pub async fn put(&self, plan: &[u8], log: &mpsc::UnboundedSender<String>) -> Result<(), TerraformError> {
         let path = self.dir.join(HOLDER_STATE);
         crate::files::write_private(&path, &heimdall_core::plan::holder_state(plan))?;
         let args = ["state", "push", "-force", "-lock-timeout=10s", HOLDER_STATE];
@@ -88,27 +91,29 @@ impl<'a> PlanStore<'a> {
             crate::jobs::terraform::run(self.terraform, &self.dir, self.env, &args, log, Stdout::Log).await;
         let _ = std::fs::remove_file(&path);
         if let (false, _, tail) = pushed? {
-            return Err(format!("cannot keep the plan at {}: {}", self.key, tail.trim()));
+            return Err(self.failed("cannot keep the plan at", tail.trim()));
         }
         // Read back: what is kept is what the approver will be shown.
         let kept = self.get().await?;
         if heimdall_core::plan::hex_sha256(&kept) != heimdall_core::plan::hex_sha256(plan) {
-            return Err(format!("the plan read back from {} is not the plan that was kept", self.key));
+            return Err(
+                self.failed("cannot keep the plan at", "the plan read back is not the plan that was kept")
+            );
         }
         Ok(())
     }
 
     /// The plan kept there. Nothing of it reaches the log.
-    pub async fn get(&self) -> Result<Vec<u8>, String> {
+    pub async fn get(&self) -> Result<Vec<u8>, TerraformError> {
         let out =
             crate::jobs::terraform::quiet(self.terraform, &self.dir, self.env, &["state", "pull"]).await?;
         if !out.status.success() {
-            return Err(format!(
-                "cannot read the plan at {}: {}",
-                self.key,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+            return Err(self.failed("cannot read the plan at", String::from_utf8_lossy(&out.stderr).trim()));
         }
-        heimdall_core::plan::from_holder_state(&out.stdout).map_err(|why| format!("{}: {why}", self.key))
+        heimdall_core::plan::from_holder_state(&out.stdout).map_err(|why| self.failed("the plan at", &why))
+    }
+
+    fn failed(&self, what: &'static str, why: &str) -> TerraformError {
+        TerraformError::Plan { what, key: self.key.clone(), why: why.to_owned() }
     }
 }

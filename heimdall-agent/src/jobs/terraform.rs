@@ -21,6 +21,7 @@ use tokio::process::Command;
 use tokio::sync::mpsc;
 
 use crate::config::{AgentConfig, StateConfig};
+use crate::files::FileError;
 
 /// Why a job did not complete.
 #[derive(Debug)]
@@ -40,8 +41,50 @@ impl RunFailure {
     }
 }
 
-pub async fn sha256_file(path: &Path) -> Result<Sha256Hex, String> {
-    let bytes = tokio::fs::read(path).await.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+/// Terraform could not be run, or the files around a run could not be
+/// written or read. A run that ran and failed is a [`RunFailure`] with
+/// Terraform's own reason; these are retried like one.
+#[derive(Debug, thiserror::Error)]
+pub enum TerraformError {
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error("cannot run {}: {source}", path.display())]
+    Spawn {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The child's standard output or error was not piped.
+    #[error("terraform's {0} is not readable")]
+    NoPipe(&'static str),
+    #[error("waiting for terraform: {0}")]
+    Wait(std::io::Error),
+    #[error("{what}: {source}")]
+    Json {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the module is not installed at {}", .0.display())]
+    ModuleNotInstalled(PathBuf),
+    /// `enroll` was pointed at a file that is not there.
+    #[error("{0}\nInstall Terraform first (for tests here: bash scripts/install-test-tools.sh) and pass --terraform PATH")]
+    NotInstalled(FileError),
+    #[error("{} does not look like terraform (`version -json` failed)", .0.display())]
+    NotTerraform(PathBuf),
+    /// The plan kept next to the state: where, and what Terraform said.
+    #[error("{what} {key}: {why}")]
+    Plan { what: &'static str, key: String, why: String },
+}
+
+impl From<TerraformError> for RunFailure {
+    fn from(e: TerraformError) -> Self {
+        RunFailure::failed(e.to_string())
+    }
+}
+
+pub async fn sha256_file(path: &Path) -> Result<Sha256Hex, FileError> {
+    let bytes = tokio::fs::read(path).await.map_err(FileError::on("read", path))?;
     Ok(Sha256Hex::of(&bytes))
 }
 
@@ -71,7 +114,7 @@ fn stamp(path: &Path) -> Option<FileStamp> {
 /// The SHA-256 of the pinned Terraform, measured again whenever the file
 /// changed: a real `terraform` is ~100 MB, and hashing it before every
 /// job would add a fifth of a second to each.
-async fn pinned_sha256(path: &Path) -> Result<Sha256Hex, String> {
+async fn pinned_sha256(path: &Path) -> Result<Sha256Hex, FileError> {
     static MEASURED: std::sync::Mutex<Option<(std::path::PathBuf, FileStamp, Sha256Hex)>> =
         std::sync::Mutex::new(None);
     let before = stamp(path);
@@ -95,20 +138,18 @@ async fn pinned_sha256(path: &Path) -> Result<Sha256Hex, String> {
 }
 
 /// The version and SHA-256 of a terraform executable (for `enroll`).
-pub async fn identify(path: &Path) -> Result<(String, Sha256Hex), String> {
-    let sha = sha256_file(path).await.map_err(|e| {
-        format!("{e}\nInstall Terraform first (for tests here: bash scripts/install-test-tools.sh) and pass --terraform PATH")
-    })?;
+pub async fn identify(path: &Path) -> Result<(String, Sha256Hex), TerraformError> {
+    let sha = sha256_file(path).await.map_err(TerraformError::NotInstalled)?;
     let env = job_env(std::env::vars_os(), &[], None, &std::env::temp_dir(), None);
     let out = command(path, &std::env::temp_dir(), &env)
         .args(["version", "-json"])
         .output()
         .await
-        .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
+        .map_err(|source| TerraformError::Spawn { path: path.to_owned(), source })?;
     let version = serde_json::from_slice::<serde_json::Value>(&out.stdout)
         .ok()
         .and_then(|v| v["terraform_version"].as_str().map(str::to_owned))
-        .ok_or_else(|| format!("{} does not look like terraform (`version -json` failed)", path.display()))?;
+        .ok_or_else(|| TerraformError::NotTerraform(path.to_owned()))?;
     Ok((version, sha))
 }
 
@@ -123,7 +164,7 @@ pub async fn preflight(config: &AgentConfig, request: &JobRequest) -> Result<Mod
     };
     let measured = pinned_sha256(&config.terraform.path)
         .await
-        .map_err(|e| RunFailure::refused(ErrorCode::TerraformChecksumMismatch, e))?;
+        .map_err(|e| RunFailure::refused(ErrorCode::TerraformChecksumMismatch, e.to_string()))?;
     let modules =
         Modules { allowed_sources: &config.modules.allowed_sources, by_type: &config.modules.by_type };
     check_run(pin, &measured, modules, request).map_err(|e| RunFailure::refused(e.code, e.message))
@@ -139,7 +180,7 @@ pub fn write_root_module(
     secret_vars: &[&str],
     region: Option<&str>,
     keyed: bool,
-) -> Result<(), String> {
+) -> Result<(), FileError> {
     let local = state.local_dir.as_ref().map(|d| d.display().to_string());
     let settings =
         StateSettings { local_dir: local.as_deref(), s3_endpoint: state.s3_endpoint.as_deref(), keyed };
@@ -148,16 +189,15 @@ pub fn write_root_module(
         backend_block(request, settings),
         module_call(request, module, secret_vars, region)
     );
-    std::fs::write(dir.join("main.tf"), main).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("terraform.tfvars.json"), tfvars(request)).map_err(|e| e.to_string())?;
-    Ok(())
+    crate::files::write(&dir.join("main.tf"), main)?;
+    crate::files::write(&dir.join("terraform.tfvars.json"), tfvars(request))
 }
 
 /// The module's outputs (name → sensitive), read from its source after
 /// `init` placed it (`.terraform/modules/modules.json`).
 /// The module's `output` blocks, and whether each is sensitive.
-pub fn module_outputs(dir: &Path, source: &str) -> Result<BTreeMap<String, bool>, String> {
-    module_blocks(&installed_module(dir, source)?, "output")
+pub fn module_outputs(dir: &Path, source: &str) -> Result<BTreeMap<String, bool>, TerraformError> {
+    Ok(module_blocks(&installed_module(dir, source)?, "output")?)
 }
 
 /// Whether the module declares `variable "name"`. It may be asked after an
@@ -165,14 +205,14 @@ pub fn module_outputs(dir: &Path, source: &str) -> Result<BTreeMap<String, bool>
 /// by then, though the manifest is not written.
 pub fn module_declares_variable(dir: &Path, source: &str, name: &str) -> bool {
     installed_module(dir, source)
-        .and_then(|module| module_blocks(&module, "variable"))
+        .and_then(|module| Ok(module_blocks(&module, "variable")?))
         .is_ok_and(|vars| vars.contains_key(name))
 }
 
 /// Where `terraform init` put the module `resource`: the manifest's
 /// directory, else a local source's own directory, else Terraform's
 /// download directory (with the source's `//subdir`).
-fn installed_module(dir: &Path, source: &str) -> Result<PathBuf, String> {
+fn installed_module(dir: &Path, source: &str) -> Result<PathBuf, TerraformError> {
     let from_manifest = std::fs::read_to_string(dir.join(".terraform/modules/modules.json"))
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
@@ -198,18 +238,19 @@ fn installed_module(dir: &Path, source: &str) -> Result<PathBuf, String> {
     if module.is_dir() {
         Ok(module)
     } else {
-        Err(format!("the module is not installed at {}", module.display()))
+        Err(TerraformError::ModuleNotInstalled(module))
     }
 }
 
 /// The `kind` blocks (`output`, `variable`) of the module in `module_dir`
 /// by name, each with whether it says `sensitive = true`.
-fn module_blocks(module_dir: &Path, kind: &str) -> Result<BTreeMap<String, bool>, String> {
+fn module_blocks(module_dir: &Path, kind: &str) -> Result<BTreeMap<String, bool>, FileError> {
     let mut outputs = BTreeMap::new();
-    for entry in std::fs::read_dir(module_dir).map_err(|e| format!("{}: {e}", module_dir.display()))? {
-        let path = entry.map_err(|e| e.to_string())?.path();
+    let list = FileError::on("list", module_dir);
+    for entry in std::fs::read_dir(module_dir).map_err(list)? {
+        let path = entry.map_err(FileError::on("list", module_dir))?.path();
         if path.extension().is_some_and(|e| e == "tf") {
-            let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+            let text = crate::files::read_text(&path)?;
             scan_blocks(&text, kind, &mut outputs);
         }
     }
@@ -249,14 +290,14 @@ fn scan_blocks(text: &str, kind: &str, outputs: &mut BTreeMap<String, bool>) {
     }
 }
 
-pub fn write_outputs(dir: &Path, outputs: &BTreeMap<String, bool>) -> Result<(), String> {
-    std::fs::write(dir.join("outputs.tf"), output_blocks(outputs)).map_err(|e| e.to_string())
+pub fn write_outputs(dir: &Path, outputs: &BTreeMap<String, bool>) -> Result<(), FileError> {
+    crate::files::write(&dir.join("outputs.tf"), output_blocks(outputs))
 }
 
 /// `terraform output -json` → outputs with sensitive values replaced.
-pub fn redact_outputs(json: &[u8]) -> Result<serde_json::Value, String> {
-    let parsed: BTreeMap<String, serde_json::Value> =
-        serde_json::from_slice(json).map_err(|e| e.to_string())?;
+pub fn redact_outputs(json: &[u8]) -> Result<serde_json::Value, TerraformError> {
+    let parsed: BTreeMap<String, serde_json::Value> = serde_json::from_slice(json)
+        .map_err(|source| TerraformError::Json { what: "terraform's outputs", source })?;
     let mut out = serde_json::Map::new();
     for (name, o) in parsed {
         let value = if o["sensitive"].as_bool().unwrap_or(true) {
@@ -308,11 +349,11 @@ pub async fn run(
     args: &[&str],
     log: &mpsc::UnboundedSender<String>,
     mode: Stdout,
-) -> Result<(bool, Vec<u8>, String), String> {
+) -> Result<(bool, Vec<u8>, String), TerraformError> {
     let _ = log.send(format!("$ terraform {}\n", args.join(" ")));
     let (mut child, _guard_pipe) = spawn_piped(terraform, dir, env, args)?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let stderr = child.stderr.take().ok_or("no stderr")?;
+    let stdout = child.stdout.take().ok_or(TerraformError::NoPipe("standard output"))?;
+    let stderr = child.stderr.take().ok_or(TerraformError::NoPipe("standard error"))?;
     let log_err = log.clone();
     let err_task = tokio::spawn(async move {
         let mut tail = String::new();
@@ -370,10 +411,11 @@ pub async fn run(
             _ => {}
         }
     }
-    let status = child.wait().await.map_err(|e| e.to_string())?;
+    let status = child.wait().await.map_err(TerraformError::Wait)?;
     let tail = err_task.await.unwrap_or_default();
     if mode == Stdout::PlanSummary {
-        captured = serde_json::to_vec(&planned).map_err(|e| e.to_string())?;
+        captured = serde_json::to_vec(&planned)
+            .map_err(|source| TerraformError::Json { what: "the plan's summary", source })?;
     }
     Ok((status.success(), captured, format!("{tail}{errors}")))
 }
@@ -386,12 +428,13 @@ async fn plan_summary(
     args: &[&str],
     log: &mpsc::UnboundedSender<String>,
 ) -> Result<heimdall_core::import::PlanSummary, RunFailure> {
-    let (ok, summary, tail) =
-        run(tf, dir, env, args, log, Stdout::PlanSummary).await.map_err(RunFailure::failed)?;
+    let (ok, summary, tail) = run(tf, dir, env, args, log, Stdout::PlanSummary).await?;
     if !ok {
         return Err(RunFailure::failed(format!("terraform plan failed: {}", error_summary(&tail))));
     }
-    serde_json::from_slice(&summary).map_err(|e| RunFailure::failed(e.to_string()))
+    let summary = serde_json::from_slice(&summary)
+        .map_err(|source| TerraformError::Json { what: "the plan's summary", source })?;
+    Ok(summary)
 }
 
 /// A drift check: a refreshing plan of the applied revision, never applied
@@ -440,14 +483,13 @@ async fn saved_plan(
     if !request.imports.is_empty() {
         heimdall_core::import::verdict(&summary).map_err(|e| RunFailure::refused(e.code, e.message))?;
     }
-    let bytes = std::fs::read(dir.join(APPROVAL_PLAN)).map_err(|e| RunFailure::failed(e.to_string()))?;
+    let bytes = crate::files::read(&dir.join(APPROVAL_PLAN)).map_err(TerraformError::from)?;
     let sha256 = heimdall_core::plan::hex_sha256(&bytes);
-    let store = crate::jobs::plan_files::PlanStore::open(tf, dir, env, state, request, backend_file, log)
-        .await
-        .map_err(RunFailure::failed)?;
+    let store =
+        crate::jobs::plan_files::PlanStore::open(tf, dir, env, state, request, backend_file, log).await?;
     let key = store.key();
     let _ = log.send(format!("Keeping the plan next to the state, at {key}\n"));
-    store.put(&bytes, log).await.map_err(RunFailure::failed)?;
+    store.put(&bytes, log).await?;
     let _ = log.send(format!(
         "Plan {}: {} to add, {} to change, {} to destroy; kept at {key}. Approve it with --plan {}\n",
         sha256,
@@ -472,11 +514,10 @@ async fn approved_plan(
     approved: &str,
     log: &mpsc::UnboundedSender<String>,
 ) -> Result<(), RunFailure> {
-    let store = crate::jobs::plan_files::PlanStore::open(tf, dir, env, state, request, backend_file, log)
-        .await
-        .map_err(RunFailure::failed)?;
+    let store =
+        crate::jobs::plan_files::PlanStore::open(tf, dir, env, state, request, backend_file, log).await?;
     let key = store.key();
-    let bytes = store.get().await.map_err(RunFailure::failed)?;
+    let bytes = store.get().await?;
     let found = Sha256Hex::of(&bytes);
     if Sha256Hex::parse(approved).ok().as_ref() != Some(&found) {
         return Err(RunFailure::refused(
@@ -484,7 +525,7 @@ async fn approved_plan(
             format!("the plan at {key} is {found}, not the approved {approved}: a newer plan replaced it; nothing was applied"),
         ));
     }
-    std::fs::write(dir.join(APPROVAL_PLAN), bytes).map_err(|e| RunFailure::failed(e.to_string()))?;
+    crate::files::write(&dir.join(APPROVAL_PLAN), bytes).map_err(TerraformError::from)?;
     let _ = log.send(format!("Applying the approved plan {approved}\n"));
     Ok(())
 }
@@ -508,12 +549,15 @@ async fn import_plan(
     // Keep the objects under management without changing them: the legacy
     // import writes the state only. Without the import blocks, which it
     // would refuse alongside.
-    std::fs::remove_file(dir.join("imports.tf")).map_err(|e| RunFailure::failed(e.to_string()))?;
+    let imports = dir.join("imports.tf");
+    std::fs::remove_file(&imports)
+        .map_err(FileError::on("remove", &imports))
+        .map_err(TerraformError::from)?;
     for target in &request.imports {
         let to = format!("module.{}.{}", heimdall_core::root_module::MODULE_NAME, target.address);
         let args =
             ["import", "-input=false", "-no-color", "-lock-timeout=10s", to.as_str(), target.id.as_str()];
-        let (ok, _, tail) = run(tf, dir, env, &args, log, Stdout::Log).await.map_err(RunFailure::failed)?;
+        let (ok, _, tail) = run(tf, dir, env, &args, log, Stdout::Log).await?;
         if !ok {
             let _ = log.send(format!("could not keep {to} in the state: {}\n", error_summary(&tail)));
         }
@@ -530,9 +574,9 @@ pub(crate) async fn quiet(
     dir: &Path,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
     args: &[&str],
-) -> Result<std::process::Output, String> {
+) -> Result<std::process::Output, TerraformError> {
     let (child, _guard_pipe) = spawn_piped(terraform, dir, env, args)?;
-    child.wait_with_output().await.map_err(|e| e.to_string())
+    child.wait_with_output().await.map_err(TerraformError::Wait)
 }
 
 /// Terraform started under its guard with its output piped, and the
@@ -543,13 +587,13 @@ fn spawn_piped(
     dir: &Path,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
     args: &[&str],
-) -> Result<(tokio::process::Child, Option<tokio::process::ChildStdin>), String> {
+) -> Result<(tokio::process::Child, Option<tokio::process::ChildStdin>), TerraformError> {
     let mut child = guarded(terraform, dir, env)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", terraform.display()))?;
+        .map_err(|source| TerraformError::Spawn { path: terraform.to_owned(), source })?;
     let guard_pipe = child.stdin.take();
     Ok((child, guard_pipe))
 }
@@ -587,8 +631,7 @@ async fn take_over_dead_lock(
         Takeover::Force { id, why } => {
             let _ = log.send(format!("Taking over the state lock {id}, {why}\n"));
             let args = ["force-unlock", "-force", "-no-color", id.as_str()];
-            let (ok, _, tail) =
-                run(terraform, dir, env, &args, log, Stdout::Log).await.map_err(RunFailure::failed)?;
+            let (ok, _, tail) = run(terraform, dir, env, &args, log, Stdout::Log).await?;
             if !ok {
                 let _ =
                     log.send(format!("force-unlock did not apply ({}); continuing\n", error_summary(&tail)));
@@ -642,7 +685,7 @@ fn with_credentials(
     mut env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     dir: &Path,
     credentials: &Credentials,
-) -> Result<Vec<(std::ffi::OsString, std::ffi::OsString)>, String> {
+) -> Result<Vec<(std::ffi::OsString, std::ffi::OsString)>, FileError> {
     use std::io::Write;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     for (path, bytes) in &credentials.files {
@@ -652,18 +695,19 @@ fn with_credentials(
                 .recursive(true)
                 .mode(0o700)
                 .create(parent)
-                .map_err(|e| e.to_string())?;
+                .map_err(FileError::on("create", parent))?;
         }
+        // The error names the job's directory, not the credential's file.
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&path)
-            .map_err(|e| format!("cannot write a credential file in {}: {e}", dir.display()))?;
-        file.write_all(bytes.expose()).map_err(|e| e.to_string())?;
+            .map_err(FileError::on("write a credential file in", dir))?;
+        file.write_all(bytes.expose()).map_err(FileError::on("write a credential file in", dir))?;
     }
     if let Some(config) = credentials.root_config {
-        std::fs::write(dir.join("heimdall-credentials.tf"), config).map_err(|e| e.to_string())?;
+        crate::files::write(&dir.join("heimdall-credentials.tf"), config)?;
     }
     env.retain(|(name, _)| !credentials.unset.iter().any(|u| name == u));
     for (name, value) in &credentials.env {
@@ -679,7 +723,7 @@ fn with_credentials(
 
 /// Secret inputs' values for the root module, in a file Terraform reads
 /// beside it (mode 0600, deleted with the job's directory).
-fn write_secret_inputs(dir: &Path, inputs: &[(String, Redacted<String>)]) -> Result<(), String> {
+fn write_secret_inputs(dir: &Path, inputs: &[(String, Redacted<String>)]) -> Result<(), FileError> {
     if inputs.is_empty() {
         return Ok(());
     }
@@ -688,7 +732,7 @@ fn write_secret_inputs(dir: &Path, inputs: &[(String, Redacted<String>)]) -> Res
         .map(|(variable, value)| (format!("{SECRET_VAR_PREFIX}{variable}"), value.expose().clone().into()))
         .collect();
     let text = zeroize::Zeroizing::new(serde_json::Value::Object(values).to_string());
-    Ok(crate::files::write_private(&dir.join("heimdall-secrets.auto.tfvars.json"), text.as_bytes())?)
+    crate::files::write_private(&dir.join("heimdall-secrets.auto.tfvars.json"), text.as_bytes())
 }
 
 /// How long each part of a run took (the `job phases` log line, which
@@ -754,17 +798,17 @@ pub async fn execute(
     let (pass, rc) = (&config.terraform.pass_env, config.terraform.cli_config.as_deref());
     let env = with_job(job_env(std::env::vars_os(), pass, refused, dir, rc), request);
     let env = match credentials {
-        Some(credentials) => with_credentials(env, dir, credentials).map_err(RunFailure::failed)?,
+        Some(credentials) => with_credentials(env, dir, credentials).map_err(TerraformError::from)?,
         None => env,
     };
-    write_secret_inputs(dir, secret_inputs).map_err(RunFailure::failed)?;
+    write_secret_inputs(dir, secret_inputs).map_err(TerraformError::from)?;
     let keyed = credentials.and_then(|c| c.backend_config);
     write_root_module(dir, request, module, &config.state, &secret_vars, None, keyed.is_some())
-        .map_err(RunFailure::failed)?;
+        .map_err(TerraformError::from)?;
     // An import, or the plan of one waiting for approval.
     if !request.imports.is_empty() && matches!(request.operation, JobOperation::Import | JobOperation::Plan) {
-        std::fs::write(dir.join("imports.tf"), heimdall_core::import::import_blocks(&request.imports))
-            .map_err(|e| RunFailure::failed(e.to_string()))?;
+        crate::files::write(&dir.join("imports.tf"), heimdall_core::import::import_blocks(&request.imports))
+            .map_err(TerraformError::from)?;
     }
     let step = |ok: bool, tail: &str, what: &str| match (ok, LockInfo::from_terraform_error(tail)) {
         (true, _) => Ok(()),
@@ -780,8 +824,7 @@ pub async fn execute(
     let init: Vec<&str> =
         ["init", "-input=false", "-no-color"].into_iter().chain(backend_file.as_deref()).collect();
     phases.files = lap(&mut mark);
-    let (mut ok, _, mut tail) =
-        run(tf, dir, &env, &init, log, Stdout::Log).await.map_err(RunFailure::failed)?;
+    let (mut ok, _, mut tail) = run(tf, dir, &env, &init, log, Stdout::Log).await?;
     // The module is installed now (init installs modules before it checks
     // their arguments): one that declares the region variable gets it, and
     // an init that failed for the lack of it runs again.
@@ -796,14 +839,14 @@ pub async fn execute(
             Some(&request.region),
             keyed.is_some(),
         )
-        .map_err(RunFailure::failed)?;
+        .map_err(TerraformError::from)?;
         if !ok {
-            (ok, _, tail) = run(tf, dir, &env, &init, log, Stdout::Log).await.map_err(RunFailure::failed)?;
+            (ok, _, tail) = run(tf, dir, &env, &init, log, Stdout::Log).await?;
         }
     }
     step(ok, &tail, "init")?;
-    let outputs = module_outputs(dir, source).map_err(RunFailure::failed)?;
-    write_outputs(dir, &outputs).map_err(RunFailure::failed)?;
+    let outputs = module_outputs(dir, source)?;
+    write_outputs(dir, &outputs).map_err(TerraformError::from)?;
     phases.init = lap(&mut mark);
     // A drift check takes no lock, so it never waits on one.
     let died = stale_lock.is_some() || !dead_attempts.is_empty();
@@ -857,8 +900,7 @@ pub async fn execute(
             }
             apply.await
         }
-    }
-    .map_err(RunFailure::failed)?;
+    }?;
     phases.apply = lap(&mut mark);
     if !ok && request.plan_sha256.is_some() && heimdall_core::plan::is_stale(&tail) {
         return Err(RunFailure::refused(
@@ -870,7 +912,7 @@ pub async fn execute(
     if request.operation == JobOperation::Destroy || outputs_json.is_empty() {
         return Ok(serde_json::json!({}));
     }
-    let outputs = redact_outputs(&outputs_json).map_err(RunFailure::failed);
+    let outputs = redact_outputs(&outputs_json).map_err(RunFailure::from);
     phases.outputs = lap(&mut mark);
     outputs
 }

@@ -59,12 +59,12 @@ pub enum LocalCertError {
     /// None on disk still good, and none issued now.
     #[error("the local API needs a certificate from the API: {0}")]
     NoneIssued(Box<LocalCertError>),
-}
-
-impl From<LocalCertError> for String {
-    fn from(e: LocalCertError) -> Self {
-        e.to_string()
-    }
+    /// The CA certificate that client certificates must chain to.
+    #[error("the CA certificate: {0}")]
+    Ca(String),
+    /// rustls refused the server configuration.
+    #[error("the local API's TLS: {0}")]
+    Tls(String),
 }
 
 fn unusable(what: impl std::fmt::Display) -> LocalCertError {

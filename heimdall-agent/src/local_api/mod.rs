@@ -55,6 +55,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::access::{PolicySnapshot, SharedPolicy};
+use crate::local_api::local_cert::LocalCertError;
 use crate::local_api::openapi::{HealthErrors, ReadErrors, WriteErrors};
 use crate::values::grant::GrantVerifier;
 use crate::values::recorder::Recorder;
@@ -700,18 +701,18 @@ pub(crate) async fn record(
 pub fn tls_config(
     resolver: Arc<dyn rustls::server::ResolvesServerCert>,
     ca_pem: &str,
-) -> Result<rustls::ServerConfig, String> {
+) -> Result<rustls::ServerConfig, LocalCertError> {
     let provider = heimdall_tls::verify::provider();
-    let roots = heimdall_tls::verify::roots(ca_pem)?;
+    let roots = heimdall_tls::verify::roots(ca_pem).map_err(LocalCertError::Ca)?;
     // A certificate, when presented, must chain to the CA; a connection
     // without one can only use a program token (`caller`).
     let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .allow_unauthenticated()
         .build()
-        .map_err(|e| format!("client verifier: {e}"))?;
+        .map_err(|e| LocalCertError::Tls(format!("client verifier: {e}")))?;
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(|e| LocalCertError::Tls(e.to_string()))?
         .with_client_cert_verifier(verifier)
         .with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];

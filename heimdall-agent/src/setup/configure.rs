@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::config::{AgentConfig, LocalApiConfig, ValuesConfig};
+use crate::config::{AgentConfig, ConfigError, LocalApiConfig, ValuesConfig};
+use crate::setup::SetupError;
 use crate::values::crypto::MasterKey;
 
 /// What to set; a setting not given is left as it is.
@@ -79,7 +80,7 @@ pub struct Configured {
 
 /// Applies `settings` to the configuration at `path` and writes it back if
 /// anything changed. Nothing is written when the result would not load.
-pub fn configure(path: &Path, settings: &Settings) -> Result<Configured, String> {
+pub fn configure(path: &Path, settings: &Settings) -> Result<Configured, SetupError> {
     let before = AgentConfig::load(path)?;
     let mut config = before.clone();
     apply(&mut config, settings)?;
@@ -87,7 +88,9 @@ pub fn configure(path: &Path, settings: &Settings) -> Result<Configured, String>
     let master_key_created = match (settings.create_master_key, master_key_file(&config)) {
         (true, Some(file)) => create_master_key(file, &config)?,
         (true, None) => {
-            return Err("--create-master-key needs a master key file (--master-key-file)".into());
+            return Err(SetupError::Usage(
+                "--create-master-key needs a master key file (--master-key-file)".into(),
+            ));
         }
         (false, _) => false,
     };
@@ -118,7 +121,7 @@ pub fn print(done: &Configured, json: bool) {
     }
 }
 
-fn apply(config: &mut AgentConfig, s: &Settings) -> Result<(), String> {
+fn apply(config: &mut AgentConfig, s: &Settings) -> Result<(), SetupError> {
     if let Some(listen) = &s.metrics_listen {
         config.metrics = Some(crate::config::MetricsConfig { listen: listen.clone() });
     } else if s.no_metrics {
@@ -126,7 +129,10 @@ fn apply(config: &mut AgentConfig, s: &Settings) -> Result<(), String> {
     }
     if let Some(file) = &s.terraform_cli_config {
         if !file.is_file() {
-            return Err(format!("--terraform-cli-config {}: no such file", file.display()));
+            return Err(SetupError::Usage(format!(
+                "--terraform-cli-config {}: no such file",
+                file.display()
+            )));
         }
         config.terraform.cli_config = Some(file.clone());
     }
@@ -193,7 +199,9 @@ fn apply(config: &mut AgentConfig, s: &Settings) -> Result<(), String> {
                 header_read_timeout_seconds: None,
                 max_connections: None,
             }),
-            (None, None) => return Err("a new [local_api] needs --local-api-listen".into()),
+            (None, None) => {
+                return Err(SetupError::Usage("a new [local_api] needs --local-api-listen".into()))
+            }
         };
         if let Some(url) = &s.local_api_url {
             local.url = Some(url.trim_end_matches('/').to_owned());
@@ -243,25 +251,22 @@ fn master_key_file(config: &AgentConfig) -> Option<&Path> {
 
 /// A store whose key is gone cannot be opened: a missing key next to an
 /// existing SQLite store is an error, not a new key.
-fn create_master_key(file: &Path, config: &AgentConfig) -> Result<bool, String> {
+fn create_master_key(file: &Path, config: &AgentConfig) -> Result<bool, SetupError> {
     if file.exists() {
         return Ok(false);
     }
     let store = config.values.as_ref().and_then(|v| v.sqlite_path.as_deref());
     if let Some(db) = store.filter(|db| db.exists()) {
-        return Err(format!(
-            "{} exists but its master key {} is gone: put the key back, or remove the store to start with no values",
-            db.display(),
-            file.display()
-        ));
+        return Err(SetupError::MasterKeyGone { store: db.to_owned(), key: file.to_owned() });
     }
     Ok(MasterKey::create_file(file)?)
 }
 
 /// The `section.key` settings that differ, compared as they are written.
-fn changes(before: &AgentConfig, after: &AgentConfig) -> Result<Vec<String>, String> {
-    let flat = |c: &AgentConfig| -> Result<Vec<(String, String)>, String> {
-        let value = toml::Value::try_from(c).map_err(|e| e.to_string())?;
+fn changes(before: &AgentConfig, after: &AgentConfig) -> Result<Vec<String>, ConfigError> {
+    let flat = |c: &AgentConfig| -> Result<Vec<(String, String)>, ConfigError> {
+        let value = toml::Value::try_from(c)
+            .map_err(|e| ConfigError::Invalid(format!("cannot write the configuration: {e}")))?;
         let mut out = Vec::new();
         flatten("", &value, &mut out);
         Ok(out)
@@ -353,7 +358,8 @@ mod tests {
         // Terraform's CLI configuration: a file that is there, or nothing changes.
         let rc = dir.path().join("mirror.tfrc");
         let mirror = Settings { terraform_cli_config: Some(rc.clone()), ..Settings::default() };
-        assert!(configure(&path, &mirror).unwrap_err().contains("no such file"));
+        let err = configure(&path, &mirror).unwrap_err();
+        assert!(matches!(&err, SetupError::Usage(why) if why.contains("no such file")), "{err}");
         std::fs::write(&rc, "provider_installation {}\n").unwrap();
         assert_eq!(configure(&path, &mirror).unwrap().changed, ["terraform.cli_config"]);
         assert_eq!(AgentConfig::load(&path).unwrap().terraform.cli_config, Some(rc));
@@ -370,12 +376,13 @@ mod tests {
             &Settings { local_api_listen: Some("127.0.0.1:1".into()), ..Settings::default() },
         )
         .unwrap_err();
-        assert!(err.contains("needs a [values] store"), "{err}");
+        assert!(matches!(&err, SetupError::Config(_)), "{err:?}");
+        assert!(err.to_string().contains("needs a [values] store"), "{err}");
         // A store without a key source.
         let err =
             configure(&path, &Settings { sqlite: Some(dir.path().join("v.db")), ..Settings::default() })
                 .unwrap_err();
-        assert!(err.contains("exactly one of master_key_env"), "{err}");
+        assert!(err.to_string().contains("exactly one of master_key_env"), "{err}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
 
         // A store whose key is gone gets no new key.
@@ -387,7 +394,11 @@ mod tests {
             ..Settings::default()
         };
         let err = configure(&path, &settings).unwrap_err();
-        assert!(err.contains("its master key") && err.contains("is gone"), "{err}");
+        assert!(
+            matches!(&err, SetupError::MasterKeyGone { key, .. } if key.ends_with("gone.key")),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("its master key") && err.to_string().contains("is gone"), "{err}");
         assert!(!dir.path().join("gone.key").exists());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
     }

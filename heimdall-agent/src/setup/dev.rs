@@ -25,6 +25,7 @@ use serde::Serialize;
 use crate::config::{AgentConfig, StateConfig};
 use crate::setup::configure::{self, Configured, Settings};
 use crate::setup::enroll::{self, EnrollOptions};
+use crate::setup::SetupError;
 
 /// What `dev-setup` prints after its `error:` line when it finds no
 /// Terraform; `heimdall dev` shows a `fix:` line as the way out.
@@ -67,25 +68,6 @@ pub struct DevSetup {
     pub metrics_listen: Option<String>,
 }
 
-/// Why the Agent is not ready.
-#[derive(Debug)]
-pub enum SetupError {
-    NoTerraform(String),
-    Failed(String),
-}
-
-impl From<String> for SetupError {
-    fn from(message: String) -> Self {
-        SetupError::Failed(message)
-    }
-}
-
-impl From<crate::config::ConfigError> for SetupError {
-    fn from(e: crate::config::ConfigError) -> Self {
-        SetupError::Failed(e.to_string())
-    }
-}
-
 /// What `dev-setup` did, and the settings as they now are.
 #[derive(Debug, Serialize)]
 pub struct Ready {
@@ -104,22 +86,20 @@ pub fn main(options: &DevSetup) -> std::process::ExitCode {
     // One thread: the token is taken out of the environment with nothing
     // else running.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
-    let ready =
-        runtime.map_err(|e| SetupError::Failed(format!("cannot start the runtime: {e}"))).and_then(|rt| {
-            let cwd =
-                std::env::current_dir().map_err(|e| format!("cannot tell the current directory: {e}"))?;
-            rt.block_on(setup(options, enroll::take_registration_token, &cwd))
-        });
+    let ready = runtime.map_err(SetupError::io("start the runtime")).and_then(|rt| {
+        let cwd = std::env::current_dir().map_err(SetupError::io("tell the current directory"))?;
+        rt.block_on(setup(options, enroll::take_registration_token, &cwd))
+    });
     let printed = ready.and_then(|ready| {
-        let json =
-            serde_json::to_string_pretty(&ready).map_err(|e| format!("cannot print the result: {e}"))?;
+        let json = serde_json::to_string_pretty(&ready)
+            .map_err(|e| SetupError::Io { action: "print the result", source: e.into() })?;
         println!("{json}");
         Ok(())
     });
     match printed {
         Ok(()) => return std::process::ExitCode::SUCCESS,
         Err(SetupError::NoTerraform(message)) => eprintln!("error: {message}\nfix: {INSTALL_TERRAFORM}"),
-        Err(SetupError::Failed(message)) => eprintln!("error: {message}"),
+        Err(e) => eprintln!("error: {e}"),
     }
     std::process::ExitCode::FAILURE
 }
@@ -128,7 +108,7 @@ pub fn main(options: &DevSetup) -> std::process::ExitCode {
 /// when the Agent enrolls now; `cwd` is where `heimdall dev` runs.
 pub async fn setup(
     options: &DevSetup,
-    token: impl FnOnce() -> Result<zeroize::Zeroizing<String>, String>,
+    token: impl FnOnce() -> Result<zeroize::Zeroizing<String>, SetupError>,
     cwd: &Path,
 ) -> Result<Ready, SetupError> {
     let (agent_dir, state_dir) = (options.data.join("agent"), options.data.join("state"));
@@ -164,13 +144,10 @@ pub async fn setup(
         metrics_listen: options.metrics_listen.clone(),
         ..Settings::default()
     };
-    let configured = configure::configure(&config_file, &settings).map_err(|why| {
-        let fix = if why.contains("is gone") {
-            "put the key back, or remove the value store to start with no values".to_owned()
-        } else {
-            format!("fix {}", config_file.display())
-        };
-        SetupError::Failed(format!("{why}; {fix}"))
+    let configured = configure::configure(&config_file, &settings).map_err(|why| match why {
+        // Its message says how to fix it.
+        gone @ SetupError::MasterKeyGone { .. } => gone,
+        other => SetupError::Usage(format!("{other}; fix {}", config_file.display())),
     })?;
     if !enrolled_now {
         let file = config_file.display();
@@ -181,13 +158,13 @@ pub async fn setup(
 
 async fn enroll_once(
     options: &DevSetup,
-    token: impl FnOnce() -> Result<zeroize::Zeroizing<String>, String>,
+    token: impl FnOnce() -> Result<zeroize::Zeroizing<String>, SetupError>,
     cwd: &Path,
     agent_dir: &Path,
     state_dir: &Path,
 ) -> Result<(), SetupError> {
     if agent_dir.join("agent.key").exists() {
-        return Err(SetupError::Failed(format!(
+        return Err(SetupError::Occupied(format!(
             "{0} holds an enrollment that did not finish (no agent.toml); remove {0} to enroll the Agent again",
             agent_dir.display()
         )));
@@ -195,16 +172,15 @@ async fn enroll_once(
     let venv = [PathBuf::from(".venv/bin/terraform")];
     let env = std::env::var_os(enroll::TERRAFORM_ENV);
     let path = std::env::var_os("PATH");
-    let terraform = enroll::locate_terraform(options.terraform.as_deref(), env, &venv, cwd, path)
-        .map_err(SetupError::NoTerraform)?
-        .ok_or_else(|| SetupError::NoTerraform(enroll::no_terraform("./.venv/bin/terraform, ")))?;
+    let terraform = enroll::locate_terraform(options.terraform.as_deref(), env, &venv, cwd, path)?
+        .ok_or_else(|| enroll::no_terraform("./.venv/bin/terraform, "))?;
     let token = token()?;
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(state_dir)
-        .map_err(|e| format!("cannot create {}: {e}", state_dir.display()))?;
+        .map_err(crate::files::FileError::on("create", state_dir))?;
     let allowed_modules = match options.allow_modules.as_slice() {
         [] => vec![heimdall_core::runner::modules_under(&cwd.to_string_lossy())],
         globs => globs.to_vec(),
@@ -218,7 +194,7 @@ async fn enroll_once(
         state: StateConfig { s3_endpoint: None, local_dir: Some(state_dir.to_owned()) },
         concurrency: 2,
     };
-    enroll::enroll(&token, options).await.map(drop).map_err(SetupError::Failed)
+    enroll::enroll(&token, options).await.map(drop)
 }
 
 /// The `terraformrc` of the virtualenv `terraform` comes from, else the
@@ -253,23 +229,27 @@ mod tests {
             locate_terraform(flag, env.map(OsString::from), &venv, &cwd, Some(bin.clone().into()))
         };
         // Nothing anywhere: none, and no error; then PATH; then ./.venv/bin/terraform before PATH.
-        assert_eq!(find(None, None), Ok(None));
+        assert_eq!(find(None, None).unwrap(), None);
         executable(&bin.join("terraform"));
-        assert_eq!(find(None, None), Ok(Some(bin.join("terraform"))));
+        assert_eq!(find(None, None).unwrap(), Some(bin.join("terraform")));
         executable(&cwd.join(".venv/bin/terraform"));
-        assert_eq!(find(None, None), Ok(Some(cwd.join(".venv/bin/terraform"))));
+        assert_eq!(find(None, None).unwrap(), Some(cwd.join(".venv/bin/terraform")));
         // The environment before that, the flag before everything (relative to the current
         // directory); a bare name is looked up on PATH; an empty variable is no variable.
         executable(&cwd.join("tools/tf"));
         executable(&other);
-        assert_eq!(find(None, Some("tools/tf")), Ok(Some(cwd.join("tools/tf"))));
-        assert_eq!(find(None, Some("")), Ok(Some(cwd.join(".venv/bin/terraform"))));
-        assert_eq!(find(Some(&other), Some("tools/tf")), Ok(Some(other.clone())));
-        assert_eq!(find(Some(Path::new("terraform")), None), Ok(Some(bin.join("terraform"))));
+        assert_eq!(find(None, Some("tools/tf")).unwrap(), Some(cwd.join("tools/tf")));
+        assert_eq!(find(None, Some("")).unwrap(), Some(cwd.join(".venv/bin/terraform")));
+        assert_eq!(find(Some(&other), Some("tools/tf")).unwrap(), Some(other.clone()));
+        assert_eq!(find(Some(Path::new("terraform")), None).unwrap(), Some(bin.join("terraform")));
         // Named but not there: an error naming where it came from.
         let err = find(None, Some("./nope")).unwrap_err();
-        assert!(err.starts_with("HEIMDALL_TERRAFORM ./nope: not an executable file"), "{err}");
-        assert!(find(Some(Path::new("tf-1.9")), None).is_err_and(|e| e.starts_with("--terraform tf-1.9:")));
+        assert!(
+            matches!(&err, SetupError::NoTerraform(why) if why.starts_with("HEIMDALL_TERRAFORM ./nope: not an executable file")),
+            "{err:?}"
+        );
+        let err = find(Some(Path::new("tf-1.9")), None).unwrap_err();
+        assert!(err.to_string().starts_with("--terraform tf-1.9:"), "{err}");
     }
 
     #[test]
@@ -301,7 +281,7 @@ mod tests {
             allow_modules: Vec::new(),
             metrics_listen: None,
         };
-        let token = || -> Result<zeroize::Zeroizing<String>, String> { panic!("the token was read") };
+        let token = || -> Result<zeroize::Zeroizing<String>, SetupError> { panic!("the token was read") };
         let err = setup(&options, token, tmp.path()).await.unwrap_err();
         assert!(
             matches!(&err, SetupError::NoTerraform(why) if why.contains("not an executable file")),

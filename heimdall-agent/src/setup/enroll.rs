@@ -9,6 +9,7 @@ use zeroize::Zeroizing;
 
 use crate::config::{AgentConfig, Modules, StateConfig, TerraformPin};
 use crate::jobs::terraform;
+use crate::setup::SetupError;
 
 /// The registration token comes from here, or from standard input; never argv.
 pub const REGISTRATION_TOKEN_ENV: &str = "HEIMDALL_REGISTRATION_TOKEN";
@@ -16,23 +17,26 @@ pub const REGISTRATION_TOKEN_ENV: &str = "HEIMDALL_REGISTRATION_TOKEN";
 /// The registration token: `HEIMDALL_REGISTRATION_TOKEN`, removed from the
 /// environment once read (so `terraform version`, run by enroll, does not
 /// inherit it), else one line of standard input. Call before threads start.
-pub fn take_registration_token() -> Result<Zeroizing<String>, String> {
+pub fn take_registration_token() -> Result<Zeroizing<String>, SetupError> {
     let token = match std::env::var_os(REGISTRATION_TOKEN_ENV) {
         Some(value) => {
             std::env::remove_var(REGISTRATION_TOKEN_ENV);
-            Zeroizing::new(value.into_string().map_err(|_| format!("{REGISTRATION_TOKEN_ENV} is not text"))?)
+            let text = value.into_string();
+            Zeroizing::new(
+                text.map_err(|_| SetupError::Usage(format!("{REGISTRATION_TOKEN_ENV} is not text")))?,
+            )
         }
         None => {
             let mut line = Zeroizing::new(String::new());
-            std::io::stdin().read_line(&mut line).map_err(|e| format!("cannot read standard input: {e}"))?;
+            std::io::stdin().read_line(&mut line).map_err(SetupError::io("read standard input"))?;
             line
         }
     };
     let token = Zeroizing::new(token.trim().to_owned());
     if token.is_empty() {
-        return Err(format!(
+        return Err(SetupError::Usage(format!(
             "no registration token: set {REGISTRATION_TOKEN_ENV} or pipe it on standard input"
-        ));
+        )));
     }
     Ok(token)
 }
@@ -51,7 +55,7 @@ pub fn locate_terraform(
     candidates: &[PathBuf],
     cwd: &Path,
     path: Option<std::ffi::OsString>,
-) -> Result<Option<PathBuf>, String> {
+) -> Result<Option<PathBuf>, SetupError> {
     let on_path = |name: &str| {
         let dirs: Vec<PathBuf> =
             path.as_ref().map(|p| std::env::split_paths(p).collect()).unwrap_or_default();
@@ -68,7 +72,8 @@ pub fn locate_terraform(
         1 => on_path(&named.to_string_lossy()),
         _ => Some(cwd.join(&named)).filter(|p| is_executable(p)),
     };
-    found.map(Some).ok_or_else(|| format!("{from} {}: not an executable file", named.display()))
+    let missing = || SetupError::NoTerraform(format!("{from} {}: not an executable file", named.display()));
+    found.map(Some).ok_or_else(missing)
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -77,11 +82,11 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// No Terraform anywhere it was looked for, and what to do about it.
-pub fn no_terraform(looked: &str) -> String {
-    format!(
+pub fn no_terraform(looked: &str) -> SetupError {
+    SetupError::NoTerraform(format!(
         "no terraform found (looked for --terraform, ${TERRAFORM_ENV}, {looked}terraform on PATH); install \
          Terraform (in the Heimdall repository: bash scripts/install-test-tools.sh) or pass --terraform PATH"
-    )
+    ))
 }
 
 /// `heimdall-agent enroll`'s flags.
@@ -116,12 +121,12 @@ pub struct EnrollArgs {
 
 /// `heimdall-agent enroll`: the token from the environment or standard
 /// input, Terraform located and pinned, then [`enroll`].
-pub fn main(args: EnrollArgs) -> Result<(), String> {
+pub fn main(args: EnrollArgs) -> Result<(), SetupError> {
     let EnrollArgs { api, ca_sha256, data, terraform, allow_module, s3_endpoint, local_state, concurrency } =
         args;
     let token = take_registration_token()?;
     // The pin names an absolute path: `run` may start elsewhere.
-    let cwd = std::env::current_dir().map_err(|e| format!("cannot tell the current directory: {e}"))?;
+    let cwd = std::env::current_dir().map_err(SetupError::io("tell the current directory"))?;
     let (env, path) = (std::env::var_os(TERRAFORM_ENV), std::env::var_os("PATH"));
     let terraform =
         locate_terraform(terraform.as_deref(), env, &[], &cwd, path)?.ok_or_else(|| no_terraform(""))?;
@@ -134,7 +139,7 @@ pub fn main(args: EnrollArgs) -> Result<(), String> {
         state: StateConfig { s3_endpoint, local_dir: local_state },
         concurrency,
     };
-    let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let runtime = tokio::runtime::Runtime::new().map_err(SetupError::io("start the runtime"))?;
     let (enrolled, config_path) = runtime.block_on(enroll(&token, options))?;
     println!("✓ Agent enrolled: {} ({})", enrolled.agent.name, enrolled.agent.id);
     println!("✓ Configuration: {}", config_path.display());
@@ -162,44 +167,48 @@ pub struct EnrollOptions {
 fn enrollment_client(
     api: &str,
     ca_sha256: Option<&str>,
-) -> Result<(reqwest::Client, Option<heimdall_tls::verify::PinnedRoot>), String> {
-    let url = reqwest::Url::parse(api).map_err(|e| format!("--api is not a URL: {e}"))?;
+) -> Result<(reqwest::Client, Option<heimdall_tls::verify::PinnedRoot>), SetupError> {
+    let url = reqwest::Url::parse(api).map_err(|e| SetupError::Usage(format!("--api is not a URL: {e}")))?;
     let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
     let loopback = host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
     if url.scheme() != "https" && !(url.scheme() == "http" && loopback) {
-        return Err(
+        return Err(SetupError::Usage(
             "--api must be an https:// URL (plain HTTP only to this machine): the token is a credential"
                 .into(),
-        );
+        ));
     }
     let builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
     let Some(pin) = ca_sha256 else {
-        return builder.build().map(|c| (c, None)).map_err(|e| e.to_string());
+        return builder.build().map(|c| (c, None)).map_err(|e| SetupError::Tls(e.to_string()));
     };
-    let pinned = heimdall_tls::verify::PinnedRoot::new(pin)?;
-    let verifier = std::sync::Arc::new(heimdall_tls::verify::PinnedRoot::new(pin)?);
-    let tls = heimdall_tls::verify::client_config(verifier, None)?;
-    let client = builder.use_preconfigured_tls(tls).build().map_err(|e| e.to_string())?;
+    let pinned_root = || {
+        heimdall_tls::verify::PinnedRoot::new(pin)
+            .map_err(|why| SetupError::Usage(format!("--ca-sha256: {why}")))
+    };
+    let pinned = pinned_root()?;
+    let verifier = std::sync::Arc::new(pinned_root()?);
+    let tls = heimdall_tls::verify::client_config(verifier, None).map_err(SetupError::Tls)?;
+    let client = builder.use_preconfigured_tls(tls).build().map_err(|e| SetupError::Tls(e.to_string()))?;
     Ok((client, Some(pinned)))
 }
 
-pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, PathBuf), String> {
+pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, PathBuf), SetupError> {
     let data = &options.data;
-    std::fs::create_dir_all(data).map_err(|e| format!("cannot create {}: {e}", data.display()))?;
+    std::fs::create_dir_all(data).map_err(crate::files::FileError::on("create", data))?;
     let key_path = data.join("agent.key");
     if key_path.exists() {
-        return Err(format!(
+        return Err(SetupError::Occupied(format!(
             "{} already holds an enrolled Agent; use another --data directory",
             data.display()
-        ));
+        )));
     }
     let (version, sha256) = terraform::identify(&options.terraform).await?;
 
-    let key = KeyPair::generate().map_err(|e| format!("cannot generate a key: {e}"))?;
+    let key = KeyPair::generate().map_err(|e| SetupError::Tls(format!("cannot generate a key: {e}")))?;
     let csr = CertificateParams::default()
         .serialize_request(&key)
         .and_then(|c| c.pem())
-        .map_err(|e| format!("cannot build the certificate request: {e}"))?;
+        .map_err(|e| SetupError::Tls(format!("cannot build the certificate request: {e}")))?;
     let (http, pin) = enrollment_client(&options.api, options.ca_sha256.as_deref())?;
     let base = options.api.trim_end_matches('/');
     // With a fingerprint, the API's CA is checked before the token is sent.
@@ -208,15 +217,15 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
             .get(format!("{base}/v1/ca"))
             .send()
             .await
-            .map_err(|e| format!("cannot reach the API: {}", crate::channel::chain(&e.without_url())))?
+            .map_err(unreachable)?
             .json()
             .await
-            .map_err(|e| format!("the API sent no CA certificate: {e}"))?;
+            .map_err(|e| SetupError::Unexpected(format!("no CA certificate: {e}")))?;
         if !pin.matches_pem(&ca.certificate) {
-            return Err(
+            return Err(SetupError::Tls(
                 "the API's CA does not have the fingerprint given with --ca-sha256; the token was not sent"
                     .into(),
-            );
+            ));
         }
     }
     let url = format!("{base}/v1/agents/enroll");
@@ -225,24 +234,24 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
         .json(&Enroll { token: token.to_owned(), csr_pem: csr })
         .send()
         .await
-        .map_err(|e| format!("cannot reach the API: {}", crate::channel::chain(&e.without_url())))?;
+        .map_err(unreachable)?;
     let status = resp.status();
-    let bytes = resp.bytes().await.map_err(|e| e.to_string())?;
+    let bytes = resp.bytes().await.map_err(unreachable)?;
     if !status.is_success() {
-        let err = serde_json::from_slice::<ErrorBody>(&bytes)
-            .map(|b| format!("{}: {}", b.error.code, b.error.message))
-            .unwrap_or_else(|_| format!("HTTP {status}"));
-        return Err(format!("enrollment refused: {err}"));
+        let (code, message) = serde_json::from_slice::<ErrorBody>(&bytes)
+            .map(|b| (b.error.code.to_string(), b.error.message))
+            .unwrap_or_else(|_| (format!("HTTP {status}"), "no error body".to_owned()));
+        return Err(SetupError::Refused { asked: "enrollment", code, message });
     }
     let enrolled: Enrolled =
-        serde_json::from_slice(&bytes).map_err(|e| format!("unexpected response: {e}"))?;
+        serde_json::from_slice(&bytes).map_err(|e| SetupError::Unexpected(e.to_string()))?;
     // The CA this Agent will trust from now on must be the one it pinned.
     if let Some(pin) = &pin {
         if !pin.matches_pem(&enrolled.ca_pem) {
-            return Err(
+            return Err(SetupError::Tls(
                 "the API's CA does not have the fingerprint given with --ca-sha256; nothing was written"
                     .into(),
-            );
+            ));
         }
     }
 
@@ -276,4 +285,10 @@ pub async fn enroll(token: &str, options: EnrollOptions) -> Result<(Enrolled, Pa
     let config_path = data.join("agent.toml");
     crate::files::write_new(&config_path, config.render()?.as_bytes(), 0o644)?;
     Ok((enrolled, config_path))
+}
+
+/// The request did not reach the API, or its answer did not arrive; the
+/// URL (which may carry a token in other requests) is left out.
+fn unreachable(e: reqwest::Error) -> SetupError {
+    SetupError::Unreachable(crate::channel::chain(&e.without_url()))
 }

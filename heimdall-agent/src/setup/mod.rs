@@ -5,5 +5,8 @@
 pub mod configure;
 pub mod dev;
 pub mod enroll;
+mod error;
 pub mod rekey;
 pub mod token_command;
+
+pub use error::SetupError;

@@ -12,8 +12,10 @@
 
 use std::path::PathBuf;
 
+use crate::runtime::StartError;
 use crate::setup::configure::{self, Settings};
-use crate::values::crypto::{KeySealer, MasterKey};
+use crate::setup::SetupError;
+use crate::values::crypto::{KeyError, KeySealer, MasterKey};
 use crate::values::store::{SealedStore, ValueStoreError};
 
 /// `heimdall-agent rekey`'s flags.
@@ -100,12 +102,16 @@ enum NewKey {
 }
 
 impl NewKey {
-    fn from_args(args: &RekeyArgs) -> Result<Self, String> {
+    fn from_args(args: &RekeyArgs) -> Result<Self, SetupError> {
         match (&args.new_master_key_file, &args.new_kms_key) {
             (Some(file), None) => {
-                let absolute = file
-                    .canonicalize()
-                    .map_err(|e| format!("--new-master-key-file {}: {e}", file.display()))?;
+                let absolute = file.canonicalize().map_err(|e| {
+                    let reason = e.to_string();
+                    SetupError::NewKey {
+                        flag: "--new-master-key-file",
+                        source: KeyError::Unreadable { path: file.display().to_string(), reason },
+                    }
+                })?;
                 Ok(NewKey::File(absolute))
             }
             (None, Some(key)) if !key.trim().is_empty() => Ok(NewKey::Kms {
@@ -115,15 +121,17 @@ impl NewKey {
                     endpoint_url: args.aws_endpoint_url.clone(),
                 },
             }),
-            _ => Err("name the new key: --new-master-key-file FILE or --new-kms-key KEY".to_owned()),
+            _ => Err(SetupError::Usage(
+                "name the new key: --new-master-key-file FILE or --new-kms-key KEY".into(),
+            )),
         }
     }
 
-    async fn open(&self, configured: &crate::config::ValuesConfig) -> Result<Box<dyn KeySealer>, String> {
+    async fn open(&self, configured: &crate::config::ValuesConfig) -> Result<Box<dyn KeySealer>, SetupError> {
         match self {
             NewKey::File(path) => MasterKey::from_file(path)
                 .map(|k| Box::new(k) as Box<dyn KeySealer>)
-                .map_err(|e| format!("--new-master-key-file: {e}")),
+                .map_err(|source| SetupError::NewKey { flag: "--new-master-key-file", source }),
             NewKey::Kms { key, aws } => {
                 let configured = configured.aws();
                 let aws = crate::aws::AwsSettings {
@@ -133,7 +141,7 @@ impl NewKey {
                 crate::values::kms::KmsKey::connect(key, &aws)
                     .await
                     .map(|k| Box::new(k) as Box<dyn KeySealer>)
-                    .map_err(|e| format!("--new-kms-key: {e}"))
+                    .map_err(|source| SetupError::NewKey { flag: "--new-kms-key", source })
             }
         }
     }
@@ -154,18 +162,18 @@ impl NewKey {
 }
 
 /// The whole command: reseal, then name the new key in `config`.
-pub fn main(args: &RekeyArgs) -> Result<(), String> {
+pub fn main(args: &RekeyArgs) -> Result<(), SetupError> {
     let config = args.config.as_path();
     let new_key = NewKey::from_args(args)?;
     let prepared = crate::runtime::prepare(config)?;
-    let values =
-        prepared.config.values.clone().ok_or("agent.toml has no [values]: there is nothing to rekey")?;
-    let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let nothing = || SetupError::Usage("agent.toml has no [values]: there is nothing to rekey".into());
+    let values = prepared.config.values.clone().ok_or_else(nothing)?;
+    let runtime = tokio::runtime::Runtime::new().map_err(SetupError::io("start the runtime"))?;
     let (done, new) = runtime.block_on(async {
         let new = new_key.open(&values).await?;
         let old = crate::runtime::master_key(&values, prepared.into_master_key())
             .await
-            .map_err(crate::runtime::StartError::MasterKey)?;
+            .map_err(StartError::MasterKey)?;
         let rows: Box<dyn SealedStore> = match (&values.sqlite_path, &values.postgres_url, &values.dynamodb_table) {
             (Some(path), _, _) => crate::values::store::sqlite::connect(path).await,
             (_, Some(url), _) => crate::values::store::postgres::connect(url).await,
@@ -173,19 +181,19 @@ pub fn main(args: &RekeyArgs) -> Result<(), String> {
                 let cfg = crate::values::store::dynamodb::DynamoConfig { table: table.clone(), aws: values.aws() };
                 crate::values::store::dynamodb::connect(&cfg).await
             }
-            (None, None, None) => return Err("[values] names no store".to_owned()),
+            (None, None, None) => return Err(StartError::Missing("[values] names no store").into()),
         }
-        .map_err(|e| format!("the value store cannot be opened: {e}"))?;
+        .map_err(StartError::Store)?;
         let progress = |n, of| eprintln!("resealed {n} of {of} data keys");
         let done = reseal_all(rows.as_ref(), old.as_ref(), new.as_ref(), progress).await.map_err(|e| match e {
-            ValueStoreError::WrongMasterKey { key_id } => format!(
+            ValueStoreError::WrongMasterKey { key_id } => SetupError::Usage(format!(
                 "data key {key_id} opens with neither the configured master key nor the new one; nothing more \
                  was changed"
-            ),
-            other => other.to_string(),
+            )),
+            other => SetupError::Store(other),
         })?;
         rows.close().await;
-        Ok::<_, String>((done, new))
+        Ok::<_, SetupError>((done, new))
     })?;
     configure::configure(config, &new_key.settings(new.as_ref()))?;
     let named = match &new_key {

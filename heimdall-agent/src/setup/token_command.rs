@@ -9,6 +9,7 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use crate::program_tokens::{NewToken, TokenFile};
+use crate::setup::SetupError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum VerbArg {
@@ -71,13 +72,13 @@ pub enum TokenCommand {
     },
 }
 
-pub fn main(command: TokenCommand) -> Result<(), String> {
+pub fn main(command: TokenCommand) -> Result<(), SetupError> {
     let config = match &command {
         TokenCommand::Create { config, .. } | TokenCommand::List { config, .. } => config,
         TokenCommand::Revoke { config, .. } => config,
     };
     let prepared = crate::runtime::prepare(config)?;
-    let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let runtime = tokio::runtime::Runtime::new().map_err(SetupError::io("start the runtime"))?;
     let own = runtime.block_on(crate::runtime::open_own(prepared))?;
     let file = TokenFile::new(&own.dir, own.agent, own.vault.clone(), crate::alerts::Alerts::default());
     runtime.block_on(file.load_floor())?;
@@ -85,7 +86,7 @@ pub fn main(command: TokenCommand) -> Result<(), String> {
     let now = OffsetDateTime::now_utc();
     match command {
         TokenCommand::Create { name, environment, secrets, verbs, expires, json, .. } => {
-            let lifetime = program::parse_expires(&expires).map_err(|e| e.message)?;
+            let lifetime = program::parse_expires(&expires).map_err(|e| SetupError::Usage(e.message))?;
             let mut unique: Vec<Verb> = Vec::new();
             for verb in verbs.into_iter().map(Verb::from) {
                 if !unique.contains(&verb) {
