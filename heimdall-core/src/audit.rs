@@ -177,6 +177,16 @@ impl serde::Serialize for AuditAction {
     }
 }
 
+/// An event a planner decided on. The adapter gives it an id, a time and
+/// its actor, and writes it in the transaction that applies the plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventPlan {
+    pub action: AuditAction,
+    /// What it is about: `secret:<id>`, `environment:<id>`.
+    pub target: String,
+    pub detail: serde_json::Value,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use heimdall_core::audit::AuditAction;
+use heimdall_core::audit::{AuditAction, EventPlan};
 use heimdall_core::authz::{decide, Action, Decision, ManyDecisions, OrgPolicies, Principal, Target};
 use heimdall_core::clock::Clock;
 use heimdall_core::ids::{EventId, OrgId};
@@ -115,6 +115,11 @@ impl AppState {
         detail: serde_json::Value,
     ) -> NewEvent {
         self.event_as(&caller.member.email, action, target, detail)
+    }
+
+    /// A planner's event (`heimdall_core::audit::EventPlan`), caused by `actor`.
+    pub fn planned_event(&self, actor: &str, planned: EventPlan) -> NewEvent {
+        self.event_as(actor, planned.action, planned.target, planned.detail)
     }
 
     /// [`Self::event`] by an actor that is no member (the drift schedule).

@@ -3,11 +3,10 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target, TargetKind};
 use heimdall_core::domain::Member;
 use heimdall_core::ids::MemberId;
-use heimdall_core::members::{check_removal, check_role_change};
+use heimdall_core::members;
 use heimdall_core::names::normalize_email;
 use heimdall_core::ApiError;
 use heimdall_wire::{AddMember, AddedMember, ChangeRole};
@@ -92,25 +91,16 @@ async fn add(
     caller: Caller,
     JsonBody(body): JsonBody<AddMember>,
 ) -> HttpResult<(StatusCode, Json<AddedMember>)> {
-    let email = normalize_email(&body.email)?;
+    // The address is checked first: a malformed one is the same answer for everyone.
+    normalize_email(&body.email)?;
     state.authorize(&caller, Action::MemberWrite, &target(&caller, None), None).await?;
-    check_role_change(caller.member.role, None, body.role)?;
-    let member = Member {
-        id: MemberId::from_uuid(Uuid::new_v4()),
-        org_id: caller.org.id,
-        email: email.clone(),
-        role: body.role,
-        created_at: state.clock.now(),
-    };
+    let id = MemberId::from_uuid(Uuid::new_v4());
+    let plan =
+        members::add(caller.member.role, caller.org.id, id, &body.email, body.role, state.clock.now())?;
     let (token, record) = new_token("initial");
-    let event = state.event(
-        &caller,
-        AuditAction::MemberAdded,
-        format!("member:{}", member.id),
-        serde_json::json!({ "email": email, "role": body.role }),
-    );
-    state.store.add_member(&member, &record, event).await?;
-    Ok((StatusCode::CREATED, Json(AddedMember { member, token: token.expose().clone() })))
+    let event = state.planned_event(&caller.member.email, plan.event);
+    state.store.add_member(&plan.member, &record, event).await?;
+    Ok((StatusCode::CREATED, Json(AddedMember { member: plan.member, token: token.expose().clone() })))
 }
 
 #[utoipa::path(
@@ -155,14 +145,9 @@ async fn change_role(
     state.authorize(&caller, Action::MemberWrite, &target(&caller, None), None).await?;
     let member = resolve(&state, &caller, &key).await?;
     state.authorize(&caller, Action::MemberWrite, &target(&caller, Some(&member)), None).await?;
-    check_role_change(caller.member.role, Some(member.role), body.role)?;
-    let event = state.event(
-        &caller,
-        AuditAction::MemberRoleChanged,
-        format!("member:{}", member.id),
-        serde_json::json!({ "email": member.email, "from": member.role, "to": body.role }),
-    );
-    Ok(Json(state.store.change_role(caller.org.id, member.id, body.role, event).await?))
+    let plan = members::change_role(caller.member.role, &member, body.role)?;
+    let event = state.planned_event(&caller.member.email, plan.event);
+    Ok(Json(state.store.change_role(caller.org.id, plan.member, plan.role, event).await?))
 }
 
 #[utoipa::path(
@@ -185,12 +170,7 @@ async fn remove(
     state.authorize(&caller, Action::MemberWrite, &target(&caller, None), None).await?;
     let member = resolve(&state, &caller, &key).await?;
     state.authorize(&caller, Action::MemberWrite, &target(&caller, Some(&member)), None).await?;
-    check_removal(caller.member.role, member.role)?;
-    let event = state.event(
-        &caller,
-        AuditAction::MemberRemoved,
-        format!("member:{}", member.id),
-        serde_json::json!({ "email": member.email, "role": member.role, "tokens_revoked": true }),
-    );
-    Ok(Json(state.store.remove_member(caller.org.id, member.id, event).await?))
+    let plan = members::remove(caller.member.role, &member)?;
+    let event = state.planned_event(&caller.member.email, plan.event);
+    Ok(Json(state.store.remove_member(caller.org.id, plan.member, event).await?))
 }

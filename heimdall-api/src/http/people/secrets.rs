@@ -14,8 +14,8 @@ use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
 use heimdall_core::ids::{CatalogId, OrgId, SecretId};
 use heimdall_core::names::validate_text;
 use heimdall_core::secrets::{
-    self, reaches, validate_secret_type, validate_tags, Assignment, Creator, NewSecret, Reach, Secret,
-    SecretCursor, SecretVersion, VersionAsked, VersionPlan, Writer,
+    self, reaches, validate_secret_type, validate_tags, Assignment, Creator, DeletionScope, NewSecret, Reach,
+    Secret, SecretCursor, SecretVersion, VersionAsked, VersionPlan, Writer,
 };
 use heimdall_core::{ApiError, ErrorCode, Redacted};
 use heimdall_wire::{
@@ -349,26 +349,14 @@ pub(crate) async fn begin_deletion(
     actor: &str,
 ) -> Result<(), ApiError> {
     let holders: Vec<Holder> = holdings.iter().map(Into::into).collect();
-    let what = match only {
-        Some(env) => format!("{} in {}", secret.name, env.name),
-        None => secret.name.clone(),
-    };
-    let agents = heimdall_core::deletion::may_start(
-        &what,
-        (&secret.name, secret.status),
-        &holders,
-        state.clock.now(),
-        state.agent_stale_after,
-    )?;
-    let event = state.event_as(
-        actor,
-        AuditAction::SecretDeletionStarted,
-        format!("secret:{}", secret.id),
-        serde_json::json!({ "name": secret.name, "environment": only.map(|e| &e.name), "held_by": agents }),
-    );
-    match only {
-        Some(env) => state.store.start_environment_deletion(org, secret.id, env.id, event).await?,
-        None => state.store.start_deletion(org, secret.id, event).await?,
+    let (now, stale_after) = (state.clock.now(), state.agent_stale_after);
+    let plan = secrets::begin_deletion(secret, only, &holders, now, stale_after)?;
+    let event = state.planned_event(actor, plan.event);
+    match plan.scope {
+        DeletionScope::Environment(env) => {
+            state.store.start_environment_deletion(org, plan.secret, env, event).await?
+        }
+        DeletionScope::Everywhere => state.store.start_deletion(org, plan.secret, event).await?,
     }
     Ok(())
 }
@@ -633,23 +621,10 @@ async fn assign(
     state.authorize(&caller, Action::EnvironmentAssignAgent, &target, Some(&env.name)).await?;
     let agents = state.store.list_agents(caller.org.id).await?;
     let agent = agents::resolve(&agents, &body.agent, ByName::Active)?;
-    if agent.revoked_at.is_some() {
-        return Err(ApiError::not_found("agent (active)").into());
-    }
-    let assignment = Assignment {
-        environment_id: env.id,
-        agent_id: agent.id,
-        assigned_at: state.clock.now(),
-        assigned_by: caller.member.email.clone(),
-    };
-    let event = state.event(
-        &caller,
-        AuditAction::EnvironmentAgentAssigned,
-        format!("environment:{}", env.id),
-        serde_json::json!({ "environment": env.name, "agent": agent.name }),
-    );
-    state.store.assign_agent(caller.org.id, &assignment, event).await?;
-    Ok((StatusCode::CREATED, Json(assignment)))
+    let plan = secrets::assign(&env, agent, &caller.member.email, state.clock.now())?;
+    let event = state.planned_event(&caller.member.email, plan.event);
+    state.store.assign_agent(caller.org.id, &plan.assignment, event).await?;
+    Ok((StatusCode::CREATED, Json(plan.assignment)))
 }
 
 /// `DELETE /v1/environments/{key}/agents/{agent}` (owner): the Agent no
@@ -707,16 +682,9 @@ async fn unassign(
             current.insert(name.clone(), top);
         }
     }
-    heimdall_core::deletion::may_unassign(agent.id, &env.name, &holdings, |s| {
-        current.get(s).copied().flatten()
-    })?;
-    let event = state.event(
-        &caller,
-        AuditAction::EnvironmentAgentUnassigned,
-        format!("environment:{}", env.id),
-        serde_json::json!({ "environment": env.name, "agent": agent.name }),
-    );
-    state.store.unassign_agent(caller.org.id, env.id, agent.id, event).await?;
+    let plan = secrets::unassign(&env, agent, &holdings, |s| current.get(s).copied().flatten())?;
+    let event = state.planned_event(&caller.member.email, plan.event);
+    state.store.unassign_agent(caller.org.id, plan.environment, plan.agent, event).await?;
     assignment.map(Json).ok_or_else(|| ApiError::not_found("assignment").into())
 }
 
@@ -909,17 +877,12 @@ async fn deactivate_version(
     let secret = resolve(&state, &caller, &key).await?;
     let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
     authorize_write(&state, &caller, &secret, &env.name).await?;
-    if body.version < 1 {
-        return Err(ApiError::invalid_input("version starts at 1").into());
-    }
-    let event = state.event(
-        &caller,
-        AuditAction::SecretVersionDeactivated,
-        format!("secret:{}", secret.id),
-        serde_json::json!({ "name": secret.name, "environment": env.name, "version": body.version }),
-    );
-    let version =
-        state.store.deactivate_version(caller.org.id, secret.id, env.id, body.version, event).await?;
+    let plan = secrets::deactivate(&secret, &env, body.version)?;
+    let event = state.planned_event(&caller.member.email, plan.event);
+    let version = state
+        .store
+        .deactivate_version(caller.org.id, plan.secret, plan.environment, plan.version, event)
+        .await?;
     Ok(Json(version))
 }
 
