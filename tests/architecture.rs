@@ -436,9 +436,9 @@ fn error_type_of(line: &str) -> Option<String> {
     None
 }
 
-/// Architecture Invariant: the API's functions and the Agent's fail with a
-/// typed error (`ApiError` with its stable code, `KeyFileError`,
-/// `SealedFileError`, `SetupError`, `RotationError`, `TerraformError`, ...),
+/// Architecture Invariant: the API's functions, the Agent's and those of
+/// the TLS edge they share fail with a typed error (`ApiError` with its stable code, `KeyFileError`,
+/// `SealedFileError`, `SetupError`, `RotationError`, `TlsSetupError`, ...),
 /// never a bare `String`, and no error type turns itself into one: a caller
 /// can tell a setting to fix from a broken key from a peer's refusal, and
 /// the code an operator sees is decided once, where the error is made.
@@ -452,7 +452,7 @@ fn the_servers_fail_with_typed_errors_never_a_string() {
     assert_eq!(error_type_of("fn f() -> StoreResult<String> {"), None);
     let mut offenders = Vec::new();
     let mut signatures = 0;
-    for krate in ["heimdall-api/src", "heimdall-agent/src"] {
+    for krate in ["heimdall-api/src", "heimdall-agent/src", "heimdall-tls/src"] {
         for file in rust_files(&workspace().join(krate)) {
             for (n, line) in code_of(&file).lines().enumerate() {
                 let at = || format!("{}:{}: {}", file.display(), n + 1, line.trim());

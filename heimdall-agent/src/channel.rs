@@ -24,6 +24,9 @@ pub enum ChannelError {
     Transport(String),
     #[error("{0}")]
     Setup(String),
+    /// The CA or the Agent's certificate cannot make a TLS client.
+    #[error(transparent)]
+    Tls(#[from] heimdall_tls::TlsSetupError),
 }
 
 impl ChannelError {
@@ -51,10 +54,9 @@ impl Channel {
         };
         let cert_pem = read(&config.cert)?;
         let key_pem = zeroize::Zeroizing::new(read(&config.key)?);
-        let roots = heimdall_tls::verify::roots(&read(&config.ca)?).map_err(ChannelError::Setup)?;
+        let roots = heimdall_tls::verify::roots(&read(&config.ca)?)?;
         let verifier =
-            heimdall_tls::verify::ExpectIdentity::new(roots, heimdall_tls::identity::API_URI, None)
-                .map_err(ChannelError::Setup)?;
+            heimdall_tls::verify::ExpectIdentity::new(roots, heimdall_tls::identity::API_URI, None)?;
         let tls = heimdall_tls::verify::client_config(Arc::new(verifier), Some((&cert_pem, &key_pem)))
             .map_err(|e| ChannelError::Setup(format!("agent certificate or key is not valid: {e}")))?;
         let http = reqwest::Client::builder()

@@ -55,7 +55,7 @@ pub enum StartError {
     LocalCert(#[from] crate::local_api::local_cert::LocalCertError),
     /// The CA certificate in agent.toml's `ca` cannot verify grants or clients.
     #[error("the CA certificate: {0}")]
-    Ca(String),
+    Ca(heimdall_tls::TlsSetupError),
     #[error("{what} cannot listen on {address}: {source}")]
     Listen {
         what: &'static str,
@@ -405,7 +405,7 @@ async fn start_local_api(
         store: parts.store.clone(),
         recorder: parts.recorder,
         policy: parts.policy,
-        grants: grant::GrantVerifier::from_ca_pem(&ca_pem).map_err(|e| StartError::Ca(e.0))?,
+        grants: grant::GrantVerifier::from_ca_pem(&ca_pem).map_err(StartError::Ca)?,
         metrics: parts.metrics,
         tokens: parts.tokens,
         api: Some(parts.api),

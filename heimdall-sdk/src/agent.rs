@@ -101,7 +101,7 @@ impl ProgramPins {
             heimdall_tls::identity::agent_uri(self.agent),
             pins.map(<[Sha256Hex]>::to_vec),
         )
-        .map_err(Error::Invalid)?;
+        .map_err(Error::tls)?;
         let tls = heimdall_tls::verify::client_config(std::sync::Arc::new(verifier), None)
             .map_err(|e| Error::Invalid(format!("the TLS settings are not valid: {e}")))?;
         let mut client = match pins {
@@ -169,7 +169,7 @@ impl AgentClient {
             heimdall_tls::identity::agent_uri(agent),
             pins.map(<[Sha256Hex]>::to_vec),
         )
-        .map_err(Error::Invalid)?;
+        .map_err(Error::tls)?;
         let tls = heimdall_tls::verify::client_config(
             std::sync::Arc::new(verifier),
             Some((&identity.certificate_pem, identity.key_pem.expose())),
@@ -208,7 +208,7 @@ impl AgentClient {
             token: Redacted::new(token.to_owned()),
             ca_pem: ca_pem.to_owned(),
             agent: parts.agent,
-            ca: heimdall_tls::verify::CaSignatures::from_ca_pem(ca_pem).map_err(Error::Invalid)?,
+            ca: heimdall_tls::verify::CaSignatures::from_ca_pem(ca_pem).map_err(Error::tls)?,
             timeouts: std::sync::Mutex::new(None),
             pinned: std::sync::Mutex::new(None),
         };

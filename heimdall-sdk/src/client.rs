@@ -88,12 +88,12 @@ impl Client {
             bearer(t)?;
         }
         let mut client = Self::build(base_url, token)?;
-        let roots = heimdall_tls::verify::roots(ca_pem).map_err(Error::Invalid)?;
+        let roots = heimdall_tls::verify::roots(ca_pem).map_err(Error::tls)?;
         let verifier =
             heimdall_tls::verify::ExpectIdentity::new(roots, heimdall_tls::identity::API_URI, None)
-                .map_err(Error::Invalid)?;
-        let tls = heimdall_tls::verify::client_config(std::sync::Arc::new(verifier), None)
-            .map_err(Error::Invalid)?;
+                .map_err(Error::tls)?;
+        let tls =
+            heimdall_tls::verify::client_config(std::sync::Arc::new(verifier), None).map_err(Error::tls)?;
         client.set_tls(tls)?;
         Ok(client)
     }
@@ -103,9 +103,9 @@ impl Client {
     /// CA with [`Client::installation_ca`] before trusting it.
     pub fn pinned(base_url: &str, ca_sha256: &str) -> Result<Self> {
         let mut client = Self::build(base_url, None)?;
-        let verifier = heimdall_tls::verify::PinnedRoot::new(ca_sha256).map_err(Error::Invalid)?;
-        let tls = heimdall_tls::verify::client_config(std::sync::Arc::new(verifier), None)
-            .map_err(Error::Invalid)?;
+        let verifier = heimdall_tls::verify::PinnedRoot::new(ca_sha256).map_err(Error::tls)?;
+        let tls =
+            heimdall_tls::verify::client_config(std::sync::Arc::new(verifier), None).map_err(Error::tls)?;
         client.set_tls(tls)?;
         Ok(client)
     }
@@ -129,7 +129,7 @@ impl Client {
     /// fingerprint gets the CA to pass to [`Client::with_ca`].
     pub async fn fetch_pinned_ca(base_url: &str, ca_sha256: &str) -> Result<String> {
         let pem = Self::pinned(base_url, ca_sha256)?.installation_ca().await?;
-        let pinned = heimdall_tls::verify::PinnedRoot::new(ca_sha256).map_err(Error::Invalid)?;
+        let pinned = heimdall_tls::verify::PinnedRoot::new(ca_sha256).map_err(Error::tls)?;
         if !pinned.matches_pem(&pem) {
             return Err(Error::Invalid("the API's CA does not have the fingerprint given".to_owned()));
         }

@@ -31,6 +31,11 @@ pub enum Error {
 }
 
 impl Error {
+    /// A CA, fingerprint or client certificate the client cannot be built with.
+    pub(crate) fn tls(e: heimdall_tls::TlsSetupError) -> Self {
+        Error::Invalid(e.to_string())
+    }
+
     /// The API's stable error code, for [`Error::Api`]; `None` otherwise.
     ///
     /// ```

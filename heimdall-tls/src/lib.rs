@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod database;
+mod error;
 pub mod identity;
 #[cfg(feature = "server")]
 pub mod logging;
@@ -24,3 +25,5 @@ pub mod openapi;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod verify;
+
+pub use error::{LogFormatError, TlsSetupError};

@@ -7,17 +7,19 @@ use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
+use crate::LogFormatError;
+
 /// Whether log lines are JSON, from `HEIMDALL_LOG_FORMAT` (`text` or `json`).
-pub fn json_format(value: Option<&str>) -> Result<bool, String> {
+pub fn json_format(value: Option<&str>) -> Result<bool, LogFormatError> {
     match value.map(str::trim) {
         None | Some("") | Some("text") => Ok(false),
         Some("json") => Ok(true),
-        Some(other) => Err(format!("HEIMDALL_LOG_FORMAT must be text or json, not {other:?}")),
+        Some(other) => Err(LogFormatError(other.to_owned())),
     }
 }
 
 /// Installs the subscriber; a bad `HEIMDALL_LOG_FORMAT` is an error before anything runs.
-pub fn init() -> Result<(), String> {
+pub fn init() -> Result<(), LogFormatError> {
     let filter = EnvFilter::try_from_env("HEIMDALL_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let json = json_format(std::env::var("HEIMDALL_LOG_FORMAT").ok().as_deref())?;
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
@@ -37,6 +39,6 @@ mod tests {
     fn the_format_is_text_or_json() {
         assert_eq!(super::json_format(None), Ok(false));
         assert_eq!(super::json_format(Some("json")), Ok(true));
-        assert!(super::json_format(Some("yaml")).is_err_and(|e| e.contains("text or json")));
+        assert!(super::json_format(Some("yaml")).is_err_and(|e| e.to_string().contains("text or json")));
     }
 }

@@ -16,6 +16,7 @@ use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use heimdall_core::Sha256Hex;
 
 use crate::identity::{sha256_hex, uri_sans};
+use crate::TlsSetupError;
 
 /// Checks the chain and host name with webpki, then that the leaf names
 /// `uri` and, with `pins`, that it is one of those certificates (an empty
@@ -32,10 +33,10 @@ impl ExpectIdentity {
         roots: RootCertStore,
         uri: impl Into<String>,
         pins: Option<Vec<Sha256Hex>>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, TlsSetupError> {
         let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
             .build()
-            .map_err(|e| format!("no usable CA certificate: {e}"))?;
+            .map_err(TlsSetupError::unusable("no usable CA certificate"))?;
         Ok(Self { inner, uri: uri.into(), pins })
     }
 }
@@ -100,9 +101,9 @@ pub struct PinnedRoot {
 }
 
 impl PinnedRoot {
-    pub fn new(ca_sha256: &str) -> Result<Self, String> {
+    pub fn new(ca_sha256: &str) -> Result<Self, TlsSetupError> {
         let pin = Sha256Hex::parse(&ca_sha256.trim().replace(':', ""))
-            .map_err(|_| "a CA fingerprint is the SHA-256 of its certificate: 64 hex digits".to_owned())?;
+            .map_err(|_| TlsSetupError::BadFingerprint)?;
         Ok(Self { ca_sha256: pin })
     }
 
@@ -182,15 +183,15 @@ pub fn provider() -> Arc<CryptoProvider> {
 }
 
 /// The CA certificates of a PEM text as roots.
-pub fn roots(ca_pem: &str) -> Result<RootCertStore, String> {
+pub fn roots(ca_pem: &str) -> Result<RootCertStore, TlsSetupError> {
     let mut roots = RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
         roots
-            .add(cert.map_err(|e| format!("CA certificate: {e}"))?)
-            .map_err(|e| format!("CA certificate: {e}"))?;
+            .add(cert.map_err(TlsSetupError::unusable("CA certificate"))?)
+            .map_err(TlsSetupError::unusable("CA certificate"))?;
     }
     if roots.is_empty() {
-        return Err("no CA certificate in the PEM text".into());
+        return Err(TlsSetupError::Missing("no CA certificate in the PEM text"));
     }
     Ok(roots)
 }
@@ -200,23 +201,23 @@ pub fn roots(ca_pem: &str) -> Result<RootCertStore, String> {
 pub fn client_config(
     verifier: Arc<dyn ServerCertVerifier>,
     identity: Option<(&str, &str)>,
-) -> Result<rustls::ClientConfig, String> {
+) -> Result<rustls::ClientConfig, TlsSetupError> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(TlsSetupError::unusable("TLS versions"))?
         .dangerous()
         .with_custom_certificate_verifier(verifier);
     let mut config = match identity {
         Some((cert_pem, key_pem)) => {
             let certs: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem.as_bytes())
                 .collect::<Result<_, _>>()
-                .map_err(|e| format!("client certificate: {e}"))?;
+                .map_err(TlsSetupError::unusable("client certificate"))?;
             let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut key_pem.as_bytes())
-                .map_err(|e| format!("client key: {e}"))?
-                .ok_or("client key: no private key in the PEM text")?;
+                .map_err(TlsSetupError::unusable("client key"))?
+                .ok_or(TlsSetupError::Missing("client key: no private key in the PEM text"))?;
             builder
                 .with_client_auth_cert(certs, key)
-                .map_err(|e| format!("client certificate and key: {e}"))?
+                .map_err(TlsSetupError::unusable("client certificate and key"))?
         }
         None => builder.with_no_client_auth(),
     };
@@ -235,13 +236,13 @@ pub struct CaSignatures {
 impl CaSignatures {
     /// From the CA certificate (PEM). The CA key must be ECDSA P-256, as
     /// the API generates it.
-    pub fn from_ca_pem(ca_pem: &str) -> Result<Self, String> {
+    pub fn from_ca_pem(ca_pem: &str) -> Result<Self, TlsSetupError> {
         let der = rustls_pemfile::certs(&mut ca_pem.as_bytes())
             .next()
-            .ok_or("no certificate in the CA file")?
-            .map_err(|e| format!("the CA file is not PEM: {e}"))?;
+            .ok_or(TlsSetupError::Missing("no certificate in the CA file"))?
+            .map_err(TlsSetupError::unusable("the CA file is not PEM"))?;
         let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref())
-            .map_err(|e| format!("the CA certificate does not parse: {e}"))?;
+            .map_err(TlsSetupError::unusable("the CA certificate does not parse"))?;
         let spki = cert.public_key();
         // id-ecPublicKey with the P-256 curve.
         let is_p256 = spki.algorithm.algorithm.to_id_string() == "1.2.840.10045.2.1"
@@ -252,7 +253,7 @@ impl CaSignatures {
                 .and_then(|p| p.as_oid().ok())
                 .is_some_and(|oid| oid.to_id_string() == "1.2.840.10045.3.1.7");
         if !is_p256 {
-            return Err("the CA key is not ECDSA P-256; what it signs cannot be verified".into());
+            return Err(TlsSetupError::NotP256);
         }
         Ok(Self { public_key: spki.subject_public_key.data.to_vec() })
     }

@@ -61,7 +61,7 @@ pub enum LocalCertError {
     NoneIssued(Box<LocalCertError>),
     /// The CA certificate that client certificates must chain to.
     #[error("the CA certificate: {0}")]
-    Ca(String),
+    Ca(heimdall_tls::TlsSetupError),
     /// rustls refused the server configuration.
     #[error("the local API's TLS: {0}")]
     Tls(String),

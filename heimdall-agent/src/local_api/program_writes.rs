@@ -58,10 +58,12 @@ fn api(state: &LocalApi) -> Result<&Channel, ErrorAnswer> {
 fn channel_refusal(e: ChannelError) -> ErrorAnswer {
     match e {
         ChannelError::Api(e) => ErrorAnswer(e),
-        ChannelError::Transport(_) | ChannelError::Setup(_) => ErrorAnswer(ApiError::new(
-            ErrorCode::Unavailable,
-            "the API cannot be reached; a program writes and deletes only through it, try again later",
-        )),
+        ChannelError::Transport(_) | ChannelError::Setup(_) | ChannelError::Tls(_) => {
+            ErrorAnswer(ApiError::new(
+                ErrorCode::Unavailable,
+                "the API cannot be reached; a program writes and deletes only through it, try again later",
+            ))
+        }
     }
 }
 

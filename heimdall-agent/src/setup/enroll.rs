@@ -187,7 +187,7 @@ fn enrollment_client(
     };
     let pinned = pinned_root()?;
     let verifier = std::sync::Arc::new(pinned_root()?);
-    let tls = heimdall_tls::verify::client_config(verifier, None).map_err(SetupError::Tls)?;
+    let tls = heimdall_tls::verify::client_config(verifier, None)?;
     let client = builder.use_preconfigured_tls(tls).build().map_err(|e| SetupError::Tls(e.to_string()))?;
     Ok((client, Some(pinned)))
 }

@@ -61,6 +61,8 @@ pub enum SetupError {
     /// The API's CA, as `--ca-sha256` pins it, or the client built on it.
     #[error("{0}")]
     Tls(String),
+    #[error(transparent)]
+    TlsSetup(#[from] heimdall_tls::TlsSetupError),
     #[error("cannot reach the API: {0}")]
     Unreachable(String),
     /// The API answered with an error: what was asked, its code and message.

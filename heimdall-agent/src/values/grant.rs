@@ -8,11 +8,6 @@ use heimdall_core::transfer::{ParsedTransfer, ServeCheck, TransferError};
 use heimdall_tls::verify::CaSignatures;
 use time::OffsetDateTime;
 
-/// A CA certificate that cannot check grants (the reason, from its parse).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct BadCa(pub String);
-
 /// The CA's public key, read once from its certificate.
 #[derive(Clone, Debug)]
 pub struct GrantVerifier {
@@ -21,8 +16,8 @@ pub struct GrantVerifier {
 
 impl GrantVerifier {
     /// From the CA certificate (PEM).
-    pub fn from_ca_pem(ca_pem: &str) -> Result<Self, BadCa> {
-        Ok(Self { ca: CaSignatures::from_ca_pem(ca_pem).map_err(BadCa)? })
+    pub fn from_ca_pem(ca_pem: &str) -> Result<Self, heimdall_tls::TlsSetupError> {
+        Ok(Self { ca: CaSignatures::from_ca_pem(ca_pem)? })
     }
 
     /// Checks a parsed grant: its signature against the CA key, then that
