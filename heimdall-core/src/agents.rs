@@ -4,9 +4,17 @@
 //! and, where a revoked Agent is what is asked for (`agent forget`), else
 //! the one with that name revoked last.
 
+mod plans;
+
 use crate::error::ApiError;
 use crate::ids::AgentId;
 use crate::infra::Agent;
+
+pub use plans::{
+    allow_name, allow_programs, disallow_name, disallow_programs, enrolled, forget, register, revoke,
+    revoke_carriers, AgentChange, AllowancePlan, NamePlan, NameWithdrawal, ProgramsDisallowed,
+    RegistrationPlan, REGISTRATION_TTL,
+};
 
 /// What a name may mean beyond the Agents not revoked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,9 +16,13 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use time::{Duration, OffsetDateTime};
 
+mod channels;
+
 use crate::audit::AuditAction;
 use crate::error::ApiError;
 use crate::ids::OrgId;
+
+pub use channels::{create_channel, delete_channel, update_channel, ChannelPlan};
 
 /// Whether an event with `action` goes to the organization's channels.
 pub fn is_notified(action: AuditAction) -> bool {

@@ -6,16 +6,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use heimdall_core::agents::{self, ByName};
-use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target, TargetKind};
 use heimdall_core::ids::{AgentId, RegistrationId};
 use heimdall_core::infra::Agent;
-use heimdall_core::names::validate_name;
-use heimdall_core::ports::{NewEvent, NewRegistration};
 use heimdall_core::token::TokenHash;
 use heimdall_core::{ApiError, ErrorCode};
 use heimdall_wire::{AgentDetail, CreateRegistration, Enroll, Enrolled, ForgetAgent, Registration};
-use time::Duration;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -25,9 +21,6 @@ use crate::http::error::HttpResult;
 use crate::http::extract::{Caller, JsonBody, QueryParams};
 use crate::http::openapi::errors;
 use crate::http::AppState;
-
-/// A registration token is good for one enrollment within this time.
-pub const REGISTRATION_TTL: Duration = Duration::hours(1);
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -133,30 +126,12 @@ async fn forget(
     JsonBody(body): JsonBody<ForgetAgent>,
 ) -> HttpResult<Json<AgentDetail>> {
     state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
-    if !body.confirm_store_destroyed {
-        return Err(ApiError::invalid_input(
-            "forgetting an Agent says its value store is destroyed: confirm it with confirm_store_destroyed",
-        )
-        .into());
-    }
     let agent = resolve_any(&state, &caller, &key).await?;
     let held = state.store.holdings_of_agent(caller.org.id, agent.id).await?;
-    // Personal secrets are counted, never named (the feed is the organization's).
     let personal = personal_names(&state, &caller).await?;
-    let mut secrets: Vec<&str> =
-        held.iter().map(|h| h.secret.as_str()).filter(|s| !personal.contains(*s)).collect();
-    secrets.dedup();
-    let mut personal_held: Vec<&str> =
-        held.iter().map(|h| h.secret.as_str()).filter(|s| personal.contains(*s)).collect();
-    personal_held.dedup();
-    let event = state.event(
-        &caller,
-        AuditAction::AgentForgotten,
-        format!("agent:{}", agent.id),
-        serde_json::json!({ "name": agent.name, "secrets_it_held": secrets,
-            "personal_secrets_it_held": personal_held.len() }),
-    );
-    state.store.forget_agent(caller.org.id, agent.id, event).await?;
+    let plan = agents::forget(&agent, body.confirm_store_destroyed, &held, |s| personal.contains(s))?;
+    let event = state.planned_event(&caller.member.email, plan.event);
+    state.store.forget_agent(caller.org.id, plan.agent, event).await?;
     let names = state.store.agent_names(caller.org.id, agent.id).await?;
     Ok(Json(AgentDetail { agent, holdings: Vec::new(), behind: Vec::new(), names }))
 }
@@ -207,32 +182,19 @@ async fn create_registration(
     caller: Caller,
     JsonBody(body): JsonBody<CreateRegistration>,
 ) -> HttpResult<(StatusCode, Json<Registration>)> {
-    validate_name("name", &body.name)?;
     state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
     let token = generate_token();
-    let now = state.clock.now();
-    let registration = NewRegistration {
-        id: RegistrationId::from_uuid(Uuid::new_v4()),
-        org_id: caller.org.id,
-        name: body.name.clone(),
-        hash: TokenHash::of(token.expose()),
-        created_by: caller.member.email.clone(),
-        created_at: now,
-        expires_at: now + REGISTRATION_TTL,
-    };
-    let event = state.event(
-        &caller,
-        AuditAction::AgentRegistrationCreated,
-        format!("registration:{}", registration.id),
-        serde_json::json!({ "name": body.name }),
-    );
-    state.store.create_registration(&registration, event).await?;
+    let id = RegistrationId::from_uuid(Uuid::new_v4());
+    let (hash, by) = (TokenHash::of(token.expose()), caller.member.email.as_str());
+    let plan = agents::register(id, caller.org.id, &body.name, hash, by, state.clock.now())?;
+    let event = state.planned_event(by, plan.event);
+    state.store.create_registration(&plan.registration, event).await?;
     Ok((
         StatusCode::CREATED,
         Json(Registration {
             name: body.name,
             token: token.expose().clone(),
-            expires_at: registration.expires_at,
+            expires_at: plan.registration.expires_at,
             ca_sha256: state.ca.as_ref().map(|ca| ca.fingerprint()),
         }),
     ))
@@ -285,14 +247,7 @@ async fn enroll(
         last_seen_at: None,
         local_url: None,
     };
-    let event = NewEvent {
-        id: heimdall_core::ids::EventId::from_uuid(Uuid::new_v4()),
-        at: now,
-        actor: format!("agent:{id}"),
-        action: AuditAction::AgentEnrolled,
-        target: String::new(),
-        detail: serde_json::Value::Null,
-    };
+    let event = state.planned_event(&format!("agent:{id}"), agents::enrolled());
     let agent = state.store.enroll_agent(&TokenHash::of(&body.token), &agent, now, event).await.map_err(
         |e| match e {
             heimdall_core::ports::StoreError::NotFound(_) => unknown(),
@@ -324,13 +279,9 @@ async fn revoke(
     state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
     let agent = resolve(&state, &caller, &key).await?;
     state.authorize(&caller, Action::AgentManage, &Target::new(TargetKind::Agent, agent.id), None).await?;
-    let event = state.event(
-        &caller,
-        AuditAction::AgentRevoked,
-        format!("agent:{}", agent.id),
-        serde_json::json!({ "name": agent.name }),
-    );
-    Ok(Json(state.store.revoke_agent(caller.org.id, agent.id, event).await?))
+    let plan = agents::revoke(&agent);
+    let event = state.planned_event(&caller.member.email, plan.event);
+    Ok(Json(state.store.revoke_agent(caller.org.id, plan.agent, event).await?))
 }
 
 /// `DELETE …/program-allowances?environment=E&secret=GLOB`.
@@ -392,9 +343,6 @@ async fn allow_programs(
     JsonBody(body): JsonBody<heimdall_wire::AllowPrograms>,
 ) -> HttpResult<(StatusCode, Json<heimdall_core::program::ProgramAllowance>)> {
     state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
-    let mut verbs = body.verbs;
-    verbs.dedup();
-    heimdall_core::program::check_allowance(&body.secret, &verbs)?;
     let agent = resolve(&state, &caller, &key).await?;
     let environment = super::catalog::resolve(
         &state,
@@ -403,24 +351,11 @@ async fn allow_programs(
         &body.environment,
     )
     .await?;
-    let allowance = heimdall_core::program::ProgramAllowance {
-        agent_id: agent.id,
-        environment_id: environment.id,
-        environment: environment.name.clone(),
-        secret: body.secret,
-        verbs,
-        created_at: state.clock.now(),
-        created_by: caller.member.email.clone(),
-    };
-    let event = state.event(
-        &caller,
-        AuditAction::AgentProgramsAllowed,
-        format!("agent:{}", agent.id),
-        serde_json::json!({ "agent": agent.name, "environment": environment.name,
-            "secret": allowance.secret, "verbs": allowance.verbs }),
-    );
-    state.store.set_program_allowance(caller.org.id, &allowance, event).await?;
-    Ok((StatusCode::CREATED, Json(allowance)))
+    let by = caller.member.email.as_str();
+    let plan = agents::allow_programs(&agent, &environment, body.secret, body.verbs, by, state.clock.now())?;
+    let event = state.planned_event(by, plan.event);
+    state.store.set_program_allowance(caller.org.id, &plan.allowance, event).await?;
+    Ok((StatusCode::CREATED, Json(plan.allowance)))
 }
 
 /// An owner withdraws an allowance: from now on the API refuses what it
@@ -453,15 +388,11 @@ async fn disallow_programs(
         &query.environment,
     )
     .await?;
-    let event = state.event(
-        &caller,
-        AuditAction::AgentProgramsDisallowed,
-        format!("agent:{}", agent.id),
-        serde_json::json!({ "agent": agent.name, "environment": environment.name, "secret": query.secret }),
-    );
+    let plan = agents::disallow_programs(&agent, &environment, &query.secret);
+    let event = state.planned_event(&caller.member.email, plan.event);
     state
         .store
-        .remove_program_allowance(caller.org.id, agent.id, environment.id, &query.secret, event)
+        .remove_program_allowance(caller.org.id, plan.agent, plan.environment, &plan.secret, event)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -511,30 +442,12 @@ async fn allow_name(
     JsonBody(body): JsonBody<heimdall_wire::AllowName>,
 ) -> HttpResult<(StatusCode, Json<heimdall_core::server_names::ApprovedName>)> {
     state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
-    let name = heimdall_core::server_names::check_name(&body.name)?;
     let agent = resolve(&state, &caller, &key).await?;
-    if let Err(refused @ heimdall_core::server_names::Refused::ApiNames(_)) =
-        heimdall_core::server_names::check_agent_names(
-            std::slice::from_ref(&name),
-            std::slice::from_ref(&name),
-            &state.api_names,
-        )
-    {
-        return Err(refused.error(&agent.name).into());
-    }
-    let approved = heimdall_core::server_names::ApprovedName {
-        name,
-        approved_at: state.clock.now(),
-        approved_by: caller.member.email.clone(),
-    };
-    let event = state.event(
-        &caller,
-        AuditAction::AgentNameAllowed,
-        format!("agent:{}", agent.id),
-        serde_json::json!({ "agent": agent.name, "name": approved.name }),
-    );
-    state.store.approve_agent_name(caller.org.id, agent.id, &approved, event).await?;
-    Ok((StatusCode::CREATED, Json(approved)))
+    let by = caller.member.email.as_str();
+    let plan = agents::allow_name(&agent, &body.name, &state.api_names, by, state.clock.now())?;
+    let event = state.planned_event(by, plan.event);
+    state.store.approve_agent_name(caller.org.id, agent.id, &plan.approved, event).await?;
+    Ok((StatusCode::CREATED, Json(plan.approved)))
 }
 
 /// An owner withdraws a name: the CA signs it no more for that Agent.
@@ -560,26 +473,14 @@ async fn disallow_name(
 ) -> HttpResult<StatusCode> {
     state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
     let agent = resolve_any(&state, &caller, &key).await?;
-    let name = name.to_ascii_lowercase();
-    let event = state.event(
-        &caller,
-        AuditAction::AgentNameDisallowed,
-        format!("agent:{}", agent.id),
-        serde_json::json!({ "agent": agent.name, "name": name }),
-    );
-    state.store.remove_agent_name(caller.org.id, agent.id, &name, event).await?;
-    let now = state.clock.now();
-    for certificate in state.store.active_agent_certificates(caller.org.id, now).await? {
-        if certificate.agent_id == agent.id && certificate.names.iter().any(|n| n.eq_ignore_ascii_case(&name))
-        {
-            let event = state.event(
-                &caller,
-                AuditAction::CertificateRevoked,
-                format!("certificate:{}", certificate.sha256),
-                serde_json::json!({ "agent": agent.name, "reason": "a name it carried was withdrawn" }),
-            );
-            state.store.revoke_certificate(caller.org.id, &certificate.sha256, event).await?;
-        }
+    let plan = agents::disallow_name(&agent, &name);
+    let by = caller.member.email.as_str();
+    let event = state.planned_event(by, plan.event.clone());
+    state.store.remove_agent_name(caller.org.id, plan.agent, &plan.name, event).await?;
+    // Read after the name is gone: no certificate carrying it is signed since.
+    let certificates = state.store.active_agent_certificates(caller.org.id, state.clock.now()).await?;
+    for (sha256, event) in agents::revoke_carriers(&agent, &plan, &certificates) {
+        state.store.revoke_certificate(caller.org.id, &sha256, state.planned_event(by, event)).await?;
     }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -4,10 +4,8 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
-use heimdall_core::names::validate_name;
-use heimdall_core::notify::{check_webhook_url, display_url, Channel, Delivery};
+use heimdall_core::notify::{self, Channel, Delivery};
 use heimdall_core::{ApiError, ErrorCode};
 use heimdall_wire::{CreateChannel, CreatedChannel, UpdateChannel};
 use serde::Deserialize;
@@ -52,36 +50,14 @@ async fn create(
     JsonBody(body): JsonBody<CreateChannel>,
 ) -> HttpResult<(StatusCode, Json<CreatedChannel>)> {
     state.authorize(&caller, Action::NotificationWrite, &Target::organization(caller.org.id), None).await?;
-    validate_name("channel name", &body.name)?;
-    check_webhook_url(&body.webhook)?;
-    let key = state.notifications.clone().ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::Unavailable,
-            "this API runs without --ca-dir, where its notification signing key lives",
-        )
-    })?;
-    // The URL's path may hold the receiver's credential: it is kept sealed,
-    // and shown (and recorded) by its host only.
-    let id = Uuid::new_v4().to_string();
-    let sealed_url = key.seal_url(&id, &body.webhook).map_err(ApiError::from)?;
-    let channel = Channel {
-        id,
-        org_id: caller.org.id,
-        name: body.name,
-        url: display_url(&body.webhook),
-        sealed_url,
-        created_at: state.clock.now(),
-        created_by: caller.member.email.clone(),
-    };
-    let event = state.event(
-        &caller,
-        AuditAction::NotificationCreated,
-        format!("notification:{}", channel.id),
-        serde_json::json!({ "name": channel.name, "webhook": channel.url }),
-    );
-    state.store.create_channel(&channel, event).await?;
-    let secret = key.channel_secret(&channel.id);
-    Ok((StatusCode::CREATED, Json(CreatedChannel { channel, secret: secret.to_string() })))
+    let (id, by) = (Uuid::new_v4().to_string(), caller.member.email.as_str());
+    let seal = |id: &str, url: &str| seal_url(&state, id, url);
+    let plan =
+        notify::create_channel(id, caller.org.id, body.name, &body.webhook, seal, by, state.clock.now())?;
+    let event = state.planned_event(by, plan.event);
+    state.store.create_channel(&plan.channel, event).await?;
+    let secret = signing_key(&state)?.channel_secret(&plan.channel.id);
+    Ok((StatusCode::CREATED, Json(CreatedChannel { channel: plan.channel, secret: secret.to_string() })))
 }
 
 #[utoipa::path(
@@ -128,46 +104,18 @@ async fn update(
     JsonBody(body): JsonBody<UpdateChannel>,
 ) -> HttpResult<Json<Channel>> {
     state.authorize(&caller, Action::NotificationWrite, &Target::organization(caller.org.id), None).await?;
-    if let Some(name) = &body.name {
-        validate_name("channel name", name)?;
-    }
-    if let Some(webhook) = &body.webhook {
-        check_webhook_url(webhook)?;
-    }
     let channels = state.store.list_channels(caller.org.id).await?;
     let current = channels
         .into_iter()
         .find(|c| c.id == key || c.name == key)
         .ok_or_else(|| ApiError::not_found("notification channel"))?;
-    let mut channel = current.clone();
-    let mut changed = Vec::new();
-    if let Some(name) = body.name.filter(|n| *n != current.name) {
-        channel.name = name;
-        changed.push("name");
-    }
-    if let Some(webhook) = body.webhook {
-        let key = state.notifications.clone().ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::Unavailable,
-                "this API runs without --ca-dir, where its notification signing key lives",
-            )
-        })?;
-        // Sealed under the same id: the channel's signing secret stays.
-        channel.sealed_url = key.seal_url(&channel.id, &webhook).map_err(ApiError::from)?;
-        channel.url = display_url(&webhook);
-        changed.push("webhook");
-    }
-    if changed.is_empty() {
+    let seal = |id: &str, url: &str| seal_url(&state, id, url);
+    let Some(plan) = notify::update_channel(&current, body.name, body.webhook.as_deref(), seal)? else {
         return Ok(Json(current));
-    }
-    let event = state.event(
-        &caller,
-        AuditAction::NotificationUpdated,
-        format!("notification:{}", channel.id),
-        serde_json::json!({ "name": channel.name, "webhook": channel.url, "changed": changed }),
-    );
-    state.store.update_channel(&channel, event).await?;
-    Ok(Json(channel))
+    };
+    let event = state.planned_event(&caller.member.email, plan.event);
+    state.store.update_channel(&plan.channel, event).await?;
+    Ok(Json(plan.channel))
 }
 
 #[utoipa::path(
@@ -187,12 +135,7 @@ async fn remove(
     Path(key): Path<String>,
 ) -> HttpResult<Json<Channel>> {
     state.authorize(&caller, Action::NotificationWrite, &Target::organization(caller.org.id), None).await?;
-    let event = state.event(
-        &caller,
-        AuditAction::NotificationDeleted,
-        format!("notification:{key}"),
-        serde_json::Value::Null,
-    );
+    let event = state.planned_event(&caller.member.email, notify::delete_channel(&key));
     Ok(Json(state.store.delete_channel(caller.org.id, &key, event).await?))
 }
 
@@ -228,4 +171,20 @@ async fn deliveries(
         return Err(ApiError::invalid_input("limit must be between 1 and 1000").into());
     }
     Ok(Json(state.store.list_deliveries(caller.org.id, limit).await?))
+}
+
+/// The API's notification signing key; without `--ca-dir` there is none.
+fn signing_key(state: &AppState) -> Result<std::sync::Arc<crate::notifications::SigningKey>, ApiError> {
+    state.notifications.clone().ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::Unavailable,
+            "this API runs without --ca-dir, where its notification signing key lives",
+        )
+    })
+}
+
+/// The webhook URL sealed under the channel's id: its path may hold the
+/// receiver's credential, so it is kept sealed, and shown by its host only.
+fn seal_url(state: &AppState, id: &str, url: &str) -> Result<String, ApiError> {
+    signing_key(state)?.seal_url(id, url).map_err(ApiError::from)
 }
