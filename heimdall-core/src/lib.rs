@@ -26,6 +26,8 @@ pub mod domain;
 pub mod drift;
 pub mod error;
 pub mod export;
+#[cfg(test)]
+mod fixtures;
 pub mod grant;
 pub mod ids;
 pub mod import;

@@ -236,36 +236,7 @@ fn agent_event(action: AuditAction, agent: &Agent, detail: serde_json::Value) ->
 mod tests {
     use super::*;
     use crate::error::ErrorCode;
-    use crate::secrets::tests::environment;
-
-    fn agent(n: u128, name: &str) -> Agent {
-        Agent {
-            id: AgentId::from_uuid(uuid::Uuid::from_u128(n)),
-            org_id: OrgId::from_uuid(uuid::Uuid::nil()),
-            name: name.into(),
-            cert_sha256: Sha256Hex::of(name.as_bytes()),
-            created_at: OffsetDateTime::UNIX_EPOCH,
-            created_by: "ana@example.com".into(),
-            revoked_at: None,
-            last_seen_at: None,
-            local_url: None,
-        }
-    }
-
-    fn holding(agent: &Agent, secret: &str) -> Holding {
-        Holding {
-            agent_id: agent.id,
-            agent: agent.name.clone(),
-            secret: secret.into(),
-            environment: "prod".into(),
-            version: 1,
-            deactivated: false,
-            reported_at: OffsetDateTime::UNIX_EPOCH,
-            held_since: None,
-            agent_revoked: false,
-            agent_last_seen_at: None,
-        }
-    }
+    use crate::fixtures::{agent, environment, holding};
 
     fn certificate(agent: &Agent, label: &str, names: &[&str]) -> AgentCertificate {
         AgentCertificate {
@@ -295,7 +266,7 @@ mod tests {
     fn forgetting_needs_the_confirmation_and_never_names_a_personal_secret() {
         let edge = agent(1, "edge-1");
         let personal = "~0123.notes";
-        let held = [holding(&edge, "db"), holding(&edge, personal), holding(&edge, "db")];
+        let held = [holding(&edge, "db", 1), holding(&edge, personal, 1), holding(&edge, "db", 1)];
         let is_personal = |s: &str| s == personal;
         assert_eq!(forget(&edge, false, &held, is_personal).unwrap_err().code, ErrorCode::InvalidInput);
         let plan = forget(&edge, true, &held, is_personal).unwrap();

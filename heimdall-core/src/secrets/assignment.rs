@@ -81,38 +81,7 @@ fn event(action: AuditAction, environment: &CatalogEntry, agent: &Agent) -> Even
 mod tests {
     use super::*;
     use crate::error::ErrorCode;
-    use crate::ids::OrgId;
-    use crate::secrets::tests::environment;
-    use crate::sha256::Sha256Hex;
-
-    fn agent(n: u128, name: &str) -> Agent {
-        Agent {
-            id: AgentId::from_uuid(uuid::Uuid::from_u128(n)),
-            org_id: OrgId::from_uuid(uuid::Uuid::nil()),
-            name: name.into(),
-            cert_sha256: Sha256Hex::of(name.as_bytes()),
-            created_at: OffsetDateTime::UNIX_EPOCH,
-            created_by: "ana@example.com".into(),
-            revoked_at: None,
-            last_seen_at: None,
-            local_url: None,
-        }
-    }
-
-    fn holding(agent: &Agent, secret: &str, version: i64) -> Holding {
-        Holding {
-            agent_id: agent.id,
-            agent: agent.name.clone(),
-            secret: secret.into(),
-            environment: "prod".into(),
-            version,
-            deactivated: false,
-            reported_at: OffsetDateTime::UNIX_EPOCH,
-            held_since: None,
-            agent_revoked: false,
-            agent_last_seen_at: None,
-        }
-    }
+    use crate::fixtures::{agent, environment, holding};
 
     #[test]
     fn an_active_agent_is_assigned_by_id_with_its_event() {

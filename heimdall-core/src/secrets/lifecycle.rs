@@ -87,7 +87,7 @@ pub fn begin_deletion(
 mod tests {
     use super::*;
     use crate::error::ErrorCode;
-    use crate::secrets::tests::{environment, secret};
+    use crate::fixtures::{environment, secret};
     use crate::secrets::SecretStatus;
 
     fn at(days: i64) -> OffsetDateTime {

@@ -380,45 +380,8 @@ impl SecretCursor {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::domain::{CatalogEntry, CatalogKind};
-
-    /// A stable id for a test's `label`.
-    fn uuid_of(label: &str) -> uuid::Uuid {
-        let digest = Sha256Hex::of(label.as_bytes());
-        let hex = &digest.as_str()[..32];
-        uuid::Uuid::parse_str(hex).unwrap_or_default()
-    }
-
-    /// An organization secret called `name`, its id from the name.
-    pub(crate) fn secret(name: &str) -> Secret {
-        let id = SecretId::from_uuid(uuid_of(&format!("secret {name}")));
-        let creator = create::Creator {
-            org: OrgId::from_uuid(uuid::Uuid::nil()),
-            member: MemberId::from_uuid(uuid::Uuid::nil()),
-            email: "ana@example.com",
-        };
-        let request = NewSecret { name: name.into(), ..NewSecret::default() };
-        match create(request, creator, &[], vec![], id, OffsetDateTime::UNIX_EPOCH) {
-            Ok(secret) => secret,
-            Err(e) => panic!("{name}: {e:?}"),
-        }
-    }
-
-    /// An environment called `name`, its id from the name.
-    pub(crate) fn environment(name: &str) -> CatalogEntry {
-        CatalogEntry {
-            id: CatalogId::from_uuid(uuid_of(&format!("environment {name}"))),
-            org_id: OrgId::from_uuid(uuid::Uuid::nil()),
-            kind: CatalogKind::Environment,
-            name: name.into(),
-            description: String::new(),
-            parent_id: None,
-            created_at: OffsetDateTime::UNIX_EPOCH,
-            created_by: "ana@example.com".into(),
-        }
-    }
 
     #[test]
     fn a_namesakes_reads_leave_the_trail_and_nothing_else_does() {
