@@ -233,7 +233,6 @@ const HANDLERS_STILL_COMPOSING_EVENTS: &[&str] = &[
     "people/catalog.rs",
     "people/certificates.rs",
     "people/console_sign_in.rs",
-    "people/databases.rs",
     "people/policies.rs",
     "people/schemas.rs",
     "people/secrets.rs",

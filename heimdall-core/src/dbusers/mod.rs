@@ -27,8 +27,13 @@ use crate::ids::{CatalogId, DatabaseId, OrgId, SecretId, ServiceUserId};
 use crate::redacted::Redacted;
 
 mod handover;
+mod plans;
 mod removal;
 pub use handover::{held_phase, may_claim, resume_from};
+pub use plans::{
+    create_user, delete_database, delete_user, register, request_rotation, updated, DatabasePlan,
+    NewDatabase, NewUser, UserDeletion, UserPlan,
+};
 pub use removal::{drop_statements, request_deletion, status, UserStatus};
 
 /// `PATCH /v1/databases/{database}`: where the database is, how its admin

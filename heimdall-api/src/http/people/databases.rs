@@ -11,14 +11,11 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::dbusers::{self, Database, ServiceUser};
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::{DatabaseId, SecretId, ServiceUserId};
-use heimdall_core::names::validate_name;
 use heimdall_core::ports::StoreError;
-use heimdall_core::secrets::Secret;
 use heimdall_core::{ApiError, ErrorCode};
 use heimdall_wire::{CreateDatabase, CreateServiceUser, UpdateDatabase};
 use utoipa_axum::router::OpenApiRouter;
@@ -82,14 +79,6 @@ async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<CreateDatabase>,
 ) -> HttpResult<(StatusCode, Json<Database>)> {
-    validate_name("name", &body.name)?;
-    dbusers::check_host(&body.host)?;
-    dbusers::check_database_name(&body.database)?;
-    if body.port == 0 {
-        return Err(ApiError::invalid_input("--port must be 1-65535").into());
-    }
-    let tls = body.tls.unwrap_or_else(|| dbusers::TlsMode::default_for(&body.host));
-    dbusers::check_tls(&body.host, tls)?;
     if let Some(pem) = &body.ca_pem {
         check_ca_pem(pem)?;
     }
@@ -98,33 +87,20 @@ async fn create(
     // The Agent uses the admin secret for whoever registers the database
     // and creates its users: each must be able to read it there.
     let admin_secret = admin_secret(&state, &caller, &body.admin_secret, &env.name).await?;
-    let database = Database {
-        id: DatabaseId::from_uuid(Uuid::new_v4()),
-        org_id: caller.org.id,
+    let new = dbusers::NewDatabase {
         name: body.name,
         engine: body.engine,
         host: body.host,
         port: body.port,
         database: body.database,
-        environment_id: env.id,
-        environment: env.name,
-        admin_secret,
-        tls,
+        tls: body.tls,
         ca_pem: body.ca_pem,
-        created_at: state.clock.now(),
-        created_by: caller.member.email.clone(),
     };
-    let event = state.event(
-        &caller,
-        AuditAction::DatabaseCreated,
-        format!("database:{}", database.id),
-        serde_json::json!({
-            "name": database.name, "engine": database.engine, "host": database.host,
-            "port": database.port, "environment": database.environment, "tls": database.tls,
-        }),
-    );
-    state.store.create_database(&database, event).await?;
-    Ok((StatusCode::CREATED, Json(database)))
+    let (id, by) = (DatabaseId::from_uuid(Uuid::new_v4()), caller.member.email.as_str());
+    let plan = dbusers::register(new, &env, admin_secret, id, caller.org.id, by, state.clock.now())?;
+    let event = state.planned_event(by, plan.event);
+    state.store.create_database(&plan.database, event).await?;
+    Ok((StatusCode::CREATED, Json(plan.database)))
 }
 
 /// The admin secret, as at registration: an organization secret the
@@ -183,12 +159,7 @@ async fn update(
     if changed.contains(&"admin_secret") {
         next.admin_secret = admin_secret(&state, &caller, &next.admin_secret, &next.environment).await?;
     }
-    let event = state.event(
-        &caller,
-        AuditAction::DatabaseUpdated,
-        format!("database:{}", next.id),
-        serde_json::json!({ "name": next.name, "changed": changed }),
-    );
+    let event = state.planned_event(&caller.member.email, dbusers::updated(&next, &changed));
     state.store.update_database(&next, event).await?;
     Ok(Json(next))
 }
@@ -212,12 +183,7 @@ async fn delete(
 ) -> HttpResult<StatusCode> {
     let database = database_named(&state, &caller, &name).await?;
     authorize(&state, &caller, Action::SecretWrite, &database.environment).await?;
-    let event = state.event(
-        &caller,
-        AuditAction::DatabaseDeleted,
-        format!("database:{}", database.id),
-        serde_json::json!({ "name": database.name }),
-    );
+    let event = state.planned_event(&caller.member.email, dbusers::delete_database(&database));
     state.store.delete_database(&database, event).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -268,60 +234,25 @@ async fn create_user(
     Path(database): Path<String>,
     JsonBody(body): JsonBody<CreateServiceUser>,
 ) -> HttpResult<(StatusCode, Json<ServiceUser>)> {
-    dbusers::check_user_name(&body.name)?;
     let every = dbusers::parse_period(&body.rotate_every)?;
     let grace = dbusers::parse_period(&body.grace)?;
     let schedule = dbusers::Schedule::new(every, grace)?;
     let database = database_named(&state, &caller, &database).await?;
-    if let Some(grants) = &body.grants {
-        dbusers::check_grants(database.engine, grants)?;
-    }
     authorize(&state, &caller, Action::SecretWrite, &database.environment).await?;
     // The user's grants are made with the admin secret, on the caller's
     // behalf, at every task: she must be able to read it.
     super::secrets::check_use(&state, &caller, &database.admin_secret, &database.environment).await?;
-    let secret_name = dbusers::secret_name(&database.name, &body.name);
-    validate_name("the user's secret name", &secret_name)?;
-    let now = state.clock.now();
-    let secret = Secret {
-        id: SecretId::from_uuid(Uuid::new_v4()),
-        org_id: caller.org.id,
-        name: secret_name.clone(),
-        secret_type: "database-credential".into(),
-        description: format!(
-            "Service user {} of database {}: created and rotated by the Agent",
-            body.name, database.name
-        ),
-        tags: [("database".to_owned(), database.name.clone())].into(),
-        components: Vec::new(),
-        personal_owner: None,
-        owner_id: None,
-        owner_keys: Vec::new(),
-        created_at: now,
-        created_by: caller.member.email.clone(),
-        updated_at: now,
-        at_risk: Vec::new(),
-        status: Default::default(),
-        deleted_at: None,
-    };
-    let new = dbusers::NewServiceUser {
-        id: ServiceUserId::from_uuid(Uuid::new_v4()),
-        database: &database,
+    let new = dbusers::NewUser {
         name: body.name,
-        secret_id: secret.id,
+        rotate_every: body.rotate_every,
+        grace: body.grace,
         schedule,
         grants: body.grants,
     };
-    let user = ServiceUser::new(new, now, &caller.on_behalf);
-    let event = state.event(
-        &caller,
-        AuditAction::DatabaseUserCreated,
-        format!("database_user:{}", user.id),
-        serde_json::json!({
-            "database": database.name, "user": user.name, "secret": user.secret,
-            "rotate_every": body.rotate_every, "grace": body.grace,
-        }),
-    );
+    let ids = (ServiceUserId::from_uuid(Uuid::new_v4()), SecretId::from_uuid(Uuid::new_v4()));
+    let plan = dbusers::create_user(&database, new, ids, &caller.on_behalf, state.clock.now())?;
+    let (user, secret) = (plan.user, plan.secret);
+    let event = state.planned_event(&caller.member.email, plan.event);
     state.store.create_service_user(&user, &secret, event).await.map_err(|e| match e {
         StoreError::AlreadyExists(what) => ApiError::new(
             ErrorCode::AlreadyExists,
@@ -416,13 +347,8 @@ async fn rotate(
     // A rotation asked for now uses the admin secret too.
     super::secrets::check_use(&state, &caller, &database.admin_secret, &database.environment).await?;
     let user = user_named(&state, &caller, &database, &user).await?;
-    dbusers::may_rotate_now(&user, state.clock.now())?;
-    let event = state.event(
-        &caller,
-        AuditAction::DatabaseRotationRequested,
-        format!("database_user:{}", user.id),
-        serde_json::json!({ "database": database.name, "user": user.name }),
-    );
+    let planned = dbusers::request_rotation(&database, &user, state.clock.now())?;
+    let event = state.planned_event(&caller.member.email, planned);
     state.store.request_rotation(caller.org.id, user.id, event).await?;
     Ok((StatusCode::ACCEPTED, Json(state.store.get_service_user(caller.org.id, user.id).await?)))
 }
@@ -470,23 +396,13 @@ async fn delete_user(
     // The drop is made with the admin secret, as this caller's read.
     super::secrets::check_use(&state, &caller, &database.admin_secret, &database.environment).await?;
     let user = user_named(&state, &caller, &database, &user).await?;
-    let now = state.clock.now();
-    let drop_after = dbusers::request_deletion(&user, grace, now)?;
-    // Its secret is deleted once the logins are dropped: refused now, not
-    // then, if an Agent that will not sync again may hold a copy.
     let holders: Vec<heimdall_core::deletion::Holder> =
         state.store.holdings_of_secret(caller.org.id, &user.secret).await?.iter().map(Into::into).collect();
-    heimdall_core::deletion::may_delete(&user.secret, &holders, now, state.agent_stale_after)?;
-    let event = state.event(
-        &caller,
-        AuditAction::DatabaseUserDeletionRequested,
-        format!("database_user:{}", user.id),
-        serde_json::json!({
-            "database": database.name, "user": user.name,
-            "drop_after": drop_after.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
-        }),
-    );
-    state.store.request_user_deletion(caller.org.id, user.id, drop_after, &caller.on_behalf, event).await?;
+    let (now, stale_after) = (state.clock.now(), state.agent_stale_after);
+    let plan = dbusers::delete_user(&database, &user, grace, &holders, now, stale_after)?;
+    let event = state.planned_event(&caller.member.email, plan.event);
+    let store = &state.store;
+    store.request_user_deletion(caller.org.id, plan.user, plan.drop_after, &caller.on_behalf, event).await?;
     Ok((StatusCode::ACCEPTED, Json(state.store.get_service_user(caller.org.id, user.id).await?)))
 }
 
