@@ -230,13 +230,7 @@ const HANDLERS_STILL_COMPOSING_EVENTS: &[&str] = &[
     "agent_channel/mod.rs",
     "agent_channel/program_writes.rs",
     "people/accounts.rs",
-    "people/catalog.rs",
-    "people/certificates.rs",
-    "people/console_sign_in.rs",
-    "people/policies.rs",
     "people/schemas.rs",
-    "people/secrets.rs",
-    "people/tokens.rs",
 ];
 
 /// Architecture Invariant: what a request records is decided with the rest

@@ -55,6 +55,15 @@ pub fn token_valid_at(expires_at: Option<OffsetDateTime>, now: OffsetDateTime) -
     expires_at.is_none_or(|end| now < end)
 }
 
+/// What making a sign-in link for `member` records (never the code).
+pub fn link_created(member: crate::ids::MemberId, expires_at: OffsetDateTime) -> crate::audit::EventPlan {
+    crate::audit::EventPlan {
+        action: crate::audit::AuditAction::ConsoleSignInLinkCreated,
+        target: format!("member:{member}"),
+        detail: serde_json::json!({ "expires_at": expires_at.unix_timestamp() }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ pub mod approval;
 pub mod at_risk;
 pub mod audit;
 pub mod authz;
+pub mod catalog;
 pub mod clock;
 pub mod console;
 pub mod credentials;

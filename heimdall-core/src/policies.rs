@@ -43,6 +43,56 @@ pub fn check_description(description: &str) -> Result<(), ApiError> {
     validate_text("description", description, MAX_DESCRIPTION_CHARS)
 }
 
+/// A new policy to store (version 1), and its event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyPlan {
+    pub policy: Policy,
+    pub event: crate::audit::EventPlan,
+}
+
+/// A new policy `name`: its description and Cedar text checked as every
+/// version's are.
+pub fn create(
+    id: crate::ids::PolicyId,
+    org: crate::ids::OrgId,
+    name: String,
+    description: String,
+    text: String,
+    by: &str,
+    now: OffsetDateTime,
+) -> Result<PolicyPlan, ApiError> {
+    crate::names::validate_name("name", &name)?;
+    check_description(&description)?;
+    let statements = check_text(&text)?;
+    let policy = Policy {
+        id,
+        org_id: org,
+        name,
+        description,
+        text,
+        version: 1,
+        created_at: now,
+        created_by: by.to_owned(),
+        updated_at: None,
+        updated_by: None,
+    };
+    let event = policy_event(
+        AuditAction::PolicyCreated,
+        &policy,
+        json!({ "name": policy.name, "statements": statements }),
+    );
+    Ok(PolicyPlan { policy, event })
+}
+
+/// What deleting `policy` records.
+pub fn deleted(policy: &Policy) -> crate::audit::EventPlan {
+    policy_event(AuditAction::PolicyDeleted, policy, json!({ "name": policy.name }))
+}
+
+fn policy_event(action: AuditAction, policy: &Policy, detail: Value) -> crate::audit::EventPlan {
+    crate::audit::EventPlan { action, target: format!("policy:{}", policy.id), detail }
+}
+
 /// A requested change; what is `None` stays as it is.
 #[derive(Clone, Debug, Default)]
 pub struct Change {
@@ -140,6 +190,18 @@ mod tests {
         assert_eq!((write.policy.text.as_str(), write.policy.description.as_str()), (PERMIT, "first"));
         assert_eq!(write.policy.updated_by.as_deref(), Some("b@example.com"));
         assert_eq!(write.detail, json!({ "name": "guard", "version": 5, "statements": 1 }));
+    }
+
+    #[test]
+    fn a_new_policy_is_version_one_and_its_event_counts_its_statements() {
+        let (id, org) = (PolicyId::from_uuid(uuid::Uuid::from_u128(1)), OrgId::from_uuid(uuid::Uuid::nil()));
+        let text = format!("{FORBID}\n{PERMIT}");
+        let plan = create(id, org, "prod-reads".into(), String::new(), text, "ana", now()).unwrap();
+        assert_eq!((plan.policy.version, plan.event.action), (1, AuditAction::PolicyCreated));
+        assert_eq!(plan.event.detail, json!({ "name": "prod-reads", "statements": 2 }));
+        let broken = create(id, org, "broken".into(), String::new(), "permit (".into(), "ana", now());
+        assert_eq!(broken.unwrap_err().code, ErrorCode::InvalidPolicy);
+        assert_eq!(deleted(&plan.policy).target, format!("policy:{id}"));
     }
 
     #[test]

@@ -42,9 +42,47 @@ pub fn looks_like_token(candidate: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+/// What making a token called `name` records: a name of 1 to 100
+/// characters (the token itself is never recorded).
+pub fn created(
+    id: crate::ids::TokenId,
+    name: &str,
+) -> Result<crate::audit::EventPlan, crate::error::ApiError> {
+    if name.trim().is_empty() {
+        return Err(crate::error::ApiError::invalid_input("name must not be empty"));
+    }
+    crate::names::validate_text("name", name, 100)?;
+    Ok(token_event(crate::audit::AuditAction::TokenCreated, id, serde_json::json!({ "name": name })))
+}
+
+/// What revoking the token `id` records.
+pub fn revoked(id: crate::ids::TokenId) -> crate::audit::EventPlan {
+    token_event(crate::audit::AuditAction::TokenRevoked, id, serde_json::Value::Null)
+}
+
+fn token_event(
+    action: crate::audit::AuditAction,
+    id: crate::ids::TokenId,
+    detail: serde_json::Value,
+) -> crate::audit::EventPlan {
+    crate::audit::EventPlan { action, target: format!("token:{id}"), detail }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_is_recorded_by_id_and_name_never_itself() {
+        let id = crate::ids::TokenId::from_uuid(uuid::Uuid::from_u128(5));
+        let event = created(id, "ci").unwrap();
+        assert_eq!(
+            (event.target, event.detail),
+            (format!("token:{id}"), serde_json::json!({ "name": "ci" }))
+        );
+        assert_eq!(created(id, "  ").unwrap_err().code, crate::error::ErrorCode::InvalidInput);
+        assert_eq!(revoked(id).action, crate::audit::AuditAction::TokenRevoked);
+    }
 
     #[test]
     fn hash_is_stable_and_not_the_token() {

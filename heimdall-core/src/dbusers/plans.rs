@@ -44,7 +44,6 @@ pub struct DatabasePlan {
 /// Registers `new` in `environment`, its admin credential in the secret
 /// `admin_secret` (as stored). Refused when a name, the host, the port or
 /// the TLS mode cannot be used ([`check_tls`]: cleartext only to this machine).
-#[allow(clippy::too_many_arguments)]
 pub fn register(
     new: NewDatabase,
     environment: &CatalogEntry,

@@ -109,6 +109,15 @@ pub fn create(
     })
 }
 
+/// What creating `secret` records.
+pub fn created(secret: &Secret) -> crate::audit::EventPlan {
+    crate::audit::EventPlan {
+        action: crate::audit::AuditAction::SecretCreated,
+        target: format!("secret:{}", secret.id),
+        detail: serde_json::json!({ "name": secret.name, "personal": secret.owner_id.is_some() }),
+    }
+}
+
 const DEFAULT_TYPE: &str = "generic";
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ mod assignment;
 mod create;
 mod lifecycle;
 mod new_version;
+mod update;
 
 use std::collections::BTreeMap;
 
@@ -19,9 +20,10 @@ use crate::names::{validate_name, validate_text};
 use crate::sha256::Sha256Hex;
 
 pub use assignment::{assign, unassign, AssignPlan, UnassignPlan};
-pub use create::{check as check_new, create, own_key, Creator, NewSecret};
+pub use create::{check as check_new, create, created, own_key, Creator, NewSecret};
 pub use lifecycle::{begin_deletion, deactivate, Deactivation, DeletionPlan, DeletionScope};
-pub use new_version::{new_version, VersionPlan, Writer};
+pub use new_version::{new_version, version_event, VersionPlan, Writer};
+pub use update::{update, SecretChange, SecretUpdate};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -298,6 +300,28 @@ pub struct AgentCertificate {
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     pub not_after: OffsetDateTime,
+}
+
+/// What revoking `cert` records: its digest, kind and subject.
+pub fn certificate_revoked(cert: &IssuedCertificateInfo) -> crate::audit::EventPlan {
+    crate::audit::EventPlan {
+        action: crate::audit::AuditAction::CertificateRevoked,
+        target: format!("certificate:{}", cert.sha256),
+        detail: serde_json::json!({ "sha256": cert.sha256, "kind": cert.kind, "subject": cert.subject }),
+    }
+}
+
+/// What issuing a client certificate to `member` records.
+pub fn member_certificate_issued(
+    member: MemberId,
+    sha256: &Sha256Hex,
+    not_after: OffsetDateTime,
+) -> crate::audit::EventPlan {
+    crate::audit::EventPlan {
+        action: crate::audit::AuditAction::MemberCertificateIssued,
+        target: format!("member:{member}"),
+        detail: serde_json::json!({ "sha256": sha256, "not_after": not_after.unix_timestamp() }),
+    }
 }
 
 /// What kind of certificate the installation CA issued.

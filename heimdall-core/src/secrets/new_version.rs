@@ -6,17 +6,29 @@
 //! `owner_keys`.
 
 use super::{own_key, MemberCertificate, Secret};
+use crate::audit::{AuditAction, EventPlan};
 use crate::error::{ApiError, ErrorCode};
-use crate::ids::MemberId;
+use crate::ids::{AgentId, MemberId};
 use crate::sha256::Sha256Hex;
 
 /// What numbering the version binds, and what its grants carry.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct VersionPlan {
     /// For a personal secret: the keys that open its value at an Agent.
     pub owner_keys: Option<Vec<Sha256Hex>>,
     /// A key to bind to the secret with this version (its first).
     pub bind: Option<Sha256Hex>,
+    pub event: EventPlan,
+}
+
+/// What numbering a version of `secret` in `environment` records; `agent`
+/// when a program wrote it through that Agent.
+pub fn version_event(secret: &Secret, environment: &str, agent: Option<AgentId>) -> EventPlan {
+    let mut detail = serde_json::json!({ "name": secret.name, "environment": environment });
+    if let Some(agent) = agent {
+        detail["agent"] = serde_json::json!(agent);
+    }
+    EventPlan { action: AuditAction::SecretVersionCreated, target: format!("secret:{}", secret.id), detail }
 }
 
 /// The writer: who, and the certificate she writes with (its SHA-256).
@@ -61,7 +73,7 @@ pub fn new_version(
         }
         _ => None,
     };
-    Ok(VersionPlan { owner_keys, bind })
+    Ok(VersionPlan { owner_keys, bind, event: version_event(secret, environment, None) })
 }
 
 #[cfg(test)]
@@ -110,13 +122,14 @@ mod tests {
         let none = new_version(&secret, "prod", 0, with(&aa), &certs).unwrap_err();
         assert_eq!(none.code, ErrorCode::NoAgent);
         let plan = new_version(&secret, "prod", 2, with(&aa), &certs).unwrap();
-        assert_eq!(plan, VersionPlan { owner_keys: Some(vec![d("old-key")]), bind: None });
+        assert_eq!((plan.owner_keys, plan.bind), (Some(vec![d("old-key")]), None));
         let other = new_version(&secret, "prod", 2, with(&bb), &certs).unwrap_err();
         assert_eq!(other.code, ErrorCode::Forbidden);
 
         // Made before keys were bound: the writer's key is bound now.
         secret.owner_keys.clear();
         let plan = new_version(&secret, "prod", 1, with(&bb), &certs).unwrap();
-        assert_eq!(plan, VersionPlan { owner_keys: Some(vec![d("new-key")]), bind: Some(d("new-key")) });
+        assert_eq!((plan.owner_keys, plan.bind), (Some(vec![d("new-key")]), Some(d("new-key"))));
+        assert_eq!(plan.event.detail, serde_json::json!({ "name": secret.name, "environment": "prod" }));
     }
 }

@@ -27,7 +27,7 @@ use heimdall_core::domain::{CatalogEntry, CatalogKind};
 use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
 use heimdall_core::infra::Agent;
 use heimdall_core::program::{self, Verb};
-use heimdall_core::secrets::{Secret, VersionAsked};
+use heimdall_core::secrets::{version_event, Secret, VersionAsked};
 use heimdall_core::{ApiError, ErrorCode, Redacted};
 use heimdall_wire::{
     ProgramCaller, ProgramDeletion, ProgramDeletionRequest, ProgramVersion, ProgramVersionRequest,
@@ -126,12 +126,7 @@ pub(super) async fn version(
             .await?;
     may_take_version(&state, agent.org_id, &secret, &env).await?;
     let ca = grant_signer(&state)?;
-    let event = state.event_as(
-        &accessor,
-        AuditAction::SecretVersionCreated,
-        format!("secret:{}", secret.id),
-        serde_json::json!({ "name": secret.name, "environment": env.name, "agent": agent.id }),
-    );
+    let event = state.planned_event(&accessor, version_event(&secret, &env.name, Some(agent.id)));
     let now = event.at;
     let version = state
         .store

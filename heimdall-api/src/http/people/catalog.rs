@@ -4,11 +4,10 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::audit::{AuditAction, CatalogChange};
 use heimdall_core::authz::{Action, CatalogTree, Target, TargetKind};
+use heimdall_core::catalog;
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
 use heimdall_core::ids::{CatalogId, OrgId};
-use heimdall_core::names::{validate_name, validate_text};
 use heimdall_core::ApiError;
 use heimdall_wire::{CreateCatalogEntry, Rename};
 use serde::Deserialize;
@@ -249,9 +248,6 @@ async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<CreateCatalogEntry>,
 ) -> HttpResult<(StatusCode, Json<CatalogEntry>)> {
-    validate_name("name", &body.name)?;
-    let description = body.description.unwrap_or_default();
-    validate_text("description", &description, 1000)?;
     let parent = match (kind.parent_kind(), body.parent_id) {
         (Some(parent_kind), Some(parent_id)) => {
             Some(resolve(&state, &caller, parent_kind, &parent_id.to_string()).await?)
@@ -275,24 +271,13 @@ async fn create(
         None => Target::organization(caller.org.id),
     };
     state.authorize(&caller, Action::CatalogWrite, &target, None).await?;
-    let entry = CatalogEntry {
-        id: CatalogId::from_uuid(Uuid::new_v4()),
-        org_id: caller.org.id,
-        kind,
-        name: body.name,
-        description,
-        parent_id: parent.map(|p| p.id),
-        created_at: state.clock.now(),
-        created_by: caller.member.email.clone(),
-    };
-    let event = state.event(
-        &caller,
-        AuditAction::catalog(kind, CatalogChange::Created),
-        format!("{kind}:{}", entry.id),
-        serde_json::json!({ "name": entry.name, "parent_id": entry.parent_id }),
-    );
-    state.store.create_catalog_entry(&entry, event).await?;
-    Ok((StatusCode::CREATED, Json(entry)))
+    let (id, by) = (CatalogId::from_uuid(Uuid::new_v4()), caller.member.email.as_str());
+    let description = body.description.unwrap_or_default();
+    let now = state.clock.now();
+    let plan = catalog::create(kind, body.name, description, parent.as_ref(), id, caller.org.id, by, now)?;
+    let event = state.planned_event(by, plan.event);
+    state.store.create_catalog_entry(&plan.entry, event).await?;
+    Ok((StatusCode::CREATED, Json(plan.entry)))
 }
 
 async fn show(
@@ -314,16 +299,10 @@ async fn rename(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<Rename>,
 ) -> HttpResult<Json<CatalogEntry>> {
-    validate_name("name", &body.name)?;
     let entry = resolve(&state, &caller, kind, &key).await?;
     let target = target_of(&state, &caller, &entry).await?;
     state.authorize(&caller, Action::CatalogWrite, &target, None).await?;
-    let event = state.event(
-        &caller,
-        AuditAction::catalog(kind, CatalogChange::Renamed),
-        format!("{kind}:{}", entry.id),
-        serde_json::json!({ "from": entry.name, "to": body.name }),
-    );
+    let event = state.planned_event(&caller.member.email, catalog::renamed(&entry, &body.name)?);
     Ok(Json(state.store.rename_catalog_entry(caller.org.id, entry.id, &body.name, event).await?))
 }
 
@@ -336,12 +315,7 @@ async fn delete(
     let entry = resolve(&state, &caller, kind, &key).await?;
     let target = target_of(&state, &caller, &entry).await?;
     state.authorize(&caller, Action::CatalogWrite, &target, None).await?;
-    let event = state.event(
-        &caller,
-        AuditAction::catalog(kind, CatalogChange::Deleted),
-        format!("{kind}:{}", entry.id),
-        serde_json::json!({ "name": entry.name }),
-    );
+    let event = state.planned_event(&caller.member.email, catalog::deleted(&entry));
     state.store.delete_catalog_entry(caller.org.id, entry.id, event).await?;
     Ok(StatusCode::NO_CONTENT)
 }

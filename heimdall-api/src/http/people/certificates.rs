@@ -10,7 +10,6 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::secrets::{CertificateKind, IssuedCertificateInfo, MemberCertificate};
 use heimdall_core::{ApiError, ErrorCode, Sha256Hex};
@@ -89,12 +88,7 @@ async fn revoke(
             .authorize(&caller, Action::CertificateRevoke, &Target::organization(caller.org.id), None)
             .await?;
     }
-    let event = state.event(
-        &caller,
-        AuditAction::CertificateRevoked,
-        format!("certificate:{}", cert.sha256),
-        serde_json::json!({ "sha256": cert.sha256, "kind": cert.kind, "subject": cert.subject }),
-    );
+    let event = state.planned_event(&caller.member.email, heimdall_core::secrets::certificate_revoked(cert));
     Ok(Json(state.store.revoke_certificate(caller.org.id, &cert.sha256, event).await?))
 }
 
@@ -136,12 +130,9 @@ async fn issue(
         created_at: now,
         not_after: issued.not_after,
     };
-    let event = state.event(
-        &caller,
-        AuditAction::MemberCertificateIssued,
-        format!("member:{}", caller.member.id),
-        serde_json::json!({ "sha256": issued.sha256, "not_after": issued.not_after.unix_timestamp() }),
-    );
+    let planned =
+        heimdall_core::secrets::member_certificate_issued(caller.member.id, &issued.sha256, issued.not_after);
+    let event = state.planned_event(&caller.member.email, planned);
     state.store.add_member_certificate(&record, event).await?;
     Ok((
         StatusCode::CREATED,

@@ -6,7 +6,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::audit::AuditAction;
 use heimdall_core::console;
 use heimdall_core::ids::TokenId;
 use heimdall_core::ports::NewToken;
@@ -48,12 +47,8 @@ async fn create_link(
     let code = super::tokens::random_with_prefix(console::CODE_PREFIX);
     let now = state.clock.now();
     let expires_at = console::link_expires(now);
-    let event = state.event(
-        &caller,
-        AuditAction::ConsoleSignInLinkCreated,
-        format!("member:{}", caller.member.id),
-        serde_json::json!({ "expires_at": expires_at.unix_timestamp() }),
-    );
+    let event =
+        state.planned_event(&caller.member.email, console::link_created(caller.member.id, expires_at));
     let hash = console::code_hash(code.expose());
     state.store.create_sign_in(caller.org.id, caller.member.id, &hash, expires_at, event).await?;
     Ok((StatusCode::CREATED, Json(ConsoleSignInLink { path: console::link_path(code.expose()), expires_at })))

@@ -3,12 +3,10 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::domain::{Policy, PolicyVersion};
 use heimdall_core::ids::PolicyId;
-use heimdall_core::names::validate_name;
-use heimdall_core::policies::{self, check_description, check_text};
+use heimdall_core::policies;
 use heimdall_core::ApiError;
 use heimdall_wire::{CreatePolicy, UpdatePolicy};
 use utoipa_axum::router::OpenApiRouter;
@@ -74,31 +72,13 @@ async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<CreatePolicy>,
 ) -> HttpResult<(StatusCode, Json<Policy>)> {
-    validate_name("name", &body.name)?;
-    let description = body.description.unwrap_or_default();
-    check_description(&description)?;
     state.authorize(&caller, Action::PolicyWrite, &Target::organization(caller.org.id), None).await?;
-    let count = check_text(&body.text)?;
-    let policy = Policy {
-        id: PolicyId::from_uuid(Uuid::new_v4()),
-        org_id: caller.org.id,
-        name: body.name,
-        description,
-        text: body.text,
-        version: 1,
-        created_at: state.clock.now(),
-        created_by: caller.member.email.clone(),
-        updated_at: None,
-        updated_by: None,
-    };
-    let event = state.event(
-        &caller,
-        AuditAction::PolicyCreated,
-        format!("policy:{}", policy.id),
-        serde_json::json!({ "name": policy.name, "statements": count }),
-    );
-    state.store.create_policy(&policy, event).await?;
-    Ok((StatusCode::CREATED, Json(policy)))
+    let (id, by) = (PolicyId::from_uuid(Uuid::new_v4()), caller.member.email.as_str());
+    let description = body.description.unwrap_or_default();
+    let plan = policies::create(id, caller.org.id, body.name, description, body.text, by, state.clock.now())?;
+    let event = state.planned_event(by, plan.event);
+    state.store.create_policy(&plan.policy, event).await?;
+    Ok((StatusCode::CREATED, Json(plan.policy)))
 }
 
 /// A policy by id, or by name.
@@ -205,13 +185,7 @@ async fn delete(
 ) -> HttpResult<StatusCode> {
     state.authorize(&caller, Action::PolicyWrite, &Target::organization(caller.org.id), None).await?;
     let policy = resolve(&state, &caller, &id).await?;
-    let id = policy.id;
-    let event = state.event(
-        &caller,
-        AuditAction::PolicyDeleted,
-        format!("policy:{id}"),
-        serde_json::json!({ "name": policy.name }),
-    );
-    state.store.delete_policy(caller.org.id, id, event).await?;
+    let event = state.planned_event(&caller.member.email, policies::deleted(&policy));
+    state.store.delete_policy(caller.org.id, policy.id, event).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -5,17 +5,15 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use heimdall_core::agents::{self, ByName};
-use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{secret_target, Action, Target, TargetKind};
 use heimdall_core::deletion::{self, Holder};
 use heimdall_core::domain::CatalogEntry;
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
 use heimdall_core::ids::{CatalogId, OrgId, SecretId};
-use heimdall_core::names::validate_text;
 use heimdall_core::secrets::{
-    self, reaches, validate_secret_type, validate_tags, Assignment, Creator, DeletionScope, NewSecret, Reach,
-    Secret, SecretCursor, SecretVersion, VersionAsked, VersionPlan, Writer,
+    self, reaches, Assignment, Creator, DeletionScope, NewSecret, Reach, Secret, SecretCursor, SecretVersion,
+    VersionAsked, VersionPlan, Writer,
 };
 use heimdall_core::{ApiError, ErrorCode, Redacted};
 use heimdall_wire::{
@@ -427,12 +425,7 @@ async fn create(
     // Org secrets are for owners and admins; a personal one is its owner's
     // (`default:personal-owner`); organization `forbid`s apply to both.
     state.authorize(&caller, Action::SecretWrite, &target(&state, &caller, &secret).await?, None).await?;
-    let event = state.event(
-        &caller,
-        AuditAction::SecretCreated,
-        format!("secret:{}", secret.id),
-        serde_json::json!({ "name": secret.name, "personal": personal }),
-    );
+    let event = state.planned_event(&caller.member.email, secrets::created(&secret));
     state.store.create_secret(&secret, event).await?;
     Ok((StatusCode::CREATED, Json(secret)))
 }
@@ -456,34 +449,28 @@ async fn update(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<UpdateSecret>,
 ) -> HttpResult<Json<Secret>> {
-    let mut secret = resolve(&state, &caller, &key).await?;
-    state.authorize(&caller, Action::SecretWrite, &target(&state, &caller, &secret).await?, None).await?;
-    if let Some(t) = body.secret_type {
-        validate_secret_type(&t)?;
-        secret.secret_type = t;
-    }
-    if let Some(d) = body.description {
-        validate_text("description", &d, 1000)?;
-        secret.description = d;
-    }
-    if let Some(tags) = body.tags {
-        validate_tags(&tags)?;
-        secret.tags = tags;
-    }
-    if let Some(keys) = body.components {
-        secret.components = components(&state, &caller, &keys).await?;
+    let current = resolve(&state, &caller, &key).await?;
+    state.authorize(&caller, Action::SecretWrite, &target(&state, &caller, &current).await?, None).await?;
+    let components = match &body.components {
+        Some(keys) => Some(components(&state, &caller, keys).await?),
+        None => None,
+    };
+    let change = secrets::SecretChange {
+        secret_type: body.secret_type,
+        description: body.description,
+        tags: body.tags,
+        components,
+    };
+    let plan = secrets::update(&current, change, state.clock.now())?;
+    if plan.moves {
         // Moving a secret must be allowed where it lands, too.
-        state.authorize(&caller, Action::SecretWrite, &target(&state, &caller, &secret).await?, None).await?;
+        state
+            .authorize(&caller, Action::SecretWrite, &target(&state, &caller, &plan.secret).await?, None)
+            .await?;
     }
-    secret.updated_at = state.clock.now();
-    let event = state.event(
-        &caller,
-        AuditAction::SecretUpdated,
-        format!("secret:{}", secret.id),
-        serde_json::json!({ "name": secret.name }),
-    );
-    state.store.update_secret(&secret, event).await?;
-    Ok(Json(secret))
+    let event = state.planned_event(&caller.member.email, plan.event);
+    state.store.update_secret(&plan.secret, event).await?;
+    Ok(Json(plan.secret))
 }
 
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
@@ -804,14 +791,9 @@ async fn create_version(
         None => time::Duration::ZERO,
     };
     let writer = Writer { member: caller.member.id, certificate_sha256: body.certificate_sha256.as_ref() };
-    let VersionPlan { owner_keys, bind } =
+    let VersionPlan { owner_keys, bind, event } =
         secrets::new_version(&secret, &env.name, holders.len(), writer, &certificates)?;
-    let event = state.event(
-        &caller,
-        AuditAction::SecretVersionCreated,
-        format!("secret:{}", secret.id),
-        serde_json::json!({ "name": secret.name, "environment": env.name }),
-    );
+    let event = state.planned_event(&caller.member.email, event);
     let now = event.at;
     let version = state
         .store

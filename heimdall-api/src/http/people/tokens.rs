@@ -4,10 +4,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use base64::Engine;
-use heimdall_core::audit::AuditAction;
 use heimdall_core::domain::TokenInfo;
 use heimdall_core::ids::TokenId;
-use heimdall_core::names::validate_text;
 use heimdall_core::ports::NewToken;
 use heimdall_core::token::{TokenHash, TOKEN_PREFIX};
 use heimdall_core::{ApiError, Redacted};
@@ -95,17 +93,9 @@ async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<CreateToken>,
 ) -> HttpResult<(StatusCode, Json<CreatedToken>)> {
-    if body.name.trim().is_empty() {
-        return Err(ApiError::invalid_input("name must not be empty").into());
-    }
-    validate_text("name", &body.name, 100)?;
     let (token, record) = new_token(&body.name);
-    let event = state.event(
-        &caller,
-        AuditAction::TokenCreated,
-        format!("token:{}", record.id),
-        serde_json::json!({ "name": body.name }),
-    );
+    let planned = heimdall_core::token::created(record.id, &body.name)?;
+    let event = state.planned_event(&caller.member.email, planned);
     let info = state.store.create_token(caller.org.id, caller.member.id, &record, event).await?;
     Ok((StatusCode::CREATED, Json(CreatedToken { info, token: token.expose().clone() })))
 }
@@ -127,7 +117,6 @@ async fn revoke(
     Path(id): Path<String>,
 ) -> HttpResult<Json<TokenInfo>> {
     let id: TokenId = id.parse().map_err(|_| ApiError::not_found("token"))?;
-    let event =
-        state.event(&caller, AuditAction::TokenRevoked, format!("token:{id}"), serde_json::Value::Null);
+    let event = state.planned_event(&caller.member.email, heimdall_core::token::revoked(id));
     Ok(Json(state.store.revoke_token(caller.org.id, caller.member.id, id, event).await?))
 }

@@ -1,0 +1,97 @@
+//! The catalog (domains, systems, components, environments) as people
+//! change it, as planners: each returns the entry or the event the store
+//! writes with it. Which parent an entry needs (`CatalogKind::parent_kind`)
+//! is read from the request before the parent is resolved.
+
+use serde_json::json;
+use time::OffsetDateTime;
+
+use crate::audit::{AuditAction, CatalogChange, EventPlan};
+use crate::domain::{CatalogEntry, CatalogKind};
+use crate::error::ApiError;
+use crate::ids::{CatalogId, OrgId};
+use crate::names::{validate_name, validate_text};
+
+/// A new entry to store, and its event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EntryPlan {
+    pub entry: CatalogEntry,
+    pub event: EventPlan,
+}
+
+/// A new `kind` called `name` under `parent` (resolved).
+#[allow(clippy::too_many_arguments)]
+pub fn create(
+    kind: CatalogKind,
+    name: String,
+    description: String,
+    parent: Option<&CatalogEntry>,
+    id: CatalogId,
+    org: OrgId,
+    by: &str,
+    now: OffsetDateTime,
+) -> Result<EntryPlan, ApiError> {
+    validate_name("name", &name)?;
+    validate_text("description", &description, 1000)?;
+    let entry = CatalogEntry {
+        id,
+        org_id: org,
+        kind,
+        name,
+        description,
+        parent_id: parent.map(|p| p.id),
+        created_at: now,
+        created_by: by.to_owned(),
+    };
+    let detail = json!({ "name": entry.name, "parent_id": entry.parent_id });
+    let event = entry_event(CatalogChange::Created, &entry, detail);
+    Ok(EntryPlan { entry, event })
+}
+
+/// What renaming `entry` to `name` records.
+pub fn renamed(entry: &CatalogEntry, name: &str) -> Result<EventPlan, ApiError> {
+    validate_name("name", name)?;
+    Ok(entry_event(CatalogChange::Renamed, entry, json!({ "from": entry.name, "to": name })))
+}
+
+/// What deleting `entry` records.
+pub fn deleted(entry: &CatalogEntry) -> EventPlan {
+    entry_event(CatalogChange::Deleted, entry, json!({ "name": entry.name }))
+}
+
+fn entry_event(change: CatalogChange, entry: &CatalogEntry, detail: serde_json::Value) -> EventPlan {
+    EventPlan {
+        action: AuditAction::catalog(entry.kind, change),
+        target: format!("{}:{}", entry.kind, entry.id),
+        detail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+    use crate::fixtures::environment;
+
+    #[test]
+    fn an_entry_is_recorded_as_its_kind_by_id() {
+        let (org, now) = (OrgId::from_uuid(uuid::Uuid::nil()), OffsetDateTime::UNIX_EPOCH);
+        let id = CatalogId::from_uuid(uuid::Uuid::from_u128(4));
+        let plan = create(CatalogKind::Environment, "prod".into(), String::new(), None, id, org, "ana", now)
+            .unwrap();
+        assert_eq!(plan.event.action, AuditAction::catalog(CatalogKind::Environment, CatalogChange::Created));
+        assert_eq!(plan.event.target, format!("environment:{id}"));
+        let bad = create(CatalogKind::Domain, "Pay Ments".into(), String::new(), None, id, org, "ana", now);
+        assert_eq!(bad.unwrap_err().code, ErrorCode::InvalidInput);
+        let prod = environment("prod");
+        assert_eq!(
+            renamed(&prod, "production").unwrap().detail,
+            json!({ "from": "prod", "to": "production" })
+        );
+        assert_eq!(renamed(&prod, "no way").unwrap_err().code, ErrorCode::InvalidInput);
+        assert_eq!(
+            deleted(&prod).action,
+            AuditAction::catalog(CatalogKind::Environment, CatalogChange::Deleted)
+        );
+    }
+}
