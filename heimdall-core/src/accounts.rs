@@ -360,6 +360,48 @@ pub fn resolve_account(
         .or_else(|| find(LinkScope::Organization, None))
 }
 
+/// What creating `account` records (never how it authenticates).
+pub fn created(account: &CloudAccount) -> crate::audit::EventPlan {
+    let detail = serde_json::json!({ "name": account.name, "provider": account.provider });
+    account_event(crate::audit::AuditAction::CloudAccountCreated, account, detail)
+}
+
+/// What a change [`update`] planned records: which fields changed.
+pub fn updated(account: &CloudAccount, changed: &[&str]) -> crate::audit::EventPlan {
+    let detail = serde_json::json!({ "name": account.name, "changed": changed });
+    account_event(crate::audit::AuditAction::CloudAccountUpdated, account, detail)
+}
+
+/// What deleting `account` records.
+pub fn deleted(account: &CloudAccount) -> crate::audit::EventPlan {
+    account_event(
+        crate::audit::AuditAction::CloudAccountDeleted,
+        account,
+        serde_json::json!({ "name": account.name }),
+    )
+}
+
+/// What linking (or, with `linked` false, unlinking) `account` at a scope
+/// for the environment `environment` records.
+pub fn link_event(
+    account: &CloudAccount,
+    linked: bool,
+    (scope, scope_id): (LinkScope, Option<CatalogId>),
+    environment: &str,
+) -> crate::audit::EventPlan {
+    use crate::audit::AuditAction::{CloudAccountLinked, CloudAccountUnlinked};
+    let detail = serde_json::json!({ "scope": scope, "scope_id": scope_id, "environment": environment });
+    account_event(if linked { CloudAccountLinked } else { CloudAccountUnlinked }, account, detail)
+}
+
+fn account_event(
+    action: crate::audit::AuditAction,
+    account: &CloudAccount,
+    detail: serde_json::Value,
+) -> crate::audit::EventPlan {
+    crate::audit::EventPlan { action, target: format!("cloud_account:{}", account.id), detail }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -128,6 +128,30 @@ pub fn alerts(
         .collect()
 }
 
+/// What an alert is recorded as, and looked for among recent events so
+/// that it is not repeated within [`ALERT_AGAIN_AFTER`].
+pub const ALERT_EVENT: crate::audit::AuditAction = crate::audit::AuditAction::SecretHolderLagging;
+
+impl LagAlert {
+    /// The event this alert is recorded as: by ids (which [`alerts`] reads
+    /// back) and by the names people read.
+    pub fn event(&self, agent: &str, environment: &str) -> crate::audit::EventPlan {
+        let since = self.since.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+        crate::audit::EventPlan {
+            action: ALERT_EVENT,
+            target: format!("agent:{}", self.agent),
+            detail: serde_json::json!({
+                "agent": agent,
+                "agent_id": self.agent,
+                "environment": environment,
+                "environment_id": self.environment,
+                "secrets": self.secrets,
+                "since": since,
+            }),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -441,6 +441,16 @@ pub fn check_registered_call(
     Ok(())
 }
 
+/// What registering `token` (its scope, never the token) records.
+pub fn token_registered(token: &RegisteredToken) -> crate::audit::EventPlan {
+    crate::audit::EventPlan {
+        action: crate::audit::AuditAction::ProgramTokenRegistered,
+        target: format!("agent:{}", token.agent_id),
+        detail: serde_json::json!({ "agent": token.agent_id, "token_id": token.id, "program": token.name,
+            "environment": token.environment, "secrets": token.secrets, "verbs": token.verbs }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

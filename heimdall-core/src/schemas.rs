@@ -57,6 +57,48 @@ pub fn check_delete(schema: &ResourceSchema, resources_using: u64) -> Result<(),
     ))
 }
 
+/// What creating `schema` records.
+pub fn created(schema: &ResourceSchema) -> crate::audit::EventPlan {
+    let detail =
+        serde_json::json!({ "type": schema.type_name, "requires_approval": schema.requires_approval });
+    schema_event(crate::audit::AuditAction::SchemaCreated, schema, detail)
+}
+
+/// Deprecating `schema` (or, with `deprecated` false, taking that back)
+/// by `by` at `now`: `None` when it already stands so; else what the store
+/// sets (`Some((when, who))` or `None`) and the event.
+pub fn deprecation(
+    schema: &ResourceSchema,
+    deprecated: bool,
+    by: &str,
+    now: time::OffsetDateTime,
+) -> Option<(Option<(time::OffsetDateTime, String)>, crate::audit::EventPlan)> {
+    use crate::audit::AuditAction::{SchemaDeprecated, SchemaUndeprecated};
+    if deprecated == schema.deprecated_at.is_some() {
+        return None;
+    }
+    let (action, set) =
+        if deprecated { (SchemaDeprecated, Some((now, by.to_owned()))) } else { (SchemaUndeprecated, None) };
+    Some((set, schema_event(action, schema, version_detail(schema))))
+}
+
+/// What deleting `schema` records.
+pub fn deleted(schema: &ResourceSchema) -> crate::audit::EventPlan {
+    schema_event(crate::audit::AuditAction::SchemaDeleted, schema, version_detail(schema))
+}
+
+fn version_detail(schema: &ResourceSchema) -> serde_json::Value {
+    serde_json::json!({ "type": schema.type_name, "version": schema.version })
+}
+
+fn schema_event(
+    action: crate::audit::AuditAction,
+    schema: &ResourceSchema,
+    detail: serde_json::Value,
+) -> crate::audit::EventPlan {
+    crate::audit::EventPlan { action, target: format!("schema:{}", schema.id), detail }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,6 +111,19 @@ mod tests {
             "deprecated_at": if deprecated { serde_json::json!("2026-12-02T00:00:00Z") } else { serde_json::Value::Null },
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn deprecating_twice_changes_nothing_and_each_way_is_its_own_event() {
+        use crate::audit::AuditAction;
+        let now = time::OffsetDateTime::UNIX_EPOCH;
+        assert!(deprecation(&version(1, true), true, "ana", now).is_none());
+        assert!(deprecation(&version(1, false), false, "ana", now).is_none());
+        let (set, event) = deprecation(&version(1, false), true, "ana", now).unwrap();
+        assert_eq!((set, event.action), (Some((now, "ana".to_owned())), AuditAction::SchemaDeprecated));
+        let (set, event) = deprecation(&version(1, true), false, "ana", now).unwrap();
+        assert_eq!((set, event.action), (None, AuditAction::SchemaUndeprecated));
+        assert_eq!(event.detail, serde_json::json!({ "type": "bucket", "version": 1 }));
     }
 
     #[test]

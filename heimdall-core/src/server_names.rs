@@ -102,6 +102,32 @@ pub fn check_agent_names(
     Ok(())
 }
 
+/// What refusing to sign `refused` names for `agent`'s local API records.
+pub fn certificate_refused(agent: &crate::infra::Agent, refused: &Refused) -> crate::audit::EventPlan {
+    let reason = match refused {
+        Refused::ApiNames(_) => "names of the API",
+        Refused::NotApproved(_) => "names no owner approved",
+    };
+    crate::audit::EventPlan {
+        action: crate::audit::AuditAction::AgentCertificateRefused,
+        target: format!("agent:{}", agent.id),
+        detail: serde_json::json!({ "agent": agent.name, "names": refused.names(), "reason": reason }),
+    }
+}
+
+/// What signing a local-API certificate for `names` records.
+pub fn certificate_issued(
+    agent: &crate::infra::Agent,
+    names: &[String],
+    sha256: &crate::sha256::Sha256Hex,
+) -> crate::audit::EventPlan {
+    crate::audit::EventPlan {
+        action: crate::audit::AuditAction::AgentCertificateIssued,
+        target: format!("agent:{}", agent.id),
+        detail: serde_json::json!({ "agent": agent.name, "names": names, "sha256": sha256 }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

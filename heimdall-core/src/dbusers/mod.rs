@@ -29,12 +29,14 @@ use crate::redacted::Redacted;
 mod handover;
 mod plans;
 mod removal;
+mod tasks;
 pub use handover::{held_phase, may_claim, resume_from};
 pub use plans::{
     create_user, delete_database, delete_user, register, request_rotation, updated, DatabasePlan,
     NewDatabase, NewUser, UserDeletion, UserPlan,
 };
 pub use removal::{drop_statements, request_deletion, status, UserStatus};
+pub use tasks::{report, version_numbered, ReportPlan, TaskOutcome};
 
 /// `PATCH /v1/databases/{database}`: where the database is, how its admin
 /// connection is secured, which secret holds the admin login; what is

@@ -8,7 +8,7 @@
 use super::{own_key, MemberCertificate, Secret};
 use crate::audit::{AuditAction, EventPlan};
 use crate::error::{ApiError, ErrorCode};
-use crate::ids::{AgentId, MemberId};
+use crate::ids::{AgentId, MemberId, SecretId};
 use crate::sha256::Sha256Hex;
 
 /// What numbering the version binds, and what its grants carry.
@@ -21,14 +21,15 @@ pub struct VersionPlan {
     pub event: EventPlan,
 }
 
-/// What numbering a version of `secret` in `environment` records; `agent`
-/// when a program wrote it through that Agent.
-pub fn version_event(secret: &Secret, environment: &str, agent: Option<AgentId>) -> EventPlan {
-    let mut detail = serde_json::json!({ "name": secret.name, "environment": environment });
+/// What numbering a version of the secret `(id, name)` in `environment`
+/// records; `agent` when an Agent asked for it (a program's write, a
+/// database rotation).
+pub fn version_event((id, name): (SecretId, &str), environment: &str, agent: Option<AgentId>) -> EventPlan {
+    let mut detail = serde_json::json!({ "name": name, "environment": environment });
     if let Some(agent) = agent {
         detail["agent"] = serde_json::json!(agent);
     }
-    EventPlan { action: AuditAction::SecretVersionCreated, target: format!("secret:{}", secret.id), detail }
+    EventPlan { action: AuditAction::SecretVersionCreated, target: format!("secret:{id}"), detail }
 }
 
 /// The writer: who, and the certificate she writes with (its SHA-256).
@@ -73,7 +74,7 @@ pub fn new_version(
         }
         _ => None,
     };
-    Ok(VersionPlan { owner_keys, bind, event: version_event(secret, environment, None) })
+    Ok(VersionPlan { owner_keys, bind, event: version_event((secret.id, &secret.name), environment, None) })
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use heimdall_core::audit::AuditAction;
 use heimdall_core::dbusers::{self, ServiceUser, TaskKind};
 use heimdall_core::ids::{CatalogId, LeaseId, ServiceUserId};
 use heimdall_core::ports::{ServiceUserTaskResult, StoreError};
@@ -90,12 +89,8 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
             TaskKind::Create | TaskKind::Rotate => Some(match user.pending_version {
                 Some(version) => version,
                 None => {
-                    let event = state.event_as(
-                        &rotator(&agent),
-                        AuditAction::SecretVersionCreated,
-                        format!("secret:{}", user.secret_id),
-                        serde_json::json!({ "name": user.secret, "environment": database.environment, "agent": agent.id }),
-                    );
+                    let numbered = dbusers::version_numbered(&database, &user, agent.id);
+                    let event = state.planned_event(&rotator(&agent), numbered);
                     let numbered = state
                         .store
                         .create_version(
@@ -171,69 +166,41 @@ async fn report(
     let org = agent.org_id;
     let user = state.store.get_service_user(org, user).await?;
     let database = state.store.get_database(org, user.database_id).await?;
-    let now = state.clock.now();
-    let target = format!("database_user:{}", user.id);
-    let detail = |login: &str| serde_json::json!({ "database": database.name, "user": user.name, "login": login, "agent": agent.id });
     let fenced = |e: StoreError| match e {
         StoreError::Fenced => ApiError::new(ErrorCode::Conflict, heimdall_core::ports::FENCED),
         other => other.into(),
     };
-    if user.lease_id != Some(body.lease_id) {
-        return Err(fenced(StoreError::Fenced).into());
-    }
-    if let (Some(_), DatabaseTaskOutcome::Done { login }) = (user.drop_after, &body.outcome) {
-        // Deletion ended every earlier claim: this one was the drop's.
-        let event = state.event_as(&rotator(&agent), AuditAction::DatabaseUserDeleted, target, detail(login));
-        let secret_event = state.event_as(
-            &rotator(&agent),
-            AuditAction::SecretDeletionStarted,
-            format!("secret:{}", user.secret_id),
-            serde_json::json!({ "name": user.secret, "environment": null, "database_user": user.id }),
-        );
-        state.store.finish_user_drop(user.id, body.lease_id, event, secret_event).await.map_err(fenced)?;
-        return Ok(Json(user));
-    }
-    let (result, event) = match (&body.outcome, user.pending_version) {
-        (DatabaseTaskOutcome::Failed { reason }, _) => {
-            let reason: String = reason.chars().take(500).collect();
-            tracing::warn!(database = %database.name, user = %user.name, %reason, "database task failed");
-            let event = state.event_as(
-                &rotator(&agent),
-                AuditAction::DatabaseRotationFailed,
-                target,
-                serde_json::json!({ "database": database.name, "user": user.name, "reason": reason, "agent": agent.id }),
-            );
-            (ServiceUserTaskResult::Failed { reason, retry_at: now + dbusers::RETRY_AFTER }, event)
-        }
-        (DatabaseTaskOutcome::Done { login }, Some(version)) => {
-            let first = user.current_version.is_none();
-            let grace_until = (!first).then(|| now + user.schedule().grace);
-            let action =
-                if first { AuditAction::DatabaseUserReady } else { AuditAction::DatabaseUserRotated };
-            let mut detail = detail(login);
-            detail["version"] = version.into();
-            let event = state.event_as(&rotator(&agent), action, target, detail);
-            (ServiceUserTaskResult::Activated { version, at: now, grace_until }, event)
-        }
-        (DatabaseTaskOutcome::Done { login }, None) => {
-            let Some(retiring) = user.retiring_version else {
-                return Err(ApiError::new(ErrorCode::Conflict, "no task of this user is in flight").into());
-            };
-            let event = state.event_as(
-                &rotator(&agent),
-                AuditAction::SecretVersionDeactivated,
-                format!("secret:{}", user.secret_id),
-                serde_json::json!({ "name": user.secret, "environment": database.environment, "version": retiring }),
-            );
-            // Deactivated first (idempotent): a crash before the finish
-            // below retires again, never leaves the version readable.
+    let outcome = match &body.outcome {
+        DatabaseTaskOutcome::Done { login } => dbusers::TaskOutcome::Done { login },
+        DatabaseTaskOutcome::Failed { reason } => dbusers::TaskOutcome::Failed { reason },
+    };
+    let (rotator, now) = (rotator(&agent), state.clock.now());
+    let (result, event) = match dbusers::report(&database, &user, (agent.id, body.lease_id), outcome, now)? {
+        dbusers::ReportPlan::Dropped { event, secret_event } => {
+            let (event, secret_event) =
+                (state.planned_event(&rotator, event), state.planned_event(&rotator, secret_event));
             state
                 .store
-                .deactivate_version(org, user.secret_id, database.environment_id, retiring, event)
-                .await?;
-            let event =
-                state.event_as(&rotator(&agent), AuditAction::DatabaseLoginRetired, target, detail(login));
-            (ServiceUserTaskResult::Retired, event)
+                .finish_user_drop(user.id, body.lease_id, event, secret_event)
+                .await
+                .map_err(fenced)?;
+            return Ok(Json(user));
+        }
+        dbusers::ReportPlan::Finished { result, event, deactivate } => {
+            if let ServiceUserTaskResult::Failed { reason, .. } = &result {
+                tracing::warn!(database = %database.name, user = %user.name, %reason, "database task failed");
+            }
+            // Deactivated first (idempotent): a crash before the finish
+            // below retires again, never leaves the version readable.
+            if let Some((retiring, deactivated)) = deactivate {
+                let deactivated = state.planned_event(&rotator, deactivated);
+                let (secret, environment) = (user.secret_id, database.environment_id);
+                state
+                    .store
+                    .deactivate_version(agent.org_id, secret, environment, retiring, deactivated)
+                    .await?;
+            }
+            (result, state.planned_event(&rotator, event))
         }
     };
     let user =

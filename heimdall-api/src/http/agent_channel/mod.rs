@@ -6,7 +6,6 @@
 mod database_tasks;
 pub(crate) mod program_writes;
 
-use heimdall_core::audit::AuditAction;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -18,7 +17,7 @@ use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::{AgentId, CatalogId, JobId, LeaseId, OrgId};
 use heimdall_core::infra::Agent;
 use heimdall_core::names::validate_text;
-use heimdall_core::ports::{JobOutcome, NewEvent, StoreError};
+use heimdall_core::ports::{JobOutcome, StoreError};
 use heimdall_core::queue::MAX_LOG_BYTES;
 use heimdall_core::{ApiError, ErrorCode};
 use heimdall_wire::{
@@ -676,20 +675,10 @@ async fn server_certificate(
         state.store.agent_names(agent.org_id, agent.id).await?.into_iter().map(|n| n.name).collect();
     if let Err(refused) = heimdall_core::server_names::check_agent_names(&names, &approved, &state.api_names)
     {
-        let reason = match refused {
-            heimdall_core::server_names::Refused::ApiNames(_) => "names of the API",
-            heimdall_core::server_names::Refused::NotApproved(_) => "names no owner approved",
-        };
-        let event = NewEvent {
-            id: heimdall_core::ids::EventId::from_uuid(Uuid::new_v4()),
-            at: state.clock.now(),
-            actor: format!("agent:{}", agent.name),
-            action: AuditAction::AgentCertificateRefused,
-            target: format!("agent:{}", agent.id),
-            detail: serde_json::json!({ "agent": agent.name, "names": refused.names(), "reason": reason }),
-        };
+        let planned = heimdall_core::server_names::certificate_refused(&agent, &refused);
+        let event = state.planned_event(&format!("agent:{}", agent.name), planned);
         state.store.record_event(agent.org_id, event).await?;
-        tracing::warn!(agent = %agent.name, names = ?refused.names(), reason, "refused an Agent certificate");
+        tracing::warn!(agent = %agent.name, names = ?refused.names(), "refused an Agent certificate");
         return Err(refused.error(&agent.name).into());
     }
     let now = state.clock.now();
@@ -704,14 +693,8 @@ async fn server_certificate(
         created_at: now,
         not_after: issued.not_after,
     };
-    let event = NewEvent {
-        id: heimdall_core::ids::EventId::from_uuid(Uuid::new_v4()),
-        at: now,
-        actor: format!("agent:{}", agent.name),
-        action: AuditAction::AgentCertificateIssued,
-        target: format!("agent:{}", agent.id),
-        detail: serde_json::json!({ "agent": agent.name, "names": names, "sha256": issued.sha256 }),
-    };
+    let planned = heimdall_core::server_names::certificate_issued(&agent, &names, &issued.sha256);
+    let event = state.planned_event(&format!("agent:{}", agent.name), planned);
     state.store.add_agent_certificate(&record, event).await?;
     tracing::info!(agent = %agent.name, ?names, "issued the Agent's local API certificate");
     Ok(Json(IssuedCertificate {
@@ -739,11 +722,10 @@ async fn note_lag(
     if !behind.iter().any(|b| heimdall_core::lagging::is_lagging(b.since, now)) {
         return Ok(());
     }
-    let action = AuditAction::SecretHolderLagging;
     let query = heimdall_core::ports::EventQuery {
         limit: 500,
         before: None,
-        action_prefix: Some(action.as_str().to_owned()),
+        action_prefix: Some(heimdall_core::lagging::ALERT_EVENT.as_str().to_owned()),
     };
     let recent: Vec<(AgentId, CatalogId, time::OffsetDateTime)> = state
         .store
@@ -764,21 +746,9 @@ async fn note_lag(
         let agent = standing.agents.iter().find(|a| a.id == alert.agent).map_or("", |a| a.name.as_str());
         let environment =
             standing.environments.iter().find(|e| e.id == alert.environment).map_or("", |e| e.name.as_str());
-        let since = alert.since.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+        let since = alert.since;
         tracing::warn!(agent, environment, secrets = alert.secrets, %since, "an Agent lags behind the current versions");
-        let event = state.event_as(
-            "system",
-            action,
-            format!("agent:{}", alert.agent),
-            serde_json::json!({
-                "agent": agent,
-                "agent_id": alert.agent,
-                "environment": environment,
-                "environment_id": alert.environment,
-                "secrets": alert.secrets,
-                "since": since,
-            }),
-        );
+        let event = state.planned_event("system", alert.event(agent, environment));
         state.store.record_event(org, event).await?;
     }
     Ok(())

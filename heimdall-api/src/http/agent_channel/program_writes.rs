@@ -20,7 +20,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
-use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::secret_target;
 use heimdall_core::deletion::Lifecycle;
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
@@ -126,7 +125,8 @@ pub(super) async fn version(
             .await?;
     may_take_version(&state, agent.org_id, &secret, &env).await?;
     let ca = grant_signer(&state)?;
-    let event = state.planned_event(&accessor, version_event(&secret, &env.name, Some(agent.id)));
+    let event =
+        state.planned_event(&accessor, version_event((secret.id, &secret.name), &env.name, Some(agent.id)));
     let now = event.at;
     let version = state
         .store
@@ -259,13 +259,7 @@ pub(super) async fn register(
     }
     let allowances = state.store.program_allowances(org, agent.id).await?;
     program::check_registration(&agent.name, &token, &allowances)?;
-    let event = state.event_as(
-        &format!("agent:{}", agent.name),
-        AuditAction::ProgramTokenRegistered,
-        format!("agent:{}", agent.id),
-        serde_json::json!({ "agent": agent.id, "token_id": token.id, "program": token.name,
-            "environment": env.name, "secrets": token.secrets, "verbs": token.verbs }),
-    );
+    let event = state.planned_event(&format!("agent:{}", agent.name), program::token_registered(&token));
     state.store.register_program_token(org, &token, event).await?;
     tracing::info!(agent = %agent.name, program = %token.name, token = %token.id, "program token registered");
     Ok((StatusCode::CREATED, Json(token)))

@@ -4,7 +4,6 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::CloudAccountId;
@@ -140,12 +139,7 @@ async fn create(
         created_at: state.clock.now(),
         created_by: caller.member.email.clone(),
     };
-    let event = state.event(
-        &caller,
-        AuditAction::CloudAccountCreated,
-        format!("cloud_account:{}", account.id),
-        serde_json::json!({ "name": account.name, "provider": account.provider }),
-    );
+    let event = state.planned_event(&caller.member.email, heimdall_core::accounts::created(&account));
     state.store.create_account(&account, event).await?;
     Ok((StatusCode::CREATED, Json(account)))
 }
@@ -202,12 +196,8 @@ async fn update(
     if let (Some(AccountAuth::Static { secret }), true) = (&body.auth, change.changed.contains(&"auth")) {
         check_static_secret(&state, &caller, secret).await?;
     }
-    let event = state.event(
-        &caller,
-        AuditAction::CloudAccountUpdated,
-        format!("cloud_account:{}", current.id),
-        serde_json::json!({ "name": current.name, "changed": change.changed }),
-    );
+    let planned = heimdall_core::accounts::updated(&current, &change.changed);
+    let event = state.planned_event(&caller.member.email, planned);
     state.store.update_account(&change, event).await?;
     Ok(Json(change.account))
 }
@@ -231,12 +221,7 @@ async fn delete(
 ) -> HttpResult<StatusCode> {
     state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
     let account = resolve(&state, &caller, &key).await?;
-    let event = state.event(
-        &caller,
-        AuditAction::CloudAccountDeleted,
-        format!("cloud_account:{}", account.id),
-        serde_json::json!({ "name": account.name }),
-    );
+    let event = state.planned_event(&caller.member.email, heimdall_core::accounts::deleted(&account));
     state.store.delete_account(&account, event).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -278,12 +263,9 @@ async fn unlink(
     let account = resolve(&state, &caller, &key).await?;
     let environment = resolve_catalog(&state, &caller, CatalogKind::Environment, &q.environment).await?;
     let scope_id = scope_entry(&state, &caller, q.scope, q.scope_id).await?;
-    let event = state.event(
-        &caller,
-        AuditAction::CloudAccountUnlinked,
-        format!("cloud_account:{}", account.id),
-        serde_json::json!({ "scope": q.scope, "scope_id": scope_id, "environment": environment.name }),
-    );
+    let planned =
+        heimdall_core::accounts::link_event(&account, false, (q.scope, scope_id), &environment.name);
+    let event = state.planned_event(&caller.member.email, planned);
     state.store.unlink_account(&account, q.scope, scope_id, environment.id, event).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -349,12 +331,9 @@ async fn link(
         created_at: state.clock.now(),
         created_by: caller.member.email.clone(),
     };
-    let event = state.event(
-        &caller,
-        AuditAction::CloudAccountLinked,
-        format!("cloud_account:{}", account.id),
-        serde_json::json!({ "scope": link.scope, "scope_id": link.scope_id, "environment": environment.name }),
-    );
+    let planned =
+        heimdall_core::accounts::link_event(&account, true, (link.scope, link.scope_id), &environment.name);
+    let event = state.planned_event(&caller.member.email, planned);
     state.store.link_account(caller.org.id, &link, event).await?;
     Ok((StatusCode::CREATED, Json(link)))
 }

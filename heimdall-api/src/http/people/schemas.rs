@@ -3,12 +3,12 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::ids::SchemaId;
 use heimdall_core::infra::ResourceSchema;
 use heimdall_core::input::InputSchema;
 use heimdall_core::names::{validate_name, validate_text};
+use heimdall_core::schemas;
 use heimdall_core::ApiError;
 use heimdall_wire::{CreateSchema, UpdateSchema};
 use serde::Deserialize;
@@ -93,20 +93,12 @@ async fn update(
 ) -> HttpResult<Json<ResourceSchema>> {
     state.authorize(&caller, Action::SchemaWrite, &Target::organization(caller.org.id), None).await?;
     let schema = by_id(&state, &caller, &key).await?;
-    if body.deprecated == schema.deprecated_at.is_some() {
+    let by = caller.member.email.as_str();
+    let Some((deprecation, planned)) = schemas::deprecation(&schema, body.deprecated, by, state.clock.now())
+    else {
         return Ok(Json(schema));
-    }
-    let (action, deprecation) = if body.deprecated {
-        (AuditAction::SchemaDeprecated, Some((state.clock.now(), caller.member.email.clone())))
-    } else {
-        (AuditAction::SchemaUndeprecated, None)
     };
-    let event = state.event(
-        &caller,
-        action,
-        format!("schema:{}", schema.id),
-        serde_json::json!({ "type": schema.type_name, "version": schema.version }),
-    );
+    let event = state.planned_event(by, planned);
     Ok(Json(state.store.set_schema_deprecation(caller.org.id, schema.id, deprecation, event).await?))
 }
 
@@ -129,12 +121,7 @@ async fn delete(
 ) -> HttpResult<StatusCode> {
     state.authorize(&caller, Action::SchemaWrite, &Target::organization(caller.org.id), None).await?;
     let schema = by_id(&state, &caller, &key).await?;
-    let event = state.event(
-        &caller,
-        AuditAction::SchemaDeleted,
-        format!("schema:{}", schema.id),
-        serde_json::json!({ "type": schema.type_name, "version": schema.version }),
-    );
+    let event = state.planned_event(&caller.member.email, schemas::deleted(&schema));
     state.store.delete_schema(&schema, state.clock.now(), event).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -254,12 +241,7 @@ async fn create(
         deprecated_by: None,
         deleted_at: None,
     };
-    let event = state.event(
-        &caller,
-        AuditAction::SchemaCreated,
-        format!("schema:{}", schema.id),
-        serde_json::json!({ "type": schema.type_name, "requires_approval": schema.requires_approval }),
-    );
+    let event = state.planned_event(&caller.member.email, schemas::created(&schema));
     let stored = state.store.create_schema(&schema, event).await?;
     Ok((StatusCode::CREATED, Json(stored)))
 }
