@@ -108,8 +108,7 @@ pub struct Change {
 pub struct PolicyWrite {
     pub policy: Policy,
     pub previous_version: i64,
-    pub action: AuditAction,
-    pub detail: Value,
+    pub event: crate::audit::EventPlan,
 }
 
 /// Decides a change to `current`: `None` when it changes nothing (the
@@ -149,8 +148,7 @@ pub fn update(
     Ok(Some(PolicyWrite {
         policy,
         previous_version: current.version,
-        action: AuditAction::PolicyUpdated,
-        detail,
+        event: policy_event(AuditAction::PolicyUpdated, current, detail),
     }))
 }
 
@@ -189,7 +187,7 @@ mod tests {
         assert_eq!((write.previous_version, write.policy.version), (4, 5));
         assert_eq!((write.policy.text.as_str(), write.policy.description.as_str()), (PERMIT, "first"));
         assert_eq!(write.policy.updated_by.as_deref(), Some("b@example.com"));
-        assert_eq!(write.detail, json!({ "name": "guard", "version": 5, "statements": 1 }));
+        assert_eq!(write.event.detail, json!({ "name": "guard", "version": 5, "statements": 1 }));
     }
 
     #[test]

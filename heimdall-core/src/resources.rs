@@ -184,6 +184,17 @@ impl ResourcePlan {
     }
 }
 
+impl ResourcePlan {
+    /// The plan's event, about its Resource.
+    pub fn event_plan(&self) -> crate::audit::EventPlan {
+        crate::audit::EventPlan {
+            action: self.event.action,
+            target: format!("resource:{}", self.resource),
+            detail: self.event.detail.clone(),
+        }
+    }
+}
+
 fn event(action: AuditAction, detail: Value) -> PlannedEvent {
     PlannedEvent { action, detail }
 }

@@ -783,6 +783,18 @@ impl AgentAlert {
         }
     }
 
+    /// What raising it records: the alert's fields, and which Agent (by id
+    /// in the target, by name for people).
+    pub fn event(&self, agent: &heimdall_core::infra::Agent) -> heimdall_core::audit::EventPlan {
+        let mut detail = serde_json::to_value(self).unwrap_or_default();
+        detail["agent"] = serde_json::json!(agent.name);
+        heimdall_core::audit::EventPlan {
+            action: self.action(),
+            target: format!("agent:{}", agent.id),
+            detail,
+        }
+    }
+
     /// Its fields are short: what a sync may carry of them.
     pub fn check(&self) -> Result<(), ApiError> {
         match self {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use heimdall_core::audit::{AuditAction, EventPlan};
+use heimdall_core::audit::EventPlan;
 use heimdall_core::authz::{decide, Action, Decision, ManyDecisions, OrgPolicies, Principal, Target};
 use heimdall_core::clock::Clock;
 use heimdall_core::ids::{EventId, OrgId};
@@ -106,37 +106,17 @@ impl AppState {
         self.decider(caller).await?.require(action, target, environment)
     }
 
-    /// An audit event by `caller`, stamped now.
-    pub fn event(
-        &self,
-        caller: &Caller,
-        action: AuditAction,
-        target: String,
-        detail: serde_json::Value,
-    ) -> NewEvent {
-        self.event_as(&caller.member.email, action, target, detail)
-    }
-
-    /// A planner's event (`heimdall_core::audit::EventPlan`), caused by `actor`.
+    /// The event a planner decided on (`heimdall_core::audit::EventPlan`),
+    /// caused by `actor`, stamped with an id and the time now: the only way
+    /// a route makes an event.
     pub fn planned_event(&self, actor: &str, planned: EventPlan) -> NewEvent {
-        self.event_as(actor, planned.action, planned.target, planned.detail)
-    }
-
-    /// [`Self::event`] by an actor that is no member (the drift schedule).
-    pub fn event_as(
-        &self,
-        actor: &str,
-        action: AuditAction,
-        target: String,
-        detail: serde_json::Value,
-    ) -> NewEvent {
         NewEvent {
             id: EventId::from_uuid(Uuid::new_v4()),
             at: self.clock.now(),
             actor: actor.to_owned(),
-            action,
-            target,
-            detail,
+            action: planned.action,
+            target: planned.target,
+            detail: planned.detail,
         }
     }
 }

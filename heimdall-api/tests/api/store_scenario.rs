@@ -256,8 +256,11 @@ async fn storage_scenario(db: TestDatabase) {
     let write = |previous_version| heimdall_core::policies::PolicyWrite {
         policy: next.clone(),
         previous_version,
-        action: heimdall_core::audit::AuditAction::PolicyUpdated,
-        detail: serde_json::json!({}),
+        event: heimdall_core::audit::EventPlan {
+            action: heimdall_core::audit::AuditAction::PolicyUpdated,
+            target: format!("policy:{}", next.id),
+            detail: serde_json::json!({}),
+        },
     };
     assert!(matches!(
         store.update_policy(&write(7), event(t, "policy.updated")).await,

@@ -443,14 +443,7 @@ async fn sync(
     for alert in &body.alerts {
         alert.check()?;
         tracing::error!(agent = %agent.name, ?alert, "an Agent raised an alert");
-        let mut detail = serde_json::to_value(alert).unwrap_or_default();
-        detail["agent"] = serde_json::json!(agent.name);
-        let event = state.event_as(
-            &format!("agent:{}", agent.name),
-            alert.action(),
-            format!("agent:{}", agent.id),
-            detail,
-        );
+        let event = state.planned_event(&format!("agent:{}", agent.name), alert.event(&agent));
         state.store.record_event(org, event).await?;
     }
     if !body.revoked_program_tokens.is_empty() {

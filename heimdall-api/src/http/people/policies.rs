@@ -141,7 +141,7 @@ async fn update(
     let Some(write) = policies::update(&current, change, &caller.member.email, state.clock.now())? else {
         return Ok(Json(current));
     };
-    let event = state.event(&caller, write.action, format!("policy:{}", current.id), write.detail.clone());
+    let event = state.planned_event(&caller.member.email, write.event.clone());
     state.store.update_policy(&write, event).await?;
     Ok(Json(write.policy))
 }

@@ -249,12 +249,7 @@ async fn apply_as(
     actor: &str,
     plan: &ResourcePlan,
 ) -> Result<Resource, ApiError> {
-    let event = state.event_as(
-        actor,
-        plan.event.action,
-        format!("resource:{}", plan.resource),
-        plan.event.detail.clone(),
-    );
+    let event = state.planned_event(actor, plan.event_plan());
     let resource = state.store.apply_resource_plan(org, plan, event).await?;
     if plan.job.is_some() {
         state.jobs_queued.notify_waiters();
