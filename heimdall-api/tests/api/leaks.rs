@@ -2,12 +2,9 @@
 //! in no response, no log line of the real `heimdall-api` binary (at debug
 //! level), and no stored row.
 
-use std::process::Stdio;
-use std::time::Duration;
-
 use serde_json::json;
 
-use crate::support::{world, Client};
+use crate::support::{serve_binary, world, Client};
 
 const MARKER: &str = "ZZ-LEAK-MARKER-91";
 
@@ -16,34 +13,22 @@ async fn refused_input_leaves_no_trace_in_responses_logs_or_rows() {
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("heimdall.db");
     let url = format!("sqlite://{}", db_path.display());
-    let bin = env!("CARGO_BIN_EXE_heimdall-api");
 
     let token = crate::support::bootstrap_binary(&url).await;
 
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    // Logs go to a file: a pipe nobody drains would fill and stall the server.
-    let log_path = dir.path().join("api.log");
-    let log_file = std::fs::File::create(&log_path).unwrap();
-    let mut server = tokio::process::Command::new(bin)
-        .args(["serve", "--database-url", &url, "--listen", &format!("127.0.0.1:{port}"), "--insecure-http"])
-        .env("HEIMDALL_LOG", "debug,tower_http=trace")
+    let args = |ports: &[u16], api: &mut tokio::process::Command| {
+        let listen = format!("127.0.0.1:{}", ports[0]);
+        api.args(["serve", "--database-url", &url, "--listen", &listen, "--insecure-http"]);
+        api.env("HEIMDALL_LOG", "debug,tower_http=trace");
         // Structured logs, as a log shipper takes them.
-        .env("HEIMDALL_LOG_FORMAT", "json")
-        .stdout(Stdio::from(log_file.try_clone().unwrap()))
-        .stderr(Stdio::from(log_file))
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let c = Client::for_url(&format!("http://127.0.0.1:{port}"));
-    for _ in 0..100 {
-        if c.http.get(format!("{}/v1/health", c.base)).send().await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        api.env("HEIMDALL_LOG_FORMAT", "json");
+    };
+    let health = |ports: Vec<u16>| async move {
+        reqwest::get(format!("http://127.0.0.1:{}/v1/health", ports[0])).await.is_ok()
+    };
+    let (mut server, ports) = serve_binary(dir.path(), 1, args, health).await;
+    let log_path = dir.path().join("api.log");
+    let c = Client::for_url(&format!("http://127.0.0.1:{}", ports[0]));
     let w = world(&c, &token).await;
 
     let resource = |input: serde_json::Value| json!({ "component": w.component, "schema": w.schema, "environment": "dev", "name": "r", "input": input });

@@ -5,34 +5,37 @@
 
 use serde_json::json;
 
-use crate::support::{bootstrap_binary, world, Client};
+use crate::support::{bootstrap_binary, serve_binary, world, Client};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+async fn scrape(metrics_port: u16) -> Option<String> {
+    reqwest::get(format!("http://127.0.0.1:{metrics_port}/metrics")).await.ok()?.text().await.ok()
 }
 
 #[tokio::test]
 async fn metrics_count_requests_by_route_template_and_the_queue_and_name_no_secret() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("heimdall.db").display());
-    let bin = env!("CARGO_BIN_EXE_heimdall-api");
     let token = bootstrap_binary(&url).await;
-    let (port, metrics_port) = (free_port(), free_port());
-    let mut api = tokio::process::Command::new(bin)
-        .args(["serve", "--database-url", &url, "--insecure-http", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let c = Client::for_url(&format!("http://127.0.0.1:{port}"));
-    let scrape = || async {
-        reqwest::get(format!("http://127.0.0.1:{metrics_port}/metrics")).await.ok()?.text().await.ok()
+    let args = |ports: &[u16], api: &mut tokio::process::Command| {
+        let (people, metrics) = (format!("127.0.0.1:{}", ports[0]), format!("127.0.0.1:{}", ports[1]));
+        api.args([
+            "serve",
+            "--database-url",
+            &url,
+            "--insecure-http",
+            "--listen",
+            &people,
+            "--metrics-listen",
+            &metrics,
+        ]);
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while scrape().await.is_none() {
-        assert!(std::time::Instant::now() < deadline, "no metrics listener");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let (mut api, ports) = serve_binary(dir.path(), 2, args, |ports| async move {
+        scrape(ports[1]).await.is_some()
+            && reqwest::get(format!("http://127.0.0.1:{}/v1/health", ports[0])).await.is_ok()
+    })
+    .await;
+    let (port, metrics_port) = (ports[0], ports[1]);
+    let c = Client::for_url(&format!("http://127.0.0.1:{port}"));
 
     c.get("/v1/secrets/db-password", &token).await.expect_error(404, "NOT_FOUND");
     c.post("/v1/secrets", &token, json!({ "name": "db-password" })).await.expect(201);
@@ -42,7 +45,7 @@ async fn metrics_count_requests_by_route_template_and_the_queue_and_name_no_secr
                        "input": { "bucket": "acme-receipts" } });
     c.post("/v1/resources", &token, body).await.expect(201);
 
-    let text = scrape().await.unwrap();
+    let text = scrape(metrics_port).await.unwrap();
     let line = |route: &str, method: &str, status: u16| {
         format!(
             "heimdall_http_requests_total{{listener=\"people\",route=\"{route}\",method=\"{method}\",status=\"{status}\"}} 1"

@@ -1,8 +1,14 @@
 //! Shared helpers: a raw JSON client and a catalog with a cloud account.
 
+use std::future::Future;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
 use heimdall_api::testing::TestApi;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
+use tokio::process::Child;
 
 pub struct Client {
     pub http: reqwest::Client,
@@ -154,6 +160,56 @@ pub async fn bootstrap_binary(database_url: &str) -> String {
     assert!(boot.status.success(), "{}", String::from_utf8_lossy(&boot.stderr));
     let printed: Value = serde_json::from_slice(&boot.stdout).unwrap();
     printed["token"].as_str().unwrap().to_owned()
+}
+
+/// The real `heimdall-api` binary, set up by `command(ports, ..)` (its
+/// arguments, its environment) on `count` ports picked here, logging to `dir/api.log`, returned once
+/// `ready(ports)` says it serves.
+///
+/// A port found free can be taken by another process before the child
+/// binds it: a child that exits before it serves is started again on fresh
+/// ports, and one that never serves fails the test with its log.
+pub async fn serve_binary<A, R, F>(dir: &Path, count: usize, args: A, ready: R) -> (Child, Vec<u16>)
+where
+    A: Fn(&[u16], &mut tokio::process::Command),
+    R: Fn(Vec<u16>) -> F,
+    F: Future<Output = bool>,
+{
+    let log_path = dir.join("api.log");
+    for _attempt in 0..5 {
+        let ports: Vec<u16> = (0..count).map(|_| free_port()).collect();
+        let log = std::fs::File::create(&log_path).unwrap();
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_heimdall-api"));
+        args(&ports, &mut command);
+        let mut child = command
+            // A file, not a pipe: a pipe nobody drains would stall the server.
+            .stdout(Stdio::from(log.try_clone().unwrap()))
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if ready(ports.clone()).await {
+                return (child, ports);
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                assert!(log.contains("in use"), "heimdall-api exited ({status}) before serving:\n{log}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "heimdall-api did not serve within 60 s:\n{}", {
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            });
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    panic!("heimdall-api found its ports taken five times over");
+}
+
+/// A port nothing listens on now (see `serve_binary` for the race).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 pub fn bucket_schema() -> Value {

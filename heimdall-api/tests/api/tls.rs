@@ -3,7 +3,6 @@
 //! connections that say nothing, cap how many they serve, and the API's
 //! identity is one no Agent can get.
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,13 +14,9 @@ use tokio::net::TcpStream;
 
 use crate::agents::{agent_client, csr};
 use crate::on_every_backend;
-use crate::support::Client;
+use crate::support::{free_port, serve_binary, Client};
 
 on_every_backend!(agents_cannot_get_the_apis_names_or_identity);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 /// `heimdall-api serve` on SQLite with a CA and both listeners, and `limits`
 /// (TOML lines) in its config file; its people's port, its Agent port and
@@ -47,33 +42,32 @@ async fn serve(limits: &str) -> Server {
     assert!(boot.status.success(), "{}", String::from_utf8_lossy(&boot.stderr));
     let config = dir.path().join("heimdall.toml");
     std::fs::write(&config, limits).unwrap();
-    let (people, agents) = (free_port(), free_port());
-    let log = std::fs::File::create(dir.path().join("api.log")).unwrap();
-    let child = tokio::process::Command::new(bin)
-        .args(["serve", "--database-url", &url, "--listen", &format!("127.0.0.1:{people}")])
-        .args(["--agent-listen", &format!("127.0.0.1:{agents}"), "--config"])
-        .arg(&config)
-        .arg("--ca-dir")
-        .arg(dir.path().join("ca"))
-        .stdout(Stdio::from(log.try_clone().unwrap()))
-        .stderr(Stdio::from(log))
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
     let ca_file = dir.path().join("ca/ca.pem");
-    for _ in 0..200 {
-        if let Ok(ca_pem) = std::fs::read_to_string(&ca_file) {
+    let args = |ports: &[u16], api: &mut tokio::process::Command| {
+        let (people, agents) = (format!("127.0.0.1:{}", ports[0]), format!("127.0.0.1:{}", ports[1]));
+        api.args([
+            "serve",
+            "--database-url",
+            &url,
+            "--listen",
+            &people,
+            "--agent-listen",
+            &agents,
+            "--config",
+        ]);
+        api.arg(&config).arg("--ca-dir").arg(dir.path().join("ca"));
+    };
+    let (child, ports) = serve_binary(dir.path(), 2, args, |ports| {
+        let ca_file = ca_file.clone();
+        async move {
+            let Ok(ca_pem) = std::fs::read_to_string(&ca_file) else { return false };
             let http = agent_client(&ca_pem, None);
-            if http.get(format!("https://127.0.0.1:{people}/v1/health")).send().await.is_ok() {
-                return Server { _child: child, people, agents, ca_pem, _dir: dir };
-            }
+            http.get(format!("https://127.0.0.1:{}/v1/health", ports[0])).send().await.is_ok()
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "heimdall-api did not come up: {}",
-        std::fs::read_to_string(dir.path().join("api.log")).unwrap_or_default()
-    );
+    })
+    .await;
+    let ca_pem = std::fs::read_to_string(&ca_file).unwrap();
+    Server { _child: child, people: ports[0], agents: ports[1], ca_pem, _dir: dir }
 }
 
 /// Whether the server closes `stream` within `within` while it sends nothing.
