@@ -4,6 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
+mod plans;
+
+pub use plans::{link, register, scope_kind, AccountPlan, LinkPlan};
+
 use crate::error::{ApiError, ErrorCode};
 use crate::ids::{CatalogId, CloudAccountId};
 use crate::infra::{AccountAuth, AccountLink, CloudAccount, LinkScope, OidcTarget, Provider, StateBackend};

@@ -48,6 +48,27 @@ pub fn create(
     Ok(EntryPlan { entry, event })
 }
 
+/// Which `kind` entry `key` (an id, or a name) means among `entries`:
+/// what a lookup found for it, or all of one kind. Another kind's entry,
+/// or none, is `NOT_FOUND`; two of one name are refused, asking for the id.
+pub fn resolve<'a>(
+    entries: &'a [CatalogEntry],
+    kind: CatalogKind,
+    key: &str,
+) -> Result<&'a CatalogEntry, ApiError> {
+    let id = key.parse::<CatalogId>().ok();
+    let mut named = entries.iter().filter(|e| e.kind == kind && id.map_or(e.name == key, |id| e.id == id));
+    match (named.next(), named.next()) {
+        (None, _) => Err(ApiError::not_found(kind)),
+        (Some(entry), None) => Ok(entry),
+        (Some(_), Some(_)) => Err(ApiError::invalid_input(format!(
+            "{} {}s have that name; use the id",
+            2 + named.count(),
+            kind.as_str()
+        ))),
+    }
+}
+
 /// What renaming `entry` to `name` records.
 pub fn renamed(entry: &CatalogEntry, name: &str) -> Result<EventPlan, ApiError> {
     validate_name("name", name)?;
@@ -72,6 +93,21 @@ mod tests {
     use super::*;
     use crate::error::ErrorCode;
     use crate::fixtures::environment;
+
+    #[test]
+    fn a_key_means_one_entry_of_its_kind_by_id_or_by_a_name_no_other_shares() {
+        let (prod, dev) = (environment("prod"), environment("dev"));
+        let entries = [prod.clone(), dev.clone()];
+        assert_eq!(resolve(&entries, CatalogKind::Environment, "prod"), Ok(&prod));
+        assert_eq!(resolve(&entries, CatalogKind::Environment, &dev.id.to_string()), Ok(&dev));
+        for (kind, key) in [(CatalogKind::Environment, "staging"), (CatalogKind::Domain, "prod")] {
+            assert_eq!(resolve(&entries, kind, key).unwrap_err().code, ErrorCode::NotFound, "{key}");
+        }
+        let namesakes = [prod.clone(), CatalogEntry { id: dev.id, ..prod.clone() }];
+        let refused = resolve(&namesakes, CatalogKind::Environment, "prod").unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InvalidInput);
+        assert!(refused.message.contains("2 environments have that name; use the id"), "{}", refused.message);
+    }
 
     #[test]
     fn an_entry_is_recorded_as_its_kind_by_id() {

@@ -11,6 +11,10 @@
 //! in constant time by the Agent. Making one (randomness) and keeping the list (a file) are the
 //! Agent's; parsing and the scope's rule are here.
 
+mod register;
+
+pub use register::{register, NewToken, TokenPlan};
+
 use globset::Glob;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;

@@ -2,6 +2,10 @@
 //! means, whether a new Resource may be requested on one, and when one
 //! may go.
 
+mod create;
+
+pub use create::{check, create, NewSchema, SchemaPlan};
+
 use crate::error::{ApiError, ErrorCode};
 use crate::infra::ResourceSchema;
 

@@ -115,17 +115,45 @@ pub fn certificate_refused(agent: &crate::infra::Agent, refused: &Refused) -> cr
     }
 }
 
-/// What signing a local-API certificate for `names` records.
-pub fn certificate_issued(
+/// The names an Agent asks for, each checked ([`check_name`]): 1 to
+/// [`MAX_NAMES`] of them. Whether it may have them is
+/// [`check_agent_names`].
+pub fn requested(names: &[String]) -> Result<Vec<String>, ApiError> {
+    if names.is_empty() || names.len() > MAX_NAMES {
+        return Err(ApiError::invalid_input(format!("names: 1 to {MAX_NAMES} DNS names or IP addresses")));
+    }
+    names.iter().map(|n| check_name(n)).collect()
+}
+
+/// A signed local-API certificate to record, and its event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CertificatePlan {
+    pub record: crate::secrets::AgentCertificate,
+    pub event: crate::audit::EventPlan,
+}
+
+/// The CA signed a local-API certificate for `agent` carrying `names`
+/// (checked), its fingerprint `sha256`, good until `not_after`.
+pub fn issued(
     agent: &crate::infra::Agent,
-    names: &[String],
-    sha256: &crate::sha256::Sha256Hex,
-) -> crate::audit::EventPlan {
-    crate::audit::EventPlan {
+    names: Vec<String>,
+    sha256: crate::sha256::Sha256Hex,
+    (now, not_after): (time::OffsetDateTime, time::OffsetDateTime),
+) -> CertificatePlan {
+    let event = crate::audit::EventPlan {
         action: crate::audit::AuditAction::AgentCertificateIssued,
         target: format!("agent:{}", agent.id),
         detail: serde_json::json!({ "agent": agent.name, "names": names, "sha256": sha256 }),
-    }
+    };
+    let record = crate::secrets::AgentCertificate {
+        sha256,
+        org_id: agent.org_id,
+        agent_id: agent.id,
+        names,
+        created_at: now,
+        not_after,
+    };
+    CertificatePlan { record, event }
 }
 
 #[cfg(test)]
@@ -160,6 +188,22 @@ mod tests {
         let err = Refused::NotApproved(names(&["www.example.com"])).error("edge-1");
         assert!(err.message.contains("allow-name edge-1"), "{}", err.message);
     }
+    #[test]
+    fn an_agent_asks_for_one_to_sixteen_names_lowercased_and_records_them_by_id() {
+        assert_eq!(requested(&names(&["Edge-1.ACME.internal"])).unwrap(), names(&["edge-1.acme.internal"]));
+        for asked in [vec![], vec!["localhost".to_owned(); MAX_NAMES + 1], names(&["a b"])] {
+            assert_eq!(requested(&asked).unwrap_err().code, ErrorCode::InvalidInput, "{asked:?}");
+        }
+        let agent = crate::fixtures::agent(5, "edge-1");
+        let sha = crate::sha256::Sha256Hex::of(b"certificate");
+        let epoch = time::OffsetDateTime::UNIX_EPOCH;
+        let planned =
+            issued(&agent, names(&["localhost"]), sha.clone(), (epoch, epoch + time::Duration::days(30)));
+        assert_eq!((planned.record.agent_id, &planned.record.sha256), (agent.id, &sha));
+        assert_eq!(planned.event.target, format!("agent:{}", agent.id));
+        assert_eq!(planned.event.detail["names"], serde_json::json!(["localhost"]));
+    }
+
 
     #[test]
     fn names_are_dns_names_or_addresses() {

@@ -649,18 +649,7 @@ async fn server_certificate(
     let Some(ca) = state.ca.clone() else {
         return Err(ApiError::new(ErrorCode::Unavailable, "this API has no certificate authority").into());
     };
-    if body.names.is_empty() || body.names.len() > heimdall_core::server_names::MAX_NAMES {
-        return Err(ApiError::invalid_input(format!(
-            "names: 1 to {} DNS names or IP addresses",
-            heimdall_core::server_names::MAX_NAMES
-        ))
-        .into());
-    }
-    let names = body
-        .names
-        .iter()
-        .map(|n| heimdall_core::server_names::check_name(n))
-        .collect::<Result<Vec<_>, _>>()?;
+    let names = heimdall_core::server_names::requested(&body.names)?;
     // Loopback names, and the names an owner approved for this Agent, never
     // the API's own (`heimdall_core::server_names`): a browser, `curl` or
     // ESO checks only a host name. A refusal is on the audit feed.
@@ -678,17 +667,11 @@ async fn server_certificate(
     let issued = ca
         .issue_agent_server_cert(&body.csr, agent.id, &names, now)
         .map_err(|e| ApiError::invalid_input(e.to_string()))?;
-    let record = heimdall_core::secrets::AgentCertificate {
-        sha256: issued.sha256.clone(),
-        org_id: agent.org_id,
-        agent_id: agent.id,
-        names: names.clone(),
-        created_at: now,
-        not_after: issued.not_after,
-    };
-    let planned = heimdall_core::server_names::certificate_issued(&agent, &names, &issued.sha256);
-    let event = state.planned_event(&format!("agent:{}", agent.name), planned);
-    state.store.add_agent_certificate(&record, event).await?;
+    let planned =
+        heimdall_core::server_names::issued(&agent, names, issued.sha256.clone(), (now, issued.not_after));
+    let event = state.planned_event(&format!("agent:{}", agent.name), planned.event);
+    state.store.add_agent_certificate(&planned.record, event).await?;
+    let names = &planned.record.names;
     tracing::info!(agent = %agent.name, ?names, "issued the Agent's local API certificate");
     Ok(Json(IssuedCertificate {
         certificate: issued.pem,

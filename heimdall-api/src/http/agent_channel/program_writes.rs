@@ -229,37 +229,26 @@ pub(super) async fn register(
     let agent = agent(&state, &peer).await?;
     let org = agent.org_id;
     let environments = state.store.list_catalog(org, CatalogKind::Environment, None).await?;
-    let env = environments
+    let held: Vec<_> = state
+        .store
+        .list_all_assignments(org)
+        .await?
         .into_iter()
-        .find(|e| e.name == body.environment || e.id.to_string() == body.environment)
-        .ok_or_else(|| ApiError::not_found("environment"))?;
-    let holds = state.store.list_assignments(org, env.id).await?.iter().any(|a| a.agent_id == agent.id);
-    if !holds {
-        return Err(ApiError::forbidden(format!(
-            "Agent {} does not hold environment {}: a token of its could reach nothing there",
-            agent.name, env.name
-        ))
-        .into());
-    }
-    let now = state.clock.now();
-    let token = heimdall_core::program::RegisteredToken {
+        .filter(|a| a.agent_id == agent.id)
+        .map(|a| a.environment_id)
+        .collect();
+    let allowances = state.store.program_allowances(org, agent.id).await?;
+    let request = program::NewToken {
         id: body.id,
-        agent_id: agent.id,
         name: body.name,
-        environment_id: env.id,
-        environment: env.name.clone(),
+        environment: body.environment,
         secrets: body.secrets,
         verbs: body.verbs,
-        created_at: now,
         expires_at: body.expires_at,
-        revoked_at: None,
     };
-    if token.expires_at.is_some_and(|at| at <= now) {
-        return Err(ApiError::invalid_input("expires_at must be in the future").into());
-    }
-    let allowances = state.store.program_allowances(org, agent.id).await?;
-    program::check_registration(&agent.name, &token, &allowances)?;
-    let event = state.planned_event(&format!("agent:{}", agent.name), program::token_registered(&token));
+    let planned = program::register(request, &agent, (&environments, &held), &allowances, state.clock.now())?;
+    let event = state.planned_event(&format!("agent:{}", agent.name), planned.event);
+    let token = planned.token;
     state.store.register_program_token(org, &token, event).await?;
     tracing::info!(agent = %agent.name, program = %token.name, token = %token.id, "program token registered");
     Ok((StatusCode::CREATED, Json(token)))

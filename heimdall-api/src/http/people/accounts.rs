@@ -4,6 +4,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use heimdall_core::accounts;
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::CloudAccountId;
@@ -117,31 +118,15 @@ async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<CreateCloudAccount>,
 ) -> HttpResult<(StatusCode, Json<CloudAccount>)> {
-    let state_backend = heimdall_core::accounts::check_new_account(&body)?;
-    let drift_check_every_seconds =
-        body.drift_check_every.as_deref().map(heimdall_core::drift::parse_every).transpose()?;
+    let id = CloudAccountId::from_uuid(Uuid::new_v4());
+    let planned = accounts::register(body, id, caller.org.id, &caller.member.email, state.clock.now())?;
     state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
-    if let AccountAuth::Static { secret } = &body.auth {
+    if let AccountAuth::Static { secret } = &planned.account.auth {
         check_static_secret(&state, &caller, secret).await?;
     }
-    let account = CloudAccount {
-        id: CloudAccountId::from_uuid(Uuid::new_v4()),
-        org_id: caller.org.id,
-        name: body.name,
-        provider: body.provider,
-        region: body.region,
-        state_bucket: body.state_bucket,
-        state_endpoint: body.state_endpoint,
-        state_backend,
-        state_storage_account: body.state_storage_account,
-        auth: body.auth,
-        drift_check_every_seconds,
-        created_at: state.clock.now(),
-        created_by: caller.member.email.clone(),
-    };
-    let event = state.planned_event(&caller.member.email, heimdall_core::accounts::created(&account));
-    state.store.create_account(&account, event).await?;
-    Ok((StatusCode::CREATED, Json(account)))
+    let event = state.planned_event(&caller.member.email, planned.event);
+    state.store.create_account(&planned.account, event).await?;
+    Ok((StatusCode::CREATED, Json(planned.account)))
 }
 
 /// The job will carry only this name: it must be an organization secret
@@ -190,13 +175,13 @@ async fn update(
 ) -> HttpResult<Json<CloudAccount>> {
     state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
     let current = resolve(&state, &caller, &key).await?;
-    let Some(change) = heimdall_core::accounts::update(&current, &body)? else {
+    let Some(change) = accounts::update(&current, &body)? else {
         return Ok(Json(current));
     };
     if let (Some(AccountAuth::Static { secret }), true) = (&body.auth, change.changed.contains(&"auth")) {
         check_static_secret(&state, &caller, secret).await?;
     }
-    let planned = heimdall_core::accounts::updated(&current, &change.changed);
+    let planned = accounts::updated(&current, &change.changed);
     let event = state.planned_event(&caller.member.email, planned);
     state.store.update_account(&change, event).await?;
     Ok(Json(change.account))
@@ -221,7 +206,7 @@ async fn delete(
 ) -> HttpResult<StatusCode> {
     state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
     let account = resolve(&state, &caller, &key).await?;
-    let event = state.planned_event(&caller.member.email, heimdall_core::accounts::deleted(&account));
+    let event = state.planned_event(&caller.member.email, accounts::deleted(&account));
     state.store.delete_account(&account, event).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -263,32 +248,23 @@ async fn unlink(
     let account = resolve(&state, &caller, &key).await?;
     let environment = resolve_catalog(&state, &caller, CatalogKind::Environment, &q.environment).await?;
     let scope_id = scope_entry(&state, &caller, q.scope, q.scope_id).await?;
-    let planned =
-        heimdall_core::accounts::link_event(&account, false, (q.scope, scope_id), &environment.name);
+    let planned = accounts::link_event(&account, false, (q.scope, scope_id), &environment.name);
     let event = state.planned_event(&caller.member.email, planned);
     state.store.unlink_account(&account, q.scope, scope_id, environment.id, event).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// The domain or system a link's scope names; none for the organization.
+/// The domain or system a link's scope names (`accounts::scope_kind`);
+/// none for the organization.
 async fn scope_entry(
     state: &AppState,
     caller: &Caller,
     scope: LinkScope,
     scope_id: Option<String>,
 ) -> Result<Option<heimdall_core::ids::CatalogId>, ApiError> {
-    match (scope, scope_id) {
-        (LinkScope::Organization, None) => Ok(None),
-        (LinkScope::Organization, Some(_)) => {
-            Err(ApiError::invalid_input("scope organization takes no scope_id"))
-        }
-        (LinkScope::Domain, Some(key)) => {
-            Ok(Some(resolve_catalog(state, caller, CatalogKind::Domain, &key).await?.id))
-        }
-        (LinkScope::System, Some(key)) => {
-            Ok(Some(resolve_catalog(state, caller, CatalogKind::System, &key).await?.id))
-        }
-        (scope, None) => Err(ApiError::invalid_input(format!("scope {scope} needs scope_id"))),
+    match (accounts::scope_kind(scope, scope_id.as_deref())?, scope_id) {
+        (Some(kind), Some(key)) => Ok(Some(resolve_catalog(state, caller, kind, &key).await?.id)),
+        _ => Ok(None),
     }
 }
 
@@ -323,17 +299,14 @@ async fn link(
     if let AccountAuth::Static { secret } = &account.auth {
         super::secrets::check_use(&state, &caller, secret, &environment.name).await?;
     }
-    let link = AccountLink {
-        account_id: account.id,
-        scope: body.scope,
-        scope_id,
-        environment_id: environment.id,
-        created_at: state.clock.now(),
-        created_by: caller.member.email.clone(),
-    };
-    let planned =
-        heimdall_core::accounts::link_event(&account, true, (link.scope, link.scope_id), &environment.name);
-    let event = state.planned_event(&caller.member.email, planned);
-    state.store.link_account(caller.org.id, &link, event).await?;
-    Ok((StatusCode::CREATED, Json(link)))
+    let planned = accounts::link(
+        &account,
+        (body.scope, scope_id),
+        &environment,
+        &caller.member.email,
+        state.clock.now(),
+    );
+    let event = state.planned_event(&caller.member.email, planned.event);
+    state.store.link_account(caller.org.id, &planned.link, event).await?;
+    Ok((StatusCode::CREATED, Json(planned.link)))
 }

@@ -163,19 +163,11 @@ pub(crate) async fn resolve(
     kind: CatalogKind,
     key: &str,
 ) -> Result<CatalogEntry, ApiError> {
-    if let Ok(id) = key.parse::<CatalogId>() {
-        let entry = state.store.get_catalog_entry(caller.org.id, id).await?;
-        if entry.kind != kind {
-            return Err(ApiError::not_found(kind));
-        }
-        return Ok(entry);
-    }
-    let mut found = state.store.find_catalog_by_name(caller.org.id, kind, key).await?;
-    match found.len() {
-        0 => Err(ApiError::not_found(kind)),
-        1 => Ok(found.remove(0)),
-        n => Err(ApiError::invalid_input(format!("{n} {}s have that name; use the id", kind.as_str()))),
-    }
+    let found = match key.parse::<CatalogId>() {
+        Ok(id) => vec![state.store.get_catalog_entry(caller.org.id, id).await?],
+        Err(_) => state.store.find_catalog_by_name(caller.org.id, kind, key).await?,
+    };
+    heimdall_core::catalog::resolve(&found, kind, key).cloned()
 }
 
 /// The organization's domains, systems and components, for building

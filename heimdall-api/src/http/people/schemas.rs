@@ -4,10 +4,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use heimdall_core::authz::{Action, Target};
+use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::SchemaId;
 use heimdall_core::infra::ResourceSchema;
-use heimdall_core::input::InputSchema;
-use heimdall_core::names::{validate_name, validate_text};
 use heimdall_core::schemas;
 use heimdall_core::ApiError;
 use heimdall_wire::{CreateSchema, UpdateSchema};
@@ -16,7 +15,6 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::catalog::resolve as resolve_catalog;
 use crate::http::error::HttpResult;
 use crate::http::extract::{Caller, JsonBody, QueryParams};
 use crate::http::openapi::errors;
@@ -192,56 +190,20 @@ async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<CreateSchema>,
 ) -> HttpResult<(StatusCode, Json<ResourceSchema>)> {
-    validate_name("type", &body.type_name)?;
-    state.authorize(&caller, Action::SchemaWrite, &Target::organization(caller.org.id), None).await?;
-    InputSchema::compile(&body.input_schema)?;
-    let mut defaults = std::collections::BTreeMap::new();
-    for (env, value) in body.defaults.unwrap_or_default() {
-        // Defaults name environments that exist (by name or id; the store
-        // keeps them by id), once each, and are objects: they are laid
-        // under an object input.
-        let entry = resolve_catalog(&state, &caller, heimdall_core::domain::CatalogKind::Environment, &env)
-            .await
-            .map_err(|_| {
-                ApiError::invalid_input(format!("defaults name environment `{env}`, which does not exist"))
-            })?;
-        if !value.is_object() {
-            return Err(ApiError::invalid_input(format!("defaults for `{env}` must be a JSON object")).into());
-        }
-        if defaults.insert(entry.name.clone(), value).is_some() {
-            return Err(ApiError::invalid_input(format!(
-                "defaults name environment `{}` twice (by name and by id)",
-                entry.name
-            ))
-            .into());
-        }
-    }
-    if let Some(module) = &body.module {
-        validate_text("module.source", &module.source, 500)?;
-        validate_text("module.version", &module.version, 100)?;
-        if module.source.trim().is_empty() || module.version.trim().is_empty() {
-            return Err(ApiError::invalid_input("module needs both source and version").into());
-        }
-    }
-    let drift_check_every_seconds =
-        body.drift_check_every.as_deref().map(heimdall_core::drift::parse_every).transpose()?;
-    let schema = ResourceSchema {
-        id: SchemaId::from_uuid(Uuid::new_v4()),
-        org_id: caller.org.id,
+    let request = schemas::NewSchema {
         type_name: body.type_name,
-        version: 0,
         input_schema: body.input_schema,
-        defaults,
+        defaults: body.defaults.unwrap_or_default(),
         module: body.module,
         requires_approval: body.requires_approval,
-        drift_check_every_seconds,
-        created_at: state.clock.now(),
-        created_by: caller.member.email.clone(),
-        deprecated_at: None,
-        deprecated_by: None,
-        deleted_at: None,
+        drift_check_every: body.drift_check_every,
     };
-    let event = state.planned_event(&caller.member.email, schemas::created(&schema));
-    let stored = state.store.create_schema(&schema, event).await?;
+    schemas::check(&request)?;
+    state.authorize(&caller, Action::SchemaWrite, &Target::organization(caller.org.id), None).await?;
+    let environments = state.store.list_catalog(caller.org.id, CatalogKind::Environment, None).await?;
+    let ids = (SchemaId::from_uuid(Uuid::new_v4()), caller.org.id);
+    let planned = schemas::create(request, &environments, ids, &caller.member.email, state.clock.now())?;
+    let event = state.planned_event(&caller.member.email, planned.event);
+    let stored = state.store.create_schema(&planned.schema, event).await?;
     Ok((StatusCode::CREATED, Json(stored)))
 }
