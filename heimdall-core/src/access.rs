@@ -31,7 +31,6 @@ use crate::ids::AgentId;
 /// One read an Agent served, as it recorded it before serving. `seq` is the
 /// Agent's own gap-free sequence number (from 1).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AccessRecord {
     pub seq: i64,
@@ -52,7 +51,6 @@ pub struct AccessRecord {
 /// One line of a secret's access log: the reads of one accessor, of one
 /// version, served by one Agent to one address within one second.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AccessLogEntry {
     /// The second the reads happened in.
     #[serde(with = "time::serde::rfc3339")]
@@ -72,7 +70,6 @@ pub struct AccessLogEntry {
 /// log's order (newest second first, then every other column descending,
 /// so that one row comparison finds the place). Sent as an opaque token.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AccessLogCursor {
     pub second: i64,

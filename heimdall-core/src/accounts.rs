@@ -14,7 +14,6 @@ use crate::infra::{AccountAuth, AccountLink, CloudAccount, LinkScope, OidcTarget
 use crate::names::{validate_name, validate_region, validate_text};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateCloudAccount {
     pub name: String,
@@ -41,7 +40,6 @@ pub struct CreateCloudAccount {
 /// (`accounts::check_state_move`); the provider and the state backend
 /// never change.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct UpdateCloudAccount {
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -38,7 +38,6 @@ pub struct Membership {
 /// A secret put at risk in one environment by one removed member: the
 /// versions they read that are still that environment's current one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Mark {
     pub secret: String,
     pub environment: String,

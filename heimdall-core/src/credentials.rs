@@ -25,7 +25,6 @@ use crate::Redacted;
 /// Temporary credentials for one job, from OIDC federation. Never stored,
 /// logged or shown: `Debug` redacts the secret parts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum JobCredentials {
     /// AWS STS `AssumeRoleWithWebIdentity`'s answer.

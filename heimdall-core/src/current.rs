@@ -59,7 +59,6 @@ impl Deleted<'_> {
 
 /// A secret's current version in one environment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CurrentVersion {
     pub secret: String,

@@ -29,7 +29,6 @@ pub struct Reported<'a> {
 /// A (secret, environment) the Agent reported a value in and where no
 /// version is current.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NoCurrent {
     pub secret: String,

@@ -110,7 +110,6 @@ pub const KEEP_SENDING_DONE: Duration = Duration::hours(1);
 
 /// Where a secret stands in its life, as a whole or in one environment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Lifecycle {
     Active,

@@ -9,7 +9,6 @@ use time::OffsetDateTime;
 use crate::ids::{CatalogId, EventId, MemberId, OrgId, PolicyId, TokenId};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Organization {
     pub id: OrgId,
     pub name: String,
@@ -18,7 +17,6 @@ pub struct Organization {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Owner,
@@ -57,7 +55,6 @@ impl FromStr for Role {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Member {
     pub id: MemberId,
     pub org_id: OrgId,
@@ -70,7 +67,6 @@ pub struct Member {
 /// A token's metadata. The token itself exists only in the response that
 /// created it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenInfo {
     pub id: TokenId,
     pub member_id: MemberId,
@@ -88,7 +84,6 @@ pub struct TokenInfo {
 /// Domain → System → Component form one tree under the organization;
 /// Environments hang off the organization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum CatalogKind {
     Domain,
@@ -156,7 +151,6 @@ impl FromStr for CatalogKind {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CatalogEntry {
     pub id: CatalogId,
     pub org_id: OrgId,
@@ -173,7 +167,6 @@ pub struct CatalogEntry {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Policy {
     pub id: PolicyId,
     pub org_id: OrgId,
@@ -202,7 +195,6 @@ fn first_version() -> i64 {
 
 /// One version of a policy, as its history keeps it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PolicyVersion {
     pub version: i64,
     pub name: String,
@@ -216,7 +208,6 @@ pub struct PolicyVersion {
 /// One line of the organization's audit feed: who did what to what, when.
 /// Details never carry a secret, token or input value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditEvent {
     pub id: EventId,
     pub org_id: OrgId,

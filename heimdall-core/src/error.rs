@@ -12,7 +12,6 @@ macro_rules! error_codes {
     ($($variant:ident = $status:literal),+ $(,)?) => {
         /// A stable, machine-readable error code.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
         pub enum ErrorCode {
             $($variant),+
@@ -152,7 +151,6 @@ impl fmt::Display for ErrorCode {
 
 /// One refused field: where (a JSON Pointer) and which rule. Never the value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FieldError {
     pub path: String,
     pub rule: String,
@@ -162,7 +160,6 @@ pub struct FieldError {
 /// input refusals the fields. Serialized on the wire as
 /// `{"error": {"code", "message", "fields"?}}` (`heimdall_wire::ErrorBody`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[error("{code}: {message}")]
 pub struct ApiError {
     pub code: ErrorCode,

@@ -14,7 +14,6 @@ use crate::root_module::{
 
 /// One file of an export package.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ExportFile {
     /// Relative to the package's directory.
     pub path: String,
@@ -23,7 +22,6 @@ pub struct ExportFile {
 
 /// The package, file by file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ExportPackage {
     pub resource_id: crate::ids::ResourceId,
     /// The revision whose apply the package reproduces.

@@ -37,7 +37,6 @@ const MAX_TOKEN_LEN: usize = 4096;
 /// What a grant permits: one value at one address, on one Agent, until
 /// `expires_at` (Unix seconds).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WriteGrantClaims {
     pub grant_id: Uuid,
@@ -64,7 +63,6 @@ pub struct WriteGrantClaims {
 
 /// Who a grant is for, by id (never by a name).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum GrantWriter {
     /// A person: the member whose client certificate writes.

@@ -119,7 +119,6 @@ pub fn import_blocks(targets: &[ImportTarget]) -> String {
 /// What an import's plan would do, from Terraform's machine-readable
 /// plan output: its `change_summary` and each `planned_change`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlanSummary {
     pub add: u64,
     pub change: u64,

@@ -14,7 +14,6 @@ macro_rules! string_enum {
     ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         pub enum $name {
             $(#[serde(rename = $text)] $variant),+
         }
@@ -48,7 +47,6 @@ macro_rules! string_enum {
 /// Where the Terraform module of a schema comes from. The Agent decides
 /// whether a source is allowed; the API only records it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ModuleRef {
     pub source: String,
@@ -57,7 +55,6 @@ pub struct ModuleRef {
 
 /// One version of a resource schema defined by the platform team.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResourceSchema {
     pub id: SchemaId,
     pub org_id: OrgId,
@@ -113,7 +110,6 @@ string_enum!(
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Resource {
     pub id: ResourceId,
     pub org_id: OrgId,
@@ -160,7 +156,6 @@ string_enum!(
 
 /// Every create or change of a Resource is a revision: number + content hash.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Revision {
     pub resource_id: ResourceId,
     pub number: i64,
@@ -239,7 +234,6 @@ fn s3() -> StateBackend {
 /// How the Agent obtains credentials for an account. Neither holds a
 /// credential: where to federate to, or the *name* of a secret in the Agent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum AccountAuth {
     /// The job's identity token, traded by the API (AWS) or placed where
@@ -253,7 +247,6 @@ pub enum AccountAuth {
 
 /// Where an `oidc` account's token is trusted; none of it is secret.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OidcTarget {
     /// AWS: the role to assume.
@@ -308,7 +301,6 @@ impl OidcTarget {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CloudAccount {
     pub id: CloudAccountId,
     pub org_id: OrgId,
@@ -345,7 +337,6 @@ string_enum!(
 
 /// "This account serves this scope in this environment."
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AccountLink {
     pub account_id: CloudAccountId,
     pub scope: LinkScope,
@@ -385,7 +376,6 @@ string_enum!(
 
 /// The account a job runs in, as the Agent needs it. Never a credential.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AccountRef {
     pub id: CloudAccountId,
     pub provider: Provider,
@@ -404,7 +394,6 @@ pub struct AccountRef {
 
 /// Everything an Agent needs to run a job, frozen when the job is queued.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobRequest {
     pub resource_id: ResourceId,
     pub resource_name: String,
@@ -471,7 +460,6 @@ impl JobRequest {
 /// An object created outside Heimdall, to import: its resource address
 /// inside the schema's module (`aws_s3_bucket.this`) and the provider's id.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ImportTarget {
     pub address: String,
@@ -481,7 +469,6 @@ pub struct ImportTarget {
 /// A module argument whose value is a secret's, named in the input and
 /// read by the Agent at run time (`input::SECRET_REFERENCE`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SecretInput {
     /// The input key (the module's variable).
     pub variable: String,
@@ -490,7 +477,6 @@ pub struct SecretInput {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Job {
     pub id: JobId,
     pub org_id: OrgId,
@@ -523,7 +509,6 @@ pub struct Job {
 
 /// An Agent: runs in the customer's network, dials out to the API.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Agent {
     pub id: crate::ids::AgentId,
     pub org_id: OrgId,

@@ -208,7 +208,6 @@ fn mac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
 
 /// A channel as the API keeps it (its secret is not kept).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Channel {
     pub id: String,
     pub org_id: OrgId,
@@ -235,7 +234,6 @@ impl std::fmt::Debug for Channel {
 
 /// One event's delivery to one channel, and how it went.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Delivery {
     pub id: String,
     pub channel: String,

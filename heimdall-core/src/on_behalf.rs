@@ -21,7 +21,6 @@ use crate::ids::{CatalogId, MemberId, SecretId};
 /// The member a job or task acts for: by id (what decides) and email
 /// (what is shown; an email can be re-added as another member).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OnBehalfOf {
     pub member_id: MemberId,

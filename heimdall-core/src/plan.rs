@@ -76,7 +76,6 @@ pub fn hex_sha256(bytes: &[u8]) -> String {
 
 /// A revision's plan, as the API keeps it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RevisionPlan {
     /// SHA-256 (hex) of the plan file.

@@ -482,7 +482,6 @@ impl<T> Store for T where
 
 /// One version an Agent's last inventory lists (never a value).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Holding {
     pub agent_id: AgentId,
     pub agent: String,
@@ -506,7 +505,6 @@ pub struct Holding {
 
 /// A secret being deleted (or deleted) in one environment.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EnvironmentDeletion {
     pub secret: String,
     pub environment_id: CatalogId,

@@ -26,7 +26,6 @@ use crate::names::validate_name;
 /// What a token may do. `write` and `delete` go through the API on the
 /// program's behalf, as people's writes and deletions do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Verb {
     Read,
@@ -60,7 +59,6 @@ pub const ID_LEN: usize = 16;
 
 /// One token's scope, as the Agent keeps it (never the token itself).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ProgramScope {
     /// The token's id: its first part, not a secret.
@@ -279,7 +277,6 @@ fn matches_any(globs: &[String], secret: &str) -> bool {
 /// asked of the API by the Agent, and the API lets a program do only
 /// what an allowance covers, so a stolen Agent key does no more.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProgramAllowance {
     pub agent_id: AgentId,
     pub environment_id: CatalogId,
@@ -334,7 +331,6 @@ pub fn fits(allowance: &str, glob: &str) -> bool {
 /// A program token as the API knows it: registered by the Agent that made
 /// it, never the token itself (nor its hash).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RegisteredToken {
     /// The token's id (its second part).
     pub id: String,

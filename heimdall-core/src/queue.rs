@@ -113,7 +113,6 @@ pub fn lease_until(now: OffsetDateTime) -> OffsetDateTime {
 /// Which end of the job list comes first (`GET /v1/jobs?order=`): by
 /// when each job was queued, then by id.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum JobOrder {
     #[default]

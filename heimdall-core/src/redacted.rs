@@ -58,30 +58,6 @@ impl<'de, T: Zeroize + serde::Deserialize<'de>> serde::Deserialize<'de> for Reda
     }
 }
 
-/// Documented as the value it hides (the OpenAPI documents describe the
-/// wire, where a redacted field is the plain value). Only with the
-/// `openapi` feature, which the wire crate turns on.
-#[cfg(feature = "openapi")]
-mod openapi {
-    use super::Redacted;
-    use zeroize::Zeroize;
-
-    // utoipa's derive composes a generic field's schema through this trait.
-    impl<T: Zeroize + utoipa::PartialSchema> utoipa::__dev::ComposeSchema for Redacted<T> {
-        fn compose(
-            _: Vec<utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>>,
-        ) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-            T::schema()
-        }
-    }
-
-    impl<T: Zeroize + utoipa::ToSchema> utoipa::ToSchema for Redacted<T> {
-        fn name() -> std::borrow::Cow<'static, str> {
-            T::name()
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -86,7 +86,6 @@ pub fn kept_until(overlaps: &[Overlap], version: i64, current: i64) -> Option<Of
 
 /// A version an Agent is told to erase.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Superseded {
     pub secret: String,

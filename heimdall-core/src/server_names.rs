@@ -11,7 +11,6 @@ use crate::error::{ApiError, ErrorCode};
 
 /// A name an owner approved for one Agent.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovedName {
     pub name: String,
     #[serde(with = "time::serde::rfc3339")]
@@ -188,6 +187,7 @@ mod tests {
         let err = Refused::NotApproved(names(&["www.example.com"])).error("edge-1");
         assert!(err.message.contains("allow-name edge-1"), "{}", err.message);
     }
+
     #[test]
     fn an_agent_asks_for_one_to_sixteen_names_lowercased_and_records_them_by_id() {
         assert_eq!(requested(&names(&["Edge-1.ACME.internal"])).unwrap(), names(&["edge-1.acme.internal"]));
@@ -203,7 +203,6 @@ mod tests {
         assert_eq!(planned.event.target, format!("agent:{}", agent.id));
         assert_eq!(planned.event.detail["names"], serde_json::json!(["localhost"]));
     }
-
 
     #[test]
     fn names_are_dns_names_or_addresses() {

@@ -13,8 +13,6 @@ use crate::error::ApiError;
 
 /// A SHA-256 digest as 64 lower-case hex digits.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-fA-F]{64}$"))]
 #[serde(transparent)]
 pub struct Sha256Hex(String);
 

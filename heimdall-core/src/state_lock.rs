@@ -75,16 +75,13 @@ fn parse_go_time(text: &str) -> Option<OffsetDateTime> {
 /// or its Agent reported), and how its Agent's Terraform names itself in a
 /// lock.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Attempt {
     pub attempt: i64,
     #[serde(with = "time::serde::rfc3339")]
-    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub started_at: OffsetDateTime,
     /// `None` while the attempt has not ended (it cannot be, for a job
     /// claimed again; then the claim's time bounds it).
     #[serde(default, with = "time::serde::rfc3339::option", skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub ended_at: Option<OffsetDateTime>,
     /// Terraform's `Who` on that Agent (`user@host`), as it announced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -3,9 +3,8 @@
 //! servers, the SDK, the CLI and the bindings so they cannot drift), their
 //! OpenAPI schemas, the strict body and query parsing ([`body`]) and the
 //! page cursors ([`page`]). `heimdall-core` keeps the domain, the rules,
-//! `ErrorCode` and the ports; its types get their OpenAPI schemas through
-//! its `openapi` feature, which this crate turns on. Request bodies refuse
-//! unknown fields.
+//! `ErrorCode` and the ports and knows nothing of OpenAPI: its types'
+//! schemas are in [`schemas`]. Request bodies refuse unknown fields.
 //!
 //! Routes (all under `/v1`, bearer token unless noted):
 //!
@@ -37,6 +36,7 @@
 
 pub mod body;
 pub mod page;
+pub mod schemas;
 
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +54,7 @@ use heimdall_core::Sha256Hex;
 /// Every error response: `{"error": {"code", "message", "fields"?}}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorBody {
+    #[schema(value_type = crate::schemas::ApiError)]
     pub error: ApiError,
 }
 
@@ -62,6 +63,7 @@ pub struct ErrorBody {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CaCertificate {
     pub certificate: String,
+    #[schema(value_type = crate::schemas::Sha256Hex)]
     pub sha256: Sha256Hex,
 }
 
@@ -73,14 +75,18 @@ pub struct Health {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WhoAmI {
+    #[schema(value_type = crate::schemas::Member)]
     pub member: Member,
+    #[schema(value_type = crate::schemas::Organization)]
     pub organization: Organization,
 }
 
 /// The output of `heimdall-api bootstrap --output json`. `token` is shown once.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Bootstrapped {
+    #[schema(value_type = crate::schemas::Organization)]
     pub organization: Organization,
+    #[schema(value_type = crate::schemas::Member)]
     pub owner: Member,
     pub token: String,
 }
@@ -99,12 +105,14 @@ impl std::fmt::Debug for Bootstrapped {
 #[serde(deny_unknown_fields)]
 pub struct AddMember {
     pub email: String,
+    #[schema(value_type = crate::schemas::Role)]
     pub role: Role,
 }
 
 /// A new member and their first API token, shown this once.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AddedMember {
+    #[schema(value_type = crate::schemas::Member)]
     pub member: Member,
     pub token: String,
 }
@@ -118,6 +126,7 @@ impl std::fmt::Debug for AddedMember {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChangeRole {
+    #[schema(value_type = crate::schemas::Role)]
     pub role: Role,
 }
 
@@ -138,13 +147,16 @@ pub struct ForgetAgent {
 /// `GET /v1/agents/{key}`: the Agent and what its last inventory listed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AgentDetail {
+    #[schema(value_type = crate::schemas::Agent)]
     pub agent: heimdall_core::infra::Agent,
+    #[schema(value_type = Vec<crate::schemas::Holding>)]
     pub holdings: Vec<heimdall_core::ports::Holding>,
     /// The current versions it lacks in the environments it holds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub behind: Vec<HolderBehind>,
     /// Host names an owner approved for its local-API certificate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<crate::schemas::ApprovedName>)]
     pub names: Vec<heimdall_core::server_names::ApprovedName>,
 }
 
@@ -179,6 +191,7 @@ pub struct UpdateChannel {
 /// The channel and its signing secret, shown this once.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CreatedChannel {
+    #[schema(value_type = crate::schemas::Channel)]
     pub channel: heimdall_core::notify::Channel,
     pub secret: String,
 }
@@ -191,6 +204,7 @@ impl std::fmt::Debug for CreatedChannel {
 
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CreatedToken {
+    #[schema(value_type = crate::schemas::TokenInfo)]
     pub info: TokenInfo,
     pub token: String,
 }
@@ -264,6 +278,7 @@ pub struct CreateCatalogEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::schemas::CatalogId>)]
     pub parent_id: Option<CatalogId>,
 }
 
@@ -337,6 +352,7 @@ pub struct CreateSchema {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defaults: Option<std::collections::BTreeMap<String, serde_json::Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::schemas::ModuleRef>)]
     pub module: Option<ModuleRef>,
     #[serde(default)]
     pub requires_approval: bool,
@@ -351,6 +367,7 @@ pub struct CreateSchema {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkCloudAccount {
+    #[schema(value_type = crate::schemas::LinkScope)]
     pub scope: LinkScope,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope_id: Option<String>,
@@ -359,7 +376,9 @@ pub struct LinkCloudAccount {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CloudAccountDetail {
+    #[schema(value_type = crate::schemas::CloudAccount)]
     pub account: CloudAccount,
+    #[schema(value_type = Vec<crate::schemas::AccountLink>)]
     pub links: Vec<AccountLink>,
 }
 
@@ -378,6 +397,7 @@ pub struct CreateResource {
     /// Objects created outside Heimdall to bring under management
     /// (`heimdall resource import`): the first apply is an `import` job.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<crate::schemas::ImportTarget>)]
     pub imports: Vec<heimdall_core::infra::ImportTarget>,
 }
 
@@ -422,7 +442,9 @@ pub struct Decide {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ResourceDetail {
+    #[schema(value_type = crate::schemas::Resource)]
     pub resource: Resource,
+    #[schema(value_type = Vec<crate::schemas::Revision>)]
     pub revisions: Vec<Revision>,
 }
 
@@ -459,6 +481,7 @@ pub struct Registration {
     /// The installation CA's SHA-256: what the Agent pins to enroll
     /// (`heimdall-agent enroll --ca-sha256`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::schemas::Sha256Hex>)]
     pub ca_sha256: Option<Sha256Hex>,
 }
 
@@ -488,6 +511,7 @@ impl std::fmt::Debug for Enroll {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Enrolled {
+    #[schema(value_type = crate::schemas::Agent)]
     pub agent: Agent,
     pub certificate_pem: String,
     pub ca_pem: String,
@@ -513,7 +537,9 @@ pub struct Claim {
 /// (`heimdall_core::state_lock::takeover`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClaimedJob {
+    #[schema(value_type = crate::schemas::Job)]
     pub job: Job,
+    #[schema(value_type = crate::schemas::LeaseId)]
     pub lease: heimdall_core::ids::LeaseId,
     #[serde(with = "time::serde::rfc3339")]
     pub lease_expires_at: time::OffsetDateTime,
@@ -522,16 +548,19 @@ pub struct ClaimedJob {
     /// The attempts of this Resource's jobs whose Agent died (the most
     /// recent few), oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<crate::schemas::Attempt>)]
     pub dead_attempts: Vec<heimdall_core::state_lock::Attempt>,
     /// For a job of an `oidc` account: what the API obtained with the
     /// job's identity token. In memory only, on either side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::schemas::JobCredentials>)]
     pub credentials: Option<JobCredentials>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Heartbeat {
+    #[schema(value_type = crate::schemas::LeaseId)]
     pub lease: heimdall_core::ids::LeaseId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_lock_id: Option<String>,
@@ -546,6 +575,7 @@ pub struct LeaseExtended {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LogChunk {
+    #[schema(value_type = crate::schemas::LeaseId)]
     pub lease: heimdall_core::ids::LeaseId,
     pub chunk: String,
 }
@@ -561,6 +591,7 @@ pub enum FinishOutcome {
     Failed {
         reason: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(value_type = Option<crate::schemas::ErrorCode>)]
         code: Option<heimdall_core::error::ErrorCode>,
         retryable: bool,
     },
@@ -569,6 +600,7 @@ pub enum FinishOutcome {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FinishJob {
+    #[schema(value_type = crate::schemas::LeaseId)]
     pub lease: heimdall_core::ids::LeaseId,
     pub outcome: FinishOutcome,
     /// The log's last lines not sent yet: appended before the attempt
@@ -606,6 +638,7 @@ pub struct CreateSecret {
     /// For a personal secret: the SHA-256 of the creator's client
     /// certificate (one the API issued her); its key is bound to the secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::schemas::Sha256Hex>)]
     pub certificate_sha256: Option<Sha256Hex>,
 }
 
@@ -625,16 +658,20 @@ pub struct UpdateSecret {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SecretDetail {
+    #[schema(value_type = crate::schemas::Secret)]
     pub secret: Secret,
+    #[schema(value_type = Vec<crate::schemas::SecretVersion>)]
     pub versions: Vec<SecretVersion>,
     /// What each Agent's last inventory lists of it (environments you may read).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<crate::schemas::Holding>)]
     pub holdings: Vec<heimdall_core::ports::Holding>,
     /// Holders of an environment that lack its current version.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub behind: Vec<HolderBehind>,
     /// Where it is being (or was) deleted on its own (`secret delete --environment`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<crate::schemas::EnvironmentDeletion>)]
     pub environment_deletions: Vec<heimdall_core::ports::EnvironmentDeletion>,
 }
 
@@ -644,6 +681,7 @@ pub struct SecretDetail {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HolderBehind {
+    #[schema(value_type = crate::schemas::AgentId)]
     pub agent_id: heimdall_core::ids::AgentId,
     pub agent: String,
     pub secret: String,
@@ -684,6 +722,7 @@ pub use heimdall_core::access::AccessRecord;
 #[serde(deny_unknown_fields)]
 pub struct DeletedInEnvironment {
     pub secret: String,
+    #[schema(value_type = crate::schemas::CatalogId)]
     pub environment: CatalogId,
     /// The highest version numbered there when the deletion started: the
     /// Agent deletes up to it and refuses a late write up to it (`None`
@@ -730,6 +769,7 @@ pub struct SyncRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub records_after: Option<i64>,
     #[serde(default)]
+    #[schema(value_type = Vec<crate::schemas::AccessRecord>)]
     pub records: Vec<AccessRecord>,
     #[serde(default)]
     pub inventory: Vec<InventoryItem>,
@@ -809,11 +849,14 @@ impl AgentAlert {
 /// served only to a client certificate whose SHA-256 is listed here.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncMember {
+    #[schema(value_type = crate::schemas::MemberId)]
     pub id: heimdall_core::ids::MemberId,
     pub email: String,
+    #[schema(value_type = crate::schemas::Role)]
     pub role: Role,
     /// SHA-256 (hex) of each unexpired, unrevoked client certificate.
     #[serde(default)]
+    #[schema(value_type = Vec<crate::schemas::Sha256Hex>)]
     pub certificates: Vec<Sha256Hex>,
 }
 
@@ -821,6 +864,7 @@ pub struct SyncMember {
 /// policies) and, for a personal secret, its owner and the keys bound to it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncSecret {
+    #[schema(value_type = crate::schemas::SecretId)]
     pub id: heimdall_core::ids::SecretId,
     pub name: String,
     /// Kept for Agents older than `owner_id`: for a personal secret it is
@@ -829,10 +873,13 @@ pub struct SyncSecret {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub personal_owner: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::schemas::MemberId>)]
     pub owner_id: Option<heimdall_core::ids::MemberId>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<crate::schemas::Sha256Hex>)]
     pub owner_keys: Vec<Sha256Hex>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<crate::schemas::CatalogId>)]
     pub components: Vec<CatalogId>,
 }
 
@@ -840,9 +887,12 @@ pub struct SyncSecret {
 /// the catalog needs to match a secret linked to a Component.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncCatalogEntry {
+    #[schema(value_type = crate::schemas::CatalogId)]
     pub id: CatalogId,
+    #[schema(value_type = crate::schemas::CatalogKind)]
     pub kind: CatalogKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::schemas::CatalogId>)]
     pub parent_id: Option<CatalogId>,
 }
 
@@ -850,6 +900,7 @@ pub struct SyncCatalogEntry {
 /// policies speak names).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncEnvironment {
+    #[schema(value_type = crate::schemas::CatalogId)]
     pub id: heimdall_core::ids::CatalogId,
     pub name: String,
 }
@@ -868,6 +919,7 @@ pub struct DeactivatedVersion {
 /// pruned).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncResponse {
+    #[schema(value_type = crate::schemas::OrgId)]
     pub org_id: heimdall_core::ids::OrgId,
     /// The API's clock when it answered.
     #[serde(with = "time::serde::rfc3339")]
@@ -886,18 +938,22 @@ pub struct SyncResponse {
     pub secrets_since: Option<i64>,
     /// With a delta: the secrets deleted after `secrets_since`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<crate::schemas::SecretId>)]
     pub removed_secrets: Vec<heimdall_core::ids::SecretId>,
     pub environments: Vec<SyncEnvironment>,
     /// Domains, systems and components.
     #[serde(default)]
     pub catalog: Vec<SyncCatalogEntry>,
+    #[schema(value_type = Vec<crate::schemas::Policy>)]
     pub policies: Vec<Policy>,
+    #[schema(value_type = Vec<crate::schemas::Assignment>)]
     pub assignments: Vec<heimdall_core::secrets::Assignment>,
     pub deactivated: Vec<DeactivatedVersion>,
     /// The current version of each secret in the environments this Agent
     /// holds (`heimdall_core::current`): it never serves an older one as
     /// the latest. Empty from an API older than this list.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<crate::schemas::CurrentVersion>)]
     pub current_versions: Vec<heimdall_core::current::CurrentVersion>,
     /// Set when the request asked for it: `current_versions` lists only
     /// those that differ from the newest value the request's inventory
@@ -907,6 +963,7 @@ pub struct SyncResponse {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub current_omits_held: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<crate::schemas::NoCurrent>)]
     pub no_current: Vec<heimdall_core::current_delta::NoCurrent>,
     /// Secrets being deleted (or deleted): the Agent deletes every value
     /// and tombstone it holds of them, and its next inventory says so.
@@ -919,12 +976,14 @@ pub struct SyncResponse {
     /// Environments this Agent was unassigned from: it deletes what it
     /// holds there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<crate::schemas::CatalogId>)]
     pub released_environments: Vec<CatalogId>,
     pub received_through: i64,
     /// SHA-256 of this Agent's unrevoked local API certificates: one it
     /// serves with that is not here was revoked, and it gets a new one.
     /// (`None` from an API older than this list.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<crate::schemas::Sha256Hex>>)]
     pub local_api_certificates: Option<Vec<Sha256Hex>>,
     /// The ids of this Agent's program tokens that are registered with the
     /// API and live: the Agent accepts no other token, whatever its token
@@ -944,6 +1003,7 @@ pub struct SyncResponse {
     /// Values this Agent holds that a newer current version replaced and
     /// whose overlap is over (`heimdall_core::retention`): it erases them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<crate::schemas::Superseded>)]
     pub superseded: Vec<heimdall_core::retention::Superseded>,
 }
 
@@ -953,6 +1013,7 @@ pub struct SyncResponse {
 pub struct Transfer {
     /// The secret's name as stored.
     pub secret: String,
+    #[schema(value_type = crate::schemas::CatalogId)]
     pub environment_id: CatalogId,
     pub version: i64,
     /// Holders that have it, to ask in order.
@@ -995,6 +1056,7 @@ pub struct CreateVersion {
     /// For a personal secret created before keys were bound: the SHA-256
     /// of the writer's client certificate, whose key is then bound to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::schemas::Sha256Hex>)]
     pub certificate_sha256: Option<Sha256Hex>,
     /// How long the version this one replaces stays readable in the
     /// Agents' stores: `0` (the default) or a period such as `1h`, at most
@@ -1007,6 +1069,7 @@ pub struct CreateVersion {
 /// An Agent that holds an environment, and where people reach it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AgentLocation {
+    #[schema(value_type = crate::schemas::AgentId)]
     pub agent_id: heimdall_core::ids::AgentId,
     pub agent: String,
     /// The local API's URL as the Agent last reported it; `None` until it has synced.
@@ -1017,6 +1080,7 @@ pub struct AgentLocation {
     /// none accepted), and only if it names `urn:heimdall:agent:<agent_id>`.
     /// `None` from an API older than this list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<crate::schemas::Sha256Hex>>)]
     pub certificates: Option<Vec<Sha256Hex>>,
 }
 
@@ -1025,6 +1089,7 @@ pub struct AgentLocation {
 pub struct VersionHolder {
     #[serde(flatten)]
     pub location: AgentLocation,
+    #[schema(value_type = String)]
     pub grant: heimdall_core::Redacted<String>,
 }
 
@@ -1038,6 +1103,7 @@ impl std::fmt::Debug for VersionHolder {
 pub struct CreatedVersion {
     pub secret: String,
     pub environment: String,
+    #[schema(value_type = crate::schemas::CatalogId)]
     pub environment_id: heimdall_core::ids::CatalogId,
     pub version: i64,
     #[serde(with = "time::serde::rfc3339")]
@@ -1073,6 +1139,7 @@ pub struct IssuedCertificate {
     pub certificate: String,
     /// The installation CA (PEM), to trust Agents' local APIs.
     pub ca: String,
+    #[schema(value_type = crate::schemas::Sha256Hex)]
     pub sha256: Sha256Hex,
     #[serde(with = "time::serde::rfc3339")]
     pub not_after: time::OffsetDateTime,
@@ -1085,7 +1152,9 @@ pub struct WriteValue {
     /// Environment id or name.
     pub environment: String,
     pub version: i64,
+    #[schema(value_type = String)]
     pub grant: heimdall_core::Redacted<String>,
+    #[schema(value_type = String)]
     pub value: heimdall_core::Redacted<String>,
 }
 
@@ -1104,6 +1173,7 @@ pub struct ValueAnswer {
     pub name: String,
     pub environment: String,
     pub version: i64,
+    #[schema(value_type = String)]
     pub value: heimdall_core::Redacted<String>,
 }
 
@@ -1125,6 +1195,7 @@ impl std::fmt::Debug for ValueAnswer {
 pub struct ProgramValue {
     /// Environment id or name.
     pub environment: String,
+    #[schema(value_type = String)]
     pub value: heimdall_core::Redacted<String>,
 }
 
@@ -1154,6 +1225,7 @@ pub struct RegisterProgramToken {
     /// The environment's name or id; the answer names it by id.
     pub environment: String,
     pub secrets: Vec<String>,
+    #[schema(value_type = Vec<crate::schemas::Verb>)]
     pub verbs: Vec<heimdall_core::program::Verb>,
     #[serde(with = "time::serde::rfc3339::option", default)]
     pub expires_at: Option<time::OffsetDateTime>,
@@ -1169,6 +1241,7 @@ pub struct AllowPrograms {
     /// A secret name or glob (`billing-*`).
     pub secret: String,
     /// `write`, `delete` or both.
+    #[schema(value_type = Vec<crate::schemas::Verb>)]
     pub verbs: Vec<heimdall_core::program::Verb>,
 }
 
@@ -1179,7 +1252,9 @@ pub struct AllowPrograms {
 #[serde(deny_unknown_fields)]
 pub struct ProgramVersionRequest {
     pub program: ProgramCaller,
+    #[schema(value_type = crate::schemas::SecretId)]
     pub secret_id: heimdall_core::ids::SecretId,
+    #[schema(value_type = crate::schemas::CatalogId)]
     pub environment_id: heimdall_core::ids::CatalogId,
 }
 
@@ -1189,8 +1264,10 @@ pub struct ProgramVersionRequest {
 pub struct ProgramVersion {
     pub secret: String,
     pub environment: String,
+    #[schema(value_type = crate::schemas::CatalogId)]
     pub environment_id: heimdall_core::ids::CatalogId,
     pub version: i64,
+    #[schema(value_type = String)]
     pub grant: heimdall_core::Redacted<String>,
 }
 
@@ -1201,7 +1278,9 @@ pub struct ProgramVersion {
 #[serde(deny_unknown_fields)]
 pub struct ProgramDeletionRequest {
     pub program: ProgramCaller,
+    #[schema(value_type = crate::schemas::SecretId)]
     pub secret_id: heimdall_core::ids::SecretId,
+    #[schema(value_type = crate::schemas::CatalogId)]
     pub environment_id: heimdall_core::ids::CatalogId,
 }
 
@@ -1212,6 +1291,7 @@ pub struct ProgramDeletion {
     pub secret: String,
     pub environment: String,
     /// `deleting`: every holder drops the values on its next sync.
+    #[schema(value_type = crate::schemas::Lifecycle)]
     pub status: heimdall_core::deletion::Lifecycle,
 }
 
@@ -1287,6 +1367,7 @@ bodies!(ValuePolicy::Carries("value") => WriteValue, ProgramValue);
 #[serde(deny_unknown_fields)]
 pub struct CreateDatabase {
     pub name: String,
+    #[schema(value_type = crate::schemas::Engine)]
     pub engine: heimdall_core::dbusers::Engine,
     pub host: String,
     pub port: u16,
@@ -1300,6 +1381,7 @@ pub struct CreateDatabase {
     /// How the admin connection is secured; by default `disable` on the
     /// Agent's own machine and `verify-full` anywhere else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::schemas::TlsMode>)]
     pub tls: Option<heimdall_core::dbusers::TlsMode>,
     /// CA certificates (PEM) the server's certificate may chain to,
     /// besides the system's roots.
@@ -1324,8 +1406,11 @@ pub struct CreateServiceUser {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseTask {
+    #[schema(value_type = crate::schemas::ServiceUserId)]
     pub user_id: heimdall_core::ids::ServiceUserId,
+    #[schema(value_type = crate::schemas::LeaseId)]
     pub lease_id: heimdall_core::ids::LeaseId,
+    #[schema(value_type = crate::schemas::TaskKind)]
     pub kind: heimdall_core::dbusers::TaskKind,
     /// The version a creation or rotation stores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1338,12 +1423,15 @@ pub struct DatabaseTask {
     /// (`dbusers::resume_from`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_version: Option<i64>,
+    #[schema(value_type = crate::schemas::OrgId)]
     pub org_id: heimdall_core::ids::OrgId,
     pub user: String,
     pub secret: String,
+    #[schema(value_type = crate::schemas::CatalogId)]
     pub environment_id: CatalogId,
     pub environment: String,
     pub database: String,
+    #[schema(value_type = crate::schemas::Engine)]
     pub engine: heimdall_core::dbusers::Engine,
     pub host: String,
     pub port: u16,
@@ -1354,6 +1442,7 @@ pub struct DatabaseTask {
     /// How the admin connection is secured (`dbusers::check_tls`, decided
     /// again by the Agent).
     #[serde(default)]
+    #[schema(value_type = crate::schemas::TlsMode)]
     pub tls: heimdall_core::dbusers::TlsMode,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_pem: Option<String>,
@@ -1361,6 +1450,7 @@ pub struct DatabaseTask {
     /// drop, whoever deleted it): the Agent decides the use as her read
     /// before it connects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::schemas::OnBehalfOf>)]
     pub on_behalf_of: Option<heimdall_core::on_behalf::OnBehalfOf>,
 }
 
@@ -1380,6 +1470,7 @@ pub enum DatabaseTaskOutcome {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseTaskReport {
+    #[schema(value_type = crate::schemas::LeaseId)]
     pub lease_id: heimdall_core::ids::LeaseId,
     pub outcome: DatabaseTaskOutcome,
 }

@@ -3,7 +3,6 @@
 //! `#[utoipa::path]` attributes and core's wire types; the router is built
 //! from the same attributes (`local_api::router`).
 
-use heimdall_core::ErrorCode;
 use heimdall_tls::openapi_errors as errors;
 use heimdall_wire::ErrorBody;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -21,7 +20,7 @@ use utoipa::{Modify, OpenApi};
     ),
     modifiers(&Credentials),
     security(("client_certificate" = []), ("program_token" = [])),
-    components(schemas(ErrorBody, ErrorCode)),
+    components(schemas(ErrorBody, heimdall_wire::schemas::ErrorCode)),
 )]
 pub(crate) struct AgentLocalApi;
 

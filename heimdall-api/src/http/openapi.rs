@@ -6,7 +6,6 @@
 //!
 //! Error codes are listed per status (`heimdall_tls::openapi_errors!`).
 
-use heimdall_core::ErrorCode;
 pub(crate) use heimdall_tls::openapi::{serve, to_json};
 pub(crate) use heimdall_tls::openapi_errors as errors;
 use heimdall_wire::ErrorBody;
@@ -25,7 +24,7 @@ use utoipa::{Modify, OpenApi};
     ),
     modifiers(&BearerToken),
     security(("token" = [])),
-    components(schemas(ErrorBody, ErrorCode)),
+    components(schemas(ErrorBody, heimdall_wire::schemas::ErrorCode)),
 )]
 pub(crate) struct PeopleApi;
 
@@ -40,7 +39,7 @@ pub(crate) struct PeopleApi;
                        identity (its URI SAN names the Agent's id); there is no token.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
-    components(schemas(ErrorBody, ErrorCode))
+    components(schemas(ErrorBody, heimdall_wire::schemas::ErrorCode))
 )]
 pub(crate) struct AgentChannelApi;
 

@@ -158,3 +158,38 @@ async fn every_operation_has_a_summary_and_a_description_in_product_words() {
     }
     assert!(missing.is_empty(), "{} problems:\n{}", missing.len(), missing.join("\n"));
 }
+
+/// Every closed set of words in both documents is the one the servers
+/// speak: a client generated from the document sends `aws`, not `Aws`.
+#[tokio::test]
+async fn every_documented_enum_lists_the_words_on_the_wire() {
+    use heimdall_core::infra::{
+        JobOperation, JobStatus, LinkScope, Provider, ResourceStatus, RevisionState, StateBackend,
+    };
+    fn words<T: serde::Serialize>(all: &[T]) -> Value {
+        serde_json::to_value(all).unwrap()
+    }
+    let spoken = [
+        ("Provider", words(Provider::ALL)),
+        ("StateBackend", words(StateBackend::ALL)),
+        ("ResourceStatus", words(ResourceStatus::ALL)),
+        ("RevisionState", words(RevisionState::ALL)),
+        ("LinkScope", words(LinkScope::ALL)),
+        ("JobOperation", words(JobOperation::ALL)),
+        ("JobStatus", words(JobStatus::ALL)),
+        ("ErrorCode", words(heimdall_core::ErrorCode::ALL)),
+    ];
+    let mut wrong = Vec::new();
+    let documents = [heimdall_api::openapi_document(), heimdall_api::agent_channel_openapi_document()];
+    for (n, document) in documents.iter().enumerate() {
+        let document = serde_json::to_value(document).unwrap();
+        for (name, words) in &spoken {
+            let documented = &document["components"]["schemas"][name]["enum"];
+            // The people's document has each; the Agent channel's, some.
+            if documented != words && (n == 0 || !documented.is_null()) {
+                wrong.push(format!("{name}: documented {documented}, spoken {words}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}

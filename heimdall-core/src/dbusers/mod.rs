@@ -43,7 +43,6 @@ pub use tasks::{report, version_numbered, ReportPlan, TaskOutcome};
 /// absent stays. The engine, database name and environment never change
 /// (its users and their secrets live there).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct UpdateDatabase {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,7 +60,6 @@ pub struct UpdateDatabase {
 
 /// The database engines a service user can live in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Engine {
     Postgres,
@@ -109,7 +107,6 @@ pub fn check_user_name(user: &str) -> Result<(), ApiError> {
 /// What the secret's value holds (JSON): which login is current, with its
 /// password and where to connect.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Credential {
     pub engine: Engine,
@@ -181,7 +178,6 @@ impl Schedule {
 /// is and the name of the secret with its administrative credential
 /// (`{"username","password"}`, written with `secret set`); never a password.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Database {
     pub id: DatabaseId,
     pub org_id: OrgId,
@@ -210,7 +206,6 @@ pub struct Database {
 /// the administrator's password, so it goes only to a server that proved
 /// who it is, or to this machine.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum TlsMode {
     /// TLS, with the server's certificate checked against the system's
@@ -354,7 +349,6 @@ pub fn check_database_name(name: &str) -> Result<(), ApiError> {
 
 /// A service user and its schedule, as the API keeps it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ServiceUser {
     pub id: ServiceUserId,
     pub org_id: OrgId,
@@ -491,7 +485,6 @@ pub const TASK_LEASE: Duration = Duration::seconds(60);
 
 /// What the API offers an Agent for a user.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TaskKind {
     /// Make the roles and the first password.
@@ -552,7 +545,6 @@ pub fn may_rotate_now(user: &ServiceUser, now: OffsetDateTime) -> Result<(), Api
 /// Where a rotation stands, as the Agent records it (sealed, in its store)
 /// before each step that changes something.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "phase", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Phase {
     /// Nothing in flight: `version` is stored, naming login `current`.

@@ -26,7 +26,6 @@ pub use new_version::{new_version, version_event, VersionPlan, Writer};
 pub use update::{update, SecretChange, SecretUpdate};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Secret {
     pub id: SecretId,
     pub org_id: OrgId,
@@ -134,7 +133,6 @@ pub fn in_trail(environment: &str, version: i64, namesakes: &[(String, i64)]) ->
 /// A secret's status: `deleting` and `deleted` come from its lifecycle,
 /// `at_risk` from its marks, else `active`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SecretStatus {
     #[default]
@@ -177,7 +175,6 @@ impl SecretStatus {
 /// A secret at risk in one environment: who was removed having read which
 /// of its still-current versions, and when it was marked.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AtRisk {
     /// The environment's name.
     pub environment: String,
@@ -191,7 +188,6 @@ pub struct AtRisk {
 /// One version of a secret in one environment: who made it and when. The
 /// value is in the Agents that hold the environment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SecretVersion {
     pub secret_id: SecretId,
     pub environment_id: CatalogId,
@@ -226,7 +222,6 @@ pub struct VersionAsked<'a> {
 
 /// "This Agent holds this environment's values" — the owner's decision.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Assignment {
     pub environment_id: CatalogId,
     pub agent_id: AgentId,
@@ -238,7 +233,6 @@ pub struct Assignment {
 /// A client certificate the installation CA issued to a person, by the
 /// SHA-256 of its DER. Agents serve reads only to these.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MemberCertificate {
     pub sha256: Sha256Hex,
     pub org_id: OrgId,
@@ -289,7 +283,6 @@ pub fn reaches(
 /// The server certificate of an Agent's local API, by its SHA-256: what
 /// people's clients require of that Agent (with its URI SAN).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentCertificate {
     pub sha256: Sha256Hex,
     pub org_id: OrgId,
@@ -326,7 +319,6 @@ pub fn member_certificate_issued(
 
 /// What kind of certificate the installation CA issued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CertificateKind {
     /// A person's client certificate.
@@ -337,7 +329,6 @@ pub enum CertificateKind {
 
 /// One issued certificate, as `heimdall certificate list` shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct IssuedCertificateInfo {
     pub sha256: Sha256Hex,
     pub kind: CertificateKind,

@@ -154,7 +154,7 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
     params(("user" = String, Path, description = "A service user id")),
     request_body = DatabaseTaskReport,
     security(()),
-    responses((status = 200, description = "The service user after the report", body = ServiceUser), ReportErrors),
+    responses((status = 200, description = "The service user after the report", body = heimdall_wire::schemas::ServiceUser), ReportErrors),
 )]
 async fn report(
     State(state): State<AppState>,

@@ -299,7 +299,7 @@ async fn log(
     params(("id" = String, Path, description = "An id")),
     request_body = FinishJob,
     security(()),
-    responses((status = 200, description = "The job as it ended", body = heimdall_core::infra::Job), FinishErrors),
+    responses((status = 200, description = "The job as it ended", body = heimdall_wire::schemas::Job), FinishErrors),
 )]
 async fn finish(
     State(state): State<AppState>,

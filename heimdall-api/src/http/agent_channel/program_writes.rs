@@ -219,7 +219,7 @@ errors!(public RevokeErrors: Unauthenticated, AgentRevoked, NotFound);
         `FORBIDDEN`. Recorded in the audit feed as `program_token.registered`.",
     request_body = heimdall_wire::RegisterProgramToken,
     security(()),
-    responses((status = 201, description = "The token as registered (its environment by id)", body = heimdall_core::program::RegisteredToken), RegisterErrors),
+    responses((status = 201, description = "The token as registered (its environment by id)", body = heimdall_wire::schemas::RegisteredToken), RegisterErrors),
 )]
 pub(super) async fn register(
     State(state): State<AppState>,

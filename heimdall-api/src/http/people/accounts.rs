@@ -57,7 +57,7 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<CloudAc
         credential: a role to assume, or the name of a secret the Agents keep. By default owners and admins \
         may list them (`cloud_account.read`).",
     params(crate::http::PageQuery),
-    responses((status = 200, description = "A page of the cloud accounts, by name (never a credential)", body = Vec<CloudAccount>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
+    responses((status = 200, description = "A page of the cloud accounts, by name (never a credential)", body = Vec<heimdall_wire::schemas::CloudAccount>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
@@ -110,8 +110,8 @@ async fn show(
         and how jobs authenticate (a role to assume, or the name of an organization secret holding a static \
         credential, which must exist and be readable by the caller). By default owners and admins may \
         register one (`cloud_account.write`); a name already taken is refused `ALREADY_EXISTS`.",
-    request_body = CreateCloudAccount,
-    responses((status = 201, description = "The account", body = CloudAccount), CreateErrors),
+    request_body = heimdall_wire::schemas::CreateCloudAccount,
+    responses((status = 201, description = "The account", body = heimdall_wire::schemas::CloudAccount), CreateErrors),
 )]
 async fn create(
     State(state): State<AppState>,
@@ -164,8 +164,8 @@ async fn check_static_secret(state: &AppState, caller: &Caller, secret: &str) ->
         provider and the state backend never change. The next job uses the change; queued jobs keep what \
         they were queued with. By default owners and admins may change one (`cloud_account.write`).",
     params(("key" = String, Path, description = "An id or a name")),
-    request_body = UpdateCloudAccount,
-    responses((status = 200, description = "The account as it is now", body = CloudAccount), UpdateErrors),
+    request_body = heimdall_wire::schemas::UpdateCloudAccount,
+    responses((status = 200, description = "The account as it is now", body = heimdall_wire::schemas::CloudAccount), UpdateErrors),
 )]
 async fn update(
     State(state): State<AppState>,
@@ -217,6 +217,7 @@ async fn delete(
 #[into_params(parameter_in = Query)]
 pub(super) struct UnlinkQuery {
     /// `organization`, `domain` or `system`.
+    #[param(value_type = heimdall_wire::schemas::LinkScope)]
     scope: LinkScope,
     /// The domain or system (id or name); none for `organization`.
     scope_id: Option<String>,
@@ -282,7 +283,7 @@ async fn scope_entry(
         `ALREADY_EXISTS`.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = LinkCloudAccount,
-    responses((status = 201, description = "The link", body = AccountLink), LinkErrors),
+    responses((status = 201, description = "The link", body = heimdall_wire::schemas::AccountLink), LinkErrors),
 )]
 async fn link(
     State(state): State<AppState>,

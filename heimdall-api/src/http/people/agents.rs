@@ -59,7 +59,7 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, 
     description = "The organization's enrolled Agents, revoked ones included, by name, one page at a time. \
         By default owners and admins may list them (`agent.read`).",
     params(crate::http::PageQuery),
-    responses((status = 200, description = "A page of the enrolled Agents, by name", body = Vec<Agent>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
+    responses((status = 200, description = "A page of the enrolled Agents, by name", body = Vec<heimdall_wire::schemas::Agent>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
@@ -269,7 +269,7 @@ async fn enroll(
     description = "Revokes the Agent: it runs no more jobs and serves no more secrets, and is \
         refused `AGENT_REVOKED` on its next call. Owners only by default (`agent.manage`).",
     params(("key" = String, Path, description = "An id or a name")),
-    responses((status = 200, description = "The Agent, revoked", body = Agent), ShowErrors),
+    responses((status = 200, description = "The Agent, revoked", body = heimdall_wire::schemas::Agent), ShowErrors),
 )]
 async fn revoke(
     State(state): State<AppState>,
@@ -307,7 +307,7 @@ impl heimdall_wire::body::Query for AllowanceQuery {}
         secret name or glob; reads need no allowance. By default owners and admins may read them \
         (`agent.read`).",
     params(("key" = String, Path, description = "An id or a name")),
-    responses((status = 200, description = "What the Agent's programs may write or delete, per environment (reads need no allowance)", body = Vec<heimdall_core::program::ProgramAllowance>), ShowErrors),
+    responses((status = 200, description = "What the Agent's programs may write or delete, per environment (reads need no allowance)", body = Vec<heimdall_wire::schemas::ProgramAllowance>), ShowErrors),
 )]
 async fn allowances(
     State(state): State<AppState>,
@@ -334,7 +334,7 @@ async fn allowances(
         Recorded in the audit feed as `agent.programs_allowed`.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = heimdall_wire::AllowPrograms,
-    responses((status = 201, description = "The allowance", body = heimdall_core::program::ProgramAllowance), AllowErrors),
+    responses((status = 201, description = "The allowance", body = heimdall_wire::schemas::ProgramAllowance), AllowErrors),
 )]
 async fn allow_programs(
     State(state): State<AppState>,
@@ -406,7 +406,7 @@ async fn disallow_programs(
     description = "The program tokens this Agent registered: ids, names, environments, secrets, verbs, \
         expiry and revocation, never a token. By default owners and admins may read them (`agent.read`).",
     params(("key" = String, Path, description = "An id or a name")),
-    responses((status = 200, description = "The program tokens the Agent registered: ids and scopes, never a token", body = Vec<heimdall_core::program::RegisteredToken>), ShowErrors),
+    responses((status = 200, description = "The program tokens the Agent registered: ids and scopes, never a token", body = Vec<heimdall_wire::schemas::RegisteredToken>), ShowErrors),
 )]
 async fn program_tokens(
     State(state): State<AppState>,
@@ -433,7 +433,7 @@ async fn program_tokens(
         in the audit feed as `agent.name_allowed`.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = heimdall_wire::AllowName,
-    responses((status = 201, description = "Approved", body = heimdall_core::server_names::ApprovedName), AllowNameErrors),
+    responses((status = 201, description = "Approved", body = heimdall_wire::schemas::ApprovedName), AllowNameErrors),
 )]
 async fn allow_name(
     State(state): State<AppState>,

@@ -50,7 +50,7 @@ macro_rules! catalog_kind {
                      `system`. Every member may list them by default (`catalog.read`)."
                 ),
                 params(ListQuery),
-                responses((status = 200, description = "A page of the entries of this kind, by name", body = Vec<CatalogEntry>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors))]
+                responses((status = 200, description = "A page of the entries of this kind, by name", body = Vec<heimdall_wire::schemas::CatalogEntry>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors))]
             async fn list(state: State<AppState>, caller: Caller, query: QueryParams<ListQuery>) -> HttpResult<(axum::http::HeaderMap, Json<Vec<CatalogEntry>>)> {
                 super::list($kind, state, caller, query).await
             }
@@ -66,7 +66,7 @@ macro_rules! catalog_kind {
                      already taken is refused `ALREADY_EXISTS`."
                 ),
                 request_body = CreateCatalogEntry,
-                responses((status = 201, description = "The new entry", body = CatalogEntry), CreateErrors))]
+                responses((status = 201, description = "The new entry", body = heimdall_wire::schemas::CatalogEntry), CreateErrors))]
             async fn create(state: State<AppState>, caller: Caller, body: JsonBody<CreateCatalogEntry>) -> HttpResult<(StatusCode, Json<CatalogEntry>)> {
                 super::create($kind, state, caller, body).await
             }
@@ -80,7 +80,7 @@ macro_rules! catalog_kind {
                      may read it by default (`catalog.read`)."
                 ),
                 params(("key" = String, Path, description = "An id or a name")),
-                responses((status = 200, description = "The entry", body = CatalogEntry), ShowErrors))]
+                responses((status = 200, description = "The entry", body = heimdall_wire::schemas::CatalogEntry), ShowErrors))]
             async fn show(state: State<AppState>, caller: Caller, key: Path<String>) -> HttpResult<Json<CatalogEntry>> {
                 super::show($kind, state, caller, key).await
             }
@@ -95,7 +95,7 @@ macro_rules! catalog_kind {
                 ),
                 params(("key" = String, Path, description = "An id or a name")),
                 request_body = Rename,
-                responses((status = 200, description = "The entry, renamed", body = CatalogEntry), RenameErrors))]
+                responses((status = 200, description = "The entry, renamed", body = heimdall_wire::schemas::CatalogEntry), RenameErrors))]
             async fn rename(state: State<AppState>, caller: Caller, key: Path<String>, body: JsonBody<Rename>) -> HttpResult<Json<CatalogEntry>> {
                 super::rename($kind, state, caller, key, body).await
             }

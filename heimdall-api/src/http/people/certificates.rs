@@ -39,7 +39,7 @@ errors!(RevokeErrors: NotFound, InvalidInput);
     description = "The certificates the installation CA issued, newest first, one page at a time. Owners and \
         admins see every one by default (`certificate.read`); any other member sees only their own.",
     params(crate::http::PageQuery),
-    responses((status = 200, description = "A page of the client certificates issued, newest first", body = Vec<IssuedCertificateInfo>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
+    responses((status = 200, description = "A page of the client certificates issued, newest first", body = Vec<heimdall_wire::schemas::IssuedCertificateInfo>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
@@ -72,7 +72,7 @@ async fn list(
         once, and the Agent gets a new one. Members may revoke their own certificates; any other needs \
         `certificate.revoke` (owners and admins by default).",
     params(("sha256" = String, Path, description = "The certificate's SHA-256 fingerprint: 64 hex digits, either case")),
-    responses((status = 200, description = "The certificate, revoked", body = IssuedCertificateInfo), RevokeErrors),
+    responses((status = 200, description = "The certificate, revoked", body = heimdall_wire::schemas::IssuedCertificateInfo), RevokeErrors),
 )]
 async fn revoke(
     State(state): State<AppState>,

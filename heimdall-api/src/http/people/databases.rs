@@ -72,7 +72,7 @@ async fn authorize(
         default) and must be able to read the admin secret there; an unknown environment or secret is \
         refused `NOT_FOUND`.",
     request_body = CreateDatabase,
-    responses((status = 201, description = "The database", body = Database), CreateErrors),
+    responses((status = 201, description = "The database", body = heimdall_wire::schemas::Database), CreateErrors),
 )]
 async fn create(
     State(state): State<AppState>,
@@ -139,8 +139,8 @@ async fn admin_secret(
         as at registration; the next task an Agent claims uses it. The engine, database name and environment \
         never change. Needs `secret.write` in its environment (owners and admins by default).",
     params(("database" = String, Path, description = "The database's name")),
-    request_body = UpdateDatabase,
-    responses((status = 200, description = "The database as it is now", body = Database), UpdateErrors),
+    request_body = heimdall_wire::schemas::UpdateDatabase,
+    responses((status = 200, description = "The database as it is now", body = heimdall_wire::schemas::Database), UpdateErrors),
 )]
 async fn update(
     State(state): State<AppState>,
@@ -197,7 +197,7 @@ async fn delete(
     description = "The registered databases, by name, one page at a time: only those in environments where \
         the caller may read secrets.",
     params(crate::http::PageQuery),
-    responses((status = 200, description = "A page of the databases the caller may see, by name", body = Vec<Database>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
+    responses((status = 200, description = "A page of the databases the caller may see, by name", body = Vec<heimdall_wire::schemas::Database>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
@@ -226,7 +226,7 @@ async fn list(
         and must be able to read the admin secret; no password ever reaches the API.",
     params(("database" = String, Path, description = "A database name")),
     request_body = CreateServiceUser,
-    responses((status = 201, description = "The service user; its first rotation is due", body = ServiceUser), CreateUserErrors),
+    responses((status = 201, description = "The service user; its first rotation is due", body = heimdall_wire::schemas::ServiceUser), CreateUserErrors),
 )]
 async fn create_user(
     State(state): State<AppState>,
@@ -287,7 +287,7 @@ async fn user_named(
     description = "The service users of one database, by name, one page at a time, with their rotation \
         schedule and state. The caller needs `secret.read` in the database's environment.",
     params(("database" = String, Path, description = "A database name"), crate::http::PageQuery),
-    responses((status = 200, description = "A page of the database's service users, by name", body = Vec<ServiceUser>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListUsersErrors),
+    responses((status = 200, description = "A page of the database's service users, by name", body = Vec<heimdall_wire::schemas::ServiceUser>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListUsersErrors),
 )]
 async fn list_users(
     State(state): State<AppState>,
@@ -313,7 +313,7 @@ async fn list_users(
     description = "One service user of a database, with its rotation schedule, current version and next \
         rotation. The caller needs `secret.read` in the database's environment.",
     params(("database" = String, Path, description = "A database name"), ("user" = String, Path, description = "A service user name")),
-    responses((status = 200, description = "The service user", body = ServiceUser), ShowErrors),
+    responses((status = 200, description = "The service user", body = heimdall_wire::schemas::ServiceUser), ShowErrors),
 )]
 async fn show_user(
     State(state): State<AppState>,
@@ -335,7 +335,7 @@ async fn show_user(
         `secret.write` in the database's environment and must be able to read the admin secret. Refused \
         `CONFLICT` while the user is not created yet or the previous login is still in its grace period.",
     params(("database" = String, Path, description = "A database name"), ("user" = String, Path, description = "A service user name")),
-    responses((status = 202, description = "A rotation is due now", body = ServiceUser), RotateErrors),
+    responses((status = 202, description = "A rotation is due now", body = heimdall_wire::schemas::ServiceUser), RotateErrors),
 )]
 async fn rotate(
     State(state): State<AppState>,
@@ -382,7 +382,7 @@ impl heimdall_wire::body::Query for DeleteUserQuery {}
         ("user" = String, Path, description = "A service user name"),
         DeleteUserQuery,
     ),
-    responses((status = 202, description = "The service user, deleting", body = ServiceUser), DeleteUserErrors),
+    responses((status = 202, description = "The service user, deleting", body = heimdall_wire::schemas::ServiceUser), DeleteUserErrors),
 )]
 async fn delete_user(
     State(state): State<AppState>,

@@ -46,7 +46,7 @@ impl heimdall_wire::body::Query for ListQuery {}
         prefix (e.g. `member.`) and page back with `before`. By default owners and admins may read it \
         (`event.read`).",
     params(ListQuery),
-    responses((status = 200, description = "Audit events, newest first", body = Vec<AuditEvent>), ListErrors),
+    responses((status = 200, description = "Audit events, newest first", body = Vec<heimdall_wire::schemas::AuditEvent>), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,

@@ -37,6 +37,7 @@ pub(super) struct ListQuery {
     /// The `Heimdall-Next-After` of the previous page (of the same order).
     after: Option<String>,
     /// `oldest` (the default) or `newest` first, by when each job was queued.
+    #[param(value_type = Option<heimdall_wire::schemas::JobOrder>)]
     order: Option<JobOrder>,
 }
 
@@ -54,7 +55,7 @@ impl heimdall_wire::body::Query for ListQuery {}
         (`order=newest` for the newest first), one page at a time, optionally for one Resource or Component. Each job is decided under its Resource, in \
         the Resource's environment: a policy's `forbid` hides what it forbids.",
     params(ListQuery),
-    responses((status = 200, description = "A page of the jobs the caller may read, in the order asked", body = Vec<Job>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page, with the same `order`"))), ListJobsErrors),
+    responses((status = 200, description = "A page of the jobs the caller may read, in the order asked", body = Vec<heimdall_wire::schemas::Job>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page, with the same `order`"))), ListJobsErrors),
 )]
 async fn list(
     State(state): State<AppState>,
@@ -146,7 +147,7 @@ async fn readable(state: &AppState, caller: &Caller, raw: &str) -> Result<Job, A
     description = "One job and its status, if the caller may read it under its Resource, in the Resource's \
         environment; otherwise `NOT_FOUND` or `FORBIDDEN`.",
     params(("id" = String, Path, description = "An id")),
-    responses((status = 200, description = "The job", body = Job), JobErrors),
+    responses((status = 200, description = "The job", body = heimdall_wire::schemas::Job), JobErrors),
 )]
 async fn show(
     State(state): State<AppState>,

@@ -59,7 +59,7 @@ fn target(caller: &Caller, member: Option<&Member>) -> Target {
     description = "The members of the organization with their roles, by email, one page at a time. Every \
         member may list them by default (`member.read`).",
     params(crate::http::PageQuery),
-    responses((status = 200, description = "A page of the members of the organization, by email", body = Vec<Member>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
+    responses((status = 200, description = "A page of the members of the organization, by email", body = Vec<heimdall_wire::schemas::Member>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
@@ -112,7 +112,7 @@ async fn add(
     description = "One member, by id or email, with their role. Every member may read it by default \
         (`member.read`).",
     params(("key" = String, Path, description = "A member id or an email")),
-    responses((status = 200, description = "The member", body = Member), ShowErrors),
+    responses((status = 200, description = "The member", body = heimdall_wire::schemas::Member), ShowErrors),
 )]
 async fn show(
     State(state): State<AppState>,
@@ -134,7 +134,7 @@ async fn show(
         last owner is refused `LAST_OWNER`.",
     params(("key" = String, Path, description = "A member id or an email")),
     request_body = ChangeRole,
-    responses((status = 200, description = "The member with the new role", body = Member), ChangeErrors),
+    responses((status = 200, description = "The member with the new role", body = heimdall_wire::schemas::Member), ChangeErrors),
 )]
 async fn change_role(
     State(state): State<AppState>,
@@ -160,7 +160,7 @@ async fn change_role(
         owners and admins may remove members (`member.write`), and only an owner may remove an owner. \
         Removing the last owner is refused `LAST_OWNER`.",
     params(("key" = String, Path, description = "A member id or an email")),
-    responses((status = 200, description = "The member removed (their tokens revoked)", body = Member), RemoveErrors),
+    responses((status = 200, description = "The member removed (their tokens revoked)", body = heimdall_wire::schemas::Member), RemoveErrors),
 )]
 async fn remove(
     State(state): State<AppState>,

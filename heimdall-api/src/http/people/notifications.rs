@@ -69,7 +69,7 @@ async fn create(
     description = "The organization's notification channels, by name, one page at a time (webhooks shown by \
         host only). By default owners and admins may list them (`notification.read`).",
     params(crate::http::PageQuery),
-    responses((status = 200, description = "A page of the notification channels, by name", body = Vec<Channel>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
+    responses((status = 200, description = "A page of the notification channels, by name", body = Vec<heimdall_wire::schemas::Channel>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
@@ -95,7 +95,7 @@ async fn list(
         Owners only by default (`notification.write`); a name already taken is refused `ALREADY_EXISTS`.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = UpdateChannel,
-    responses((status = 200, description = "The channel as it is now", body = Channel), UpdateErrors),
+    responses((status = 200, description = "The channel as it is now", body = heimdall_wire::schemas::Channel), UpdateErrors),
 )]
 async fn update(
     State(state): State<AppState>,
@@ -127,7 +127,7 @@ async fn update(
     description = "Removes a notification channel, by id or name, with its deliveries: it receives nothing \
         more. Owners only by default (`notification.write`).",
     params(("key" = String, Path, description = "An id or a name")),
-    responses((status = 200, description = "The channel, removed", body = Channel), RemoveErrors),
+    responses((status = 200, description = "The channel, removed", body = heimdall_wire::schemas::Channel), RemoveErrors),
 )]
 async fn remove(
     State(state): State<AppState>,
@@ -158,7 +158,7 @@ impl heimdall_wire::body::Query for DeliveriesQuery {}
         most 1000), with their status (`pending`, `delivered` or `failed`), attempts and the receiver's last \
         answer. By default owners and admins may read them (`notification.read`).",
     params(DeliveriesQuery),
-    responses((status = 200, description = "Recent deliveries, newest first", body = Vec<Delivery>), DeliveriesErrors),
+    responses((status = 200, description = "Recent deliveries, newest first", body = Vec<heimdall_wire::schemas::Delivery>), DeliveriesErrors),
 )]
 async fn deliveries(
     State(state): State<AppState>,

@@ -39,7 +39,7 @@ errors!(ShowErrors: NotFound);
     description = "The organization's own Cedar policies, by name, one page at a time. By default owners and \
         admins may read them (`policy.read`).",
     params(crate::http::PageQuery),
-    responses((status = 200, description = "A page of the organization's Cedar policies, by name", body = Vec<Policy>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
+    responses((status = 200, description = "A page of the organization's Cedar policies, by name", body = Vec<heimdall_wire::schemas::Policy>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
@@ -65,7 +65,7 @@ async fn list(
         or attribute, is refused `INVALID_POLICY` with its line and column. Owners only by default \
         (`policy.write`).",
     request_body = CreatePolicy,
-    responses((status = 201, description = "The policy; it applies from the next request", body = Policy), CreateErrors),
+    responses((status = 201, description = "The policy; it applies from the next request", body = heimdall_wire::schemas::Policy), CreateErrors),
 )]
 async fn create(
     State(state): State<AppState>,
@@ -99,7 +99,7 @@ async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Policy,
     description = "One of the organization's Cedar policies, with its text and version. By default owners \
         and admins may read it (`policy.read`).",
     params(("id" = String, Path, description = "An id, or a name")),
-    responses((status = 200, description = "The policy", body = Policy), ShowErrors),
+    responses((status = 200, description = "The policy", body = heimdall_wire::schemas::Policy), ShowErrors),
 )]
 async fn show(
     State(state): State<AppState>,
@@ -123,7 +123,7 @@ async fn show(
         version. Owners only by default (`policy.write`).",
     params(("id" = String, Path, description = "An id, or a name")),
     request_body = UpdatePolicy,
-    responses((status = 200, description = "The policy as it is now", body = Policy), UpdateErrors),
+    responses((status = 200, description = "The policy as it is now", body = heimdall_wire::schemas::Policy), UpdateErrors),
 )]
 async fn update(
     State(state): State<AppState>,
@@ -155,7 +155,7 @@ async fn update(
     description = "Every version of a policy, newest first: its text and description then, and who wrote it \
         when. By default owners and admins may read them (`policy.read`).",
     params(("id" = String, Path, description = "An id, or a name")),
-    responses((status = 200, description = "The policy's versions, newest first", body = Vec<PolicyVersion>), ShowErrors),
+    responses((status = 200, description = "The policy's versions, newest first", body = Vec<heimdall_wire::schemas::PolicyVersion>), ShowErrors),
 )]
 async fn versions(
     State(state): State<AppState>,

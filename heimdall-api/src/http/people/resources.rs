@@ -313,7 +313,7 @@ impl heimdall_wire::body::Query for ListQuery {}
         (`outdated=true`). Each Resource is decided in its own environment and place: a \
         policy's `forbid` scoped to an environment or a domain hides what it forbids.",
     params(ListQuery),
-    responses((status = 200, description = "A page of Resources the caller may read, oldest first", body = Vec<Resource>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
+    responses((status = 200, description = "A page of Resources the caller may read, oldest first", body = Vec<heimdall_wire::schemas::Resource>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
@@ -383,6 +383,7 @@ pub(super) struct ShowQuery {
     /// Long poll: answer once the Resource's status is no longer this one
     /// (a client following a job passes the status it last saw), or when
     /// `wait_seconds` pass.
+    #[param(value_type = Option<heimdall_wire::schemas::ResourceStatus>)]
     changed_from: Option<ResourceStatus>,
     /// How long a long poll may hold the request: 1 to 30 seconds (default 20).
     wait_seconds: Option<u32>,
@@ -519,7 +520,7 @@ async fn queue_drift_check(
         export` takes it up later. Refused `CONFLICT` while a job runs on it, or once it is deleting, deleted \
         or abandoned. Needs `resource.abandon` (owners and admins by default).",
     params(("key" = String, Path, description = "An id or a name")),
-    responses((status = 200, description = "The Resource, abandoned", body = Resource), DeleteErrors),
+    responses((status = 200, description = "The Resource, abandoned", body = heimdall_wire::schemas::Resource), DeleteErrors),
 )]
 async fn abandon(
     State(state): State<AppState>,
@@ -545,7 +546,7 @@ async fn abandon(
         `resource.write` on the Resource (owners and admins by default); refused `CONFLICT` unless it is \
         provisioned and no job is working on it.",
     params(("key" = String, Path, description = "An id or a name")),
-    responses((status = 202, description = "A drift check (a plan) is queued", body = heimdall_core::infra::Job), DriftErrors),
+    responses((status = 202, description = "A drift check (a plan) is queued", body = heimdall_wire::schemas::Job), DriftErrors),
 )]
 async fn drift_check(
     State(state): State<AppState>,
@@ -580,7 +581,7 @@ async fn drift_check(
         left to fill. Readable by whoever may read the Resource; refused `CONFLICT` before the current \
         revision is applied.",
     params(("key" = String, Path, description = "An id or a name")),
-    responses((status = 200, description = "A Terraform package that manages the Resource without Heimdall", body = heimdall_core::export::ExportPackage), ShowErrors),
+    responses((status = 200, description = "A Terraform package that manages the Resource without Heimdall", body = heimdall_wire::schemas::ExportPackage), ShowErrors),
 )]
 async fn export(
     State(state): State<AppState>,
@@ -607,7 +608,7 @@ async fn export(
         there (owners and admins by default), and the caller must be able to read every secret the job would \
         use.",
     request_body = CreateResource,
-    responses((status = 201, description = "The Resource; its first revision is planned or awaits approval", body = Resource), CreateErrors),
+    responses((status = 201, description = "The Resource; its first revision is planned or awaits approval", body = heimdall_wire::schemas::Resource), CreateErrors),
 )]
 async fn create(
     State(state): State<AppState>,
@@ -648,7 +649,7 @@ async fn create(
         deleted.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = ChangeResource,
-    responses((status = 200, description = "The Resource with a new revision", body = Resource), ChangeErrors),
+    responses((status = 200, description = "The Resource with a new revision", body = heimdall_wire::schemas::Resource), ChangeErrors),
 )]
 async fn change(
     State(state): State<AppState>,
@@ -680,7 +681,7 @@ async fn change(
         `resource.write` on the Resource (owners and admins by default). Nothing is stored when refused.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = heimdall_wire::UpgradeResource,
-    responses((status = 200, description = "The Resource with a new revision on the new version", body = Resource), UpgradeErrors),
+    responses((status = 200, description = "The Resource with a new revision on the new version", body = heimdall_wire::schemas::Resource), UpgradeErrors),
 )]
 async fn upgrade(
     State(state): State<AppState>,
@@ -720,7 +721,7 @@ async fn upgrade(
         `STALE_REVISION`, another or missing plan `STALE_PLAN`.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = Decide,
-    responses((status = 200, description = "Approved: the revision applies", body = Resource), DecideErrors),
+    responses((status = 200, description = "Approved: the revision applies", body = heimdall_wire::schemas::Resource), DecideErrors),
 )]
 async fn approve(
     State(state): State<AppState>,
@@ -749,7 +750,7 @@ async fn approve(
         `STALE_REVISION`.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = Decide,
-    responses((status = 200, description = "Refused: the revision does not apply", body = Resource), DecideErrors),
+    responses((status = 200, description = "Refused: the revision does not apply", body = heimdall_wire::schemas::Resource), DecideErrors),
 )]
 async fn refuse(
     State(state): State<AppState>,
@@ -775,7 +776,7 @@ async fn refuse(
         planned again). Needs `resource.write` on the Resource (owners and admins by default); refused \
         `CONFLICT` unless the Resource failed.",
     params(("key" = String, Path, description = "An id or a name")),
-    responses((status = 202, description = "A new attempt is queued", body = Resource), RetryErrors),
+    responses((status = 202, description = "A new attempt is queued", body = heimdall_wire::schemas::Resource), RetryErrors),
 )]
 async fn retry(
     State(state): State<AppState>,
@@ -803,7 +804,7 @@ async fn retry(
         deleting or deleted is answered as it is (`200`). Queued applies are cancelled and pending revisions \
         superseded. Needs `resource.delete` (owners and admins by default).",
     params(("key" = String, Path, description = "An id or a name")),
-    responses((status = 200, description = "Already deleted, or removed without a destroy", body = Resource), (status = 202, description = "A destroy is queued (or awaits approval)", body = Resource), DeleteErrors),
+    responses((status = 200, description = "Already deleted, or removed without a destroy", body = heimdall_wire::schemas::Resource), (status = 202, description = "A destroy is queued (or awaits approval)", body = heimdall_wire::schemas::Resource), DeleteErrors),
 )]
 async fn delete(
     State(state): State<AppState>,

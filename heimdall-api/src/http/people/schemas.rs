@@ -81,7 +81,7 @@ async fn by_id(state: &AppState, caller: &Caller, key: &str) -> Result<ResourceS
         `false` takes that back. By default owners and admins may (`schema.write`).",
     params(("key" = String, Path, description = "A schema id")),
     request_body = UpdateSchema,
-    responses((status = 200, description = "The schema as it is now", body = ResourceSchema), UpdateErrors),
+    responses((status = 200, description = "The schema as it is now", body = heimdall_wire::schemas::ResourceSchema), UpdateErrors),
 )]
 async fn update(
     State(state): State<AppState>,
@@ -133,7 +133,7 @@ async fn delete(
     description = "Every version of the organization's resource schemas, by type and version, one page at a \
         time, optionally of one type only. Every member may read them by default (`schema.read`).",
     params(ListQuery),
-    responses((status = 200, description = "A page of the resource schemas, every version, by type and version", body = Vec<ResourceSchema>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
+    responses((status = 200, description = "A page of the resource schemas, every version, by type and version", body = Vec<heimdall_wire::schemas::ResourceSchema>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
@@ -161,7 +161,7 @@ async fn list(
         per-environment defaults, module and whether changes require approval. Every member may read it by \
         default (`schema.read`).",
     params(("key" = String, Path, description = "A schema id, or a type name (its newest version)")),
-    responses((status = 200, description = "The schema", body = ResourceSchema), ShowErrors),
+    responses((status = 200, description = "The schema", body = heimdall_wire::schemas::ResourceSchema), ShowErrors),
 )]
 async fn show(
     State(state): State<AppState>,
@@ -183,7 +183,7 @@ async fn show(
         plan, and how often to check for drift. The input schema must compile. By default owners and admins \
         may create schemas (`schema.write`).",
     request_body = CreateSchema,
-    responses((status = 201, description = "The schema (a new version when the type exists)", body = ResourceSchema), CreateErrors),
+    responses((status = 201, description = "The schema (a new version when the type exists)", body = heimdall_wire::schemas::ResourceSchema), CreateErrors),
 )]
 async fn create(
     State(state): State<AppState>,

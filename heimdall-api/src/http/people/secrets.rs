@@ -141,7 +141,7 @@ async fn components(state: &AppState, caller: &Caller, keys: &[String]) -> Resul
         never a value. A personal secret is listed only for its owner, and a policy's `forbid` on a \
         component, system or domain hides the secrets linked under it.",
     params(ListQuery),
-    responses((status = 200, description = "A page of the secrets the caller may see, by name (never a value)", body = Vec<Secret>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListSecretsErrors),
+    responses((status = 200, description = "A page of the secrets the caller may see, by name (never a value)", body = Vec<heimdall_wire::schemas::Secret>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListSecretsErrors),
 )]
 async fn list(
     State(state): State<AppState>,
@@ -394,7 +394,7 @@ async fn environment_deletions_of(
         optionally bound to the key of one of her client certificates. A name already taken is refused \
         `ALREADY_EXISTS`.",
     request_body = CreateSecret,
-    responses((status = 201, description = "The secret, with no version yet", body = Secret), CreateErrors),
+    responses((status = 201, description = "The secret, with no version yet", body = heimdall_wire::schemas::Secret), CreateErrors),
 )]
 async fn create(
     State(state): State<AppState>,
@@ -441,7 +441,7 @@ async fn create(
         when its components change.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = UpdateSecret,
-    responses((status = 200, description = "The secret", body = Secret), UpdateErrors),
+    responses((status = 200, description = "The secret", body = heimdall_wire::schemas::Secret), UpdateErrors),
 )]
 async fn update(
     State(state): State<AppState>,
@@ -502,7 +502,7 @@ impl heimdall_wire::body::Query for AccessLogQuery {
         read the trail. Needs `secret.access_log` (owners and admins by default); a personal secret's log is \
         its owner's only.",
     params(("key" = String, Path, description = "An id or a name"), AccessLogQuery),
-    responses((status = 200, description = "A page of the reads Agents recorded, oldest first", body = Vec<AccessLogEntry>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), AccessLogErrors),
+    responses((status = 200, description = "A page of the reads Agents recorded, oldest first", body = Vec<heimdall_wire::schemas::AccessLogEntry>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), AccessLogErrors),
 )]
 async fn access_log(
     State(state): State<AppState>,
@@ -568,7 +568,7 @@ async fn access_log(
     description = "The Agents that hold this environment's secret values, in the order they were assigned, \
         one page at a time. By default owners and admins may read them (`agent.read`).",
     params(("key" = String, Path, description = "An environment id or name"), crate::http::PageQuery),
-    responses((status = 200, description = "A page of the Agents assigned to the environment, in the order they were assigned", body = Vec<Assignment>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), AssignmentsErrors),
+    responses((status = 200, description = "A page of the Agents assigned to the environment, in the order they were assigned", body = Vec<heimdall_wire::schemas::Assignment>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), AssignmentsErrors),
 )]
 async fn assignments(
     State(state): State<AppState>,
@@ -595,7 +595,7 @@ async fn assignments(
         assigned is refused `ALREADY_EXISTS`.",
     params(("key" = String, Path, description = "An environment id or name")),
     request_body = AssignAgent,
-    responses((status = 201, description = "The assignment", body = Assignment), AssignErrors),
+    responses((status = 201, description = "The assignment", body = heimdall_wire::schemas::Assignment), AssignErrors),
 )]
 async fn assign(
     State(state): State<AppState>,
@@ -628,7 +628,7 @@ async fn assign(
         Owners only by default (`environment.assign_agent`); refused while the Agent holds the only copy of \
         a current version there.",
     params(("key" = String, Path, description = "An environment id or name"), ("agent" = String, Path, description = "An Agent id or name")),
-    responses((status = 200, description = "The assignment, removed", body = Assignment), ShowErrors),
+    responses((status = 200, description = "The assignment, removed", body = heimdall_wire::schemas::Assignment), ShowErrors),
 )]
 async fn unassign(
     State(state): State<AppState>,
@@ -848,7 +848,7 @@ async fn create_version(
         it. Needs `secret.write` in the environment.",
     params(("key" = String, Path, description = "An id or a name")),
     request_body = DeactivateVersion,
-    responses((status = 200, description = "The version, deactivated", body = SecretVersion), DeactivateErrors),
+    responses((status = 200, description = "The version, deactivated", body = heimdall_wire::schemas::SecretVersion), DeactivateErrors),
 )]
 async fn deactivate_version(
     State(state): State<AppState>,

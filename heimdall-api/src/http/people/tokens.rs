@@ -63,7 +63,7 @@ pub(crate) fn new_token(name: &str) -> (Redacted<String>, NewToken) {
     description = "The caller's own API tokens, oldest first, one page at a time: names, dates and whether \
         each is revoked, never the token itself. Any member may list their own.",
     params(crate::http::PageQuery),
-    responses((status = 200, description = "A page of the caller's API tokens, oldest first (never the token itself)", body = Vec<TokenInfo>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
+    responses((status = 200, description = "A page of the caller's API tokens, oldest first (never the token itself)", body = Vec<heimdall_wire::schemas::TokenInfo>, headers(("Heimdall-Next-After" = String, description = "Present when there is more: pass it as `after` for the next page"))), ListErrors),
 )]
 async fn list(
     State(state): State<AppState>,
@@ -109,7 +109,7 @@ async fn create(
     description = "Revokes one of the caller's own API tokens, by id: it is refused from the next request. \
         Another member's token, or an unknown id, is `NOT_FOUND`.",
     params(("id" = String, Path, description = "An id")),
-    responses((status = 200, description = "The token, revoked", body = TokenInfo), RevokeErrors),
+    responses((status = 200, description = "The token, revoked", body = heimdall_wire::schemas::TokenInfo), RevokeErrors),
 )]
 async fn revoke(
     State(state): State<AppState>,
