@@ -24,7 +24,8 @@ use utoipa::{Modify, OpenApi};
     ),
     modifiers(&BearerToken),
     security(("token" = [])),
-    components(schemas(ErrorBody, heimdall_wire::schemas::ErrorCode)),
+    // Query parameters name their schemas without adding them: `JobOrder`.
+    components(schemas(ErrorBody, heimdall_wire::schemas::ErrorCode, heimdall_wire::schemas::JobOrder)),
 )]
 pub(crate) struct PeopleApi;
 
