@@ -1454,6 +1454,42 @@ pub struct DatabaseTask {
     pub on_behalf_of: Option<heimdall_core::on_behalf::OnBehalfOf>,
 }
 
+impl DatabaseTask {
+    /// The `kind` of task on `user` of `database`, leased as `lease_id`,
+    /// storing `version` (`dbusers::task_version`).
+    pub fn leased(
+        user: heimdall_core::dbusers::ServiceUser,
+        database: heimdall_core::dbusers::Database,
+        (lease_id, kind): (heimdall_core::ids::LeaseId, heimdall_core::dbusers::TaskKind),
+        version: Option<i64>,
+    ) -> Self {
+        let on_behalf_of = user.on_behalf_of();
+        Self {
+            user_id: user.id,
+            lease_id,
+            kind,
+            version,
+            retiring_version: user.retiring_version,
+            current_version: user.current_version,
+            org_id: database.org_id,
+            user: user.name,
+            secret: user.secret,
+            environment_id: database.environment_id,
+            environment: database.environment,
+            database: database.name,
+            engine: database.engine,
+            host: database.host,
+            port: database.port,
+            database_name: database.database,
+            admin_secret: database.admin_secret,
+            on_behalf_of,
+            grants: user.grants,
+            tls: database.tls,
+            ca_pem: database.ca_pem,
+        }
+    }
+}
+
 /// How a [`DatabaseTask`] ended, as the Agent reports it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case", deny_unknown_fields)]

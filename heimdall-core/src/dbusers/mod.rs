@@ -36,7 +36,7 @@ pub use plans::{
     NewDatabase, NewUser, UserDeletion, UserPlan,
 };
 pub use removal::{drop_statements, request_deletion, status, UserStatus};
-pub use tasks::{report, version_numbered, ReportPlan, TaskOutcome};
+pub use tasks::{claimable, report, task_version, version_numbered, ReportPlan, TaskOutcome, TaskVersion};
 
 /// `PATCH /v1/databases/{database}`: where the database is, how its admin
 /// connection is secured, which secret holds the admin login; what is

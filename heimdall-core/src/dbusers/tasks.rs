@@ -13,6 +13,47 @@ use crate::error::{ApiError, ErrorCode};
 use crate::ids::{AgentId, LeaseId};
 use crate::ports::{ServiceUserTaskResult, FENCED};
 
+/// The task Agent may claim on `user` at `now`, its database in
+/// `environment`: what is due ([`super::due`]), if the Agent already
+/// reported holding the user's current credential there (`holdings`: what
+/// it reported; [`super::may_claim`]), so that a rotation goes only to an
+/// Agent that can serve what it replaces.
+pub fn claimable(
+    user: &ServiceUser,
+    environment: &str,
+    holdings: &[crate::ports::Holding],
+    now: OffsetDateTime,
+) -> Option<super::TaskKind> {
+    let kind = super::due(user, now)?;
+    let newest_held = holdings
+        .iter()
+        .filter(|h| !h.deactivated && h.secret == user.secret && h.environment == environment)
+        .map(|h| h.version)
+        .max();
+    super::may_claim(user, kind, newest_held).then_some(kind)
+}
+
+/// The version a claimed task stores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskVersion {
+    /// A retirement or a drop stores none.
+    None,
+    /// Numbered by an earlier claim: a crashed rotation resumes with it.
+    Kept(i64),
+    /// To number now, once ([`version_numbered`]), and keep on the user.
+    ToNumber,
+}
+
+/// Which version a claimed `kind` of task on `user` stores.
+pub fn task_version(user: &ServiceUser, kind: super::TaskKind) -> TaskVersion {
+    use super::TaskKind::{Create, Drop, Retire, Rotate};
+    match (kind, user.pending_version) {
+        (Retire | Drop, _) => TaskVersion::None,
+        (Create | Rotate, Some(version)) => TaskVersion::Kept(version),
+        (Create | Rotate, None) => TaskVersion::ToNumber,
+    }
+}
+
 /// What numbering the version a create or rotation will store records.
 pub fn version_numbered(database: &Database, user: &ServiceUser, agent: AgentId) -> EventPlan {
     crate::secrets::version_event((user.secret_id, &user.secret), &database.environment, Some(agent))
@@ -109,7 +150,7 @@ pub fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dbusers::{create_user, register, Engine, NewDatabase, NewUser, Schedule};
+    use crate::dbusers::{create_user, register, Engine, NewDatabase, NewUser, Schedule, TaskKind};
     use crate::ids::{DatabaseId, MemberId, OrgId, SecretId, ServiceUserId};
     use crate::on_behalf::OnBehalfOf;
     use time::Duration;
@@ -199,5 +240,28 @@ mod tests {
         user.drop_after = Some(now);
         let plan = report(&database, &user, (agent, lease), done, now).unwrap();
         assert!(matches!(plan, ReportPlan::Dropped { .. }), "{plan:?}");
+    }
+
+    #[test]
+    fn a_rotation_goes_only_to_an_agent_holding_the_current_credential_where_the_database_is() {
+        let (database, mut user) = user_with_lease(LeaseId::from_uuid(uuid::Uuid::from_u128(7)));
+        let (now, agent) = (OffsetDateTime::UNIX_EPOCH, crate::fixtures::agent(3, "edge-1"));
+        // A creation needs nothing held, and numbers its version.
+        assert_eq!(claimable(&user, &database.environment, &[], now), Some(TaskKind::Create));
+        assert_eq!(task_version(&user, TaskKind::Create), TaskVersion::ToNumber);
+        // A rotation under way: only an Agent holding version 1 in dev.
+        (user.current_version, user.pending_version) = (Some(1), Some(2));
+        let held = |environment: &str, version: i64, deactivated: bool| crate::ports::Holding {
+            environment: environment.into(),
+            deactivated,
+            ..crate::fixtures::holding(&agent, &user.secret, version)
+        };
+        assert_eq!(claimable(&user, "dev", &[held("dev", 1, false)], now), Some(TaskKind::Rotate));
+        for elsewhere in [held("prod", 1, false), held("dev", 1, true)] {
+            assert_eq!(claimable(&user, "dev", std::slice::from_ref(&elsewhere), now), None, "{elsewhere:?}");
+        }
+        // Its version was numbered by the first claim: kept.
+        assert_eq!(task_version(&user, TaskKind::Rotate), TaskVersion::Kept(2));
+        assert_eq!(task_version(&user, TaskKind::Retire), TaskVersion::None);
     }
 }

@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use heimdall_core::dbusers::{self, ServiceUser, TaskKind};
+use heimdall_core::dbusers::{self, ServiceUser, TaskVersion};
 use heimdall_core::ids::{CatalogId, LeaseId, ServiceUserId};
 use heimdall_core::ports::{ServiceUserTaskResult, StoreError};
 use heimdall_core::secrets::VersionAsked;
@@ -66,76 +66,41 @@ async fn claim(State(state): State<AppState>, Extension(peer): Extension<PeerAge
         .map(|a| a.environment_id)
         .collect();
     // What this Agent reported holding: a rotation goes only to a holder
-    // of the user's current credential (`dbusers::may_claim`).
+    // of the user's current credential (`dbusers::claimable`).
     let holdings = state.store.holdings_of_agent(org, agent.id).await?;
     for user in state.store.service_users_in(&held).await? {
-        let Some(kind) = dbusers::due(&user, now) else { continue };
-        let database = state.store.get_database(org, user.database_id).await?;
-        let newest_held = holdings
-            .iter()
-            .filter(|h| !h.deactivated && h.secret == user.secret && h.environment == database.environment)
-            .map(|h| h.version)
-            .max();
-        if !dbusers::may_claim(&user, kind, newest_held) {
-            continue; // this Agent has not fetched the current credential yet
+        if dbusers::due(&user, now).is_none() {
+            continue; // told before its database is loaded
         }
+        let database = state.store.get_database(org, user.database_id).await?;
+        let Some(kind) = dbusers::claimable(&user, &database.environment, &holdings, now) else { continue };
         let lease = LeaseId::from_uuid(Uuid::new_v4());
         let until = now + dbusers::TASK_LEASE;
         if !state.store.lease_service_user(&user, agent.id, lease, kind, now, until).await? {
             continue; // another Agent works on it, or it changed since it was read
         }
-        let version = match kind {
-            TaskKind::Retire | TaskKind::Drop => None,
-            TaskKind::Create | TaskKind::Rotate => Some(match user.pending_version {
-                Some(version) => version,
-                None => {
-                    let numbered = dbusers::version_numbered(&database, &user, agent.id);
-                    let event = state.planned_event(&rotator(&agent), numbered);
-                    let numbered = state
-                        .store
-                        .create_version(
-                            org,
-                            user.secret_id,
-                            database.environment_id,
-                            // The previous password stays readable while its
-                            // login works: the grace.
-                            VersionAsked {
-                                created_by: &rotator(&agent),
-                                bind: None,
-                                keep_previous: time::Duration::seconds(user.grace_seconds),
-                            },
-                            event,
-                        )
-                        .await?;
-                    state.store.set_pending_version(user.id, lease, numbered.version).await?
-                }
-            }),
+        let version = match dbusers::task_version(&user, kind) {
+            TaskVersion::None => None,
+            TaskVersion::Kept(version) => Some(version),
+            TaskVersion::ToNumber => {
+                let numbered = dbusers::version_numbered(&database, &user, agent.id);
+                let event = state.planned_event(&rotator(&agent), numbered);
+                // The previous password stays readable while its login
+                // works: the grace.
+                let asked = VersionAsked {
+                    created_by: &rotator(&agent),
+                    bind: None,
+                    keep_previous: time::Duration::seconds(user.grace_seconds),
+                };
+                let numbered = state
+                    .store
+                    .create_version(org, user.secret_id, database.environment_id, asked, event)
+                    .await?;
+                Some(state.store.set_pending_version(user.id, lease, numbered.version).await?)
+            }
         };
         tracing::info!(database = %database.name, user = %user.name, ?kind, agent = %agent.name, "database task claimed");
-        let on_behalf_of = user.on_behalf_of();
-        let task = DatabaseTask {
-            user_id: user.id,
-            lease_id: lease,
-            kind,
-            version,
-            retiring_version: user.retiring_version,
-            current_version: user.current_version,
-            org_id: org,
-            user: user.name,
-            secret: user.secret,
-            environment_id: database.environment_id,
-            environment: database.environment,
-            database: database.name,
-            engine: database.engine,
-            host: database.host,
-            port: database.port,
-            database_name: database.database,
-            admin_secret: database.admin_secret,
-            on_behalf_of,
-            grants: user.grants,
-            tls: database.tls,
-            ca_pem: database.ca_pem,
-        };
+        let task = DatabaseTask::leased(user, database, (lease, kind), version);
         return Ok(Json(task).into_response());
     }
     Ok(StatusCode::NO_CONTENT.into_response())
