@@ -3,6 +3,8 @@
 //! writes with it. Which parent an entry needs (`CatalogKind::parent_kind`)
 //! is read from the request before the parent is resolved.
 
+pub mod service;
+
 use serde_json::json;
 use time::OffsetDateTime;
 

@@ -109,6 +109,57 @@ pub struct EventQuery {
     pub action_prefix: Option<String>,
 }
 
+/// The catalog (domains, systems, components, environments), scoped to
+/// one organization; what `catalog::service` runs its use cases on.
+#[async_trait]
+pub trait CatalogStore: Send + Sync {
+    async fn create_catalog_entry(&self, entry: &CatalogEntry, event: NewEvent) -> StoreResult<()>;
+    async fn list_catalog(
+        &self,
+        org: OrgId,
+        kind: CatalogKind,
+        parent: Option<CatalogId>,
+    ) -> StoreResult<Vec<CatalogEntry>>;
+    async fn get_catalog_entry(&self, org: OrgId, id: CatalogId) -> StoreResult<CatalogEntry>;
+    /// Entries of `kind` with this name, anywhere in the organization
+    /// (a system's name is unique only within its domain).
+    async fn find_catalog_by_name(
+        &self,
+        org: OrgId,
+        kind: CatalogKind,
+        name: &str,
+    ) -> StoreResult<Vec<CatalogEntry>>;
+    async fn rename_catalog_entry(
+        &self,
+        org: OrgId,
+        id: CatalogId,
+        name: &str,
+        event: NewEvent,
+    ) -> StoreResult<CatalogEntry>;
+    /// Deletes an entry that contains nothing; `NotEmpty` otherwise.
+    async fn delete_catalog_entry(&self, org: OrgId, id: CatalogId, event: NewEvent) -> StoreResult<()>;
+}
+
+/// Who a use case runs for, as the adapter knows them: the organization,
+/// the policies' answer for this caller, and the caller's event from a
+/// plan (its id, time and actor). Core decides what to ask; the adapter
+/// answers.
+#[async_trait]
+pub trait Actor: Send + Sync {
+    fn org(&self) -> OrgId;
+    /// How events and rows name the caller (`created_by`).
+    fn name(&self) -> &str;
+    fn now(&self) -> OffsetDateTime;
+    /// `FORBIDDEN` unless the policies let the caller do `action` on `target`.
+    async fn authorize(
+        &self,
+        action: crate::authz::Action,
+        target: &crate::authz::Target,
+    ) -> Result<(), ApiError>;
+    /// The event a planned one becomes, stamped for this caller.
+    fn event(&self, plan: crate::audit::EventPlan) -> NewEvent;
+}
+
 /// Metadata storage for the API. Every method is scoped to one organization
 /// where it touches tenant data.
 #[async_trait]
@@ -181,33 +232,6 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
         id: TokenId,
         event: NewEvent,
     ) -> StoreResult<TokenInfo>;
-
-    // Catalog.
-    async fn create_catalog_entry(&self, entry: &CatalogEntry, event: NewEvent) -> StoreResult<()>;
-    async fn list_catalog(
-        &self,
-        org: OrgId,
-        kind: CatalogKind,
-        parent: Option<CatalogId>,
-    ) -> StoreResult<Vec<CatalogEntry>>;
-    async fn get_catalog_entry(&self, org: OrgId, id: CatalogId) -> StoreResult<CatalogEntry>;
-    /// Entries of `kind` with this name, anywhere in the organization
-    /// (a system's name is unique only within its domain).
-    async fn find_catalog_by_name(
-        &self,
-        org: OrgId,
-        kind: CatalogKind,
-        name: &str,
-    ) -> StoreResult<Vec<CatalogEntry>>;
-    async fn rename_catalog_entry(
-        &self,
-        org: OrgId,
-        id: CatalogId,
-        name: &str,
-        event: NewEvent,
-    ) -> StoreResult<CatalogEntry>;
-    /// Deletes an entry that contains nothing; `NotEmpty` otherwise.
-    async fn delete_catalog_entry(&self, org: OrgId, id: CatalogId, event: NewEvent) -> StoreResult<()>;
 
     // Policies.
     async fn create_policy(&self, policy: &Policy, event: NewEvent) -> StoreResult<()>;
@@ -453,6 +477,7 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
 /// Every port, for the adapters that need them all.
 pub trait Store:
     MetadataStore
+    + CatalogStore
     + InfraStore
     + JobQueue
     + AgentStore
@@ -466,6 +491,7 @@ pub trait Store:
 }
 impl<T> Store for T where
     T: MetadataStore
+        + CatalogStore
         + InfraStore
         + JobQueue
         + AgentStore

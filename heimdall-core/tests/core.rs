@@ -1,9 +1,12 @@
 //! heimdall-core's integration tests, one binary: the error table,
-//! authorization, and the purity of the crate's dependency closure.
+//! authorization, the catalog's use cases on an in-memory store, and the
+//! purity of the crate's dependency closure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 #[path = "core/authz.rs"]
 mod authz;
+#[path = "core/catalog_service.rs"]
+mod catalog_service;
 #[path = "core/error_codes.rs"]
 mod error_codes;
 #[path = "core/purity.rs"]

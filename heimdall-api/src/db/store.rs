@@ -6,7 +6,9 @@ use heimdall_core::domain::{
 };
 use heimdall_core::ids::{CatalogId, MemberId, OrgId, PolicyId, TokenId};
 use heimdall_core::policies::PolicyWrite;
-use heimdall_core::ports::{EventQuery, MetadataStore, NewEvent, NewToken, StoreError, StoreResult};
+use heimdall_core::ports::{
+    CatalogStore, EventQuery, MetadataStore, NewEvent, NewToken, StoreError, StoreResult,
+};
 use heimdall_core::token::TokenHash;
 use sqlx::{Any, FromRow, Transaction};
 use time::OffsetDateTime;
@@ -521,6 +523,68 @@ impl MetadataStore for SqlStore {
         Ok(token)
     }
 
+    async fn create_policy(&self, policy: &Policy, event: NewEvent) -> StoreResult<()> {
+        super::policies::create(&self.pool, policy, event).await
+    }
+
+    async fn policy_version(&self, org: OrgId) -> StoreResult<i64> {
+        let row: Option<(i64,)> = sqlx::query_as("SELECT policy_version FROM organizations WHERE id = $1")
+            .bind(org.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        row.map(|(v,)| v).ok_or(StoreError::NotFound("organization"))
+    }
+
+    async fn list_policies(&self, org: OrgId) -> StoreResult<Vec<Policy>> {
+        super::policies::list(&self.pool, org).await
+    }
+
+    async fn get_policy(&self, org: OrgId, id: PolicyId) -> StoreResult<Policy> {
+        super::policies::get(&self.pool, org, id).await
+    }
+
+    async fn delete_policy(&self, org: OrgId, id: PolicyId, event: NewEvent) -> StoreResult<()> {
+        super::policies::delete(&self.pool, org, id, event).await
+    }
+
+    async fn update_policy(&self, write: &PolicyWrite, event: NewEvent) -> StoreResult<()> {
+        super::policies::update(&self.pool, write, event).await
+    }
+
+    async fn policy_versions(&self, org: OrgId, id: PolicyId) -> StoreResult<Vec<PolicyVersion>> {
+        super::policies::versions(&self.pool, org, id).await
+    }
+
+    async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>> {
+        let before = query.before.map_or(i64::MAX, to_micros);
+        // `action` filters by prefix: `member.` matches `member.added`, ….
+        let prefix = query.action_prefix.clone().unwrap_or_default();
+        let limit = i64::from(query.limit.clamp(1, 1000));
+        let rows = sqlx::query_as::<_, EventRow>(
+            "SELECT id, org_id, at, actor, action, target, detail FROM audit_events
+             WHERE org_id = $1 AND at < $2 AND substr(action, 1, length($3)) = $3
+             ORDER BY at DESC, id DESC LIMIT $4",
+        )
+        .bind(org.to_string())
+        .bind(before)
+        .bind(prefix)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter().map(EventRow::into_domain).collect()
+    }
+
+    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+}
+
+#[async_trait]
+impl CatalogStore for SqlStore {
     async fn create_catalog_entry(&self, entry: &CatalogEntry, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         if let Some(parent) = entry.parent_id {
@@ -705,65 +769,6 @@ impl MetadataStore for SqlStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        insert_event(&mut tx, org, event).await?;
-        tx.commit().await.map_err(db_err)
-    }
-
-    async fn create_policy(&self, policy: &Policy, event: NewEvent) -> StoreResult<()> {
-        super::policies::create(&self.pool, policy, event).await
-    }
-
-    async fn policy_version(&self, org: OrgId) -> StoreResult<i64> {
-        let row: Option<(i64,)> = sqlx::query_as("SELECT policy_version FROM organizations WHERE id = $1")
-            .bind(org.to_string())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?;
-        row.map(|(v,)| v).ok_or(StoreError::NotFound("organization"))
-    }
-
-    async fn list_policies(&self, org: OrgId) -> StoreResult<Vec<Policy>> {
-        super::policies::list(&self.pool, org).await
-    }
-
-    async fn get_policy(&self, org: OrgId, id: PolicyId) -> StoreResult<Policy> {
-        super::policies::get(&self.pool, org, id).await
-    }
-
-    async fn delete_policy(&self, org: OrgId, id: PolicyId, event: NewEvent) -> StoreResult<()> {
-        super::policies::delete(&self.pool, org, id, event).await
-    }
-
-    async fn update_policy(&self, write: &PolicyWrite, event: NewEvent) -> StoreResult<()> {
-        super::policies::update(&self.pool, write, event).await
-    }
-
-    async fn policy_versions(&self, org: OrgId, id: PolicyId) -> StoreResult<Vec<PolicyVersion>> {
-        super::policies::versions(&self.pool, org, id).await
-    }
-
-    async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>> {
-        let before = query.before.map_or(i64::MAX, to_micros);
-        // `action` filters by prefix: `member.` matches `member.added`, ….
-        let prefix = query.action_prefix.clone().unwrap_or_default();
-        let limit = i64::from(query.limit.clamp(1, 1000));
-        let rows = sqlx::query_as::<_, EventRow>(
-            "SELECT id, org_id, at, actor, action, target, detail FROM audit_events
-             WHERE org_id = $1 AND at < $2 AND substr(action, 1, length($3)) = $3
-             ORDER BY at DESC, id DESC LIMIT $4",
-        )
-        .bind(org.to_string())
-        .bind(before)
-        .bind(prefix)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.into_iter().map(EventRow::into_domain).collect()
-    }
-
-    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
         insert_event(&mut tx, org, event).await?;
         tx.commit().await.map_err(db_err)
     }

@@ -121,6 +121,45 @@ impl AppState {
     }
 }
 
+/// One request's caller as core's use cases see them
+/// (`heimdall_core::ports::Actor`): the organization, the policies'
+/// answer, the caller's events.
+#[derive(Debug)]
+pub struct ActingCaller<'a> {
+    pub state: &'a AppState,
+    pub caller: &'a Caller,
+}
+
+impl AppState {
+    /// `caller` acting through this state, for a use case of core.
+    pub fn acting<'a>(&'a self, caller: &'a Caller) -> ActingCaller<'a> {
+        ActingCaller { state: self, caller }
+    }
+}
+
+#[async_trait::async_trait]
+impl heimdall_core::ports::Actor for ActingCaller<'_> {
+    fn org(&self) -> heimdall_core::ids::OrgId {
+        self.caller.org.id
+    }
+
+    fn name(&self) -> &str {
+        &self.caller.member.email
+    }
+
+    fn now(&self) -> time::OffsetDateTime {
+        self.state.clock.now()
+    }
+
+    async fn authorize(&self, action: Action, target: &Target) -> Result<(), ApiError> {
+        self.state.authorize(self.caller, action, target, None).await
+    }
+
+    fn event(&self, plan: EventPlan) -> NewEvent {
+        self.state.planned_event(&self.caller.member.email, plan)
+    }
+}
+
 /// One request's principal and policies, for handlers that decide more
 /// than once (per environment, per item of a list).
 #[derive(Debug)]

@@ -4,8 +4,8 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::authz::{Action, CatalogTree, Target, TargetKind};
-use heimdall_core::catalog;
+use heimdall_core::authz::{Action, CatalogTree, Target};
+use heimdall_core::catalog::service;
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
 use heimdall_core::ids::{CatalogId, OrgId};
 use heimdall_core::ApiError;
@@ -151,10 +151,6 @@ pub(super) struct ListQuery {
 
 impl heimdall_wire::body::Query for ListQuery {}
 
-fn target_kind(kind: CatalogKind) -> TargetKind {
-    heimdall_core::authz::catalog_target_kind(kind)
-}
-
 /// An entry by id or by name. A name that is not unique in the organization
 /// (two domains may each have a system `api`) must be given as an id.
 pub(crate) async fn resolve(
@@ -163,11 +159,7 @@ pub(crate) async fn resolve(
     kind: CatalogKind,
     key: &str,
 ) -> Result<CatalogEntry, ApiError> {
-    let found = match key.parse::<CatalogId>() {
-        Ok(id) => vec![state.store.get_catalog_entry(caller.org.id, id).await?],
-        Err(_) => state.store.find_catalog_by_name(caller.org.id, kind, key).await?,
-    };
-    heimdall_core::catalog::resolve(&found, kind, key).cloned()
+    service::resolve(&*state.store, caller.org.id, kind, key).await
 }
 
 /// The organization's domains, systems and components, for building
@@ -180,23 +172,6 @@ pub(crate) async fn tree(state: &AppState, org: OrgId) -> Result<CatalogTree, Ap
         }
     }
     Ok(CatalogTree::new(entries))
-}
-
-/// The entry as a Cedar target, with its ancestors, so that policies can
-/// say `resource in Heimdall::Domain::"<id>"`.
-pub(crate) async fn target_of(
-    state: &AppState,
-    caller: &Caller,
-    entry: &CatalogEntry,
-) -> Result<Target, ApiError> {
-    let mut target = Target::new(target_kind(entry.kind), entry.id);
-    let mut parent = entry.parent_id;
-    while let Some(id) = parent {
-        let p = state.store.get_catalog_entry(caller.org.id, id).await?;
-        target = target.with_ancestor(target_kind(p.kind), p.id);
-        parent = p.parent_id;
-    }
-    Ok(target)
 }
 
 async fn list(
@@ -240,36 +215,11 @@ async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<CreateCatalogEntry>,
 ) -> HttpResult<(StatusCode, Json<CatalogEntry>)> {
-    let parent = match (kind.parent_kind(), body.parent_id) {
-        (Some(parent_kind), Some(parent_id)) => {
-            Some(resolve(&state, &caller, parent_kind, &parent_id.to_string()).await?)
-        }
-        (Some(parent_kind), None) => {
-            return Err(ApiError::invalid_input(format!(
-                "a {kind} needs parent_id: the {parent_kind} it belongs to"
-            ))
-            .into())
-        }
-        (None, Some(_)) => {
-            return Err(ApiError::invalid_input(format!(
-                "a {kind} belongs to the organization; omit parent_id"
-            ))
-            .into())
-        }
-        (None, None) => None,
-    };
-    let target = match &parent {
-        Some(p) => target_of(&state, &caller, p).await?,
-        None => Target::organization(caller.org.id),
-    };
-    state.authorize(&caller, Action::CatalogWrite, &target, None).await?;
-    let (id, by) = (CatalogId::from_uuid(Uuid::new_v4()), caller.member.email.as_str());
-    let description = body.description.unwrap_or_default();
-    let now = state.clock.now();
-    let plan = catalog::create(kind, body.name, description, parent.as_ref(), id, caller.org.id, by, now)?;
-    let event = state.planned_event(by, plan.event);
-    state.store.create_catalog_entry(&plan.entry, event).await?;
-    Ok((StatusCode::CREATED, Json(plan.entry)))
+    let request =
+        service::NewEntry { name: body.name, description: body.description, parent: body.parent_id };
+    let id = CatalogId::from_uuid(Uuid::new_v4());
+    let entry = service::create(&*state.store, &state.acting(&caller), kind, request, id).await?;
+    Ok((StatusCode::CREATED, Json(entry)))
 }
 
 async fn show(
@@ -278,10 +228,7 @@ async fn show(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<Json<CatalogEntry>> {
-    let entry = resolve(&state, &caller, kind, &key).await?;
-    let target = target_of(&state, &caller, &entry).await?;
-    state.authorize(&caller, Action::CatalogRead, &target, None).await?;
-    Ok(Json(entry))
+    Ok(Json(service::show(&*state.store, &state.acting(&caller), kind, &key).await?))
 }
 
 async fn rename(
@@ -291,11 +238,7 @@ async fn rename(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<Rename>,
 ) -> HttpResult<Json<CatalogEntry>> {
-    let entry = resolve(&state, &caller, kind, &key).await?;
-    let target = target_of(&state, &caller, &entry).await?;
-    state.authorize(&caller, Action::CatalogWrite, &target, None).await?;
-    let event = state.planned_event(&caller.member.email, catalog::renamed(&entry, &body.name)?);
-    Ok(Json(state.store.rename_catalog_entry(caller.org.id, entry.id, &body.name, event).await?))
+    Ok(Json(service::rename(&*state.store, &state.acting(&caller), kind, &key, &body.name).await?))
 }
 
 async fn delete(
@@ -304,10 +247,6 @@ async fn delete(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<StatusCode> {
-    let entry = resolve(&state, &caller, kind, &key).await?;
-    let target = target_of(&state, &caller, &entry).await?;
-    state.authorize(&caller, Action::CatalogWrite, &target, None).await?;
-    let event = state.planned_event(&caller.member.email, catalog::deleted(&entry));
-    state.store.delete_catalog_entry(caller.org.id, entry.id, event).await?;
+    service::delete(&*state.store, &state.acting(&caller), kind, &key).await?;
     Ok(StatusCode::NO_CONTENT)
 }
