@@ -10,7 +10,8 @@
 //! with SIGKILL, by the OOM killer, or dropping a run it was fenced out
 //! of — the kernel closes that pipe, and the guard kills Terraform and
 //! everything it started (providers, `local-exec` commands), which it
-//! keeps as its descendants by being their child subreaper. A job handed
+//! keeps as its descendants by being their child subreaper. When Terraform
+//! exits, whatever it left running is killed too before the guard exits. A job handed
 //! on after its lease runs out then never races a Terraform of the
 //! attempt before.
 //!
@@ -100,7 +101,13 @@ fn guard(program: &OsString, args: Vec<OsString>) -> ExitCode {
         kill_descendants();
         std::process::exit(137);
     });
-    match child.wait() {
+    let waited = child.wait();
+    // Terraform is gone; what it left running goes too (a backgrounded
+    // `local-exec`, or one still running when Terraform died of its closed
+    // output as the Agent let go of the run: exiting first would hand it
+    // to init, beyond anyone's reach).
+    kill_descendants();
+    match waited {
         Ok(status) => {
             use std::os::unix::process::ExitStatusExt;
             let code = status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1);

@@ -168,3 +168,40 @@ async fn an_agent_cut_off_from_the_api_stops_its_run_before_the_job_can_be_hande
     assert_eq!(job["status"], "running", "the API has not handed it on yet: {job}");
     agent.kill().await.unwrap();
 }
+
+/// Terraform gone, nothing it started outlives the guard: a command it
+/// left running (a `local-exec` that backgrounds a process, or one still
+/// running when Terraform died of its closed output as the Agent let go of
+/// a fenced run) is killed when Terraform exits, not left to init.
+#[test]
+fn what_terraform_leaves_running_ends_with_its_guard() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut guard = std::process::Command::new(env!("CARGO_BIN_EXE_heimdall-terraform-guard"))
+        .args(["/bin/sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!"])
+        // Held open below: the Agent still holds the run.
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let held = guard.stdin.take();
+    let mut printed = String::new();
+    guard.stdout.take().unwrap().read_to_string(&mut printed).unwrap();
+    let sleep: u32 = printed.trim().parse().unwrap();
+    // The guard ends when Terraform does, with its code.
+    assert!(guard.wait().unwrap().success());
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{sleep}/stat"))
+            .is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let survived = alive();
+    if survived {
+        let _ = std::process::Command::new("kill").args(["-9", &sleep.to_string()]).status();
+    }
+    drop(held);
+    assert!(!survived, "`sleep 60` (pid {sleep}) outlived the guard");
+}
