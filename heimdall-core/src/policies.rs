@@ -4,6 +4,8 @@
 //! transaction with its history row, the organization's policy version
 //! and the audit event.
 
+pub mod service;
+
 use serde_json::{json, Value};
 use time::OffsetDateTime;
 

@@ -140,6 +140,30 @@ pub trait CatalogStore: Send + Sync {
     async fn delete_catalog_entry(&self, org: OrgId, id: CatalogId, event: NewEvent) -> StoreResult<()>;
 }
 
+/// The organization's Cedar policies and their history; what
+/// `policies::service` runs its use cases on.
+#[async_trait]
+pub trait PolicyStore: Send + Sync {
+    async fn create_policy(&self, policy: &Policy, event: NewEvent) -> StoreResult<()>;
+    async fn list_policies(&self, org: OrgId) -> StoreResult<Vec<Policy>>;
+    /// A number that changes in the same transaction as any change to the
+    /// organization's policies (what a cache of compiled policies keys on).
+    async fn policy_version(&self, org: OrgId) -> StoreResult<i64>;
+    async fn get_policy(&self, org: OrgId, id: PolicyId) -> StoreResult<Policy>;
+    async fn delete_policy(&self, org: OrgId, id: PolicyId, event: NewEvent) -> StoreResult<()>;
+    /// Writes a policy's next version (`policies::update`) if it is still
+    /// at `write.previous_version` (else `StaleRevision`), with its history
+    /// row, the organization's policy version and the event, in one
+    /// transaction: there is no moment without the policy.
+    async fn update_policy(&self, write: &crate::policies::PolicyWrite, event: NewEvent) -> StoreResult<()>;
+    /// Every version of a policy that exists, newest first.
+    async fn policy_versions(
+        &self,
+        org: OrgId,
+        id: PolicyId,
+    ) -> StoreResult<Vec<crate::domain::PolicyVersion>>;
+}
+
 /// Who a use case runs for, as the adapter knows them: the organization,
 /// the policies' answer for this caller, and the caller's event from a
 /// plan (its id, time and actor). Core decides what to ask; the adapter
@@ -232,26 +256,6 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
         id: TokenId,
         event: NewEvent,
     ) -> StoreResult<TokenInfo>;
-
-    // Policies.
-    async fn create_policy(&self, policy: &Policy, event: NewEvent) -> StoreResult<()>;
-    async fn list_policies(&self, org: OrgId) -> StoreResult<Vec<Policy>>;
-    /// A number that changes in the same transaction as any change to the
-    /// organization's policies (what a cache of compiled policies keys on).
-    async fn policy_version(&self, org: OrgId) -> StoreResult<i64>;
-    async fn get_policy(&self, org: OrgId, id: PolicyId) -> StoreResult<Policy>;
-    async fn delete_policy(&self, org: OrgId, id: PolicyId, event: NewEvent) -> StoreResult<()>;
-    /// Writes a policy's next version (`policies::update`) if it is still
-    /// at `write.previous_version` (else `StaleRevision`), with its history
-    /// row, the organization's policy version and the event, in one
-    /// transaction: there is no moment without the policy.
-    async fn update_policy(&self, write: &crate::policies::PolicyWrite, event: NewEvent) -> StoreResult<()>;
-    /// Every version of a policy that exists, newest first.
-    async fn policy_versions(
-        &self,
-        org: OrgId,
-        id: PolicyId,
-    ) -> StoreResult<Vec<crate::domain::PolicyVersion>>;
 
     // Audit feed.
     async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>>;
@@ -478,6 +482,7 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
 pub trait Store:
     MetadataStore
     + CatalogStore
+    + PolicyStore
     + InfraStore
     + JobQueue
     + AgentStore
@@ -492,6 +497,7 @@ pub trait Store:
 impl<T> Store for T where
     T: MetadataStore
         + CatalogStore
+        + PolicyStore
         + InfraStore
         + JobQueue
         + AgentStore

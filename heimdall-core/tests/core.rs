@@ -1,6 +1,6 @@
 //! heimdall-core's integration tests, one binary: the error table,
-//! authorization, the catalog's use cases on an in-memory store, and the
-//! purity of the crate's dependency closure.
+//! authorization, the catalog's and policies' use cases on in-memory stores,
+//! and the purity of the crate's dependency closure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 #[path = "core/authz.rs"]
@@ -9,5 +9,9 @@ mod authz;
 mod catalog_service;
 #[path = "core/error_codes.rs"]
 mod error_codes;
+#[path = "core/fakes.rs"]
+mod fakes;
+#[path = "core/policy_service.rs"]
+mod policy_service;
 #[path = "core/purity.rs"]
 mod purity;

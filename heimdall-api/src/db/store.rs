@@ -7,7 +7,7 @@ use heimdall_core::domain::{
 use heimdall_core::ids::{CatalogId, MemberId, OrgId, PolicyId, TokenId};
 use heimdall_core::policies::PolicyWrite;
 use heimdall_core::ports::{
-    CatalogStore, EventQuery, MetadataStore, NewEvent, NewToken, StoreError, StoreResult,
+    CatalogStore, EventQuery, MetadataStore, NewEvent, NewToken, PolicyStore, StoreError, StoreResult,
 };
 use heimdall_core::token::TokenHash;
 use sqlx::{Any, FromRow, Transaction};
@@ -523,39 +523,6 @@ impl MetadataStore for SqlStore {
         Ok(token)
     }
 
-    async fn create_policy(&self, policy: &Policy, event: NewEvent) -> StoreResult<()> {
-        super::policies::create(&self.pool, policy, event).await
-    }
-
-    async fn policy_version(&self, org: OrgId) -> StoreResult<i64> {
-        let row: Option<(i64,)> = sqlx::query_as("SELECT policy_version FROM organizations WHERE id = $1")
-            .bind(org.to_string())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?;
-        row.map(|(v,)| v).ok_or(StoreError::NotFound("organization"))
-    }
-
-    async fn list_policies(&self, org: OrgId) -> StoreResult<Vec<Policy>> {
-        super::policies::list(&self.pool, org).await
-    }
-
-    async fn get_policy(&self, org: OrgId, id: PolicyId) -> StoreResult<Policy> {
-        super::policies::get(&self.pool, org, id).await
-    }
-
-    async fn delete_policy(&self, org: OrgId, id: PolicyId, event: NewEvent) -> StoreResult<()> {
-        super::policies::delete(&self.pool, org, id, event).await
-    }
-
-    async fn update_policy(&self, write: &PolicyWrite, event: NewEvent) -> StoreResult<()> {
-        super::policies::update(&self.pool, write, event).await
-    }
-
-    async fn policy_versions(&self, org: OrgId, id: PolicyId) -> StoreResult<Vec<PolicyVersion>> {
-        super::policies::versions(&self.pool, org, id).await
-    }
-
     async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>> {
         let before = query.before.map_or(i64::MAX, to_micros);
         // `action` filters by prefix: `member.` matches `member.added`, ….
@@ -771,5 +738,41 @@ impl CatalogStore for SqlStore {
             .map_err(db_err)?;
         insert_event(&mut tx, org, event).await?;
         tx.commit().await.map_err(db_err)
+    }
+}
+
+#[async_trait]
+impl PolicyStore for SqlStore {
+    async fn create_policy(&self, policy: &Policy, event: NewEvent) -> StoreResult<()> {
+        super::policies::create(&self.pool, policy, event).await
+    }
+
+    async fn policy_version(&self, org: OrgId) -> StoreResult<i64> {
+        let row: Option<(i64,)> = sqlx::query_as("SELECT policy_version FROM organizations WHERE id = $1")
+            .bind(org.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        row.map(|(v,)| v).ok_or(StoreError::NotFound("organization"))
+    }
+
+    async fn list_policies(&self, org: OrgId) -> StoreResult<Vec<Policy>> {
+        super::policies::list(&self.pool, org).await
+    }
+
+    async fn get_policy(&self, org: OrgId, id: PolicyId) -> StoreResult<Policy> {
+        super::policies::get(&self.pool, org, id).await
+    }
+
+    async fn delete_policy(&self, org: OrgId, id: PolicyId, event: NewEvent) -> StoreResult<()> {
+        super::policies::delete(&self.pool, org, id, event).await
+    }
+
+    async fn update_policy(&self, write: &PolicyWrite, event: NewEvent) -> StoreResult<()> {
+        super::policies::update(&self.pool, write, event).await
+    }
+
+    async fn policy_versions(&self, org: OrgId, id: PolicyId) -> StoreResult<Vec<PolicyVersion>> {
+        super::policies::versions(&self.pool, org, id).await
     }
 }

@@ -3,7 +3,9 @@
 use heimdall_api::testing::TestDatabase;
 use heimdall_core::domain::{CatalogEntry, CatalogKind, Member, Organization, Policy, Role};
 use heimdall_core::ids::{CatalogId, EventId, MemberId, OrgId, PolicyId, TokenId};
-use heimdall_core::ports::{CatalogStore, EventQuery, MetadataStore, NewEvent, NewToken, StoreError};
+use heimdall_core::ports::{
+    CatalogStore, EventQuery, MetadataStore, NewEvent, NewToken, PolicyStore, StoreError,
+};
 use heimdall_core::token::TokenHash;
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;

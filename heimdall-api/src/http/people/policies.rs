@@ -3,11 +3,9 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::authz::{Action, Target};
 use heimdall_core::domain::{Policy, PolicyVersion};
 use heimdall_core::ids::PolicyId;
-use heimdall_core::policies;
-use heimdall_core::ApiError;
+use heimdall_core::policies::{self, service};
 use heimdall_wire::{CreatePolicy, UpdatePolicy};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -46,8 +44,7 @@ async fn list(
     caller: Caller,
     QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Policy>>)> {
-    state.authorize(&caller, Action::PolicyRead, &Target::organization(caller.org.id), None).await?;
-    let policies = state.store.list_policies(caller.org.id).await?;
+    let policies = service::list(&*state.store, &state.acting(&caller)).await?;
     let (headers, policies) = crate::http::short_page(policies, page.limit, page.after.as_deref(), |p| {
         vec![p.name.clone(), p.id.to_string()]
     })?;
@@ -72,22 +69,12 @@ async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<CreatePolicy>,
 ) -> HttpResult<(StatusCode, Json<Policy>)> {
-    state.authorize(&caller, Action::PolicyWrite, &Target::organization(caller.org.id), None).await?;
-    let (id, by) = (PolicyId::from_uuid(Uuid::new_v4()), caller.member.email.as_str());
-    let description = body.description.unwrap_or_default();
-    let plan = policies::create(id, caller.org.id, body.name, description, body.text, by, state.clock.now())?;
-    let event = state.planned_event(by, plan.event);
-    state.store.create_policy(&plan.policy, event).await?;
-    Ok((StatusCode::CREATED, Json(plan.policy)))
-}
-
-/// A policy by id, or by name.
-async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Policy, ApiError> {
-    if let Ok(id) = key.parse::<PolicyId>() {
-        return Ok(state.store.get_policy(caller.org.id, id).await?);
-    }
-    let policies = state.store.list_policies(caller.org.id).await?;
-    policies.into_iter().find(|p| p.name == key).ok_or_else(|| ApiError::not_found("policy"))
+    let request = service::NewPolicy { name: body.name, description: body.description, text: body.text };
+    let id = PolicyId::from_uuid(Uuid::new_v4());
+    Ok((
+        StatusCode::CREATED,
+        Json(service::create(&*state.store, &state.acting(&caller), request, id).await?),
+    ))
 }
 
 #[utoipa::path(
@@ -106,8 +93,7 @@ async fn show(
     caller: Caller,
     Path(id): Path<String>,
 ) -> HttpResult<Json<Policy>> {
-    state.authorize(&caller, Action::PolicyRead, &Target::organization(caller.org.id), None).await?;
-    Ok(Json(resolve(&state, &caller, &id).await?))
+    Ok(Json(service::show(&*state.store, &state.acting(&caller), &id).await?))
 }
 
 #[utoipa::path(
@@ -131,19 +117,12 @@ async fn update(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<UpdatePolicy>,
 ) -> HttpResult<Json<Policy>> {
-    state.authorize(&caller, Action::PolicyWrite, &Target::organization(caller.org.id), None).await?;
-    let current = resolve(&state, &caller, &id).await?;
     let change = policies::Change {
         text: body.text,
         description: body.description,
         expected_version: body.expected_version,
     };
-    let Some(write) = policies::update(&current, change, &caller.member.email, state.clock.now())? else {
-        return Ok(Json(current));
-    };
-    let event = state.planned_event(&caller.member.email, write.event.clone());
-    state.store.update_policy(&write, event).await?;
-    Ok(Json(write.policy))
+    Ok(Json(service::update(&*state.store, &state.acting(&caller), &id, change).await?))
 }
 
 #[utoipa::path(
@@ -162,9 +141,7 @@ async fn versions(
     caller: Caller,
     Path(id): Path<String>,
 ) -> HttpResult<Json<Vec<PolicyVersion>>> {
-    state.authorize(&caller, Action::PolicyRead, &Target::organization(caller.org.id), None).await?;
-    let policy = resolve(&state, &caller, &id).await?;
-    Ok(Json(state.store.policy_versions(caller.org.id, policy.id).await?))
+    Ok(Json(service::versions(&*state.store, &state.acting(&caller), &id).await?))
 }
 
 #[utoipa::path(
@@ -183,9 +160,6 @@ async fn delete(
     caller: Caller,
     Path(id): Path<String>,
 ) -> HttpResult<StatusCode> {
-    state.authorize(&caller, Action::PolicyWrite, &Target::organization(caller.org.id), None).await?;
-    let policy = resolve(&state, &caller, &id).await?;
-    let event = state.planned_event(&caller.member.email, policies::deleted(&policy));
-    state.store.delete_policy(caller.org.id, policy.id, event).await?;
+    service::delete(&*state.store, &state.acting(&caller), &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
