@@ -244,6 +244,22 @@ fn routes_record_the_events_core_planned() {
     assert!(offenders.is_empty(), "route files that compose their own events: {offenders:?}");
 }
 
+/// Architecture Invariant: the routes of the domains whose use cases run
+/// whole in core (`catalog::service`, `policies::service`) parse, call one
+/// use case and answer: they neither ask the policies, nor make an event,
+/// nor write to the store themselves.
+#[test]
+fn routes_of_core_use_cases_only_parse_call_and_answer() {
+    let root = workspace().join("heimdall-api/src/http/people");
+    for name in ["catalog.rs", "policies.rs"] {
+        let code = code_of(&root.join(name));
+        assert!(code.contains("service::"), "{name} calls no use case of core");
+        for done_in_core in ["state.authorize(", "planned_event(", "_catalog_entry(", "_policy("] {
+            assert!(!code.contains(done_in_core), "{name} does what its use case does: `{done_in_core}`");
+        }
+    }
+}
+
 /// The part of a crate a file of its `src/` belongs to: its folder (in the
 /// API, `http/people` and `http/agent_channel` apart from the rest of
 /// `http`, which both share), or its own name for a file at the top.

@@ -41,6 +41,36 @@ pub async fn target_of<S: CatalogStore + ?Sized>(
     Ok(target)
 }
 
+/// The organization's `kind` entries; a domain's systems or a system's
+/// components when `within` names it (`domain` for systems, `system` for
+/// components: the other filters are refused).
+pub async fn list<S: CatalogStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    kind: CatalogKind,
+    (domain, system): (Option<&str>, Option<&str>),
+) -> Result<Vec<CatalogEntry>, ApiError> {
+    actor.authorize(Action::CatalogRead, &Target::organization(actor.org())).await?;
+    let within = match (kind, domain, system) {
+        (CatalogKind::System, Some(domain), None) => Some((CatalogKind::Domain, domain)),
+        (CatalogKind::Component, None, Some(system)) => Some((CatalogKind::System, system)),
+        (_, None, None) => None,
+        _ => {
+            let only = match kind {
+                CatalogKind::System => "domain only",
+                CatalogKind::Component => "system only",
+                _ => "nothing",
+            };
+            return Err(ApiError::invalid_input(format!("{} can be filtered by {only}", kind.plural())));
+        }
+    };
+    let parent = match within {
+        Some((parent_kind, key)) => Some(resolve(store, actor.org(), parent_kind, key).await?.id),
+        None => None,
+    };
+    Ok(store.list_catalog(actor.org(), kind, parent).await?)
+}
+
 /// What a member asks to add.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NewEntry {

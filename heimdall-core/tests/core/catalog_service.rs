@@ -38,6 +38,14 @@ async fn a_system_lives_under_its_domain_is_renamed_and_deleted_with_one_event_e
         (Action::CatalogWrite, TargetKind::Domain, payments.id.to_string())
     );
 
+    let within = service::list(&store, &ana, CatalogKind::System, (Some("payments"), None)).await.unwrap();
+    assert_eq!(within, std::slice::from_ref(&checkout));
+    let refused =
+        service::list(&store, &ana, CatalogKind::System, (None, Some("checkout"))).await.unwrap_err();
+    assert_eq!(
+        (refused.code, refused.message.as_str()),
+        (ErrorCode::InvalidInput, "systems can be filtered by domain only")
+    );
     let shown = service::show(&store, &ana, CatalogKind::System, "checkout").await.unwrap();
     assert_eq!(shown, checkout);
     let renamed =

@@ -4,7 +4,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::authz::{Action, CatalogTree, Target};
+use heimdall_core::authz::CatalogTree;
 use heimdall_core::catalog::service;
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
 use heimdall_core::ids::{CatalogId, OrgId};
@@ -180,29 +180,8 @@ async fn list(
     caller: Caller,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<CatalogEntry>>)> {
-    state.authorize(&caller, Action::CatalogRead, &Target::organization(caller.org.id), None).await?;
-    let parent_key = match (kind, query.domain, query.system) {
-        (CatalogKind::System, Some(domain), None) => Some((CatalogKind::Domain, domain)),
-        (CatalogKind::Component, None, Some(system)) => Some((CatalogKind::System, system)),
-        (_, None, None) => None,
-        _ => {
-            return Err(ApiError::invalid_input(format!(
-                "{} can be filtered by {}",
-                kind.plural(),
-                match kind {
-                    CatalogKind::System => "domain only",
-                    CatalogKind::Component => "system only",
-                    _ => "nothing",
-                }
-            ))
-            .into())
-        }
-    };
-    let parent = match parent_key {
-        Some((parent_kind, key)) => Some(resolve(&state, &caller, parent_kind, &key).await?.id),
-        None => None,
-    };
-    let entries = state.store.list_catalog(caller.org.id, kind, parent).await?;
+    let within = (query.domain.as_deref(), query.system.as_deref());
+    let entries = service::list(&*state.store, &state.acting(&caller), kind, within).await?;
     let (headers, entries) = crate::http::short_page(entries, query.limit, query.after.as_deref(), |e| {
         vec![e.name.clone(), e.id.to_string()]
     })?;
