@@ -90,8 +90,13 @@ function signInForm(problem) {
   input.focus();
 }
 
+// Why the API last turned the token away: a form drawn again before the
+// next sign-in (another page's request raced the first 401) still says it.
+let refused = null;
+
 whenUnauthorized((e) => {
   generation += 1;
+  refused = e;
   signOut();
   signInForm(e);
 });
@@ -105,7 +110,7 @@ function shell(current) {
     ),
     h('span.spacer'),
     h('span.who', me ? `${me.member.email} (${me.member.role}) · ${me.organization.name}` : ''),
-    h('button.secondary.signout', { type: 'button', onclick: () => { generation += 1; signOut(); signInForm(); } }, 'Sign out'),
+    h('button.secondary.signout', { type: 'button', onclick: () => { generation += 1; refused = null; signOut(); signInForm(); } }, 'Sign out'),
   );
   const main = h('main', { id: 'page' }, h('p.muted', 'Loading…'));
   replace(app, nav, main);
@@ -113,7 +118,8 @@ function shell(current) {
 }
 
 async function render() {
-  if (!token()) return signInForm();
+  if (!token()) return signInForm(refused);
+  refused = null;
   const mine = ++generation;
   const alive = () => mine === generation;
   try {
