@@ -5,6 +5,9 @@
 //! (`member.write`); these rules decide which role changes are allowed.
 //! The store calls [`check_owner_remains`] inside its transaction, on the
 //! owners it counted there, so two concurrent demotions cannot both succeed.
+//! [`service`] runs them with the policies' answer over the store port.
+
+pub mod service;
 
 use serde_json::json;
 use time::OffsetDateTime;

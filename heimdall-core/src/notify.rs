@@ -17,6 +17,7 @@ use sha2::Sha256;
 use time::{Duration, OffsetDateTime};
 
 mod channels;
+pub mod service;
 
 use crate::audit::AuditAction;
 use crate::error::ApiError;

@@ -109,6 +109,55 @@ pub struct EventQuery {
     pub action_prefix: Option<String>,
 }
 
+/// The organization's members, scoped to one organization; what
+/// `members::service` runs its use cases on.
+#[async_trait]
+pub trait MemberStore: Send + Sync {
+    /// Adds a member with their first token; an address already there is
+    /// refused `AlreadyExists`.
+    async fn add_member(&self, member: &Member, token: &NewToken, event: NewEvent) -> StoreResult<()>;
+    async fn list_members(&self, org: OrgId) -> StoreResult<Vec<Member>>;
+    async fn get_member(&self, org: OrgId, id: MemberId) -> StoreResult<Member>;
+    async fn find_member_by_email(&self, org: OrgId, email: &str) -> StoreResult<Option<Member>>;
+    /// Changes a role; refuses with `LAST_OWNER` (checked in the transaction)
+    /// if no owner would remain.
+    async fn change_role(&self, org: OrgId, id: MemberId, role: Role, event: NewEvent)
+        -> StoreResult<Member>;
+    /// Removes a member and revokes all their tokens, atomically; refuses
+    /// with `LAST_OWNER` if no owner would remain.
+    async fn remove_member(&self, org: OrgId, id: MemberId, event: NewEvent) -> StoreResult<Member>;
+}
+
+/// The resource schemas' versions, scoped to one organization; what
+/// `schemas::service` runs its use cases on.
+#[async_trait]
+pub trait SchemaStore: Send + Sync {
+    /// Stores a new schema version; the store assigns `version` (1 + the
+    /// newest of that type) and returns the stored schema.
+    async fn create_schema(&self, schema: &ResourceSchema, event: NewEvent) -> StoreResult<ResourceSchema>;
+    async fn list_schemas(&self, org: OrgId) -> StoreResult<Vec<ResourceSchema>>;
+    /// A schema by id, deleted ones too (the Resources that were on one
+    /// keep it); [`Self::list_schemas`] leaves them out.
+    async fn get_schema(&self, org: OrgId, id: SchemaId) -> StoreResult<ResourceSchema>;
+    /// Deprecates a version (`Some((when, by whom))`) or takes that back
+    /// (`None`), with its event; the schema as it is now.
+    async fn set_schema_deprecation(
+        &self,
+        org: OrgId,
+        id: SchemaId,
+        deprecation: Option<(time::OffsetDateTime, String)>,
+        event: NewEvent,
+    ) -> StoreResult<ResourceSchema>;
+    /// Deletes a version once no Resource (not deleted) uses it
+    /// (`schemas::check_delete`, decided in the transaction).
+    async fn delete_schema(
+        &self,
+        schema: &ResourceSchema,
+        at: time::OffsetDateTime,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+}
+
 /// The catalog (domains, systems, components, environments), scoped to
 /// one organization; what `catalog::service` runs its use cases on.
 #[async_trait]
@@ -173,6 +222,8 @@ pub trait Actor: Send + Sync {
     fn org(&self) -> OrgId;
     /// How events and rows name the caller (`created_by`).
     fn name(&self) -> &str;
+    /// The caller's role in the organization (the member rules weigh it).
+    fn role(&self) -> Role;
     fn now(&self) -> OffsetDateTime;
     /// `FORBIDDEN` unless the policies let the caller do `action` on `target`.
     async fn authorize(
@@ -229,18 +280,7 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
         token: &NewToken,
     ) -> StoreResult<Option<(Member, Organization)>>;
 
-    // Members and tokens.
-    async fn add_member(&self, member: &Member, token: &NewToken, event: NewEvent) -> StoreResult<()>;
-    async fn list_members(&self, org: OrgId) -> StoreResult<Vec<Member>>;
-    async fn get_member(&self, org: OrgId, id: MemberId) -> StoreResult<Member>;
-    async fn find_member_by_email(&self, org: OrgId, email: &str) -> StoreResult<Option<Member>>;
-    /// Changes a role; refuses with `LAST_OWNER` (checked in the transaction)
-    /// if no owner would remain.
-    async fn change_role(&self, org: OrgId, id: MemberId, role: Role, event: NewEvent)
-        -> StoreResult<Member>;
-    /// Removes a member and revokes all their tokens, atomically; refuses
-    /// with `LAST_OWNER` if no owner would remain.
-    async fn remove_member(&self, org: OrgId, id: MemberId, event: NewEvent) -> StoreResult<Member>;
+    // Tokens.
     async fn create_token(
         &self,
         org: OrgId,
@@ -320,31 +360,6 @@ pub struct DriftCandidate {
 /// Storage for schemas, cloud accounts, Resources and their revisions.
 #[async_trait]
 pub trait InfraStore: Send + Sync + std::fmt::Debug {
-    /// Stores a new schema version; the store assigns `version` (1 + the
-    /// newest of that type) and returns the stored schema.
-    async fn create_schema(&self, schema: &ResourceSchema, event: NewEvent) -> StoreResult<ResourceSchema>;
-    async fn list_schemas(&self, org: OrgId) -> StoreResult<Vec<ResourceSchema>>;
-    /// A schema by id, deleted ones too (the Resources that were on one
-    /// keep it); [`Self::list_schemas`] leaves them out.
-    async fn get_schema(&self, org: OrgId, id: SchemaId) -> StoreResult<ResourceSchema>;
-    /// Deprecates a version (`Some((when, by whom))`) or takes that back
-    /// (`None`), with its event; the schema as it is now.
-    async fn set_schema_deprecation(
-        &self,
-        org: OrgId,
-        id: SchemaId,
-        deprecation: Option<(time::OffsetDateTime, String)>,
-        event: NewEvent,
-    ) -> StoreResult<ResourceSchema>;
-    /// Deletes a version once no Resource (not deleted) uses it
-    /// (`schemas::check_delete`, decided in the transaction).
-    async fn delete_schema(
-        &self,
-        schema: &ResourceSchema,
-        at: time::OffsetDateTime,
-        event: NewEvent,
-    ) -> StoreResult<()>;
-
     async fn create_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()>;
     async fn list_accounts(&self, org: OrgId) -> StoreResult<Vec<CloudAccount>>;
     async fn get_account(&self, org: OrgId, id: CloudAccountId) -> StoreResult<CloudAccount>;
@@ -481,13 +496,16 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
 /// Every port, for the adapters that need them all.
 pub trait Store:
     MetadataStore
+    + MemberStore
     + CatalogStore
     + PolicyStore
+    + SchemaStore
     + InfraStore
     + JobQueue
     + AgentStore
     + SecretStore
     + AccessStore
+    + ChannelStore
     + NotificationStore
     + InventoryStore
     + DatabaseStore
@@ -496,13 +514,16 @@ pub trait Store:
 }
 impl<T> Store for T where
     T: MetadataStore
+        + MemberStore
         + CatalogStore
         + PolicyStore
+        + SchemaStore
         + InfraStore
         + JobQueue
         + AgentStore
         + SecretStore
         + AccessStore
+        + ChannelStore
         + NotificationStore
         + InventoryStore
         + DatabaseStore
@@ -638,11 +659,11 @@ pub struct DueDelivery {
     pub attempts: u32,
 }
 
-/// The organization's notification channels and their deliveries. A
-/// delivery is queued by the store itself, in the transaction that writes
-/// an event `notify::is_notified` names, once per channel.
+/// The organization's notification channels and what was delivered,
+/// scoped to one organization; what `notify::service` runs its use cases
+/// on.
 #[async_trait]
-pub trait NotificationStore: Send + Sync {
+pub trait ChannelStore: Send + Sync {
     async fn create_channel(&self, channel: &Channel, event: NewEvent) -> StoreResult<()>;
     async fn list_channels(&self, org: OrgId) -> StoreResult<Vec<Channel>>;
     /// Removes a channel (by id or name); its pending deliveries are dropped.
@@ -652,6 +673,13 @@ pub trait NotificationStore: Send + Sync {
     /// yet sent go to the new webhook.
     async fn update_channel(&self, channel: &Channel, event: NewEvent) -> StoreResult<()>;
     async fn list_deliveries(&self, org: OrgId, limit: u32) -> StoreResult<Vec<Delivery>>;
+}
+
+/// The deliveries' queue, across organizations, for the delivery loop. A
+/// delivery is queued by the store itself, in the transaction that writes
+/// an event `notify::is_notified` names, once per channel.
+#[async_trait]
+pub trait NotificationStore: Send + Sync {
     /// Takes up to `limit` deliveries due at `now`, each until `lease_until`
     /// (another replica does not send it meanwhile).
     async fn claim_deliveries(

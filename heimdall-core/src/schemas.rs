@@ -3,6 +3,7 @@
 //! may go.
 
 mod create;
+pub mod service;
 
 pub use create::{check, create, NewSchema, SchemaPlan};
 

@@ -1,6 +1,7 @@
 //! heimdall-core's integration tests, one binary: the error table,
-//! authorization, the catalog's and policies' use cases on in-memory stores,
-//! and the purity of the crate's dependency closure.
+//! authorization, the use cases of the catalog, members, policies and
+//! schemas on in-memory stores, and the purity of the crate's dependency
+//! closure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 #[path = "core/authz.rs"]
@@ -11,7 +12,11 @@ mod catalog_service;
 mod error_codes;
 #[path = "core/fakes.rs"]
 mod fakes;
+#[path = "core/member_service.rs"]
+mod member_service;
 #[path = "core/policy_service.rs"]
 mod policy_service;
 #[path = "core/purity.rs"]
 mod purity;
+#[path = "core/schema_service.rs"]
+mod schema_service;

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use heimdall_core::ids::OrgId;
 use heimdall_core::notify::{Channel, Delivery, Outcome};
-use heimdall_core::ports::{DueDelivery, NewEvent, NotificationStore, StoreError, StoreResult};
+use heimdall_core::ports::{ChannelStore, DueDelivery, NewEvent, NotificationStore, StoreError, StoreResult};
 use sqlx::FromRow;
 use time::OffsetDateTime;
 
@@ -54,7 +54,7 @@ struct DeliveryRow {
 const CHANNEL_COLUMNS: &str = "id, org_id, name, url, sealed_url, created_at, created_by";
 
 #[async_trait]
-impl NotificationStore for SqlStore {
+impl ChannelStore for SqlStore {
     async fn create_channel(&self, channel: &Channel, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         sqlx::query(
@@ -156,7 +156,10 @@ impl NotificationStore for SqlStore {
             })
             .collect())
     }
+}
 
+#[async_trait]
+impl NotificationStore for SqlStore {
     async fn claim_deliveries(
         &self,
         now: OffsetDateTime,

@@ -8,7 +8,9 @@ use heimdall_core::ids::{CatalogId, CloudAccountId, JobId, OrgId, ResourceId, Sc
 use heimdall_core::infra::{
     AccountLink, CloudAccount, Job, Resource, ResourceSchema, Revision, RevisionState,
 };
-use heimdall_core::ports::{DriftCandidate, InfraStore, NewEvent, ResourceFilter, StoreError, StoreResult};
+use heimdall_core::ports::{
+    DriftCandidate, InfraStore, NewEvent, ResourceFilter, SchemaStore, StoreError, StoreResult,
+};
 use heimdall_core::resources::{ResourcePlan, StatusUpdate};
 use sqlx::{Any, Transaction};
 use time::OffsetDateTime;
@@ -124,7 +126,7 @@ async fn environment_names(pool: &sqlx::Pool<Any>, org: OrgId) -> StoreResult<BT
 }
 
 #[async_trait]
-impl InfraStore for SqlStore {
+impl SchemaStore for SqlStore {
     async fn create_schema(&self, schema: &ResourceSchema, event: NewEvent) -> StoreResult<ResourceSchema> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let (newest,): (Option<i64>,) =
@@ -251,7 +253,10 @@ impl InfraStore for SqlStore {
         insert_event(&mut tx, schema.org_id, event).await?;
         tx.commit().await.map_err(db_err)
     }
+}
 
+#[async_trait]
+impl InfraStore for SqlStore {
     async fn create_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         sqlx::query(&format!(

@@ -7,7 +7,8 @@ use heimdall_core::domain::{
 use heimdall_core::ids::{CatalogId, MemberId, OrgId, PolicyId, TokenId};
 use heimdall_core::policies::PolicyWrite;
 use heimdall_core::ports::{
-    CatalogStore, EventQuery, MetadataStore, NewEvent, NewToken, PolicyStore, StoreError, StoreResult,
+    CatalogStore, EventQuery, MemberStore, MetadataStore, NewEvent, NewToken, PolicyStore, StoreError,
+    StoreResult,
 };
 use heimdall_core::token::TokenHash;
 use sqlx::{Any, FromRow, Transaction};
@@ -348,106 +349,6 @@ impl MetadataStore for SqlStore {
         Ok(Some((member, organization)))
     }
 
-    async fn add_member(&self, member: &Member, token: &NewToken, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        insert_member(&mut tx, member).await?;
-        insert_token(&mut tx, member.org_id, member.id, token, member.created_at).await?;
-        insert_event(&mut tx, member.org_id, event).await?;
-        tx.commit().await.map_err(db_err)
-    }
-
-    async fn list_members(&self, org: OrgId) -> StoreResult<Vec<Member>> {
-        let sql = format!(
-            "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = $1 AND removed_at IS NULL ORDER BY email"
-        );
-        sqlx::query_as::<_, MemberRow>(&sql)
-            .bind(org.to_string())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?
-            .into_iter()
-            .map(MemberRow::into_domain)
-            .collect()
-    }
-
-    async fn get_member(&self, org: OrgId, id: MemberId) -> StoreResult<Member> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let member = active_member(&mut tx, org, id).await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(member)
-    }
-
-    async fn find_member_by_email(&self, org: OrgId, email: &str) -> StoreResult<Option<Member>> {
-        let sql = format!(
-            "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = $1 AND email = $2 AND removed_at IS NULL"
-        );
-        sqlx::query_as::<_, MemberRow>(&sql)
-            .bind(org.to_string())
-            .bind(email.to_owned())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?
-            .map(MemberRow::into_domain)
-            .transpose()
-    }
-
-    async fn change_role(
-        &self,
-        org: OrgId,
-        id: MemberId,
-        role: Role,
-        event: NewEvent,
-    ) -> StoreResult<Member> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let owners = count_owners(&mut tx, self.backend, org).await?;
-        let mut member = active_member(&mut tx, org, id).await?;
-        heimdall_core::members::check_owner_remains(owners, member.role, Some(role))
-            .map_err(StoreError::Refused)?;
-        sqlx::query("UPDATE members SET role = $1 WHERE id = $2 AND org_id = $3")
-            .bind(role.as_str())
-            .bind(id.to_string())
-            .bind(org.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        insert_event(&mut tx, org, event).await?;
-        tx.commit().await.map_err(db_err)?;
-        member.role = role;
-        Ok(member)
-    }
-
-    async fn remove_member(&self, org: OrgId, id: MemberId, event: NewEvent) -> StoreResult<Member> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let owners = count_owners(&mut tx, self.backend, org).await?;
-        let member = active_member(&mut tx, org, id).await?;
-        heimdall_core::members::check_owner_remains(owners, member.role, None)
-            .map_err(StoreError::Refused)?;
-        let at = to_micros(event.at);
-        sqlx::query("UPDATE members SET removed_at = $1 WHERE id = $2 AND org_id = $3")
-            .bind(at)
-            .bind(id.to_string())
-            .bind(org.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        // What their reads put at risk, decided with the removal.
-        let reads = super::at_risk::reads_by(&mut tx, org, &member.email).await?;
-        super::at_risk::mark(&mut tx, org, &reads, &event.actor, event.at).await?;
-        for table in ["api_tokens", "member_certificates"] {
-            sqlx::query(&format!(
-                "UPDATE {table} SET revoked_at = $1 WHERE member_id = $2 AND revoked_at IS NULL"
-            ))
-            .bind(at)
-            .bind(id.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        }
-        insert_event(&mut tx, org, event).await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(member)
-    }
-
     async fn create_token(
         &self,
         org: OrgId,
@@ -547,6 +448,109 @@ impl MetadataStore for SqlStore {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         insert_event(&mut tx, org, event).await?;
         tx.commit().await.map_err(db_err)
+    }
+}
+
+#[async_trait]
+impl MemberStore for SqlStore {
+    async fn add_member(&self, member: &Member, token: &NewToken, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        insert_member(&mut tx, member).await?;
+        insert_token(&mut tx, member.org_id, member.id, token, member.created_at).await?;
+        insert_event(&mut tx, member.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn list_members(&self, org: OrgId) -> StoreResult<Vec<Member>> {
+        let sql = format!(
+            "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = $1 AND removed_at IS NULL ORDER BY email"
+        );
+        sqlx::query_as::<_, MemberRow>(&sql)
+            .bind(org.to_string())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(MemberRow::into_domain)
+            .collect()
+    }
+
+    async fn get_member(&self, org: OrgId, id: MemberId) -> StoreResult<Member> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let member = active_member(&mut tx, org, id).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(member)
+    }
+
+    async fn find_member_by_email(&self, org: OrgId, email: &str) -> StoreResult<Option<Member>> {
+        let sql = format!(
+            "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = $1 AND email = $2 AND removed_at IS NULL"
+        );
+        sqlx::query_as::<_, MemberRow>(&sql)
+            .bind(org.to_string())
+            .bind(email.to_owned())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .map(MemberRow::into_domain)
+            .transpose()
+    }
+
+    async fn change_role(
+        &self,
+        org: OrgId,
+        id: MemberId,
+        role: Role,
+        event: NewEvent,
+    ) -> StoreResult<Member> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let owners = count_owners(&mut tx, self.backend, org).await?;
+        let mut member = active_member(&mut tx, org, id).await?;
+        heimdall_core::members::check_owner_remains(owners, member.role, Some(role))
+            .map_err(StoreError::Refused)?;
+        sqlx::query("UPDATE members SET role = $1 WHERE id = $2 AND org_id = $3")
+            .bind(role.as_str())
+            .bind(id.to_string())
+            .bind(org.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)?;
+        member.role = role;
+        Ok(member)
+    }
+
+    async fn remove_member(&self, org: OrgId, id: MemberId, event: NewEvent) -> StoreResult<Member> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let owners = count_owners(&mut tx, self.backend, org).await?;
+        let member = active_member(&mut tx, org, id).await?;
+        heimdall_core::members::check_owner_remains(owners, member.role, None)
+            .map_err(StoreError::Refused)?;
+        let at = to_micros(event.at);
+        sqlx::query("UPDATE members SET removed_at = $1 WHERE id = $2 AND org_id = $3")
+            .bind(at)
+            .bind(id.to_string())
+            .bind(org.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        // What their reads put at risk, decided with the removal.
+        let reads = super::at_risk::reads_by(&mut tx, org, &member.email).await?;
+        super::at_risk::mark(&mut tx, org, &reads, &event.actor, event.at).await?;
+        for table in ["api_tokens", "member_certificates"] {
+            sqlx::query(&format!(
+                "UPDATE {table} SET revoked_at = $1 WHERE member_id = $2 AND revoked_at IS NULL"
+            ))
+            .bind(at)
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(member)
     }
 }
 

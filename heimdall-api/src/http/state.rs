@@ -147,6 +147,10 @@ impl heimdall_core::ports::Actor for ActingCaller<'_> {
         &self.caller.member.email
     }
 
+    fn role(&self) -> heimdall_core::domain::Role {
+        self.caller.member.role
+    }
+
     fn now(&self) -> time::OffsetDateTime {
         self.state.clock.now()
     }

@@ -4,7 +4,7 @@ use heimdall_api::testing::TestDatabase;
 use heimdall_core::domain::{CatalogEntry, CatalogKind, Member, Organization, Policy, Role};
 use heimdall_core::ids::{CatalogId, EventId, MemberId, OrgId, PolicyId, TokenId};
 use heimdall_core::ports::{
-    CatalogStore, EventQuery, MetadataStore, NewEvent, NewToken, PolicyStore, StoreError,
+    CatalogStore, EventQuery, MemberStore, MetadataStore, NewEvent, NewToken, PolicyStore, StoreError,
 };
 use heimdall_core::token::TokenHash;
 use time::{Duration, OffsetDateTime};

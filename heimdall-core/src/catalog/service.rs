@@ -3,7 +3,7 @@
 //! port ([`CatalogStore`]) and the caller ([`Actor`]), so they run on the
 //! SQL store in the API and on an in-memory one in core's tests.
 
-use crate::authz::{catalog_target_kind, Action, Target};
+use crate::authz::{catalog_target_kind, Action, CatalogTree, Target};
 use crate::domain::{CatalogEntry, CatalogKind};
 use crate::error::ApiError;
 use crate::ids::{CatalogId, OrgId};
@@ -158,4 +158,16 @@ pub async fn delete<S: CatalogStore + ?Sized>(
     actor.authorize(Action::CatalogWrite, &target_of(store, actor.org(), &entry).await?).await?;
     let event = actor.event(super::deleted(&entry));
     Ok(store.delete_catalog_entry(actor.org(), entry.id, event).await?)
+}
+
+/// The organization's domains, systems and components, for building
+/// targets (`authz::{secret_target, resource_target}`).
+pub async fn tree<S: CatalogStore + ?Sized>(store: &S, org: OrgId) -> Result<CatalogTree, ApiError> {
+    let mut entries = Vec::new();
+    for kind in [CatalogKind::Domain, CatalogKind::System, CatalogKind::Component] {
+        for e in store.list_catalog(org, kind, None).await? {
+            entries.push((e.id, e.kind, e.parent_id));
+        }
+    }
+    Ok(CatalogTree::new(entries))
 }

@@ -7,10 +7,13 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use heimdall_core::audit::{AuditAction, EventPlan};
 use heimdall_core::authz::{Action, Target};
-use heimdall_core::domain::{CatalogEntry, CatalogKind, Policy, PolicyVersion};
-use heimdall_core::ids::{CatalogId, EventId, OrgId, PolicyId};
+use heimdall_core::domain::{CatalogEntry, CatalogKind, Member, Policy, PolicyVersion, Role};
+use heimdall_core::ids::{CatalogId, EventId, MemberId, OrgId, PolicyId, SchemaId};
+use heimdall_core::infra::ResourceSchema;
 use heimdall_core::policies::PolicyWrite;
-use heimdall_core::ports::{Actor, CatalogStore, NewEvent, PolicyStore, StoreError, StoreResult};
+use heimdall_core::ports::{
+    Actor, CatalogStore, MemberStore, NewEvent, NewToken, PolicyStore, SchemaStore, StoreError, StoreResult,
+};
 use heimdall_core::ApiError;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -24,6 +27,10 @@ pub struct MemoryCatalog {
 }
 
 impl MemoryCatalog {
+    pub fn with(entries: &[CatalogEntry]) -> Self {
+        Self { entries: Mutex::new(entries.to_vec()), ..Self::default() }
+    }
+
     pub fn entries(&self) -> Vec<CatalogEntry> {
         self.entries.lock().unwrap().clone()
     }
@@ -117,6 +124,7 @@ impl CatalogStore for MemoryCatalog {
 /// target naming `refused_under` among its ancestors, or on any target
 /// when that is `None`); what she was asked is kept.
 pub struct Ana {
+    role: Role,
     refused: Option<(Action, Option<String>)>,
     pub asked: Mutex<Vec<(Action, Target)>>,
 }
@@ -125,11 +133,17 @@ pub const ORG: OrgId = OrgId::from_uuid(Uuid::nil());
 
 impl Ana {
     pub fn allowed_everything() -> Self {
-        Self { refused: None, asked: Mutex::default() }
+        Self { role: Role::Owner, refused: None, asked: Mutex::default() }
+    }
+
+    /// Ana with another role than owner.
+    pub fn with_role(self, role: Role) -> Self {
+        Self { role, ..self }
     }
 
     pub fn refused(action: Action, under: Option<CatalogId>) -> Self {
-        Self { refused: Some((action, under.map(|id| id.to_string()))), asked: Mutex::default() }
+        let refused = Some((action, under.map(|id| id.to_string())));
+        Self { role: Role::Owner, refused, asked: Mutex::default() }
     }
 
     pub fn asked(&self) -> usize {
@@ -145,6 +159,10 @@ impl Actor for Ana {
 
     fn name(&self) -> &str {
         "ana@example.com"
+    }
+
+    fn role(&self) -> Role {
+        self.role
     }
 
     fn now(&self) -> OffsetDateTime {
@@ -275,5 +293,222 @@ impl PolicyStore for MemoryPolicies {
             history.iter().filter(|(of, _)| *of == id).map(|(_, v)| v.clone()).collect();
         versions.sort_by_key(|v| std::cmp::Reverse(v.version));
         Ok(versions)
+    }
+}
+
+/// The members port in memory, with the SQL store's refusals: one member
+/// per address, and `LAST_OWNER` (core's rule, on the owners counted
+/// here) for a change that would leave no owner. Tokens are counted per
+/// member; a removal revokes them.
+#[derive(Default)]
+pub struct MemoryMembers {
+    members: Mutex<Vec<Member>>,
+    tokens: Mutex<Vec<(MemberId, String)>>,
+    events: Mutex<Vec<NewEvent>>,
+}
+
+impl MemoryMembers {
+    pub fn with(members: &[Member]) -> Self {
+        Self { members: Mutex::new(members.to_vec()), ..Self::default() }
+    }
+
+    pub fn members(&self) -> Vec<Member> {
+        self.members.lock().unwrap().clone()
+    }
+
+    pub fn tokens_of(&self, member: MemberId) -> Vec<String> {
+        let tokens = self.tokens.lock().unwrap();
+        tokens.iter().filter(|(m, _)| *m == member).map(|(_, name)| name.clone()).collect()
+    }
+
+    pub fn actions(&self) -> Vec<AuditAction> {
+        self.events.lock().unwrap().iter().map(|e| e.action).collect()
+    }
+
+    fn owners(&self) -> u64 {
+        self.members.lock().unwrap().iter().filter(|m| m.role == Role::Owner).count() as u64
+    }
+}
+
+#[async_trait]
+impl MemberStore for MemoryMembers {
+    async fn add_member(&self, member: &Member, token: &NewToken, event: NewEvent) -> StoreResult<()> {
+        let mut members = self.members.lock().unwrap();
+        if members.iter().any(|m| m.org_id == member.org_id && m.email == member.email) {
+            return Err(StoreError::AlreadyExists("member"));
+        }
+        members.push(member.clone());
+        self.tokens.lock().unwrap().push((member.id, token.name.clone()));
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn list_members(&self, org: OrgId) -> StoreResult<Vec<Member>> {
+        let mut members: Vec<Member> =
+            self.members.lock().unwrap().iter().filter(|m| m.org_id == org).cloned().collect();
+        members.sort_by(|a, b| a.email.cmp(&b.email));
+        Ok(members)
+    }
+
+    async fn get_member(&self, org: OrgId, id: MemberId) -> StoreResult<Member> {
+        let members = self.members.lock().unwrap();
+        members.iter().find(|m| m.org_id == org && m.id == id).cloned().ok_or(StoreError::NotFound("member"))
+    }
+
+    async fn find_member_by_email(&self, org: OrgId, email: &str) -> StoreResult<Option<Member>> {
+        Ok(self.members.lock().unwrap().iter().find(|m| m.org_id == org && m.email == email).cloned())
+    }
+
+    async fn change_role(
+        &self,
+        org: OrgId,
+        id: MemberId,
+        role: Role,
+        event: NewEvent,
+    ) -> StoreResult<Member> {
+        let owners = self.owners();
+        let mut members = self.members.lock().unwrap();
+        let member = members
+            .iter_mut()
+            .find(|m| m.org_id == org && m.id == id)
+            .ok_or(StoreError::NotFound("member"))?;
+        heimdall_core::members::check_owner_remains(owners, member.role, Some(role))
+            .map_err(StoreError::Refused)?;
+        member.role = role;
+        self.events.lock().unwrap().push(event);
+        Ok(member.clone())
+    }
+
+    async fn remove_member(&self, org: OrgId, id: MemberId, event: NewEvent) -> StoreResult<Member> {
+        let owners = self.owners();
+        let mut members = self.members.lock().unwrap();
+        let at = members
+            .iter()
+            .position(|m| m.org_id == org && m.id == id)
+            .ok_or(StoreError::NotFound("member"))?;
+        heimdall_core::members::check_owner_remains(owners, members[at].role, None)
+            .map_err(StoreError::Refused)?;
+        self.tokens.lock().unwrap().retain(|(m, _)| *m != id);
+        self.events.lock().unwrap().push(event);
+        Ok(members.remove(at))
+    }
+}
+
+/// The schemas port in memory beside a catalog (for the environments
+/// defaults name): versions numbered per type, deleted ones kept but not
+/// listed, and a version refused deletion while `in_use` Resources use it.
+#[derive(Default)]
+pub struct MemorySchemas {
+    pub catalog: MemoryCatalog,
+    pub in_use: Mutex<u64>,
+    schemas: Mutex<Vec<ResourceSchema>>,
+    events: Mutex<Vec<NewEvent>>,
+}
+
+impl MemorySchemas {
+    /// No schema yet; `environments` in the catalog.
+    pub fn with_environments(environments: &[CatalogEntry]) -> Self {
+        Self { catalog: MemoryCatalog::with(environments), ..Self::default() }
+    }
+
+    pub fn actions(&self) -> Vec<AuditAction> {
+        self.events.lock().unwrap().iter().map(|e| e.action).collect()
+    }
+}
+
+#[async_trait]
+impl SchemaStore for MemorySchemas {
+    async fn create_schema(&self, schema: &ResourceSchema, event: NewEvent) -> StoreResult<ResourceSchema> {
+        let mut schemas = self.schemas.lock().unwrap();
+        let of_type = schemas.iter().filter(|s| s.org_id == schema.org_id && s.type_name == schema.type_name);
+        let newest = of_type.map(|s| s.version).max().unwrap_or(0);
+        let stored = ResourceSchema { version: newest + 1, ..schema.clone() };
+        schemas.push(stored.clone());
+        self.events.lock().unwrap().push(event);
+        Ok(stored)
+    }
+
+    async fn list_schemas(&self, org: OrgId) -> StoreResult<Vec<ResourceSchema>> {
+        let schemas = self.schemas.lock().unwrap();
+        Ok(schemas.iter().filter(|s| s.org_id == org && s.deleted_at.is_none()).cloned().collect())
+    }
+
+    async fn get_schema(&self, org: OrgId, id: SchemaId) -> StoreResult<ResourceSchema> {
+        let schemas = self.schemas.lock().unwrap();
+        schemas.iter().find(|s| s.org_id == org && s.id == id).cloned().ok_or(StoreError::NotFound("schema"))
+    }
+
+    async fn set_schema_deprecation(
+        &self,
+        org: OrgId,
+        id: SchemaId,
+        deprecation: Option<(OffsetDateTime, String)>,
+        event: NewEvent,
+    ) -> StoreResult<ResourceSchema> {
+        let mut schemas = self.schemas.lock().unwrap();
+        let live = |s: &&mut ResourceSchema| s.org_id == org && s.id == id && s.deleted_at.is_none();
+        let schema = schemas.iter_mut().find(live).ok_or(StoreError::NotFound("schema"))?;
+        (schema.deprecated_at, schema.deprecated_by) =
+            deprecation.map_or((None, None), |(at, by)| (Some(at), Some(by)));
+        self.events.lock().unwrap().push(event);
+        Ok(schema.clone())
+    }
+
+    async fn delete_schema(
+        &self,
+        schema: &ResourceSchema,
+        at: OffsetDateTime,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        heimdall_core::schemas::check_delete(schema, *self.in_use.lock().unwrap())
+            .map_err(StoreError::Refused)?;
+        let mut schemas = self.schemas.lock().unwrap();
+        let live = |s: &&mut ResourceSchema| s.id == schema.id && s.deleted_at.is_none();
+        schemas.iter_mut().find(live).ok_or(StoreError::NotFound("schema"))?.deleted_at = Some(at);
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl CatalogStore for MemorySchemas {
+    async fn create_catalog_entry(&self, entry: &CatalogEntry, event: NewEvent) -> StoreResult<()> {
+        self.catalog.create_catalog_entry(entry, event).await
+    }
+
+    async fn list_catalog(
+        &self,
+        org: OrgId,
+        kind: CatalogKind,
+        parent: Option<CatalogId>,
+    ) -> StoreResult<Vec<CatalogEntry>> {
+        self.catalog.list_catalog(org, kind, parent).await
+    }
+
+    async fn get_catalog_entry(&self, org: OrgId, id: CatalogId) -> StoreResult<CatalogEntry> {
+        self.catalog.get_catalog_entry(org, id).await
+    }
+
+    async fn find_catalog_by_name(
+        &self,
+        org: OrgId,
+        kind: CatalogKind,
+        name: &str,
+    ) -> StoreResult<Vec<CatalogEntry>> {
+        self.catalog.find_catalog_by_name(org, kind, name).await
+    }
+
+    async fn rename_catalog_entry(
+        &self,
+        org: OrgId,
+        id: CatalogId,
+        name: &str,
+        event: NewEvent,
+    ) -> StoreResult<CatalogEntry> {
+        self.catalog.rename_catalog_entry(org, id, name, event).await
+    }
+
+    async fn delete_catalog_entry(&self, org: OrgId, id: CatalogId, event: NewEvent) -> StoreResult<()> {
+        self.catalog.delete_catalog_entry(org, id, event).await
     }
 }

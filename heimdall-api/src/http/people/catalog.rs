@@ -165,13 +165,7 @@ pub(crate) async fn resolve(
 /// The organization's domains, systems and components, for building
 /// targets (`heimdall_core::authz::{secret_target, resource_target}`).
 pub(crate) async fn tree(state: &AppState, org: OrgId) -> Result<CatalogTree, ApiError> {
-    let mut entries = Vec::new();
-    for kind in [CatalogKind::Domain, CatalogKind::System, CatalogKind::Component] {
-        for e in state.store.list_catalog(org, kind, None).await? {
-            entries.push((e.id, e.kind, e.parent_id));
-        }
-    }
-    Ok(CatalogTree::new(entries))
+    service::tree(&*state.store, org).await
 }
 
 async fn list(

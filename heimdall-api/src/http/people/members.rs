@@ -3,12 +3,9 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::authz::{Action, Target, TargetKind};
 use heimdall_core::domain::Member;
 use heimdall_core::ids::MemberId;
-use heimdall_core::members;
-use heimdall_core::names::normalize_email;
-use heimdall_core::ApiError;
+use heimdall_core::members::service;
 use heimdall_wire::{AddMember, AddedMember, ChangeRole};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -30,26 +27,6 @@ errors!(ShowErrors: NotFound);
 errors!(body ChangeErrors: NotFound, LastOwner);
 errors!(RemoveErrors: NotFound, LastOwner);
 
-/// A member by id or by email.
-async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Member, ApiError> {
-    if let Ok(id) = key.parse::<MemberId>() {
-        return Ok(state.store.get_member(caller.org.id, id).await?);
-    }
-    let email = normalize_email(key).map_err(|_| ApiError::not_found("member"))?;
-    state
-        .store
-        .find_member_by_email(caller.org.id, &email)
-        .await?
-        .ok_or_else(|| ApiError::not_found("member"))
-}
-
-fn target(caller: &Caller, member: Option<&Member>) -> Target {
-    match member {
-        Some(m) => Target::new(TargetKind::Member, &m.email),
-        None => Target::organization(caller.org.id),
-    }
-}
-
 #[utoipa::path(
     get,
     path = "/v1/members",
@@ -66,8 +43,7 @@ async fn list(
     caller: Caller,
     QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Member>>)> {
-    state.authorize(&caller, Action::MemberRead, &target(&caller, None), None).await?;
-    let members = state.store.list_members(caller.org.id).await?;
+    let members = service::list(&*state.store, &state.acting(&caller)).await?;
     let (headers, members) = crate::http::short_page(members, page.limit, page.after.as_deref(), |m| {
         vec![m.email.clone(), m.id.to_string()]
     })?;
@@ -91,16 +67,11 @@ async fn add(
     caller: Caller,
     JsonBody(body): JsonBody<AddMember>,
 ) -> HttpResult<(StatusCode, Json<AddedMember>)> {
-    // The address is checked first: a malformed one is the same answer for everyone.
-    normalize_email(&body.email)?;
-    state.authorize(&caller, Action::MemberWrite, &target(&caller, None), None).await?;
     let id = MemberId::from_uuid(Uuid::new_v4());
-    let plan =
-        members::add(caller.member.role, caller.org.id, id, &body.email, body.role, state.clock.now())?;
     let (token, record) = new_token("initial");
-    let event = state.planned_event(&caller.member.email, plan.event);
-    state.store.add_member(&plan.member, &record, event).await?;
-    Ok((StatusCode::CREATED, Json(AddedMember { member: plan.member, token: token.expose().clone() })))
+    let actor = state.acting(&caller);
+    let member = service::add(&*state.store, &actor, id, &body.email, body.role, &record).await?;
+    Ok((StatusCode::CREATED, Json(AddedMember { member, token: token.expose().clone() })))
 }
 
 #[utoipa::path(
@@ -119,8 +90,7 @@ async fn show(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<Json<Member>> {
-    state.authorize(&caller, Action::MemberRead, &target(&caller, None), None).await?;
-    Ok(Json(resolve(&state, &caller, &key).await?))
+    Ok(Json(service::show(&*state.store, &state.acting(&caller), &key).await?))
 }
 
 #[utoipa::path(
@@ -142,12 +112,7 @@ async fn change_role(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<ChangeRole>,
 ) -> HttpResult<Json<Member>> {
-    state.authorize(&caller, Action::MemberWrite, &target(&caller, None), None).await?;
-    let member = resolve(&state, &caller, &key).await?;
-    state.authorize(&caller, Action::MemberWrite, &target(&caller, Some(&member)), None).await?;
-    let plan = members::change_role(caller.member.role, &member, body.role)?;
-    let event = state.planned_event(&caller.member.email, plan.event);
-    Ok(Json(state.store.change_role(caller.org.id, plan.member, plan.role, event).await?))
+    Ok(Json(service::change_role(&*state.store, &state.acting(&caller), &key, body.role).await?))
 }
 
 #[utoipa::path(
@@ -167,10 +132,5 @@ async fn remove(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<Json<Member>> {
-    state.authorize(&caller, Action::MemberWrite, &target(&caller, None), None).await?;
-    let member = resolve(&state, &caller, &key).await?;
-    state.authorize(&caller, Action::MemberWrite, &target(&caller, Some(&member)), None).await?;
-    let plan = members::remove(caller.member.role, &member)?;
-    let event = state.planned_event(&caller.member.email, plan.event);
-    Ok(Json(state.store.remove_member(caller.org.id, plan.member, event).await?))
+    Ok(Json(service::remove(&*state.store, &state.acting(&caller), &key).await?))
 }

@@ -4,8 +4,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::authz::{Action, Target};
-use heimdall_core::notify::{self, Channel, Delivery};
+use heimdall_core::notify::{service, Channel, Delivery};
 use heimdall_core::{ApiError, ErrorCode};
 use heimdall_wire::{CreateChannel, CreatedChannel, UpdateChannel};
 use serde::Deserialize;
@@ -49,15 +48,11 @@ async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<CreateChannel>,
 ) -> HttpResult<(StatusCode, Json<CreatedChannel>)> {
-    state.authorize(&caller, Action::NotificationWrite, &Target::organization(caller.org.id), None).await?;
-    let (id, by) = (Uuid::new_v4().to_string(), caller.member.email.as_str());
     let seal = |id: &str, url: &str| seal_url(&state, id, url);
-    let plan =
-        notify::create_channel(id, caller.org.id, body.name, &body.webhook, seal, by, state.clock.now())?;
-    let event = state.planned_event(by, plan.event);
-    state.store.create_channel(&plan.channel, event).await?;
-    let secret = signing_key(&state)?.channel_secret(&plan.channel.id);
-    Ok((StatusCode::CREATED, Json(CreatedChannel { channel: plan.channel, secret: secret.to_string() })))
+    let id = (Uuid::new_v4().to_string(), body.name);
+    let channel = service::create(&*state.store, &state.acting(&caller), id, &body.webhook, seal).await?;
+    let secret = signing_key(&state)?.channel_secret(&channel.id);
+    Ok((StatusCode::CREATED, Json(CreatedChannel { channel, secret: secret.to_string() })))
 }
 
 #[utoipa::path(
@@ -76,8 +71,7 @@ async fn list(
     caller: Caller,
     QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Channel>>)> {
-    state.authorize(&caller, Action::NotificationRead, &Target::organization(caller.org.id), None).await?;
-    let channels = state.store.list_channels(caller.org.id).await?;
+    let channels = service::list(&*state.store, &state.acting(&caller)).await?;
     let (headers, channels) = crate::http::short_page(channels, page.limit, page.after.as_deref(), |c| {
         vec![c.name.clone(), c.id.clone()]
     })?;
@@ -103,19 +97,9 @@ async fn update(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<UpdateChannel>,
 ) -> HttpResult<Json<Channel>> {
-    state.authorize(&caller, Action::NotificationWrite, &Target::organization(caller.org.id), None).await?;
-    let channels = state.store.list_channels(caller.org.id).await?;
-    let current = channels
-        .into_iter()
-        .find(|c| c.id == key || c.name == key)
-        .ok_or_else(|| ApiError::not_found("notification channel"))?;
     let seal = |id: &str, url: &str| seal_url(&state, id, url);
-    let Some(plan) = notify::update_channel(&current, body.name, body.webhook.as_deref(), seal)? else {
-        return Ok(Json(current));
-    };
-    let event = state.planned_event(&caller.member.email, plan.event);
-    state.store.update_channel(&plan.channel, event).await?;
-    Ok(Json(plan.channel))
+    let change = (body.name, body.webhook.as_deref());
+    Ok(Json(service::update(&*state.store, &state.acting(&caller), &key, change, seal).await?))
 }
 
 #[utoipa::path(
@@ -134,9 +118,7 @@ async fn remove(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<Json<Channel>> {
-    state.authorize(&caller, Action::NotificationWrite, &Target::organization(caller.org.id), None).await?;
-    let event = state.planned_event(&caller.member.email, notify::delete_channel(&key));
-    Ok(Json(state.store.delete_channel(caller.org.id, &key, event).await?))
+    Ok(Json(service::remove(&*state.store, &state.acting(&caller), &key).await?))
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -165,12 +147,7 @@ async fn deliveries(
     caller: Caller,
     QueryParams(query): QueryParams<DeliveriesQuery>,
 ) -> HttpResult<Json<Vec<Delivery>>> {
-    state.authorize(&caller, Action::NotificationRead, &Target::organization(caller.org.id), None).await?;
-    let limit = query.limit.unwrap_or(50);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid_input("limit must be between 1 and 1000").into());
-    }
-    Ok(Json(state.store.list_deliveries(caller.org.id, limit).await?))
+    Ok(Json(service::deliveries(&*state.store, &state.acting(&caller), query.limit).await?))
 }
 
 /// The API's notification signing key; without `--ca-dir` there is none.

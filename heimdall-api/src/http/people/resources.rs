@@ -28,11 +28,11 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::catalog::resolve as resolve_catalog;
-use super::schemas::resolve as resolve_schema;
 use crate::http::error::HttpResult;
 use crate::http::extract::{Caller, JsonBody, NoBody, QueryParams};
 use crate::http::openapi::errors;
 use crate::http::AppState;
+use heimdall_core::schemas::service::resolve as resolve_schema;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -617,7 +617,7 @@ async fn create(
 ) -> HttpResult<(StatusCode, Json<Resource>)> {
     let component = resolve_catalog(&state, &caller, CatalogKind::Component, &body.component).await?;
     let environment = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
-    let schema = resolve_schema(&state, &caller, &body.schema).await?;
+    let schema = resolve_schema(&*state.store, caller.org.id, &body.schema).await?;
     let placement = Placement::of(&state, &caller, component, environment).await?;
     placement.authorize(&state, &caller, Action::ResourceWrite, None).await?;
     let account = placement.account(&state, &caller).await?;

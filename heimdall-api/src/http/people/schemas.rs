@@ -3,12 +3,9 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::authz::{Action, Target};
-use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::SchemaId;
 use heimdall_core::infra::ResourceSchema;
-use heimdall_core::schemas;
-use heimdall_core::ApiError;
+use heimdall_core::schemas::{self, service};
 use heimdall_wire::{CreateSchema, UpdateSchema};
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
@@ -45,31 +42,6 @@ pub(super) struct ListQuery {
 
 impl heimdall_wire::body::Query for ListQuery {}
 
-/// A schema that is not deleted, by id, or by type name: its newest
-/// version not deprecated (`schemas::by_type`).
-pub(crate) async fn resolve(
-    state: &AppState,
-    caller: &Caller,
-    key: &str,
-) -> Result<ResourceSchema, ApiError> {
-    if let Ok(id) = key.parse::<SchemaId>() {
-        let schema = state.store.get_schema(caller.org.id, id).await?;
-        return match schema.deleted_at {
-            None => Ok(schema),
-            Some(_) => Err(ApiError::not_found("schema")),
-        };
-    }
-    let schemas = state.store.list_schemas(caller.org.id).await?;
-    heimdall_core::schemas::by_type(&schemas, key).cloned().ok_or_else(|| ApiError::not_found("schema"))
-}
-
-/// A schema version to change, by id only: a type name would pick the
-/// version for the caller.
-async fn by_id(state: &AppState, caller: &Caller, key: &str) -> Result<ResourceSchema, ApiError> {
-    let id: SchemaId = key.parse().map_err(|_| ApiError::not_found("schema (by id)"))?;
-    resolve(state, caller, &id.to_string()).await
-}
-
 #[utoipa::path(
     patch,
     path = "/v1/schemas/{key}",
@@ -89,15 +61,8 @@ async fn update(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<UpdateSchema>,
 ) -> HttpResult<Json<ResourceSchema>> {
-    state.authorize(&caller, Action::SchemaWrite, &Target::organization(caller.org.id), None).await?;
-    let schema = by_id(&state, &caller, &key).await?;
-    let by = caller.member.email.as_str();
-    let Some((deprecation, planned)) = schemas::deprecation(&schema, body.deprecated, by, state.clock.now())
-    else {
-        return Ok(Json(schema));
-    };
-    let event = state.planned_event(by, planned);
-    Ok(Json(state.store.set_schema_deprecation(caller.org.id, schema.id, deprecation, event).await?))
+    let actor = state.acting(&caller);
+    Ok(Json(service::set_deprecated(&*state.store, &actor, &key, body.deprecated).await?))
 }
 
 #[utoipa::path(
@@ -117,10 +82,7 @@ async fn delete(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<StatusCode> {
-    state.authorize(&caller, Action::SchemaWrite, &Target::organization(caller.org.id), None).await?;
-    let schema = by_id(&state, &caller, &key).await?;
-    let event = state.planned_event(&caller.member.email, schemas::deleted(&schema));
-    state.store.delete_schema(&schema, state.clock.now(), event).await?;
+    service::delete(&*state.store, &state.acting(&caller), &key).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -140,11 +102,7 @@ async fn list(
     caller: Caller,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<ResourceSchema>>)> {
-    state.authorize(&caller, Action::SchemaRead, &Target::organization(caller.org.id), None).await?;
-    let mut schemas = state.store.list_schemas(caller.org.id).await?;
-    if let Some(t) = query.type_name {
-        schemas.retain(|s| s.type_name == t);
-    }
+    let schemas = service::list(&*state.store, &state.acting(&caller), query.type_name.as_deref()).await?;
     let (headers, schemas) = crate::http::short_page(schemas, query.limit, query.after.as_deref(), |s| {
         vec![s.type_name.clone(), crate::http::sort_number(s.version), s.id.to_string()]
     })?;
@@ -168,8 +126,7 @@ async fn show(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<Json<ResourceSchema>> {
-    state.authorize(&caller, Action::SchemaRead, &Target::organization(caller.org.id), None).await?;
-    Ok(Json(resolve(&state, &caller, &key).await?))
+    Ok(Json(service::show(&*state.store, &state.acting(&caller), &key).await?))
 }
 
 #[utoipa::path(
@@ -198,12 +155,7 @@ async fn create(
         requires_approval: body.requires_approval,
         drift_check_every: body.drift_check_every,
     };
-    schemas::check(&request)?;
-    state.authorize(&caller, Action::SchemaWrite, &Target::organization(caller.org.id), None).await?;
-    let environments = state.store.list_catalog(caller.org.id, CatalogKind::Environment, None).await?;
-    let ids = (SchemaId::from_uuid(Uuid::new_v4()), caller.org.id);
-    let planned = schemas::create(request, &environments, ids, &caller.member.email, state.clock.now())?;
-    let event = state.planned_event(&caller.member.email, planned.event);
-    let stored = state.store.create_schema(&planned.schema, event).await?;
+    let id = SchemaId::from_uuid(Uuid::new_v4());
+    let stored = service::create(&*state.store, &state.acting(&caller), request, id).await?;
     Ok((StatusCode::CREATED, Json(stored)))
 }
