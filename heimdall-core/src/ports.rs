@@ -222,6 +222,8 @@ pub trait Actor: Send + Sync {
     fn org(&self) -> OrgId;
     /// How events and rows name the caller (`created_by`).
     fn name(&self) -> &str;
+    /// The caller's member id (what personal secrets are bound to).
+    fn member(&self) -> MemberId;
     /// The caller's role in the organization (the member rules weigh it).
     fn role(&self) -> Role;
     fn now(&self) -> OffsetDateTime;
@@ -503,6 +505,8 @@ pub trait Store:
     + InfraStore
     + JobQueue
     + AgentStore
+    + SecretRecordStore
+    + MemberCertificateStore
     + SecretStore
     + AccessStore
     + ChannelStore
@@ -521,6 +525,8 @@ impl<T> Store for T where
         + InfraStore
         + JobQueue
         + AgentStore
+        + SecretRecordStore
+        + MemberCertificateStore
         + SecretStore
         + AccessStore
         + ChannelStore
@@ -932,9 +938,34 @@ pub struct SecretChanges {
     pub removed: Vec<SecretId>,
 }
 
+/// Secrets' records (names, owners, Components, metadata; never a
+/// value), scoped to one organization; what `secrets::service` runs its
+/// use cases on.
+#[async_trait]
+pub trait SecretRecordStore: Send + Sync {
+    async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
+    async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret>;
+    async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>>;
+    /// Replaces the secret's metadata (type, description, tags, components).
+    async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
+}
+
+/// People's client certificates, which a personal secret's key is bound to.
+#[async_trait]
+pub trait MemberCertificateStore: Send + Sync {
+    /// Stores a person's client certificate (its SHA-256 and expiry).
+    async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()>;
+    /// Unexpired, unrevoked certificates of members not removed, at `now`.
+    async fn active_member_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<MemberCertificate>>;
+}
+
+/// Secrets' versions, Agents' certificates and environments' Agents.
 #[async_trait]
 pub trait SecretStore: Send + Sync + std::fmt::Debug {
-    async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
     async fn list_secrets(&self, org: OrgId) -> StoreResult<Vec<Secret>> {
         self.list_secrets_page(org, None, u32::MAX).await
     }
@@ -952,10 +983,6 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
     /// An API process starts: lists of secrets Agents hold from before are
     /// answered whole (`crate::sync_delta::RESTART_STEP`).
     async fn start_sync_epoch(&self) -> StoreResult<()>;
-    async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret>;
-    async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>>;
-    /// Replaces the secret's metadata (type, description, tags, components).
-    async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
     async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>>;
     /// Numbers the next version of `secret` in `environment` (1 for the
     /// first) and stores who asked and the overlap asked for, with
@@ -990,14 +1017,6 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
     /// Every deactivated version in the organization: (secret name,
     /// environment id, version).
     async fn deactivated_versions(&self, org: OrgId) -> StoreResult<Vec<(String, CatalogId, i64)>>;
-    /// Stores a person's client certificate (its SHA-256 and expiry).
-    async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()>;
-    /// Unexpired, unrevoked certificates of members not removed, at `now`.
-    async fn active_member_certificates(
-        &self,
-        org: OrgId,
-        now: OffsetDateTime,
-    ) -> StoreResult<Vec<MemberCertificate>>;
     /// Stores an Agent's local API certificate (its SHA-256, names and expiry).
     async fn add_agent_certificate(&self, cert: &AgentCertificate, event: NewEvent) -> StoreResult<()>;
     /// Unexpired, unrevoked local API certificates of Agents not revoked, at `now`.

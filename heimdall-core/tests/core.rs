@@ -1,7 +1,7 @@
 //! heimdall-core's integration tests, one binary: the error table,
-//! authorization, the use cases of the catalog, members, policies and
-//! schemas on in-memory stores, and the purity of the crate's dependency
-//! closure.
+//! authorization, the use cases of the catalog, members, policies,
+//! schemas and secrets on in-memory stores, and the purity of the crate's
+//! dependency closure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 #[path = "core/authz.rs"]
@@ -20,3 +20,5 @@ mod policy_service;
 mod purity;
 #[path = "core/schema_service.rs"]
 mod schema_service;
+#[path = "core/secret_service.rs"]
+mod secret_service;

@@ -4,7 +4,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use heimdall_core::ids::{CatalogId, MemberId, OrgId, SecretId};
-use heimdall_core::ports::{NewEvent, SecretStore, StoreError, StoreResult};
+use heimdall_core::ports::{
+    MemberCertificateStore, NewEvent, SecretRecordStore, SecretStore, StoreError, StoreResult,
+};
 use heimdall_core::retention::Overlap;
 use heimdall_core::secrets::{
     AgentCertificate, Assignment, CertificateKind, IssuedCertificateInfo, MemberCertificate, Secret,
@@ -234,7 +236,7 @@ fn certificate_from_row(org: OrgId, row: CertificateRow) -> StoreResult<MemberCe
 }
 
 #[async_trait]
-impl SecretStore for SqlStore {
+impl SecretRecordStore for SqlStore {
     async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         insert_secret(&mut tx, secret).await?;
@@ -242,6 +244,97 @@ impl SecretStore for SqlStore {
         tx.commit().await.map_err(db_err)
     }
 
+    async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret> {
+        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle, deleted_name, deleted_at FROM secrets WHERE org_id = $1 AND id = $2");
+        let row = sqlx::query_as::<_, SecretRow>(&sql)
+            .bind(org.to_string())
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound("secret"))?;
+        self.hydrate(row).await
+    }
+
+    async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>> {
+        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle, deleted_name, deleted_at FROM secrets WHERE org_id = $1 AND name = $2");
+        let row = sqlx::query_as::<_, SecretRow>(&sql)
+            .bind(org.to_string())
+            .bind(name.to_owned())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        match row {
+            Some(row) => Ok(Some(self.hydrate(row).await?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let updated = sqlx::query(
+            "UPDATE secrets SET secret_type = $1, description = $2, tags = $3, updated_at = $4 WHERE org_id = $5 AND id = $6",
+        )
+        .bind(secret.secret_type.clone())
+        .bind(secret.description.clone())
+        .bind(tags_json(secret)?)
+        .bind(to_micros(secret.updated_at))
+        .bind(secret.org_id.to_string())
+        .bind(secret.id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::NotFound("secret"));
+        }
+        set_components(&mut tx, secret).await?;
+        insert_event(&mut tx, secret.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+}
+
+#[async_trait]
+impl MemberCertificateStore for SqlStore {
+    async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO member_certificates (sha256, org_id, member_id, spki_sha256, created_at, not_after) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(cert.sha256.as_str())
+        .bind(cert.org_id.to_string())
+        .bind(cert.member_id.to_string())
+        .bind(cert.spki_sha256.as_ref().map(|k| k.as_str().to_owned()))
+        .bind(to_micros(cert.created_at))
+        .bind(to_micros(cert.not_after))
+        .execute(&mut *tx)
+        .await
+        .map_err(unique_as("certificate"))?;
+        insert_event(&mut tx, cert.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn active_member_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<MemberCertificate>> {
+        let rows: Vec<CertificateRow> = sqlx::query_as(
+            "SELECT c.sha256, c.member_id, c.spki_sha256, c.created_at, c.not_after FROM member_certificates c \
+             JOIN members m ON m.id = c.member_id \
+             WHERE c.org_id = $1 AND c.revoked_at IS NULL AND c.not_after > $2 AND m.removed_at IS NULL \
+             ORDER BY c.created_at",
+        )
+        .bind(org.to_string())
+        .bind(to_micros(now))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter().map(|row| certificate_from_row(org, row)).collect()
+    }
+}
+
+#[async_trait]
+impl SecretStore for SqlStore {
     async fn list_secrets_page(
         &self,
         org: OrgId,
@@ -318,54 +411,6 @@ impl SecretStore for SqlStore {
 
     async fn start_sync_epoch(&self) -> StoreResult<()> {
         super::sync_secrets::start_sync_epoch(&self.pool).await
-    }
-
-    async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret> {
-        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle, deleted_name, deleted_at FROM secrets WHERE org_id = $1 AND id = $2");
-        let row = sqlx::query_as::<_, SecretRow>(&sql)
-            .bind(org.to_string())
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?
-            .ok_or(StoreError::NotFound("secret"))?;
-        self.hydrate(row).await
-    }
-
-    async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>> {
-        let sql = format!("SELECT {SECRET_COLUMNS}, lifecycle, deleted_name, deleted_at FROM secrets WHERE org_id = $1 AND name = $2");
-        let row = sqlx::query_as::<_, SecretRow>(&sql)
-            .bind(org.to_string())
-            .bind(name.to_owned())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?;
-        match row {
-            Some(row) => Ok(Some(self.hydrate(row).await?)),
-            None => Ok(None),
-        }
-    }
-
-    async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let updated = sqlx::query(
-            "UPDATE secrets SET secret_type = $1, description = $2, tags = $3, updated_at = $4 WHERE org_id = $5 AND id = $6",
-        )
-        .bind(secret.secret_type.clone())
-        .bind(secret.description.clone())
-        .bind(tags_json(secret)?)
-        .bind(to_micros(secret.updated_at))
-        .bind(secret.org_id.to_string())
-        .bind(secret.id.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        if updated.rows_affected() == 0 {
-            return Err(StoreError::NotFound("secret"));
-        }
-        set_components(&mut tx, secret).await?;
-        insert_event(&mut tx, secret.org_id, event).await?;
-        tx.commit().await.map_err(db_err)
     }
 
     async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>> {
@@ -533,43 +578,6 @@ impl SecretStore for SqlStore {
         .await
         .map_err(db_err)?;
         rows.into_iter().map(|(name, env, version)| Ok((name, parse_id(&env)?, version))).collect()
-    }
-
-    async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO member_certificates (sha256, org_id, member_id, spki_sha256, created_at, not_after) VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(cert.sha256.as_str())
-        .bind(cert.org_id.to_string())
-        .bind(cert.member_id.to_string())
-        .bind(cert.spki_sha256.as_ref().map(|k| k.as_str().to_owned()))
-        .bind(to_micros(cert.created_at))
-        .bind(to_micros(cert.not_after))
-        .execute(&mut *tx)
-        .await
-        .map_err(unique_as("certificate"))?;
-        insert_event(&mut tx, cert.org_id, event).await?;
-        tx.commit().await.map_err(db_err)
-    }
-
-    async fn active_member_certificates(
-        &self,
-        org: OrgId,
-        now: OffsetDateTime,
-    ) -> StoreResult<Vec<MemberCertificate>> {
-        let rows: Vec<CertificateRow> = sqlx::query_as(
-            "SELECT c.sha256, c.member_id, c.spki_sha256, c.created_at, c.not_after FROM member_certificates c \
-             JOIN members m ON m.id = c.member_id \
-             WHERE c.org_id = $1 AND c.revoked_at IS NULL AND c.not_after > $2 AND m.removed_at IS NULL \
-             ORDER BY c.created_at",
-        )
-        .bind(org.to_string())
-        .bind(to_micros(now))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.into_iter().map(|row| certificate_from_row(org, row)).collect()
     }
 
     async fn add_agent_certificate(&self, cert: &AgentCertificate, event: NewEvent) -> StoreResult<()> {

@@ -147,6 +147,10 @@ impl heimdall_core::ports::Actor for ActingCaller<'_> {
         &self.caller.member.email
     }
 
+    fn member(&self) -> heimdall_core::ids::MemberId {
+        self.caller.member.id
+    }
+
     fn role(&self) -> heimdall_core::domain::Role {
         self.caller.member.role
     }

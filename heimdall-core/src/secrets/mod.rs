@@ -6,6 +6,7 @@ mod assignment;
 mod create;
 mod lifecycle;
 mod new_version;
+pub mod service;
 mod update;
 
 use std::collections::BTreeMap;

@@ -8,12 +8,14 @@ use async_trait::async_trait;
 use heimdall_core::audit::{AuditAction, EventPlan};
 use heimdall_core::authz::{Action, Target};
 use heimdall_core::domain::{CatalogEntry, CatalogKind, Member, Policy, PolicyVersion, Role};
-use heimdall_core::ids::{CatalogId, EventId, MemberId, OrgId, PolicyId, SchemaId};
+use heimdall_core::ids::{CatalogId, EventId, MemberId, OrgId, PolicyId, SchemaId, SecretId};
 use heimdall_core::infra::ResourceSchema;
 use heimdall_core::policies::PolicyWrite;
 use heimdall_core::ports::{
-    Actor, CatalogStore, MemberStore, NewEvent, NewToken, PolicyStore, SchemaStore, StoreError, StoreResult,
+    Actor, CatalogStore, MemberCertificateStore, MemberStore, NewEvent, NewToken, PolicyStore, SchemaStore,
+    SecretRecordStore, StoreError, StoreResult,
 };
+use heimdall_core::secrets::{MemberCertificate, Secret};
 use heimdall_core::ApiError;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -124,16 +126,24 @@ impl CatalogStore for MemoryCatalog {
 /// target naming `refused_under` among its ancestors, or on any target
 /// when that is `None`); what she was asked is kept.
 pub struct Ana {
+    member: MemberId,
     role: Role,
     refused: Option<(Action, Option<String>)>,
     pub asked: Mutex<Vec<(Action, Target)>>,
 }
 
 pub const ORG: OrgId = OrgId::from_uuid(Uuid::nil());
+/// Ana's member id.
+pub const ANA: MemberId = MemberId::from_uuid(Uuid::from_u128(1));
 
 impl Ana {
     pub fn allowed_everything() -> Self {
-        Self { role: Role::Owner, refused: None, asked: Mutex::default() }
+        Self { member: ANA, role: Role::Owner, refused: None, asked: Mutex::default() }
+    }
+
+    /// Another member than Ana, as `member`, with her policies' answers.
+    pub fn with_member(self, member: MemberId) -> Self {
+        Self { member, ..self }
     }
 
     /// Ana with another role than owner.
@@ -143,7 +153,7 @@ impl Ana {
 
     pub fn refused(action: Action, under: Option<CatalogId>) -> Self {
         let refused = Some((action, under.map(|id| id.to_string())));
-        Self { role: Role::Owner, refused, asked: Mutex::default() }
+        Self { member: ANA, role: Role::Owner, refused, asked: Mutex::default() }
     }
 
     pub fn asked(&self) -> usize {
@@ -159,6 +169,10 @@ impl Actor for Ana {
 
     fn name(&self) -> &str {
         "ana@example.com"
+    }
+
+    fn member(&self) -> MemberId {
+        self.member
     }
 
     fn role(&self) -> Role {
@@ -470,45 +484,132 @@ impl SchemaStore for MemorySchemas {
     }
 }
 
+/// The catalog port of a fake that keeps a `catalog` beside its own rows.
+macro_rules! catalog_beside {
+    ($fake:ty) => {
+        #[async_trait]
+        impl CatalogStore for $fake {
+            async fn create_catalog_entry(&self, entry: &CatalogEntry, event: NewEvent) -> StoreResult<()> {
+                self.catalog.create_catalog_entry(entry, event).await
+            }
+
+            async fn list_catalog(
+                &self,
+                org: OrgId,
+                kind: CatalogKind,
+                parent: Option<CatalogId>,
+            ) -> StoreResult<Vec<CatalogEntry>> {
+                self.catalog.list_catalog(org, kind, parent).await
+            }
+
+            async fn get_catalog_entry(&self, org: OrgId, id: CatalogId) -> StoreResult<CatalogEntry> {
+                self.catalog.get_catalog_entry(org, id).await
+            }
+
+            async fn find_catalog_by_name(
+                &self,
+                org: OrgId,
+                kind: CatalogKind,
+                name: &str,
+            ) -> StoreResult<Vec<CatalogEntry>> {
+                self.catalog.find_catalog_by_name(org, kind, name).await
+            }
+
+            async fn rename_catalog_entry(
+                &self,
+                org: OrgId,
+                id: CatalogId,
+                name: &str,
+                event: NewEvent,
+            ) -> StoreResult<CatalogEntry> {
+                self.catalog.rename_catalog_entry(org, id, name, event).await
+            }
+
+            async fn delete_catalog_entry(
+                &self,
+                org: OrgId,
+                id: CatalogId,
+                event: NewEvent,
+            ) -> StoreResult<()> {
+                self.catalog.delete_catalog_entry(org, id, event).await
+            }
+        }
+    };
+}
+
+catalog_beside!(MemorySchemas);
+catalog_beside!(MemorySecrets);
+
+/// The secrets' records in memory beside a catalog (the Components they
+/// are under) and the members' certificates: names unique in the
+/// organization (a personal secret's is kept under its owner's id), and a
+/// certificate active until its `not_after`.
+#[derive(Default)]
+pub struct MemorySecrets {
+    pub catalog: MemoryCatalog,
+    pub certificates: Mutex<Vec<MemberCertificate>>,
+    secrets: Mutex<Vec<Secret>>,
+    events: Mutex<Vec<NewEvent>>,
+}
+
+impl MemorySecrets {
+    pub fn with_catalog(entries: &[CatalogEntry]) -> Self {
+        Self { catalog: MemoryCatalog::with(entries), ..Self::default() }
+    }
+
+    pub fn secrets(&self) -> Vec<Secret> {
+        self.secrets.lock().unwrap().clone()
+    }
+
+    pub fn actions(&self) -> Vec<AuditAction> {
+        self.events.lock().unwrap().iter().map(|e| e.action).collect()
+    }
+}
+
 #[async_trait]
-impl CatalogStore for MemorySchemas {
-    async fn create_catalog_entry(&self, entry: &CatalogEntry, event: NewEvent) -> StoreResult<()> {
-        self.catalog.create_catalog_entry(entry, event).await
+impl SecretRecordStore for MemorySecrets {
+    async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
+        let mut secrets = self.secrets.lock().unwrap();
+        if secrets.iter().any(|s| s.org_id == secret.org_id && s.name == secret.name) {
+            return Err(StoreError::AlreadyExists("secret"));
+        }
+        secrets.push(secret.clone());
+        self.events.lock().unwrap().push(event);
+        Ok(())
     }
 
-    async fn list_catalog(
+    async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret> {
+        let secrets = self.secrets.lock().unwrap();
+        secrets.iter().find(|s| s.org_id == org && s.id == id).cloned().ok_or(StoreError::NotFound("secret"))
+    }
+
+    async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>> {
+        Ok(self.secrets.lock().unwrap().iter().find(|s| s.org_id == org && s.name == name).cloned())
+    }
+
+    async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
+        let mut secrets = self.secrets.lock().unwrap();
+        let stored = secrets.iter_mut().find(|s| s.id == secret.id).ok_or(StoreError::NotFound("secret"))?;
+        *stored = secret.clone();
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl MemberCertificateStore for MemorySecrets {
+    async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()> {
+        self.certificates.lock().unwrap().push(cert.clone());
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn active_member_certificates(
         &self,
         org: OrgId,
-        kind: CatalogKind,
-        parent: Option<CatalogId>,
-    ) -> StoreResult<Vec<CatalogEntry>> {
-        self.catalog.list_catalog(org, kind, parent).await
-    }
-
-    async fn get_catalog_entry(&self, org: OrgId, id: CatalogId) -> StoreResult<CatalogEntry> {
-        self.catalog.get_catalog_entry(org, id).await
-    }
-
-    async fn find_catalog_by_name(
-        &self,
-        org: OrgId,
-        kind: CatalogKind,
-        name: &str,
-    ) -> StoreResult<Vec<CatalogEntry>> {
-        self.catalog.find_catalog_by_name(org, kind, name).await
-    }
-
-    async fn rename_catalog_entry(
-        &self,
-        org: OrgId,
-        id: CatalogId,
-        name: &str,
-        event: NewEvent,
-    ) -> StoreResult<CatalogEntry> {
-        self.catalog.rename_catalog_entry(org, id, name, event).await
-    }
-
-    async fn delete_catalog_entry(&self, org: OrgId, id: CatalogId, event: NewEvent) -> StoreResult<()> {
-        self.catalog.delete_catalog_entry(org, id, event).await
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<MemberCertificate>> {
+        let certificates = self.certificates.lock().unwrap();
+        Ok(certificates.iter().filter(|c| c.org_id == org && c.not_after > now).cloned().collect())
     }
 }

@@ -12,7 +12,7 @@ use heimdall_core::domain::CatalogKind;
 use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
 use heimdall_core::ids::{CatalogId, OrgId, SecretId};
 use heimdall_core::secrets::{
-    self, reaches, Assignment, Creator, DeletionScope, NewSecret, Reach, Secret, SecretCursor, SecretVersion,
+    self, reaches, service, Assignment, DeletionScope, NewSecret, Reach, Secret, SecretCursor, SecretVersion,
     VersionAsked, VersionPlan, Writer,
 };
 use heimdall_core::{ApiError, ErrorCode, Redacted};
@@ -83,8 +83,7 @@ pub(crate) async fn check_use(
 
 /// A secret as policies see it: under its Components, with its owner.
 async fn target(state: &AppState, caller: &Caller, secret: &Secret) -> Result<Target, ApiError> {
-    let tree = super::catalog::tree(state, caller.org.id).await?;
-    Ok(secret_target(secret.id, secret.owner_id, &secret.components, &tree))
+    service::target(&*state.store, &state.acting(caller), secret).await
 }
 
 /// A personal secret exists only for its owner, by member id: anyone else
@@ -93,39 +92,15 @@ fn visible(secret: &Secret, caller: &Caller) -> bool {
     reaches(secret.owner_id, &secret.owner_keys, caller.member.id, Reach::Metadata)
 }
 
-/// A secret by id, or by name: the caller's own personal secret of that
-/// name first, then the organization's (`secrets::lookup_order`).
+/// The secret `key` means for the caller (`secrets::service::resolve`).
 async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Secret, ApiError> {
-    if let Ok(id) = key.parse::<SecretId>() {
-        let found = Some(state.store.get_secret(caller.org.id, id).await?);
-        return found.filter(|s| visible(s, caller)).ok_or_else(|| ApiError::not_found("secret"));
-    }
-    for name in heimdall_core::secrets::lookup_order(key, caller.member.id) {
-        let found = state.store.find_secret_by_name(caller.org.id, &name).await?;
-        if let Some(secret) = found.filter(|s| visible(s, caller)) {
-            return Ok(secret);
-        }
-    }
-    Err(ApiError::not_found("secret"))
+    service::resolve(&*state.store, &state.acting(caller), key).await
 }
 
 /// The environments' names by id.
 async fn environment_names(state: &AppState, caller: &Caller) -> Result<Vec<(CatalogId, String)>, ApiError> {
     let envs = state.store.list_catalog(caller.org.id, CatalogKind::Environment, None).await?;
     Ok(envs.into_iter().map(|e| (e.id, e.name)).collect())
-}
-
-/// The public key (SHA-256) of one of the caller's own active client
-/// certificates, named by the certificate's SHA-256.
-async fn components(state: &AppState, caller: &Caller, keys: &[String]) -> Result<Vec<CatalogId>, ApiError> {
-    let mut ids = Vec::with_capacity(keys.len());
-    for key in keys {
-        let id = resolve_catalog(state, caller, CatalogKind::Component, key).await?.id;
-        if !ids.contains(&id) {
-            ids.push(id);
-        }
-    }
-    Ok(ids)
 }
 
 /// The secrets the caller reaches and may read: personal ones only their
@@ -401,32 +376,17 @@ async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<CreateSecret>,
 ) -> HttpResult<(StatusCode, Json<Secret>)> {
-    let personal = body.personal;
-    let components_asked = body.components.clone().unwrap_or_default();
+    let components = body.components.unwrap_or_default();
     let request = NewSecret {
         name: body.name,
         secret_type: body.secret_type,
         description: body.description,
         tags: body.tags,
-        personal,
+        personal: body.personal,
         certificate_sha256: body.certificate_sha256,
     };
-    secrets::check_new(&request)?;
-    // A personal secret is bound to her member id and to the key of the
-    // client certificate she names (one the API issued her).
-    let certificates = match request.certificate_sha256 {
-        Some(_) => state.store.active_member_certificates(caller.org.id, state.clock.now()).await?,
-        None => Vec::new(),
-    };
-    let components = components(&state, &caller, &components_asked).await?;
-    let creator = Creator { org: caller.org.id, member: caller.member.id, email: &caller.member.email };
     let id = SecretId::from_uuid(Uuid::new_v4());
-    let secret = secrets::create(request, creator, &certificates, components, id, state.clock.now())?;
-    // Org secrets are for owners and admins; a personal one is its owner's
-    // (`default:personal-owner`); organization `forbid`s apply to both.
-    state.authorize(&caller, Action::SecretWrite, &target(&state, &caller, &secret).await?, None).await?;
-    let event = state.planned_event(&caller.member.email, secrets::created(&secret));
-    state.store.create_secret(&secret, event).await?;
+    let secret = service::create(&*state.store, &state.acting(&caller), request, &components, id).await?;
     Ok((StatusCode::CREATED, Json(secret)))
 }
 
@@ -449,28 +409,13 @@ async fn update(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<UpdateSecret>,
 ) -> HttpResult<Json<Secret>> {
-    let current = resolve(&state, &caller, &key).await?;
-    state.authorize(&caller, Action::SecretWrite, &target(&state, &caller, &current).await?, None).await?;
-    let components = match &body.components {
-        Some(keys) => Some(components(&state, &caller, keys).await?),
-        None => None,
-    };
-    let change = secrets::SecretChange {
+    let change = service::Change {
         secret_type: body.secret_type,
         description: body.description,
         tags: body.tags,
-        components,
+        components: body.components,
     };
-    let plan = secrets::update(&current, change, state.clock.now())?;
-    if plan.moves {
-        // Moving a secret must be allowed where it lands, too.
-        state
-            .authorize(&caller, Action::SecretWrite, &target(&state, &caller, &plan.secret).await?, None)
-            .await?;
-    }
-    let event = state.planned_event(&caller.member.email, plan.event);
-    state.store.update_secret(&plan.secret, event).await?;
-    Ok(Json(plan.secret))
+    Ok(Json(service::update(&*state.store, &state.acting(&caller), &key, change).await?))
 }
 
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]

@@ -1,0 +1,134 @@
+//! The secrets' use cases on their records, run once for every adapter:
+//! which secret a name means for the caller, creating one (a personal one
+//! bound to her member id and her certificate's key) and changing its
+//! metadata, each asked of the policies where the secret is and, when it
+//! moves, where it lands. Generic over the store ports
+//! ([`SecretRecordStore`], [`MemberCertificateStore`], [`CatalogStore`])
+//! and the caller ([`Actor`]).
+
+use std::collections::BTreeMap;
+
+use super::{reaches, Creator, NewSecret, Reach, Secret, SecretChange};
+use crate::authz::{secret_target, Action, Target};
+use crate::domain::CatalogKind;
+use crate::error::ApiError;
+use crate::ids::{CatalogId, SecretId};
+use crate::ports::{Actor, CatalogStore, MemberCertificateStore, SecretRecordStore};
+
+/// A personal secret exists only for its owner, by member id: anyone else
+/// is told it does not exist, whatever their role ([`reaches`]).
+fn visible(secret: &Secret, actor: &dyn Actor) -> bool {
+    reaches(secret.owner_id, &secret.owner_keys, actor.member(), Reach::Metadata)
+}
+
+/// The secret `key` means for the caller: by id, or by name her own
+/// personal secret of that name first, then the organization's
+/// ([`super::lookup_order`]).
+pub async fn resolve<S: SecretRecordStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    key: &str,
+) -> Result<Secret, ApiError> {
+    if let Ok(id) = key.parse::<SecretId>() {
+        let found = Some(store.get_secret(actor.org(), id).await?);
+        return found.filter(|s| visible(s, actor)).ok_or_else(|| ApiError::not_found("secret"));
+    }
+    for name in super::lookup_order(key, actor.member()) {
+        if let Some(secret) =
+            store.find_secret_by_name(actor.org(), &name).await?.filter(|s| visible(s, actor))
+        {
+            return Ok(secret);
+        }
+    }
+    Err(ApiError::not_found("secret"))
+}
+
+/// A secret as the policies see it: under its Components, with its owner.
+pub async fn target<S: CatalogStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    secret: &Secret,
+) -> Result<Target, ApiError> {
+    let tree = crate::catalog::service::tree(store, actor.org()).await?;
+    Ok(secret_target(secret.id, secret.owner_id, &secret.components, &tree))
+}
+
+/// The Components `keys` (ids or names) name, each once, in order.
+async fn components<S: CatalogStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    keys: &[String],
+) -> Result<Vec<CatalogId>, ApiError> {
+    let mut ids = Vec::with_capacity(keys.len());
+    for key in keys {
+        let id = crate::catalog::service::resolve(store, actor.org(), CatalogKind::Component, key).await?.id;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
+/// Creates secret `id` under the Components `component_keys` name
+/// ([`super::create`]): a bad request is refused before anything is
+/// loaded; the caller's certificates are read only when she names one.
+/// Organization secrets are for owners and admins, a personal one is its
+/// owner's (`default:personal-owner`); the organization's `forbid`s apply
+/// to both.
+pub async fn create<S: SecretRecordStore + MemberCertificateStore + CatalogStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    request: NewSecret,
+    component_keys: &[String],
+    id: SecretId,
+) -> Result<Secret, ApiError> {
+    super::check_new(&request)?;
+    let certificates = match request.certificate_sha256 {
+        Some(_) => store.active_member_certificates(actor.org(), actor.now()).await?,
+        None => Vec::new(),
+    };
+    let components = components(store, actor, component_keys).await?;
+    let creator = Creator { org: actor.org(), member: actor.member(), email: actor.name() };
+    let secret = super::create(request, creator, &certificates, components, id, actor.now())?;
+    actor.authorize(Action::SecretWrite, &target(store, actor, &secret).await?).await?;
+    store.create_secret(&secret, actor.event(super::created(&secret))).await?;
+    Ok(secret)
+}
+
+/// What a member asks to change; a field not given stays. Components by
+/// id or name.
+#[derive(Clone, Debug, Default)]
+pub struct Change {
+    pub secret_type: Option<String>,
+    pub description: Option<String>,
+    pub tags: Option<BTreeMap<String, String>>,
+    pub components: Option<Vec<String>>,
+}
+
+/// Changes the metadata of the secret `key` names ([`super::update`]),
+/// allowed where it is and, when it moves, where it lands.
+pub async fn update<S: SecretRecordStore + CatalogStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    key: &str,
+    change: Change,
+) -> Result<Secret, ApiError> {
+    let current = resolve(store, actor, key).await?;
+    actor.authorize(Action::SecretWrite, &target(store, actor, &current).await?).await?;
+    let components = match &change.components {
+        Some(keys) => Some(components(store, actor, keys).await?),
+        None => None,
+    };
+    let change = SecretChange {
+        secret_type: change.secret_type,
+        description: change.description,
+        tags: change.tags,
+        components,
+    };
+    let plan = super::update(&current, change, actor.now())?;
+    if plan.moves {
+        actor.authorize(Action::SecretWrite, &target(store, actor, &plan.secret).await?).await?;
+    }
+    store.update_secret(&plan.secret, actor.event(plan.event)).await?;
+    Ok(plan.secret)
+}
