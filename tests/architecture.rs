@@ -245,14 +245,23 @@ fn routes_record_the_events_core_planned() {
 }
 
 /// Architecture Invariant: the routes of the domains whose use cases run
-/// whole in core (`catalog`, `members`, `notify`, `policies` and
-/// `schemas`, each `::service`) parse, call one use case and answer: they
+/// whole in core (`accounts`, `catalog`, `members`, `notify`, `policies`,
+/// `schemas` and `token`, each `::service`) parse, call one use case and answer: they
 /// neither ask the policies, nor make an event, nor call the store
 /// themselves.
 #[test]
 fn routes_of_core_use_cases_only_parse_call_and_answer() {
     let root = workspace().join("heimdall-api/src/http/people");
-    for name in ["catalog.rs", "members.rs", "notifications.rs", "policies.rs", "schemas.rs"] {
+    let files = [
+        "accounts.rs",
+        "catalog.rs",
+        "members.rs",
+        "notifications.rs",
+        "policies.rs",
+        "schemas.rs",
+        "tokens.rs",
+    ];
+    for name in files {
         let code = code_of(&root.join(name));
         assert!(code.contains("service::"), "{name} calls no use case of core");
         for done_in_core in ["state.authorize(", "planned_event(", "state.store."] {

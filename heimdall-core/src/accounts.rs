@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 mod plans;
+pub mod service;
 
 pub use plans::{link, register, scope_kind, AccountPlan, LinkPlan};
 

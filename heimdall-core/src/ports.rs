@@ -109,6 +109,31 @@ pub struct EventQuery {
     pub action_prefix: Option<String>,
 }
 
+/// A member's own API tokens (stored as their SHA-256 only); what
+/// `token::service` runs its use cases on.
+#[async_trait]
+pub trait TokenStore: Send + Sync {
+    /// Stores `token` for `member`, still in the organization.
+    async fn create_token(
+        &self,
+        org: OrgId,
+        member: MemberId,
+        token: &NewToken,
+        event: NewEvent,
+    ) -> StoreResult<TokenInfo>;
+    /// The member's tokens, revoked ones too, oldest first.
+    async fn list_tokens(&self, org: OrgId, member: MemberId) -> StoreResult<Vec<TokenInfo>>;
+    /// Revokes one of the member's tokens (idempotent: the first time is
+    /// kept); `NotFound` for a token that is not hers.
+    async fn revoke_token(
+        &self,
+        org: OrgId,
+        member: MemberId,
+        id: TokenId,
+        event: NewEvent,
+    ) -> StoreResult<TokenInfo>;
+}
+
 /// The organization's members, scoped to one organization; what
 /// `members::service` runs its use cases on.
 #[async_trait]
@@ -235,6 +260,14 @@ pub trait Actor: Send + Sync {
     ) -> Result<(), ApiError>;
     /// The event a planned one becomes, stamped for this caller.
     fn event(&self, plan: crate::audit::EventPlan) -> NewEvent;
+    /// `FORBIDDEN` unless a job may use `secret` in `environment` on the
+    /// caller's behalf: `on_behalf::may_use` under her policies.
+    async fn may_use(
+        &self,
+        secret: crate::on_behalf::UsedSecret<'_>,
+        environment: &str,
+        tree: &crate::authz::CatalogTree,
+    ) -> Result<(), ApiError>;
 }
 
 /// Metadata storage for the API. Every method is scoped to one organization
@@ -281,23 +314,6 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
         now: OffsetDateTime,
         token: &NewToken,
     ) -> StoreResult<Option<(Member, Organization)>>;
-
-    // Tokens.
-    async fn create_token(
-        &self,
-        org: OrgId,
-        member: MemberId,
-        token: &NewToken,
-        event: NewEvent,
-    ) -> StoreResult<TokenInfo>;
-    async fn list_tokens(&self, org: OrgId, member: MemberId) -> StoreResult<Vec<TokenInfo>>;
-    async fn revoke_token(
-        &self,
-        org: OrgId,
-        member: MemberId,
-        id: TokenId,
-        event: NewEvent,
-    ) -> StoreResult<TokenInfo>;
 
     // Audit feed.
     async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>>;
@@ -359,9 +375,10 @@ pub struct DriftCandidate {
     pub last: Option<OffsetDateTime>,
 }
 
-/// Storage for schemas, cloud accounts, Resources and their revisions.
+/// The cloud accounts and their links, scoped to one organization; what
+/// `accounts::service` runs its use cases on.
 #[async_trait]
-pub trait InfraStore: Send + Sync + std::fmt::Debug {
+pub trait AccountStore: Send + Sync {
     async fn create_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()>;
     async fn list_accounts(&self, org: OrgId) -> StoreResult<Vec<CloudAccount>>;
     async fn get_account(&self, org: OrgId, id: CloudAccountId) -> StoreResult<CloudAccount>;
@@ -394,7 +411,11 @@ pub trait InfraStore: Send + Sync + std::fmt::Debug {
     /// Deletes an account that nothing links and no Resource keeps state
     /// on (`accounts::check_delete`, decided in the transaction).
     async fn delete_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()>;
+}
 
+/// Storage for Resources, their revisions and jobs.
+#[async_trait]
+pub trait InfraStore: Send + Sync + std::fmt::Debug {
     /// Applies a plan from `heimdall_core::resources` in one transaction,
     /// in the order `ResourcePlan` documents: all of it or, on
     /// `StaleRevision` or any error, nothing. Returns the Resource after.
@@ -499,9 +520,11 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
 pub trait Store:
     MetadataStore
     + MemberStore
+    + TokenStore
     + CatalogStore
     + PolicyStore
     + SchemaStore
+    + AccountStore
     + InfraStore
     + JobQueue
     + AgentStore
@@ -519,9 +542,11 @@ pub trait Store:
 impl<T> Store for T where
     T: MetadataStore
         + MemberStore
+        + TokenStore
         + CatalogStore
         + PolicyStore
         + SchemaStore
+        + AccountStore
         + InfraStore
         + JobQueue
         + AgentStore

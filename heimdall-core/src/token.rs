@@ -4,6 +4,8 @@
 //! right here (not a password KDF) because the token has 256 bits of
 //! entropy: there is nothing to brute-force.
 
+pub mod service;
+
 use sha2::{Digest, Sha256};
 
 pub const TOKEN_PREFIX: &str = "hmd_";

@@ -1,9 +1,11 @@
 //! heimdall-core's integration tests, one binary: the error table,
-//! authorization, the use cases of the catalog, members, policies,
-//! schemas and secrets on in-memory stores, and the purity of the crate's
+//! authorization, the use cases of accounts, the catalog, members,
+//! policies, schemas, secrets and tokens on in-memory stores, and the purity of the crate's
 //! dependency closure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
+#[path = "core/account_service.rs"]
+mod account_service;
 #[path = "core/authz.rs"]
 mod authz;
 #[path = "core/catalog_service.rs"]
@@ -22,3 +24,5 @@ mod purity;
 mod schema_service;
 #[path = "core/secret_service.rs"]
 mod secret_service;
+#[path = "core/token_service.rs"]
+mod token_service;

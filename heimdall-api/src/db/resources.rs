@@ -9,7 +9,7 @@ use heimdall_core::infra::{
     AccountLink, CloudAccount, Job, Resource, ResourceSchema, Revision, RevisionState,
 };
 use heimdall_core::ports::{
-    DriftCandidate, InfraStore, NewEvent, ResourceFilter, SchemaStore, StoreError, StoreResult,
+    AccountStore, DriftCandidate, InfraStore, NewEvent, ResourceFilter, SchemaStore, StoreError, StoreResult,
 };
 use heimdall_core::resources::{ResourcePlan, StatusUpdate};
 use sqlx::{Any, Transaction};
@@ -256,7 +256,7 @@ impl SchemaStore for SqlStore {
 }
 
 #[async_trait]
-impl InfraStore for SqlStore {
+impl AccountStore for SqlStore {
     async fn create_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         sqlx::query(&format!(
@@ -378,7 +378,10 @@ impl InfraStore for SqlStore {
         .map(LinkRow::into_domain)
         .collect()
     }
+}
 
+#[async_trait]
+impl InfraStore for SqlStore {
     async fn apply_resource_plan(
         &self,
         org: OrgId,

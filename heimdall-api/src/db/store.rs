@@ -8,7 +8,7 @@ use heimdall_core::ids::{CatalogId, MemberId, OrgId, PolicyId, TokenId};
 use heimdall_core::policies::PolicyWrite;
 use heimdall_core::ports::{
     CatalogStore, EventQuery, MemberStore, MetadataStore, NewEvent, NewToken, PolicyStore, StoreError,
-    StoreResult,
+    StoreResult, TokenStore,
 };
 use heimdall_core::token::TokenHash;
 use sqlx::{Any, FromRow, Transaction};
@@ -349,6 +349,35 @@ impl MetadataStore for SqlStore {
         Ok(Some((member, organization)))
     }
 
+    async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>> {
+        let before = query.before.map_or(i64::MAX, to_micros);
+        // `action` filters by prefix: `member.` matches `member.added`, ….
+        let prefix = query.action_prefix.clone().unwrap_or_default();
+        let limit = i64::from(query.limit.clamp(1, 1000));
+        let rows = sqlx::query_as::<_, EventRow>(
+            "SELECT id, org_id, at, actor, action, target, detail FROM audit_events
+             WHERE org_id = $1 AND at < $2 AND substr(action, 1, length($3)) = $3
+             ORDER BY at DESC, id DESC LIMIT $4",
+        )
+        .bind(org.to_string())
+        .bind(before)
+        .bind(prefix)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter().map(EventRow::into_domain).collect()
+    }
+
+    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+}
+
+#[async_trait]
+impl TokenStore for SqlStore {
     async fn create_token(
         &self,
         org: OrgId,
@@ -422,32 +451,6 @@ impl MetadataStore for SqlStore {
         insert_event(&mut tx, org, event).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(token)
-    }
-
-    async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>> {
-        let before = query.before.map_or(i64::MAX, to_micros);
-        // `action` filters by prefix: `member.` matches `member.added`, ….
-        let prefix = query.action_prefix.clone().unwrap_or_default();
-        let limit = i64::from(query.limit.clamp(1, 1000));
-        let rows = sqlx::query_as::<_, EventRow>(
-            "SELECT id, org_id, at, actor, action, target, detail FROM audit_events
-             WHERE org_id = $1 AND at < $2 AND substr(action, 1, length($3)) = $3
-             ORDER BY at DESC, id DESC LIMIT $4",
-        )
-        .bind(org.to_string())
-        .bind(before)
-        .bind(prefix)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.into_iter().map(EventRow::into_domain).collect()
-    }
-
-    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        insert_event(&mut tx, org, event).await?;
-        tx.commit().await.map_err(db_err)
     }
 }
 

@@ -166,6 +166,16 @@ impl heimdall_core::ports::Actor for ActingCaller<'_> {
     fn event(&self, plan: EventPlan) -> NewEvent {
         self.state.planned_event(&self.caller.member.email, plan)
     }
+
+    async fn may_use(
+        &self,
+        secret: heimdall_core::on_behalf::UsedSecret<'_>,
+        environment: &str,
+        tree: &heimdall_core::authz::CatalogTree,
+    ) -> Result<(), ApiError> {
+        let decider = self.state.decider(self.caller).await?;
+        heimdall_core::on_behalf::may_use(decider.principal(), secret, environment, tree, decider.policies())
+    }
 }
 
 /// One request's principal and policies, for handlers that decide more

@@ -5,6 +5,7 @@ use heimdall_core::domain::{CatalogEntry, CatalogKind, Member, Organization, Pol
 use heimdall_core::ids::{CatalogId, EventId, MemberId, OrgId, PolicyId, TokenId};
 use heimdall_core::ports::{
     CatalogStore, EventQuery, MemberStore, MetadataStore, NewEvent, NewToken, PolicyStore, StoreError,
+    TokenStore,
 };
 use heimdall_core::token::TokenHash;
 use time::{Duration, OffsetDateTime};

@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use super::{reaches, Creator, NewSecret, Reach, Secret, SecretChange};
 use crate::authz::{secret_target, Action, Target};
 use crate::domain::CatalogKind;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::ids::{CatalogId, SecretId};
+use crate::on_behalf::UsedSecret;
 use crate::ports::{Actor, CatalogStore, MemberCertificateStore, SecretRecordStore};
 
 /// A personal secret exists only for its owner, by member id: anyone else
@@ -41,6 +42,27 @@ pub async fn resolve<S: SecretRecordStore + ?Sized>(
         }
     }
     Err(ApiError::not_found("secret"))
+}
+
+/// Before a job or task uses `secret` on the caller's behalf in
+/// `environment` (a Resource's secret input or static credential, a
+/// database's admin secret): it exists for her and she may have it used
+/// there (`on_behalf::may_use`, which the Agent decides again when it uses
+/// the value). `NOT_FOUND` or `FORBIDDEN`, nothing stored.
+pub async fn check_use<S: SecretRecordStore + CatalogStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    secret: &str,
+    environment: &str,
+) -> Result<Secret, ApiError> {
+    let found = resolve(store, actor, secret)
+        .await
+        .map_err(|_| ApiError::new(ErrorCode::NotFound, format!("secret {secret} not found")))?;
+    let tree = crate::catalog::service::tree(store, actor.org()).await?;
+    let used =
+        UsedSecret { name: &found.name, id: found.id, owner: found.owner_id, components: &found.components };
+    actor.may_use(used, environment, &tree).await?;
+    Ok(found)
 }
 
 /// A secret as the policies see it: under its Components, with its owner.

@@ -5,15 +5,19 @@
 use std::sync::Mutex;
 
 use async_trait::async_trait;
+use heimdall_core::accounts::AccountChange;
 use heimdall_core::audit::{AuditAction, EventPlan};
-use heimdall_core::authz::{Action, Target};
-use heimdall_core::domain::{CatalogEntry, CatalogKind, Member, Policy, PolicyVersion, Role};
-use heimdall_core::ids::{CatalogId, EventId, MemberId, OrgId, PolicyId, SchemaId, SecretId};
-use heimdall_core::infra::ResourceSchema;
+use heimdall_core::authz::{secret_target, Action, CatalogTree, Target};
+use heimdall_core::domain::{CatalogEntry, CatalogKind, Member, Policy, PolicyVersion, Role, TokenInfo};
+use heimdall_core::ids::{
+    CatalogId, CloudAccountId, EventId, MemberId, OrgId, PolicyId, SchemaId, SecretId, TokenId,
+};
+use heimdall_core::infra::{AccountLink, CloudAccount, LinkScope, ResourceSchema};
+use heimdall_core::on_behalf::UsedSecret;
 use heimdall_core::policies::PolicyWrite;
 use heimdall_core::ports::{
-    Actor, CatalogStore, MemberCertificateStore, MemberStore, NewEvent, NewToken, PolicyStore, SchemaStore,
-    SecretRecordStore, StoreError, StoreResult,
+    AccountStore, Actor, CatalogStore, MemberCertificateStore, MemberStore, NewEvent, NewToken, PolicyStore,
+    SchemaStore, SecretRecordStore, StoreError, StoreResult, TokenStore,
 };
 use heimdall_core::secrets::{MemberCertificate, Secret};
 use heimdall_core::ApiError;
@@ -133,6 +137,20 @@ pub struct Ana {
 }
 
 pub const ORG: OrgId = OrgId::from_uuid(Uuid::nil());
+
+/// A catalog entry `n` of `ORG`, made by Ana.
+pub fn entry(n: u128, kind: CatalogKind, name: &str, parent: Option<CatalogId>) -> CatalogEntry {
+    CatalogEntry {
+        id: CatalogId::from_uuid(Uuid::from_u128(n)),
+        org_id: ORG,
+        kind,
+        name: name.into(),
+        description: String::new(),
+        parent_id: parent,
+        created_at: OffsetDateTime::UNIX_EPOCH,
+        created_by: "ana@example.com".into(),
+    }
+}
 /// Ana's member id.
 pub const ANA: MemberId = MemberId::from_uuid(Uuid::from_u128(1));
 
@@ -203,6 +221,19 @@ impl Actor for Ana {
             target: plan.target,
             detail: plan.detail,
         }
+    }
+
+    /// As the API decides it: an organization secret that Ana may read
+    /// where it is.
+    async fn may_use(
+        &self,
+        secret: UsedSecret<'_>,
+        _environment: &str,
+        tree: &CatalogTree,
+    ) -> Result<(), ApiError> {
+        heimdall_core::secrets::usable_by_jobs(secret.owner)?;
+        let target = secret_target(secret.id, secret.owner, secret.components, tree);
+        self.authorize(Action::SecretRead, &target).await
     }
 }
 
@@ -486,11 +517,11 @@ impl SchemaStore for MemorySchemas {
 
 /// The catalog port of a fake that keeps a `catalog` beside its own rows.
 macro_rules! catalog_beside {
-    ($fake:ty) => {
+    ($fake:ty, $($catalog:ident).+) => {
         #[async_trait]
         impl CatalogStore for $fake {
             async fn create_catalog_entry(&self, entry: &CatalogEntry, event: NewEvent) -> StoreResult<()> {
-                self.catalog.create_catalog_entry(entry, event).await
+                self.$($catalog).+.create_catalog_entry(entry, event).await
             }
 
             async fn list_catalog(
@@ -499,11 +530,11 @@ macro_rules! catalog_beside {
                 kind: CatalogKind,
                 parent: Option<CatalogId>,
             ) -> StoreResult<Vec<CatalogEntry>> {
-                self.catalog.list_catalog(org, kind, parent).await
+                self.$($catalog).+.list_catalog(org, kind, parent).await
             }
 
             async fn get_catalog_entry(&self, org: OrgId, id: CatalogId) -> StoreResult<CatalogEntry> {
-                self.catalog.get_catalog_entry(org, id).await
+                self.$($catalog).+.get_catalog_entry(org, id).await
             }
 
             async fn find_catalog_by_name(
@@ -512,7 +543,7 @@ macro_rules! catalog_beside {
                 kind: CatalogKind,
                 name: &str,
             ) -> StoreResult<Vec<CatalogEntry>> {
-                self.catalog.find_catalog_by_name(org, kind, name).await
+                self.$($catalog).+.find_catalog_by_name(org, kind, name).await
             }
 
             async fn rename_catalog_entry(
@@ -522,7 +553,7 @@ macro_rules! catalog_beside {
                 name: &str,
                 event: NewEvent,
             ) -> StoreResult<CatalogEntry> {
-                self.catalog.rename_catalog_entry(org, id, name, event).await
+                self.$($catalog).+.rename_catalog_entry(org, id, name, event).await
             }
 
             async fn delete_catalog_entry(
@@ -531,14 +562,15 @@ macro_rules! catalog_beside {
                 id: CatalogId,
                 event: NewEvent,
             ) -> StoreResult<()> {
-                self.catalog.delete_catalog_entry(org, id, event).await
+                self.$($catalog).+.delete_catalog_entry(org, id, event).await
             }
         }
     };
 }
 
-catalog_beside!(MemorySchemas);
-catalog_beside!(MemorySecrets);
+catalog_beside!(MemorySchemas, catalog);
+catalog_beside!(MemorySecrets, catalog);
+catalog_beside!(MemoryAccounts, secrets.catalog);
 
 /// The secrets' records in memory beside a catalog (the Components they
 /// are under) and the members' certificates: names unique in the
@@ -611,5 +643,192 @@ impl MemberCertificateStore for MemorySecrets {
     ) -> StoreResult<Vec<MemberCertificate>> {
         let certificates = self.certificates.lock().unwrap();
         Ok(certificates.iter().filter(|c| c.org_id == org && c.not_after > now).cloned().collect())
+    }
+}
+
+/// Members' tokens in memory: each member reaches only her own, and a
+/// revocation keeps its first time.
+#[derive(Default)]
+pub struct MemoryTokens {
+    tokens: Mutex<Vec<(OrgId, TokenInfo)>>,
+    events: Mutex<Vec<NewEvent>>,
+}
+
+impl MemoryTokens {
+    pub fn actions(&self) -> Vec<AuditAction> {
+        self.events.lock().unwrap().iter().map(|e| e.action).collect()
+    }
+}
+
+#[async_trait]
+impl TokenStore for MemoryTokens {
+    async fn create_token(
+        &self,
+        org: OrgId,
+        member: MemberId,
+        token: &NewToken,
+        event: NewEvent,
+    ) -> StoreResult<TokenInfo> {
+        let info = TokenInfo {
+            id: token.id,
+            member_id: member,
+            name: token.name.clone(),
+            created_at: event.at,
+            revoked_at: None,
+            expires_at: token.expires_at,
+        };
+        self.tokens.lock().unwrap().push((org, info.clone()));
+        self.events.lock().unwrap().push(event);
+        Ok(info)
+    }
+
+    async fn list_tokens(&self, org: OrgId, member: MemberId) -> StoreResult<Vec<TokenInfo>> {
+        let tokens = self.tokens.lock().unwrap();
+        Ok(tokens
+            .iter()
+            .filter(|(o, t)| *o == org && t.member_id == member)
+            .map(|(_, t)| t.clone())
+            .collect())
+    }
+
+    async fn revoke_token(
+        &self,
+        org: OrgId,
+        member: MemberId,
+        id: TokenId,
+        event: NewEvent,
+    ) -> StoreResult<TokenInfo> {
+        let mut tokens = self.tokens.lock().unwrap();
+        let hers = |(o, t): &&mut (OrgId, TokenInfo)| *o == org && t.member_id == member && t.id == id;
+        let (_, token) = tokens.iter_mut().find(hers).ok_or(StoreError::NotFound("token"))?;
+        token.revoked_at = token.revoked_at.or(Some(event.at));
+        self.events.lock().unwrap().push(event);
+        Ok(token.clone())
+    }
+}
+
+/// The accounts port in memory beside secrets and a catalog: names unique,
+/// a link replacing any account linked at the same place, and an account
+/// refused deletion while something links it (no Resource keeps state
+/// here: there are none in memory).
+#[derive(Default)]
+pub struct MemoryAccounts {
+    pub secrets: MemorySecrets,
+    accounts: Mutex<Vec<CloudAccount>>,
+    links: Mutex<Vec<AccountLink>>,
+    events: Mutex<Vec<NewEvent>>,
+}
+
+impl MemoryAccounts {
+    pub fn with_catalog(entries: &[CatalogEntry]) -> Self {
+        Self { secrets: MemorySecrets::with_catalog(entries), ..Self::default() }
+    }
+
+    pub fn actions(&self) -> Vec<AuditAction> {
+        self.events.lock().unwrap().iter().map(|e| e.action).collect()
+    }
+}
+
+#[async_trait]
+impl AccountStore for MemoryAccounts {
+    async fn create_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()> {
+        let mut accounts = self.accounts.lock().unwrap();
+        if accounts.iter().any(|a| a.org_id == account.org_id && a.name == account.name) {
+            return Err(StoreError::AlreadyExists("cloud account"));
+        }
+        accounts.push(account.clone());
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn list_accounts(&self, org: OrgId) -> StoreResult<Vec<CloudAccount>> {
+        Ok(self.accounts.lock().unwrap().iter().filter(|a| a.org_id == org).cloned().collect())
+    }
+
+    async fn get_account(&self, org: OrgId, id: CloudAccountId) -> StoreResult<CloudAccount> {
+        let accounts = self.accounts.lock().unwrap();
+        accounts
+            .iter()
+            .find(|a| a.org_id == org && a.id == id)
+            .cloned()
+            .ok_or(StoreError::NotFound("cloud account"))
+    }
+
+    async fn find_account_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<CloudAccount>> {
+        Ok(self.accounts.lock().unwrap().iter().find(|a| a.org_id == org && a.name == name).cloned())
+    }
+
+    async fn link_account(&self, _org: OrgId, link: &AccountLink, event: NewEvent) -> StoreResult<()> {
+        let mut links = self.links.lock().unwrap();
+        let same_place = |l: &AccountLink| {
+            l.scope == link.scope && l.scope_id == link.scope_id && l.environment_id == link.environment_id
+        };
+        links.retain(|l| !same_place(l));
+        links.push(link.clone());
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn list_links(&self, _org: OrgId) -> StoreResult<Vec<AccountLink>> {
+        Ok(self.links.lock().unwrap().clone())
+    }
+
+    async fn update_account(&self, change: &AccountChange, event: NewEvent) -> StoreResult<()> {
+        let mut accounts = self.accounts.lock().unwrap();
+        let stored = accounts
+            .iter_mut()
+            .find(|a| a.id == change.account.id)
+            .ok_or(StoreError::NotFound("cloud account"))?;
+        *stored = change.account.clone();
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn unlink_account(
+        &self,
+        account: &CloudAccount,
+        scope: LinkScope,
+        scope_id: Option<CatalogId>,
+        environment: CatalogId,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut links = self.links.lock().unwrap();
+        let that = |l: &AccountLink| {
+            l.account_id == account.id
+                && l.scope == scope
+                && l.scope_id == scope_id
+                && l.environment_id == environment
+        };
+        let at = links.iter().position(that).ok_or(StoreError::NotFound("link"))?;
+        links.remove(at);
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn delete_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()> {
+        let links = self.links.lock().unwrap().iter().filter(|l| l.account_id == account.id).count() as u64;
+        heimdall_core::accounts::check_delete(&account.name, links, 0).map_err(StoreError::Refused)?;
+        self.accounts.lock().unwrap().retain(|a| a.id != account.id);
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SecretRecordStore for MemoryAccounts {
+    async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
+        self.secrets.create_secret(secret, event).await
+    }
+
+    async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret> {
+        self.secrets.get_secret(org, id).await
+    }
+
+    async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>> {
+        self.secrets.find_secret_by_name(org, name).await
+    }
+
+    async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
+        self.secrets.update_secret(secret, event).await
     }
 }

@@ -7,16 +7,15 @@ use std::collections::BTreeMap;
 
 use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::Action;
-use heimdall_core::domain::{CatalogEntry, CatalogKind};
+use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::{CatalogId, SchemaId};
 use heimdall_core::schemas::service;
 use heimdall_core::schemas::NewSchema;
 use heimdall_core::ErrorCode;
 use serde_json::json;
-use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::fakes::{Ana, MemorySchemas, ORG};
+use crate::fakes::{entry, Ana, MemorySchemas};
 
 fn id(n: u128) -> SchemaId {
     SchemaId::from_uuid(Uuid::from_u128(n))
@@ -31,18 +30,9 @@ fn bucket() -> NewSchema {
 }
 
 fn with_prod() -> (MemorySchemas, CatalogId) {
-    let prod = CatalogId::from_uuid(Uuid::from_u128(77));
-    let entry = CatalogEntry {
-        id: prod,
-        org_id: ORG,
-        kind: CatalogKind::Environment,
-        name: "prod".into(),
-        description: String::new(),
-        parent_id: None,
-        created_at: OffsetDateTime::UNIX_EPOCH,
-        created_by: "ana@example.com".into(),
-    };
-    (MemorySchemas::with_environments(&[entry]), prod)
+    let prod = entry(77, CatalogKind::Environment, "prod", None);
+    let id = prod.id;
+    (MemorySchemas::with_environments(&[prod]), id)
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@
 
 use heimdall_core::audit::AuditAction;
 use heimdall_core::authz::Action;
-use heimdall_core::domain::{CatalogEntry, CatalogKind};
+use heimdall_core::domain::CatalogKind;
 use heimdall_core::ids::{CatalogId, MemberId, SecretId};
 use heimdall_core::secrets::service::{self, Change};
 use heimdall_core::secrets::{MemberCertificate, NewSecret};
@@ -14,23 +14,10 @@ use heimdall_core::{ErrorCode, Sha256Hex};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
-use crate::fakes::{Ana, MemorySecrets, ANA, ORG};
+use crate::fakes::{entry, Ana, MemorySecrets, ANA, ORG};
 
 fn id(n: u128) -> SecretId {
     SecretId::from_uuid(Uuid::from_u128(n))
-}
-
-fn entry(n: u128, kind: CatalogKind, name: &str, parent: Option<CatalogId>) -> CatalogEntry {
-    CatalogEntry {
-        id: CatalogId::from_uuid(Uuid::from_u128(n)),
-        org_id: ORG,
-        kind,
-        name: name.into(),
-        description: String::new(),
-        parent_id: parent,
-        created_at: OffsetDateTime::UNIX_EPOCH,
-        created_by: "ana@example.com".into(),
-    }
 }
 
 /// A domain `shop`, its system `store`, and components `web` and `billing` in it.

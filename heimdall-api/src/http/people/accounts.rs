@@ -4,19 +4,14 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::accounts;
-use heimdall_core::authz::{Action, Target};
-use heimdall_core::domain::CatalogKind;
+use heimdall_core::accounts::service;
 use heimdall_core::ids::CloudAccountId;
-use heimdall_core::infra::{AccountAuth, AccountLink, CloudAccount, LinkScope};
-use heimdall_core::secrets::usable_by_jobs;
-use heimdall_core::{ApiError, ErrorCode};
+use heimdall_core::infra::{AccountLink, CloudAccount, LinkScope};
 use heimdall_wire::{CloudAccountDetail, CreateCloudAccount, LinkCloudAccount, UpdateCloudAccount};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::catalog::resolve as resolve_catalog;
 use crate::http::error::HttpResult;
 use crate::http::extract::{Caller, JsonBody, QueryParams};
 use crate::http::openapi::errors;
@@ -36,17 +31,6 @@ errors!(body LinkErrors: NotFound, AlreadyExists, Conflict);
 errors!(body UpdateErrors: NotFound, Conflict);
 errors!(DeleteErrors: NotFound, NotEmpty, InvalidInput);
 
-async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<CloudAccount, ApiError> {
-    if let Ok(id) = key.parse::<CloudAccountId>() {
-        return Ok(state.store.get_account(caller.org.id, id).await?);
-    }
-    state
-        .store
-        .find_account_by_name(caller.org.id, key)
-        .await?
-        .ok_or_else(|| ApiError::not_found("cloud account"))
-}
-
 #[utoipa::path(
     get,
     path = "/v1/cloud-accounts",
@@ -64,8 +48,7 @@ async fn list(
     caller: Caller,
     QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<CloudAccount>>)> {
-    state.authorize(&caller, Action::CloudAccountRead, &Target::organization(caller.org.id), None).await?;
-    let accounts = state.store.list_accounts(caller.org.id).await?;
+    let accounts = service::list(&*state.store, &state.acting(&caller)).await?;
     let (headers, accounts) = crate::http::short_page(accounts, page.limit, page.after.as_deref(), |a| {
         vec![a.name.clone(), a.id.to_string()]
     })?;
@@ -88,15 +71,7 @@ async fn show(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<Json<CloudAccountDetail>> {
-    state.authorize(&caller, Action::CloudAccountRead, &Target::organization(caller.org.id), None).await?;
-    let account = resolve(&state, &caller, &key).await?;
-    let links = state
-        .store
-        .list_links(caller.org.id)
-        .await?
-        .into_iter()
-        .filter(|l| l.account_id == account.id)
-        .collect();
+    let (account, links) = service::show(&*state.store, &state.acting(&caller), &key).await?;
     Ok(Json(CloudAccountDetail { account, links }))
 }
 
@@ -119,37 +94,8 @@ async fn create(
     JsonBody(body): JsonBody<CreateCloudAccount>,
 ) -> HttpResult<(StatusCode, Json<CloudAccount>)> {
     let id = CloudAccountId::from_uuid(Uuid::new_v4());
-    let planned = accounts::register(body, id, caller.org.id, &caller.member.email, state.clock.now())?;
-    state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
-    if let AccountAuth::Static { secret } = &planned.account.auth {
-        check_static_secret(&state, &caller, secret).await?;
-    }
-    let event = state.planned_event(&caller.member.email, planned.event);
-    state.store.create_account(&planned.account, event).await?;
-    Ok((StatusCode::CREATED, Json(planned.account)))
-}
-
-/// The job will carry only this name: it must be an organization secret
-/// that exists now (its value lives in the Agents), and one the caller may
-/// read somewhere (each link decides its environment, each job its
-/// requester: `on_behalf::may_use`).
-async fn check_static_secret(state: &AppState, caller: &Caller, secret: &str) -> Result<(), ApiError> {
-    let found = state.store.find_secret_by_name(caller.org.id, secret).await?.ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::NotFound,
-            format!("secret {secret} not found: `heimdall secret create {secret}` and set its value first"),
-        )
-    })?;
-    usable_by_jobs(found.owner_id)?;
-    let environments = state.store.list_catalog(caller.org.id, CatalogKind::Environment, None).await?;
-    let mut refusal = None;
-    for environment in &environments {
-        match super::secrets::check_use(state, caller, secret, &environment.name).await {
-            Ok(_) => return Ok(()),
-            Err(e) => refusal = Some(e),
-        }
-    }
-    refusal.map_or(Ok(()), Err)
+    let account = service::create(&*state.store, &state.acting(&caller), body, id).await?;
+    Ok((StatusCode::CREATED, Json(account)))
 }
 
 #[utoipa::path(
@@ -173,18 +119,7 @@ async fn update(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<UpdateCloudAccount>,
 ) -> HttpResult<Json<CloudAccount>> {
-    state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
-    let current = resolve(&state, &caller, &key).await?;
-    let Some(change) = accounts::update(&current, &body)? else {
-        return Ok(Json(current));
-    };
-    if let (Some(AccountAuth::Static { secret }), true) = (&body.auth, change.changed.contains(&"auth")) {
-        check_static_secret(&state, &caller, secret).await?;
-    }
-    let planned = accounts::updated(&current, &change.changed);
-    let event = state.planned_event(&caller.member.email, planned);
-    state.store.update_account(&change, event).await?;
-    Ok(Json(change.account))
+    Ok(Json(service::update(&*state.store, &state.acting(&caller), &key, &body).await?))
 }
 
 #[utoipa::path(
@@ -204,10 +139,7 @@ async fn delete(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<StatusCode> {
-    state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
-    let account = resolve(&state, &caller, &key).await?;
-    let event = state.planned_event(&caller.member.email, accounts::deleted(&account));
-    state.store.delete_account(&account, event).await?;
+    service::delete(&*state.store, &state.acting(&caller), &key).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -245,28 +177,9 @@ async fn unlink(
     Path(key): Path<String>,
     QueryParams(q): QueryParams<UnlinkQuery>,
 ) -> HttpResult<StatusCode> {
-    state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
-    let account = resolve(&state, &caller, &key).await?;
-    let environment = resolve_catalog(&state, &caller, CatalogKind::Environment, &q.environment).await?;
-    let scope_id = scope_entry(&state, &caller, q.scope, q.scope_id).await?;
-    let planned = accounts::link_event(&account, false, (q.scope, scope_id), &environment.name);
-    let event = state.planned_event(&caller.member.email, planned);
-    state.store.unlink_account(&account, q.scope, scope_id, environment.id, event).await?;
+    let at = service::Place { scope: q.scope, scope_key: q.scope_id, environment: q.environment };
+    service::unlink(&*state.store, &state.acting(&caller), &key, at).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// The domain or system a link's scope names (`accounts::scope_kind`);
-/// none for the organization.
-async fn scope_entry(
-    state: &AppState,
-    caller: &Caller,
-    scope: LinkScope,
-    scope_id: Option<String>,
-) -> Result<Option<heimdall_core::ids::CatalogId>, ApiError> {
-    match (accounts::scope_kind(scope, scope_id.as_deref())?, scope_id) {
-        (Some(kind), Some(key)) => Ok(Some(resolve_catalog(state, caller, kind, &key).await?.id)),
-        _ => Ok(None),
-    }
 }
 
 #[utoipa::path(
@@ -291,23 +204,7 @@ async fn link(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<LinkCloudAccount>,
 ) -> HttpResult<(StatusCode, Json<AccountLink>)> {
-    state.authorize(&caller, Action::CloudAccountWrite, &Target::organization(caller.org.id), None).await?;
-    let account = resolve(&state, &caller, &key).await?;
-    let environment = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
-    let scope_id = scope_entry(&state, &caller, body.scope, body.scope_id).await?;
-    // Linked, a static account's secret is used in that environment: the
-    // caller may read it there (each job decides its own requester too).
-    if let AccountAuth::Static { secret } = &account.auth {
-        super::secrets::check_use(&state, &caller, secret, &environment.name).await?;
-    }
-    let planned = accounts::link(
-        &account,
-        (body.scope, scope_id),
-        &environment,
-        &caller.member.email,
-        state.clock.now(),
-    );
-    let event = state.planned_event(&caller.member.email, planned.event);
-    state.store.link_account(caller.org.id, &planned.link, event).await?;
-    Ok((StatusCode::CREATED, Json(planned.link)))
+    let at = service::Place { scope: body.scope, scope_key: body.scope_id, environment: body.environment };
+    let link = service::link(&*state.store, &state.acting(&caller), &key, at).await?;
+    Ok((StatusCode::CREATED, Json(link)))
 }

@@ -55,30 +55,15 @@ errors!(body DeactivateErrors: NotFound, VersionDeactivated, Conflict);
 errors!(HoldersErrors: NotFound, NoAgent, InvalidInput);
 errors!(body AssignErrors: NotFound, AlreadyExists, Conflict);
 
-/// Before a job or task would use `secret` on the caller's behalf (a
-/// Resource's secret input or static credential, a database's admin
-/// secret): it exists for her, and she may read it in `environment`
-/// (`heimdall_core::on_behalf::may_use`, which the Agent decides again
-/// when it uses the value). 404 or 403, nothing stored.
+/// Before a job or task would use `secret` on the caller's behalf in
+/// `environment` (`secrets::service::check_use`). 404 or 403.
 pub(crate) async fn check_use(
     state: &AppState,
     caller: &Caller,
     secret: &str,
     environment: &str,
 ) -> Result<Secret, ApiError> {
-    let found = resolve(state, caller, secret)
-        .await
-        .map_err(|_| ApiError::new(ErrorCode::NotFound, format!("secret {secret} not found")))?;
-    let tree = super::catalog::tree(state, caller.org.id).await?;
-    let decider = state.decider(caller).await?;
-    let used = heimdall_core::on_behalf::UsedSecret {
-        name: &found.name,
-        id: found.id,
-        owner: found.owner_id,
-        components: &found.components,
-    };
-    heimdall_core::on_behalf::may_use(decider.principal(), used, environment, &tree, decider.policies())?;
-    Ok(found)
+    service::check_use(&*state.store, &state.acting(caller), secret, environment).await
 }
 
 /// A secret as policies see it: under its Components, with its owner.

@@ -7,8 +7,8 @@ use base64::Engine;
 use heimdall_core::domain::TokenInfo;
 use heimdall_core::ids::TokenId;
 use heimdall_core::ports::NewToken;
-use heimdall_core::token::{TokenHash, TOKEN_PREFIX};
-use heimdall_core::{ApiError, Redacted};
+use heimdall_core::token::{service, TokenHash, TOKEN_PREFIX};
+use heimdall_core::Redacted;
 use heimdall_wire::{CreateToken, CreatedToken};
 use rand::RngCore;
 use utoipa_axum::router::OpenApiRouter;
@@ -70,7 +70,7 @@ async fn list(
     caller: Caller,
     QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<TokenInfo>>)> {
-    let tokens = state.store.list_tokens(caller.org.id, caller.member.id).await?;
+    let tokens = service::list(&*state.store, &state.acting(&caller)).await?;
     let (headers, tokens) = crate::http::short_page(tokens, page.limit, page.after.as_deref(), |t| {
         vec![crate::http::sort_time(t.created_at), t.id.to_string()]
     })?;
@@ -94,9 +94,7 @@ async fn create(
     JsonBody(body): JsonBody<CreateToken>,
 ) -> HttpResult<(StatusCode, Json<CreatedToken>)> {
     let (token, record) = new_token(&body.name);
-    let planned = heimdall_core::token::created(record.id, &body.name)?;
-    let event = state.planned_event(&caller.member.email, planned);
-    let info = state.store.create_token(caller.org.id, caller.member.id, &record, event).await?;
+    let info = service::create(&*state.store, &state.acting(&caller), &record).await?;
     Ok((StatusCode::CREATED, Json(CreatedToken { info, token: token.expose().clone() })))
 }
 
@@ -116,7 +114,5 @@ async fn revoke(
     caller: Caller,
     Path(id): Path<String>,
 ) -> HttpResult<Json<TokenInfo>> {
-    let id: TokenId = id.parse().map_err(|_| ApiError::not_found("token"))?;
-    let event = state.planned_event(&caller.member.email, heimdall_core::token::revoked(id));
-    Ok(Json(state.store.revoke_token(caller.org.id, caller.member.id, id, event).await?))
+    Ok(Json(service::revoke(&*state.store, &state.acting(&caller), &id).await?))
 }
