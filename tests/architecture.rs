@@ -245,8 +245,8 @@ fn routes_record_the_events_core_planned() {
 }
 
 /// Architecture Invariant: the routes of the domains whose use cases run
-/// whole in core (`accounts`, `catalog`, `members`, `notify`, `policies`,
-/// `schemas` and `token`, each `::service`) parse, call one use case and answer: they
+/// whole in core (`accounts`, `catalog`, `dbusers`, `members`, `notify`,
+/// `policies`, `schemas` and `token`, each `::service`) parse, call one use case and answer: they
 /// neither ask the policies, nor make an event, nor call the store
 /// themselves.
 #[test]

@@ -258,6 +258,14 @@ pub trait Actor: Send + Sync {
         action: crate::authz::Action,
         target: &crate::authz::Target,
     ) -> Result<(), ApiError>;
+    /// As [`Actor::authorize`], for an action in `environment` (policies
+    /// may name it: `context.environment`).
+    async fn authorize_in(
+        &self,
+        action: crate::authz::Action,
+        target: &crate::authz::Target,
+        environment: &str,
+    ) -> Result<(), ApiError>;
     /// The event a planned one becomes, stamped for this caller.
     fn event(&self, plan: crate::audit::EventPlan) -> NewEvent;
     /// `FORBIDDEN` unless a job may use `secret` in `environment` on the
@@ -534,7 +542,9 @@ pub trait Store:
     + AccessStore
     + ChannelStore
     + NotificationStore
+    + HoldingStore
     + InventoryStore
+    + DatabaseRecordStore
     + DatabaseStore
     + ProgramStore
 {
@@ -556,7 +566,9 @@ impl<T> Store for T where
         + AccessStore
         + ChannelStore
         + NotificationStore
+        + HoldingStore
         + InventoryStore
+        + DatabaseRecordStore
         + DatabaseStore
         + ProgramStore
 {
@@ -625,6 +637,16 @@ pub struct Reported {
     pub deactivated: bool,
 }
 
+/// What Agents reported holding; what use cases that refuse to lose a
+/// value (`deletion::may_delete`) read.
+#[async_trait]
+pub trait HoldingStore: Send + Sync {
+    async fn holdings_of_secret(&self, org: OrgId, secret: &str) -> StoreResult<Vec<Holding>>;
+    async fn holdings_of_agent(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<Holding>>;
+    /// Everything every Agent of the organization reported holding.
+    async fn holdings_of_org(&self, org: OrgId) -> StoreResult<Vec<Holding>>;
+}
+
 #[async_trait]
 pub trait InventoryStore: Send + Sync {
     /// Replaces what `agent` holds with its report (environments by id) and
@@ -638,10 +660,6 @@ pub trait InventoryStore: Send + Sync {
         items: &[Reported],
         at: ReportedAt,
     ) -> StoreResult<()>;
-    async fn holdings_of_secret(&self, org: OrgId, secret: &str) -> StoreResult<Vec<Holding>>;
-    async fn holdings_of_agent(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<Holding>>;
-    /// Everything every Agent of the organization reported holding.
-    async fn holdings_of_org(&self, org: OrgId) -> StoreResult<Vec<Holding>>;
     /// The secret goes `deleting` (or `deleted` at once when no Agent holds it).
     async fn start_deletion(&self, org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()>;
     /// Names of the organization's secrets being deleted or deleted: Agents drop what they hold of them.
@@ -747,9 +765,11 @@ pub enum ServiceUserTaskResult {
     Failed { reason: String, retry_at: OffsetDateTime },
 }
 
-/// Databases, their service users' schedules and the claims of their tasks.
+/// Databases and their service users as people register and change
+/// them, scoped to one organization; what `dbusers::service` runs its use
+/// cases on.
 #[async_trait]
-pub trait DatabaseStore: Send + Sync {
+pub trait DatabaseRecordStore: Send + Sync {
     async fn create_database(&self, database: &Database, event: NewEvent) -> StoreResult<()>;
     async fn list_databases(&self, org: OrgId) -> StoreResult<Vec<Database>>;
     async fn find_database(&self, org: OrgId, name: &str) -> StoreResult<Option<Database>>;
@@ -783,6 +803,12 @@ pub trait DatabaseStore: Send + Sync {
         by: &crate::on_behalf::OnBehalfOf,
         event: NewEvent,
     ) -> StoreResult<()>;
+}
+
+/// The Agents' side of service users' tasks: what is due in their
+/// environments, the claims and their reports.
+#[async_trait]
+pub trait DatabaseStore: Send + Sync {
     /// The claimed drop is done: the user goes (with `event`), and its
     /// secret starts deleting (with `secret_event`, unless it already is;
     /// Agents delete their copies at their next sync), in one transaction;

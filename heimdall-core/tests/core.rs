@@ -1,6 +1,6 @@
 //! heimdall-core's integration tests, one binary: the error table,
-//! authorization, the use cases of accounts, the catalog, members,
-//! policies, schemas, secrets and tokens on in-memory stores, and the purity of the crate's
+//! authorization, the use cases of accounts, the catalog, databases,
+//! members, policies, schemas, secrets and tokens on in-memory stores, and the purity of the crate's
 //! dependency closure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
@@ -10,6 +10,8 @@ mod account_service;
 mod authz;
 #[path = "core/catalog_service.rs"]
 mod catalog_service;
+#[path = "core/database_service.rs"]
+mod database_service;
 #[path = "core/error_codes.rs"]
 mod error_codes;
 #[path = "core/fakes.rs"]

@@ -6,7 +6,9 @@ use async_trait::async_trait;
 use heimdall_core::dbusers::{Database, Engine, ServiceUser, TaskKind, TlsMode};
 use heimdall_core::ids::{AgentId, CatalogId, DatabaseId, LeaseId, OrgId, ServiceUserId};
 use heimdall_core::on_behalf::OnBehalfOf;
-use heimdall_core::ports::{DatabaseStore, NewEvent, ServiceUserTaskResult, StoreError, StoreResult};
+use heimdall_core::ports::{
+    DatabaseRecordStore, DatabaseStore, NewEvent, ServiceUserTaskResult, StoreError, StoreResult,
+};
 use heimdall_core::secrets::Secret;
 use sqlx::FromRow;
 use time::{Duration, OffsetDateTime};
@@ -175,7 +177,7 @@ impl SqlStore {
 }
 
 #[async_trait]
-impl DatabaseStore for SqlStore {
+impl DatabaseRecordStore for SqlStore {
     async fn create_database(&self, database: &Database, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         sqlx::query(
@@ -357,7 +359,10 @@ impl DatabaseStore for SqlStore {
         insert_event(&mut tx, org, event).await?;
         tx.commit().await.map_err(db_err)
     }
+}
 
+#[async_trait]
+impl DatabaseStore for SqlStore {
     async fn finish_user_drop(
         &self,
         id: ServiceUserId,

@@ -10,7 +10,8 @@ use heimdall_core::deletion::{is_done, Hearer, Lifecycle};
 use heimdall_core::ids::{AgentId, CatalogId, EventId, OrgId, SecretId};
 use heimdall_core::infra::Agent;
 use heimdall_core::ports::{
-    EnvironmentDeletion, Holding, InventoryStore, NewEvent, Reported, ReportedAt, StoreError, StoreResult,
+    EnvironmentDeletion, Holding, HoldingStore, InventoryStore, NewEvent, Reported, ReportedAt, StoreError,
+    StoreResult,
 };
 use sqlx::{Any, FromRow, Transaction};
 use time::OffsetDateTime;
@@ -231,6 +232,44 @@ fn deleted_event(secret_id: &str, detail: serde_json::Value, actor: &str, now: O
 }
 
 #[async_trait]
+impl HoldingStore for SqlStore {
+    async fn holdings_of_secret(&self, org: OrgId, secret: &str) -> StoreResult<Vec<Holding>> {
+        let rows: Vec<HoldingRow> = sqlx::query_as(&format!(
+            "{HOLDINGS} WHERE i.org_id = $1 AND i.secret_name = $2 ORDER BY a.name, environment, i.version"
+        ))
+        .bind(org.to_string())
+        .bind(secret.to_owned())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter().map(HoldingRow::into_domain).collect()
+    }
+
+    async fn holdings_of_agent(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<Holding>> {
+        let rows: Vec<HoldingRow> = sqlx::query_as(&format!(
+            "{HOLDINGS} WHERE i.org_id = $1 AND i.agent_id = $2 ORDER BY i.secret_name, environment, i.version"
+        ))
+        .bind(org.to_string())
+        .bind(agent.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter().map(HoldingRow::into_domain).collect()
+    }
+
+    async fn holdings_of_org(&self, org: OrgId) -> StoreResult<Vec<Holding>> {
+        let rows: Vec<HoldingRow> = sqlx::query_as(&format!(
+            "{HOLDINGS} WHERE i.org_id = $1 ORDER BY i.secret_name, environment, i.version"
+        ))
+        .bind(org.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter().map(HoldingRow::into_domain).collect()
+    }
+}
+
+#[async_trait]
 impl InventoryStore for SqlStore {
     async fn store_inventory(
         &self,
@@ -324,41 +363,6 @@ impl InventoryStore for SqlStore {
         .await
         .map_err(db_err)?;
         tx.commit().await.map_err(db_err)
-    }
-
-    async fn holdings_of_secret(&self, org: OrgId, secret: &str) -> StoreResult<Vec<Holding>> {
-        let rows: Vec<HoldingRow> = sqlx::query_as(&format!(
-            "{HOLDINGS} WHERE i.org_id = $1 AND i.secret_name = $2 ORDER BY a.name, environment, i.version"
-        ))
-        .bind(org.to_string())
-        .bind(secret.to_owned())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.into_iter().map(HoldingRow::into_domain).collect()
-    }
-
-    async fn holdings_of_agent(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<Holding>> {
-        let rows: Vec<HoldingRow> = sqlx::query_as(&format!(
-            "{HOLDINGS} WHERE i.org_id = $1 AND i.agent_id = $2 ORDER BY i.secret_name, environment, i.version"
-        ))
-        .bind(org.to_string())
-        .bind(agent.to_string())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.into_iter().map(HoldingRow::into_domain).collect()
-    }
-
-    async fn holdings_of_org(&self, org: OrgId) -> StoreResult<Vec<Holding>> {
-        let rows: Vec<HoldingRow> = sqlx::query_as(&format!(
-            "{HOLDINGS} WHERE i.org_id = $1 ORDER BY i.secret_name, environment, i.version"
-        ))
-        .bind(org.to_string())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.into_iter().map(HoldingRow::into_domain).collect()
     }
 
     async fn start_deletion(&self, org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()> {

@@ -163,6 +163,10 @@ impl heimdall_core::ports::Actor for ActingCaller<'_> {
         self.state.authorize(self.caller, action, target, None).await
     }
 
+    async fn authorize_in(&self, action: Action, target: &Target, environment: &str) -> Result<(), ApiError> {
+        self.state.authorize(self.caller, action, target, Some(environment)).await
+    }
+
     fn event(&self, plan: EventPlan) -> NewEvent {
         self.state.planned_event(&self.caller.member.email, plan)
     }

@@ -10,7 +10,7 @@ use heimdall_api::testing::{TestApi, TestDatabase};
 use heimdall_core::clock::{Clock, ManualClock};
 use heimdall_core::dbusers::TaskKind;
 use heimdall_core::ids::{AgentId, LeaseId, ServiceUserId};
-use heimdall_core::ports::DatabaseStore;
+use heimdall_core::ports::{DatabaseRecordStore, DatabaseStore};
 use serde_json::{json, Value};
 use time::Duration;
 

@@ -29,6 +29,7 @@ use crate::redacted::Redacted;
 mod handover;
 mod plans;
 mod removal;
+pub mod service;
 mod tasks;
 pub use handover::{held_phase, may_claim, resume_from};
 pub use plans::{

@@ -8,16 +8,19 @@ use async_trait::async_trait;
 use heimdall_core::accounts::AccountChange;
 use heimdall_core::audit::{AuditAction, EventPlan};
 use heimdall_core::authz::{secret_target, Action, CatalogTree, Target};
+use heimdall_core::dbusers::{Database, ServiceUser};
 use heimdall_core::domain::{CatalogEntry, CatalogKind, Member, Policy, PolicyVersion, Role, TokenInfo};
 use heimdall_core::ids::{
-    CatalogId, CloudAccountId, EventId, MemberId, OrgId, PolicyId, SchemaId, SecretId, TokenId,
+    AgentId, CatalogId, CloudAccountId, DatabaseId, EventId, MemberId, OrgId, PolicyId, SchemaId, SecretId,
+    ServiceUserId, TokenId,
 };
 use heimdall_core::infra::{AccountLink, CloudAccount, LinkScope, ResourceSchema};
-use heimdall_core::on_behalf::UsedSecret;
+use heimdall_core::on_behalf::{OnBehalfOf, UsedSecret};
 use heimdall_core::policies::PolicyWrite;
 use heimdall_core::ports::{
-    AccountStore, Actor, CatalogStore, MemberCertificateStore, MemberStore, NewEvent, NewToken, PolicyStore,
-    SchemaStore, SecretRecordStore, StoreError, StoreResult, TokenStore,
+    AccountStore, Actor, CatalogStore, DatabaseRecordStore, Holding, HoldingStore, MemberCertificateStore,
+    MemberStore, NewEvent, NewToken, PolicyStore, SchemaStore, SecretRecordStore, StoreError, StoreResult,
+    TokenStore,
 };
 use heimdall_core::secrets::{MemberCertificate, Secret};
 use heimdall_core::ApiError;
@@ -133,6 +136,7 @@ pub struct Ana {
     member: MemberId,
     role: Role,
     refused: Option<(Action, Option<String>)>,
+    refused_in: Option<(Action, String)>,
     pub asked: Mutex<Vec<(Action, Target)>>,
 }
 
@@ -156,7 +160,12 @@ pub const ANA: MemberId = MemberId::from_uuid(Uuid::from_u128(1));
 
 impl Ana {
     pub fn allowed_everything() -> Self {
-        Self { member: ANA, role: Role::Owner, refused: None, asked: Mutex::default() }
+        Self { member: ANA, role: Role::Owner, refused: None, refused_in: None, asked: Mutex::default() }
+    }
+
+    /// Ana, whose policies refuse `action` in `environment` only.
+    pub fn refused_in(action: Action, environment: &str) -> Self {
+        Self { refused_in: Some((action, environment.to_owned())), ..Self::allowed_everything() }
     }
 
     /// Another member than Ana, as `member`, with her policies' answers.
@@ -171,7 +180,7 @@ impl Ana {
 
     pub fn refused(action: Action, under: Option<CatalogId>) -> Self {
         let refused = Some((action, under.map(|id| id.to_string())));
-        Self { member: ANA, role: Role::Owner, refused, asked: Mutex::default() }
+        Self { refused, ..Self::allowed_everything() }
     }
 
     pub fn asked(&self) -> usize {
@@ -212,6 +221,14 @@ impl Actor for Ana {
         }
     }
 
+    async fn authorize_in(&self, action: Action, target: &Target, environment: &str) -> Result<(), ApiError> {
+        if self.refused_in.as_ref().is_some_and(|(a, env)| *a == action && env == environment) {
+            self.asked.lock().unwrap().push((action, target.clone()));
+            return Err(ApiError::forbidden("refused in this environment by the test's policy"));
+        }
+        self.authorize(action, target).await
+    }
+
     fn event(&self, plan: EventPlan) -> NewEvent {
         NewEvent {
             id: EventId::from_uuid(Uuid::new_v4()),
@@ -224,16 +241,16 @@ impl Actor for Ana {
     }
 
     /// As the API decides it: an organization secret that Ana may read
-    /// where it is.
+    /// where it is, in that environment.
     async fn may_use(
         &self,
         secret: UsedSecret<'_>,
-        _environment: &str,
+        environment: &str,
         tree: &CatalogTree,
     ) -> Result<(), ApiError> {
         heimdall_core::secrets::usable_by_jobs(secret.owner)?;
         let target = secret_target(secret.id, secret.owner, secret.components, tree);
-        self.authorize(Action::SecretRead, &target).await
+        self.authorize_in(Action::SecretRead, &target, environment).await
     }
 }
 
@@ -571,6 +588,7 @@ macro_rules! catalog_beside {
 catalog_beside!(MemorySchemas, catalog);
 catalog_beside!(MemorySecrets, catalog);
 catalog_beside!(MemoryAccounts, secrets.catalog);
+catalog_beside!(MemoryDatabases, secrets.catalog);
 
 /// The secrets' records in memory beside a catalog (the Components they
 /// are under) and the members' certificates: names unique in the
@@ -593,6 +611,17 @@ impl MemorySecrets {
         self.secrets.lock().unwrap().clone()
     }
 
+    /// Stores `secret` unless its name is taken (what another store's
+    /// transaction does with it).
+    pub fn keep(&self, secret: &Secret) -> StoreResult<()> {
+        let mut secrets = self.secrets.lock().unwrap();
+        if secrets.iter().any(|s| s.org_id == secret.org_id && s.name == secret.name) {
+            return Err(StoreError::AlreadyExists("secret"));
+        }
+        secrets.push(secret.clone());
+        Ok(())
+    }
+
     pub fn actions(&self) -> Vec<AuditAction> {
         self.events.lock().unwrap().iter().map(|e| e.action).collect()
     }
@@ -601,11 +630,7 @@ impl MemorySecrets {
 #[async_trait]
 impl SecretRecordStore for MemorySecrets {
     async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
-        let mut secrets = self.secrets.lock().unwrap();
-        if secrets.iter().any(|s| s.org_id == secret.org_id && s.name == secret.name) {
-            return Err(StoreError::AlreadyExists("secret"));
-        }
-        secrets.push(secret.clone());
+        self.keep(secret)?;
         self.events.lock().unwrap().push(event);
         Ok(())
     }
@@ -814,21 +839,183 @@ impl AccountStore for MemoryAccounts {
     }
 }
 
+/// The secrets' records of a fake that keeps `secrets` beside its own rows.
+macro_rules! secrets_beside {
+    ($fake:ty) => {
+        #[async_trait]
+        impl SecretRecordStore for $fake {
+            async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
+                self.secrets.create_secret(secret, event).await
+            }
+
+            async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret> {
+                self.secrets.get_secret(org, id).await
+            }
+
+            async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>> {
+                self.secrets.find_secret_by_name(org, name).await
+            }
+
+            async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
+                self.secrets.update_secret(secret, event).await
+            }
+        }
+    };
+}
+
+secrets_beside!(MemoryAccounts);
+secrets_beside!(MemoryDatabases);
+
+/// Databases and their service users in memory beside secrets, a catalog
+/// and what Agents hold: names unique, a user's secret stored with it (its
+/// name taken refuses both), a database with users refused deletion, and a
+/// user being deleted refused a second deletion.
+#[derive(Default)]
+pub struct MemoryDatabases {
+    pub secrets: MemorySecrets,
+    pub holdings: Mutex<Vec<Holding>>,
+    databases: Mutex<Vec<Database>>,
+    users: Mutex<Vec<ServiceUser>>,
+    events: Mutex<Vec<NewEvent>>,
+}
+
+impl MemoryDatabases {
+    /// What an Agent's first task does: the user exists at version 1.
+    pub fn created(&self, user: ServiceUserId) {
+        let mut users = self.users.lock().unwrap();
+        users.iter_mut().filter(|u| u.id == user).for_each(|u| u.current_version = Some(1));
+    }
+
+    pub fn with_catalog(entries: &[CatalogEntry]) -> Self {
+        Self { secrets: MemorySecrets::with_catalog(entries), ..Self::default() }
+    }
+
+    pub fn actions(&self) -> Vec<AuditAction> {
+        self.events.lock().unwrap().iter().map(|e| e.action).collect()
+    }
+}
+
 #[async_trait]
-impl SecretRecordStore for MemoryAccounts {
-    async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
-        self.secrets.create_secret(secret, event).await
+impl DatabaseRecordStore for MemoryDatabases {
+    async fn create_database(&self, database: &Database, event: NewEvent) -> StoreResult<()> {
+        let mut databases = self.databases.lock().unwrap();
+        if databases.iter().any(|d| d.org_id == database.org_id && d.name == database.name) {
+            return Err(StoreError::AlreadyExists("database"));
+        }
+        databases.push(database.clone());
+        self.events.lock().unwrap().push(event);
+        Ok(())
     }
 
-    async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret> {
-        self.secrets.get_secret(org, id).await
+    async fn list_databases(&self, org: OrgId) -> StoreResult<Vec<Database>> {
+        Ok(self.databases.lock().unwrap().iter().filter(|d| d.org_id == org).cloned().collect())
     }
 
-    async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>> {
-        self.secrets.find_secret_by_name(org, name).await
+    async fn find_database(&self, org: OrgId, name: &str) -> StoreResult<Option<Database>> {
+        Ok(self.databases.lock().unwrap().iter().find(|d| d.org_id == org && d.name == name).cloned())
     }
 
-    async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
-        self.secrets.update_secret(secret, event).await
+    async fn get_database(&self, org: OrgId, id: DatabaseId) -> StoreResult<Database> {
+        let databases = self.databases.lock().unwrap();
+        databases
+            .iter()
+            .find(|d| d.org_id == org && d.id == id)
+            .cloned()
+            .ok_or(StoreError::NotFound("database"))
+    }
+
+    async fn update_database(&self, database: &Database, event: NewEvent) -> StoreResult<()> {
+        let mut databases = self.databases.lock().unwrap();
+        let stored =
+            databases.iter_mut().find(|d| d.id == database.id).ok_or(StoreError::NotFound("database"))?;
+        *stored = database.clone();
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn delete_database(&self, database: &Database, event: NewEvent) -> StoreResult<()> {
+        let users = self.users.lock().unwrap().iter().filter(|u| u.database_id == database.id).count() as u64;
+        heimdall_core::dbusers::check_delete(&database.name, users).map_err(StoreError::Refused)?;
+        self.databases.lock().unwrap().retain(|d| d.id != database.id);
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn create_service_user(
+        &self,
+        user: &ServiceUser,
+        secret: &Secret,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut users = self.users.lock().unwrap();
+        if users.iter().any(|u| u.database_id == user.database_id && u.name == user.name) {
+            return Err(StoreError::AlreadyExists("service user"));
+        }
+        self.secrets.keep(secret)?;
+        users.push(user.clone());
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn list_service_users(&self, org: OrgId, database: DatabaseId) -> StoreResult<Vec<ServiceUser>> {
+        let users = self.users.lock().unwrap();
+        Ok(users.iter().filter(|u| u.org_id == org && u.database_id == database).cloned().collect())
+    }
+
+    async fn get_service_user(&self, org: OrgId, id: ServiceUserId) -> StoreResult<ServiceUser> {
+        let users = self.users.lock().unwrap();
+        users
+            .iter()
+            .find(|u| u.org_id == org && u.id == id)
+            .cloned()
+            .ok_or(StoreError::NotFound("service user"))
+    }
+
+    async fn request_rotation(&self, org: OrgId, id: ServiceUserId, event: NewEvent) -> StoreResult<()> {
+        let mut users = self.users.lock().unwrap();
+        let user = users
+            .iter_mut()
+            .find(|u| u.org_id == org && u.id == id)
+            .ok_or(StoreError::NotFound("service user"))?;
+        user.rotate_requested = true;
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn request_user_deletion(
+        &self,
+        org: OrgId,
+        id: ServiceUserId,
+        drop_after: OffsetDateTime,
+        by: &OnBehalfOf,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut users = self.users.lock().unwrap();
+        let user = users
+            .iter_mut()
+            .find(|u| u.org_id == org && u.id == id)
+            .ok_or(StoreError::NotFound("service user"))?;
+        if user.drop_after.is_some() {
+            return Err(StoreError::Conflict("the user is already being deleted".into()));
+        }
+        (user.drop_after, user.deleted_by, user.deleted_by_id) =
+            (Some(drop_after), Some(by.email.clone()), Some(by.member_id));
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl HoldingStore for MemoryDatabases {
+    async fn holdings_of_secret(&self, _org: OrgId, secret: &str) -> StoreResult<Vec<Holding>> {
+        Ok(self.holdings.lock().unwrap().iter().filter(|h| h.secret == secret).cloned().collect())
+    }
+
+    async fn holdings_of_agent(&self, _org: OrgId, agent: AgentId) -> StoreResult<Vec<Holding>> {
+        Ok(self.holdings.lock().unwrap().iter().filter(|h| h.agent_id == agent).cloned().collect())
+    }
+
+    async fn holdings_of_org(&self, _org: OrgId) -> StoreResult<Vec<Holding>> {
+        Ok(self.holdings.lock().unwrap().clone())
     }
 }

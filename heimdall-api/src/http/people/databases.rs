@@ -11,18 +11,14 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::authz::{Action, Target};
-use heimdall_core::dbusers::{self, Database, ServiceUser};
-use heimdall_core::domain::CatalogKind;
+use heimdall_core::dbusers::{self, service, Database, ServiceUser};
 use heimdall_core::ids::{DatabaseId, SecretId, ServiceUserId};
-use heimdall_core::ports::StoreError;
-use heimdall_core::{ApiError, ErrorCode};
+use heimdall_core::ApiError;
 use heimdall_wire::{CreateDatabase, CreateServiceUser, UpdateDatabase};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::catalog::resolve as resolve_catalog;
 use crate::http::error::HttpResult;
 use crate::http::extract::{Caller, JsonBody, QueryParams};
 use crate::http::openapi::errors;
@@ -47,19 +43,6 @@ errors!(ListUsersErrors: NotFound, InvalidInput);
 errors!(RotateErrors: NotFound, Conflict);
 errors!(DeleteUserErrors: NotFound, InvalidInput, ValueMayPersist, Conflict);
 
-async fn database_named(state: &AppState, caller: &Caller, name: &str) -> Result<Database, ApiError> {
-    state.store.find_database(caller.org.id, name).await?.ok_or_else(|| ApiError::not_found("database"))
-}
-
-async fn authorize(
-    state: &AppState,
-    caller: &Caller,
-    action: Action,
-    environment: &str,
-) -> Result<(), ApiError> {
-    state.authorize(caller, action, &Target::organization(caller.org.id), Some(environment)).await
-}
-
 #[utoipa::path(
     post,
     path = "/v1/databases",
@@ -82,11 +65,6 @@ async fn create(
     if let Some(pem) = &body.ca_pem {
         check_ca_pem(pem)?;
     }
-    let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
-    authorize(&state, &caller, Action::SecretWrite, &env.name).await?;
-    // The Agent uses the admin secret for whoever registers the database
-    // and creates its users: each must be able to read it there.
-    let admin_secret = admin_secret(&state, &caller, &body.admin_secret, &env.name).await?;
     let new = dbusers::NewDatabase {
         name: body.name,
         engine: body.engine,
@@ -96,36 +74,10 @@ async fn create(
         tls: body.tls,
         ca_pem: body.ca_pem,
     };
-    let (id, by) = (DatabaseId::from_uuid(Uuid::new_v4()), caller.member.email.as_str());
-    let plan = dbusers::register(new, &env, admin_secret, id, caller.org.id, by, state.clock.now())?;
-    let event = state.planned_event(by, plan.event);
-    state.store.create_database(&plan.database, event).await?;
-    Ok((StatusCode::CREATED, Json(plan.database)))
-}
-
-/// The admin secret, as at registration: an organization secret the
-/// caller may read in the database's environment (the Agent uses it on
-/// her behalf); its name as stored.
-async fn admin_secret(
-    state: &AppState,
-    caller: &Caller,
-    secret: &str,
-    environment: &str,
-) -> Result<String, ApiError> {
-    let admin = super::secrets::check_use(state, caller, secret, environment).await.map_err(|e| {
-        if e.code == ErrorCode::NotFound {
-            ApiError::new(
-                ErrorCode::NotFound,
-                format!(
-                    "no organization secret named {secret:?}: create it and set the admin credential \
-                     ({{\"username\",\"password\"}}) in {environment} first"
-                ),
-            )
-        } else {
-            e
-        }
-    })?;
-    Ok(admin.name)
+    let (id, place) =
+        (DatabaseId::from_uuid(Uuid::new_v4()), (body.environment.as_str(), body.admin_secret.as_str()));
+    let database = service::create(&*state.store, &state.acting(&caller), new, place, id).await?;
+    Ok((StatusCode::CREATED, Json(database)))
 }
 
 #[utoipa::path(
@@ -148,20 +100,10 @@ async fn update(
     Path(name): Path<String>,
     JsonBody(body): JsonBody<UpdateDatabase>,
 ) -> HttpResult<Json<Database>> {
-    let current = database_named(&state, &caller, &name).await?;
-    authorize(&state, &caller, Action::SecretWrite, &current.environment).await?;
     if let Some(pem) = body.ca_pem.as_deref().filter(|p| !p.is_empty()) {
         check_ca_pem(pem)?;
     }
-    let Some((mut next, changed)) = dbusers::update(&current, &body)? else {
-        return Ok(Json(current));
-    };
-    if changed.contains(&"admin_secret") {
-        next.admin_secret = admin_secret(&state, &caller, &next.admin_secret, &next.environment).await?;
-    }
-    let event = state.planned_event(&caller.member.email, dbusers::updated(&next, &changed));
-    state.store.update_database(&next, event).await?;
-    Ok(Json(next))
+    Ok(Json(service::update(&*state.store, &state.acting(&caller), &name, &body).await?))
 }
 
 #[utoipa::path(
@@ -181,10 +123,7 @@ async fn delete(
     caller: Caller,
     Path(name): Path<String>,
 ) -> HttpResult<StatusCode> {
-    let database = database_named(&state, &caller, &name).await?;
-    authorize(&state, &caller, Action::SecretWrite, &database.environment).await?;
-    let event = state.planned_event(&caller.member.email, dbusers::delete_database(&database));
-    state.store.delete_database(&database, event).await?;
+    service::delete(&*state.store, &state.acting(&caller), &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -204,10 +143,7 @@ async fn list(
     caller: Caller,
     QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Database>>)> {
-    let decider = state.decider(&caller).await?;
-    let target = Target::organization(caller.org.id);
-    let mut databases = state.store.list_databases(caller.org.id).await?;
-    databases.retain(|d| decider.require(Action::SecretRead, &target, Some(&d.environment)).is_ok());
+    let databases = service::list(&*state.store, &state.acting(&caller)).await?;
     let (headers, databases) = crate::http::short_page(databases, page.limit, page.after.as_deref(), |d| {
         vec![d.name.clone(), d.id.to_string()]
     })?;
@@ -237,11 +173,6 @@ async fn create_user(
     let every = dbusers::parse_period(&body.rotate_every)?;
     let grace = dbusers::parse_period(&body.grace)?;
     let schedule = dbusers::Schedule::new(every, grace)?;
-    let database = database_named(&state, &caller, &database).await?;
-    authorize(&state, &caller, Action::SecretWrite, &database.environment).await?;
-    // The user's grants are made with the admin secret, on the caller's
-    // behalf, at every task: she must be able to read it.
-    super::secrets::check_use(&state, &caller, &database.admin_secret, &database.environment).await?;
     let new = dbusers::NewUser {
         name: body.name,
         rotate_every: body.rotate_every,
@@ -250,32 +181,8 @@ async fn create_user(
         grants: body.grants,
     };
     let ids = (ServiceUserId::from_uuid(Uuid::new_v4()), SecretId::from_uuid(Uuid::new_v4()));
-    let plan = dbusers::create_user(&database, new, ids, &caller.on_behalf, state.clock.now())?;
-    let (user, secret) = (plan.user, plan.secret);
-    let event = state.planned_event(&caller.member.email, plan.event);
-    state.store.create_service_user(&user, &secret, event).await.map_err(|e| match e {
-        StoreError::AlreadyExists(what) => ApiError::new(
-            ErrorCode::AlreadyExists,
-            format!("that {what} already exists (or a secret named {} does)", user.secret),
-        ),
-        other => other.into(),
-    })?;
+    let user = service::create_user(&*state.store, &state.acting(&caller), &database, new, ids).await?;
     Ok((StatusCode::CREATED, Json(user)))
-}
-
-async fn user_named(
-    state: &AppState,
-    caller: &Caller,
-    database: &Database,
-    name: &str,
-) -> Result<ServiceUser, ApiError> {
-    state
-        .store
-        .list_service_users(caller.org.id, database.id)
-        .await?
-        .into_iter()
-        .find(|u| u.name == name)
-        .ok_or_else(|| ApiError::not_found("service user"))
 }
 
 #[utoipa::path(
@@ -295,9 +202,7 @@ async fn list_users(
     Path(database): Path<String>,
     QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<ServiceUser>>)> {
-    let database = database_named(&state, &caller, &database).await?;
-    authorize(&state, &caller, Action::SecretRead, &database.environment).await?;
-    let users = state.store.list_service_users(caller.org.id, database.id).await?;
+    let users = service::list_users(&*state.store, &state.acting(&caller), &database).await?;
     let (headers, users) = crate::http::short_page(users, page.limit, page.after.as_deref(), |u| {
         vec![u.name.clone(), u.id.to_string()]
     })?;
@@ -320,9 +225,7 @@ async fn show_user(
     caller: Caller,
     Path((database, user)): Path<(String, String)>,
 ) -> HttpResult<Json<ServiceUser>> {
-    let database = database_named(&state, &caller, &database).await?;
-    authorize(&state, &caller, Action::SecretRead, &database.environment).await?;
-    Ok(Json(user_named(&state, &caller, &database, &user).await?))
+    Ok(Json(service::show_user(&*state.store, &state.acting(&caller), (&database, &user)).await?))
 }
 
 #[utoipa::path(
@@ -342,15 +245,8 @@ async fn rotate(
     caller: Caller,
     Path((database, user)): Path<(String, String)>,
 ) -> HttpResult<(StatusCode, Json<ServiceUser>)> {
-    let database = database_named(&state, &caller, &database).await?;
-    authorize(&state, &caller, Action::SecretWrite, &database.environment).await?;
-    // A rotation asked for now uses the admin secret too.
-    super::secrets::check_use(&state, &caller, &database.admin_secret, &database.environment).await?;
-    let user = user_named(&state, &caller, &database, &user).await?;
-    let planned = dbusers::request_rotation(&database, &user, state.clock.now())?;
-    let event = state.planned_event(&caller.member.email, planned);
-    state.store.request_rotation(caller.org.id, user.id, event).await?;
-    Ok((StatusCode::ACCEPTED, Json(state.store.get_service_user(caller.org.id, user.id).await?)))
+    let user = service::rotate(&*state.store, &state.acting(&caller), (&database, &user)).await?;
+    Ok((StatusCode::ACCEPTED, Json(user)))
 }
 
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
@@ -391,19 +287,9 @@ async fn delete_user(
     QueryParams(query): QueryParams<DeleteUserQuery>,
 ) -> HttpResult<(StatusCode, Json<ServiceUser>)> {
     let grace = query.grace.as_deref().map(dbusers::parse_period).transpose()?;
-    let database = database_named(&state, &caller, &database).await?;
-    authorize(&state, &caller, Action::SecretWrite, &database.environment).await?;
-    // The drop is made with the admin secret, as this caller's read.
-    super::secrets::check_use(&state, &caller, &database.admin_secret, &database.environment).await?;
-    let user = user_named(&state, &caller, &database, &user).await?;
-    let holders: Vec<heimdall_core::deletion::Holder> =
-        state.store.holdings_of_secret(caller.org.id, &user.secret).await?.iter().map(Into::into).collect();
-    let (now, stale_after) = (state.clock.now(), state.agent_stale_after);
-    let plan = dbusers::delete_user(&database, &user, grace, &holders, now, stale_after)?;
-    let event = state.planned_event(&caller.member.email, plan.event);
-    let store = &state.store;
-    store.request_user_deletion(caller.org.id, plan.user, plan.drop_after, &caller.on_behalf, event).await?;
-    Ok((StatusCode::ACCEPTED, Json(state.store.get_service_user(caller.org.id, user.id).await?)))
+    let (actor, stale_after) = (state.acting(&caller), state.agent_stale_after);
+    let user = service::delete_user(&*state.store, &actor, (&database, &user), grace, stale_after).await?;
+    Ok((StatusCode::ACCEPTED, Json(user)))
 }
 
 /// A CA bundle: PEM certificates only, bounded.
