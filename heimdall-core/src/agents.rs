@@ -5,6 +5,7 @@
 //! the one with that name revoked last.
 
 mod plans;
+pub mod service;
 
 use crate::error::ApiError;
 use crate::ids::AgentId;

@@ -535,6 +535,7 @@ pub trait Store:
     + AccountStore
     + InfraStore
     + JobQueue
+    + AgentRecordStore
     + AgentStore
     + SecretRecordStore
     + MemberCertificateStore
@@ -546,6 +547,7 @@ pub trait Store:
     + InventoryStore
     + DatabaseRecordStore
     + DatabaseStore
+    + ProgramAllowanceStore
     + ProgramStore
 {
 }
@@ -559,6 +561,7 @@ impl<T> Store for T where
         + AccountStore
         + InfraStore
         + JobQueue
+        + AgentRecordStore
         + AgentStore
         + SecretRecordStore
         + MemberCertificateStore
@@ -570,6 +573,7 @@ impl<T> Store for T where
         + InventoryStore
         + DatabaseRecordStore
         + DatabaseStore
+        + ProgramAllowanceStore
         + ProgramStore
 {
 }
@@ -867,26 +871,14 @@ pub struct NewRegistration {
     pub expires_at: OffsetDateTime,
 }
 
-/// Enrolled Agents and their one-time registration tokens.
+/// Agents as people manage them: registrations, revocations and the
+/// names their local APIs may carry; what `agents::service` runs its use
+/// cases on.
 #[async_trait]
-pub trait AgentStore: Send + Sync + std::fmt::Debug {
+pub trait AgentRecordStore: Send + Sync {
     async fn create_registration(&self, registration: &NewRegistration, event: NewEvent) -> StoreResult<()>;
-    /// Uses a registration token (once, before it expires) and stores the
-    /// Agent it enrolls, atomically. `NotFound` for an unknown, used or
-    /// expired token.
-    async fn enroll_agent(
-        &self,
-        hash: &TokenHash,
-        agent: &Agent,
-        now: OffsetDateTime,
-        event: NewEvent,
-    ) -> StoreResult<Agent>;
     async fn list_agents(&self, org: OrgId) -> StoreResult<Vec<Agent>>;
-    async fn get_agent(&self, id: AgentId) -> StoreResult<Agent>;
     async fn revoke_agent(&self, org: OrgId, id: AgentId, event: NewEvent) -> StoreResult<Agent>;
-    async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()>;
-    /// Records where people reach the Agent's local API (from its sync).
-    async fn set_agent_local_url(&self, id: AgentId, url: Option<&str>) -> StoreResult<()>;
     /// Approves `name` for the Agent's local-API certificate (again: no change).
     async fn approve_agent_name(
         &self,
@@ -910,10 +902,29 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
     ) -> StoreResult<Vec<crate::server_names::ApprovedName>>;
 }
 
-/// What owners let each Agent's programs write and delete, and the program
-/// tokens Agents registered (ids and scopes, never a token).
+/// Enrolled Agents and their one-time registration tokens.
 #[async_trait]
-pub trait ProgramStore: Send + Sync {
+pub trait AgentStore: Send + Sync + std::fmt::Debug {
+    /// Uses a registration token (once, before it expires) and stores the
+    /// Agent it enrolls, atomically. `NotFound` for an unknown, used or
+    /// expired token.
+    async fn enroll_agent(
+        &self,
+        hash: &TokenHash,
+        agent: &Agent,
+        now: OffsetDateTime,
+        event: NewEvent,
+    ) -> StoreResult<Agent>;
+    async fn get_agent(&self, id: AgentId) -> StoreResult<Agent>;
+    async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()>;
+    /// Records where people reach the Agent's local API (from its sync).
+    async fn set_agent_local_url(&self, id: AgentId, url: Option<&str>) -> StoreResult<()>;
+}
+
+/// What owners allow an Agent's programs, and the program tokens Agents
+/// registered, as people read and change them.
+#[async_trait]
+pub trait ProgramAllowanceStore: Send + Sync {
     /// Adds the allowance, or replaces the verbs of the one for the same
     /// Agent, environment and glob.
     async fn set_program_allowance(
@@ -936,6 +947,17 @@ pub trait ProgramStore: Send + Sync {
         org: OrgId,
         agent: AgentId,
     ) -> StoreResult<Vec<crate::program::ProgramAllowance>>;
+    async fn program_tokens(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+    ) -> StoreResult<Vec<crate::program::RegisteredToken>>;
+}
+
+/// What owners let each Agent's programs write and delete, and the program
+/// tokens Agents registered (ids and scopes, never a token).
+#[async_trait]
+pub trait ProgramStore: Send + Sync {
     /// `AlreadyExists` for a token id the Agent registered before.
     async fn register_program_token(
         &self,
@@ -953,11 +975,6 @@ pub trait ProgramStore: Send + Sync {
         at: OffsetDateTime,
         actor: &str,
     ) -> StoreResult<Vec<String>>;
-    async fn program_tokens(
-        &self,
-        org: OrgId,
-        agent: AgentId,
-    ) -> StoreResult<Vec<crate::program::RegisteredToken>>;
 }
 
 // ---- Secret Manager (metadata) -------------------------------------------------

@@ -1,11 +1,13 @@
 //! heimdall-core's integration tests, one binary: the error table,
-//! authorization, the use cases of accounts, the catalog, databases,
-//! members, policies, schemas, secrets and tokens on in-memory stores, and the purity of the crate's
+//! authorization, the use cases of accounts, Agents, the catalog,
+//! databases, members, policies, schemas, secrets and tokens on in-memory stores, and the purity of the crate's
 //! dependency closure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
 #[path = "core/account_service.rs"]
 mod account_service;
+#[path = "core/agent_service.rs"]
+mod agent_service;
 #[path = "core/authz.rs"]
 mod authz;
 #[path = "core/catalog_service.rs"]

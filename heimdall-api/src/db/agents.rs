@@ -3,7 +3,9 @@
 use async_trait::async_trait;
 use heimdall_core::ids::{AgentId, OrgId};
 use heimdall_core::infra::Agent;
-use heimdall_core::ports::{AgentStore, NewEvent, NewRegistration, StoreError, StoreResult};
+use heimdall_core::ports::{
+    AgentRecordStore, AgentStore, NewEvent, NewRegistration, StoreError, StoreResult,
+};
 use heimdall_core::token::TokenHash;
 use sqlx::FromRow;
 use time::OffsetDateTime;
@@ -44,7 +46,7 @@ impl AgentRow {
 }
 
 #[async_trait]
-impl AgentStore for SqlStore {
+impl AgentRecordStore for SqlStore {
     async fn create_registration(&self, r: &NewRegistration, event: NewEvent) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         sqlx::query(
@@ -65,54 +67,6 @@ impl AgentStore for SqlStore {
         tx.commit().await.map_err(db_err)
     }
 
-    async fn enroll_agent(
-        &self,
-        hash: &TokenHash,
-        agent: &Agent,
-        now: OffsetDateTime,
-        event: NewEvent,
-    ) -> StoreResult<Agent> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        // Marking the token used in the same statement that checks it makes
-        // a token good for exactly one enrollment, even under a race.
-        let used: Option<(String, String, String)> = sqlx::query_as(
-            "UPDATE agent_registrations SET used_at = $1
-             WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1
-             RETURNING org_id, name, created_by",
-        )
-        .bind(to_micros(now))
-        .bind(hash.as_str().to_owned())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let Some((org_id, name, created_by)) = used else {
-            return Err(StoreError::NotFound("registration token (unknown, used or expired)"));
-        };
-        let mut agent = agent.clone();
-        agent.org_id = parse_id(&org_id)?;
-        agent.name = name;
-        // The Agent was let in by whoever made its registration token.
-        agent.created_by = created_by;
-        sqlx::query(&format!(
-            "INSERT INTO agents ({AGENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL, NULL)"
-        ))
-        .bind(agent.id.to_string())
-        .bind(agent.org_id.to_string())
-        .bind(agent.name.clone())
-        .bind(agent.cert_sha256.as_str())
-        .bind(to_micros(agent.created_at))
-        .bind(agent.created_by.clone())
-        .execute(&mut *tx)
-        .await
-        .map_err(unique_as("agent"))?;
-        let mut event = event;
-        event.target = format!("agent:{}", agent.id);
-        event.detail = serde_json::json!({ "name": agent.name });
-        insert_event(&mut tx, agent.org_id, event).await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(agent)
-    }
-
     async fn list_agents(&self, org: OrgId) -> StoreResult<Vec<Agent>> {
         let sql = format!("SELECT {AGENT_COLUMNS} FROM agents WHERE org_id = $1 ORDER BY name, created_at");
         sqlx::query_as::<_, AgentRow>(&sql)
@@ -123,17 +77,6 @@ impl AgentStore for SqlStore {
             .into_iter()
             .map(AgentRow::into_domain)
             .collect()
-    }
-
-    async fn get_agent(&self, id: AgentId) -> StoreResult<Agent> {
-        let sql = format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = $1");
-        sqlx::query_as::<_, AgentRow>(&sql)
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?
-            .ok_or(StoreError::NotFound("agent"))?
-            .into_domain()
     }
 
     async fn revoke_agent(&self, org: OrgId, id: AgentId, event: NewEvent) -> StoreResult<Agent> {
@@ -161,26 +104,6 @@ impl AgentStore for SqlStore {
             .into_domain()?;
         tx.commit().await.map_err(db_err)?;
         Ok(agent)
-    }
-
-    async fn set_agent_local_url(&self, id: AgentId, url: Option<&str>) -> StoreResult<()> {
-        sqlx::query("UPDATE agents SET local_url = $1 WHERE id = $2")
-            .bind(url)
-            .bind(id.to_string())
-            .execute(&self.pool)
-            .await
-            .map_err(db_err)?;
-        Ok(())
-    }
-
-    async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()> {
-        sqlx::query("UPDATE agents SET last_seen_at = $1 WHERE id = $2")
-            .bind(to_micros(now))
-            .bind(id.to_string())
-            .execute(&self.pool)
-            .await
-            .map_err(db_err)?;
-        Ok(())
     }
 
     async fn approve_agent_name(
@@ -251,5 +174,87 @@ impl AgentStore for SqlStore {
                 approved_by: by,
             })
             .collect())
+    }
+}
+
+#[async_trait]
+impl AgentStore for SqlStore {
+    async fn enroll_agent(
+        &self,
+        hash: &TokenHash,
+        agent: &Agent,
+        now: OffsetDateTime,
+        event: NewEvent,
+    ) -> StoreResult<Agent> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // Marking the token used in the same statement that checks it makes
+        // a token good for exactly one enrollment, even under a race.
+        let used: Option<(String, String, String)> = sqlx::query_as(
+            "UPDATE agent_registrations SET used_at = $1
+             WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1
+             RETURNING org_id, name, created_by",
+        )
+        .bind(to_micros(now))
+        .bind(hash.as_str().to_owned())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let Some((org_id, name, created_by)) = used else {
+            return Err(StoreError::NotFound("registration token (unknown, used or expired)"));
+        };
+        let mut agent = agent.clone();
+        agent.org_id = parse_id(&org_id)?;
+        agent.name = name;
+        // The Agent was let in by whoever made its registration token.
+        agent.created_by = created_by;
+        sqlx::query(&format!(
+            "INSERT INTO agents ({AGENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL, NULL)"
+        ))
+        .bind(agent.id.to_string())
+        .bind(agent.org_id.to_string())
+        .bind(agent.name.clone())
+        .bind(agent.cert_sha256.as_str())
+        .bind(to_micros(agent.created_at))
+        .bind(agent.created_by.clone())
+        .execute(&mut *tx)
+        .await
+        .map_err(unique_as("agent"))?;
+        let mut event = event;
+        event.target = format!("agent:{}", agent.id);
+        event.detail = serde_json::json!({ "name": agent.name });
+        insert_event(&mut tx, agent.org_id, event).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(agent)
+    }
+
+    async fn get_agent(&self, id: AgentId) -> StoreResult<Agent> {
+        let sql = format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = $1");
+        sqlx::query_as::<_, AgentRow>(&sql)
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound("agent"))?
+            .into_domain()
+    }
+
+    async fn set_agent_local_url(&self, id: AgentId, url: Option<&str>) -> StoreResult<()> {
+        sqlx::query("UPDATE agents SET local_url = $1 WHERE id = $2")
+            .bind(url)
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()> {
+        sqlx::query("UPDATE agents SET last_seen_at = $1 WHERE id = $2")
+            .bind(to_micros(now))
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
     }
 }

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use heimdall_core::audit::AuditAction;
 use heimdall_core::ids::{AgentId, CatalogId, EventId, OrgId};
-use heimdall_core::ports::{NewEvent, ProgramStore, StoreError, StoreResult};
+use heimdall_core::ports::{NewEvent, ProgramAllowanceStore, ProgramStore, StoreError, StoreResult};
 use heimdall_core::program::{ProgramAllowance, RegisteredToken, Verb};
 use sqlx::FromRow;
 use time::OffsetDateTime;
@@ -78,7 +78,7 @@ impl TokenRow {
 }
 
 #[async_trait]
-impl ProgramStore for SqlStore {
+impl ProgramAllowanceStore for SqlStore {
     async fn set_program_allowance(
         &self,
         org: OrgId,
@@ -148,6 +148,24 @@ impl ProgramStore for SqlStore {
         rows.into_iter().map(AllowanceRow::into_domain).collect()
     }
 
+    async fn program_tokens(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<RegisteredToken>> {
+        let rows: Vec<TokenRow> = sqlx::query_as(
+            "SELECT t.agent_id, t.id, t.name, t.environment_id, COALESCE(e.name, t.environment_id) AS environment, \
+             t.secrets, t.verbs, t.created_at, t.expires_at, t.revoked_at FROM program_tokens t \
+             LEFT JOIN catalog_entries e ON e.id = t.environment_id \
+             WHERE t.org_id = $1 AND t.agent_id = $2 ORDER BY t.created_at, t.id",
+        )
+        .bind(org.to_string())
+        .bind(agent.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter().map(TokenRow::into_domain).collect()
+    }
+}
+
+#[async_trait]
+impl ProgramStore for SqlStore {
     async fn register_program_token(
         &self,
         org: OrgId,
@@ -212,20 +230,5 @@ impl ProgramStore for SqlStore {
         }
         tx.commit().await.map_err(db_err)?;
         Ok(revoked)
-    }
-
-    async fn program_tokens(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<RegisteredToken>> {
-        let rows: Vec<TokenRow> = sqlx::query_as(
-            "SELECT t.agent_id, t.id, t.name, t.environment_id, COALESCE(e.name, t.environment_id) AS environment, \
-             t.secrets, t.verbs, t.created_at, t.expires_at, t.revoked_at FROM program_tokens t \
-             LEFT JOIN catalog_entries e ON e.id = t.environment_id \
-             WHERE t.org_id = $1 AND t.agent_id = $2 ORDER BY t.created_at, t.id",
-        )
-        .bind(org.to_string())
-        .bind(agent.to_string())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.into_iter().map(TokenRow::into_domain).collect()
     }
 }

@@ -5,8 +5,8 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::agents::{self, ByName};
-use heimdall_core::authz::{Action, Target, TargetKind};
+use heimdall_core::agents::{self, service, ByName};
+use heimdall_core::authz::{Action, Target};
 use heimdall_core::ids::{AgentId, RegistrationId};
 use heimdall_core::infra::Agent;
 use heimdall_core::token::TokenHash;
@@ -44,12 +44,6 @@ errors!(body AllowErrors: NotFound);
 errors!(DisallowErrors: NotFound, InvalidInput);
 errors!(body AllowNameErrors: NotFound, Forbidden);
 
-/// By id, or by name: the Agent not revoked with it (`heimdall_core::agents`).
-async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, ApiError> {
-    let agents = state.store.list_agents(caller.org.id).await?;
-    agents::resolve(&agents, key, ByName::Active).cloned()
-}
-
 #[utoipa::path(
     get,
     path = "/v1/agents",
@@ -66,8 +60,7 @@ async fn list(
     caller: Caller,
     QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Agent>>)> {
-    state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
-    let agents = state.store.list_agents(caller.org.id).await?;
+    let agents = service::list(&*state.store, &state.acting(&caller)).await?;
     let (headers, agents) = crate::http::short_page(agents, page.limit, page.after.as_deref(), |a| {
         vec![a.name.clone(), crate::http::sort_time(a.created_at), a.id.to_string()]
     })?;
@@ -162,8 +155,7 @@ async fn others_personal(
 /// By id, or by name: the Agent not revoked with it, else the one revoked
 /// last (a revoked Agent is what one forgets).
 async fn resolve_any(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, ApiError> {
-    let agents = state.store.list_agents(caller.org.id).await?;
-    agents::resolve(&agents, key, ByName::OrLastRevoked).cloned()
+    service::resolve(&*state.store, caller.org.id, key, ByName::OrLastRevoked).await
 }
 
 #[utoipa::path(
@@ -182,19 +174,16 @@ async fn create_registration(
     caller: Caller,
     JsonBody(body): JsonBody<CreateRegistration>,
 ) -> HttpResult<(StatusCode, Json<Registration>)> {
-    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
     let token = generate_token();
-    let id = RegistrationId::from_uuid(Uuid::new_v4());
-    let (hash, by) = (TokenHash::of(token.expose()), caller.member.email.as_str());
-    let plan = agents::register(id, caller.org.id, &body.name, hash, by, state.clock.now())?;
-    let event = state.planned_event(by, plan.event);
-    state.store.create_registration(&plan.registration, event).await?;
+    let id = (RegistrationId::from_uuid(Uuid::new_v4()), body.name.as_str());
+    let hash = TokenHash::of(token.expose());
+    let registration = service::create_registration(&*state.store, &state.acting(&caller), id, hash).await?;
     Ok((
         StatusCode::CREATED,
         Json(Registration {
             name: body.name,
             token: token.expose().clone(),
-            expires_at: plan.registration.expires_at,
+            expires_at: registration.expires_at,
             ca_sha256: state.ca.as_ref().map(|ca| ca.fingerprint()),
         }),
     ))
@@ -276,12 +265,7 @@ async fn revoke(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<Json<Agent>> {
-    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
-    let agent = resolve(&state, &caller, &key).await?;
-    state.authorize(&caller, Action::AgentManage, &Target::new(TargetKind::Agent, agent.id), None).await?;
-    let plan = agents::revoke(&agent);
-    let event = state.planned_event(&caller.member.email, plan.event);
-    Ok(Json(state.store.revoke_agent(caller.org.id, plan.agent, event).await?))
+    Ok(Json(service::revoke(&*state.store, &state.acting(&caller), &key).await?))
 }
 
 /// `DELETE …/program-allowances?environment=E&secret=GLOB`.
@@ -314,9 +298,7 @@ async fn allowances(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<Json<Vec<heimdall_core::program::ProgramAllowance>>> {
-    state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
-    let agent = resolve_any(&state, &caller, &key).await?;
-    Ok(Json(state.store.program_allowances(caller.org.id, agent.id).await?))
+    Ok(Json(service::allowances(&*state.store, &state.acting(&caller), &key).await?))
 }
 
 /// An owner lets the Agent's programs write or delete what `secret` names
@@ -342,20 +324,10 @@ async fn allow_programs(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<heimdall_wire::AllowPrograms>,
 ) -> HttpResult<(StatusCode, Json<heimdall_core::program::ProgramAllowance>)> {
-    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
-    let agent = resolve(&state, &caller, &key).await?;
-    let environment = super::catalog::resolve(
-        &state,
-        &caller,
-        heimdall_core::domain::CatalogKind::Environment,
-        &body.environment,
-    )
-    .await?;
-    let by = caller.member.email.as_str();
-    let plan = agents::allow_programs(&agent, &environment, body.secret, body.verbs, by, state.clock.now())?;
-    let event = state.planned_event(by, plan.event);
-    state.store.set_program_allowance(caller.org.id, &plan.allowance, event).await?;
-    Ok((StatusCode::CREATED, Json(plan.allowance)))
+    let place = (body.environment.as_str(), body.secret);
+    let allowance =
+        service::allow_programs(&*state.store, &state.acting(&caller), &key, place, body.verbs).await?;
+    Ok((StatusCode::CREATED, Json(allowance)))
 }
 
 /// An owner withdraws an allowance: from now on the API refuses what it
@@ -379,21 +351,8 @@ async fn disallow_programs(
     Path(key): Path<String>,
     QueryParams(query): QueryParams<AllowanceQuery>,
 ) -> HttpResult<StatusCode> {
-    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
-    let agent = resolve_any(&state, &caller, &key).await?;
-    let environment = super::catalog::resolve(
-        &state,
-        &caller,
-        heimdall_core::domain::CatalogKind::Environment,
-        &query.environment,
-    )
-    .await?;
-    let plan = agents::disallow_programs(&agent, &environment, &query.secret);
-    let event = state.planned_event(&caller.member.email, plan.event);
-    state
-        .store
-        .remove_program_allowance(caller.org.id, plan.agent, plan.environment, &plan.secret, event)
-        .await?;
+    let place = (query.environment.as_str(), query.secret.as_str());
+    service::disallow_programs(&*state.store, &state.acting(&caller), &key, place).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -413,9 +372,7 @@ async fn program_tokens(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<Json<Vec<heimdall_core::program::RegisteredToken>>> {
-    state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
-    let agent = resolve_any(&state, &caller, &key).await?;
-    Ok(Json(state.store.program_tokens(caller.org.id, agent.id).await?))
+    Ok(Json(service::program_tokens(&*state.store, &state.acting(&caller), &key).await?))
 }
 
 /// An owner approves a host name for the Agent's local-API certificate: the
@@ -441,13 +398,9 @@ async fn allow_name(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<heimdall_wire::AllowName>,
 ) -> HttpResult<(StatusCode, Json<heimdall_core::server_names::ApprovedName>)> {
-    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
-    let agent = resolve(&state, &caller, &key).await?;
-    let by = caller.member.email.as_str();
-    let plan = agents::allow_name(&agent, &body.name, &state.api_names, by, state.clock.now())?;
-    let event = state.planned_event(by, plan.event);
-    state.store.approve_agent_name(caller.org.id, agent.id, &plan.approved, event).await?;
-    Ok((StatusCode::CREATED, Json(plan.approved)))
+    let actor = state.acting(&caller);
+    let approved = service::allow_name(&*state.store, &actor, &key, &body.name, &state.api_names).await?;
+    Ok((StatusCode::CREATED, Json(approved)))
 }
 
 /// An owner withdraws a name: the CA signs it no more for that Agent.

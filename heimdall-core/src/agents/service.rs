@@ -1,0 +1,144 @@
+//! Agents' use cases as people run them, once for every adapter: ask the
+//! policies (`agent.read`, `agent.manage`), resolve the Agent by one rule
+//! ([`super::resolve`]), plan, apply. Generic over the store ports
+//! ([`AgentRecordStore`], [`ProgramAllowanceStore`], [`CatalogStore`]) and
+//! the caller ([`Actor`]). A registration's token is made by the adapter
+//! (randomness is I/O); core gets its hash.
+
+use super::ByName;
+use crate::authz::{Action, Target, TargetKind};
+use crate::domain::CatalogKind;
+use crate::error::ApiError;
+use crate::ids::{OrgId, RegistrationId};
+use crate::infra::Agent;
+use crate::ports::{Actor, AgentRecordStore, CatalogStore, NewRegistration, ProgramAllowanceStore};
+use crate::program::{ProgramAllowance, RegisteredToken, Verb};
+use crate::server_names::ApprovedName;
+use crate::token::TokenHash;
+
+/// The Agent `key` names in `org`: by id, or by name the one not revoked
+/// (with [`ByName::OrLastRevoked`], else the one revoked last).
+pub async fn resolve<S: AgentRecordStore + ?Sized>(
+    store: &S,
+    org: OrgId,
+    key: &str,
+    by_name: ByName,
+) -> Result<Agent, ApiError> {
+    let agents = store.list_agents(org).await?;
+    super::resolve(&agents, key, by_name).cloned()
+}
+
+async fn allowed(actor: &dyn Actor, action: Action) -> Result<(), ApiError> {
+    actor.authorize(action, &Target::organization(actor.org())).await
+}
+
+/// The organization's Agents, revoked ones too.
+pub async fn list<S: AgentRecordStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+) -> Result<Vec<Agent>, ApiError> {
+    allowed(actor, Action::AgentRead).await?;
+    Ok(store.list_agents(actor.org()).await?)
+}
+
+/// A one-time registration `id` for an Agent called `name`, whose token
+/// hashes to `hash` ([`super::register`]).
+pub async fn create_registration<S: AgentRecordStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    (id, name): (RegistrationId, &str),
+    hash: TokenHash,
+) -> Result<NewRegistration, ApiError> {
+    allowed(actor, Action::AgentManage).await?;
+    let plan = super::register(id, actor.org(), name, hash, actor.name(), actor.now())?;
+    store.create_registration(&plan.registration, actor.event(plan.event)).await?;
+    Ok(plan.registration)
+}
+
+/// Revokes the Agent `key` names (not revoked): asked of the policies on
+/// the organization, then on that Agent.
+pub async fn revoke<S: AgentRecordStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    key: &str,
+) -> Result<Agent, ApiError> {
+    allowed(actor, Action::AgentManage).await?;
+    let agent = resolve(store, actor.org(), key, ByName::Active).await?;
+    actor.authorize(Action::AgentManage, &Target::new(TargetKind::Agent, agent.id)).await?;
+    let plan = super::revoke(&agent);
+    Ok(store.revoke_agent(actor.org(), plan.agent, actor.event(plan.event)).await?)
+}
+
+/// What the Agent `key` names lets its programs do.
+pub async fn allowances<S: AgentRecordStore + ProgramAllowanceStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    key: &str,
+) -> Result<Vec<ProgramAllowance>, ApiError> {
+    allowed(actor, Action::AgentRead).await?;
+    let agent = resolve(store, actor.org(), key, ByName::OrLastRevoked).await?;
+    Ok(store.program_allowances(actor.org(), agent.id).await?)
+}
+
+/// The program tokens the Agent `key` names registered.
+pub async fn program_tokens<S: AgentRecordStore + ProgramAllowanceStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    key: &str,
+) -> Result<Vec<RegisteredToken>, ApiError> {
+    allowed(actor, Action::AgentRead).await?;
+    let agent = resolve(store, actor.org(), key, ByName::OrLastRevoked).await?;
+    Ok(store.program_tokens(actor.org(), agent.id).await?)
+}
+
+/// Lets the programs of the Agent `key` names (not revoked) write or
+/// delete what `secret` names in `environment` ([`super::allow_programs`]);
+/// the same Agent, environment and glob again replaces the verbs.
+pub async fn allow_programs<S: AgentRecordStore + ProgramAllowanceStore + CatalogStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    key: &str,
+    (environment, secret): (&str, String),
+    verbs: Vec<Verb>,
+) -> Result<ProgramAllowance, ApiError> {
+    allowed(actor, Action::AgentManage).await?;
+    let agent = resolve(store, actor.org(), key, ByName::Active).await?;
+    let env =
+        crate::catalog::service::resolve(store, actor.org(), CatalogKind::Environment, environment).await?;
+    let plan = super::allow_programs(&agent, &env, secret, verbs, actor.name(), actor.now())?;
+    store.set_program_allowance(actor.org(), &plan.allowance, actor.event(plan.event)).await?;
+    Ok(plan.allowance)
+}
+
+/// Withdraws an allowance of the Agent `key` names: from now on what it
+/// allowed is refused, whatever tokens were made under it.
+pub async fn disallow_programs<S: AgentRecordStore + ProgramAllowanceStore + CatalogStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    key: &str,
+    (environment, secret): (&str, &str),
+) -> Result<(), ApiError> {
+    allowed(actor, Action::AgentManage).await?;
+    let agent = resolve(store, actor.org(), key, ByName::OrLastRevoked).await?;
+    let env =
+        crate::catalog::service::resolve(store, actor.org(), CatalogKind::Environment, environment).await?;
+    let plan = super::disallow_programs(&agent, &env, secret);
+    let event = actor.event(plan.event);
+    Ok(store.remove_program_allowance(actor.org(), plan.agent, plan.environment, &plan.secret, event).await?)
+}
+
+/// Approves `name` for the local-API certificate of the Agent `key` names
+/// ([`super::allow_name`]); never one of `api_names`, the API's own.
+pub async fn allow_name<S: AgentRecordStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    key: &str,
+    name: &str,
+    api_names: &[String],
+) -> Result<ApprovedName, ApiError> {
+    allowed(actor, Action::AgentManage).await?;
+    let agent = resolve(store, actor.org(), key, ByName::Active).await?;
+    let plan = super::allow_name(&agent, name, api_names, actor.name(), actor.now())?;
+    store.approve_agent_name(actor.org(), agent.id, &plan.approved, actor.event(plan.event)).await?;
+    Ok(plan.approved)
+}
