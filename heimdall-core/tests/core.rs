@@ -1,6 +1,6 @@
 //! heimdall-core's integration tests, one binary: the error table,
 //! authorization, the use cases of accounts, Agents, the catalog,
-//! databases, members, policies, schemas, secrets and tokens on in-memory stores, and the purity of the crate's
+//! channels, databases, members, policies, schemas, secrets and tokens on in-memory stores, and the purity of the crate's
 //! dependency closure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
@@ -12,6 +12,8 @@ mod agent_service;
 mod authz;
 #[path = "core/catalog_service.rs"]
 mod catalog_service;
+#[path = "core/channel_service.rs"]
+mod channel_service;
 #[path = "core/database_service.rs"]
 mod database_service;
 #[path = "core/error_codes.rs"]

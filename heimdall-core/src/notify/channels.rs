@@ -79,9 +79,10 @@ pub fn update_channel(
     Ok(Some(ChannelPlan { channel, event }))
 }
 
-/// Removing the channel `key` (an id or a name) with its deliveries.
-pub fn delete_channel(key: &str) -> EventPlan {
-    channel_event(AuditAction::NotificationDeleted, key, serde_json::Value::Null)
+/// Removing the channel `id` with its deliveries (named by id, as its
+/// creation and changes are).
+pub fn delete_channel(id: &str) -> EventPlan {
+    channel_event(AuditAction::NotificationDeleted, id, serde_json::Value::Null)
 }
 
 fn channel_event(action: AuditAction, channel: &str, detail: serde_json::Value) -> EventPlan {
