@@ -539,6 +539,7 @@ pub trait Store:
     + AgentStore
     + SecretRecordStore
     + MemberCertificateStore
+    + AssignmentStore
     + SecretStore
     + AccessStore
     + ChannelStore
@@ -565,6 +566,7 @@ impl<T> Store for T where
         + AgentStore
         + SecretRecordStore
         + MemberCertificateStore
+        + AssignmentStore
         + SecretStore
         + AccessStore
         + ChannelStore
@@ -681,15 +683,6 @@ pub trait InventoryStore: Send + Sync {
     async fn environment_deletions(&self, org: OrgId) -> StoreResult<Vec<EnvironmentDeletion>>;
     /// Drops `agent`'s inventory (its store is destroyed), completing deletions it held up.
     async fn forget_agent(&self, org: OrgId, agent: AgentId, event: NewEvent) -> StoreResult<()>;
-    /// Takes `agent` off `environment`: it deletes what it holds there on
-    /// its next sync (until its inventory lists nothing there).
-    async fn unassign_agent(
-        &self,
-        org: OrgId,
-        environment: CatalogId,
-        agent: AgentId,
-        event: NewEvent,
-    ) -> StoreResult<()>;
     /// The environments `agent` must delete what it holds of.
     async fn released_environments(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<CatalogId>>;
 }
@@ -1016,6 +1009,8 @@ pub trait SecretRecordStore: Send + Sync {
     async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>>;
     /// Replaces the secret's metadata (type, description, tags, components).
     async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
+    /// Its version numbers per environment (never a value).
+    async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>>;
 }
 
 /// People's client certificates, which a personal secret's key is bound to.
@@ -1029,6 +1024,25 @@ pub trait MemberCertificateStore: Send + Sync {
         org: OrgId,
         now: OffsetDateTime,
     ) -> StoreResult<Vec<MemberCertificate>>;
+}
+
+/// Which Agents hold which environments; what the assignment use cases
+/// of `secrets::service` run on.
+#[async_trait]
+pub trait AssignmentStore: Send + Sync {
+    async fn assign_agent(&self, org: OrgId, assignment: &Assignment, event: NewEvent) -> StoreResult<()>;
+    async fn list_assignments(&self, org: OrgId, environment: CatalogId) -> StoreResult<Vec<Assignment>>;
+    /// Every environment's assignments in the organization, in one read.
+    async fn list_all_assignments(&self, org: OrgId) -> StoreResult<Vec<Assignment>>;
+    /// Takes `agent` off `environment`: it deletes what it holds there on
+    /// its next sync (until its inventory lists nothing there).
+    async fn unassign_agent(
+        &self,
+        org: OrgId,
+        environment: CatalogId,
+        agent: AgentId,
+        event: NewEvent,
+    ) -> StoreResult<()>;
 }
 
 /// Secrets' versions, Agents' certificates and environments' Agents.
@@ -1051,7 +1065,6 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
     /// An API process starts: lists of secrets Agents hold from before are
     /// answered whole (`crate::sync_delta::RESTART_STEP`).
     async fn start_sync_epoch(&self) -> StoreResult<()>;
-    async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>>;
     /// Numbers the next version of `secret` in `environment` (1 for the
     /// first) and stores who asked and the overlap asked for, with
     /// `event`, in one transaction; with `asked.bind`, also binds that
@@ -1108,10 +1121,6 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
         sha256: &crate::Sha256Hex,
         event: NewEvent,
     ) -> StoreResult<IssuedCertificateInfo>;
-    async fn assign_agent(&self, org: OrgId, assignment: &Assignment, event: NewEvent) -> StoreResult<()>;
-    async fn list_assignments(&self, org: OrgId, environment: CatalogId) -> StoreResult<Vec<Assignment>>;
-    /// Every environment's assignments in the organization, in one read.
-    async fn list_all_assignments(&self, org: OrgId) -> StoreResult<Vec<Assignment>>;
 }
 
 // ---- Secret Manager (access records from Agents) --------------------------------

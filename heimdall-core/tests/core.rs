@@ -8,6 +8,8 @@
 mod account_service;
 #[path = "core/agent_service.rs"]
 mod agent_service;
+#[path = "core/assignment_service.rs"]
+mod assignment_service;
 #[path = "core/authz.rs"]
 mod authz;
 #[path = "core/catalog_service.rs"]

@@ -401,42 +401,6 @@ impl InventoryStore for SqlStore {
         tx.commit().await.map_err(db_err)
     }
 
-    async fn unassign_agent(
-        &self,
-        org: OrgId,
-        environment: CatalogId,
-        agent: AgentId,
-        event: NewEvent,
-    ) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let removed = sqlx::query(
-            "DELETE FROM environment_agents WHERE org_id = $1 AND environment_id = $2 AND agent_id = $3",
-        )
-        .bind(org.to_string())
-        .bind(environment.to_string())
-        .bind(agent.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        if removed.rows_affected() == 0 {
-            return Err(StoreError::NotFound("assignment"));
-        }
-        sqlx::query(
-            "INSERT INTO agent_releases (org_id, agent_id, environment_id, released_at, released_by) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-        )
-        .bind(org.to_string())
-        .bind(agent.to_string())
-        .bind(environment.to_string())
-        .bind(to_micros(event.at))
-        .bind(event.actor.clone())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        insert_event(&mut tx, org, event).await?;
-        tx.commit().await.map_err(db_err)
-    }
-
     async fn released_environments(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<CatalogId>> {
         let rows: Vec<(String,)> =
             sqlx::query_as("SELECT environment_id FROM agent_releases WHERE org_id = $1 AND agent_id = $2")

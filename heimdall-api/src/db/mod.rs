@@ -13,6 +13,7 @@
 mod access;
 mod accounts;
 mod agents;
+mod assignments;
 mod at_risk;
 mod databases;
 mod events;

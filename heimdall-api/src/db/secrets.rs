@@ -9,8 +9,8 @@ use heimdall_core::ports::{
 };
 use heimdall_core::retention::Overlap;
 use heimdall_core::secrets::{
-    AgentCertificate, Assignment, CertificateKind, IssuedCertificateInfo, MemberCertificate, Secret,
-    SecretVersion, VersionAsked,
+    AgentCertificate, CertificateKind, IssuedCertificateInfo, MemberCertificate, Secret, SecretVersion,
+    VersionAsked,
 };
 use heimdall_core::Sha256Hex;
 use sqlx::{Any, FromRow, Transaction};
@@ -291,6 +291,20 @@ impl SecretRecordStore for SqlStore {
         insert_event(&mut tx, secret.org_id, event).await?;
         tx.commit().await.map_err(db_err)
     }
+
+    async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>> {
+        let sql = format!(
+            "SELECT {VERSION_COLUMNS} FROM secret_versions v JOIN secrets s ON s.id = v.secret_id \
+             WHERE s.org_id = $1 AND v.secret_id = $2 ORDER BY v.environment_id, v.version"
+        );
+        let rows: Vec<VersionRow> = sqlx::query_as(&sql)
+            .bind(org.to_string())
+            .bind(secret.to_string())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.into_iter().map(version_from_row).collect()
+    }
 }
 
 #[async_trait]
@@ -411,20 +425,6 @@ impl SecretStore for SqlStore {
 
     async fn start_sync_epoch(&self) -> StoreResult<()> {
         super::sync_secrets::start_sync_epoch(&self.pool).await
-    }
-
-    async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>> {
-        let sql = format!(
-            "SELECT {VERSION_COLUMNS} FROM secret_versions v JOIN secrets s ON s.id = v.secret_id \
-             WHERE s.org_id = $1 AND v.secret_id = $2 ORDER BY v.environment_id, v.version"
-        );
-        let rows: Vec<VersionRow> = sqlx::query_as(&sql)
-            .bind(org.to_string())
-            .bind(secret.to_string())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows.into_iter().map(version_from_row).collect()
     }
 
     async fn create_version(
@@ -687,38 +687,6 @@ impl SecretStore for SqlStore {
             .find(|c| &c.sha256 == sha256)
             .ok_or(StoreError::NotFound("certificate"))
     }
-
-    async fn assign_agent(&self, org: OrgId, a: &Assignment, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO environment_agents (org_id, environment_id, agent_id, assigned_at, assigned_by) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(org.to_string())
-        .bind(a.environment_id.to_string())
-        .bind(a.agent_id.to_string())
-        .bind(to_micros(a.assigned_at))
-        .bind(a.assigned_by.clone())
-        .execute(&mut *tx)
-        .await
-        .map_err(unique_as("assignment"))?;
-        // Assigned again: what it still holds there is its to keep.
-        sqlx::query("DELETE FROM agent_releases WHERE agent_id = $1 AND environment_id = $2")
-            .bind(a.agent_id.to_string())
-            .bind(a.environment_id.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        insert_event(&mut tx, org, event).await?;
-        tx.commit().await.map_err(db_err)
-    }
-
-    async fn list_assignments(&self, org: OrgId, environment: CatalogId) -> StoreResult<Vec<Assignment>> {
-        self.assignments_in(org, &environment.to_string()).await
-    }
-
-    async fn list_all_assignments(&self, org: OrgId) -> StoreResult<Vec<Assignment>> {
-        self.assignments_in(org, "").await
-    }
 }
 
 /// Inserts `secret` in the caller's transaction; a deleted secret of the
@@ -755,30 +723,4 @@ pub(super) async fn insert_secret(tx: &mut Transaction<'_, Any>, secret: &Secret
         bind_key(tx, secret.id, key, secret.created_at).await?;
     }
     Ok(())
-}
-
-impl SqlStore {
-    /// The Agents assigned to `environment` (an id), or to every
-    /// environment of `org` when it is empty, in one query.
-    async fn assignments_in(&self, org: OrgId, environment: &str) -> StoreResult<Vec<Assignment>> {
-        let rows: Vec<(String, String, i64, String)> = sqlx::query_as(
-            "SELECT environment_id, agent_id, assigned_at, assigned_by FROM environment_agents
-             WHERE org_id = $1 AND ($2 = '' OR environment_id = $2) ORDER BY environment_id, assigned_at, agent_id",
-        )
-        .bind(org.to_string())
-        .bind(environment.to_owned())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.into_iter()
-            .map(|(env, agent, at, by)| {
-                Ok(Assignment {
-                    environment_id: parse_id(&env)?,
-                    agent_id: parse_id(&agent)?,
-                    assigned_at: from_micros(at),
-                    assigned_by: by,
-                })
-            })
-            .collect()
-    }
 }

@@ -2,19 +2,24 @@
 //! which secret a name means for the caller, creating one (a personal one
 //! bound to her member id and her certificate's key) and changing its
 //! metadata, each asked of the policies where the secret is and, when it
-//! moves, where it lands. Generic over the store ports
-//! ([`SecretRecordStore`], [`MemberCertificateStore`], [`CatalogStore`])
-//! and the caller ([`Actor`]).
+//! moves, where it lands; and which Agents hold an environment. Generic
+//! over the store ports ([`SecretRecordStore`], [`MemberCertificateStore`],
+//! [`AssignmentStore`], [`AgentRecordStore`], [`HoldingStore`],
+//! [`CatalogStore`]) and the caller ([`Actor`]).
 
 use std::collections::BTreeMap;
 
-use super::{reaches, Creator, NewSecret, Reach, Secret, SecretChange};
-use crate::authz::{secret_target, Action, Target};
+use super::{reaches, Assignment, Creator, NewSecret, Reach, Secret, SecretChange};
+use crate::agents::ByName;
+use crate::authz::{secret_target, Action, Target, TargetKind};
 use crate::domain::CatalogKind;
 use crate::error::{ApiError, ErrorCode};
 use crate::ids::{CatalogId, SecretId};
 use crate::on_behalf::UsedSecret;
-use crate::ports::{Actor, CatalogStore, MemberCertificateStore, SecretRecordStore};
+use crate::ports::{
+    Actor, AgentRecordStore, AssignmentStore, CatalogStore, HoldingStore, MemberCertificateStore,
+    SecretRecordStore,
+};
 
 /// A personal secret exists only for its owner, by member id: anyone else
 /// is told it does not exist, whatever their role ([`reaches`]).
@@ -153,4 +158,91 @@ pub async fn update<S: SecretRecordStore + CatalogStore + ?Sized>(
     }
     store.update_secret(&plan.secret, actor.event(plan.event)).await?;
     Ok(plan.secret)
+}
+
+/// The Agents assigned to `environment` (an id or a name).
+pub async fn assignments<S: AssignmentStore + CatalogStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    environment: &str,
+) -> Result<Vec<Assignment>, ApiError> {
+    actor.authorize(Action::AgentRead, &Target::organization(actor.org())).await?;
+    let env =
+        crate::catalog::service::resolve(store, actor.org(), CatalogKind::Environment, environment).await?;
+    Ok(store.list_assignments(actor.org(), env.id).await?)
+}
+
+/// The environment `key` names, once the caller may assign its Agents.
+async fn assignable<S: CatalogStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    key: &str,
+) -> Result<crate::domain::CatalogEntry, ApiError> {
+    let env = crate::catalog::service::resolve(store, actor.org(), CatalogKind::Environment, key).await?;
+    let target = Target::new(TargetKind::Environment, env.id);
+    actor.authorize_in(Action::EnvironmentAssignAgent, &target, &env.name).await?;
+    Ok(env)
+}
+
+/// Assigns the Agent `agent` names (not revoked) to `environment`
+/// ([`super::assign`]): it holds the environment's values from its next
+/// sync.
+pub async fn assign<S: AssignmentStore + AgentRecordStore + CatalogStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    environment: &str,
+    agent: &str,
+) -> Result<Assignment, ApiError> {
+    let env = assignable(store, actor, environment).await?;
+    let agent = crate::agents::service::resolve(store, actor.org(), agent, ByName::Active).await?;
+    let plan = super::assign(&env, &agent, actor.name(), actor.now())?;
+    store.assign_agent(actor.org(), &plan.assignment, actor.event(plan.event)).await?;
+    Ok(plan.assignment)
+}
+
+/// Takes the Agent `agent` names (among those assigned there, revoked ones
+/// too) off `environment` ([`super::unassign`]): refused while it is the
+/// only holder of a current version there. Its assignment as it was.
+pub async fn unassign<S>(
+    store: &S,
+    actor: &dyn Actor,
+    environment: &str,
+    agent: &str,
+) -> Result<Assignment, ApiError>
+where
+    S: AssignmentStore + AgentRecordStore + HoldingStore + SecretRecordStore + CatalogStore + ?Sized,
+{
+    let env = assignable(store, actor, environment).await?;
+    let assignments = store.list_assignments(actor.org(), env.id).await?;
+    let mut agents = store.list_agents(actor.org()).await?;
+    agents.retain(|a| assignments.iter().any(|x| x.agent_id == a.id));
+    let agent = crate::agents::resolve(&agents, agent, ByName::OrLastRevoked).map_err(|e| match e.code {
+        ErrorCode::NotFound => ApiError::not_found(format!("agent holding {}", env.name)),
+        _ => e,
+    })?;
+    let assignment = assignments.iter().find(|x| x.agent_id == agent.id).cloned();
+    // Only the secrets this Agent holds there matter: who else holds them
+    // there, and each one's current version there (one lookup per secret).
+    let mut secrets: Vec<String> = store
+        .holdings_of_agent(actor.org(), agent.id)
+        .await?
+        .into_iter()
+        .filter(|h| h.environment == env.name)
+        .map(|h| h.secret)
+        .collect();
+    secrets.sort();
+    secrets.dedup();
+    let (mut holdings, mut current) = (Vec::new(), std::collections::HashMap::new());
+    for name in &secrets {
+        let held = store.holdings_of_secret(actor.org(), name).await?;
+        holdings.extend(held.into_iter().filter(|h| h.environment == env.name));
+        if let Some(secret) = store.find_secret_by_name(actor.org(), name).await? {
+            let versions = store.list_versions(actor.org(), secret.id).await?;
+            let top = versions.iter().filter(|v| v.environment_id == env.id).map(|v| v.version).max();
+            current.insert(name.clone(), top);
+        }
+    }
+    let plan = super::unassign(&env, agent, &holdings, |s| current.get(s).copied().flatten())?;
+    store.unassign_agent(actor.org(), plan.environment, plan.agent, actor.event(plan.event)).await?;
+    assignment.ok_or_else(|| ApiError::not_found("assignment"))
 }

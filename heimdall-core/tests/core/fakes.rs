@@ -19,12 +19,12 @@ use heimdall_core::notify::{Channel, Delivery};
 use heimdall_core::on_behalf::{OnBehalfOf, UsedSecret};
 use heimdall_core::policies::PolicyWrite;
 use heimdall_core::ports::{
-    AccountStore, Actor, AgentRecordStore, CatalogStore, ChannelStore, DatabaseRecordStore, Holding,
-    HoldingStore, MemberCertificateStore, MemberStore, NewEvent, NewRegistration, NewToken, PolicyStore,
-    ProgramAllowanceStore, SchemaStore, SecretRecordStore, StoreError, StoreResult, TokenStore,
+    AccountStore, Actor, AgentRecordStore, AssignmentStore, CatalogStore, ChannelStore, DatabaseRecordStore,
+    Holding, HoldingStore, MemberCertificateStore, MemberStore, NewEvent, NewRegistration, NewToken,
+    PolicyStore, ProgramAllowanceStore, SchemaStore, SecretRecordStore, StoreError, StoreResult, TokenStore,
 };
 use heimdall_core::program::{ProgramAllowance, RegisteredToken};
-use heimdall_core::secrets::{MemberCertificate, Secret};
+use heimdall_core::secrets::{Assignment, MemberCertificate, Secret, SecretVersion};
 use heimdall_core::server_names::ApprovedName;
 use heimdall_core::ApiError;
 use time::OffsetDateTime;
@@ -593,6 +593,7 @@ catalog_beside!(MemorySecrets, catalog);
 catalog_beside!(MemoryAccounts, secrets.catalog);
 catalog_beside!(MemoryDatabases, secrets.catalog);
 catalog_beside!(MemoryAgents, catalog);
+catalog_beside!(MemoryEnvironments, secrets.catalog);
 
 /// The secrets' records in memory beside a catalog (the Components they
 /// are under) and the members' certificates: names unique in the
@@ -602,6 +603,8 @@ catalog_beside!(MemoryAgents, catalog);
 pub struct MemorySecrets {
     pub catalog: MemoryCatalog,
     pub certificates: Mutex<Vec<MemberCertificate>>,
+    /// Version numbers, as Agents' writes make them.
+    pub versions: Mutex<Vec<SecretVersion>>,
     secrets: Mutex<Vec<Secret>>,
     events: Mutex<Vec<NewEvent>>,
 }
@@ -646,6 +649,10 @@ impl SecretRecordStore for MemorySecrets {
 
     async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>> {
         Ok(self.secrets.lock().unwrap().iter().find(|s| s.org_id == org && s.name == name).cloned())
+    }
+
+    async fn list_versions(&self, _org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>> {
+        Ok(self.versions.lock().unwrap().iter().filter(|v| v.secret_id == secret).cloned().collect())
     }
 
     async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
@@ -863,12 +870,17 @@ macro_rules! secrets_beside {
             async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
                 self.secrets.update_secret(secret, event).await
             }
+
+            async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>> {
+                self.secrets.list_versions(org, secret).await
+            }
         }
     };
 }
 
 secrets_beside!(MemoryAccounts);
 secrets_beside!(MemoryDatabases);
+secrets_beside!(MemoryEnvironments);
 
 /// Databases and their service users in memory beside secrets, a catalog
 /// and what Agents hold: names unique, a user's secret stored with it (its
@@ -1009,20 +1021,28 @@ impl DatabaseRecordStore for MemoryDatabases {
     }
 }
 
-#[async_trait]
-impl HoldingStore for MemoryDatabases {
-    async fn holdings_of_secret(&self, _org: OrgId, secret: &str) -> StoreResult<Vec<Holding>> {
-        Ok(self.holdings.lock().unwrap().iter().filter(|h| h.secret == secret).cloned().collect())
-    }
+/// The holdings port of a fake that keeps `holdings` (what Agents report).
+macro_rules! holdings_in {
+    ($fake:ty) => {
+        #[async_trait]
+        impl HoldingStore for $fake {
+            async fn holdings_of_secret(&self, _org: OrgId, secret: &str) -> StoreResult<Vec<Holding>> {
+                Ok(self.holdings.lock().unwrap().iter().filter(|h| h.secret == secret).cloned().collect())
+            }
 
-    async fn holdings_of_agent(&self, _org: OrgId, agent: AgentId) -> StoreResult<Vec<Holding>> {
-        Ok(self.holdings.lock().unwrap().iter().filter(|h| h.agent_id == agent).cloned().collect())
-    }
+            async fn holdings_of_agent(&self, _org: OrgId, agent: AgentId) -> StoreResult<Vec<Holding>> {
+                Ok(self.holdings.lock().unwrap().iter().filter(|h| h.agent_id == agent).cloned().collect())
+            }
 
-    async fn holdings_of_org(&self, _org: OrgId) -> StoreResult<Vec<Holding>> {
-        Ok(self.holdings.lock().unwrap().clone())
-    }
+            async fn holdings_of_org(&self, _org: OrgId) -> StoreResult<Vec<Holding>> {
+                Ok(self.holdings.lock().unwrap().clone())
+            }
+        }
+    };
 }
+
+holdings_in!(MemoryDatabases);
+holdings_in!(MemoryEnvironments);
 
 /// Agents as people manage them, in memory beside a catalog: Agents
 /// (`enrolled` adds one as the enrollment would), registrations, program
@@ -1234,5 +1254,114 @@ impl ChannelStore for MemoryChannels {
 
     async fn list_deliveries(&self, _org: OrgId, limit: u32) -> StoreResult<Vec<Delivery>> {
         Ok(self.deliveries.lock().unwrap().iter().take(limit as usize).cloned().collect())
+    }
+}
+
+/// Environments and the Agents that hold them, in memory: assignments (one
+/// per Agent and environment), beside Agents, secrets (with their
+/// versions), what Agents report holding and a catalog.
+#[derive(Default)]
+pub struct MemoryEnvironments {
+    pub secrets: MemorySecrets,
+    pub agents: MemoryAgents,
+    pub holdings: Mutex<Vec<Holding>>,
+    assignments: Mutex<Vec<Assignment>>,
+    events: Mutex<Vec<NewEvent>>,
+}
+
+impl MemoryEnvironments {
+    pub fn with_catalog(entries: &[CatalogEntry]) -> Self {
+        Self { secrets: MemorySecrets::with_catalog(entries), ..Self::default() }
+    }
+
+    pub fn actions(&self) -> Vec<AuditAction> {
+        self.events.lock().unwrap().iter().map(|e| e.action).collect()
+    }
+}
+
+#[async_trait]
+impl AssignmentStore for MemoryEnvironments {
+    async fn assign_agent(&self, _org: OrgId, assignment: &Assignment, event: NewEvent) -> StoreResult<()> {
+        let mut assignments = self.assignments.lock().unwrap();
+        let same = |a: &Assignment| {
+            a.agent_id == assignment.agent_id && a.environment_id == assignment.environment_id
+        };
+        if assignments.iter().any(same) {
+            return Err(StoreError::AlreadyExists("assignment"));
+        }
+        assignments.push(assignment.clone());
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn list_assignments(&self, _org: OrgId, environment: CatalogId) -> StoreResult<Vec<Assignment>> {
+        Ok(self
+            .assignments
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|a| a.environment_id == environment)
+            .cloned()
+            .collect())
+    }
+
+    async fn list_all_assignments(&self, _org: OrgId) -> StoreResult<Vec<Assignment>> {
+        Ok(self.assignments.lock().unwrap().clone())
+    }
+
+    async fn unassign_agent(
+        &self,
+        _org: OrgId,
+        environment: CatalogId,
+        agent: AgentId,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut assignments = self.assignments.lock().unwrap();
+        let at = assignments
+            .iter()
+            .position(|a| a.agent_id == agent && a.environment_id == environment)
+            .ok_or(StoreError::NotFound("assignment"))?;
+        assignments.remove(at);
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl AgentRecordStore for MemoryEnvironments {
+    async fn create_registration(&self, registration: &NewRegistration, event: NewEvent) -> StoreResult<()> {
+        self.agents.create_registration(registration, event).await
+    }
+
+    async fn list_agents(&self, org: OrgId) -> StoreResult<Vec<Agent>> {
+        self.agents.list_agents(org).await
+    }
+
+    async fn revoke_agent(&self, org: OrgId, id: AgentId, event: NewEvent) -> StoreResult<Agent> {
+        self.agents.revoke_agent(org, id, event).await
+    }
+
+    async fn approve_agent_name(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+        name: &ApprovedName,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        self.agents.approve_agent_name(org, agent, name, event).await
+    }
+
+    async fn remove_agent_name(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+        name: &str,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        self.agents.remove_agent_name(org, agent, name, event).await
+    }
+
+    async fn agent_names(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<ApprovedName>> {
+        self.agents.agent_names(org, agent).await
     }
 }

@@ -4,8 +4,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::agents::{self, ByName};
-use heimdall_core::authz::{secret_target, Action, Target, TargetKind};
+use heimdall_core::authz::{secret_target, Action, Target};
 use heimdall_core::deletion::{self, Holder};
 use heimdall_core::domain::CatalogEntry;
 use heimdall_core::domain::CatalogKind;
@@ -506,9 +505,7 @@ async fn assignments(
     Path(env): Path<String>,
     QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Assignment>>)> {
-    state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
-    let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &env).await?;
-    let assigned = state.store.list_assignments(caller.org.id, env.id).await?;
+    let assigned = service::assignments(&*state.store, &state.acting(&caller), &env).await?;
     let (headers, assigned) =
         crate::http::short_page(assigned, page.limit, page.after.as_deref(), assignment_order)?;
     Ok((headers, Json(assigned)))
@@ -533,15 +530,8 @@ async fn assign(
     Path(env): Path<String>,
     JsonBody(body): JsonBody<AssignAgent>,
 ) -> HttpResult<(StatusCode, Json<Assignment>)> {
-    let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &env).await?;
-    let target = Target::new(TargetKind::Environment, env.id);
-    state.authorize(&caller, Action::EnvironmentAssignAgent, &target, Some(&env.name)).await?;
-    let agents = state.store.list_agents(caller.org.id).await?;
-    let agent = agents::resolve(&agents, &body.agent, ByName::Active)?;
-    let plan = secrets::assign(&env, agent, &caller.member.email, state.clock.now())?;
-    let event = state.planned_event(&caller.member.email, plan.event);
-    state.store.assign_agent(caller.org.id, &plan.assignment, event).await?;
-    Ok((StatusCode::CREATED, Json(plan.assignment)))
+    let assignment = service::assign(&*state.store, &state.acting(&caller), &env, &body.agent).await?;
+    Ok((StatusCode::CREATED, Json(assignment)))
 }
 
 /// `DELETE /v1/environments/{key}/agents/{agent}` (owner): the Agent no
@@ -565,44 +555,7 @@ async fn unassign(
     caller: Caller,
     Path((env, key)): Path<(String, String)>,
 ) -> HttpResult<Json<Assignment>> {
-    let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &env).await?;
-    let target = Target::new(TargetKind::Environment, env.id);
-    state.authorize(&caller, Action::EnvironmentAssignAgent, &target, Some(&env.name)).await?;
-    let assignments = state.store.list_assignments(caller.org.id, env.id).await?;
-    let mut agents = state.store.list_agents(caller.org.id).await?;
-    agents.retain(|a| assignments.iter().any(|x| x.agent_id == a.id));
-    let agent = agents::resolve(&agents, &key, ByName::OrLastRevoked).map_err(|e| match e.code {
-        ErrorCode::NotFound => ApiError::not_found(format!("agent holding {}", env.name)),
-        _ => e,
-    })?;
-    let assignment = assignments.iter().find(|x| x.agent_id == agent.id).cloned();
-    // What the environment's Agents hold there, and each secret's current version there.
-    // Only the secrets this Agent holds there matter: who else holds them
-    // there, and each one's current version there (one lookup per secret).
-    let mut secrets: Vec<String> = state
-        .store
-        .holdings_of_agent(caller.org.id, agent.id)
-        .await?
-        .into_iter()
-        .filter(|h| h.environment == env.name)
-        .map(|h| h.secret)
-        .collect();
-    secrets.sort();
-    secrets.dedup();
-    let (mut holdings, mut current) = (Vec::new(), std::collections::HashMap::new());
-    for name in &secrets {
-        let held = state.store.holdings_of_secret(caller.org.id, name).await?;
-        holdings.extend(held.into_iter().filter(|h| h.environment == env.name));
-        if let Some(secret) = state.store.find_secret_by_name(caller.org.id, name).await? {
-            let versions = state.store.list_versions(caller.org.id, secret.id).await?;
-            let top = versions.iter().filter(|v| v.environment_id == env.id).map(|v| v.version).max();
-            current.insert(name.clone(), top);
-        }
-    }
-    let plan = secrets::unassign(&env, agent, &holdings, |s| current.get(s).copied().flatten())?;
-    let event = state.planned_event(&caller.member.email, plan.event);
-    state.store.unassign_agent(caller.org.id, plan.environment, plan.agent, event).await?;
-    assignment.map(Json).ok_or_else(|| ApiError::not_found("assignment").into())
+    Ok(Json(service::unassign(&*state.store, &state.acting(&caller), &env, &key).await?))
 }
 
 /// Who may write or deactivate versions: owner and admin by default (a
