@@ -545,6 +545,7 @@ pub trait Store:
     + ChannelStore
     + NotificationStore
     + HoldingStore
+    + DeletionStore
     + InventoryStore
     + DatabaseRecordStore
     + DatabaseStore
@@ -572,6 +573,7 @@ impl<T> Store for T where
         + ChannelStore
         + NotificationStore
         + HoldingStore
+        + DeletionStore
         + InventoryStore
         + DatabaseRecordStore
         + DatabaseStore
@@ -653,6 +655,22 @@ pub trait HoldingStore: Send + Sync {
     async fn holdings_of_org(&self, org: OrgId) -> StoreResult<Vec<Holding>>;
 }
 
+/// Starting a secret's deletion, everywhere or in one environment.
+#[async_trait]
+pub trait DeletionStore: Send + Sync {
+    /// The secret goes `deleting` (or `deleted` at once when no Agent holds it).
+    async fn start_deletion(&self, org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()>;
+    /// The secret goes `deleting` in one environment only (or `deleted`
+    /// there at once when no Agent holds it there).
+    async fn start_environment_deletion(
+        &self,
+        org: OrgId,
+        secret: SecretId,
+        environment: CatalogId,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+}
+
 #[async_trait]
 pub trait InventoryStore: Send + Sync {
     /// Replaces what `agent` holds with its report (environments by id) and
@@ -666,19 +684,8 @@ pub trait InventoryStore: Send + Sync {
         items: &[Reported],
         at: ReportedAt,
     ) -> StoreResult<()>;
-    /// The secret goes `deleting` (or `deleted` at once when no Agent holds it).
-    async fn start_deletion(&self, org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()>;
     /// Names of the organization's secrets being deleted or deleted: Agents drop what they hold of them.
     async fn deleted_secret_names(&self, org: OrgId) -> StoreResult<Vec<String>>;
-    /// The secret goes `deleting` in one environment only (or `deleted`
-    /// there at once when no Agent holds it there).
-    async fn start_environment_deletion(
-        &self,
-        org: OrgId,
-        secret: SecretId,
-        environment: CatalogId,
-        event: NewEvent,
-    ) -> StoreResult<()>;
     /// (secret name, environment) pairs being deleted: Agents drop what they hold there.
     async fn environment_deletions(&self, org: OrgId) -> StoreResult<Vec<EnvironmentDeletion>>;
     /// Drops `agent`'s inventory (its store is destroyed), completing deletions it held up.
@@ -1011,6 +1018,16 @@ pub trait SecretRecordStore: Send + Sync {
     async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
     /// Its version numbers per environment (never a value).
     async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>>;
+    /// Marks a version deactivated (idempotent: the first time is kept).
+    /// `NotFound` if the version does not exist.
+    async fn deactivate_version(
+        &self,
+        org: OrgId,
+        secret: SecretId,
+        environment: CatalogId,
+        version: i64,
+        event: NewEvent,
+    ) -> StoreResult<SecretVersion>;
 }
 
 /// People's client certificates, which a personal secret's key is bound to.
@@ -1085,16 +1102,6 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
         org: OrgId,
         wanted: &[(&str, CatalogId)],
     ) -> StoreResult<Vec<(String, CatalogId, crate::retention::Overlap)>>;
-    /// Marks a version deactivated (idempotent: the first time is kept).
-    /// `NotFound` if the version does not exist.
-    async fn deactivate_version(
-        &self,
-        org: OrgId,
-        secret: SecretId,
-        environment: CatalogId,
-        version: i64,
-        event: NewEvent,
-    ) -> StoreResult<SecretVersion>;
     /// Every deactivated version in the organization: (secret name,
     /// environment id, version).
     async fn deactivated_versions(&self, org: OrgId) -> StoreResult<Vec<(String, CatalogId, i64)>>;

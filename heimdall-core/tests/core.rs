@@ -22,6 +22,8 @@ mod database_service;
 mod error_codes;
 #[path = "core/fakes.rs"]
 mod fakes;
+#[path = "core/lifecycle_service.rs"]
+mod lifecycle_service;
 #[path = "core/member_service.rs"]
 mod member_service;
 #[path = "core/policy_service.rs"]

@@ -10,8 +10,8 @@ use heimdall_core::deletion::{is_done, Hearer, Lifecycle};
 use heimdall_core::ids::{AgentId, CatalogId, EventId, OrgId, SecretId};
 use heimdall_core::infra::Agent;
 use heimdall_core::ports::{
-    EnvironmentDeletion, Holding, HoldingStore, InventoryStore, NewEvent, Reported, ReportedAt, StoreError,
-    StoreResult,
+    DeletionStore, EnvironmentDeletion, Holding, HoldingStore, InventoryStore, NewEvent, Reported,
+    ReportedAt, StoreError, StoreResult,
 };
 use sqlx::{Any, FromRow, Transaction};
 use time::OffsetDateTime;
@@ -270,6 +270,58 @@ impl HoldingStore for SqlStore {
 }
 
 #[async_trait]
+impl DeletionStore for SqlStore {
+    async fn start_deletion(&self, org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let (actor, at) = (event.actor.clone(), event.at);
+        if !mark_deleting(&mut tx, org, secret, at).await? {
+            return Err(StoreError::Conflict("the secret is already being deleted".into()));
+        }
+        insert_event(&mut tx, org, event).await?;
+        complete_deletions(&mut tx, org, &actor, at).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn start_environment_deletion(
+        &self,
+        org: OrgId,
+        secret: SecretId,
+        environment: CatalogId,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let (actor, at) = (event.actor.clone(), event.at);
+        let held: Option<(String,)> = sqlx::query_as(
+            "SELECT lifecycle FROM secret_environment_deletions WHERE secret_id = $1 AND environment_id = $2",
+        )
+        .bind(secret.to_string())
+        .bind(environment.to_string())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if let Some((lifecycle,)) = held {
+            return Err(StoreError::Conflict(format!(
+                "the secret is already {lifecycle} in that environment"
+            )));
+        }
+        sqlx::query(
+            "INSERT INTO secret_environment_deletions (secret_id, environment_id, lifecycle, started_at, \
+             through_version) VALUES ($1, $2, 'deleting', $3, (SELECT MAX(version) FROM secret_versions \
+             WHERE secret_id = $1 AND environment_id = $2))",
+        )
+        .bind(secret.to_string())
+        .bind(environment.to_string())
+        .bind(to_micros(at))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        complete_deletions(&mut tx, org, &actor, at).await?;
+        tx.commit().await.map_err(db_err)
+    }
+}
+
+#[async_trait]
 impl InventoryStore for SqlStore {
     async fn store_inventory(
         &self,
@@ -365,17 +417,6 @@ impl InventoryStore for SqlStore {
         tx.commit().await.map_err(db_err)
     }
 
-    async fn start_deletion(&self, org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let (actor, at) = (event.actor.clone(), event.at);
-        if !mark_deleting(&mut tx, org, secret, at).await? {
-            return Err(StoreError::Conflict("the secret is already being deleted".into()));
-        }
-        insert_event(&mut tx, org, event).await?;
-        complete_deletions(&mut tx, org, &actor, at).await?;
-        tx.commit().await.map_err(db_err)
-    }
-
     async fn deleted_secret_names(&self, org: OrgId) -> StoreResult<Vec<String>> {
         let rows: Vec<(String,)> = sqlx::query_as(
             "SELECT name FROM secrets WHERE org_id = $1 AND lifecycle <> 'active' ORDER BY name",
@@ -410,44 +451,6 @@ impl InventoryStore for SqlStore {
                 .await
                 .map_err(db_err)?;
         rows.into_iter().map(|(id,)| parse_id(&id)).collect()
-    }
-
-    async fn start_environment_deletion(
-        &self,
-        org: OrgId,
-        secret: SecretId,
-        environment: CatalogId,
-        event: NewEvent,
-    ) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let (actor, at) = (event.actor.clone(), event.at);
-        let held: Option<(String,)> = sqlx::query_as(
-            "SELECT lifecycle FROM secret_environment_deletions WHERE secret_id = $1 AND environment_id = $2",
-        )
-        .bind(secret.to_string())
-        .bind(environment.to_string())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        if let Some((lifecycle,)) = held {
-            return Err(StoreError::Conflict(format!(
-                "the secret is already {lifecycle} in that environment"
-            )));
-        }
-        sqlx::query(
-            "INSERT INTO secret_environment_deletions (secret_id, environment_id, lifecycle, started_at, \
-             through_version) VALUES ($1, $2, 'deleting', $3, (SELECT MAX(version) FROM secret_versions \
-             WHERE secret_id = $1 AND environment_id = $2))",
-        )
-        .bind(secret.to_string())
-        .bind(environment.to_string())
-        .bind(to_micros(at))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        insert_event(&mut tx, org, event).await?;
-        complete_deletions(&mut tx, org, &actor, at).await?;
-        tx.commit().await.map_err(db_err)
     }
 
     async fn environment_deletions(&self, org: OrgId) -> StoreResult<Vec<EnvironmentDeletion>> {

@@ -305,6 +305,38 @@ impl SecretRecordStore for SqlStore {
             .map_err(db_err)?;
         rows.into_iter().map(version_from_row).collect()
     }
+
+    async fn deactivate_version(
+        &self,
+        org: OrgId,
+        secret: SecretId,
+        environment: CatalogId,
+        version: i64,
+        event: NewEvent,
+    ) -> StoreResult<SecretVersion> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let Some(found) = fetch_version(&mut tx, org, secret, environment, version).await? else {
+            return Err(StoreError::NotFound("version"));
+        };
+        if found.deactivated_at.is_some() {
+            return Ok(found);
+        }
+        sqlx::query(
+            "UPDATE secret_versions SET deactivated_at = $1 \
+             WHERE secret_id = $2 AND environment_id = $3 AND version = $4 AND deactivated_at IS NULL",
+        )
+        .bind(to_micros(event.at))
+        .bind(secret.to_string())
+        .bind(environment.to_string())
+        .bind(version)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        let updated = fetch_version(&mut tx, org, secret, environment, version).await?;
+        tx.commit().await.map_err(db_err)?;
+        updated.ok_or(StoreError::NotFound("version"))
+    }
 }
 
 #[async_trait]
@@ -499,38 +531,6 @@ impl SecretStore for SqlStore {
             });
         }
         Err(StoreError::Conflict("too many concurrent writers of this secret; try again".into()))
-    }
-
-    async fn deactivate_version(
-        &self,
-        org: OrgId,
-        secret: SecretId,
-        environment: CatalogId,
-        version: i64,
-        event: NewEvent,
-    ) -> StoreResult<SecretVersion> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let Some(found) = fetch_version(&mut tx, org, secret, environment, version).await? else {
-            return Err(StoreError::NotFound("version"));
-        };
-        if found.deactivated_at.is_some() {
-            return Ok(found);
-        }
-        sqlx::query(
-            "UPDATE secret_versions SET deactivated_at = $1 \
-             WHERE secret_id = $2 AND environment_id = $3 AND version = $4 AND deactivated_at IS NULL",
-        )
-        .bind(to_micros(event.at))
-        .bind(secret.to_string())
-        .bind(environment.to_string())
-        .bind(version)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        insert_event(&mut tx, org, event).await?;
-        let updated = fetch_version(&mut tx, org, secret, environment, version).await?;
-        tx.commit().await.map_err(db_err)?;
-        updated.ok_or(StoreError::NotFound("version"))
     }
 
     async fn version_overlaps(

@@ -2,14 +2,19 @@
 //! which secret a name means for the caller, creating one (a personal one
 //! bound to her member id and her certificate's key) and changing its
 //! metadata, each asked of the policies where the secret is and, when it
-//! moves, where it lands; and which Agents hold an environment. Generic
+//! moves, where it lands; deactivating a version and starting a deletion;
+//! and which Agents hold an environment. Generic
 //! over the store ports ([`SecretRecordStore`], [`MemberCertificateStore`],
 //! [`AssignmentStore`], [`AgentRecordStore`], [`HoldingStore`],
-//! [`CatalogStore`]) and the caller ([`Actor`]).
+//! [`DeletionStore`], [`CatalogStore`]) and the caller ([`Actor`]).
 
 use std::collections::BTreeMap;
 
-use super::{reaches, Assignment, Creator, NewSecret, Reach, Secret, SecretChange};
+use time::Duration;
+
+use super::{
+    reaches, Assignment, Creator, DeletionScope, NewSecret, Reach, Secret, SecretChange, SecretVersion,
+};
 use crate::agents::ByName;
 use crate::authz::{secret_target, Action, Target, TargetKind};
 use crate::domain::CatalogKind;
@@ -17,8 +22,8 @@ use crate::error::{ApiError, ErrorCode};
 use crate::ids::{CatalogId, SecretId};
 use crate::on_behalf::UsedSecret;
 use crate::ports::{
-    Actor, AgentRecordStore, AssignmentStore, CatalogStore, HoldingStore, MemberCertificateStore,
-    SecretRecordStore,
+    Actor, AgentRecordStore, AssignmentStore, CatalogStore, DeletionStore, Holding, HoldingStore,
+    MemberCertificateStore, SecretRecordStore,
 };
 
 /// A personal secret exists only for its owner, by member id: anyone else
@@ -245,4 +250,70 @@ where
     let plan = super::unassign(&env, agent, &holdings, |s| current.get(s).copied().flatten())?;
     store.unassign_agent(actor.org(), plan.environment, plan.agent, actor.event(plan.event)).await?;
     assignment.ok_or_else(|| ApiError::not_found("assignment"))
+}
+
+/// Deactivates version `version` of the secret `key` names in
+/// `environment` ([`super::deactivate`]): Agents stop serving it at their
+/// next sync. Idempotent; the version as it stands.
+pub async fn deactivate<S: SecretRecordStore + CatalogStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    key: &str,
+    (environment, version): (&str, i64),
+) -> Result<SecretVersion, ApiError> {
+    let secret = resolve(store, actor, key).await?;
+    let env =
+        crate::catalog::service::resolve(store, actor.org(), CatalogKind::Environment, environment).await?;
+    actor.authorize_in(Action::SecretWrite, &target(store, actor, &secret).await?, &env.name).await?;
+    let plan = super::deactivate(&secret, &env, version)?;
+    let event = actor.event(plan.event);
+    Ok(store.deactivate_version(actor.org(), plan.secret, plan.environment, plan.version, event).await?)
+}
+
+/// Starts deleting the secret `key` names, everywhere or only in
+/// `environment` ([`super::begin_deletion`]): allowed by the policies on
+/// the secret and in every environment it is deleted from (those of the
+/// organization and those its holders report), and refused while an Agent
+/// that will not sync again (none for `stale_after`) holds it. The secret
+/// and what its holders held there, for the answer.
+pub async fn delete<S: SecretRecordStore + HoldingStore + DeletionStore + CatalogStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    key: &str,
+    environment: Option<&str>,
+    stale_after: Duration,
+) -> Result<(Secret, Vec<Holding>), ApiError> {
+    let secret = resolve(store, actor, key).await?;
+    let only = match environment {
+        Some(env) => {
+            Some(crate::catalog::service::resolve(store, actor.org(), CatalogKind::Environment, env).await?)
+        }
+        None => None,
+    };
+    let mut holdings = store.holdings_of_secret(actor.org(), &secret.name).await?;
+    holdings.retain(|h| only.as_ref().is_none_or(|env| h.environment == env.name));
+    let mut environments: Vec<String> = match &only {
+        Some(env) => vec![env.name.clone()],
+        None => {
+            let all = store.list_catalog(actor.org(), CatalogKind::Environment, None).await?;
+            holdings.iter().map(|h| h.environment.clone()).chain(all.into_iter().map(|e| e.name)).collect()
+        }
+    };
+    environments.sort();
+    environments.dedup();
+    let target = target(store, actor, &secret).await?;
+    actor.authorize(Action::SecretWrite, &target).await?;
+    for env in &environments {
+        actor.authorize_in(Action::SecretWrite, &target, env).await?;
+    }
+    let holders: Vec<crate::deletion::Holder> = holdings.iter().map(Into::into).collect();
+    let plan = super::begin_deletion(&secret, only.as_ref(), &holders, actor.now(), stale_after)?;
+    let event = actor.event(plan.event);
+    match plan.scope {
+        DeletionScope::Environment(env) => {
+            store.start_environment_deletion(actor.org(), plan.secret, env, event).await?
+        }
+        DeletionScope::Everywhere => store.start_deletion(actor.org(), plan.secret, event).await?,
+    }
+    Ok((secret, holdings))
 }

@@ -20,11 +20,12 @@ use heimdall_core::on_behalf::{OnBehalfOf, UsedSecret};
 use heimdall_core::policies::PolicyWrite;
 use heimdall_core::ports::{
     AccountStore, Actor, AgentRecordStore, AssignmentStore, CatalogStore, ChannelStore, DatabaseRecordStore,
-    Holding, HoldingStore, MemberCertificateStore, MemberStore, NewEvent, NewRegistration, NewToken,
-    PolicyStore, ProgramAllowanceStore, SchemaStore, SecretRecordStore, StoreError, StoreResult, TokenStore,
+    DeletionStore, Holding, HoldingStore, MemberCertificateStore, MemberStore, NewEvent, NewRegistration,
+    NewToken, PolicyStore, ProgramAllowanceStore, SchemaStore, SecretRecordStore, StoreError, StoreResult,
+    TokenStore,
 };
 use heimdall_core::program::{ProgramAllowance, RegisteredToken};
-use heimdall_core::secrets::{Assignment, MemberCertificate, Secret, SecretVersion};
+use heimdall_core::secrets::{Assignment, MemberCertificate, Secret, SecretStatus, SecretVersion};
 use heimdall_core::server_names::ApprovedName;
 use heimdall_core::ApiError;
 use time::OffsetDateTime;
@@ -655,6 +656,24 @@ impl SecretRecordStore for MemorySecrets {
         Ok(self.versions.lock().unwrap().iter().filter(|v| v.secret_id == secret).cloned().collect())
     }
 
+    async fn deactivate_version(
+        &self,
+        _org: OrgId,
+        secret: SecretId,
+        environment: CatalogId,
+        version: i64,
+        event: NewEvent,
+    ) -> StoreResult<SecretVersion> {
+        let mut versions = self.versions.lock().unwrap();
+        let that = |v: &&mut SecretVersion| {
+            v.secret_id == secret && v.environment_id == environment && v.version == version
+        };
+        let found = versions.iter_mut().find(that).ok_or(StoreError::NotFound("version"))?;
+        found.deactivated_at = found.deactivated_at.or(Some(event.at));
+        self.events.lock().unwrap().push(event);
+        Ok(found.clone())
+    }
+
     async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
         let mut secrets = self.secrets.lock().unwrap();
         let stored = secrets.iter_mut().find(|s| s.id == secret.id).ok_or(StoreError::NotFound("secret"))?;
@@ -873,6 +892,17 @@ macro_rules! secrets_beside {
 
             async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>> {
                 self.secrets.list_versions(org, secret).await
+            }
+
+            async fn deactivate_version(
+                &self,
+                org: OrgId,
+                secret: SecretId,
+                environment: CatalogId,
+                version: i64,
+                event: NewEvent,
+            ) -> StoreResult<SecretVersion> {
+                self.secrets.deactivate_version(org, secret, environment, version, event).await
             }
         }
     };
@@ -1363,5 +1393,30 @@ impl AgentRecordStore for MemoryEnvironments {
 
     async fn agent_names(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<ApprovedName>> {
         self.agents.agent_names(org, agent).await
+    }
+}
+
+#[async_trait]
+impl DeletionStore for MemoryEnvironments {
+    async fn start_deletion(&self, _org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()> {
+        let mut secrets = self.secrets.secrets.lock().unwrap();
+        let found = secrets.iter_mut().find(|s| s.id == secret).ok_or(StoreError::NotFound("secret"))?;
+        if found.status == SecretStatus::Deleting {
+            return Err(StoreError::Conflict("the secret is already being deleted".into()));
+        }
+        found.status = SecretStatus::Deleting;
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn start_environment_deletion(
+        &self,
+        _org: OrgId,
+        _secret: SecretId,
+        _environment: CatalogId,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        self.events.lock().unwrap().push(event);
+        Ok(())
     }
 }

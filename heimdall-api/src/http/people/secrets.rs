@@ -266,30 +266,9 @@ async fn delete_secret(
     Path(key): Path<String>,
     QueryParams(query): QueryParams<DeleteQuery>,
 ) -> HttpResult<Json<SecretDetail>> {
-    let secret = resolve(&state, &caller, &key).await?;
-    let only = match query.environment.as_deref() {
-        Some(env) => Some(resolve_catalog(&state, &caller, CatalogKind::Environment, env).await?),
-        None => None,
-    };
-    let mut holdings = state.store.holdings_of_secret(caller.org.id, &secret.name).await?;
-    holdings.retain(|h| only.as_ref().is_none_or(|env| h.environment == env.name));
-    let mut environments: Vec<String> = match &only {
-        Some(env) => vec![env.name.clone()],
-        None => {
-            let mut all: Vec<String> = holdings.iter().map(|h| h.environment.clone()).collect();
-            all.extend(environment_names(&state, &caller).await?.into_iter().map(|(_, name)| name));
-            all
-        }
-    };
-    environments.sort();
-    environments.dedup();
-    let target = target(&state, &caller, &secret).await?;
-    let decider = state.decider(&caller).await?;
-    decider.require(Action::SecretWrite, &target, None)?;
-    for env in &environments {
-        decider.require(Action::SecretWrite, &target, Some(env))?;
-    }
-    begin_deletion(&state, caller.org.id, &secret, only.as_ref(), &holdings, &caller.member.email).await?;
+    let (actor, stale_after) = (state.acting(&caller), state.agent_stale_after);
+    let deleting = service::delete(&*state.store, &actor, &key, query.environment.as_deref(), stale_after);
+    let (secret, holdings) = deleting.await?;
     detail(&state, &caller, secret.id, holdings).await
 }
 
@@ -739,15 +718,8 @@ async fn deactivate_version(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<DeactivateVersion>,
 ) -> HttpResult<Json<SecretVersion>> {
-    let secret = resolve(&state, &caller, &key).await?;
-    let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
-    authorize_write(&state, &caller, &secret, &env.name).await?;
-    let plan = secrets::deactivate(&secret, &env, body.version)?;
-    let event = state.planned_event(&caller.member.email, plan.event);
-    let version = state
-        .store
-        .deactivate_version(caller.org.id, plan.secret, plan.environment, plan.version, event)
-        .await?;
+    let at = (body.environment.as_str(), body.version);
+    let version = service::deactivate(&*state.store, &state.acting(&caller), &key, at).await?;
     Ok(Json(version))
 }
 
