@@ -538,7 +538,7 @@ pub trait Store:
     + AgentRecordStore
     + AgentStore
     + SecretRecordStore
-    + MemberCertificateStore
+    + CertificateStore
     + AssignmentStore
     + SecretStore
     + AccessStore
@@ -566,7 +566,7 @@ impl<T> Store for T where
         + AgentRecordStore
         + AgentStore
         + SecretRecordStore
-        + MemberCertificateStore
+        + CertificateStore
         + AssignmentStore
         + SecretStore
         + AccessStore
@@ -655,9 +655,12 @@ pub trait HoldingStore: Send + Sync {
     async fn holdings_of_org(&self, org: OrgId) -> StoreResult<Vec<Holding>>;
 }
 
-/// Starting a secret's deletion, everywhere or in one environment.
+/// Starting a secret's deletion, everywhere or in one environment, and
+/// forgetting an Agent whose store is destroyed (what it held up goes).
 #[async_trait]
 pub trait DeletionStore: Send + Sync {
+    /// Drops `agent`'s inventory (its store is destroyed), completing deletions it held up.
+    async fn forget_agent(&self, org: OrgId, agent: AgentId, event: NewEvent) -> StoreResult<()>;
     /// The secret goes `deleting` (or `deleted` at once when no Agent holds it).
     async fn start_deletion(&self, org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()>;
     /// The secret goes `deleting` in one environment only (or `deleted`
@@ -688,8 +691,6 @@ pub trait InventoryStore: Send + Sync {
     async fn deleted_secret_names(&self, org: OrgId) -> StoreResult<Vec<String>>;
     /// (secret name, environment) pairs being deleted: Agents drop what they hold there.
     async fn environment_deletions(&self, org: OrgId) -> StoreResult<Vec<EnvironmentDeletion>>;
-    /// Drops `agent`'s inventory (its store is destroyed), completing deletions it held up.
-    async fn forget_agent(&self, org: OrgId, agent: AgentId, event: NewEvent) -> StoreResult<()>;
     /// The environments `agent` must delete what it holds of.
     async fn released_environments(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<CatalogId>>;
 }
@@ -1011,6 +1012,16 @@ pub struct SecretChanges {
 /// use cases on.
 #[async_trait]
 pub trait SecretRecordStore: Send + Sync {
+    async fn list_secrets(&self, org: OrgId) -> StoreResult<Vec<Secret>> {
+        self.list_secrets_page(org, None, u32::MAX).await
+    }
+    /// At most `limit` secrets after `after`, by name.
+    async fn list_secrets_page(
+        &self,
+        org: OrgId,
+        after: Option<&crate::secrets::SecretCursor>,
+        limit: u32,
+    ) -> StoreResult<Vec<Secret>>;
     async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()>;
     async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret>;
     async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>>;
@@ -1030,9 +1041,10 @@ pub trait SecretRecordStore: Send + Sync {
     ) -> StoreResult<SecretVersion>;
 }
 
-/// People's client certificates, which a personal secret's key is bound to.
+/// The certificates the CA issued: people's client certificates (which a
+/// personal secret's key is bound to) and Agents' local-API certificates.
 #[async_trait]
-pub trait MemberCertificateStore: Send + Sync {
+pub trait CertificateStore: Send + Sync {
     /// Stores a person's client certificate (its SHA-256 and expiry).
     async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()>;
     /// Unexpired, unrevoked certificates of members not removed, at `now`.
@@ -1041,6 +1053,29 @@ pub trait MemberCertificateStore: Send + Sync {
         org: OrgId,
         now: OffsetDateTime,
     ) -> StoreResult<Vec<MemberCertificate>>;
+    /// Stores an Agent's local API certificate (its SHA-256, names and expiry).
+    async fn add_agent_certificate(&self, cert: &AgentCertificate, event: NewEvent) -> StoreResult<()>;
+    /// Unexpired, unrevoked local API certificates of Agents not revoked, at `now`.
+    async fn active_agent_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<AgentCertificate>>;
+    /// Every certificate the CA issued in the organization to people and
+    /// for Agents' local APIs, newest first; with `member`, only hers.
+    async fn list_certificates(
+        &self,
+        org: OrgId,
+        member: Option<MemberId>,
+    ) -> StoreResult<Vec<IssuedCertificateInfo>>;
+    /// Revokes one certificate by SHA-256 (idempotent: the first time is
+    /// kept); `NotFound` if the organization has none with it.
+    async fn revoke_certificate(
+        &self,
+        org: OrgId,
+        sha256: &crate::Sha256Hex,
+        event: NewEvent,
+    ) -> StoreResult<IssuedCertificateInfo>;
 }
 
 /// Which Agents hold which environments; what the assignment use cases
@@ -1062,19 +1097,9 @@ pub trait AssignmentStore: Send + Sync {
     ) -> StoreResult<()>;
 }
 
-/// Secrets' versions, Agents' certificates and environments' Agents.
+/// Secrets' versions as Agents write them, and the sync's view of them.
 #[async_trait]
 pub trait SecretStore: Send + Sync + std::fmt::Debug {
-    async fn list_secrets(&self, org: OrgId) -> StoreResult<Vec<Secret>> {
-        self.list_secrets_page(org, None, u32::MAX).await
-    }
-    /// At most `limit` secrets after `after`, by name.
-    async fn list_secrets_page(
-        &self,
-        org: OrgId,
-        after: Option<&crate::secrets::SecretCursor>,
-        limit: u32,
-    ) -> StoreResult<Vec<Secret>>;
     /// What an Agent's sync answer says of the organization's secrets
     /// (`crate::sync_delta`): those changed after `known` when the
     /// organization has reached it, else every secret not deleted.
@@ -1105,29 +1130,6 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
     /// Every deactivated version in the organization: (secret name,
     /// environment id, version).
     async fn deactivated_versions(&self, org: OrgId) -> StoreResult<Vec<(String, CatalogId, i64)>>;
-    /// Stores an Agent's local API certificate (its SHA-256, names and expiry).
-    async fn add_agent_certificate(&self, cert: &AgentCertificate, event: NewEvent) -> StoreResult<()>;
-    /// Unexpired, unrevoked local API certificates of Agents not revoked, at `now`.
-    async fn active_agent_certificates(
-        &self,
-        org: OrgId,
-        now: OffsetDateTime,
-    ) -> StoreResult<Vec<AgentCertificate>>;
-    /// Every certificate the CA issued in the organization to people and
-    /// for Agents' local APIs, newest first; with `member`, only hers.
-    async fn list_certificates(
-        &self,
-        org: OrgId,
-        member: Option<MemberId>,
-    ) -> StoreResult<Vec<IssuedCertificateInfo>>;
-    /// Revokes one certificate by SHA-256 (idempotent: the first time is
-    /// kept); `NotFound` if the organization has none with it.
-    async fn revoke_certificate(
-        &self,
-        org: OrgId,
-        sha256: &crate::Sha256Hex,
-        event: NewEvent,
-    ) -> StoreResult<IssuedCertificateInfo>;
 }
 
 // ---- Secret Manager (access records from Agents) --------------------------------

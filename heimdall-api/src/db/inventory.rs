@@ -319,6 +319,20 @@ impl DeletionStore for SqlStore {
         complete_deletions(&mut tx, org, &actor, at).await?;
         tx.commit().await.map_err(db_err)
     }
+
+    async fn forget_agent(&self, org: OrgId, agent: AgentId, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let (actor, at) = (event.actor.clone(), event.at);
+        sqlx::query("DELETE FROM agent_inventory WHERE org_id = $1 AND agent_id = $2")
+            .bind(org.to_string())
+            .bind(agent.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        complete_deletions(&mut tx, org, &actor, at).await?;
+        tx.commit().await.map_err(db_err)
+    }
 }
 
 #[async_trait]
@@ -426,20 +440,6 @@ impl InventoryStore for SqlStore {
         .await
         .map_err(db_err)?;
         Ok(rows.into_iter().map(|(name,)| name).collect())
-    }
-
-    async fn forget_agent(&self, org: OrgId, agent: AgentId, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let (actor, at) = (event.actor.clone(), event.at);
-        sqlx::query("DELETE FROM agent_inventory WHERE org_id = $1 AND agent_id = $2")
-            .bind(org.to_string())
-            .bind(agent.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        insert_event(&mut tx, org, event).await?;
-        complete_deletions(&mut tx, org, &actor, at).await?;
-        tx.commit().await.map_err(db_err)
     }
 
     async fn released_environments(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<CatalogId>> {

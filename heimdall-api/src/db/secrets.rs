@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use heimdall_core::ids::{CatalogId, MemberId, OrgId, SecretId};
 use heimdall_core::ports::{
-    MemberCertificateStore, NewEvent, SecretRecordStore, SecretStore, StoreError, StoreResult,
+    CertificateStore, NewEvent, SecretRecordStore, SecretStore, StoreError, StoreResult,
 };
 use heimdall_core::retention::Overlap;
 use heimdall_core::secrets::{
@@ -337,50 +337,7 @@ impl SecretRecordStore for SqlStore {
         tx.commit().await.map_err(db_err)?;
         updated.ok_or(StoreError::NotFound("version"))
     }
-}
 
-#[async_trait]
-impl MemberCertificateStore for SqlStore {
-    async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO member_certificates (sha256, org_id, member_id, spki_sha256, created_at, not_after) VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(cert.sha256.as_str())
-        .bind(cert.org_id.to_string())
-        .bind(cert.member_id.to_string())
-        .bind(cert.spki_sha256.as_ref().map(|k| k.as_str().to_owned()))
-        .bind(to_micros(cert.created_at))
-        .bind(to_micros(cert.not_after))
-        .execute(&mut *tx)
-        .await
-        .map_err(unique_as("certificate"))?;
-        insert_event(&mut tx, cert.org_id, event).await?;
-        tx.commit().await.map_err(db_err)
-    }
-
-    async fn active_member_certificates(
-        &self,
-        org: OrgId,
-        now: OffsetDateTime,
-    ) -> StoreResult<Vec<MemberCertificate>> {
-        let rows: Vec<CertificateRow> = sqlx::query_as(
-            "SELECT c.sha256, c.member_id, c.spki_sha256, c.created_at, c.not_after FROM member_certificates c \
-             JOIN members m ON m.id = c.member_id \
-             WHERE c.org_id = $1 AND c.revoked_at IS NULL AND c.not_after > $2 AND m.removed_at IS NULL \
-             ORDER BY c.created_at",
-        )
-        .bind(org.to_string())
-        .bind(to_micros(now))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.into_iter().map(|row| certificate_from_row(org, row)).collect()
-    }
-}
-
-#[async_trait]
-impl SecretStore for SqlStore {
     async fn list_secrets_page(
         &self,
         org: OrgId,
@@ -446,7 +403,158 @@ impl SecretStore for SqlStore {
         }
         Ok(out)
     }
+}
 
+#[async_trait]
+impl CertificateStore for SqlStore {
+    async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO member_certificates (sha256, org_id, member_id, spki_sha256, created_at, not_after) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(cert.sha256.as_str())
+        .bind(cert.org_id.to_string())
+        .bind(cert.member_id.to_string())
+        .bind(cert.spki_sha256.as_ref().map(|k| k.as_str().to_owned()))
+        .bind(to_micros(cert.created_at))
+        .bind(to_micros(cert.not_after))
+        .execute(&mut *tx)
+        .await
+        .map_err(unique_as("certificate"))?;
+        insert_event(&mut tx, cert.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn active_member_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<MemberCertificate>> {
+        let rows: Vec<CertificateRow> = sqlx::query_as(
+            "SELECT c.sha256, c.member_id, c.spki_sha256, c.created_at, c.not_after FROM member_certificates c \
+             JOIN members m ON m.id = c.member_id \
+             WHERE c.org_id = $1 AND c.revoked_at IS NULL AND c.not_after > $2 AND m.removed_at IS NULL \
+             ORDER BY c.created_at",
+        )
+        .bind(org.to_string())
+        .bind(to_micros(now))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter().map(|row| certificate_from_row(org, row)).collect()
+    }
+
+    async fn add_agent_certificate(&self, cert: &AgentCertificate, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO agent_certificates (sha256, org_id, agent_id, names, created_at, not_after) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(cert.sha256.as_str())
+        .bind(cert.org_id.to_string())
+        .bind(cert.agent_id.to_string())
+        .bind(serde_json::to_string(&cert.names).map_err(|e| StoreError::Backend(e.to_string()))?)
+        .bind(to_micros(cert.created_at))
+        .bind(to_micros(cert.not_after))
+        .execute(&mut *tx)
+        .await
+        .map_err(unique_as("certificate"))?;
+        insert_event(&mut tx, cert.org_id, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn active_agent_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<AgentCertificate>> {
+        let rows: Vec<(String, String, String, i64, i64)> = sqlx::query_as(
+            "SELECT c.sha256, c.agent_id, c.names, c.created_at, c.not_after FROM agent_certificates c \
+             JOIN agents a ON a.id = c.agent_id \
+             WHERE c.org_id = $1 AND c.revoked_at IS NULL AND c.not_after > $2 AND a.revoked_at IS NULL \
+             ORDER BY c.created_at",
+        )
+        .bind(org.to_string())
+        .bind(to_micros(now))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(sha256, agent, names, created_at, not_after)| {
+                Ok(AgentCertificate {
+                    sha256: parse_sha256(&sha256)?,
+                    org_id: org,
+                    agent_id: parse_id(&agent)?,
+                    names: serde_json::from_str(&names).map_err(|e| StoreError::Backend(e.to_string()))?,
+                    created_at: from_micros(created_at),
+                    not_after: from_micros(not_after),
+                })
+            })
+            .collect()
+    }
+
+    async fn list_certificates(
+        &self,
+        org: OrgId,
+        member: Option<MemberId>,
+    ) -> StoreResult<Vec<IssuedCertificateInfo>> {
+        let mut sql = String::from(
+            "SELECT c.sha256, 'member' AS kind, c.member_id AS subject_id, m.email AS subject, c.created_at, c.not_after, c.revoked_at \
+             FROM member_certificates c JOIN members m ON m.id = c.member_id WHERE c.org_id = $1",
+        );
+        if member.is_some() {
+            sql.push_str(" AND c.member_id = $2");
+        } else {
+            sql.push_str(
+                " UNION ALL SELECT c.sha256, 'agent_server' AS kind, c.agent_id AS subject_id, a.name AS subject, \
+                 c.created_at, c.not_after, c.revoked_at FROM agent_certificates c JOIN agents a ON a.id = c.agent_id \
+                 WHERE c.org_id = $1",
+            );
+        }
+        let sql = format!("SELECT * FROM ({sql}) certs ORDER BY created_at DESC, sha256");
+        let mut query = sqlx::query_as::<_, IssuedRow>(&sql).bind(org.to_string());
+        if let Some(member) = member {
+            query = query.bind(member.to_string());
+        }
+        let rows = query.fetch_all(&self.pool).await.map_err(db_err)?;
+        rows.into_iter().map(IssuedRow::into_domain).collect()
+    }
+
+    async fn revoke_certificate(
+        &self,
+        org: OrgId,
+        sha256: &Sha256Hex,
+        event: NewEvent,
+    ) -> StoreResult<IssuedCertificateInfo> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let at = to_micros(event.at);
+        let mut changed = 0;
+        for table in ["member_certificates", "agent_certificates"] {
+            changed += sqlx::query(&format!(
+                "UPDATE {table} SET revoked_at = COALESCE(revoked_at, $1) WHERE org_id = $2 AND sha256 = $3"
+            ))
+            .bind(at)
+            .bind(org.to_string())
+            .bind(sha256.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+        }
+        if changed == 0 {
+            return Err(StoreError::NotFound("certificate"));
+        }
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)?;
+        self.list_certificates(org, None)
+            .await?
+            .into_iter()
+            .find(|c| &c.sha256 == sha256)
+            .ok_or(StoreError::NotFound("certificate"))
+    }
+}
+
+#[async_trait]
+impl SecretStore for SqlStore {
     async fn secret_changes(
         &self,
         org: OrgId,
@@ -578,114 +686,6 @@ impl SecretStore for SqlStore {
         .await
         .map_err(db_err)?;
         rows.into_iter().map(|(name, env, version)| Ok((name, parse_id(&env)?, version))).collect()
-    }
-
-    async fn add_agent_certificate(&self, cert: &AgentCertificate, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO agent_certificates (sha256, org_id, agent_id, names, created_at, not_after) VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(cert.sha256.as_str())
-        .bind(cert.org_id.to_string())
-        .bind(cert.agent_id.to_string())
-        .bind(serde_json::to_string(&cert.names).map_err(|e| StoreError::Backend(e.to_string()))?)
-        .bind(to_micros(cert.created_at))
-        .bind(to_micros(cert.not_after))
-        .execute(&mut *tx)
-        .await
-        .map_err(unique_as("certificate"))?;
-        insert_event(&mut tx, cert.org_id, event).await?;
-        tx.commit().await.map_err(db_err)
-    }
-
-    async fn active_agent_certificates(
-        &self,
-        org: OrgId,
-        now: OffsetDateTime,
-    ) -> StoreResult<Vec<AgentCertificate>> {
-        let rows: Vec<(String, String, String, i64, i64)> = sqlx::query_as(
-            "SELECT c.sha256, c.agent_id, c.names, c.created_at, c.not_after FROM agent_certificates c \
-             JOIN agents a ON a.id = c.agent_id \
-             WHERE c.org_id = $1 AND c.revoked_at IS NULL AND c.not_after > $2 AND a.revoked_at IS NULL \
-             ORDER BY c.created_at",
-        )
-        .bind(org.to_string())
-        .bind(to_micros(now))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.into_iter()
-            .map(|(sha256, agent, names, created_at, not_after)| {
-                Ok(AgentCertificate {
-                    sha256: parse_sha256(&sha256)?,
-                    org_id: org,
-                    agent_id: parse_id(&agent)?,
-                    names: serde_json::from_str(&names).map_err(|e| StoreError::Backend(e.to_string()))?,
-                    created_at: from_micros(created_at),
-                    not_after: from_micros(not_after),
-                })
-            })
-            .collect()
-    }
-
-    async fn list_certificates(
-        &self,
-        org: OrgId,
-        member: Option<MemberId>,
-    ) -> StoreResult<Vec<IssuedCertificateInfo>> {
-        let mut sql = String::from(
-            "SELECT c.sha256, 'member' AS kind, c.member_id AS subject_id, m.email AS subject, c.created_at, c.not_after, c.revoked_at \
-             FROM member_certificates c JOIN members m ON m.id = c.member_id WHERE c.org_id = $1",
-        );
-        if member.is_some() {
-            sql.push_str(" AND c.member_id = $2");
-        } else {
-            sql.push_str(
-                " UNION ALL SELECT c.sha256, 'agent_server' AS kind, c.agent_id AS subject_id, a.name AS subject, \
-                 c.created_at, c.not_after, c.revoked_at FROM agent_certificates c JOIN agents a ON a.id = c.agent_id \
-                 WHERE c.org_id = $1",
-            );
-        }
-        let sql = format!("SELECT * FROM ({sql}) certs ORDER BY created_at DESC, sha256");
-        let mut query = sqlx::query_as::<_, IssuedRow>(&sql).bind(org.to_string());
-        if let Some(member) = member {
-            query = query.bind(member.to_string());
-        }
-        let rows = query.fetch_all(&self.pool).await.map_err(db_err)?;
-        rows.into_iter().map(IssuedRow::into_domain).collect()
-    }
-
-    async fn revoke_certificate(
-        &self,
-        org: OrgId,
-        sha256: &Sha256Hex,
-        event: NewEvent,
-    ) -> StoreResult<IssuedCertificateInfo> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let at = to_micros(event.at);
-        let mut changed = 0;
-        for table in ["member_certificates", "agent_certificates"] {
-            changed += sqlx::query(&format!(
-                "UPDATE {table} SET revoked_at = COALESCE(revoked_at, $1) WHERE org_id = $2 AND sha256 = $3"
-            ))
-            .bind(at)
-            .bind(org.to_string())
-            .bind(sha256.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
-        }
-        if changed == 0 {
-            return Err(StoreError::NotFound("certificate"));
-        }
-        insert_event(&mut tx, org, event).await?;
-        tx.commit().await.map_err(db_err)?;
-        self.list_certificates(org, None)
-            .await?
-            .into_iter()
-            .find(|c| &c.sha256 == sha256)
-            .ok_or(StoreError::NotFound("certificate"))
     }
 }
 

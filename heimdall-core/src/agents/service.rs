@@ -1,8 +1,10 @@
 //! Agents' use cases as people run them, once for every adapter: ask the
 //! policies (`agent.read`, `agent.manage`), resolve the Agent by one rule
 //! ([`super::resolve`]), plan, apply. Generic over the store ports
-//! ([`AgentRecordStore`], [`ProgramAllowanceStore`], [`CatalogStore`]) and
-//! the caller ([`Actor`]). A registration's token is made by the adapter
+//! ([`AgentRecordStore`], [`ProgramAllowanceStore`], [`CatalogStore`], and
+//! for forgetting or withdrawing a name [`HoldingStore`],
+//! [`SecretRecordStore`], [`DeletionStore`], [`CertificateStore`]) and the
+//! caller ([`Actor`]). A registration's token is made by the adapter
 //! (randomness is I/O); core gets its hash.
 
 use super::ByName;
@@ -11,7 +13,10 @@ use crate::domain::CatalogKind;
 use crate::error::ApiError;
 use crate::ids::{OrgId, RegistrationId};
 use crate::infra::Agent;
-use crate::ports::{Actor, AgentRecordStore, CatalogStore, NewRegistration, ProgramAllowanceStore};
+use crate::ports::{
+    Actor, AgentRecordStore, CatalogStore, CertificateStore, DeletionStore, HoldingStore, NewRegistration,
+    ProgramAllowanceStore, SecretRecordStore,
+};
 use crate::program::{ProgramAllowance, RegisteredToken, Verb};
 use crate::server_names::ApprovedName;
 use crate::token::TokenHash;
@@ -141,4 +146,49 @@ pub async fn allow_name<S: AgentRecordStore + ?Sized>(
     let plan = super::allow_name(&agent, name, api_names, actor.name(), actor.now())?;
     store.approve_agent_name(actor.org(), agent.id, &plan.approved, actor.event(plan.event)).await?;
     Ok(plan.approved)
+}
+
+/// Forgets the Agent `key` names (revoked ones too) as an owner says its
+/// store is destroyed ([`super::forget`]): what it held no longer holds up
+/// a delete. The Agent and its approved names, for the answer.
+pub async fn forget<S>(
+    store: &S,
+    actor: &dyn Actor,
+    key: &str,
+    confirmed: bool,
+) -> Result<(Agent, Vec<ApprovedName>), ApiError>
+where
+    S: AgentRecordStore + HoldingStore + SecretRecordStore + DeletionStore + ?Sized,
+{
+    allowed(actor, Action::AgentManage).await?;
+    let agent = resolve(store, actor.org(), key, ByName::OrLastRevoked).await?;
+    let held = store.holdings_of_agent(actor.org(), agent.id).await?;
+    let secrets = store.list_secrets(actor.org()).await?;
+    let personal: std::collections::HashSet<String> =
+        secrets.into_iter().filter(|s| s.owner_id.is_some()).map(|s| s.name).collect();
+    let plan = super::forget(&agent, confirmed, &held, |s| personal.contains(s))?;
+    store.forget_agent(actor.org(), plan.agent, actor.event(plan.event)).await?;
+    let names = store.agent_names(actor.org(), agent.id).await?;
+    Ok((agent, names))
+}
+
+/// Withdraws `name` from the Agent `key` names ([`super::disallow_name`]):
+/// the CA signs it no more for that Agent, and the certificates already
+/// issued with it are revoked ([`super::revoke_carriers`]), read after the
+/// name is gone so that none signed since is missed.
+pub async fn disallow_name<S: AgentRecordStore + CertificateStore + ?Sized>(
+    store: &S,
+    actor: &dyn Actor,
+    key: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    allowed(actor, Action::AgentManage).await?;
+    let agent = resolve(store, actor.org(), key, ByName::OrLastRevoked).await?;
+    let plan = super::disallow_name(&agent, name);
+    store.remove_agent_name(actor.org(), plan.agent, &plan.name, actor.event(plan.event.clone())).await?;
+    let certificates = store.active_agent_certificates(actor.org(), actor.now()).await?;
+    for (sha256, event) in super::revoke_carriers(&agent, &plan, &certificates) {
+        store.revoke_certificate(actor.org(), &sha256, actor.event(event)).await?;
+    }
+    Ok(())
 }

@@ -4,7 +4,7 @@
 //! metadata, each asked of the policies where the secret is and, when it
 //! moves, where it lands; deactivating a version and starting a deletion;
 //! and which Agents hold an environment. Generic
-//! over the store ports ([`SecretRecordStore`], [`MemberCertificateStore`],
+//! over the store ports ([`SecretRecordStore`], [`CertificateStore`],
 //! [`AssignmentStore`], [`AgentRecordStore`], [`HoldingStore`],
 //! [`DeletionStore`], [`CatalogStore`]) and the caller ([`Actor`]).
 
@@ -22,8 +22,8 @@ use crate::error::{ApiError, ErrorCode};
 use crate::ids::{CatalogId, SecretId};
 use crate::on_behalf::UsedSecret;
 use crate::ports::{
-    Actor, AgentRecordStore, AssignmentStore, CatalogStore, DeletionStore, Holding, HoldingStore,
-    MemberCertificateStore, SecretRecordStore,
+    Actor, AgentRecordStore, AssignmentStore, CatalogStore, CertificateStore, DeletionStore, Holding,
+    HoldingStore, SecretRecordStore,
 };
 
 /// A personal secret exists only for its owner, by member id: anyone else
@@ -107,7 +107,7 @@ async fn components<S: CatalogStore + ?Sized>(
 /// Organization secrets are for owners and admins, a personal one is its
 /// owner's (`default:personal-owner`); the organization's `forbid`s apply
 /// to both.
-pub async fn create<S: SecretRecordStore + MemberCertificateStore + CatalogStore + ?Sized>(
+pub async fn create<S: SecretRecordStore + CertificateStore + CatalogStore + ?Sized>(
     store: &S,
     actor: &dyn Actor,
     request: NewSecret,

@@ -106,3 +106,62 @@ async fn an_agent_is_never_approved_one_of_the_apis_own_names() {
     assert_eq!(refused.code, ErrorCode::Forbidden, "{}", refused.message);
     assert_eq!(store.actions(), [AuditAction::AgentNameAllowed]);
 }
+
+#[tokio::test]
+async fn a_forgotten_agent_holds_up_no_delete_once_its_owner_confirms_its_store_is_gone() {
+    let (store, ana) = (crate::fakes::MemoryEnvironments::default(), Ana::allowed_everything());
+    let edge = store.agents.enrolled(1, "edge");
+    store.holdings.lock().unwrap().push(heimdall_core::ports::Holding {
+        agent_id: edge.id,
+        agent: "edge".into(),
+        secret: "db".into(),
+        environment: "prod".into(),
+        version: 1,
+        deactivated: false,
+        reported_at: time::OffsetDateTime::UNIX_EPOCH,
+        held_since: None,
+        agent_revoked: true,
+        agent_last_seen_at: None,
+    });
+    let unconfirmed = service::forget(&store, &ana, "edge", false).await.unwrap_err();
+    assert_eq!(unconfirmed.code, ErrorCode::InvalidInput);
+    assert_eq!(store.holdings.lock().unwrap().len(), 1);
+    let (forgotten, _) = service::forget(&store, &ana, "edge", true).await.unwrap();
+    assert_eq!(forgotten.id, edge.id);
+    assert!(store.holdings.lock().unwrap().is_empty(), "what it held no longer counts");
+    assert_eq!(store.actions(), [AuditAction::AgentForgotten]);
+}
+
+#[tokio::test]
+async fn a_withdrawn_name_revokes_the_certificates_that_carry_it() {
+    let (store, ana) = (crate::fakes::MemoryEnvironments::default(), Ana::allowed_everything());
+    let edge = store.agents.enrolled(1, "edge");
+    service::allow_name(&store, &ana, "edge", "edge.example.com", &[]).await.unwrap();
+    service::allow_name(&store, &ana, "edge", "other.example.com", &[]).await.unwrap();
+    let cert = |n: u8, names: &[&str]| heimdall_core::secrets::AgentCertificate {
+        sha256: heimdall_core::Sha256Hex::of(&[n]),
+        org_id: ORG,
+        agent_id: edge.id,
+        names: names.iter().map(|n| (*n).to_owned()).collect(),
+        created_at: time::OffsetDateTime::UNIX_EPOCH,
+        not_after: time::OffsetDateTime::UNIX_EPOCH + time::Duration::days(30),
+    };
+    store
+        .secrets
+        .agent_certificates
+        .lock()
+        .unwrap()
+        .extend([cert(1, &["edge.example.com", "other.example.com"]), cert(2, &["other.example.com"])]);
+    service::disallow_name(&store, &ana, "edge", "EDGE.example.com").await.unwrap();
+    let now = time::OffsetDateTime::UNIX_EPOCH;
+    use heimdall_core::ports::{AgentRecordStore, CertificateStore};
+    let active = store.active_agent_certificates(ORG, now).await.unwrap();
+    assert_eq!(
+        active.iter().map(|c| c.sha256.clone()).collect::<Vec<_>>(),
+        [heimdall_core::Sha256Hex::of(&[2])]
+    );
+    let names = store.agent_names(ORG, edge.id).await.unwrap();
+    assert_eq!(names.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(), ["other.example.com"]);
+    let again = service::disallow_name(&store, &ana, "edge", "edge.example.com").await.unwrap_err();
+    assert_eq!(again.code, ErrorCode::NotFound);
+}

@@ -19,15 +19,19 @@ use heimdall_core::notify::{Channel, Delivery};
 use heimdall_core::on_behalf::{OnBehalfOf, UsedSecret};
 use heimdall_core::policies::PolicyWrite;
 use heimdall_core::ports::{
-    AccountStore, Actor, AgentRecordStore, AssignmentStore, CatalogStore, ChannelStore, DatabaseRecordStore,
-    DeletionStore, Holding, HoldingStore, MemberCertificateStore, MemberStore, NewEvent, NewRegistration,
+    AccountStore, Actor, AgentRecordStore, AssignmentStore, CatalogStore, CertificateStore, ChannelStore,
+    DatabaseRecordStore, DeletionStore, Holding, HoldingStore, MemberStore, NewEvent, NewRegistration,
     NewToken, PolicyStore, ProgramAllowanceStore, SchemaStore, SecretRecordStore, StoreError, StoreResult,
     TokenStore,
 };
 use heimdall_core::program::{ProgramAllowance, RegisteredToken};
-use heimdall_core::secrets::{Assignment, MemberCertificate, Secret, SecretStatus, SecretVersion};
+use heimdall_core::secrets::{
+    AgentCertificate, Assignment, CertificateKind, IssuedCertificateInfo, MemberCertificate, Secret,
+    SecretCursor, SecretStatus, SecretVersion,
+};
 use heimdall_core::server_names::ApprovedName;
 use heimdall_core::ApiError;
+use heimdall_core::Sha256Hex;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -606,6 +610,9 @@ pub struct MemorySecrets {
     pub certificates: Mutex<Vec<MemberCertificate>>,
     /// Version numbers, as Agents' writes make them.
     pub versions: Mutex<Vec<SecretVersion>>,
+    /// Agents' local-API certificates, as their renewals store them.
+    pub agent_certificates: Mutex<Vec<AgentCertificate>>,
+    revoked: Mutex<Vec<Sha256Hex>>,
     secrets: Mutex<Vec<Secret>>,
     events: Mutex<Vec<NewEvent>>,
 }
@@ -637,6 +644,20 @@ impl MemorySecrets {
 
 #[async_trait]
 impl SecretRecordStore for MemorySecrets {
+    async fn list_secrets_page(
+        &self,
+        org: OrgId,
+        after: Option<&SecretCursor>,
+        limit: u32,
+    ) -> StoreResult<Vec<Secret>> {
+        let mut page: Vec<Secret> =
+            self.secrets.lock().unwrap().iter().filter(|s| s.org_id == org).cloned().collect();
+        page.sort_by(|a, b| a.name.cmp(&b.name));
+        page.retain(|s| after.is_none_or(|c| s.name > c.name));
+        page.truncate(limit as usize);
+        Ok(page)
+    }
+
     async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
         self.keep(secret)?;
         self.events.lock().unwrap().push(event);
@@ -684,7 +705,7 @@ impl SecretRecordStore for MemorySecrets {
 }
 
 #[async_trait]
-impl MemberCertificateStore for MemorySecrets {
+impl CertificateStore for MemorySecrets {
     async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()> {
         self.certificates.lock().unwrap().push(cert.clone());
         self.events.lock().unwrap().push(event);
@@ -698,6 +719,79 @@ impl MemberCertificateStore for MemorySecrets {
     ) -> StoreResult<Vec<MemberCertificate>> {
         let certificates = self.certificates.lock().unwrap();
         Ok(certificates.iter().filter(|c| c.org_id == org && c.not_after > now).cloned().collect())
+    }
+
+    async fn add_agent_certificate(&self, cert: &AgentCertificate, event: NewEvent) -> StoreResult<()> {
+        self.agent_certificates.lock().unwrap().push(cert.clone());
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn active_agent_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<AgentCertificate>> {
+        let revoked = self.revoked.lock().unwrap().clone();
+        let certificates = self.agent_certificates.lock().unwrap();
+        let active =
+            |c: &&AgentCertificate| c.org_id == org && c.not_after > now && !revoked.contains(&c.sha256);
+        Ok(certificates.iter().filter(active).cloned().collect())
+    }
+
+    async fn list_certificates(
+        &self,
+        org: OrgId,
+        member: Option<MemberId>,
+    ) -> StoreResult<Vec<IssuedCertificateInfo>> {
+        let revoked = self.revoked.lock().unwrap().clone();
+        let issued =
+            |sha256: &Sha256Hex, kind, subject: String, (created_at, not_after)| IssuedCertificateInfo {
+                sha256: sha256.clone(),
+                kind,
+                subject_id: subject.clone(),
+                subject,
+                created_at,
+                not_after,
+                revoked_at: revoked.contains(sha256).then_some(OffsetDateTime::UNIX_EPOCH),
+            };
+        let mut all = Vec::new();
+        for c in self.certificates.lock().unwrap().iter().filter(|c| c.org_id == org) {
+            all.push(issued(
+                &c.sha256,
+                CertificateKind::Member,
+                c.member_id.to_string(),
+                (c.created_at, c.not_after),
+            ));
+        }
+        for c in self.agent_certificates.lock().unwrap().iter().filter(|c| c.org_id == org) {
+            let times = (c.created_at, c.not_after);
+            all.push(issued(&c.sha256, CertificateKind::AgentServer, c.agent_id.to_string(), times));
+        }
+        let mine = |c: &IssuedCertificateInfo| {
+            member.is_none_or(|m| c.kind == CertificateKind::Member && c.subject_id == m.to_string())
+        };
+        Ok(all.into_iter().filter(mine).collect())
+    }
+
+    async fn revoke_certificate(
+        &self,
+        org: OrgId,
+        sha256: &Sha256Hex,
+        event: NewEvent,
+    ) -> StoreResult<IssuedCertificateInfo> {
+        let all = self.list_certificates(org, None).await?;
+        let found =
+            all.into_iter().find(|c| &c.sha256 == sha256).ok_or(StoreError::NotFound("certificate"))?;
+        let mut revoked = self.revoked.lock().unwrap();
+        if !revoked.contains(sha256) {
+            revoked.push(sha256.clone());
+        }
+        self.events.lock().unwrap().push(event);
+        Ok(IssuedCertificateInfo {
+            revoked_at: found.revoked_at.or(Some(OffsetDateTime::UNIX_EPOCH)),
+            ..found
+        })
     }
 }
 
@@ -874,6 +968,15 @@ macro_rules! secrets_beside {
     ($fake:ty) => {
         #[async_trait]
         impl SecretRecordStore for $fake {
+            async fn list_secrets_page(
+                &self,
+                org: OrgId,
+                after: Option<&SecretCursor>,
+                limit: u32,
+            ) -> StoreResult<Vec<Secret>> {
+                self.secrets.list_secrets_page(org, after, limit).await
+            }
+
             async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
                 self.secrets.create_secret(secret, event).await
             }
@@ -1398,6 +1501,12 @@ impl AgentRecordStore for MemoryEnvironments {
 
 #[async_trait]
 impl DeletionStore for MemoryEnvironments {
+    async fn forget_agent(&self, _org: OrgId, agent: AgentId, event: NewEvent) -> StoreResult<()> {
+        self.holdings.lock().unwrap().retain(|h| h.agent_id != agent);
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
     async fn start_deletion(&self, _org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()> {
         let mut secrets = self.secrets.secrets.lock().unwrap();
         let found = secrets.iter_mut().find(|s| s.id == secret).ok_or(StoreError::NotFound("secret"))?;
@@ -1418,5 +1527,49 @@ impl DeletionStore for MemoryEnvironments {
     ) -> StoreResult<()> {
         self.events.lock().unwrap().push(event);
         Ok(())
+    }
+}
+
+#[async_trait]
+impl CertificateStore for MemoryEnvironments {
+    async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()> {
+        self.secrets.add_member_certificate(cert, event).await
+    }
+
+    async fn active_member_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<MemberCertificate>> {
+        self.secrets.active_member_certificates(org, now).await
+    }
+
+    async fn add_agent_certificate(&self, cert: &AgentCertificate, event: NewEvent) -> StoreResult<()> {
+        self.secrets.add_agent_certificate(cert, event).await
+    }
+
+    async fn active_agent_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<AgentCertificate>> {
+        self.secrets.active_agent_certificates(org, now).await
+    }
+
+    async fn list_certificates(
+        &self,
+        org: OrgId,
+        member: Option<MemberId>,
+    ) -> StoreResult<Vec<IssuedCertificateInfo>> {
+        self.secrets.list_certificates(org, member).await
+    }
+
+    async fn revoke_certificate(
+        &self,
+        org: OrgId,
+        sha256: &Sha256Hex,
+        event: NewEvent,
+    ) -> StoreResult<IssuedCertificateInfo> {
+        self.secrets.revoke_certificate(org, sha256, event).await
     }
 }

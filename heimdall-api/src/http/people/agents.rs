@@ -118,24 +118,9 @@ async fn forget(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<ForgetAgent>,
 ) -> HttpResult<Json<AgentDetail>> {
-    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
-    let agent = resolve_any(&state, &caller, &key).await?;
-    let held = state.store.holdings_of_agent(caller.org.id, agent.id).await?;
-    let personal = personal_names(&state, &caller).await?;
-    let plan = agents::forget(&agent, body.confirm_store_destroyed, &held, |s| personal.contains(s))?;
-    let event = state.planned_event(&caller.member.email, plan.event);
-    state.store.forget_agent(caller.org.id, plan.agent, event).await?;
-    let names = state.store.agent_names(caller.org.id, agent.id).await?;
+    let actor = state.acting(&caller);
+    let (agent, names) = service::forget(&*state.store, &actor, &key, body.confirm_store_destroyed).await?;
     Ok(Json(AgentDetail { agent, holdings: Vec::new(), behind: Vec::new(), names }))
-}
-
-/// The names personal secrets are kept under (every member's).
-async fn personal_names(
-    state: &AppState,
-    caller: &Caller,
-) -> Result<std::collections::HashSet<String>, ApiError> {
-    let secrets = state.store.list_secrets(caller.org.id).await?;
-    Ok(secrets.into_iter().filter(|s| s.owner_id.is_some()).map(|s| s.name).collect())
 }
 
 /// The names other members' personal secrets are kept under: shown to
@@ -424,16 +409,6 @@ async fn disallow_name(
     caller: Caller,
     Path((key, name)): Path<(String, String)>,
 ) -> HttpResult<StatusCode> {
-    state.authorize(&caller, Action::AgentManage, &Target::organization(caller.org.id), None).await?;
-    let agent = resolve_any(&state, &caller, &key).await?;
-    let plan = agents::disallow_name(&agent, &name);
-    let by = caller.member.email.as_str();
-    let event = state.planned_event(by, plan.event.clone());
-    state.store.remove_agent_name(caller.org.id, plan.agent, &plan.name, event).await?;
-    // Read after the name is gone: no certificate carrying it is signed since.
-    let certificates = state.store.active_agent_certificates(caller.org.id, state.clock.now()).await?;
-    for (sha256, event) in agents::revoke_carriers(&agent, &plan, &certificates) {
-        state.store.revoke_certificate(caller.org.id, &sha256, state.planned_event(by, event)).await?;
-    }
+    service::disallow_name(&*state.store, &state.acting(&caller), &key, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
