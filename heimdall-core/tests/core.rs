@@ -20,7 +20,7 @@ mod channel_service;
 mod database_service;
 #[path = "core/error_codes.rs"]
 mod error_codes;
-#[path = "core/fakes.rs"]
+#[path = "core/fakes/mod.rs"]
 mod fakes;
 #[path = "core/lifecycle_service.rs"]
 mod lifecycle_service;

@@ -123,17 +123,25 @@ impl AppState {
 
 /// One request's caller as core's use cases see them
 /// (`heimdall_core::ports::Actor`): the organization, the policies'
-/// answer, the caller's events.
+/// answer, the caller's events. The policies are read once, at the first
+/// question, so every answer of one use case comes from the same version.
 #[derive(Debug)]
 pub struct ActingCaller<'a> {
     pub state: &'a AppState,
     pub caller: &'a Caller,
+    decider: tokio::sync::OnceCell<Decider>,
 }
 
 impl AppState {
     /// `caller` acting through this state, for a use case of core.
     pub fn acting<'a>(&'a self, caller: &'a Caller) -> ActingCaller<'a> {
-        ActingCaller { state: self, caller }
+        ActingCaller { state: self, caller, decider: tokio::sync::OnceCell::new() }
+    }
+}
+
+impl ActingCaller<'_> {
+    async fn decider(&self) -> Result<&Decider, ApiError> {
+        self.decider.get_or_try_init(|| self.state.decider(self.caller)).await
     }
 }
 
@@ -160,11 +168,11 @@ impl heimdall_core::ports::Actor for ActingCaller<'_> {
     }
 
     async fn authorize(&self, action: Action, target: &Target) -> Result<(), ApiError> {
-        self.state.authorize(self.caller, action, target, None).await
+        self.decider().await?.require(action, target, None)
     }
 
     async fn authorize_in(&self, action: Action, target: &Target, environment: &str) -> Result<(), ApiError> {
-        self.state.authorize(self.caller, action, target, Some(environment)).await
+        self.decider().await?.require(action, target, Some(environment))
     }
 
     fn event(&self, plan: EventPlan) -> NewEvent {
@@ -177,7 +185,7 @@ impl heimdall_core::ports::Actor for ActingCaller<'_> {
         environment: &str,
         tree: &heimdall_core::authz::CatalogTree,
     ) -> Result<(), ApiError> {
-        let decider = self.state.decider(self.caller).await?;
+        let decider = self.decider().await?;
         heimdall_core::on_behalf::may_use(decider.principal(), secret, environment, tree, decider.policies())
     }
 }

@@ -3,10 +3,10 @@
 //! bound to her member id and her certificate's key) and changing its
 //! metadata, each asked of the policies where the secret is and, when it
 //! moves, where it lands; deactivating a version and starting a deletion;
-//! and which Agents hold an environment. Generic
-//! over the store ports ([`SecretRecordStore`], [`CertificateStore`],
-//! [`AssignmentStore`], [`AgentRecordStore`], [`HoldingStore`],
-//! [`DeletionStore`], [`CatalogStore`]) and the caller ([`Actor`]).
+//! and which Agents hold an environment. Generic over the store ports
+//! ([`SecretRecordStore`], [`CertificateStore`], [`AssignmentStore`],
+//! [`AgentRecordStore`], [`HoldingStore`], [`DeletionStore`],
+//! [`CatalogStore`]) and the caller ([`Actor`]).
 
 use std::collections::BTreeMap;
 

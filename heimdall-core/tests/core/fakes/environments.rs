@@ -1,0 +1,186 @@
+use super::*;
+
+catalog_beside!(MemoryEnvironments, secrets.catalog);
+
+secrets_beside!(MemoryEnvironments);
+
+holdings_in!(MemoryEnvironments);
+
+/// Environments and the Agents that hold them, in memory: assignments (one
+/// per Agent and environment), beside Agents, secrets (with their
+/// versions), what Agents report holding and a catalog.
+#[derive(Default)]
+pub struct MemoryEnvironments {
+    pub secrets: MemorySecrets,
+    pub agents: MemoryAgents,
+    pub holdings: Mutex<Vec<Holding>>,
+    assignments: Mutex<Vec<Assignment>>,
+    events: Mutex<Vec<NewEvent>>,
+}
+
+impl MemoryEnvironments {
+    pub fn with_catalog(entries: &[CatalogEntry]) -> Self {
+        Self { secrets: MemorySecrets::with_catalog(entries), ..Self::default() }
+    }
+
+    pub fn actions(&self) -> Vec<AuditAction> {
+        self.events.lock().unwrap().iter().map(|e| e.action).collect()
+    }
+}
+
+#[async_trait]
+impl AssignmentStore for MemoryEnvironments {
+    async fn assign_agent(&self, _org: OrgId, assignment: &Assignment, event: NewEvent) -> StoreResult<()> {
+        let mut assignments = self.assignments.lock().unwrap();
+        let same = |a: &Assignment| {
+            a.agent_id == assignment.agent_id && a.environment_id == assignment.environment_id
+        };
+        if assignments.iter().any(same) {
+            return Err(StoreError::AlreadyExists("assignment"));
+        }
+        assignments.push(assignment.clone());
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn list_assignments(&self, _org: OrgId, environment: CatalogId) -> StoreResult<Vec<Assignment>> {
+        Ok(self
+            .assignments
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|a| a.environment_id == environment)
+            .cloned()
+            .collect())
+    }
+
+    async fn list_all_assignments(&self, _org: OrgId) -> StoreResult<Vec<Assignment>> {
+        Ok(self.assignments.lock().unwrap().clone())
+    }
+
+    async fn unassign_agent(
+        &self,
+        _org: OrgId,
+        environment: CatalogId,
+        agent: AgentId,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut assignments = self.assignments.lock().unwrap();
+        let at = assignments
+            .iter()
+            .position(|a| a.agent_id == agent && a.environment_id == environment)
+            .ok_or(StoreError::NotFound("assignment"))?;
+        assignments.remove(at);
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl AgentRecordStore for MemoryEnvironments {
+    async fn create_registration(&self, registration: &NewRegistration, event: NewEvent) -> StoreResult<()> {
+        self.agents.create_registration(registration, event).await
+    }
+
+    async fn list_agents(&self, org: OrgId) -> StoreResult<Vec<Agent>> {
+        self.agents.list_agents(org).await
+    }
+
+    async fn revoke_agent(&self, org: OrgId, id: AgentId, event: NewEvent) -> StoreResult<Agent> {
+        self.agents.revoke_agent(org, id, event).await
+    }
+
+    async fn approve_agent_name(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+        name: &ApprovedName,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        self.agents.approve_agent_name(org, agent, name, event).await
+    }
+
+    async fn remove_agent_name(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+        name: &str,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        self.agents.remove_agent_name(org, agent, name, event).await
+    }
+
+    async fn agent_names(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<ApprovedName>> {
+        self.agents.agent_names(org, agent).await
+    }
+}
+
+#[async_trait]
+impl DeletionStore for MemoryEnvironments {
+    async fn forget_agent(&self, _org: OrgId, agent: AgentId, event: NewEvent) -> StoreResult<()> {
+        self.holdings.lock().unwrap().retain(|h| h.agent_id != agent);
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn start_deletion(&self, _org: OrgId, secret: SecretId, event: NewEvent) -> StoreResult<()> {
+        self.secrets.start_deleting(secret)?;
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn start_environment_deletion(
+        &self,
+        _org: OrgId,
+        _secret: SecretId,
+        _environment: CatalogId,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl CertificateStore for MemoryEnvironments {
+    async fn add_member_certificate(&self, cert: &MemberCertificate, event: NewEvent) -> StoreResult<()> {
+        self.secrets.add_member_certificate(cert, event).await
+    }
+
+    async fn active_member_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<MemberCertificate>> {
+        self.secrets.active_member_certificates(org, now).await
+    }
+
+    async fn add_agent_certificate(&self, cert: &AgentCertificate, event: NewEvent) -> StoreResult<()> {
+        self.secrets.add_agent_certificate(cert, event).await
+    }
+
+    async fn active_agent_certificates(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<AgentCertificate>> {
+        self.secrets.active_agent_certificates(org, now).await
+    }
+
+    async fn list_certificates(
+        &self,
+        org: OrgId,
+        member: Option<MemberId>,
+    ) -> StoreResult<Vec<IssuedCertificateInfo>> {
+        self.secrets.list_certificates(org, member).await
+    }
+
+    async fn revoke_certificate(
+        &self,
+        org: OrgId,
+        sha256: &Sha256Hex,
+        event: NewEvent,
+    ) -> StoreResult<IssuedCertificateInfo> {
+        self.secrets.revoke_certificate(org, sha256, event).await
+    }
+}
