@@ -68,10 +68,19 @@ async fn check_static_secret<S: SecretRecordStore + CatalogStore + ?Sized>(
         )
     })?;
     crate::secrets::usable_by_jobs(found.owner_id)?;
+    // The secret and the catalog are read once; each environment is one
+    // more question to the caller's policies.
+    let tree = crate::catalog::service::tree(store, actor.org()).await?;
+    let used = || crate::on_behalf::UsedSecret {
+        name: &found.name,
+        id: found.id,
+        owner: found.owner_id,
+        components: &found.components,
+    };
     let mut refusal = None;
     for environment in store.list_catalog(actor.org(), CatalogKind::Environment, None).await? {
-        match crate::secrets::service::check_use(store, actor, secret, &environment.name).await {
-            Ok(_) => return Ok(()),
+        match actor.may_use(used(), &environment.name, &tree).await {
+            Ok(()) => return Ok(()),
             Err(e) => refusal = Some(e),
         }
     }

@@ -10,20 +10,22 @@
 
 use std::collections::BTreeMap;
 
-use time::Duration;
+use time::{Duration, OffsetDateTime};
 
 use super::{
     reaches, Assignment, Creator, DeletionScope, NewSecret, Reach, Secret, SecretChange, SecretVersion,
 };
 use crate::agents::ByName;
+use crate::audit::EventPlan;
 use crate::authz::{secret_target, Action, Target, TargetKind};
+use crate::domain::CatalogEntry;
 use crate::domain::CatalogKind;
 use crate::error::{ApiError, ErrorCode};
-use crate::ids::{CatalogId, SecretId};
+use crate::ids::{CatalogId, OrgId, SecretId};
 use crate::on_behalf::UsedSecret;
 use crate::ports::{
     Actor, AgentRecordStore, AssignmentStore, CatalogStore, CertificateStore, DeletionStore, Holding,
-    HoldingStore, SecretRecordStore,
+    HoldingStore, NewEvent, SecretRecordStore,
 };
 
 /// A personal secret exists only for its owner, by member id: anyone else
@@ -306,14 +308,30 @@ pub async fn delete<S: SecretRecordStore + HoldingStore + DeletionStore + Catalo
     for env in &environments {
         actor.authorize_in(Action::SecretWrite, &target, env).await?;
     }
+    let when = (actor.now(), stale_after);
+    start_deletion(store, (actor.org(), &secret, only.as_ref()), &holdings, when, |p| actor.event(p)).await?;
+    Ok((secret, holdings))
+}
+
+/// Plans ([`super::begin_deletion`]) and stores the start of `secret`'s
+/// deletion in `org`, everywhere or only in one environment, given what
+/// its holders hold there, at `now`; `stamp` makes the event for whoever
+/// asked (a member through [`delete`], a program through the Agent channel).
+pub async fn start_deletion<S: DeletionStore + ?Sized>(
+    store: &S,
+    (org, secret, only): (OrgId, &Secret, Option<&CatalogEntry>),
+    holdings: &[Holding],
+    (now, stale_after): (OffsetDateTime, Duration),
+    stamp: impl FnOnce(EventPlan) -> NewEvent + Send,
+) -> Result<(), ApiError> {
     let holders: Vec<crate::deletion::Holder> = holdings.iter().map(Into::into).collect();
-    let plan = super::begin_deletion(&secret, only.as_ref(), &holders, actor.now(), stale_after)?;
-    let event = actor.event(plan.event);
+    let plan = super::begin_deletion(secret, only, &holders, now, stale_after)?;
+    let event = stamp(plan.event);
     match plan.scope {
         DeletionScope::Environment(env) => {
-            store.start_environment_deletion(actor.org(), plan.secret, env, event).await?
+            store.start_environment_deletion(org, plan.secret, env, event).await?
         }
-        DeletionScope::Everywhere => store.start_deletion(actor.org(), plan.secret, event).await?,
+        DeletionScope::Everywhere => store.start_deletion(org, plan.secret, event).await?,
     }
-    Ok((secret, holdings))
+    Ok(())
 }

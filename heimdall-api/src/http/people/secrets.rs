@@ -5,14 +5,14 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use heimdall_core::authz::{secret_target, Action, Target};
-use heimdall_core::deletion::{self, Holder};
+use heimdall_core::deletion;
 use heimdall_core::domain::CatalogEntry;
 use heimdall_core::domain::CatalogKind;
 use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
 use heimdall_core::ids::{CatalogId, OrgId, SecretId};
 use heimdall_core::secrets::{
-    self, reaches, service, Assignment, DeletionScope, NewSecret, Reach, Secret, SecretCursor, SecretVersion,
-    VersionAsked, VersionPlan, Writer,
+    self, reaches, service, Assignment, NewSecret, Reach, Secret, SecretCursor, SecretVersion, VersionAsked,
+    VersionPlan, Writer,
 };
 use heimdall_core::{ApiError, ErrorCode, Redacted};
 use heimdall_wire::{
@@ -284,17 +284,9 @@ pub(crate) async fn begin_deletion(
     holdings: &[heimdall_core::ports::Holding],
     actor: &str,
 ) -> Result<(), ApiError> {
-    let holders: Vec<Holder> = holdings.iter().map(Into::into).collect();
-    let (now, stale_after) = (state.clock.now(), state.agent_stale_after);
-    let plan = secrets::begin_deletion(secret, only, &holders, now, stale_after)?;
-    let event = state.planned_event(actor, plan.event);
-    match plan.scope {
-        DeletionScope::Environment(env) => {
-            state.store.start_environment_deletion(org, plan.secret, env, event).await?
-        }
-        DeletionScope::Everywhere => state.store.start_deletion(org, plan.secret, event).await?,
-    }
-    Ok(())
+    let when = (state.clock.now(), state.agent_stale_after);
+    let stamp = |planned| state.planned_event(actor, planned);
+    service::start_deletion(&*state.store, (org, secret, only), holdings, when, stamp).await
 }
 
 /// A secret, its versions and where it is deleted on its own, after a change.
