@@ -2,6 +2,8 @@
 //! name the API writes, a notification filter matches and the docs list is
 //! one of these (`tests/architecture.rs` keeps literals out of the adapters).
 
+pub mod service;
+
 use crate::domain::CatalogKind;
 
 macro_rules! actions {

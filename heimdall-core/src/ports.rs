@@ -278,6 +278,13 @@ pub trait Actor: Send + Sync {
     ) -> Result<(), ApiError>;
 }
 
+/// The audit feed as stored; what `audit::service` reads.
+#[async_trait]
+pub trait EventStore: Send + Sync {
+    /// Newest first, at most `query.limit`.
+    async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>>;
+}
+
 /// Metadata storage for the API. Every method is scoped to one organization
 /// where it touches tenant data.
 #[async_trait]
@@ -323,8 +330,6 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
         token: &NewToken,
     ) -> StoreResult<Option<(Member, Organization)>>;
 
-    // Audit feed.
-    async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>>;
     /// An audit event on its own (a refusal worth recording).
     async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()>;
 }
@@ -421,7 +426,19 @@ pub trait AccountStore: Send + Sync {
     async fn delete_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()>;
 }
 
-/// Storage for Resources, their revisions and jobs.
+/// Resources as records: found by id or name, listed.
+#[async_trait]
+pub trait ResourceRecordStore: Send + Sync {
+    async fn get_resource(&self, org: OrgId, id: ResourceId) -> StoreResult<Resource>;
+    async fn find_resources_by_name(&self, org: OrgId, name: &str) -> StoreResult<Vec<Resource>>;
+    async fn list_resources(&self, org: OrgId, filter: &ResourceFilter) -> StoreResult<Vec<Resource>>;
+    /// The Resources of `org` among `ids`, in no set order; an id of none
+    /// is left out. One query for a page's worth (a job page decides each
+    /// job under its Resource).
+    async fn resources_by_ids(&self, org: OrgId, ids: &[ResourceId]) -> StoreResult<Vec<Resource>>;
+}
+
+/// Storage for Resources' plans, revisions and jobs.
 #[async_trait]
 pub trait InfraStore: Send + Sync + std::fmt::Debug {
     /// Applies a plan from `heimdall_core::resources` in one transaction,
@@ -433,13 +450,6 @@ pub trait InfraStore: Send + Sync + std::fmt::Debug {
         plan: &ResourcePlan,
         event: NewEvent,
     ) -> StoreResult<Resource>;
-    async fn get_resource(&self, org: OrgId, id: ResourceId) -> StoreResult<Resource>;
-    async fn find_resources_by_name(&self, org: OrgId, name: &str) -> StoreResult<Vec<Resource>>;
-    async fn list_resources(&self, org: OrgId, filter: &ResourceFilter) -> StoreResult<Vec<Resource>>;
-    /// The Resources of `org` among `ids`, in no set order; an id of none
-    /// is left out. One query for a page's worth (a job page decides each
-    /// job under its Resource).
-    async fn resources_by_ids(&self, org: OrgId, ids: &[ResourceId]) -> StoreResult<Vec<Resource>>;
     /// Every provisioned Resource, in every organization, whose schema
     /// checks for drift on a schedule, with when it was last checked or
     /// applied.
@@ -527,12 +537,14 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
 /// Every port, for the adapters that need them all.
 pub trait Store:
     MetadataStore
+    + EventStore
     + MemberStore
     + TokenStore
     + CatalogStore
     + PolicyStore
     + SchemaStore
     + AccountStore
+    + ResourceRecordStore
     + InfraStore
     + JobQueue
     + AgentRecordStore
@@ -555,12 +567,14 @@ pub trait Store:
 }
 impl<T> Store for T where
     T: MetadataStore
+        + EventStore
         + MemberStore
         + TokenStore
         + CatalogStore
         + PolicyStore
         + SchemaStore
         + AccountStore
+        + ResourceRecordStore
         + InfraStore
         + JobQueue
         + AgentRecordStore

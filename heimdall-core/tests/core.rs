@@ -1,5 +1,5 @@
 //! heimdall-core's integration tests, one binary: the error table,
-//! authorization, the use cases of accounts, Agents, the catalog,
+//! authorization, the use cases of accounts, Agents, certificates, the catalog,
 //! channels, databases, members, policies, schemas, secrets and tokens on in-memory stores, and the purity of the crate's
 //! dependency closure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
@@ -14,6 +14,8 @@ mod assignment_service;
 mod authz;
 #[path = "core/catalog_service.rs"]
 mod catalog_service;
+#[path = "core/certificate_service.rs"]
+mod certificate_service;
 #[path = "core/channel_service.rs"]
 mod channel_service;
 #[path = "core/database_service.rs"]

@@ -9,7 +9,8 @@ use heimdall_core::infra::{
     AccountLink, CloudAccount, Job, Resource, ResourceSchema, Revision, RevisionState,
 };
 use heimdall_core::ports::{
-    AccountStore, DriftCandidate, InfraStore, NewEvent, ResourceFilter, SchemaStore, StoreError, StoreResult,
+    AccountStore, DriftCandidate, InfraStore, NewEvent, ResourceFilter, ResourceRecordStore, SchemaStore,
+    StoreError, StoreResult,
 };
 use heimdall_core::resources::{ResourcePlan, StatusUpdate};
 use sqlx::{Any, Transaction};
@@ -381,6 +382,83 @@ impl AccountStore for SqlStore {
 }
 
 #[async_trait]
+impl ResourceRecordStore for SqlStore {
+    async fn get_resource(&self, org: OrgId, id: ResourceId) -> StoreResult<Resource> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let resource = fetch_resource(&mut tx, org, id).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(resource)
+    }
+
+    async fn find_resources_by_name(&self, org: OrgId, name: &str) -> StoreResult<Vec<Resource>> {
+        let sql = format!("SELECT {RESOURCE_COLUMNS} FROM resources WHERE org_id = $1 AND name = $2 ORDER BY created_at, id");
+        sqlx::query_as::<_, ResourceRow>(&sql)
+            .bind(org.to_string())
+            .bind(name.to_owned())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(ResourceRow::into_domain)
+            .collect()
+    }
+
+    async fn list_resources(&self, org: OrgId, filter: &ResourceFilter) -> StoreResult<Vec<Resource>> {
+        // Empty strings mean "any": one statement for every filter combination.
+        // After the cursor: created later, or at the same time with a greater
+        // id, as one row comparison, so that the index range starts there
+        // (an `OR` made every page scan from the first Resource). No cursor
+        // is a place before every row.
+        let sql = format!(
+            "SELECT {RESOURCE_COLUMNS} FROM resources WHERE org_id = $1
+               AND ($2 = '' OR component_id = $2) AND ($3 = '' OR environment_id = $3) AND ($4 = '' OR status = $4)
+               AND (created_at, id) > ($6, $5)
+             ORDER BY created_at, id LIMIT $7"
+        );
+        let (after_id, after_at) =
+            filter.after.as_ref().map_or((String::new(), i64::MIN), |c| (c.id.to_string(), c.created_at));
+        sqlx::query_as::<_, ResourceRow>(&sql)
+            .bind(org.to_string())
+            .bind(filter.component.map(|c| c.to_string()).unwrap_or_default())
+            .bind(filter.environment.map(|c| c.to_string()).unwrap_or_default())
+            .bind(filter.status.map(|s| s.as_str().to_owned()).unwrap_or_default())
+            .bind(after_id)
+            .bind(after_at)
+            .bind(filter.limit.map_or(i64::MAX, i64::from))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(ResourceRow::into_domain)
+            .collect()
+    }
+
+    async fn resources_by_ids(&self, org: OrgId, ids: &[ResourceId]) -> StoreResult<Vec<Resource>> {
+        let mut ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut found = Vec::with_capacity(ids.len());
+        // A bounded number of placeholders per statement (SQLite's limit
+        // is 32,766; PostgreSQL's 65,535).
+        for chunk in ids.chunks(1000) {
+            let marks: Vec<String> = (2..chunk.len() + 2).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "SELECT {RESOURCE_COLUMNS} FROM resources WHERE org_id = $1 AND id IN ({})",
+                marks.join(", ")
+            );
+            let mut query = sqlx::query_as::<_, ResourceRow>(&sql).bind(org.to_string());
+            for id in chunk {
+                query = query.bind(id.clone());
+            }
+            for row in query.fetch_all(&self.pool).await.map_err(db_err)? {
+                found.push(row.into_domain()?);
+            }
+        }
+        Ok(found)
+    }
+}
+
+#[async_trait]
 impl InfraStore for SqlStore {
     async fn apply_resource_plan(
         &self,
@@ -454,80 +532,6 @@ impl InfraStore for SqlStore {
         let resource = fetch_resource(&mut tx, org, plan.resource).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(resource)
-    }
-
-    async fn get_resource(&self, org: OrgId, id: ResourceId) -> StoreResult<Resource> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let resource = fetch_resource(&mut tx, org, id).await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(resource)
-    }
-
-    async fn find_resources_by_name(&self, org: OrgId, name: &str) -> StoreResult<Vec<Resource>> {
-        let sql = format!("SELECT {RESOURCE_COLUMNS} FROM resources WHERE org_id = $1 AND name = $2 ORDER BY created_at, id");
-        sqlx::query_as::<_, ResourceRow>(&sql)
-            .bind(org.to_string())
-            .bind(name.to_owned())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?
-            .into_iter()
-            .map(ResourceRow::into_domain)
-            .collect()
-    }
-
-    async fn list_resources(&self, org: OrgId, filter: &ResourceFilter) -> StoreResult<Vec<Resource>> {
-        // Empty strings mean "any": one statement for every filter combination.
-        // After the cursor: created later, or at the same time with a greater
-        // id, as one row comparison, so that the index range starts there
-        // (an `OR` made every page scan from the first Resource). No cursor
-        // is a place before every row.
-        let sql = format!(
-            "SELECT {RESOURCE_COLUMNS} FROM resources WHERE org_id = $1
-               AND ($2 = '' OR component_id = $2) AND ($3 = '' OR environment_id = $3) AND ($4 = '' OR status = $4)
-               AND (created_at, id) > ($6, $5)
-             ORDER BY created_at, id LIMIT $7"
-        );
-        let (after_id, after_at) =
-            filter.after.as_ref().map_or((String::new(), i64::MIN), |c| (c.id.to_string(), c.created_at));
-        sqlx::query_as::<_, ResourceRow>(&sql)
-            .bind(org.to_string())
-            .bind(filter.component.map(|c| c.to_string()).unwrap_or_default())
-            .bind(filter.environment.map(|c| c.to_string()).unwrap_or_default())
-            .bind(filter.status.map(|s| s.as_str().to_owned()).unwrap_or_default())
-            .bind(after_id)
-            .bind(after_at)
-            .bind(filter.limit.map_or(i64::MAX, i64::from))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?
-            .into_iter()
-            .map(ResourceRow::into_domain)
-            .collect()
-    }
-
-    async fn resources_by_ids(&self, org: OrgId, ids: &[ResourceId]) -> StoreResult<Vec<Resource>> {
-        let mut ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let mut found = Vec::with_capacity(ids.len());
-        // A bounded number of placeholders per statement (SQLite's limit
-        // is 32,766; PostgreSQL's 65,535).
-        for chunk in ids.chunks(1000) {
-            let marks: Vec<String> = (2..chunk.len() + 2).map(|i| format!("${i}")).collect();
-            let sql = format!(
-                "SELECT {RESOURCE_COLUMNS} FROM resources WHERE org_id = $1 AND id IN ({})",
-                marks.join(", ")
-            );
-            let mut query = sqlx::query_as::<_, ResourceRow>(&sql).bind(org.to_string());
-            for id in chunk {
-                query = query.bind(id.clone());
-            }
-            for row in query.fetch_all(&self.pool).await.map_err(db_err)? {
-                found.push(row.into_domain()?);
-            }
-        }
-        Ok(found)
     }
 
     async fn list_drift_candidates(&self) -> StoreResult<Vec<DriftCandidate>> {

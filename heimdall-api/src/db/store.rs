@@ -7,8 +7,8 @@ use heimdall_core::domain::{
 use heimdall_core::ids::{CatalogId, MemberId, OrgId, PolicyId, TokenId};
 use heimdall_core::policies::PolicyWrite;
 use heimdall_core::ports::{
-    CatalogStore, EventQuery, MemberStore, MetadataStore, NewEvent, NewToken, PolicyStore, StoreError,
-    StoreResult, TokenStore,
+    CatalogStore, EventQuery, EventStore, MemberStore, MetadataStore, NewEvent, NewToken, PolicyStore,
+    StoreError, StoreResult, TokenStore,
 };
 use heimdall_core::token::TokenHash;
 use sqlx::{Any, FromRow, Transaction};
@@ -349,6 +349,15 @@ impl MetadataStore for SqlStore {
         Ok(Some((member, organization)))
     }
 
+    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+}
+
+#[async_trait]
+impl EventStore for SqlStore {
     async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>> {
         let before = query.before.map_or(i64::MAX, to_micros);
         // `action` filters by prefix: `member.` matches `member.added`, ….
@@ -367,12 +376,6 @@ impl MetadataStore for SqlStore {
         .await
         .map_err(db_err)?;
         rows.into_iter().map(EventRow::into_domain).collect()
-    }
-
-    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        insert_event(&mut tx, org, event).await?;
-        tx.commit().await.map_err(db_err)
     }
 }
 

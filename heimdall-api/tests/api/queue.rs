@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use heimdall_api::testing::{TestApi, TestDatabase};
 use heimdall_core::ids::{LeaseId, OrgId};
 use heimdall_core::infra::{Job, JobStatus};
-use heimdall_core::ports::{InfraStore, JobOutcome, JobQueue, MetadataStore, StoreError};
+use heimdall_core::ports::{EventStore, InfraStore, JobOutcome, JobQueue, ResourceRecordStore, StoreError};
 use heimdall_core::queue::{ReapDecision, LEASE, MAX_LOG_BYTES, TRUNCATION_MARKER};
 use serde_json::json;
 use time::{Duration, OffsetDateTime};

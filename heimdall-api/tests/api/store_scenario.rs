@@ -4,8 +4,8 @@ use heimdall_api::testing::TestDatabase;
 use heimdall_core::domain::{CatalogEntry, CatalogKind, Member, Organization, Policy, Role};
 use heimdall_core::ids::{CatalogId, EventId, MemberId, OrgId, PolicyId, TokenId};
 use heimdall_core::ports::{
-    CatalogStore, EventQuery, MemberStore, MetadataStore, NewEvent, NewToken, PolicyStore, StoreError,
-    TokenStore,
+    CatalogStore, EventQuery, EventStore, MemberStore, MetadataStore, NewEvent, NewToken, PolicyStore,
+    StoreError, TokenStore,
 };
 use heimdall_core::token::TokenHash;
 use time::{Duration, OffsetDateTime};

@@ -3,6 +3,7 @@
 //! value.
 
 mod assignment;
+pub mod certificates;
 mod create;
 mod lifecycle;
 mod new_version;

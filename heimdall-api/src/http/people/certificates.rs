@@ -10,8 +10,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::authz::{Action, Target};
-use heimdall_core::secrets::{CertificateKind, IssuedCertificateInfo, MemberCertificate};
+use heimdall_core::secrets::{certificates, IssuedCertificateInfo};
 use heimdall_core::{ApiError, ErrorCode, Sha256Hex};
 use heimdall_wire::{CertificateRequest, IssuedCertificate};
 use utoipa_axum::router::OpenApiRouter;
@@ -46,11 +45,7 @@ async fn list(
     caller: Caller,
     QueryParams(page): QueryParams<crate::http::PageQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<IssuedCertificateInfo>>)> {
-    let decider = state.decider(&caller).await?;
-    let all =
-        decider.decide(Action::CertificateRead, &Target::organization(caller.org.id), None).is_allowed();
-    let only = (!all).then_some(caller.member.id);
-    let certificates = state.store.list_certificates(caller.org.id, only).await?;
+    let certificates = certificates::list(&*state.store, &state.acting(&caller)).await?;
     let (headers, certificates) =
         crate::http::short_page(certificates, page.limit, page.after.as_deref(), |c| {
             vec![crate::http::sort_time_newest_first(c.created_at), c.sha256.to_string()]
@@ -80,16 +75,7 @@ async fn revoke(
     Path(sha256): Path<String>,
 ) -> HttpResult<Json<IssuedCertificateInfo>> {
     let sha256 = Sha256Hex::parse_field("the certificate's SHA-256", &sha256)?;
-    let all = state.store.list_certificates(caller.org.id, None).await?;
-    let cert = all.iter().find(|c| c.sha256 == sha256).ok_or_else(|| ApiError::not_found("certificate"))?;
-    let own = cert.kind == CertificateKind::Member && cert.subject_id == caller.member.id.to_string();
-    if !own {
-        state
-            .authorize(&caller, Action::CertificateRevoke, &Target::organization(caller.org.id), None)
-            .await?;
-    }
-    let event = state.planned_event(&caller.member.email, heimdall_core::secrets::certificate_revoked(cert));
-    Ok(Json(state.store.revoke_certificate(caller.org.id, &cert.sha256, event).await?))
+    Ok(Json(certificates::revoke(&*state.store, &state.acting(&caller), &sha256).await?))
 }
 
 /// Any member may get a certificate for themselves; what it opens is
@@ -122,18 +108,9 @@ async fn issue(
     let spki_sha256 = heimdall_tls::identity::first_der(&issued.pem)
         .and_then(|der| heimdall_tls::identity::spki_sha256(&der))
         .ok_or_else(|| ApiError::new(ErrorCode::Internal, "the issued certificate does not parse"))?;
-    let record = MemberCertificate {
-        sha256: issued.sha256.clone(),
-        org_id: caller.org.id,
-        member_id: caller.member.id,
-        spki_sha256: Some(spki_sha256),
-        created_at: now,
-        not_after: issued.not_after,
-    };
-    let planned =
-        heimdall_core::secrets::member_certificate_issued(caller.member.id, &issued.sha256, issued.not_after);
-    let event = state.planned_event(&caller.member.email, planned);
-    state.store.add_member_certificate(&record, event).await?;
+    let signed =
+        certificates::Signed { sha256: issued.sha256.clone(), spki_sha256, not_after: issued.not_after };
+    certificates::record_mine(&*state.store, &state.acting(&caller), &signed).await?;
     Ok((
         StatusCode::CREATED,
         Json(IssuedCertificate {

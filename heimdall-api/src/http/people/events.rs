@@ -2,9 +2,8 @@
 
 use axum::extract::State;
 use axum::Json;
-use heimdall_core::authz::{Action, Target};
+use heimdall_core::audit::service;
 use heimdall_core::domain::AuditEvent;
-use heimdall_core::ports::EventQuery;
 use heimdall_core::ApiError;
 use serde::Deserialize;
 use time::format_description::well_known::Rfc3339;
@@ -53,17 +52,14 @@ async fn list(
     caller: Caller,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> HttpResult<Json<Vec<AuditEvent>>> {
-    state.authorize(&caller, Action::EventRead, &Target::organization(caller.org.id), None).await?;
     let before =
         query.before.map(|b| OffsetDateTime::parse(&b, &Rfc3339)).transpose().map_err(|_| {
             ApiError::invalid_input("before must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z")
         })?;
-    let limit = query.limit.unwrap_or(50);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid_input("limit must be between 1 and 1000").into());
+    let asked = service::query(query.limit, before, query.action)?;
+    let feed = service::list(&*state.store, &state.acting(&caller), &asked).await?;
+    for (kind, error) in &feed.unnamed {
+        tracing::warn!(%kind, %error, "audit feed: names not looked up");
     }
-    let q = EventQuery { limit, before, action_prefix: query.action };
-    let mut events = state.store.list_events(caller.org.id, &q).await?;
-    super::event_names::name_targets(&state, caller.org.id, &mut events).await;
-    Ok(Json(events))
+    Ok(Json(feed.events))
 }

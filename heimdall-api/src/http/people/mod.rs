@@ -8,7 +8,6 @@ pub(crate) mod catalog;
 pub(crate) mod certificates;
 pub(crate) mod console_sign_in;
 pub(crate) mod databases;
-pub(crate) mod event_names;
 pub(crate) mod events;
 pub(crate) mod jobs;
 pub(crate) mod members;
