@@ -266,6 +266,34 @@ pub trait Actor: Send + Sync {
         target: &crate::authz::Target,
         environment: &str,
     ) -> Result<(), ApiError>;
+    /// For each of `items` (a target, and its environment when it is in
+    /// one), whether the policies let the caller do `action` on it: a
+    /// list's entries decided together (`authz::ManyDecisions`); a refusal
+    /// is `false`, never an error.
+    async fn allows_each(
+        &self,
+        action: crate::authz::Action,
+        items: &[(crate::authz::Target, Option<&str>)],
+    ) -> Result<Vec<bool>, ApiError>;
+    /// The environments among `environments` where the policies let the
+    /// caller do `action` on `target`, each once, in order: what lives in
+    /// environments (versions, a trail) shown only where it may be.
+    async fn allowed_environments(
+        &self,
+        action: crate::authz::Action,
+        target: &crate::authz::Target,
+        environments: &[&str],
+    ) -> Result<Vec<String>, ApiError> {
+        let mut distinct: Vec<&str> = Vec::new();
+        for env in environments {
+            if !distinct.contains(env) {
+                distinct.push(env);
+            }
+        }
+        let items: Vec<_> = distinct.iter().map(|env| (target.clone(), Some(*env))).collect();
+        let allowed = self.allows_each(action, &items).await?;
+        Ok(distinct.into_iter().zip(allowed).filter(|(_, ok)| *ok).map(|(env, _)| env.to_owned()).collect())
+    }
     /// The event a planned one becomes, stamped for this caller.
     fn event(&self, plan: crate::audit::EventPlan) -> NewEvent;
     /// `FORBIDDEN` unless a job may use `secret` in `environment` on the
@@ -552,8 +580,10 @@ pub trait Store:
     + SecretRecordStore
     + CertificateStore
     + AssignmentStore
+    + VersionStore
     + SecretStore
     + AccessStore
+    + TrailStore
     + ChannelStore
     + NotificationStore
     + HoldingStore
@@ -582,8 +612,10 @@ impl<T> Store for T where
         + SecretRecordStore
         + CertificateStore
         + AssignmentStore
+        + VersionStore
         + SecretStore
         + AccessStore
+        + TrailStore
         + ChannelStore
         + NotificationStore
         + HoldingStore
@@ -669,8 +701,9 @@ pub trait HoldingStore: Send + Sync {
     async fn holdings_of_org(&self, org: OrgId) -> StoreResult<Vec<Holding>>;
 }
 
-/// Starting a secret's deletion, everywhere or in one environment, and
-/// forgetting an Agent whose store is destroyed (what it held up goes).
+/// Starting a secret's deletion, everywhere or in one environment, the
+/// deletions under way, and forgetting an Agent whose store is destroyed
+/// (what it held up goes).
 #[async_trait]
 pub trait DeletionStore: Send + Sync {
     /// Drops `agent`'s inventory (its store is destroyed), completing deletions it held up.
@@ -686,6 +719,10 @@ pub trait DeletionStore: Send + Sync {
         environment: CatalogId,
         event: NewEvent,
     ) -> StoreResult<()>;
+    /// Names of the organization's secrets being deleted or deleted: Agents drop what they hold of them.
+    async fn deleted_secret_names(&self, org: OrgId) -> StoreResult<Vec<String>>;
+    /// (secret name, environment) pairs being deleted: Agents drop what they hold there.
+    async fn environment_deletions(&self, org: OrgId) -> StoreResult<Vec<EnvironmentDeletion>>;
 }
 
 #[async_trait]
@@ -701,10 +738,6 @@ pub trait InventoryStore: Send + Sync {
         items: &[Reported],
         at: ReportedAt,
     ) -> StoreResult<()>;
-    /// Names of the organization's secrets being deleted or deleted: Agents drop what they hold of them.
-    async fn deleted_secret_names(&self, org: OrgId) -> StoreResult<Vec<String>>;
-    /// (secret name, environment) pairs being deleted: Agents drop what they hold there.
-    async fn environment_deletions(&self, org: OrgId) -> StoreResult<Vec<EnvironmentDeletion>>;
     /// The environments `agent` must delete what it holds of.
     async fn released_environments(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<CatalogId>>;
 }
@@ -1111,16 +1144,10 @@ pub trait AssignmentStore: Send + Sync {
     ) -> StoreResult<()>;
 }
 
-/// Secrets' versions as Agents write them, and the sync's view of them.
+/// Numbering a secret's versions, and which were deactivated; what
+/// `secrets::versions` runs on.
 #[async_trait]
-pub trait SecretStore: Send + Sync + std::fmt::Debug {
-    /// What an Agent's sync answer says of the organization's secrets
-    /// (`crate::sync_delta`): those changed after `known` when the
-    /// organization has reached it, else every secret not deleted.
-    async fn secret_changes(&self, org: OrgId, known: Option<i64>) -> StoreResult<SecretChanges>;
-    /// An API process starts: lists of secrets Agents hold from before are
-    /// answered whole (`crate::sync_delta::RESTART_STEP`).
-    async fn start_sync_epoch(&self) -> StoreResult<()>;
+pub trait VersionStore: Send + Sync {
     /// Numbers the next version of `secret` in `environment` (1 for the
     /// first) and stores who asked and the overlap asked for, with
     /// `event`, in one transaction; with `asked.bind`, also binds that
@@ -1133,6 +1160,21 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
         asked: crate::secrets::VersionAsked<'_>,
         event: NewEvent,
     ) -> StoreResult<SecretVersion>;
+    /// Every deactivated version in the organization: (secret name,
+    /// environment id, version).
+    async fn deactivated_versions(&self, org: OrgId) -> StoreResult<Vec<(String, CatalogId, i64)>>;
+}
+
+/// Secrets' versions as Agents write them, and the sync's view of them.
+#[async_trait]
+pub trait SecretStore: Send + Sync + std::fmt::Debug {
+    /// What an Agent's sync answer says of the organization's secrets
+    /// (`crate::sync_delta`): those changed after `known` when the
+    /// organization has reached it, else every secret not deleted.
+    async fn secret_changes(&self, org: OrgId, known: Option<i64>) -> StoreResult<SecretChanges>;
+    /// An API process starts: lists of secrets Agents hold from before are
+    /// answered whole (`crate::sync_delta::RESTART_STEP`).
+    async fn start_sync_epoch(&self) -> StoreResult<()>;
     /// Every version of the live secrets named in `wanted` (name,
     /// environment): when each was numbered and the overlap it asked for
     /// (`heimdall_core::retention`).
@@ -1141,9 +1183,6 @@ pub trait SecretStore: Send + Sync + std::fmt::Debug {
         org: OrgId,
         wanted: &[(&str, CatalogId)],
     ) -> StoreResult<Vec<(String, CatalogId, crate::retention::Overlap)>>;
-    /// Every deactivated version in the organization: (secret name,
-    /// environment id, version).
-    async fn deactivated_versions(&self, org: OrgId) -> StoreResult<Vec<(String, CatalogId, i64)>>;
 }
 
 // ---- Secret Manager (access records from Agents) --------------------------------
@@ -1164,7 +1203,24 @@ pub struct SyncOutcome {
     pub received_through: i64,
 }
 
-/// Access records reported by Agents, and the access log built from them.
+/// A secret's access trail as people read it; what `secrets::views`
+/// runs on.
+#[async_trait]
+pub trait TrailStore: Send + Sync {
+    /// A secret's reads aggregated per (accessor, environment, version,
+    /// Agent, address, second), newest first.
+    async fn access_log(
+        &self,
+        org: OrgId,
+        secret_name: &str,
+        page: &crate::access::AccessLogPage,
+    ) -> StoreResult<Vec<AccessLogEntry>>;
+    /// Every environment name the secret's reads were recorded under
+    /// (a renamed environment's old name included).
+    async fn access_log_environments(&self, org: OrgId, secret_name: &str) -> StoreResult<Vec<String>>;
+}
+
+/// Access records reported by Agents, stored as the trail.
 #[async_trait]
 pub trait AccessStore: Send + Sync + std::fmt::Debug {
     /// Stores a sync's records for `agent` as `heimdall_core::access::ingest`
@@ -1180,16 +1236,4 @@ pub trait AccessStore: Send + Sync + std::fmt::Debug {
         environment_names: &[(String, String)],
         now: OffsetDateTime,
     ) -> StoreResult<SyncOutcome>;
-
-    /// A secret's reads aggregated per (accessor, environment, version,
-    /// Agent, address, second), newest first.
-    async fn access_log(
-        &self,
-        org: OrgId,
-        secret_name: &str,
-        page: &crate::access::AccessLogPage,
-    ) -> StoreResult<Vec<AccessLogEntry>>;
-    /// Every environment name the secret's reads were recorded under
-    /// (a renamed environment's old name included).
-    async fn access_log_environments(&self, org: OrgId, secret_name: &str) -> StoreResult<Vec<String>>;
 }

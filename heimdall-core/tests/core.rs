@@ -1,6 +1,6 @@
 //! heimdall-core's integration tests, one binary: the error table,
 //! authorization, the use cases of accounts, Agents, certificates, the catalog,
-//! channels, databases, members, policies, schemas, secrets and tokens on in-memory stores, and the purity of the crate's
+//! channels, databases, members, policies, schemas, secrets (their records, views and versions) and tokens on in-memory stores, and the purity of the crate's
 //! dependency closure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
@@ -36,5 +36,7 @@ mod purity;
 mod schema_service;
 #[path = "core/secret_service.rs"]
 mod secret_service;
+#[path = "core/secret_views.rs"]
+mod secret_views;
 #[path = "core/token_service.rs"]
 mod token_service;

@@ -699,6 +699,22 @@ pub struct HolderBehind {
     pub lagging: bool,
 }
 
+impl From<heimdall_core::standing::HolderBehind> for HolderBehind {
+    fn from(b: heimdall_core::standing::HolderBehind) -> Self {
+        let heimdall_core::standing::HolderBehind {
+            agent_id,
+            agent,
+            secret,
+            environment,
+            current,
+            held,
+            since,
+            lagging,
+        } = b;
+        Self { agent_id, agent, secret, environment, current, held, since, lagging }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AssignAgent {

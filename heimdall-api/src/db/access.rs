@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use heimdall_core::access::{ingest, AccessLogPage, EpochState, Report};
 use heimdall_core::ids::{EventId, OrgId};
 use heimdall_core::infra::Agent;
-use heimdall_core::ports::{AccessStore, NewEvent, StoreResult, SyncOutcome};
+use heimdall_core::ports::{AccessStore, NewEvent, StoreResult, SyncOutcome, TrailStore};
 use heimdall_wire::AccessLogEntry;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -158,7 +158,10 @@ impl AccessStore for SqlStore {
             received_through: plan.last_seq,
         })
     }
+}
 
+#[async_trait]
+impl TrailStore for SqlStore {
     async fn access_log_environments(&self, org: OrgId, secret_name: &str) -> StoreResult<Vec<String>> {
         let rows: Vec<(String,)> = sqlx::query_as(
             "SELECT environment FROM access_log_environments WHERE org_id = $1 AND secret_name = $2 ORDER BY environment",

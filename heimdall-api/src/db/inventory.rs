@@ -333,6 +333,44 @@ impl DeletionStore for SqlStore {
         complete_deletions(&mut tx, org, &actor, at).await?;
         tx.commit().await.map_err(db_err)
     }
+
+    async fn deleted_secret_names(&self, org: OrgId) -> StoreResult<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT name FROM secrets WHERE org_id = $1 AND lifecycle <> 'active' ORDER BY name",
+        )
+        .bind(org.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows.into_iter().map(|(name,)| name).collect())
+    }
+
+    async fn environment_deletions(&self, org: OrgId) -> StoreResult<Vec<EnvironmentDeletion>> {
+        type Row = (String, String, String, String, i64, Option<i64>, Option<i64>);
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT s.name, d.environment_id, e.name, d.lifecycle, d.started_at, d.deleted_at, d.through_version \
+             FROM secret_environment_deletions d JOIN secrets s ON s.id = d.secret_id \
+             JOIN catalog_entries e ON e.id = d.environment_id WHERE s.org_id = $1 ORDER BY s.name, e.name",
+        )
+        .bind(org.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(secret, environment_id, environment, status, started, deleted, through_version)| {
+                Ok(EnvironmentDeletion {
+                    secret,
+                    environment_id: parse_id(&environment_id)?,
+                    environment,
+                    status: Lifecycle::parse(&status)
+                        .ok_or_else(|| StoreError::Backend(format!("unknown stored lifecycle {status:?}")))?,
+                    started_at: from_micros(started),
+                    deleted_at: deleted.map(from_micros),
+                    through_version,
+                })
+            })
+            .collect()
+    }
 }
 
 #[async_trait]
@@ -431,17 +469,6 @@ impl InventoryStore for SqlStore {
         tx.commit().await.map_err(db_err)
     }
 
-    async fn deleted_secret_names(&self, org: OrgId) -> StoreResult<Vec<String>> {
-        let rows: Vec<(String,)> = sqlx::query_as(
-            "SELECT name FROM secrets WHERE org_id = $1 AND lifecycle <> 'active' ORDER BY name",
-        )
-        .bind(org.to_string())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(rows.into_iter().map(|(name,)| name).collect())
-    }
-
     async fn released_environments(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<CatalogId>> {
         let rows: Vec<(String,)> =
             sqlx::query_as("SELECT environment_id FROM agent_releases WHERE org_id = $1 AND agent_id = $2")
@@ -451,32 +478,5 @@ impl InventoryStore for SqlStore {
                 .await
                 .map_err(db_err)?;
         rows.into_iter().map(|(id,)| parse_id(&id)).collect()
-    }
-
-    async fn environment_deletions(&self, org: OrgId) -> StoreResult<Vec<EnvironmentDeletion>> {
-        type Row = (String, String, String, String, i64, Option<i64>, Option<i64>);
-        let rows: Vec<Row> = sqlx::query_as(
-            "SELECT s.name, d.environment_id, e.name, d.lifecycle, d.started_at, d.deleted_at, d.through_version \
-             FROM secret_environment_deletions d JOIN secrets s ON s.id = d.secret_id \
-             JOIN catalog_entries e ON e.id = d.environment_id WHERE s.org_id = $1 ORDER BY s.name, e.name",
-        )
-        .bind(org.to_string())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.into_iter()
-            .map(|(secret, environment_id, environment, status, started, deleted, through_version)| {
-                Ok(EnvironmentDeletion {
-                    secret,
-                    environment_id: parse_id(&environment_id)?,
-                    environment,
-                    status: Lifecycle::parse(&status)
-                        .ok_or_else(|| StoreError::Backend(format!("unknown stored lifecycle {status:?}")))?,
-                    started_at: from_micros(started),
-                    deleted_at: deleted.map(from_micros),
-                    through_version,
-                })
-            })
-            .collect()
     }
 }

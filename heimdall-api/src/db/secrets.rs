@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use heimdall_core::ids::{CatalogId, MemberId, OrgId, SecretId};
 use heimdall_core::ports::{
-    CertificateStore, NewEvent, SecretRecordStore, SecretStore, StoreError, StoreResult,
+    CertificateStore, NewEvent, SecretRecordStore, SecretStore, StoreError, StoreResult, VersionStore,
 };
 use heimdall_core::retention::Overlap;
 use heimdall_core::secrets::{
@@ -567,6 +567,44 @@ impl SecretStore for SqlStore {
         super::sync_secrets::start_sync_epoch(&self.pool).await
     }
 
+    async fn version_overlaps(
+        &self,
+        org: OrgId,
+        wanted: &[(&str, CatalogId)],
+    ) -> StoreResult<Vec<(String, CatalogId, Overlap)>> {
+        let pairs: std::collections::HashSet<(&str, CatalogId)> = wanted.iter().copied().collect();
+        let mut names: Vec<&str> = wanted.iter().map(|(name, _)| *name).collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut found = Vec::new();
+        // A bounded IN list per query: a backfill can ask for thousands.
+        for chunk in names.chunks(500) {
+            let placeholders: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 2)).collect();
+            let sql = format!(
+                "SELECT s.name, v.environment_id, v.version, v.created_at, v.keep_previous_seconds \
+                 FROM secret_versions v JOIN secrets s ON s.id = v.secret_id \
+                 WHERE s.org_id = $1 AND s.lifecycle = 'active' AND s.name IN ({})",
+                placeholders.join(", ")
+            );
+            let mut query = sqlx::query_as::<_, (String, String, i64, i64, i64)>(&sql).bind(org.to_string());
+            for name in chunk {
+                query = query.bind(*name);
+            }
+            for (name, env, version, created_at, keep) in query.fetch_all(&self.pool).await.map_err(db_err)? {
+                let environment: CatalogId = parse_id(&env)?;
+                if !pairs.contains(&(name.as_str(), environment)) {
+                    continue;
+                }
+                let overlap = Overlap::stored(version, from_micros(created_at), keep);
+                found.push((name, environment, overlap));
+            }
+        }
+        Ok(found)
+    }
+}
+
+#[async_trait]
+impl VersionStore for SqlStore {
     async fn create_version(
         &self,
         org: OrgId,
@@ -639,41 +677,6 @@ impl SecretStore for SqlStore {
             });
         }
         Err(StoreError::Conflict("too many concurrent writers of this secret; try again".into()))
-    }
-
-    async fn version_overlaps(
-        &self,
-        org: OrgId,
-        wanted: &[(&str, CatalogId)],
-    ) -> StoreResult<Vec<(String, CatalogId, Overlap)>> {
-        let pairs: std::collections::HashSet<(&str, CatalogId)> = wanted.iter().copied().collect();
-        let mut names: Vec<&str> = wanted.iter().map(|(name, _)| *name).collect();
-        names.sort_unstable();
-        names.dedup();
-        let mut found = Vec::new();
-        // A bounded IN list per query: a backfill can ask for thousands.
-        for chunk in names.chunks(500) {
-            let placeholders: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 2)).collect();
-            let sql = format!(
-                "SELECT s.name, v.environment_id, v.version, v.created_at, v.keep_previous_seconds \
-                 FROM secret_versions v JOIN secrets s ON s.id = v.secret_id \
-                 WHERE s.org_id = $1 AND s.lifecycle = 'active' AND s.name IN ({})",
-                placeholders.join(", ")
-            );
-            let mut query = sqlx::query_as::<_, (String, String, i64, i64, i64)>(&sql).bind(org.to_string());
-            for name in chunk {
-                query = query.bind(*name);
-            }
-            for (name, env, version, created_at, keep) in query.fetch_all(&self.pool).await.map_err(db_err)? {
-                let environment: CatalogId = parse_id(&env)?;
-                if !pairs.contains(&(name.as_str(), environment)) {
-                    continue;
-                }
-                let overlap = Overlap::stored(version, from_micros(created_at), keep);
-                found.push((name, environment, overlap));
-            }
-        }
-        Ok(found)
     }
 
     async fn deactivated_versions(&self, org: OrgId) -> StoreResult<Vec<(String, CatalogId, i64)>> {

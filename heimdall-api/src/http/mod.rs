@@ -17,12 +17,11 @@ pub(crate) mod extract;
 pub(crate) mod openapi;
 mod paging;
 pub(crate) mod people;
-pub(crate) mod standing;
 mod state;
 
 pub use error::ErrorAnswer;
 pub(crate) use paging::{
-    page, short_page, sort_number, sort_time, sort_time_newest_first, visible_page, PageQuery,
+    short_page, sort_number, sort_time, sort_time_newest_first, visible, visible_page, PageQuery,
 };
 pub use people::{openapi_document, router};
 pub use state::{AppState, Decider};

@@ -60,20 +60,12 @@ pub(crate) fn sort_time_newest_first(t: time::OffsetDateTime) -> String {
     sort_number(i64::MAX - micros.max(0))
 }
 
-/// Most chunks one page reads: where a `forbid` hides nearly everything, a
-/// page stops short (with where to go on) rather than read the whole list.
-pub(crate) const MAX_CHUNKS: usize = 20;
-
-/// A page of what the caller may see: reads chunks of `limit + 1` from
-/// `fetch` (each after the last entry read), keeps those `allowed`, until
-/// one more than `limit` is kept (so there is a next page) or the list
-/// ends; hidden entries never leave a short page, unless [`MAX_CHUNKS`]
-/// were read: then it ends short, its `Heimdall-Next-After` at the last
-/// entry read. Answers the page and that header (see [`page`]).
+/// A page of what the caller may see (`heimdall_core::paging::visible`,
+/// with a filter that needs no store) and its `Heimdall-Next-After`.
 pub(crate) async fn visible_page<T, C, Fut>(
     limit: u32,
-    mut after: Option<C>,
-    mut fetch: impl FnMut(Option<C>, u32) -> Fut,
+    after: Option<C>,
+    fetch: impl FnMut(Option<C>, u32) -> Fut,
     mut allowed: impl FnMut(&T) -> bool,
     cursor: impl Fn(&T) -> C,
 ) -> Result<(axum::http::HeaderMap, Vec<T>), ApiError>
@@ -81,38 +73,17 @@ where
     C: serde::Serialize,
     Fut: std::future::Future<Output = Result<Vec<T>, heimdall_core::ports::StoreError>>,
 {
-    let wanted = limit.saturating_add(1);
-    let enough = usize::try_from(wanted).unwrap_or(usize::MAX);
-    let mut kept = Vec::new();
-    for chunks in 1.. {
-        let chunk = fetch(after.take(), wanted).await?;
-        let read = chunk.len();
-        after = chunk.last().map(&cursor);
-        kept.extend(chunk.into_iter().filter(|e| allowed(e)));
-        if kept.len() >= enough || read < enough {
-            break;
-        }
-        if chunks >= MAX_CHUNKS {
-            // Short, and more to read: go on after the last entry read.
-            let next = after.as_ref().map(heimdall_wire::page::encode);
-            return Ok((next_after(next), kept));
-        }
-    }
-    let headers = page(&mut kept, limit, |last| heimdall_wire::page::encode(&cursor(last)));
-    Ok((headers, kept))
+    let keep = |chunk: Vec<T>| {
+        let kept: Vec<T> = chunk.into_iter().filter(|e| allowed(e)).collect();
+        std::future::ready(Ok::<_, ApiError>(kept))
+    };
+    let page = heimdall_core::paging::visible(limit, after, fetch, keep, cursor).await?;
+    Ok(visible(page))
 }
 
-/// Ends a page: keeps `limit` of `items` (fetched one more than asked, to
-/// know) and, when there were more, names where the next page starts.
-pub(crate) fn page<T>(
-    items: &mut Vec<T>,
-    limit: u32,
-    cursor: impl Fn(&T) -> String,
-) -> axum::http::HeaderMap {
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    if items.len() <= limit {
-        return axum::http::HeaderMap::new();
-    }
-    items.truncate(limit);
-    next_after(items.last().map(cursor))
+/// A page from core and its `Heimdall-Next-After`.
+pub(crate) fn visible<T, C: serde::Serialize>(
+    page: heimdall_core::paging::Page<T, C>,
+) -> (axum::http::HeaderMap, Vec<T>) {
+    (next_after(page.next.as_ref().map(heimdall_wire::page::encode)), page.items)
 }

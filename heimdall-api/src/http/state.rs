@@ -175,6 +175,16 @@ impl heimdall_core::ports::Actor for ActingCaller<'_> {
         self.decider().await?.require(action, target, Some(environment))
     }
 
+    async fn allows_each(
+        &self,
+        action: Action,
+        items: &[(Target, Option<&str>)],
+    ) -> Result<Vec<bool>, ApiError> {
+        let decider = self.decider().await?;
+        let mut decisions = decider.many(action);
+        Ok(items.iter().map(|(target, env)| decisions.decide(target, *env).is_allowed()).collect())
+    }
+
     fn event(&self, plan: EventPlan) -> NewEvent {
         self.state.planned_event(&self.caller.member.email, plan)
     }

@@ -37,6 +37,42 @@ async fn allowed(actor: &dyn Actor, action: Action) -> Result<(), ApiError> {
     actor.authorize(action, &Target::organization(actor.org())).await
 }
 
+/// An Agent as people see it: what it holds, the current versions it
+/// lacks, and the host names approved for its local API.
+#[derive(Clone, Debug)]
+pub struct Shown {
+    pub agent: Agent,
+    pub holdings: Vec<crate::ports::Holding>,
+    pub behind: Vec<crate::standing::HolderBehind>,
+    pub names: Vec<ApprovedName>,
+}
+
+/// The Agent `key` names (a revoked one too), for a caller the policies
+/// let read Agents (`agent.read`); another member's personal secrets are
+/// left out of what it holds and lacks (`secrets::reaches`).
+pub async fn show<S>(store: &S, actor: &dyn Actor, key: &str) -> Result<Shown, ApiError>
+where
+    S: AgentRecordStore + SecretRecordStore + crate::standing::StandingStore + ?Sized,
+{
+    allowed(actor, Action::AgentRead).await?;
+    let org = actor.org();
+    let agent = resolve(store, org, key, ByName::OrLastRevoked).await?;
+    let secrets = store.list_secrets(org).await?;
+    let hidden: std::collections::HashSet<String> = secrets
+        .into_iter()
+        .filter(|s| s.owner_id.is_some_and(|owner| owner != actor.member()))
+        .map(|s| s.name)
+        .collect();
+    let mut holdings = store.holdings_of_agent(org, agent.id).await?;
+    holdings.retain(|h| !hidden.contains(&h.secret));
+    let names = store.agent_names(org, agent.id).await?;
+    let standing = crate::standing::Standing::load_all(store, org).await?;
+    let mut behind = standing.behind();
+    behind.retain(|b| b.agent == agent.id && !hidden.contains(&b.secret));
+    let behind = standing.shown(&behind, actor.now());
+    Ok(Shown { agent, holdings, behind, names })
+}
+
 /// The organization's Agents, revoked ones too.
 pub async fn list<S: AgentRecordStore + ?Sized>(
     store: &S,

@@ -177,7 +177,10 @@ mod tests {
         assert_eq!(query(Some(1), None, None).map(|q| q.limit), Ok(1));
         assert_eq!(query(Some(MAX_LIMIT), None, None).map(|q| q.limit), Ok(MAX_LIMIT));
         for refused in [0, MAX_LIMIT + 1] {
-            assert_eq!(query(Some(refused), None, None).map_err(|e| e.code), Err(ErrorCode::InvalidInput));
+            assert_eq!(
+                query(Some(refused), None, None).map(|q| q.limit).map_err(|e| e.code),
+                Err(ErrorCode::InvalidInput)
+            );
         }
     }
 }

@@ -9,6 +9,8 @@ mod lifecycle;
 mod new_version;
 pub mod service;
 mod update;
+pub mod versions;
+pub mod views;
 
 use std::collections::BTreeMap;
 

@@ -33,8 +33,8 @@ use uuid::Uuid;
 use crate::http::error::{ErrorAnswer, HttpResult};
 use crate::http::extract::JsonBody;
 use crate::http::openapi::errors;
-use crate::http::standing::Standing;
 use crate::http::AppState;
+use heimdall_core::standing::Standing;
 
 /// Set by the TLS accept loop from the verified peer certificate.
 #[derive(Clone, Debug)]
@@ -518,7 +518,7 @@ async fn sync(
             }),
         );
     }
-    let standing = Standing::load(&state, org, environments).await?;
+    let standing = Standing::load(&*state.store, org, environments).await?;
     let (current, planned, superseded) = {
         let (held, assigned) = (standing.held(), standing.assigned());
         let current = standing.current(&held, &assigned);

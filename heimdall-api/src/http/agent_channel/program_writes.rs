@@ -37,7 +37,7 @@ use super::{agent, PeerAgent};
 use crate::http::error::HttpResult;
 use crate::http::extract::JsonBody;
 use crate::http::openapi::errors;
-use crate::http::people::secrets::{begin_deletion, grant_signer, may_take_version};
+use crate::http::people::secrets::grant_signer;
 use crate::http::AppState;
 
 /// The secret and environment a program asks for, once the organization
@@ -123,7 +123,7 @@ pub(super) async fn version(
     let (secret, env) =
         allowed(&state, &agent, &body.program, &accessor, Verb::Write, body.secret_id, body.environment_id)
             .await?;
-    may_take_version(&state, agent.org_id, &secret, &env).await?;
+    heimdall_core::secrets::versions::may_take_version(&*state.store, agent.org_id, &secret, &env).await?;
     let ca = grant_signer(&state)?;
     let event =
         state.planned_event(&accessor, version_event((secret.id, &secret.name), &env.name, Some(agent.id)));
@@ -283,4 +283,20 @@ pub(super) async fn revoke(
     let actor = format!("agent:{}", agent.name);
     state.store.revoke_program_tokens(agent.org_id, agent.id, &[id], state.clock.now(), &actor).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Starts deleting `secret` (in `only`, else everywhere) when core says it
+/// may (`heimdall_core::deletion::may_start`), as the program `actor`.
+async fn begin_deletion(
+    state: &AppState,
+    org: heimdall_core::ids::OrgId,
+    secret: &Secret,
+    only: Option<&CatalogEntry>,
+    holdings: &[heimdall_core::ports::Holding],
+    actor: &str,
+) -> Result<(), ApiError> {
+    let when = (state.clock.now(), state.agent_stale_after);
+    let stamp = |planned| state.planned_event(actor, planned);
+    heimdall_core::secrets::service::start_deletion(&*state.store, (org, secret, only), holdings, when, stamp)
+        .await
 }

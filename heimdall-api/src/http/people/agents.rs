@@ -5,8 +5,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::agents::{self, service, ByName};
-use heimdall_core::authz::{Action, Target};
+use heimdall_core::agents::{self, service};
 use heimdall_core::ids::{AgentId, RegistrationId};
 use heimdall_core::infra::Agent;
 use heimdall_core::token::TokenHash;
@@ -84,16 +83,9 @@ async fn show(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<Json<AgentDetail>> {
-    state.authorize(&caller, Action::AgentRead, &Target::organization(caller.org.id), None).await?;
-    let agent = resolve_any(&state, &caller, &key).await?;
-    let mut holdings = state.store.holdings_of_agent(caller.org.id, agent.id).await?;
-    let hidden = others_personal(&state, &caller).await?;
-    holdings.retain(|h| !hidden.contains(&h.secret));
-    let names = state.store.agent_names(caller.org.id, agent.id).await?;
-    let standing = crate::http::standing::Standing::load_all(&state, caller.org.id).await?;
-    let mut behind = standing.behind();
-    behind.retain(|b| b.agent == agent.id && !hidden.contains(&b.secret));
-    let behind = standing.shown(&behind, state.clock.now());
+    let service::Shown { agent, holdings, behind, names } =
+        service::show(&*state.store, &state.acting(&caller), &key).await?;
+    let behind = behind.into_iter().map(Into::into).collect();
     Ok(Json(AgentDetail { agent, holdings, behind, names }))
 }
 
@@ -121,26 +113,6 @@ async fn forget(
     let actor = state.acting(&caller);
     let (agent, names) = service::forget(&*state.store, &actor, &key, body.confirm_store_destroyed).await?;
     Ok(Json(AgentDetail { agent, holdings: Vec::new(), behind: Vec::new(), names }))
-}
-
-/// The names other members' personal secrets are kept under: shown to
-/// nobody but their owner (`secrets::reaches`).
-async fn others_personal(
-    state: &AppState,
-    caller: &Caller,
-) -> Result<std::collections::HashSet<String>, ApiError> {
-    let secrets = state.store.list_secrets(caller.org.id).await?;
-    Ok(secrets
-        .into_iter()
-        .filter(|s| s.owner_id.is_some_and(|owner| owner != caller.member.id))
-        .map(|s| s.name)
-        .collect())
-}
-
-/// By id, or by name: the Agent not revoked with it, else the one revoked
-/// last (a revoked Agent is what one forgets).
-async fn resolve_any(state: &AppState, caller: &Caller, key: &str) -> Result<Agent, ApiError> {
-    service::resolve(&*state.store, caller.org.id, key, ByName::OrLastRevoked).await
 }
 
 #[utoipa::path(

@@ -4,15 +4,10 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::authz::{secret_target, Action, Target};
-use heimdall_core::deletion;
-use heimdall_core::domain::CatalogEntry;
-use heimdall_core::domain::CatalogKind;
 use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
-use heimdall_core::ids::{CatalogId, OrgId, SecretId};
+use heimdall_core::ids::SecretId;
 use heimdall_core::secrets::{
-    self, reaches, service, Assignment, NewSecret, Reach, Secret, SecretCursor, SecretVersion, VersionAsked,
-    VersionPlan, Writer,
+    service, versions, views, Assignment, NewSecret, Secret, SecretCursor, SecretVersion,
 };
 use heimdall_core::{ApiError, ErrorCode, Redacted};
 use heimdall_wire::{
@@ -23,7 +18,6 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::catalog::resolve as resolve_catalog;
 use crate::http::error::HttpResult;
 use crate::http::extract::{Caller, JsonBody, QueryParams};
 use crate::http::openapi::errors;
@@ -65,28 +59,6 @@ pub(crate) async fn check_use(
     service::check_use(&*state.store, &state.acting(caller), secret, environment).await
 }
 
-/// A secret as policies see it: under its Components, with its owner.
-async fn target(state: &AppState, caller: &Caller, secret: &Secret) -> Result<Target, ApiError> {
-    service::target(&*state.store, &state.acting(caller), secret).await
-}
-
-/// A personal secret exists only for its owner, by member id: anyone else
-/// gets 404, whatever their role (`heimdall_core::secrets::reaches`).
-fn visible(secret: &Secret, caller: &Caller) -> bool {
-    reaches(secret.owner_id, &secret.owner_keys, caller.member.id, Reach::Metadata)
-}
-
-/// The secret `key` means for the caller (`secrets::service::resolve`).
-async fn resolve(state: &AppState, caller: &Caller, key: &str) -> Result<Secret, ApiError> {
-    service::resolve(&*state.store, &state.acting(caller), key).await
-}
-
-/// The environments' names by id.
-async fn environment_names(state: &AppState, caller: &Caller) -> Result<Vec<(CatalogId, String)>, ApiError> {
-    let envs = state.store.list_catalog(caller.org.id, CatalogKind::Environment, None).await?;
-    Ok(envs.into_iter().map(|e| (e.id, e.name)).collect())
-}
-
 /// The secrets the caller reaches and may read: personal ones only their
 /// owner's, and none that a policy forbids (a `forbid` on a Component,
 /// System or Domain hides the secrets linked under it).
@@ -109,21 +81,8 @@ async fn list(
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<Secret>>)> {
     let limit = heimdall_wire::page::limit(query.limit)?;
     let after = query.after.as_deref().map(heimdall_wire::page::decode::<SecretCursor>).transpose()?;
-    let decider = state.decider(&caller).await?;
-    decider.require(Action::SecretRead, &Target::organization(caller.org.id), None)?;
-    let tree = super::catalog::tree(&state, caller.org.id).await?;
-    let mut decisions = decider.many(Action::SecretRead);
-    let allowed = |s: &Secret| {
-        visible(s, &caller)
-            && decisions.decide(&secret_target(s.id, s.owner_id, &s.components, &tree), None).is_allowed()
-    };
-    let org = caller.org.id;
-    let fetch = |after: Option<SecretCursor>, n| {
-        let store = state.store.clone();
-        async move { store.list_secrets_page(org, after.as_ref(), n).await }
-    };
-    let (headers, secrets) =
-        crate::http::visible_page(limit, after, fetch, allowed, SecretCursor::after).await?;
+    let page = views::list(&*state.store, &state.acting(&caller), limit, after).await?;
+    let (headers, secrets) = crate::http::visible(page);
     Ok((headers, Json(secrets)))
 }
 
@@ -161,71 +120,14 @@ async fn show(
     caller: Caller,
     Path(key): Path<String>,
 ) -> HttpResult<Json<SecretDetail>> {
-    let secret = resolve(&state, &caller, &key).await?;
-    let decider = state.decider(&caller).await?;
-    let target = target(&state, &caller, &secret).await?;
-    decider.require(Action::SecretRead, &target, None)?;
-    let names = environment_names(&state, &caller).await?;
-    let name_of = |id: CatalogId| names.iter().find(|(e, _)| *e == id).map_or("", |(_, n)| n.as_str());
-    let mut versions = state.store.list_versions(caller.org.id, secret.id).await?;
-    let allowed = decider.allowed_environments(
-        Action::SecretRead,
-        &target,
-        versions.iter().map(|v| name_of(v.environment_id)),
-    );
-    versions.retain(|v| allowed.contains(&name_of(v.environment_id)));
-    let mut holdings = state.store.holdings_of_secret(caller.org.id, &secret.name).await?;
-    holdings.retain(|h| allowed.contains(&h.environment.as_str()));
-    let mut environment_deletions = environment_deletions_of(&state, caller.org.id, &secret.name).await?;
-    environment_deletions.retain(|d| allowed.contains(&d.environment.as_str()));
-    let standing = crate::http::standing::Standing::load_all(&state, caller.org.id).await?;
-    mark_superseded(&standing, &secret.name, &mut versions);
-    let behind = behind_on(&state, &standing, &secret.name, &allowed);
-    Ok(Json(SecretDetail { secret, versions, holdings, behind, environment_deletions }))
+    Ok(Json(detail(views::show(&*state.store, &state.acting(&caller), &key).await?)))
 }
 
-/// When each version a newer current one replaced is (or was) erased
-/// (`heimdall_core::retention::kept_until`).
-fn mark_superseded(standing: &crate::http::standing::Standing, name: &str, versions: &mut [SecretVersion]) {
-    let (held, assigned) = (standing.held(), standing.assigned());
-    let current = standing.current(&held, &assigned);
-    let overlaps: Vec<(CatalogId, heimdall_core::retention::Overlap)> = versions
-        .iter()
-        .map(|v| {
-            let overlap =
-                heimdall_core::retention::Overlap::stored(v.version, v.created_at, v.keep_previous_seconds);
-            (v.environment_id, overlap)
-        })
-        .collect();
-    for v in versions.iter_mut() {
-        let Some(now_current) =
-            current.iter().find(|c| c.secret == name && c.environment == v.environment_id)
-        else {
-            continue;
-        };
-        let same_environment: Vec<_> =
-            overlaps.iter().filter(|(e, _)| *e == v.environment_id).map(|(_, o)| *o).collect();
-        v.superseded_at =
-            heimdall_core::retention::kept_until(&same_environment, v.version, now_current.version);
-    }
-}
-
-/// The holders behind on `name`'s current version in the environments
-/// `allowed` (`heimdall_core::lagging::behind`).
-fn behind_on(
-    state: &AppState,
-    standing: &crate::http::standing::Standing,
-    name: &str,
-    allowed: &[&str],
-) -> Vec<heimdall_wire::HolderBehind> {
-    let mut behind = standing.behind();
-    behind.retain(|b| b.secret == name);
-    if behind.is_empty() {
-        return Vec::new();
-    }
-    let mut shown = standing.shown(&behind, state.clock.now());
-    shown.retain(|b| allowed.contains(&b.environment.as_str()));
-    shown
+/// A secret's detail on the wire.
+fn detail(shown: views::Detail) -> SecretDetail {
+    let views::Detail { secret, versions, holdings, behind, environment_deletions } = shown;
+    let behind = behind.into_iter().map(Into::into).collect();
+    SecretDetail { secret, versions, holdings, behind, environment_deletions }
 }
 
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
@@ -269,47 +171,7 @@ async fn delete_secret(
     let (actor, stale_after) = (state.acting(&caller), state.agent_stale_after);
     let deleting = service::delete(&*state.store, &actor, &key, query.environment.as_deref(), stale_after);
     let (secret, holdings) = deleting.await?;
-    detail(&state, &caller, secret.id, holdings).await
-}
-
-/// Starts deleting `secret` (in `only`, else everywhere) when core says it
-/// may (`heimdall_core::deletion::may_start`), as `actor`; authorization is
-/// the caller's. People and programs (through their Agent) delete through
-/// here.
-pub(crate) async fn begin_deletion(
-    state: &AppState,
-    org: OrgId,
-    secret: &Secret,
-    only: Option<&CatalogEntry>,
-    holdings: &[heimdall_core::ports::Holding],
-    actor: &str,
-) -> Result<(), ApiError> {
-    let when = (state.clock.now(), state.agent_stale_after);
-    let stamp = |planned| state.planned_event(actor, planned);
-    service::start_deletion(&*state.store, (org, secret, only), holdings, when, stamp).await
-}
-
-/// A secret, its versions and where it is deleted on its own, after a change.
-async fn detail(
-    state: &AppState,
-    caller: &Caller,
-    id: SecretId,
-    holdings: Vec<heimdall_core::ports::Holding>,
-) -> HttpResult<Json<SecretDetail>> {
-    let secret = state.store.get_secret(caller.org.id, id).await?;
-    let versions = state.store.list_versions(caller.org.id, id).await?;
-    let environment_deletions = environment_deletions_of(state, caller.org.id, &secret.name).await?;
-    Ok(Json(SecretDetail { secret, versions, holdings, behind: Vec::new(), environment_deletions }))
-}
-
-async fn environment_deletions_of(
-    state: &AppState,
-    org: OrgId,
-    name: &str,
-) -> Result<Vec<heimdall_core::ports::EnvironmentDeletion>, ApiError> {
-    let mut all = state.store.environment_deletions(org).await?;
-    all.retain(|d| d.secret == name);
-    Ok(all)
+    Ok(Json(detail(views::as_changed(&*state.store, caller.org.id, secret.id, holdings).await?)))
 }
 
 #[utoipa::path(
@@ -416,46 +278,9 @@ async fn access_log(
         .as_deref()
         .map(heimdall_wire::page::decode::<heimdall_core::access::AccessLogCursor>)
         .transpose()?;
-    let secret = resolve(&state, &caller, &key).await?;
-    let environment = match query.environment.as_deref() {
-        Some(env) => Some(resolve_catalog(&state, &caller, CatalogKind::Environment, env).await?.name),
-        None => None,
-    };
-    let decider = state.decider(&caller).await?;
-    let target = target(&state, &caller, &secret).await?;
-    decider.require(Action::SecretAccessLog, &target, environment.as_deref())?;
-    // The environments the caller may see the trail of (or the one asked),
-    // by the names the reads were recorded under.
-    let recorded = state.store.access_log_environments(caller.org.id, &secret.name).await?;
-    let environments: Vec<String> = decider
-        .allowed_environments(Action::SecretAccessLog, &target, recorded.iter().map(String::as_str))
-        .into_iter()
-        .filter(|e| environment.as_deref().is_none_or(|asked| asked == *e))
-        .map(str::to_owned)
-        .collect();
-    let names = environment_names(&state, &caller).await?;
-    // The trail is by name: a namesake's reads (a deleted secret's, or its
-    // successor's) are not this one's (`heimdall_core::secrets::in_trail`).
-    let mut namesakes = Vec::new();
-    for other in state.store.list_secrets(caller.org.id).await? {
-        if other.name == secret.name && other.id != secret.id {
-            for v in state.store.list_versions(caller.org.id, other.id).await? {
-                let env = names.iter().find(|(id, _)| *id == v.environment_id).map(|(_, n)| n.clone());
-                namesakes.extend(env.map(|env| (env, v.version)));
-            }
-        }
-    }
-    // One more than asked: whether there is a next page.
-    let page = heimdall_core::access::AccessLogPage { environments, namesakes, after, limit: limit + 1 };
-    let mut entries = state.store.access_log(caller.org.id, &secret.name, &page).await?;
-    debug_assert!(entries.iter().all(|e| heimdall_core::secrets::in_trail(
-        &e.environment,
-        e.version,
-        &page.namesakes
-    )));
-    let headers = crate::http::page(&mut entries, limit, |last| {
-        heimdall_wire::page::encode(&heimdall_core::access::AccessLogCursor::after(last))
-    });
+    let (actor, environment) = (state.acting(&caller), query.environment.as_deref());
+    let page = views::trail(&*state.store, &actor, &key, environment, limit, after).await?;
+    let (headers, entries) = crate::http::visible(page);
     Ok((headers, Json(entries)))
 }
 
@@ -529,70 +354,9 @@ async fn unassign(
     Ok(Json(service::unassign(&*state.store, &state.acting(&caller), &env, &key).await?))
 }
 
-/// Who may write or deactivate versions: owner and admin by default (a
-/// policy may narrow it per environment or per Component); a personal
-/// secret: only its owner (`resolve` answered 404 to anyone else), and
-/// organization `forbid`s still apply.
-async fn authorize_write(
-    state: &AppState,
-    caller: &Caller,
-    secret: &Secret,
-    env: &str,
-) -> Result<(), ApiError> {
-    state.authorize(caller, Action::SecretWrite, &target(state, caller, secret).await?, Some(env)).await
-}
-
-/// The Agents that hold `environment`, and where people reach them.
-async fn locations(
-    state: &AppState,
-    caller: &Caller,
-    environment: CatalogId,
-) -> Result<Vec<AgentLocation>, ApiError> {
-    let assigned = state.store.list_assignments(caller.org.id, environment).await?;
-    locations_of(state, caller, &assigned).await
-}
-
 /// Agents in the order they were assigned to an environment (a sort key).
 fn assignment_order(a: &Assignment) -> Vec<String> {
     vec![crate::http::sort_time(a.assigned_at), a.agent_id.to_string()]
-}
-
-/// Where the unrevoked Agents of `assigned` answer, in that order.
-async fn locations_of(
-    state: &AppState,
-    caller: &Caller,
-    assigned: &[Assignment],
-) -> Result<Vec<AgentLocation>, ApiError> {
-    let agents = state.store.list_agents(caller.org.id).await?;
-    let certificates = state.store.active_agent_certificates(caller.org.id, state.clock.now()).await?;
-    Ok(assigned
-        .iter()
-        .filter_map(|a| agents.iter().find(|g| g.id == a.agent_id && g.revoked_at.is_none()))
-        .map(|g| AgentLocation {
-            agent_id: g.id,
-            agent: g.name.clone(),
-            url: g.local_url.clone(),
-            certificates: Some(
-                certificates.iter().filter(|c| c.agent_id == g.id).map(|c| c.sha256.clone()).collect(),
-            ),
-        })
-        .collect())
-}
-
-/// Refuses a new version of `secret` in `env` while it is being deleted,
-/// there or everywhere. People and programs write through here.
-pub(crate) async fn may_take_version(
-    state: &AppState,
-    org: OrgId,
-    secret: &Secret,
-    env: &CatalogEntry,
-) -> Result<(), ApiError> {
-    let here = environment_deletions_of(state, org, &secret.name)
-        .await?
-        .into_iter()
-        .find(|d| d.environment_id == env.id)
-        .map(|d| d.status);
-    deletion::may_take_version(&secret.name, secret.status.lifecycle(), &env.name, here)
 }
 
 /// The CA that signs write grants.
@@ -630,51 +394,31 @@ async fn create_version(
     Path(key): Path<String>,
     JsonBody(body): JsonBody<CreateVersion>,
 ) -> HttpResult<(StatusCode, Json<CreatedVersion>)> {
-    let secret = resolve(&state, &caller, &key).await?;
-    let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &body.environment).await?;
-    authorize_write(&state, &caller, &secret, &env.name).await?;
-    may_take_version(&state, caller.org.id, &secret, &env).await?;
+    // Without a CA no grant can be signed: refused before a number is taken.
     let ca = grant_signer(&state)?;
-    let holders = locations(&state, &caller, env.id).await?;
-    let certificates = match body.certificate_sha256 {
-        Some(_) => state.store.active_member_certificates(caller.org.id, state.clock.now()).await?,
-        None => Vec::new(),
+    let asked = versions::Asked {
+        environment: &body.environment,
+        certificate_sha256: body.certificate_sha256.as_ref(),
+        keep_previous: body.keep_previous.as_deref(),
     };
-    let keep_previous = match body.keep_previous.as_deref() {
-        Some(text) => heimdall_core::retention::parse_keep_previous(text)?,
-        None => time::Duration::ZERO,
-    };
-    let writer = Writer { member: caller.member.id, certificate_sha256: body.certificate_sha256.as_ref() };
-    let VersionPlan { owner_keys, bind, event } =
-        secrets::new_version(&secret, &env.name, holders.len(), writer, &certificates)?;
-    let event = state.planned_event(&caller.member.email, event);
-    let now = event.at;
-    let version = state
-        .store
-        .create_version(
-            caller.org.id,
-            secret.id,
-            env.id,
-            VersionAsked { created_by: &caller.member.email, bind: bind.as_ref(), keep_previous },
-            event,
-        )
-        .await?;
+    let numbered = versions::number(&*state.store, &state.acting(&caller), &key, asked).await?;
+    let versions::Numbered { secret, environment: env, version, owner_keys, holders, at: now } = numbered;
     let mut signed = Vec::with_capacity(holders.len());
-    for location in holders {
+    for holder in holders {
         let claims = WriteGrantClaims::new(
             Uuid::new_v4(),
             caller.org.id,
             (secret.id, &secret.name),
             (env.id, &env.name),
             version.version,
-            location.agent_id,
+            holder.agent_id,
             (GrantWriter::Member(caller.member.id), &caller.member.email),
             owner_keys.clone(),
             now,
         );
         let token = grant::encode(&claims, |m| ca.sign_statement(m))
             .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
-        signed.push(VersionHolder { location, grant: Redacted::new(token) });
+        signed.push(VersionHolder { location: location(holder), grant: Redacted::new(token) });
     }
     Ok((
         StatusCode::CREATED,
@@ -749,13 +493,20 @@ async fn holders(
     Path(key): Path<String>,
     QueryParams(query): QueryParams<HoldersQuery>,
 ) -> HttpResult<(axum::http::HeaderMap, Json<Vec<AgentLocation>>)> {
-    let secret = resolve(&state, &caller, &key).await?;
-    let env = resolve_catalog(&state, &caller, CatalogKind::Environment, &query.environment).await?;
-    state
-        .authorize(&caller, Action::SecretRead, &target(&state, &caller, &secret).await?, Some(&env.name))
-        .await?;
-    let assigned = state.store.list_assignments(caller.org.id, env.id).await?;
-    let (headers, assigned) =
-        crate::http::short_page(assigned, query.limit, query.after.as_deref(), assignment_order)?;
-    Ok((headers, Json(locations_of(&state, &caller, &assigned).await?)))
+    let assigned = views::holders(&*state.store, &state.acting(&caller), &key, &query.environment).await?;
+    let (headers, assigned) = crate::http::short_page(assigned, query.limit, query.after.as_deref(), |a| {
+        assignment_order(&a.assignment)
+    })?;
+    let holders = assigned.into_iter().filter_map(|a| a.holder).map(location).collect();
+    Ok((headers, Json(holders)))
+}
+
+/// Where people reach a holder, on the wire.
+fn location(holder: views::Holder) -> AgentLocation {
+    AgentLocation {
+        agent_id: holder.agent_id,
+        agent: holder.agent,
+        url: holder.url,
+        certificates: Some(holder.certificates),
+    }
 }

@@ -100,6 +100,22 @@ impl Actor for Ana {
         self.authorize(action, target).await
     }
 
+    async fn allows_each(
+        &self,
+        action: Action,
+        items: &[(Target, Option<&str>)],
+    ) -> Result<Vec<bool>, ApiError> {
+        let mut allowed = Vec::with_capacity(items.len());
+        for (target, environment) in items {
+            let decided = match environment {
+                Some(env) => self.authorize_in(action, target, env).await,
+                None => self.authorize(action, target).await,
+            };
+            allowed.push(decided.is_ok());
+        }
+        Ok(allowed)
+    }
+
     fn event(&self, plan: EventPlan) -> NewEvent {
         NewEvent {
             id: EventId::from_uuid(Uuid::new_v4()),

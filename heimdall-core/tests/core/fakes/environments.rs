@@ -14,7 +14,10 @@ pub struct MemoryEnvironments {
     pub secrets: MemorySecrets,
     pub agents: MemoryAgents,
     pub holdings: Mutex<Vec<Holding>>,
+    /// Reads Agents reported, as the trail shows them.
+    pub trail: Mutex<Vec<AccessLogEntry>>,
     assignments: Mutex<Vec<Assignment>>,
+    deletions: Mutex<Vec<EnvironmentDeletion>>,
     events: Mutex<Vec<NewEvent>>,
 }
 
@@ -131,13 +134,96 @@ impl DeletionStore for MemoryEnvironments {
 
     async fn start_environment_deletion(
         &self,
-        _org: OrgId,
-        _secret: SecretId,
-        _environment: CatalogId,
+        org: OrgId,
+        secret: SecretId,
+        environment: CatalogId,
         event: NewEvent,
     ) -> StoreResult<()> {
+        let name = self.secrets.get_secret(org, secret).await?.name;
+        let env = self.secrets.catalog.get_catalog_entry(org, environment).await?;
+        self.deletions.lock().unwrap().push(EnvironmentDeletion {
+            secret: name,
+            environment_id: env.id,
+            environment: env.name,
+            status: Lifecycle::Deleting,
+            started_at: event.at,
+            deleted_at: None,
+            through_version: None,
+        });
         self.events.lock().unwrap().push(event);
         Ok(())
+    }
+
+    async fn deleted_secret_names(&self, _org: OrgId) -> StoreResult<Vec<String>> {
+        let gone = |s: &Secret| s.status != SecretStatus::Active;
+        Ok(self.secrets.secrets().into_iter().filter(gone).map(|s| s.name).collect())
+    }
+
+    async fn environment_deletions(&self, _org: OrgId) -> StoreResult<Vec<EnvironmentDeletion>> {
+        Ok(self.deletions.lock().unwrap().clone())
+    }
+}
+
+#[async_trait]
+impl VersionStore for MemoryEnvironments {
+    async fn create_version(
+        &self,
+        _org: OrgId,
+        secret: SecretId,
+        environment: CatalogId,
+        asked: VersionAsked<'_>,
+        event: NewEvent,
+    ) -> StoreResult<SecretVersion> {
+        let mut versions = self.secrets.versions.lock().unwrap();
+        let here = |v: &&SecretVersion| v.secret_id == secret && v.environment_id == environment;
+        let version = versions.iter().filter(here).map(|v| v.version).max().unwrap_or(0) + 1;
+        let numbered = SecretVersion {
+            secret_id: secret,
+            environment_id: environment,
+            version,
+            created_at: event.at,
+            created_by: asked.created_by.to_owned(),
+            deactivated_at: None,
+            keep_previous_seconds: asked.keep_previous.whole_seconds(),
+            superseded_at: None,
+        };
+        versions.push(numbered.clone());
+        self.events.lock().unwrap().push(event);
+        Ok(numbered)
+    }
+
+    async fn deactivated_versions(&self, _org: OrgId) -> StoreResult<Vec<(String, CatalogId, i64)>> {
+        let secrets = self.secrets.secrets();
+        let versions = self.secrets.versions.lock().unwrap();
+        let name = |id| secrets.iter().find(|s| s.id == id).map(|s| s.name.clone());
+        let deactivated = versions.iter().filter(|v| v.deactivated_at.is_some());
+        Ok(deactivated.filter_map(|v| Some((name(v.secret_id)?, v.environment_id, v.version))).collect())
+    }
+}
+
+#[async_trait]
+impl TrailStore for MemoryEnvironments {
+    /// The reads in `page.environments`, none of a namesake's, oldest first.
+    async fn access_log(
+        &self,
+        _org: OrgId,
+        _secret_name: &str,
+        page: &AccessLogPage,
+    ) -> StoreResult<Vec<AccessLogEntry>> {
+        let trail = self.trail.lock().unwrap();
+        let shown = |e: &&AccessLogEntry| {
+            page.environments.contains(&e.environment)
+                && !page.namesakes.iter().any(|(env, v)| *env == e.environment && *v == e.version)
+        };
+        Ok(trail.iter().filter(shown).take(page.limit as usize).cloned().collect())
+    }
+
+    async fn access_log_environments(&self, _org: OrgId, _secret_name: &str) -> StoreResult<Vec<String>> {
+        let mut environments: Vec<String> =
+            self.trail.lock().unwrap().iter().map(|e| e.environment.clone()).collect();
+        environments.sort();
+        environments.dedup();
+        Ok(environments)
     }
 }
 

@@ -5,10 +5,12 @@
 pub(crate) use std::sync::Mutex;
 
 pub(crate) use async_trait::async_trait;
+pub(crate) use heimdall_core::access::{AccessLogEntry, AccessLogPage};
 pub(crate) use heimdall_core::accounts::AccountChange;
 pub(crate) use heimdall_core::audit::{AuditAction, EventPlan};
 pub(crate) use heimdall_core::authz::{secret_target, Action, CatalogTree, Target};
 pub(crate) use heimdall_core::dbusers::{Database, ServiceUser};
+pub(crate) use heimdall_core::deletion::Lifecycle;
 pub(crate) use heimdall_core::domain::{
     CatalogEntry, CatalogKind, Member, Policy, PolicyVersion, Role, TokenInfo,
 };
@@ -22,14 +24,14 @@ pub(crate) use heimdall_core::on_behalf::{OnBehalfOf, UsedSecret};
 pub(crate) use heimdall_core::policies::PolicyWrite;
 pub(crate) use heimdall_core::ports::{
     AccountStore, Actor, AgentRecordStore, AssignmentStore, CatalogStore, CertificateStore, ChannelStore,
-    DatabaseRecordStore, DeletionStore, Holding, HoldingStore, MemberStore, NewEvent, NewRegistration,
-    NewToken, PolicyStore, ProgramAllowanceStore, SchemaStore, SecretRecordStore, StoreError, StoreResult,
-    TokenStore,
+    DatabaseRecordStore, DeletionStore, EnvironmentDeletion, Holding, HoldingStore, MemberStore, NewEvent,
+    NewRegistration, NewToken, PolicyStore, ProgramAllowanceStore, SchemaStore, SecretRecordStore,
+    StoreError, StoreResult, TokenStore, TrailStore, VersionStore,
 };
 pub(crate) use heimdall_core::program::{ProgramAllowance, RegisteredToken};
 pub(crate) use heimdall_core::secrets::{
     AgentCertificate, Assignment, CertificateKind, IssuedCertificateInfo, MemberCertificate, Secret,
-    SecretCursor, SecretStatus, SecretVersion,
+    SecretCursor, SecretStatus, SecretVersion, VersionAsked,
 };
 pub(crate) use heimdall_core::server_names::ApprovedName;
 pub(crate) use heimdall_core::ApiError;

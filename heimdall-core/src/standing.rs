@@ -4,21 +4,57 @@
 //! sync's transfers, `secret show`, `agent show` and the lag events all see
 //! the same thing.
 
-use heimdall_core::current::{Assigned, CurrentVersion, Deleted, Held};
-use heimdall_core::domain::{CatalogEntry, CatalogKind};
-use heimdall_core::ids::{CatalogId, OrgId};
-use heimdall_core::infra::Agent;
-use heimdall_core::lagging::Behind;
-use heimdall_core::ports::{EnvironmentDeletion, Holding};
-use heimdall_core::secrets::Assignment;
-use heimdall_core::ApiError;
-use heimdall_wire::HolderBehind;
+use crate::current::{Assigned, CurrentVersion, Deleted, Held};
+use crate::domain::{CatalogEntry, CatalogKind};
+use crate::error::ApiError;
+use crate::ids::AgentId;
+use crate::ids::{CatalogId, OrgId};
+use crate::infra::Agent;
+use crate::lagging::Behind;
+use crate::ports::{
+    AgentRecordStore, AssignmentStore, CatalogStore, DeletionStore, HoldingStore, VersionStore,
+};
+use crate::ports::{EnvironmentDeletion, Holding};
+use crate::secrets::Assignment;
 use time::OffsetDateTime;
 
-use crate::http::AppState;
+/// Every port a standing is loaded from.
+pub trait StandingStore:
+    CatalogStore + AssignmentStore + VersionStore + DeletionStore + HoldingStore + AgentRecordStore
+{
+}
+impl<T> StandingStore for T where
+    T: CatalogStore
+        + AssignmentStore
+        + VersionStore
+        + DeletionStore
+        + HoldingStore
+        + AgentRecordStore
+        + ?Sized
+{
+}
+
+/// A holder behind on a current version, named as people are shown it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HolderBehind {
+    pub agent_id: AgentId,
+    pub agent: String,
+    pub secret: String,
+    /// The environment's name.
+    pub environment: String,
+    /// The current version it lacks.
+    pub current: i64,
+    /// The newest version it holds there (none: nothing).
+    pub held: Option<i64>,
+    /// Since when it could have had it.
+    pub since: OffsetDateTime,
+    /// Behind for longer than three sync periods (`secret.holder_lagging`).
+    pub lagging: bool,
+}
 
 /// Everything the current versions are decided from, as the store has it.
-pub(crate) struct Standing {
+#[derive(Debug)]
+pub struct Standing {
     pub environments: Vec<CatalogEntry>,
     pub assignments: Vec<Assignment>,
     /// (secret, environment, version) deactivated at the API.
@@ -33,33 +69,34 @@ pub(crate) struct Standing {
 
 impl Standing {
     /// Loads the rest for `org`, whose environments the caller has.
-    pub async fn load(
-        state: &AppState,
+    pub async fn load<S: StandingStore + ?Sized>(
+        store: &S,
         org: OrgId,
         environments: Vec<CatalogEntry>,
     ) -> Result<Self, ApiError> {
         Ok(Self {
             environments,
-            assignments: state.store.list_all_assignments(org).await?,
-            deactivated: state.store.deactivated_versions(org).await?,
-            deleted_secrets: state.store.deleted_secret_names(org).await?,
-            environment_deletions: state.store.environment_deletions(org).await?,
-            holdings: state.store.holdings_of_org(org).await?,
-            agents: state.store.list_agents(org).await?,
+            assignments: store.list_all_assignments(org).await?,
+            deactivated: store.deactivated_versions(org).await?,
+            deleted_secrets: store.deleted_secret_names(org).await?,
+            environment_deletions: store.environment_deletions(org).await?,
+            holdings: store.holdings_of_org(org).await?,
+            agents: store.list_agents(org).await?,
         })
     }
 
     /// [`Standing::load`] with the environments read too.
-    pub async fn load_all(state: &AppState, org: OrgId) -> Result<Self, ApiError> {
-        let environments = state.store.list_catalog(org, CatalogKind::Environment, None).await?;
-        Self::load(state, org, environments).await
+    pub async fn load_all<S: StandingStore + ?Sized>(store: &S, org: OrgId) -> Result<Self, ApiError> {
+        let environments = store.list_catalog(org, CatalogKind::Environment, None).await?;
+        Self::load(store, org, environments).await
     }
 
     fn environment_id(&self, name: &str) -> Option<CatalogId> {
         self.environments.iter().find(|e| e.name == name).map(|e| e.id)
     }
 
-    fn environment_name(&self, id: CatalogId) -> &str {
+    /// An environment's name by id (empty for one that is gone).
+    pub fn environment_name(&self, id: CatalogId) -> &str {
         self.environments.iter().find(|e| e.id == id).map_or("", |e| e.name.as_str())
     }
 
@@ -109,14 +146,14 @@ impl Standing {
     /// The current version of each secret in every environment.
     pub fn current(&self, held: &[Held<'_>], assigned: &[Assigned]) -> Vec<CurrentVersion> {
         let all: Vec<CatalogId> = self.environments.iter().map(|e| e.id).collect();
-        heimdall_core::current::current_versions(held, assigned, &self.deactivated, &self.deleted(), &all)
+        crate::current::current_versions(held, assigned, &self.deactivated, &self.deleted(), &all)
     }
 
     /// Every holder behind on a current version, organization-wide.
     pub fn behind(&self) -> Vec<Behind> {
         let (held, assigned) = (self.held(), self.assigned());
         let current = self.current(&held, &assigned);
-        heimdall_core::lagging::behind(&current, &held, &assigned)
+        crate::lagging::behind(&current, &held, &assigned)
     }
 
     /// `behind` as people are shown it at `now`.
@@ -135,7 +172,7 @@ impl Standing {
                 current: b.current,
                 held: b.held,
                 since: b.since,
-                lagging: heimdall_core::lagging::is_lagging(b.since, now),
+                lagging: crate::lagging::is_lagging(b.since, now),
             })
             .collect()
     }
