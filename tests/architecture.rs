@@ -247,7 +247,8 @@ fn routes_record_the_events_core_planned() {
 /// Architecture Invariant: the routes of the domains whose use cases run
 /// whole in core (`accounts`, `audit`, `catalog`, `dbusers`, `members`,
 /// `notify`, `policies`, `schemas` and `token`, each `::service`, and
-/// `secrets`: `service`, `views`, `versions`, `certificates`) parse, call one use case and answer: they
+/// `secrets`: `service`, `views`, `versions`, `certificates`; `resources`:
+/// `service`, `jobs`) parse, call one use case and answer: they
 /// neither ask the policies, nor make an event, nor call the store
 /// themselves.
 #[test]
@@ -260,9 +261,11 @@ fn routes_of_core_use_cases_only_parse_call_and_answer() {
         ("certificates.rs", "certificates::"),
         ("databases.rs", "service::"),
         ("events.rs", "service::"),
+        ("jobs.rs", "jobs::"),
         ("members.rs", "service::"),
         ("notifications.rs", "service::"),
         ("policies.rs", "service::"),
+        ("resources.rs", "service::"),
         ("schemas.rs", "service::"),
         ("secrets.rs", "service::"),
         ("tokens.rs", "service::"),

@@ -841,6 +841,9 @@ fn status_after_refusal(jobs: &[Job]) -> ResourceStatus {
 #[cfg(test)]
 mod tests;
 
+pub mod jobs;
+pub mod service;
+
 /// Where the next page of `resource list` starts: after this Resource, in
 /// the list's order (created, then id).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

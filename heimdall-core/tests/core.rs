@@ -1,6 +1,6 @@
 //! heimdall-core's integration tests, one binary: the error table,
 //! authorization, the use cases of accounts, Agents, certificates, the catalog,
-//! channels, databases, members, policies, schemas, secrets (their records, views and versions) and tokens on in-memory stores, and the purity of the crate's
+//! channels, databases, members, policies, Resources and their jobs, schemas, secrets (their records, views and versions) and tokens on in-memory stores, and the purity of the crate's
 //! dependency closure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
@@ -32,6 +32,8 @@ mod member_service;
 mod policy_service;
 #[path = "core/purity.rs"]
 mod purity;
+#[path = "core/resource_service.rs"]
+mod resource_service;
 #[path = "core/schema_service.rs"]
 mod schema_service;
 #[path = "core/secret_service.rs"]

@@ -3,7 +3,10 @@
 
 use heimdall_core::ApiError;
 
-use crate::http::people::resources::queue_scheduled_drift_check;
+use heimdall_core::ids::JobId;
+use heimdall_core::resources::service::{scheduled_drift_check, DRIFT_SCHEDULE};
+use uuid::Uuid;
+
 use crate::http::AppState;
 
 /// How often the drift schedules of schemas and accounts are looked at. Every replica scans;
@@ -32,9 +35,14 @@ pub(crate) async fn queue_due_drift_checks(state: &AppState) -> Result<usize, Ap
     let now = state.clock.now();
     let mut queued = 0;
     for candidate in state.store.list_drift_candidates().await? {
-        match queue_scheduled_drift_check(state, &candidate, now).await {
-            Ok(true) => queued += 1,
-            Ok(false) => {}
+        let fresh = (now, JobId::from_uuid(Uuid::new_v4()));
+        let stamp = |planned| state.planned_event(DRIFT_SCHEDULE, planned);
+        match scheduled_drift_check(&*state.store, &candidate, fresh, stamp).await {
+            Ok(Some(_)) => {
+                queued += 1;
+                state.jobs_queued.notify_waiters();
+            }
+            Ok(None) => {}
             Err(why) => {
                 tracing::debug!(resource = %candidate.resource, reason = %why.message, "drift check not queued")
             }

@@ -20,8 +20,6 @@ pub(crate) mod people;
 mod state;
 
 pub use error::ErrorAnswer;
-pub(crate) use paging::{
-    short_page, sort_number, sort_time, sort_time_newest_first, visible, visible_page, PageQuery,
-};
+pub(crate) use paging::{short_page, sort_number, sort_time, sort_time_newest_first, visible, PageQuery};
 pub use people::{openapi_document, router};
 pub use state::{AppState, Decider};

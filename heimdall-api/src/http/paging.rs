@@ -60,28 +60,8 @@ pub(crate) fn sort_time_newest_first(t: time::OffsetDateTime) -> String {
     sort_number(i64::MAX - micros.max(0))
 }
 
-/// A page of what the caller may see (`heimdall_core::paging::visible`,
-/// with a filter that needs no store) and its `Heimdall-Next-After`.
-pub(crate) async fn visible_page<T, C, Fut>(
-    limit: u32,
-    after: Option<C>,
-    fetch: impl FnMut(Option<C>, u32) -> Fut,
-    mut allowed: impl FnMut(&T) -> bool,
-    cursor: impl Fn(&T) -> C,
-) -> Result<(axum::http::HeaderMap, Vec<T>), ApiError>
-where
-    C: serde::Serialize,
-    Fut: std::future::Future<Output = Result<Vec<T>, heimdall_core::ports::StoreError>>,
-{
-    let keep = |chunk: Vec<T>| {
-        let kept: Vec<T> = chunk.into_iter().filter(|e| allowed(e)).collect();
-        std::future::ready(Ok::<_, ApiError>(kept))
-    };
-    let page = heimdall_core::paging::visible(limit, after, fetch, keep, cursor).await?;
-    Ok(visible(page))
-}
-
-/// A page from core and its `Heimdall-Next-After`.
+/// A page of what the caller may see, from core's use cases
+/// (`heimdall_core::paging::visible`), and its `Heimdall-Next-After`.
 pub(crate) fn visible<T, C: serde::Serialize>(
     page: heimdall_core::paging::Page<T, C>,
 ) -> (axum::http::HeaderMap, Vec<T>) {

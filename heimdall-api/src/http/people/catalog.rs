@@ -151,17 +151,6 @@ pub(super) struct ListQuery {
 
 impl heimdall_wire::body::Query for ListQuery {}
 
-/// An entry by id or by name. A name that is not unique in the organization
-/// (two domains may each have a system `api`) must be given as an id.
-pub(crate) async fn resolve(
-    state: &AppState,
-    caller: &Caller,
-    kind: CatalogKind,
-    key: &str,
-) -> Result<CatalogEntry, ApiError> {
-    service::resolve(&*state.store, caller.org.id, kind, key).await
-}
-
 /// The organization's domains, systems and components, for building
 /// targets (`heimdall_core::authz::{secret_target, resource_target}`).
 pub(crate) async fn tree(state: &AppState, org: OrgId) -> Result<CatalogTree, ApiError> {

@@ -48,17 +48,6 @@ errors!(body DeactivateErrors: NotFound, VersionDeactivated, Conflict);
 errors!(HoldersErrors: NotFound, NoAgent, InvalidInput);
 errors!(body AssignErrors: NotFound, AlreadyExists, Conflict);
 
-/// Before a job or task would use `secret` on the caller's behalf in
-/// `environment` (`secrets::service::check_use`). 404 or 403.
-pub(crate) async fn check_use(
-    state: &AppState,
-    caller: &Caller,
-    secret: &str,
-    environment: &str,
-) -> Result<Secret, ApiError> {
-    service::check_use(&*state.store, &state.acting(caller), secret, environment).await
-}
-
 /// The secrets the caller reaches and may read: personal ones only their
 /// owner's, and none that a policy forbids (a `forbid` on a Component,
 /// System or Domain hides the secrets linked under it).

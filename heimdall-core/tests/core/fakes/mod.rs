@@ -15,20 +15,26 @@ pub(crate) use heimdall_core::domain::{
     CatalogEntry, CatalogKind, Member, Policy, PolicyVersion, Role, TokenInfo,
 };
 pub(crate) use heimdall_core::ids::{
-    AgentId, CatalogId, CloudAccountId, DatabaseId, EventId, MemberId, OrgId, PolicyId, SchemaId, SecretId,
-    ServiceUserId, TokenId,
+    AgentId, CatalogId, CloudAccountId, DatabaseId, EventId, JobId, MemberId, OrgId, PolicyId, ResourceId,
+    SchemaId, SecretId, ServiceUserId, TokenId,
 };
-pub(crate) use heimdall_core::infra::{AccountLink, Agent, CloudAccount, LinkScope, ResourceSchema};
+pub(crate) use heimdall_core::infra::{
+    AccountLink, Agent, CloudAccount, Job, JobOperation, JobStatus, LinkScope, Resource, ResourceSchema,
+    Revision, RevisionState,
+};
 pub(crate) use heimdall_core::notify::{Channel, Delivery};
 pub(crate) use heimdall_core::on_behalf::{OnBehalfOf, UsedSecret};
 pub(crate) use heimdall_core::policies::PolicyWrite;
 pub(crate) use heimdall_core::ports::{
     AccountStore, Actor, AgentRecordStore, AssignmentStore, CatalogStore, CertificateStore, ChannelStore,
-    DatabaseRecordStore, DeletionStore, EnvironmentDeletion, Holding, HoldingStore, MemberStore, NewEvent,
-    NewRegistration, NewToken, PolicyStore, ProgramAllowanceStore, SchemaStore, SecretRecordStore,
-    StoreError, StoreResult, TokenStore, TrailStore, VersionStore,
+    DatabaseRecordStore, DeletionStore, DriftCandidate, EnvironmentDeletion, Holding, HoldingStore,
+    InfraStore, MemberStore, NewEvent, NewRegistration, NewToken, PolicyStore, ProgramAllowanceStore,
+    ResourceFilter, ResourceRecordStore, SchemaStore, SecretRecordStore, StoreError, StoreResult, TokenStore,
+    TrailStore, VersionStore,
 };
 pub(crate) use heimdall_core::program::{ProgramAllowance, RegisteredToken};
+pub(crate) use heimdall_core::queue::{JobCursor, JobOrder};
+pub(crate) use heimdall_core::resources::{ResourcePlan, StatusUpdate};
 pub(crate) use heimdall_core::secrets::{
     AgentCertificate, Assignment, CertificateKind, IssuedCertificateInfo, MemberCertificate, Secret,
     SecretCursor, SecretStatus, SecretVersion, VersionAsked,
@@ -92,9 +98,13 @@ macro_rules! catalog_beside {
     };
 }
 
-/// The secrets' records of a fake that keeps `secrets` beside its own rows.
+/// The secrets' records of a fake that keeps `secrets` (or the store at a
+/// path) beside its own rows.
 macro_rules! secrets_beside {
     ($fake:ty) => {
+        secrets_beside!($fake, secrets);
+    };
+    ($fake:ty, $($secrets:ident).+) => {
         #[async_trait]
         impl SecretRecordStore for $fake {
             async fn list_secrets_page(
@@ -103,27 +113,27 @@ macro_rules! secrets_beside {
                 after: Option<&SecretCursor>,
                 limit: u32,
             ) -> StoreResult<Vec<Secret>> {
-                self.secrets.list_secrets_page(org, after, limit).await
+                self.$($secrets).+.list_secrets_page(org, after, limit).await
             }
 
             async fn create_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
-                self.secrets.create_secret(secret, event).await
+                self.$($secrets).+.create_secret(secret, event).await
             }
 
             async fn get_secret(&self, org: OrgId, id: SecretId) -> StoreResult<Secret> {
-                self.secrets.get_secret(org, id).await
+                self.$($secrets).+.get_secret(org, id).await
             }
 
             async fn find_secret_by_name(&self, org: OrgId, name: &str) -> StoreResult<Option<Secret>> {
-                self.secrets.find_secret_by_name(org, name).await
+                self.$($secrets).+.find_secret_by_name(org, name).await
             }
 
             async fn update_secret(&self, secret: &Secret, event: NewEvent) -> StoreResult<()> {
-                self.secrets.update_secret(secret, event).await
+                self.$($secrets).+.update_secret(secret, event).await
             }
 
             async fn list_versions(&self, org: OrgId, secret: SecretId) -> StoreResult<Vec<SecretVersion>> {
-                self.secrets.list_versions(org, secret).await
+                self.$($secrets).+.list_versions(org, secret).await
             }
 
             async fn deactivate_version(
@@ -134,7 +144,7 @@ macro_rules! secrets_beside {
                 version: i64,
                 event: NewEvent,
             ) -> StoreResult<SecretVersion> {
-                self.secrets.deactivate_version(org, secret, environment, version, event).await
+                self.$($secrets).+.deactivate_version(org, secret, environment, version, event).await
             }
         }
     };
@@ -169,6 +179,7 @@ mod databases;
 mod environments;
 mod members;
 mod policies;
+mod resources;
 mod schemas;
 mod secrets;
 mod tokens;
@@ -182,6 +193,7 @@ pub use databases::MemoryDatabases;
 pub use environments::MemoryEnvironments;
 pub use members::MemoryMembers;
 pub use policies::MemoryPolicies;
+pub use resources::MemoryResources;
 pub use schemas::MemorySchemas;
 pub use secrets::MemorySecrets;
 pub use tokens::MemoryTokens;
