@@ -5,6 +5,8 @@
 //! [`LINK_LIFETIME`], for a session token that lasts [`SESSION_LIFETIME`]
 //! and lives only in that tab. The long-lived token never leaves the CLI.
 
+pub mod service;
+
 use time::{Duration, OffsetDateTime};
 
 use crate::token::TokenHash;

@@ -313,6 +313,42 @@ pub trait EventStore: Send + Sync {
     async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>>;
 }
 
+/// Console sign-in links: made by a member, traded once for a session;
+/// what `console::service` runs on.
+#[async_trait]
+pub trait SignInStore: Send + Sync {
+    /// Stores a one-time Console sign-in code (its hash) for `member`,
+    /// usable until `expires_at`, with its event.
+    async fn create_sign_in(
+        &self,
+        org: OrgId,
+        member: MemberId,
+        code: &TokenHash,
+        expires_at: OffsetDateTime,
+        event: NewEvent,
+    ) -> StoreResult<()>;
+
+    /// Uses a sign-in code: once, before it expires, for a member still
+    /// there. In one transaction marks it used, stores `token` for that
+    /// member and records `console.signed_in`. `None` for a code that is
+    /// unknown, used, expired or whose member was removed (nothing stored).
+    async fn redeem_sign_in(
+        &self,
+        code: &TokenHash,
+        now: OffsetDateTime,
+        token: &NewToken,
+    ) -> StoreResult<Option<(Member, Organization)>>;
+}
+
+/// How an adapter stamps what a flow with no member behind it records (an
+/// Agent enrolling, a sign-in link traded, the drift schedule): the time
+/// now, and an event's id and time.
+pub trait Recorder: Send + Sync {
+    fn now(&self) -> OffsetDateTime;
+    /// The event a planned one becomes, caused by `actor`.
+    fn event(&self, actor: &str, plan: crate::audit::EventPlan) -> NewEvent;
+}
+
 /// Metadata storage for the API. Every method is scoped to one organization
 /// where it touches tenant data.
 #[async_trait]
@@ -334,28 +370,6 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
         &self,
         hash: &TokenHash,
         now: OffsetDateTime,
-    ) -> StoreResult<Option<(Member, Organization)>>;
-
-    /// Stores a one-time Console sign-in code (its hash) for `member`,
-    /// usable until `expires_at`, with its event.
-    async fn create_sign_in(
-        &self,
-        org: OrgId,
-        member: MemberId,
-        code: &TokenHash,
-        expires_at: OffsetDateTime,
-        event: NewEvent,
-    ) -> StoreResult<()>;
-
-    /// Uses a sign-in code: once, before it expires, for a member still
-    /// there. In one transaction marks it used, stores `token` for that
-    /// member and records `console.signed_in`. `None` for a code that is
-    /// unknown, used, expired or whose member was removed (nothing stored).
-    async fn redeem_sign_in(
-        &self,
-        code: &TokenHash,
-        now: OffsetDateTime,
-        token: &NewToken,
     ) -> StoreResult<Option<(Member, Organization)>>;
 
     /// An audit event on its own (a refusal worth recording).
@@ -567,6 +581,7 @@ pub trait Store:
     MetadataStore
     + EventStore
     + MemberStore
+    + SignInStore
     + TokenStore
     + CatalogStore
     + PolicyStore
@@ -577,6 +592,7 @@ pub trait Store:
     + JobQueue
     + AgentRecordStore
     + AgentStore
+    + EnrollmentStore
     + SecretRecordStore
     + CertificateStore
     + AssignmentStore
@@ -599,6 +615,7 @@ impl<T> Store for T where
     T: MetadataStore
         + EventStore
         + MemberStore
+        + SignInStore
         + TokenStore
         + CatalogStore
         + PolicyStore
@@ -609,6 +626,7 @@ impl<T> Store for T where
         + JobQueue
         + AgentRecordStore
         + AgentStore
+        + EnrollmentStore
         + SecretRecordStore
         + CertificateStore
         + AssignmentStore
@@ -950,9 +968,10 @@ pub trait AgentRecordStore: Send + Sync {
     ) -> StoreResult<Vec<crate::server_names::ApprovedName>>;
 }
 
-/// Enrolled Agents and their one-time registration tokens.
+/// An Agent trading its one-time registration token for its identity;
+/// what `agents::service::enroll` runs on.
 #[async_trait]
-pub trait AgentStore: Send + Sync + std::fmt::Debug {
+pub trait EnrollmentStore: Send + Sync {
     /// Uses a registration token (once, before it expires) and stores the
     /// Agent it enrolls, atomically. `NotFound` for an unknown, used or
     /// expired token.
@@ -963,6 +982,11 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
         now: OffsetDateTime,
         event: NewEvent,
     ) -> StoreResult<Agent>;
+}
+
+/// Enrolled Agents, as the Agent channel knows them.
+#[async_trait]
+pub trait AgentStore: Send + Sync + std::fmt::Debug {
     async fn get_agent(&self, id: AgentId) -> StoreResult<Agent>;
     async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()>;
     /// Records where people reach the Agent's local API (from its sync).

@@ -4,7 +4,7 @@
 use heimdall_core::ApiError;
 
 use heimdall_core::ids::JobId;
-use heimdall_core::resources::service::{scheduled_drift_check, DRIFT_SCHEDULE};
+use heimdall_core::resources::service::scheduled_drift_check;
 use uuid::Uuid;
 
 use crate::http::AppState;
@@ -32,12 +32,10 @@ pub async fn drift_forever(state: AppState) {
 /// error) waits for the next scan, and the others still get theirs.
 /// Returns how many were queued.
 pub(crate) async fn queue_due_drift_checks(state: &AppState) -> Result<usize, ApiError> {
-    let now = state.clock.now();
     let mut queued = 0;
     for candidate in state.store.list_drift_candidates().await? {
-        let fresh = (now, JobId::from_uuid(Uuid::new_v4()));
-        let stamp = |planned| state.planned_event(DRIFT_SCHEDULE, planned);
-        match scheduled_drift_check(&*state.store, &candidate, fresh, stamp).await {
+        let job = JobId::from_uuid(Uuid::new_v4());
+        match scheduled_drift_check(&*state.store, state, &candidate, job).await {
             Ok(Some(_)) => {
                 queued += 1;
                 state.jobs_queued.notify_waiters();

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use heimdall_core::ids::{AgentId, OrgId};
 use heimdall_core::infra::Agent;
 use heimdall_core::ports::{
-    AgentRecordStore, AgentStore, NewEvent, NewRegistration, StoreError, StoreResult,
+    AgentRecordStore, AgentStore, EnrollmentStore, NewEvent, NewRegistration, StoreError, StoreResult,
 };
 use heimdall_core::token::TokenHash;
 use sqlx::FromRow;
@@ -179,6 +179,40 @@ impl AgentRecordStore for SqlStore {
 
 #[async_trait]
 impl AgentStore for SqlStore {
+    async fn get_agent(&self, id: AgentId) -> StoreResult<Agent> {
+        let sql = format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = $1");
+        sqlx::query_as::<_, AgentRow>(&sql)
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound("agent"))?
+            .into_domain()
+    }
+
+    async fn set_agent_local_url(&self, id: AgentId, url: Option<&str>) -> StoreResult<()> {
+        sqlx::query("UPDATE agents SET local_url = $1 WHERE id = $2")
+            .bind(url)
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()> {
+        sqlx::query("UPDATE agents SET last_seen_at = $1 WHERE id = $2")
+            .bind(to_micros(now))
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl EnrollmentStore for SqlStore {
     async fn enroll_agent(
         &self,
         hash: &TokenHash,
@@ -225,36 +259,5 @@ impl AgentStore for SqlStore {
         insert_event(&mut tx, agent.org_id, event).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(agent)
-    }
-
-    async fn get_agent(&self, id: AgentId) -> StoreResult<Agent> {
-        let sql = format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = $1");
-        sqlx::query_as::<_, AgentRow>(&sql)
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?
-            .ok_or(StoreError::NotFound("agent"))?
-            .into_domain()
-    }
-
-    async fn set_agent_local_url(&self, id: AgentId, url: Option<&str>) -> StoreResult<()> {
-        sqlx::query("UPDATE agents SET local_url = $1 WHERE id = $2")
-            .bind(url)
-            .bind(id.to_string())
-            .execute(&self.pool)
-            .await
-            .map_err(db_err)?;
-        Ok(())
-    }
-
-    async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()> {
-        sqlx::query("UPDATE agents SET last_seen_at = $1 WHERE id = $2")
-            .bind(to_micros(now))
-            .bind(id.to_string())
-            .execute(&self.pool)
-            .await
-            .map_err(db_err)?;
-        Ok(())
     }
 }

@@ -8,7 +8,7 @@ use heimdall_core::ids::{CatalogId, MemberId, OrgId, PolicyId, TokenId};
 use heimdall_core::policies::PolicyWrite;
 use heimdall_core::ports::{
     CatalogStore, EventQuery, EventStore, MemberStore, MetadataStore, NewEvent, NewToken, PolicyStore,
-    StoreError, StoreResult, TokenStore,
+    SignInStore, StoreError, StoreResult, TokenStore,
 };
 use heimdall_core::token::TokenHash;
 use sqlx::{Any, FromRow, Transaction};
@@ -265,6 +265,15 @@ impl MetadataStore for SqlStore {
         Ok(Some((member, org)))
     }
 
+    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
+    }
+}
+
+#[async_trait]
+impl SignInStore for SqlStore {
     async fn create_sign_in(
         &self,
         org: OrgId,
@@ -347,12 +356,6 @@ impl MetadataStore for SqlStore {
                 .into_domain()?;
         tx.commit().await.map_err(db_err)?;
         Ok(Some((member, organization)))
-    }
-
-    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        insert_event(&mut tx, org, event).await?;
-        tx.commit().await.map_err(db_err)
     }
 }
 

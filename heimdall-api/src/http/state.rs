@@ -121,6 +121,18 @@ impl AppState {
     }
 }
 
+/// The API stamping what flows with no member behind them record (an
+/// Agent enrolling, the drift schedule): its clock, and an event's id.
+impl heimdall_core::ports::Recorder for AppState {
+    fn now(&self) -> time::OffsetDateTime {
+        self.clock.now()
+    }
+
+    fn event(&self, actor: &str, plan: EventPlan) -> NewEvent {
+        self.planned_event(actor, plan)
+    }
+}
+
 /// One request's caller as core's use cases see them
 /// (`heimdall_core::ports::Actor`): the organization, the policies'
 /// answer, the caller's events. The policies are read once, at the first

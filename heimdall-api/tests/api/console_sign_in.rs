@@ -5,7 +5,7 @@
 use heimdall_api::testing::{TestApi, TestDatabase};
 use heimdall_core::audit::AuditAction;
 use heimdall_core::ids::EventId;
-use heimdall_core::ports::{MetadataStore, NewEvent};
+use heimdall_core::ports::{MetadataStore, NewEvent, SignInStore};
 use heimdall_core::token::TokenHash;
 use reqwest::Method;
 use serde_json::{json, Value};

@@ -8,7 +8,7 @@ use std::time::Duration;
 use heimdall_api::testing::TestApi;
 use heimdall_core::ids::{AgentId, EventId, OrgId};
 use heimdall_core::infra::Agent;
-use heimdall_core::ports::{AgentStore, NewEvent};
+use heimdall_core::ports::{EnrollmentStore, NewEvent};
 use heimdall_core::token::TokenHash;
 use time::OffsetDateTime;
 use tokio::io::AsyncWriteExt;

@@ -228,3 +228,49 @@ pub async fn disallow_name<S: AgentRecordStore + CertificateStore + ?Sized>(
     }
     Ok(())
 }
+
+/// Whether `token` has the shape of a registration token: checked before
+/// anything (a CSR signed, a lookup); the answer to any other is the
+/// answer to an unknown one.
+pub fn registration(token: &str) -> Result<TokenHash, ApiError> {
+    if crate::token::looks_like_token(token) {
+        Ok(TokenHash::of(token))
+    } else {
+        Err(not_registered())
+    }
+}
+
+fn not_registered() -> ApiError {
+    ApiError::new(crate::error::ErrorCode::Unauthenticated, "registration token is unknown, used or expired")
+}
+
+/// Enrolls the Agent `id` whose client certificate (`cert_sha256`) the CA
+/// signed: uses its registration token once, before it expires, and
+/// stores the Agent under the registration's organization and name, with
+/// its event, in one store call. The identity is the certificate's (its
+/// URI SAN names `id`); the name is only for people.
+pub async fn enroll<S: crate::ports::EnrollmentStore + ?Sized>(
+    store: &S,
+    recorder: &dyn crate::ports::Recorder,
+    token: &TokenHash,
+    (id, cert_sha256): (crate::ids::AgentId, crate::Sha256Hex),
+) -> Result<Agent, ApiError> {
+    let now = recorder.now();
+    let agent = Agent {
+        id,
+        // The organization, name and creator are the registration's, set by the store.
+        org_id: OrgId::from_uuid(uuid::Uuid::nil()),
+        name: String::new(),
+        cert_sha256,
+        created_at: now,
+        created_by: String::new(),
+        revoked_at: None,
+        last_seen_at: None,
+        local_url: None,
+    };
+    let event = recorder.event(&format!("agent:{id}"), super::enrolled());
+    store.enroll_agent(token, &agent, now, event).await.map_err(|e| match e {
+        crate::ports::StoreError::NotFound(_) => not_registered(),
+        other => other.into(),
+    })
+}

@@ -23,7 +23,7 @@ use crate::infra::{
 use crate::on_behalf::OnBehalfOf;
 use crate::paging::{visible, Page};
 use crate::ports::{
-    AccountStore, Actor, CatalogStore, DriftCandidate, InfraStore, NewEvent, ResourceFilter,
+    AccountStore, Actor, CatalogStore, DriftCandidate, InfraStore, NewEvent, Recorder, ResourceFilter,
     ResourceRecordStore, SchemaStore, SecretRecordStore,
 };
 
@@ -578,14 +578,15 @@ pub async fn drift_check<S: ResourceStores + ?Sized>(
 /// schedule (`drift::every` of its schema's and its account's) is due
 /// (`drift::due`) at `now`; the job, if it did. It acts for whoever the
 /// last apply acted for, so the secrets it uses are still decided as a
-/// member's reads (by the Agent, at the run). `stamp` makes the event.
+/// member's reads (by the Agent, at the run). `recorder` tells the time
+/// and makes the event.
 pub async fn scheduled_drift_check<S: ResourceStores + ?Sized>(
     store: &S,
+    recorder: &dyn Recorder,
     candidate: &DriftCandidate,
-    (now, job_id): (OffsetDateTime, JobId),
-    stamp: impl FnOnce(EventPlan) -> NewEvent,
+    job_id: JobId,
 ) -> Result<Option<Job>, ApiError> {
-    let (org, id) = (candidate.org, candidate.resource);
+    let (org, id, now) = (candidate.org, candidate.resource, recorder.now());
     let resource = store.get_resource(org, id).await?;
     let placement = Placement::of(store, org, &resource).await?;
     let account = placement.account(store, org).await?;
@@ -607,5 +608,6 @@ pub async fn scheduled_drift_check<S: ResourceStores + ?Sized>(
         .and_then(|j| j.request.requested_by.clone());
     let ctx = placement.context((DRIFT_SCHEDULE, applied_for.as_ref()), account.as_ref(), now, job_id);
     let plan = super::drift_check(&resource, &schemas, &revisions, &jobs, &ctx)?;
+    let stamp = |planned| recorder.event(DRIFT_SCHEDULE, planned);
     Ok(apply_with(store, org, &plan, stamp).await?.queued)
 }

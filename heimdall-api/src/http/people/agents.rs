@@ -5,11 +5,11 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::agents::{self, service};
+use heimdall_core::agents::service;
 use heimdall_core::ids::{AgentId, RegistrationId};
 use heimdall_core::infra::Agent;
 use heimdall_core::token::TokenHash;
-use heimdall_core::{ApiError, ErrorCode};
+use heimdall_core::ApiError;
 use heimdall_wire::{AgentDetail, CreateRegistration, Enroll, Enrolled, ForgetAgent, Registration};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -169,37 +169,14 @@ async fn enroll(
         // is hidden as a backing service's).
         return Err(ApiError::not_found("Agent enrollment (this API runs without --agent-listen)").into());
     };
-    let id = AgentId::from_uuid(Uuid::new_v4());
-    let unknown =
-        || ApiError::new(ErrorCode::Unauthenticated, "registration token is unknown, used or expired");
-    if !heimdall_core::token::looks_like_token(&body.token) {
-        return Err(unknown().into());
-    }
+    let token = service::registration(&body.token)?;
     // Sign first (no side effect), then use the token and store the Agent
-    // in one transaction: a bad CSR does not burn the token. The identity
-    // is the certificate's URI SAN; the name is only for people.
+    // in one transaction: a bad CSR does not burn the token.
+    let id = AgentId::from_uuid(Uuid::new_v4());
     let (certificate_pem, cert_sha256) = ca
         .issue_agent_cert(&body.csr_pem, id, &format!("heimdall-agent-{id}"))
         .map_err(|e| ApiError::invalid_input(e.to_string()))?;
-    let now = state.clock.now();
-    let agent = Agent {
-        id,
-        org_id: heimdall_core::ids::OrgId::from_uuid(Uuid::nil()),
-        name: String::new(),
-        cert_sha256,
-        created_at: now,
-        created_by: String::new(), // set from the registration by the store
-        revoked_at: None,
-        last_seen_at: None,
-        local_url: None,
-    };
-    let event = state.planned_event(&format!("agent:{id}"), agents::enrolled());
-    let agent = state.store.enroll_agent(&TokenHash::of(&body.token), &agent, now, event).await.map_err(
-        |e| match e {
-            heimdall_core::ports::StoreError::NotFound(_) => unknown(),
-            other => other.into(),
-        },
-    )?;
+    let agent = service::enroll(&*state.store, &state, &token, (id, cert_sha256)).await?;
     Ok((
         StatusCode::CREATED,
         Json(Enrolled { agent, certificate_pem, ca_pem: ca.cert_pem().to_owned(), agent_api_url }),

@@ -6,11 +6,9 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::console;
+use heimdall_core::console::{self, service};
 use heimdall_core::ids::TokenId;
-use heimdall_core::ports::NewToken;
 use heimdall_core::token::TokenHash;
-use heimdall_core::{ApiError, ErrorCode};
 use heimdall_wire::{ConsoleSession, ConsoleSignInLink, RedeemSignIn};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -45,12 +43,7 @@ async fn create_link(
     _: NoBody,
 ) -> HttpResult<(StatusCode, Json<ConsoleSignInLink>)> {
     let code = super::tokens::random_with_prefix(console::CODE_PREFIX);
-    let now = state.clock.now();
-    let expires_at = console::link_expires(now);
-    let event =
-        state.planned_event(&caller.member.email, console::link_created(caller.member.id, expires_at));
-    let hash = console::code_hash(code.expose());
-    state.store.create_sign_in(caller.org.id, caller.member.id, &hash, expires_at, event).await?;
+    let expires_at = service::create_link(&*state.store, &state.acting(&caller), code.expose()).await?;
     Ok((StatusCode::CREATED, Json(ConsoleSignInLink { path: console::link_path(code.expose()), expires_at })))
 }
 
@@ -72,31 +65,9 @@ async fn redeem(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<RedeemSignIn>,
 ) -> HttpResult<(StatusCode, Json<ConsoleSession>)> {
-    let refused = || {
-        ApiError::new(
-            ErrorCode::Unauthenticated,
-            "this sign-in link is used, expired or unknown: run `heimdall console` again",
-        )
-    };
-    if !console::looks_like_code(&body.code) {
-        return Err(refused().into());
-    }
-    let now = state.clock.now();
-    let expires_at = console::session_expires(now);
     let token = super::tokens::generate_token();
-    let record = NewToken {
-        id: TokenId::from_uuid(Uuid::new_v4()),
-        name: console::SESSION_TOKEN_NAME.to_owned(),
-        hash: TokenHash::of(token.expose()),
-        expires_at: Some(expires_at),
-    };
-    let Some((member, _org)) =
-        state.store.redeem_sign_in(&console::code_hash(&body.code), now, &record).await?
-    else {
-        return Err(refused().into());
-    };
-    Ok((
-        StatusCode::CREATED,
-        Json(ConsoleSession { token: token.expose().clone(), expires_at, email: member.email }),
-    ))
+    let made = (TokenId::from_uuid(Uuid::new_v4()), TokenHash::of(token.expose()));
+    let session = service::redeem(&*state.store, &body.code, made, state.clock.now()).await?;
+    let service::Session { email, expires_at } = session;
+    Ok((StatusCode::CREATED, Json(ConsoleSession { token: token.expose().clone(), expires_at, email })))
 }

@@ -12,7 +12,7 @@ pub(crate) use heimdall_core::authz::{secret_target, Action, CatalogTree, Target
 pub(crate) use heimdall_core::dbusers::{Database, ServiceUser};
 pub(crate) use heimdall_core::deletion::Lifecycle;
 pub(crate) use heimdall_core::domain::{
-    CatalogEntry, CatalogKind, Member, Policy, PolicyVersion, Role, TokenInfo,
+    CatalogEntry, CatalogKind, Member, Organization, Policy, PolicyVersion, Role, TokenInfo,
 };
 pub(crate) use heimdall_core::ids::{
     AgentId, CatalogId, CloudAccountId, DatabaseId, EventId, JobId, MemberId, OrgId, PolicyId, ResourceId,
@@ -27,10 +27,10 @@ pub(crate) use heimdall_core::on_behalf::{OnBehalfOf, UsedSecret};
 pub(crate) use heimdall_core::policies::PolicyWrite;
 pub(crate) use heimdall_core::ports::{
     AccountStore, Actor, AgentRecordStore, AssignmentStore, CatalogStore, CertificateStore, ChannelStore,
-    DatabaseRecordStore, DeletionStore, DriftCandidate, EnvironmentDeletion, Holding, HoldingStore,
-    InfraStore, MemberStore, NewEvent, NewRegistration, NewToken, PolicyStore, ProgramAllowanceStore,
-    ResourceFilter, ResourceRecordStore, SchemaStore, SecretRecordStore, StoreError, StoreResult, TokenStore,
-    TrailStore, VersionStore,
+    DatabaseRecordStore, DeletionStore, DriftCandidate, EnrollmentStore, EnvironmentDeletion, Holding,
+    HoldingStore, InfraStore, MemberStore, NewEvent, NewRegistration, NewToken, PolicyStore,
+    ProgramAllowanceStore, Recorder, ResourceFilter, ResourceRecordStore, SchemaStore, SecretRecordStore,
+    SignInStore, StoreError, StoreResult, TokenStore, TrailStore, VersionStore,
 };
 pub(crate) use heimdall_core::program::{ProgramAllowance, RegisteredToken};
 pub(crate) use heimdall_core::queue::{JobCursor, JobOrder};
@@ -40,6 +40,7 @@ pub(crate) use heimdall_core::secrets::{
     SecretCursor, SecretStatus, SecretVersion, VersionAsked,
 };
 pub(crate) use heimdall_core::server_names::ApprovedName;
+pub(crate) use heimdall_core::token::TokenHash;
 pub(crate) use heimdall_core::ApiError;
 pub(crate) use heimdall_core::Sha256Hex;
 pub(crate) use time::OffsetDateTime;
@@ -182,6 +183,7 @@ mod policies;
 mod resources;
 mod schemas;
 mod secrets;
+mod sign_ins;
 mod tokens;
 
 pub use accounts::MemoryAccounts;
@@ -196,4 +198,5 @@ pub use policies::MemoryPolicies;
 pub use resources::MemoryResources;
 pub use schemas::MemorySchemas;
 pub use secrets::MemorySecrets;
+pub use sign_ins::{Clerk, MemorySignIns};
 pub use tokens::MemoryTokens;
