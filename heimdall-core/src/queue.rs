@@ -2,6 +2,8 @@
 //! Agent went silent, and the job log cap. The SQL that applies them lives
 //! in the API's store; the decisions live here.
 
+pub mod service;
+
 use time::{Duration, OffsetDateTime};
 
 use crate::infra::{JobOperation, JobStatus, ResourceStatus};

@@ -182,3 +182,57 @@ async fn a_resource_that_never_ran_is_deleted_at_once() {
     let again = service::delete(&store, &ana, &deleted.resource.id.to_string(), job(4)).await.unwrap();
     assert_eq!(again.resource.status, ResourceStatus::Deleted, "answered as it is");
 }
+
+/// Agent `edge` of `ORG`, enrolled with the certificate `cert`.
+fn edge(store: &MemoryResources, cert: &[u8]) -> heimdall_core::queue::service::Peer {
+    let id = heimdall_core::ids::AgentId::from_uuid(Uuid::from_u128(60));
+    store.enroll(heimdall_core::infra::Agent {
+        id,
+        org_id: crate::fakes::ORG,
+        name: "edge".into(),
+        cert_sha256: heimdall_core::Sha256Hex::of(cert),
+        created_at: time::OffsetDateTime::UNIX_EPOCH,
+        created_by: "ana@example.com".into(),
+        revoked_at: None,
+        last_seen_at: None,
+        local_url: None,
+    });
+    heimdall_core::queue::service::Peer { id, cert_sha256: heimdall_core::Sha256Hex::of(cert) }
+}
+
+#[tokio::test]
+async fn an_agent_is_its_certificate_and_works_a_job_only_under_its_lease() {
+    use heimdall_core::ids::LeaseId;
+    use heimdall_core::queue::service as channel;
+    let (store, ana) = (world().await, Ana::allowed_everything());
+    service::create(&store, &ana, bucket(100, "logs", "prod", json!({})), job(1)).await.unwrap();
+    let peer = edge(&store, b"edge's certificate");
+    let now = time::OffsetDateTime::UNIX_EPOCH;
+
+    let forged = channel::Peer { cert_sha256: heimdall_core::Sha256Hex::of(b"another"), ..peer.clone() };
+    assert_eq!(channel::seen(&store, &forged, now).await.unwrap_err().code, ErrorCode::Unauthenticated);
+
+    let agent = channel::seen(&store, &peer, now).await.unwrap();
+    assert_eq!(agent.last_seen_at, Some(now));
+    let lease = LeaseId::from_uuid(Uuid::from_u128(70));
+    let claimed = channel::claim(&store, &agent, None, lease, now).await.unwrap().expect("the queued plan");
+    let key = claimed.id.to_string();
+    channel::heartbeat(&store, &peer, (&key, lease), Some("lock-1"), now).await.unwrap();
+    let other = LeaseId::from_uuid(Uuid::from_u128(71));
+    let stolen = channel::append_log(&store, &peer, (&key, other), "x").await.unwrap_err();
+    assert_eq!(stolen.code, ErrorCode::Conflict, "another lease is fenced off");
+    let unknown = channel::append_log(&store, &peer, ("not-a-job", lease), "x").await.unwrap_err();
+    assert_eq!(unknown.code, ErrorCode::NotFound);
+
+    let failed = channel::Reported::Failed {
+        reason: "the module refused".into(),
+        code: Some(ErrorCode::ModuleNotAllowed),
+        retryable: false,
+    };
+    let (_, ended) = channel::finish(&store, &peer, (&key, lease), ("tail", failed), now).await.unwrap();
+    assert_eq!(ended.status, heimdall_core::infra::JobStatus::Failed);
+    assert_eq!(ended.reason.as_deref(), Some("MODULE_NOT_ALLOWED: the module refused"));
+    assert_eq!(store.logs.lock().unwrap().len(), 1, "the tail was appended");
+    let again = channel::heartbeat(&store, &peer, (&key, lease), None, now).await.unwrap_err();
+    assert_eq!(again.code, ErrorCode::Conflict, "an ended attempt's lease is gone");
+}

@@ -14,10 +14,10 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json, Router};
 use heimdall_core::access::{Report, LEGACY_EPOCH};
 use heimdall_core::domain::CatalogKind;
-use heimdall_core::ids::{AgentId, CatalogId, JobId, LeaseId, OrgId};
+use heimdall_core::ids::{AgentId, CatalogId, LeaseId, OrgId};
 use heimdall_core::infra::Agent;
 use heimdall_core::names::validate_text;
-use heimdall_core::ports::{JobOutcome, StoreError};
+use heimdall_core::queue::service as jobs;
 use heimdall_core::queue::MAX_LOG_BYTES;
 use heimdall_core::{ApiError, ErrorCode};
 use heimdall_wire::{
@@ -36,12 +36,8 @@ use crate::http::openapi::errors;
 use crate::http::AppState;
 use heimdall_core::standing::Standing;
 
-/// Set by the TLS accept loop from the verified peer certificate.
-#[derive(Clone, Debug)]
-pub struct PeerAgent {
-    pub id: AgentId,
-    pub cert_sha256: heimdall_core::Sha256Hex,
-}
+/// The Agent the mTLS listener verified: its certificate's URI SAN and digest.
+pub type PeerAgent = heimdall_core::queue::service::Peer;
 
 /// Longest a claim is held open.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
@@ -99,42 +95,10 @@ async fn openapi_json() -> axum::response::Response {
 
 errors!(public DocumentErrors);
 
-/// The Agent the peer's certificate is the exact one issued to, revoked or
-/// not.
-async fn enrolled(state: &AppState, peer: &PeerAgent) -> Result<Agent, ApiError> {
-    let unknown = || ApiError::new(ErrorCode::Unauthenticated, "this Agent certificate is unknown");
-    let agent = state.store.get_agent(peer.id).await.map_err(|e| match e {
-        StoreError::NotFound(_) => unknown(),
-        other => other.into(),
-    })?;
-    if agent.cert_sha256 != peer.cert_sha256 {
-        return Err(unknown());
-    }
-    Ok(agent)
-}
-
-fn revoked(agent: &Agent) -> ApiError {
-    ApiError::new(
-        ErrorCode::AgentRevoked,
-        format!("Agent {} was revoked: it runs no job and serves no secret", agent.name),
-    )
-}
-
 /// The Agent, if it is enrolled and not revoked (`AGENT_REVOKED` tells a
 /// revoked Agent to stop serving at once).
 pub(super) async fn agent(state: &AppState, peer: &PeerAgent) -> Result<Agent, ApiError> {
-    let agent = enrolled(state, peer).await?;
-    if agent.revoked_at.is_some() {
-        return Err(revoked(&agent));
-    }
-    Ok(agent)
-}
-
-fn fenced(e: StoreError) -> ApiError {
-    match e {
-        StoreError::Fenced => ApiError::new(ErrorCode::Conflict, heimdall_core::ports::FENCED),
-        other => other.into(),
-    }
+    jobs::serving(&*state.store, peer).await
 }
 
 #[utoipa::path(
@@ -156,8 +120,7 @@ async fn claim(
     Extension(peer): Extension<PeerAgent>,
     JsonBody(body): JsonBody<Claim>,
 ) -> HttpResult<Response> {
-    let first = agent(&state, &peer).await?;
-    state.store.touch_agent(first.id, state.clock.now()).await?;
+    jobs::seen(&*state.store, &peer, state.clock.now()).await?;
     let wait = Duration::from_secs(u64::from(body.wait_seconds)).min(MAX_WAIT);
     let deadline = tokio::time::Instant::now() + wait;
     loop {
@@ -170,8 +133,7 @@ async fn claim(
         notified.as_mut().enable();
         let lease = LeaseId::from_uuid(Uuid::new_v4());
         let now = state.clock.now();
-        if let Some(job) =
-            state.store.claim(agent.org_id, &agent.name, body.lock_holder.as_deref(), lease, now).await?
+        if let Some(job) = jobs::claim(&*state.store, &agent, body.lock_holder.as_deref(), lease, now).await?
         {
             if let Some(metrics) = &state.metrics {
                 metrics.claimed(now - job.queued_at);
@@ -189,23 +151,17 @@ async fn claim(
                     // The attempt ends here, as a run that failed would; the
                     // Agent looks for another job.
                     tracing::warn!(job = %job.id, reason = %refused.reason, "no credentials for the job");
-                    let outcome = JobOutcome::Failed { reason: refused.reason, retryable: refused.retryable };
-                    let ended = state.store.finish(job.id, lease, outcome, state.clock.now()).await?;
-                    if let Some(metrics) = &state.metrics {
-                        metrics.finished(ended.operation, ended.status);
-                    }
-                    if ended.status == heimdall_core::infra::JobStatus::Queued {
-                        state.jobs_queued.notify_waiters();
-                    }
-                    state.jobs_moved.notify_waiters();
+                    let why = (refused.reason, refused.retryable);
+                    let ended =
+                        jobs::without_credentials(&*state.store, (job.id, lease), why, state.clock.now())
+                            .await?;
+                    moved(&state, &ended);
                     continue;
                 }
             };
-            let stale_lock_id = if job.attempts > 1 { job.state_lock_id.clone() } else { None };
-            // A dead attempt of an earlier job (one that ran out of
-            // attempts) may have left its lock too.
-            let dead_attempts = state.store.dead_attempts(job.resource_id).await?;
             let lease_expires_at = job.lease_expires_at.unwrap_or(now);
+            let jobs::Claimed { job, lease, stale_lock_id, dead_attempts } =
+                jobs::runnable(&*state.store, job, lease).await?;
             state.jobs_moved.notify_waiters();
             tracing::info!(job = %job.id, agent = %agent.name, attempt = job.attempts, "job claimed");
             let claimed =
@@ -225,10 +181,16 @@ async fn claim(
     }
 }
 
-async fn owned_job(state: &AppState, agent: &Agent, id: &str) -> Result<JobId, ApiError> {
-    let id: JobId = id.parse().map_err(|_| ApiError::not_found("job"))?;
-    state.store.get_job(agent.org_id, id).await?;
-    Ok(id)
+/// Tells whoever waits that a job moved (and, queued again, that there is
+/// work), and counts how it ended.
+fn moved(state: &AppState, job: &heimdall_core::infra::Job) {
+    if let Some(metrics) = &state.metrics {
+        metrics.finished(job.operation, job.status);
+    }
+    if job.status == heimdall_core::infra::JobStatus::Queued {
+        state.jobs_queued.notify_waiters();
+    }
+    state.jobs_moved.notify_waiters();
 }
 
 #[utoipa::path(
@@ -251,13 +213,8 @@ async fn heartbeat(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Heartbeat>,
 ) -> HttpResult<Json<LeaseExtended>> {
-    let agent = agent(&state, &peer).await?;
-    let job = owned_job(&state, &agent, &id).await?;
-    let until = state
-        .store
-        .heartbeat(job, body.lease, body.state_lock_id.as_deref(), state.clock.now())
-        .await
-        .map_err(fenced)?;
+    let (job, lock) = ((id.as_str(), body.lease), body.state_lock_id.as_deref());
+    let until = jobs::heartbeat(&*state.store, &peer, job, lock, state.clock.now()).await?;
     Ok(Json(LeaseExtended { lease_expires_at: until }))
 }
 
@@ -280,9 +237,7 @@ async fn log(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<LogChunk>,
 ) -> HttpResult<StatusCode> {
-    let agent = agent(&state, &peer).await?;
-    let job = owned_job(&state, &agent, &id).await?;
-    state.store.append_log(job, body.lease, &body.chunk).await.map_err(fenced)?;
+    jobs::append_log(&*state.store, &peer, (&id, body.lease), &body.chunk).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -307,33 +262,16 @@ async fn finish(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<FinishJob>,
 ) -> HttpResult<Json<heimdall_core::infra::Job>> {
-    let agent = agent(&state, &peer).await?;
-    let job = owned_job(&state, &agent, &id).await?;
-    let outcome = match body.outcome {
-        FinishOutcome::Completed { outputs } => JobOutcome::Completed { outputs },
-        FinishOutcome::Failed { reason, code: Some(ErrorCode::StalePlan), .. } => {
-            let reason: String = reason.chars().take(4000).collect();
-            JobOutcome::StalePlan { reason: format!("{}: {reason}", ErrorCode::StalePlan) }
-        }
+    let reported = match body.outcome {
+        FinishOutcome::Completed { outputs } => jobs::Reported::Completed { outputs },
         FinishOutcome::Failed { reason, code, retryable } => {
-            let reason: String = reason.chars().take(4000).collect();
-            let reason = match code {
-                Some(code) => format!("{code}: {reason}"),
-                None => reason,
-            };
-            JobOutcome::Failed { reason, retryable }
+            jobs::Reported::Failed { reason, code, retryable }
         }
     };
-    let now = state.clock.now();
-    let job =
-        state.store.finish_with_log(job, body.lease, &body.log_tail, outcome, now).await.map_err(fenced)?;
-    if let Some(metrics) = &state.metrics {
-        metrics.finished(job.operation, job.status);
-    }
-    if job.status == heimdall_core::infra::JobStatus::Queued {
-        state.jobs_queued.notify_waiters();
-    }
-    state.jobs_moved.notify_waiters();
+    let ended = (body.log_tail.as_str(), reported);
+    let (agent, job) =
+        jobs::finish(&*state.store, &peer, (&id, body.lease), ended, state.clock.now()).await?;
+    moved(&state, &job);
     tracing::info!(job = %job.id, agent = %agent.name, status = %job.status, "job attempt finished");
     Ok(Json(job))
 }
@@ -377,7 +315,7 @@ async fn sync(
     // A revoked Agent still reports the reads it served until now (they
     // are stored like any others); then it is told it was revoked, and
     // gets nothing to decide with.
-    let agent = enrolled(&state, &peer).await?;
+    let agent = jobs::enrolled(&*state.store, &peer).await?;
     if body.records.len() > MAX_SYNC_RECORDS {
         return Err(ApiError::invalid_input(format!("at most {MAX_SYNC_RECORDS} records per sync")).into());
     }
@@ -455,7 +393,7 @@ async fn sync(
     }
     if agent.revoked_at.is_some() {
         tracing::warn!(agent = %agent.name, stored = outcome.stored, "a revoked Agent reported its reads");
-        return Err(revoked(&agent).into());
+        return Err(jobs::revoked(&agent).into());
     }
 
     if let Some(url) = &body.local_url {

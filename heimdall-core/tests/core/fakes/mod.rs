@@ -15,8 +15,8 @@ pub(crate) use heimdall_core::domain::{
     CatalogEntry, CatalogKind, Member, Organization, Policy, PolicyVersion, Role, TokenInfo,
 };
 pub(crate) use heimdall_core::ids::{
-    AgentId, CatalogId, CloudAccountId, DatabaseId, EventId, JobId, MemberId, OrgId, PolicyId, ResourceId,
-    SchemaId, SecretId, ServiceUserId, TokenId,
+    AgentId, CatalogId, CloudAccountId, DatabaseId, EventId, JobId, LeaseId, MemberId, OrgId, PolicyId,
+    ResourceId, SchemaId, SecretId, ServiceUserId, TokenId,
 };
 pub(crate) use heimdall_core::infra::{
     AccountLink, Agent, CloudAccount, Job, JobOperation, JobStatus, LinkScope, Resource, ResourceSchema,
@@ -26,11 +26,11 @@ pub(crate) use heimdall_core::notify::{Channel, Delivery};
 pub(crate) use heimdall_core::on_behalf::{OnBehalfOf, UsedSecret};
 pub(crate) use heimdall_core::policies::PolicyWrite;
 pub(crate) use heimdall_core::ports::{
-    AccountStore, Actor, AgentRecordStore, AssignmentStore, CatalogStore, CertificateStore, ChannelStore,
-    DatabaseRecordStore, DeletionStore, DriftCandidate, EnrollmentStore, EnvironmentDeletion, Holding,
-    HoldingStore, InfraStore, MemberStore, NewEvent, NewRegistration, NewToken, PolicyStore,
-    ProgramAllowanceStore, Recorder, ResourceFilter, ResourceRecordStore, SchemaStore, SecretRecordStore,
-    SignInStore, StoreError, StoreResult, TokenStore, TrailStore, VersionStore,
+    AccountStore, Actor, AgentRecordStore, AgentStore, AssignmentStore, CatalogStore, CertificateStore,
+    ChannelStore, DatabaseRecordStore, DeletionStore, DriftCandidate, EnrollmentStore, EnvironmentDeletion,
+    Holding, HoldingStore, InfraStore, JobOutcome, JobQueue, MemberStore, NewEvent, NewRegistration,
+    NewToken, PolicyStore, ProgramAllowanceStore, Recorder, ResourceFilter, ResourceRecordStore, SchemaStore,
+    SecretRecordStore, SignInStore, StoreError, StoreResult, TokenStore, TrailStore, VersionStore,
 };
 pub(crate) use heimdall_core::program::{ProgramAllowance, RegisteredToken};
 pub(crate) use heimdall_core::queue::{JobCursor, JobOrder};

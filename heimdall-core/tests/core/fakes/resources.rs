@@ -16,6 +16,10 @@ pub struct MemoryResources {
     resources: Mutex<Vec<Resource>>,
     revisions: Mutex<Vec<Revision>>,
     pub jobs: Mutex<Vec<Job>>,
+    /// The lease each claimed job is held under.
+    leases: Mutex<Vec<(JobId, LeaseId)>>,
+    pub logs: Mutex<Vec<(JobId, String)>>,
+    enrolled: Mutex<Vec<Agent>>,
     events: Mutex<Vec<NewEvent>>,
 }
 
@@ -292,5 +296,143 @@ impl AccountStore for MemoryResources {
 
     async fn delete_account(&self, account: &CloudAccount, event: NewEvent) -> StoreResult<()> {
         self.accounts.delete_account(account, event).await
+    }
+}
+
+impl MemoryResources {
+    /// An Agent as enrolled.
+    pub fn enroll(&self, agent: Agent) {
+        self.enrolled.lock().unwrap().push(agent);
+    }
+
+    fn job_mut<T>(&self, id: JobId, lease: LeaseId, f: impl FnOnce(&mut Job) -> T) -> StoreResult<T> {
+        let mut jobs = self.jobs.lock().unwrap();
+        let job = jobs.iter_mut().find(|j| j.id == id).ok_or(StoreError::NotFound("job"))?;
+        let held = self.leases.lock().unwrap().iter().any(|(j, l)| *j == id && *l == lease);
+        if !held || job.status != JobStatus::Running {
+            return Err(StoreError::Fenced);
+        }
+        Ok(f(job))
+    }
+}
+
+#[async_trait]
+impl AgentStore for MemoryResources {
+    async fn get_agent(&self, id: AgentId) -> StoreResult<Agent> {
+        let agents = self.enrolled.lock().unwrap();
+        agents.iter().find(|a| a.id == id).cloned().ok_or(StoreError::NotFound("agent"))
+    }
+
+    async fn touch_agent(&self, id: AgentId, now: OffsetDateTime) -> StoreResult<()> {
+        let mut agents = self.enrolled.lock().unwrap();
+        let agent = agents.iter_mut().find(|a| a.id == id).ok_or(StoreError::NotFound("agent"))?;
+        agent.last_seen_at = Some(now);
+        Ok(())
+    }
+
+    async fn set_agent_local_url(&self, id: AgentId, url: Option<&str>) -> StoreResult<()> {
+        let mut agents = self.enrolled.lock().unwrap();
+        let agent = agents.iter_mut().find(|a| a.id == id).ok_or(StoreError::NotFound("agent"))?;
+        agent.local_url = url.map(str::to_owned);
+        Ok(())
+    }
+}
+
+/// The queue as the SQL store keeps it, in memory: a claim leases the
+/// oldest queued job of the organization; only the current lease may
+/// heartbeat, log or finish (`Fenced` otherwise); a retryable failure with
+/// attempts left is queued again.
+#[async_trait]
+impl JobQueue for MemoryResources {
+    async fn claim(
+        &self,
+        org: OrgId,
+        agent: &str,
+        _lock_holder: Option<&str>,
+        lease: LeaseId,
+        now: OffsetDateTime,
+    ) -> StoreResult<Option<Job>> {
+        let mut jobs = self.jobs.lock().unwrap();
+        let Some(job) = jobs.iter_mut().find(|j| j.org_id == org && j.status == JobStatus::Queued) else {
+            return Ok(None);
+        };
+        job.status = JobStatus::Running;
+        job.attempts += 1;
+        job.agent = Some(agent.to_owned());
+        job.started_at = Some(now);
+        job.lease_expires_at = Some(now + heimdall_core::queue::LEASE);
+        self.leases.lock().unwrap().push((job.id, lease));
+        Ok(Some(job.clone()))
+    }
+
+    async fn dead_attempts(
+        &self,
+        _resource: ResourceId,
+    ) -> StoreResult<Vec<heimdall_core::state_lock::Attempt>> {
+        Ok(Vec::new())
+    }
+
+    async fn heartbeat(
+        &self,
+        job: JobId,
+        lease: LeaseId,
+        state_lock_id: Option<&str>,
+        now: OffsetDateTime,
+    ) -> StoreResult<OffsetDateTime> {
+        self.job_mut(job, lease, |j| {
+            j.state_lock_id = state_lock_id.map(str::to_owned).or(j.state_lock_id.take());
+            let until = now + heimdall_core::queue::LEASE;
+            j.lease_expires_at = Some(until);
+            until
+        })
+    }
+
+    async fn append_log(&self, job: JobId, lease: LeaseId, chunk: &str) -> StoreResult<()> {
+        self.job_mut(job, lease, |_| ())?;
+        self.logs.lock().unwrap().push((job, chunk.to_owned()));
+        Ok(())
+    }
+
+    async fn finish(
+        &self,
+        job: JobId,
+        lease: LeaseId,
+        outcome: JobOutcome,
+        now: OffsetDateTime,
+    ) -> StoreResult<Job> {
+        self.job_mut(job, lease, |j| {
+            (j.status, j.reason) = match outcome {
+                JobOutcome::Completed { .. } => (JobStatus::Completed, None),
+                JobOutcome::Failed { reason, retryable } => {
+                    (heimdall_core::queue::after_failure(j.attempts, j.max_attempts, retryable), Some(reason))
+                }
+                JobOutcome::StalePlan { reason } => (JobStatus::Failed, Some(reason)),
+            };
+            j.finished_at = Some(now);
+            j.clone()
+        })
+    }
+
+    async fn finish_with_log(
+        &self,
+        job: JobId,
+        lease: LeaseId,
+        log_tail: &str,
+        outcome: JobOutcome,
+        now: OffsetDateTime,
+    ) -> StoreResult<Job> {
+        self.append_log(job, lease, log_tail).await?;
+        self.finish(job, lease, outcome, now).await
+    }
+
+    async fn reap(
+        &self,
+        _now: OffsetDateTime,
+    ) -> StoreResult<Vec<(JobId, heimdall_core::queue::ReapDecision)>> {
+        Ok(Vec::new())
+    }
+
+    async fn count_active_jobs(&self) -> StoreResult<Vec<(JobOperation, JobStatus, i64)>> {
+        Ok(Vec::new())
     }
 }
