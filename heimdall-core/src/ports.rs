@@ -311,6 +311,8 @@ pub trait Actor: Send + Sync {
 pub trait EventStore: Send + Sync {
     /// Newest first, at most `query.limit`.
     async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>>;
+    /// An audit event on its own (a refusal worth recording).
+    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()>;
 }
 
 /// Console sign-in links: made by a member, traded once for a session;
@@ -371,9 +373,6 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
         hash: &TokenHash,
         now: OffsetDateTime,
     ) -> StoreResult<Option<(Member, Organization)>>;
-
-    /// An audit event on its own (a refusal worth recording).
-    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()>;
 }
 
 // ---- Infrastructure Manager ---------------------------------------------------

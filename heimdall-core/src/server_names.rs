@@ -7,6 +7,8 @@
 //! from the same machine alone) and the names an owner approved for that
 //! Agent (`heimdall agent allow-name`), never one of the API's own.
 
+pub mod service;
+
 use crate::error::{ApiError, ErrorCode};
 
 /// A name an owner approved for one Agent.

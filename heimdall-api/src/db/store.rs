@@ -264,12 +264,6 @@ impl MetadataStore for SqlStore {
             .into_domain()?;
         Ok(Some((member, org)))
     }
-
-    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        insert_event(&mut tx, org, event).await?;
-        tx.commit().await.map_err(db_err)
-    }
 }
 
 #[async_trait]
@@ -379,6 +373,12 @@ impl EventStore for SqlStore {
         .await
         .map_err(db_err)?;
         rows.into_iter().map(EventRow::into_domain).collect()
+    }
+
+    async fn record_event(&self, org: OrgId, event: NewEvent) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        insert_event(&mut tx, org, event).await?;
+        tx.commit().await.map_err(db_err)
     }
 }
 

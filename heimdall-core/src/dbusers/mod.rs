@@ -26,6 +26,7 @@ use crate::error::{ApiError, ErrorCode};
 use crate::ids::{CatalogId, DatabaseId, OrgId, SecretId, ServiceUserId};
 use crate::redacted::Redacted;
 
+pub mod agent_tasks;
 mod handover;
 mod plans;
 mod removal;

@@ -165,3 +165,35 @@ async fn a_withdrawn_name_revokes_the_certificates_that_carry_it() {
     let again = service::disallow_name(&store, &ana, "edge", "edge.example.com").await.unwrap_err();
     assert_eq!(again.code, ErrorCode::NotFound);
 }
+
+#[tokio::test]
+async fn a_local_api_certificate_names_only_what_an_owner_approved_and_a_refusal_is_recorded() {
+    use heimdall_core::server_names::service as local_names;
+    let (store, ana) = (crate::fakes::MemoryEnvironments::default(), Ana::allowed_everything());
+    let edge = store.agents.enrolled(1, "edge");
+    service::allow_name(&store, &ana, "edge", "edge.example.com", &[]).await.unwrap();
+    let clerk = crate::fakes::Clerk(time::OffsetDateTime::UNIX_EPOCH);
+    let api = ["api.example.com".to_owned()];
+
+    let asked = ["edge.example.com".to_owned(), "localhost".to_owned()];
+    let names = local_names::signable(&store, &clerk, &edge, (&asked, &api)).await.unwrap();
+    assert_eq!(names, asked);
+    for refused in ["other.example.com", "api.example.com"] {
+        let asked = [refused.to_owned()];
+        let error = local_names::signable(&store, &clerk, &edge, (&asked, &api)).await.unwrap_err();
+        assert_eq!(error.code, ErrorCode::Forbidden, "{refused}");
+    }
+    let refusals = store.actions().iter().filter(|a| **a == AuditAction::AgentCertificateRefused).count();
+    assert_eq!(refusals, 2, "each refusal is on the audit feed");
+
+    let end = time::OffsetDateTime::UNIX_EPOCH + time::Duration::days(30);
+    let digest = heimdall_core::Sha256Hex::of(b"local api");
+    let record =
+        local_names::record_issued(&store, &clerk, &edge, names, (digest.clone(), end)).await.unwrap();
+    assert_eq!((record.agent_id, record.sha256.clone()), (edge.id, digest));
+    use heimdall_core::ports::CertificateStore;
+    assert_eq!(
+        store.active_agent_certificates(ORG, time::OffsetDateTime::UNIX_EPOCH).await.unwrap().len(),
+        1
+    );
+}

@@ -19,6 +19,7 @@ use heimdall_core::infra::Agent;
 use heimdall_core::names::validate_text;
 use heimdall_core::queue::service as jobs;
 use heimdall_core::queue::MAX_LOG_BYTES;
+use heimdall_core::server_names::service as local_names;
 use heimdall_core::{ApiError, ErrorCode};
 use heimdall_wire::{
     AgentLocation, Claim, ClaimedJob, DeactivatedVersion, FinishJob, FinishOutcome, Heartbeat,
@@ -587,29 +588,20 @@ async fn server_certificate(
     let Some(ca) = state.ca.clone() else {
         return Err(ApiError::new(ErrorCode::Unavailable, "this API has no certificate authority").into());
     };
-    let names = heimdall_core::server_names::requested(&body.names)?;
-    // Loopback names, and the names an owner approved for this Agent, never
-    // the API's own (`heimdall_core::server_names`): a browser, `curl` or
-    // ESO checks only a host name. A refusal is on the audit feed.
-    let approved: Vec<String> =
-        state.store.agent_names(agent.org_id, agent.id).await?.into_iter().map(|n| n.name).collect();
-    if let Err(refused) = heimdall_core::server_names::check_agent_names(&names, &approved, &state.api_names)
-    {
-        let planned = heimdall_core::server_names::certificate_refused(&agent, &refused);
-        let event = state.planned_event(&format!("agent:{}", agent.name), planned);
-        state.store.record_event(agent.org_id, event).await?;
-        tracing::warn!(agent = %agent.name, names = ?refused.names(), "refused an Agent certificate");
-        return Err(refused.error(&agent.name).into());
-    }
-    let now = state.clock.now();
+    let asked = (body.names.as_slice(), state.api_names.as_slice());
+    let names = match local_names::signable(&*state.store, &state, &agent, asked).await {
+        Ok(names) => names,
+        Err(refused) => {
+            tracing::warn!(agent = %agent.name, reason = %refused.message, "refused an Agent certificate");
+            return Err(refused.into());
+        }
+    };
     let issued = ca
-        .issue_agent_server_cert(&body.csr, agent.id, &names, now)
+        .issue_agent_server_cert(&body.csr, agent.id, &names, state.clock.now())
         .map_err(|e| ApiError::invalid_input(e.to_string()))?;
-    let planned =
-        heimdall_core::server_names::issued(&agent, names, issued.sha256.clone(), (now, issued.not_after));
-    let event = state.planned_event(&format!("agent:{}", agent.name), planned.event);
-    state.store.add_agent_certificate(&planned.record, event).await?;
-    let names = &planned.record.names;
+    let signed = (issued.sha256.clone(), issued.not_after);
+    let record = local_names::record_issued(&*state.store, &state, &agent, names, signed).await?;
+    let names = &record.names;
     tracing::info!(agent = %agent.name, ?names, "issued the Agent's local API certificate");
     Ok(Json(IssuedCertificate {
         certificate: issued.pem,

@@ -270,3 +270,28 @@ impl CertificateStore for MemoryEnvironments {
         self.secrets.revoke_certificate(org, sha256, event).await
     }
 }
+
+#[async_trait]
+impl EventStore for MemoryEnvironments {
+    async fn list_events(&self, org: OrgId, query: &EventQuery) -> StoreResult<Vec<AuditEvent>> {
+        let events = self.events.lock().unwrap();
+        let prefix = query.action_prefix.as_deref().unwrap_or_default();
+        let shown = events.iter().rev().filter(|e| e.action.as_str().starts_with(prefix));
+        let event = |e: &NewEvent| AuditEvent {
+            id: e.id,
+            org_id: org,
+            at: e.at,
+            actor: e.actor.clone(),
+            action: e.action.as_str().to_owned(),
+            target: e.target.clone(),
+            target_name: None,
+            detail: e.detail.clone(),
+        };
+        Ok(shown.take(query.limit as usize).map(event).collect())
+    }
+
+    async fn record_event(&self, _org: OrgId, event: NewEvent) -> StoreResult<()> {
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+}

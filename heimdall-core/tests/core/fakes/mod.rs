@@ -12,7 +12,7 @@ pub(crate) use heimdall_core::authz::{secret_target, Action, CatalogTree, Target
 pub(crate) use heimdall_core::dbusers::{Database, ServiceUser};
 pub(crate) use heimdall_core::deletion::Lifecycle;
 pub(crate) use heimdall_core::domain::{
-    CatalogEntry, CatalogKind, Member, Organization, Policy, PolicyVersion, Role, TokenInfo,
+    AuditEvent, CatalogEntry, CatalogKind, Member, Organization, Policy, PolicyVersion, Role, TokenInfo,
 };
 pub(crate) use heimdall_core::ids::{
     AgentId, CatalogId, CloudAccountId, DatabaseId, EventId, JobId, LeaseId, MemberId, OrgId, PolicyId,
@@ -28,9 +28,10 @@ pub(crate) use heimdall_core::policies::PolicyWrite;
 pub(crate) use heimdall_core::ports::{
     AccountStore, Actor, AgentRecordStore, AgentStore, AssignmentStore, CatalogStore, CertificateStore,
     ChannelStore, DatabaseRecordStore, DeletionStore, DriftCandidate, EnrollmentStore, EnvironmentDeletion,
-    Holding, HoldingStore, InfraStore, JobOutcome, JobQueue, MemberStore, NewEvent, NewRegistration,
-    NewToken, PolicyStore, ProgramAllowanceStore, Recorder, ResourceFilter, ResourceRecordStore, SchemaStore,
-    SecretRecordStore, SignInStore, StoreError, StoreResult, TokenStore, TrailStore, VersionStore,
+    EventQuery, EventStore, Holding, HoldingStore, InfraStore, JobOutcome, JobQueue, MemberStore, NewEvent,
+    NewRegistration, NewToken, PolicyStore, ProgramAllowanceStore, Recorder, ResourceFilter,
+    ResourceRecordStore, SchemaStore, SecretRecordStore, SignInStore, StoreError, StoreResult, TokenStore,
+    TrailStore, VersionStore,
 };
 pub(crate) use heimdall_core::program::{ProgramAllowance, RegisteredToken};
 pub(crate) use heimdall_core::queue::{JobCursor, JobOrder};
