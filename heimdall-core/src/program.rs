@@ -12,6 +12,7 @@
 //! Agent's; parsing and the scope's rule are here.
 
 mod register;
+pub mod service;
 
 pub use register::{register, NewToken, TokenPlan};
 

@@ -1,6 +1,6 @@
 //! heimdall-core's integration tests, one binary: the error table,
 //! authorization, the use cases of accounts, Agents, certificates, the catalog,
-//! channels, databases, members, policies, Resources and their jobs, schemas, secrets (their records, views and versions), sign-ins and tokens on in-memory stores, and the purity of the crate's
+//! channels, databases, members, policies, programs, Resources and their jobs, schemas, secrets (their records, views and versions), sign-ins and tokens on in-memory stores, and the purity of the crate's
 //! dependency closure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
@@ -30,6 +30,8 @@ mod lifecycle_service;
 mod member_service;
 #[path = "core/policy_service.rs"]
 mod policy_service;
+#[path = "core/program_service.rs"]
+mod program_service;
 #[path = "core/purity.rs"]
 mod purity;
 #[path = "core/resource_service.rs"]

@@ -133,6 +133,14 @@ impl heimdall_core::ports::Recorder for AppState {
     }
 }
 
+/// The organization's policies, compiled once per version (`policy_cache`).
+#[async_trait::async_trait]
+impl heimdall_core::program::service::PolicySource for AppState {
+    async fn org_policies(&self, org: OrgId) -> Result<Arc<OrgPolicies>, ApiError> {
+        AppState::org_policies(self, org).await
+    }
+}
+
 /// One request's caller as core's use cases see them
 /// (`heimdall_core::ports::Actor`): the organization, the policies'
 /// answer, the caller's events. The policies are read once, at the first

@@ -6,7 +6,7 @@
 use super::{claimable, due, report as plan_report, task_version, Database, ReportPlan, ServiceUser};
 use super::{TaskKind, TaskOutcome, TaskVersion, TASK_LEASE};
 use crate::error::{ApiError, ErrorCode};
-use crate::ids::{CatalogId, LeaseId, ServiceUserId};
+use crate::ids::{LeaseId, ServiceUserId};
 use crate::infra::Agent;
 use crate::ports::{
     AssignmentStore, DatabaseRecordStore, DatabaseStore, HoldingStore, Recorder, SecretRecordStore,
@@ -57,13 +57,7 @@ pub async fn claim<S: TaskStores + ?Sized>(
     lease: LeaseId,
 ) -> Result<Option<Leased>, ApiError> {
     let (org, now) = (agent.org_id, recorder.now());
-    let held: Vec<CatalogId> = store
-        .list_all_assignments(org)
-        .await?
-        .into_iter()
-        .filter(|a| a.agent_id == agent.id)
-        .map(|a| a.environment_id)
-        .collect();
+    let held = crate::secrets::service::environments_held(store, org, agent.id).await?;
     let holdings = store.holdings_of_agent(org, agent.id).await?;
     for user in store.service_users_in(&held).await? {
         if due(&user, now).is_none() {

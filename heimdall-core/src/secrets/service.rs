@@ -335,3 +335,14 @@ pub async fn start_deletion<S: DeletionStore + ?Sized>(
     }
     Ok(())
 }
+
+/// The environments `agent` is assigned: where it holds values, serves
+/// reads, registers program tokens and takes database tasks.
+pub async fn environments_held<S: AssignmentStore + ?Sized>(
+    store: &S,
+    org: OrgId,
+    agent: crate::ids::AgentId,
+) -> Result<Vec<CatalogId>, ApiError> {
+    let all = store.list_all_assignments(org).await?;
+    Ok(all.into_iter().filter(|a| a.agent_id == agent).map(|a| a.environment_id).collect())
+}

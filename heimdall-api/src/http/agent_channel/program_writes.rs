@@ -20,17 +20,12 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
-use heimdall_core::authz::secret_target;
 use heimdall_core::deletion::Lifecycle;
-use heimdall_core::domain::{CatalogEntry, CatalogKind};
 use heimdall_core::grant::{self, GrantWriter, WriteGrantClaims};
-use heimdall_core::infra::Agent;
-use heimdall_core::program::{self, Verb};
-use heimdall_core::secrets::{version_event, Secret, VersionAsked};
+use heimdall_core::program;
+use heimdall_core::program::service::{self as programs, Program};
 use heimdall_core::{ApiError, ErrorCode, Redacted};
-use heimdall_wire::{
-    ProgramCaller, ProgramDeletion, ProgramDeletionRequest, ProgramVersion, ProgramVersionRequest,
-};
+use heimdall_wire::{ProgramDeletion, ProgramDeletionRequest, ProgramVersion, ProgramVersionRequest};
 use uuid::Uuid;
 
 use super::{agent, PeerAgent};
@@ -39,60 +34,6 @@ use crate::http::extract::JsonBody;
 use crate::http::openapi::errors;
 use crate::http::people::secrets::grant_signer;
 use crate::http::AppState;
-
-/// The secret and environment a program asks for, once the organization
-/// allows it `verb` there through `agent`.
-async fn allowed(
-    state: &AppState,
-    agent: &Agent,
-    who: &ProgramCaller,
-    accessor: &str,
-    verb: Verb,
-    secret_id: heimdall_core::ids::SecretId,
-    environment_id: heimdall_core::ids::CatalogId,
-) -> Result<(Secret, CatalogEntry), ApiError> {
-    let org = agent.org_id;
-    program::check_caller(&who.token_id, &who.name)?;
-    let env = state.store.get_catalog_entry(org, environment_id).await?;
-    if env.kind != CatalogKind::Environment {
-        return Err(ApiError::not_found("environment"));
-    }
-    let secret = state.store.get_secret(org, secret_id).await?;
-    let tokens = state.store.program_tokens(org, agent.id).await?;
-    let allowances = state.store.program_allowances(org, agent.id).await?;
-    program::check_registered_call(
-        &agent.name,
-        tokens.iter().find(|t| t.id == who.token_id),
-        &who.name,
-        verb,
-        &secret.name,
-        (env.id, &env.name),
-        &allowances,
-        state.clock.now(),
-    )?;
-    let holds = state.store.list_assignments(org, env.id).await?.iter().any(|a| a.agent_id == agent.id);
-    if !holds {
-        return Err(ApiError::forbidden(format!(
-            "Agent {} does not hold environment {}: its programs write nothing there",
-            agent.name, env.name
-        )));
-    }
-    let tree = crate::http::people::catalog::tree(state, org).await?;
-    let target = secret_target(secret.id, secret.owner_id, &secret.components, &tree);
-    let policies = state.org_policies(org).await?;
-    let personal = secret.owner_id.is_some();
-    program::organization_allows(
-        org,
-        &who.token_id,
-        accessor,
-        verb,
-        personal,
-        &target,
-        &env.name,
-        &policies,
-    )?;
-    Ok((secret, env))
-}
 
 errors!(public body ProgramErrors: Unauthenticated, AgentRevoked, Forbidden, NotFound, Conflict, ValueMayPersist);
 
@@ -119,25 +60,12 @@ pub(super) async fn version(
     JsonBody(body): JsonBody<ProgramVersionRequest>,
 ) -> HttpResult<(StatusCode, Json<ProgramVersion>)> {
     let agent = agent(&state, &peer).await?;
-    let accessor = program::accessor(&body.program.name, &agent.id.to_string());
-    let (secret, env) =
-        allowed(&state, &agent, &body.program, &accessor, Verb::Write, body.secret_id, body.environment_id)
-            .await?;
-    heimdall_core::secrets::versions::may_take_version(&*state.store, agent.org_id, &secret, &env).await?;
+    // Without a CA no grant can be signed: refused before a number is taken.
     let ca = grant_signer(&state)?;
-    let event =
-        state.planned_event(&accessor, version_event((secret.id, &secret.name), &env.name, Some(agent.id)));
-    let now = event.at;
-    let version = state
-        .store
-        .create_version(
-            agent.org_id,
-            secret.id,
-            env.id,
-            VersionAsked { created_by: &accessor, bind: None, keep_previous: time::Duration::ZERO },
-            event,
-        )
-        .await?;
+    let who = Program { token_id: &body.program.token_id, name: &body.program.name };
+    let asked = (body.secret_id, body.environment_id);
+    let numbered = programs::number_version(&*state.store, (&state, &state), &agent, who, asked).await?;
+    let programs::Numbered { secret, environment: env, version, accessor, at: now } = numbered;
     let claims = WriteGrantClaims::new(
         Uuid::new_v4(),
         agent.org_id,
@@ -185,14 +113,11 @@ pub(super) async fn deletion(
     JsonBody(body): JsonBody<ProgramDeletionRequest>,
 ) -> HttpResult<(StatusCode, Json<ProgramDeletion>)> {
     let agent = agent(&state, &peer).await?;
-    let accessor = program::accessor(&body.program.name, &agent.id.to_string());
-    let (secret, env) =
-        allowed(&state, &agent, &body.program, &accessor, Verb::Delete, body.secret_id, body.environment_id)
-            .await?;
-    let mut holdings = state.store.holdings_of_secret(agent.org_id, &secret.name).await?;
-    holdings.retain(|h| h.environment == env.name);
-    begin_deletion(&state, agent.org_id, &secret, Some(&env), &holdings, &accessor).await?;
-    tracing::info!(secret = %secret.name, environment = %env.name, by = %accessor, "deletion started for a program");
+    let who = Program { token_id: &body.program.token_id, name: &body.program.name };
+    let asked = ((body.secret_id, body.environment_id), state.agent_stale_after);
+    let (secret, env) = programs::delete(&*state.store, (&state, &state), &agent, who, asked).await?;
+    let by = heimdall_core::program::accessor(who.name, &agent.id.to_string());
+    tracing::info!(secret = %secret.name, environment = %env.name, %by, "deletion started for a program");
     Ok((
         StatusCode::ACCEPTED,
         Json(ProgramDeletion { secret: secret.name, environment: env.name, status: Lifecycle::Deleting }),
@@ -227,17 +152,6 @@ pub(super) async fn register(
     JsonBody(body): JsonBody<heimdall_wire::RegisterProgramToken>,
 ) -> HttpResult<(StatusCode, Json<heimdall_core::program::RegisteredToken>)> {
     let agent = agent(&state, &peer).await?;
-    let org = agent.org_id;
-    let environments = state.store.list_catalog(org, CatalogKind::Environment, None).await?;
-    let held: Vec<_> = state
-        .store
-        .list_all_assignments(org)
-        .await?
-        .into_iter()
-        .filter(|a| a.agent_id == agent.id)
-        .map(|a| a.environment_id)
-        .collect();
-    let allowances = state.store.program_allowances(org, agent.id).await?;
     let request = program::NewToken {
         id: body.id,
         name: body.name,
@@ -246,10 +160,7 @@ pub(super) async fn register(
         verbs: body.verbs,
         expires_at: body.expires_at,
     };
-    let planned = program::register(request, &agent, (&environments, &held), &allowances, state.clock.now())?;
-    let event = state.planned_event(&format!("agent:{}", agent.name), planned.event);
-    let token = planned.token;
-    state.store.register_program_token(org, &token, event).await?;
+    let token = programs::register_token(&*state.store, &state, &agent, request).await?;
     tracing::info!(agent = %agent.name, program = %token.name, token = %token.id, "program token registered");
     Ok((StatusCode::CREATED, Json(token)))
 }
@@ -276,27 +187,6 @@ pub(super) async fn revoke(
     axum::extract::Path(id): axum::extract::Path<String>,
 ) -> HttpResult<StatusCode> {
     let agent = agent(&state, &peer).await?;
-    let tokens = state.store.program_tokens(agent.org_id, agent.id).await?;
-    if !tokens.iter().any(|t| t.id == id) {
-        return Err(ApiError::not_found("program token").into());
-    }
-    let actor = format!("agent:{}", agent.name);
-    state.store.revoke_program_tokens(agent.org_id, agent.id, &[id], state.clock.now(), &actor).await?;
+    programs::revoke_token(&*state.store, &state, &agent, &id).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// Starts deleting `secret` (in `only`, else everywhere) when core says it
-/// may (`heimdall_core::deletion::may_start`), as the program `actor`.
-async fn begin_deletion(
-    state: &AppState,
-    org: heimdall_core::ids::OrgId,
-    secret: &Secret,
-    only: Option<&CatalogEntry>,
-    holdings: &[heimdall_core::ports::Holding],
-    actor: &str,
-) -> Result<(), ApiError> {
-    let when = (state.clock.now(), state.agent_stale_after);
-    let stamp = |planned| state.planned_event(actor, planned);
-    heimdall_core::secrets::service::start_deletion(&*state.store, (org, secret, only), holdings, when, stamp)
-        .await
 }

@@ -4,11 +4,9 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use heimdall_core::authz::CatalogTree;
 use heimdall_core::catalog::service;
 use heimdall_core::domain::{CatalogEntry, CatalogKind};
-use heimdall_core::ids::{CatalogId, OrgId};
-use heimdall_core::ApiError;
+use heimdall_core::ids::CatalogId;
 use heimdall_wire::{CreateCatalogEntry, Rename};
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
@@ -150,12 +148,6 @@ pub(super) struct ListQuery {
 }
 
 impl heimdall_wire::body::Query for ListQuery {}
-
-/// The organization's domains, systems and components, for building
-/// targets (`heimdall_core::authz::{secret_target, resource_target}`).
-pub(crate) async fn tree(state: &AppState, org: OrgId) -> Result<CatalogTree, ApiError> {
-    service::tree(&*state.store, org).await
-}
 
 async fn list(
     kind: CatalogKind,

@@ -4,7 +4,8 @@ catalog_beside!(MemoryAgents, catalog);
 
 /// Agents as people manage them, in memory beside a catalog: Agents
 /// (`enrolled` adds one as the enrollment would), registrations, program
-/// allowances (one per Agent, environment and glob) and approved names.
+/// allowances (one per Agent, environment and glob), the program tokens
+/// Agents registered (an id once) and approved names.
 #[derive(Default)]
 pub struct MemoryAgents {
     pub catalog: MemoryCatalog,
@@ -12,6 +13,7 @@ pub struct MemoryAgents {
     registrations: Mutex<Vec<NewRegistration>>,
     allowances: Mutex<Vec<ProgramAllowance>>,
     names: Mutex<Vec<(AgentId, ApprovedName)>>,
+    tokens: Mutex<Vec<RegisteredToken>>,
     events: Mutex<Vec<NewEvent>>,
 }
 
@@ -147,8 +149,43 @@ impl ProgramAllowanceStore for MemoryAgents {
         Ok(self.allowances.lock().unwrap().iter().filter(|a| a.agent_id == agent).cloned().collect())
     }
 
-    async fn program_tokens(&self, _org: OrgId, _agent: AgentId) -> StoreResult<Vec<RegisteredToken>> {
-        // Agents register program tokens over their channel; none here.
-        Ok(Vec::new())
+    async fn program_tokens(&self, _org: OrgId, agent: AgentId) -> StoreResult<Vec<RegisteredToken>> {
+        Ok(self.tokens.lock().unwrap().iter().filter(|t| t.agent_id == agent).cloned().collect())
+    }
+}
+
+#[async_trait]
+impl ProgramStore for MemoryAgents {
+    async fn register_program_token(
+        &self,
+        _org: OrgId,
+        token: &RegisteredToken,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        let mut tokens = self.tokens.lock().unwrap();
+        if tokens.iter().any(|t| t.id == token.id) {
+            return Err(StoreError::AlreadyExists("program token"));
+        }
+        tokens.push(token.clone());
+        self.events.lock().unwrap().push(event);
+        Ok(())
+    }
+
+    async fn revoke_program_tokens(
+        &self,
+        _org: OrgId,
+        agent: AgentId,
+        ids: &[String],
+        at: OffsetDateTime,
+        _actor: &str,
+    ) -> StoreResult<Vec<String>> {
+        let mut revoked = Vec::new();
+        for token in self.tokens.lock().unwrap().iter_mut() {
+            if token.agent_id == agent && ids.contains(&token.id) && token.revoked_at.is_none() {
+                token.revoked_at = Some(at);
+                revoked.push(token.id.clone());
+            }
+        }
+        Ok(revoked)
     }
 }

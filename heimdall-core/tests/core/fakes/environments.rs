@@ -295,3 +295,57 @@ impl EventStore for MemoryEnvironments {
         Ok(())
     }
 }
+
+#[async_trait]
+impl ProgramAllowanceStore for MemoryEnvironments {
+    async fn set_program_allowance(
+        &self,
+        org: OrgId,
+        allowance: &ProgramAllowance,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        self.agents.set_program_allowance(org, allowance, event).await
+    }
+
+    async fn remove_program_allowance(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+        environment: CatalogId,
+        secret: &str,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        self.agents.remove_program_allowance(org, agent, environment, secret, event).await
+    }
+
+    async fn program_allowances(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<ProgramAllowance>> {
+        self.agents.program_allowances(org, agent).await
+    }
+
+    async fn program_tokens(&self, org: OrgId, agent: AgentId) -> StoreResult<Vec<RegisteredToken>> {
+        self.agents.program_tokens(org, agent).await
+    }
+}
+
+#[async_trait]
+impl ProgramStore for MemoryEnvironments {
+    async fn register_program_token(
+        &self,
+        org: OrgId,
+        token: &RegisteredToken,
+        event: NewEvent,
+    ) -> StoreResult<()> {
+        self.agents.register_program_token(org, token, event).await
+    }
+
+    async fn revoke_program_tokens(
+        &self,
+        org: OrgId,
+        agent: AgentId,
+        ids: &[String],
+        at: OffsetDateTime,
+        actor: &str,
+    ) -> StoreResult<Vec<String>> {
+        self.agents.revoke_program_tokens(org, agent, ids, at, actor).await
+    }
+}

@@ -29,7 +29,7 @@ pub(crate) use heimdall_core::ports::{
     AccountStore, Actor, AgentRecordStore, AgentStore, AssignmentStore, CatalogStore, CertificateStore,
     ChannelStore, DatabaseRecordStore, DeletionStore, DriftCandidate, EnrollmentStore, EnvironmentDeletion,
     EventQuery, EventStore, Holding, HoldingStore, InfraStore, JobOutcome, JobQueue, MemberStore, NewEvent,
-    NewRegistration, NewToken, PolicyStore, ProgramAllowanceStore, Recorder, ResourceFilter,
+    NewRegistration, NewToken, PolicyStore, ProgramAllowanceStore, ProgramStore, Recorder, ResourceFilter,
     ResourceRecordStore, SchemaStore, SecretRecordStore, SignInStore, StoreError, StoreResult, TokenStore,
     TrailStore, VersionStore,
 };

@@ -8,17 +8,32 @@ use super::*;
 pub struct MemorySignIns {
     /// (code hash, member, expires at, used).
     links: Mutex<Vec<(TokenHash, Member, OffsetDateTime, bool)>>,
-    /// (registration token hash, organization, name, expires at, used).
-    registrations: Mutex<Vec<(TokenHash, OrgId, String, OffsetDateTime, bool)>>,
+    registrations: Mutex<Vec<Registration>>,
     pub sessions: Mutex<Vec<NewToken>>,
     pub agents: Mutex<Vec<Agent>>,
     events: Mutex<Vec<NewEvent>>,
 }
 
+/// An Agent's registration: its token's hash, where it enrolls, until
+/// when, and whether it was used.
+struct Registration {
+    hash: TokenHash,
+    org: OrgId,
+    name: String,
+    expires_at: OffsetDateTime,
+    used: bool,
+}
+
 impl MemorySignIns {
     /// A registration for an Agent `name`, usable until `expires_at`.
     pub fn register(&self, token: &str, name: &str, expires_at: OffsetDateTime) {
-        let registration = (TokenHash::of(token), ORG, name.to_owned(), expires_at, false);
+        let registration = Registration {
+            hash: TokenHash::of(token),
+            org: ORG,
+            name: name.to_owned(),
+            expires_at,
+            used: false,
+        };
         self.registrations.lock().unwrap().push(registration);
     }
 
@@ -78,12 +93,11 @@ impl EnrollmentStore for MemorySignIns {
         event: NewEvent,
     ) -> StoreResult<Agent> {
         let mut registrations = self.registrations.lock().unwrap();
-        let usable =
-            |r: &&mut (TokenHash, OrgId, String, OffsetDateTime, bool)| &r.0 == hash && r.3 > now && !r.4;
+        let usable = |r: &&mut Registration| &r.hash == hash && r.expires_at > now && !r.used;
         let registration =
             registrations.iter_mut().find(usable).ok_or(StoreError::NotFound("registration"))?;
-        registration.4 = true;
-        let enrolled = Agent { org_id: registration.1, name: registration.2.clone(), ..agent.clone() };
+        registration.used = true;
+        let enrolled = Agent { org_id: registration.org, name: registration.name.clone(), ..agent.clone() };
         self.agents.lock().unwrap().push(enrolled.clone());
         self.events.lock().unwrap().push(event);
         Ok(enrolled)
