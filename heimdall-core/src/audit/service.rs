@@ -79,15 +79,25 @@ pub fn query(
     Ok(EventQuery { limit, before, action_prefix: action })
 }
 
+/// What a caller asks of the feed ([`query`] checks it).
+#[derive(Clone, Debug, Default)]
+pub struct Asked {
+    pub limit: Option<u32>,
+    pub before: Option<OffsetDateTime>,
+    pub action: Option<String>,
+}
+
 /// The organization's events newest first, for a caller the policies let
-/// read them (`event.read`), each with its target's name where it has one.
+/// read them (`event.read`; asked before the page is checked), each with
+/// its target's name where it has one.
 pub async fn list<S: FeedStore + ?Sized>(
     store: &S,
     actor: &dyn Actor,
-    query: &EventQuery,
+    asked: Asked,
 ) -> Result<Feed, ApiError> {
     actor.authorize(Action::EventRead, &Target::organization(actor.org())).await?;
-    let mut events = store.list_events(actor.org(), query).await?;
+    let query = query(asked.limit, asked.before, asked.action)?;
+    let mut events = store.list_events(actor.org(), &query).await?;
     let unnamed = name_targets(store, actor.org(), &mut events).await;
     Ok(Feed { events, unnamed })
 }

@@ -56,8 +56,8 @@ async fn list(
         query.before.map(|b| OffsetDateTime::parse(&b, &Rfc3339)).transpose().map_err(|_| {
             ApiError::invalid_input("before must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z")
         })?;
-    let asked = service::query(query.limit, before, query.action)?;
-    let feed = service::list(&*state.store, &state.acting(&caller), &asked).await?;
+    let asked = service::Asked { limit: query.limit, before, action: query.action };
+    let feed = service::list(&*state.store, &state.acting(&caller), asked).await?;
     for (kind, error) in &feed.unnamed {
         tracing::warn!(%kind, %error, "audit feed: names not looked up");
     }
