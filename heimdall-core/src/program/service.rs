@@ -127,17 +127,20 @@ pub struct Numbered {
 }
 
 /// Numbers the next version of the secret for a program's write through
-/// `agent` (refused while it is being deleted there or everywhere).
+/// `agent` (refused while it is being deleted there or everywhere, and
+/// when `signer` says no grant can be signed).
 pub async fn number_version<S: ProgramStores + ?Sized>(
     store: &S,
     (recorder, policies): (&dyn Recorder, &dyn PolicySource),
     agent: &Agent,
-    who: Program<'_>,
-    (secret, environment): (SecretId, CatalogId),
+    (who, (secret, environment)): (Program<'_>, (SecretId, CatalogId)),
+    signer: impl FnOnce() -> Result<(), ApiError>,
 ) -> Result<Numbered, ApiError> {
     let asked = Asked { verb: Verb::Write, secret, environment };
     let (secret, env) = allowed(store, (policies, recorder.now()), agent, who, asked).await?;
     crate::secrets::versions::may_take_version(store, agent.org_id, &secret, &env).await?;
+    // No number is taken that no grant could follow.
+    signer()?;
     let by = accessor(who.name, &agent.id.to_string());
     let event = recorder.event(&by, version_event((secret.id, &secret.name), &env.name, Some(agent.id)));
     let at = event.at;

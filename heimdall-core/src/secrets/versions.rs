@@ -49,13 +49,14 @@ pub struct Numbered {
 /// Numbers the next version of `key` in the environment asked, for a
 /// writer the policies let write it there (`secret.write`): refused
 /// while the secret is being deleted there or everywhere, and `NO_AGENT`
-/// when no Agent holds the environment. Stored with its event in one
-/// store call.
+/// when no Agent holds the environment; `signer` says whether the adapter
+/// can sign the grants (asked once the caller is known to be allowed).
+/// Stored with its event in one store call.
 pub async fn number<S>(
     store: &S,
     actor: &dyn Actor,
-    key: &str,
-    asked: Asked<'_>,
+    (key, asked): (&str, Asked<'_>),
+    signer: impl FnOnce() -> Result<(), ApiError>,
 ) -> Result<Numbered, ApiError>
 where
     S: SecretRecordStore
@@ -73,6 +74,8 @@ where
         crate::catalog::service::resolve(store, org, CatalogKind::Environment, asked.environment).await?;
     actor.authorize_in(Action::SecretWrite, &target(store, actor, &secret).await?, &environment.name).await?;
     may_take_version(store, org, &secret, &environment).await?;
+    // No number is taken that no grant could follow.
+    signer()?;
     let assigned = store.list_assignments(org, environment.id).await?;
     let holders = holders_among(store, org, &assigned, now).await?;
     let certificates = match asked.certificate_sha256 {

@@ -60,6 +60,11 @@ async fn world() -> (MemoryEnvironments, heimdall_core::infra::Agent) {
     (store, edge)
 }
 
+/// The adapter can sign grants.
+fn ready() -> Result<(), heimdall_core::ApiError> {
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_program_writes_by_its_tokens_id_through_the_agent_that_registered_it() {
     let (store, edge) = world().await;
@@ -67,25 +72,28 @@ async fn a_program_writes_by_its_tokens_id_through_the_agent_that_registered_it(
     let asked = (SecretId::from_uuid(Uuid::from_u128(5)), prod());
     let billing = Program { token_id: TOKEN, name: "billing" };
     let numbered =
-        programs::number_version(&store, (&clerk, &Defaults), &edge, billing, asked).await.unwrap();
+        programs::number_version(&store, (&clerk, &Defaults), &edge, (billing, asked), ready).await.unwrap();
     assert_eq!(
         (numbered.version.version, numbered.accessor.as_str()),
         (1, format!("program billing@{}", edge.id).as_str())
     );
 
     let posing = Program { token_id: TOKEN, name: "payroll" };
-    let refused =
-        programs::number_version(&store, (&clerk, &Defaults), &edge, posing, asked).await.unwrap_err();
+    let refused = programs::number_version(&store, (&clerk, &Defaults), &edge, (posing, asked), ready)
+        .await
+        .unwrap_err();
     assert_eq!(refused.code, ErrorCode::Unauthenticated, "another program's name on this token");
 
     let other = store.agents.enrolled(2, "other");
-    let elsewhere =
-        programs::number_version(&store, (&clerk, &Defaults), &other, billing, asked).await.unwrap_err();
+    let elsewhere = programs::number_version(&store, (&clerk, &Defaults), &other, (billing, asked), ready)
+        .await
+        .unwrap_err();
     assert_eq!(elsewhere.code, ErrorCode::Unauthenticated, "a token another Agent registered");
 
     programs::revoke_token(&store, &clerk, &edge, TOKEN).await.unwrap();
-    let revoked =
-        programs::number_version(&store, (&clerk, &Defaults), &edge, billing, asked).await.unwrap_err();
+    let revoked = programs::number_version(&store, (&clerk, &Defaults), &edge, (billing, asked), ready)
+        .await
+        .unwrap_err();
     assert_eq!(revoked.code, ErrorCode::Unauthenticated, "a revoked token");
     assert_eq!(store.secrets.versions.lock().unwrap().len(), 1, "what was refused numbered nothing");
     let unknown = programs::revoke_token(&store, &clerk, &other, TOKEN).await.unwrap_err();

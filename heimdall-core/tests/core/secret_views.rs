@@ -60,6 +60,11 @@ fn names(page: &[heimdall_core::secrets::Secret]) -> Vec<String> {
     page.iter().map(|s| s.name.clone()).collect()
 }
 
+/// The adapter can sign grants.
+fn ready() -> Result<(), heimdall_core::ApiError> {
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_page_leaves_out_others_personal_secrets_and_what_a_policy_hides() {
     let store = world().await;
@@ -105,26 +110,39 @@ async fn holders_are_the_assigned_agents_a_revoked_one_left_out() {
 async fn a_version_is_numbered_only_with_a_holder_for_a_writer_allowed_there() {
     let (store, ana) = (world().await, Ana::allowed_everything());
     let asked = Asked { environment: "prod", certificate_sha256: None, keep_previous: None };
-    let none = versions::number(&store, &ana, "db", asked).await.unwrap_err();
+    let none = versions::number(&store, &ana, ("db", asked), ready).await.unwrap_err();
     assert_eq!(none.code, ErrorCode::NoAgent, "no Agent holds prod yet");
 
     let edge = store.agents.enrolled(1, "edge");
     service::assign(&store, &ana, "prod", "edge").await.unwrap();
-    let first = versions::number(&store, &ana, "db", asked).await.unwrap();
+    let first = versions::number(&store, &ana, ("db", asked), ready).await.unwrap();
     assert_eq!((first.version.version, first.environment.name.as_str()), (1, "prod"));
     assert_eq!(first.holders.iter().map(|h| h.agent_id).collect::<Vec<_>>(), [edge.id]);
     assert_eq!(first.version.created_by, "ana@example.com");
     let kept = Asked { keep_previous: Some("30m"), ..asked };
-    let second = versions::number(&store, &ana, "db", kept).await.unwrap();
+    let second = versions::number(&store, &ana, ("db", kept), ready).await.unwrap();
     assert_eq!((second.version.version, second.version.keep_previous_seconds), (2, 1800));
 
+    // Without a signer nothing is numbered; a caller refused hears so first.
+    let no_ca = || Err(heimdall_core::ApiError::new(ErrorCode::Unavailable, "no CA"));
+    let unsigned = versions::number(&store, &ana, ("db", asked), no_ca).await.unwrap_err();
+    assert_eq!(unsigned.code, ErrorCode::Unavailable);
+    let refused_first = Ana::refused_in(Action::SecretWrite, "prod");
+    let first_refusal = versions::number(&store, &refused_first, ("db", asked), no_ca).await.unwrap_err();
+    assert_eq!(first_refusal.code, ErrorCode::Forbidden);
     let bo = Ana::refused_in(Action::SecretWrite, "prod");
-    assert_eq!(versions::number(&store, &bo, "db", asked).await.unwrap_err().code, ErrorCode::Forbidden);
+    assert_eq!(
+        versions::number(&store, &bo, ("db", asked), ready).await.unwrap_err().code,
+        ErrorCode::Forbidden
+    );
     let bad = Asked { keep_previous: Some("forever"), ..asked };
-    assert_eq!(versions::number(&store, &ana, "db", bad).await.unwrap_err().code, ErrorCode::InvalidInput);
+    assert_eq!(
+        versions::number(&store, &ana, ("db", bad), ready).await.unwrap_err().code,
+        ErrorCode::InvalidInput
+    );
 
     service::delete(&store, &ana, "db", Some("prod"), time::Duration::days(1)).await.unwrap();
-    let deleting = versions::number(&store, &ana, "db", asked).await.unwrap_err();
+    let deleting = versions::number(&store, &ana, ("db", asked), ready).await.unwrap_err();
     assert_eq!(deleting.code, ErrorCode::Conflict, "a version would be deleted as it lands");
     let numbered = store.secrets.versions.lock().unwrap().len();
     assert_eq!(numbered, 2, "nothing refused was numbered");
@@ -176,8 +194,8 @@ async fn a_secret_shows_its_versions_only_where_the_caller_may_read_them() {
     service::assign(&store, &ana, "prod", "edge").await.unwrap();
     service::assign(&store, &ana, "dev", "edge").await.unwrap();
     let asked = |environment| Asked { environment, certificate_sha256: None, keep_previous: None };
-    versions::number(&store, &ana, "db", asked("prod")).await.unwrap();
-    versions::number(&store, &ana, "db", asked("dev")).await.unwrap();
+    versions::number(&store, &ana, ("db", asked("prod")), ready).await.unwrap();
+    versions::number(&store, &ana, ("db", asked("dev")), ready).await.unwrap();
 
     let shown = views::show(&store, &ana, "db").await.unwrap();
     assert_eq!(shown.versions.len(), 2);
