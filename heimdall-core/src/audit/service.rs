@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use crate::authz::{Action, Target};
@@ -65,13 +66,17 @@ pub struct Feed {
 }
 
 /// What a page asks: at most `limit` events (1 to [`MAX_LIMIT`],
-/// [`DEFAULT_LIMIT`] by default), strictly older than `before`, whose
-/// action starts with `action`.
+/// [`DEFAULT_LIMIT`] by default), strictly older than `before` (RFC 3339),
+/// whose action starts with `action`.
 pub fn query(
     limit: Option<u32>,
-    before: Option<OffsetDateTime>,
+    before: Option<&str>,
     action: Option<String>,
 ) -> Result<EventQuery, ApiError> {
+    let before = before
+        .map(|b| OffsetDateTime::parse(b, &Rfc3339))
+        .transpose()
+        .map_err(|_| ApiError::invalid_input("before must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z"))?;
     let limit = limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::invalid_input(format!("limit must be between 1 and {MAX_LIMIT}")));
@@ -83,7 +88,8 @@ pub fn query(
 #[derive(Clone, Debug, Default)]
 pub struct Asked {
     pub limit: Option<u32>,
-    pub before: Option<OffsetDateTime>,
+    /// RFC 3339.
+    pub before: Option<String>,
     pub action: Option<String>,
 }
 
@@ -96,7 +102,7 @@ pub async fn list<S: FeedStore + ?Sized>(
     asked: Asked,
 ) -> Result<Feed, ApiError> {
     actor.authorize(Action::EventRead, &Target::organization(actor.org())).await?;
-    let query = query(asked.limit, asked.before, asked.action)?;
+    let query = query(asked.limit, asked.before.as_deref(), asked.action)?;
     let mut events = store.list_events(actor.org(), &query).await?;
     let unnamed = name_targets(store, actor.org(), &mut events).await;
     Ok(Feed { events, unnamed })
@@ -182,10 +188,16 @@ mod tests {
     use crate::error::ErrorCode;
 
     #[test]
-    fn a_page_holds_fifty_by_default_and_one_to_a_thousand_when_asked() {
+    fn a_page_holds_fifty_by_default_one_to_a_thousand_when_asked_and_before_is_rfc_3339() {
         assert_eq!(query(None, None, None).map(|q| q.limit), Ok(DEFAULT_LIMIT));
         assert_eq!(query(Some(1), None, None).map(|q| q.limit), Ok(1));
         assert_eq!(query(Some(MAX_LIMIT), None, None).map(|q| q.limit), Ok(MAX_LIMIT));
+        let before = query(None, Some("2026-01-31T12:00:00Z"), None).map(|q| q.before.is_some());
+        assert_eq!(before, Ok(true));
+        assert_eq!(
+            query(None, Some("yesterday"), None).map(|q| q.limit).map_err(|e| e.code),
+            Err(ErrorCode::InvalidInput)
+        );
         for refused in [0, MAX_LIMIT + 1] {
             assert_eq!(
                 query(Some(refused), None, None).map(|q| q.limit).map_err(|e| e.code),
