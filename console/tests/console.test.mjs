@@ -99,6 +99,9 @@ function cli(args, { input = '', json = false } = {}) {
       if (err) reject(new Error(`heimdall ${args.join(' ')} failed (${err.code ?? err.signal}):\n${stdout}\n${stderr}`));
       else resolve(json ? JSON.parse(stdout) : stdout);
     });
+    // A command that reads no input may exit before its stdin is written: the
+    // EPIPE that follows says nothing; its exit status says what happened.
+    child.stdin.on('error', () => {});
     child.stdin.end(input);
   });
 }
