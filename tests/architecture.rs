@@ -244,16 +244,17 @@ fn routes_record_the_events_core_planned() {
     assert!(offenders.is_empty(), "route files that compose their own events: {offenders:?}");
 }
 
-/// Architecture Invariant: the people's routes parse, call one use case of
-/// core (`<module>::service`, and `secrets::{views, versions,
-/// certificates}`, `resources::jobs`) and answer: no file of
-/// `http/people` asks the policies, makes an event or calls the store
-/// itself. A new route file must say which use cases it calls.
+/// Architecture Invariant: the routes parse, call one use case of core
+/// and answer. No file of `http/people` (`<module>::service`, and
+/// `secrets::{views, versions, certificates}`, `resources::jobs`) or of
+/// `http/agent_channel` (`queue::service`, `agents::sync`,
+/// `dbusers::agent_tasks`, `program::service`) asks the policies, makes
+/// an event or calls the store itself. A new route file must say which
+/// use cases it calls.
 #[test]
 fn routes_of_core_use_cases_only_parse_call_and_answer() {
-    let root = workspace().join("heimdall-api/src/http/people");
     // Each route file, and how it names the use cases it calls.
-    let files = [
+    let people = [
         ("accounts.rs", "service::"),
         ("agents.rs", "service::"),
         ("catalog.rs", "service::"),
@@ -269,27 +270,38 @@ fn routes_of_core_use_cases_only_parse_call_and_answer() {
         ("schemas.rs", "service::"),
         ("secrets.rs", "service::"),
         ("tokens.rs", "service::"),
+        // The router, health, documents and whoami; the value filter.
+        ("mod.rs", ""),
+        ("values.rs", ""),
     ];
-    // The router, health, documents and whoami; the value filter.
-    let no_use_case = ["mod.rs", "values.rs"];
-    let mut seen = 0;
-    for entry in std::fs::read_dir(&root).expect("http/people") {
-        let path = entry.expect("an entry").path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
-        let code = code_of(&path);
-        for done_in_core in ["state.authorize(", "planned_event(", "state.store.", "decider("] {
-            assert!(!code.contains(done_in_core), "{name} does what its use case does: `{done_in_core}`");
+    let agent_channel = [
+        // The router, and the job routes (`queue::service`).
+        ("mod.rs", "jobs::"),
+        ("sync.rs", "use_case::sync("),
+        ("database_tasks.rs", "agent_tasks::"),
+        ("program_writes.rs", "programs::"),
+    ];
+    for (folder, files) in [("people", &people[..]), ("agent_channel", &agent_channel[..])] {
+        let root = workspace().join("heimdall-api/src/http").join(folder);
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&root).expect("a routes folder") {
+            let path = entry.expect("an entry").path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+            let code = code_of(&path);
+            for done_in_core in ["state.authorize(", "planned_event(", "state.store.", "decider("] {
+                assert!(
+                    !code.contains(done_in_core),
+                    "{folder}/{name} does what its use case does: `{done_in_core}`"
+                );
+            }
+            let (_, use_cases) = files.iter().find(|(file, _)| *file == name).unwrap_or_else(|| {
+                panic!("{folder}/{name}: a route file the test does not know: list the use cases it calls")
+            });
+            assert!(code.contains(use_cases), "{folder}/{name} calls no use case of core");
+            seen += 1;
         }
-        if no_use_case.contains(&name.as_str()) {
-            continue;
-        }
-        let (_, use_cases) = files.iter().find(|(file, _)| *file == name).unwrap_or_else(|| {
-            panic!("{name}: a route file the test does not know: list the use cases it calls")
-        });
-        assert!(code.contains(use_cases), "{name} calls no use case of core");
-        seen += 1;
+        assert_eq!(seen, files.len(), "every listed route file of {folder} exists");
     }
-    assert_eq!(seen, files.len(), "every listed route file exists");
 }
 
 /// The part of a crate a file of its `src/` belongs to: its folder (in the

@@ -6,6 +6,7 @@
 
 mod plans;
 pub mod service;
+pub mod sync;
 
 use crate::error::ApiError;
 use crate::ids::AgentId;

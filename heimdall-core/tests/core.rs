@@ -1,6 +1,6 @@
 //! heimdall-core's integration tests, one binary: the error table,
 //! authorization, the use cases of accounts, Agents, certificates, the catalog,
-//! channels, databases, members, policies, programs, Resources and their jobs, schemas, secrets (their records, views and versions), sign-ins and tokens on in-memory stores, and the purity of the crate's
+//! channels, databases, members, policies, programs, Resources and their jobs, schemas, secrets (their records, views and versions), sign-ins, an Agent's sync and tokens on in-memory stores, and the purity of the crate's
 //! dependency closure.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fail loudly at the first surprise
 
@@ -44,5 +44,7 @@ mod secret_service;
 mod secret_views;
 #[path = "core/sign_in_service.rs"]
 mod sign_in_service;
+#[path = "core/sync_service.rs"]
+mod sync_service;
 #[path = "core/token_service.rs"]
 mod token_service;

@@ -76,6 +76,15 @@ async fn sync_stores_records_once_and_the_access_log_aggregates_them(db: TestDat
             { "secret": "db-password", "environment": "prod", "version": 2, "deactivated": false },
         ],
     });
+    // The same reads beside an alert out of bounds: refused whole, nothing stored.
+    let mut refused = first.clone();
+    let file = "f".repeat(65);
+    refused["alerts"] =
+        json!([{ "kind": "sealed_file_rolled_back", "file": file, "generation": 1, "expected_at_least": 2 }]);
+    let (status, answer) = sync(&edge, &api, &refused).await;
+    assert_eq!((status, answer["error"]["code"].as_str()), (422, Some("INVALID_INPUT")), "{answer}");
+    assert_eq!(c.get("/v1/secrets/db-password/access-log", owner).await.expect(200), json!([]));
+
     let (status, answer) = sync(&edge, &api, &first).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["received_through"], 3);

@@ -101,11 +101,23 @@ pub async fn holders_among<S: AgentRecordStore + CertificateStore + ?Sized>(
     assigned: &[Assignment],
     now: OffsetDateTime,
 ) -> Result<Vec<Holder>, ApiError> {
+    let ids: Vec<AgentId> = assigned.iter().map(|a| a.agent_id).collect();
+    holders_of(store, org, &ids, now).await
+}
+
+/// The unrevoked Agents of `ids`, in that order, as people and other
+/// Agents reach them: the one place that says where a holder is.
+pub async fn holders_of<S: AgentRecordStore + CertificateStore + ?Sized>(
+    store: &S,
+    org: OrgId,
+    ids: &[AgentId],
+    now: OffsetDateTime,
+) -> Result<Vec<Holder>, ApiError> {
     let agents = store.list_agents(org).await?;
     let certificates = store.active_agent_certificates(org, now).await?;
-    Ok(assigned
+    Ok(ids
         .iter()
-        .filter_map(|a| agents.iter().find(|g| g.id == a.agent_id && g.revoked_at.is_none()))
+        .filter_map(|id| agents.iter().find(|g| g.id == *id && g.revoked_at.is_none()))
         .map(|g| Holder {
             agent_id: g.id,
             agent: g.name.clone(),

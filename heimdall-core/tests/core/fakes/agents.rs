@@ -39,6 +39,19 @@ impl MemoryAgents {
         agent
     }
 
+    /// Every Agent, of any organization (what the Agent channel looks up
+    /// by id).
+    pub fn all(&self) -> Vec<Agent> {
+        self.agents.lock().unwrap().clone()
+    }
+
+    /// Changes the Agent `id` as a store's update would.
+    pub fn update(&self, id: AgentId, change: impl FnOnce(&mut Agent)) -> StoreResult<()> {
+        let mut agents = self.agents.lock().unwrap();
+        change(agents.iter_mut().find(|a| a.id == id).ok_or(StoreError::NotFound("agent"))?);
+        Ok(())
+    }
+
     pub fn registrations(&self) -> Vec<NewRegistration> {
         self.registrations.lock().unwrap().clone()
     }

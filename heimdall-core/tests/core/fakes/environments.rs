@@ -16,6 +16,8 @@ pub struct MemoryEnvironments {
     pub holdings: Mutex<Vec<Holding>>,
     /// Reads Agents reported, as the trail shows them.
     pub trail: Mutex<Vec<AccessLogEntry>>,
+    /// What the Agent channel's sync reads and writes besides.
+    pub channel: super::channel::ChannelRows,
     assignments: Mutex<Vec<Assignment>>,
     deletions: Mutex<Vec<EnvironmentDeletion>>,
     events: Mutex<Vec<NewEvent>>,

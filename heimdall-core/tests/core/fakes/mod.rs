@@ -176,6 +176,7 @@ mod accounts;
 mod actor;
 mod agents;
 mod catalog;
+mod channel;
 mod channels;
 mod databases;
 mod environments;
