@@ -23,6 +23,7 @@ const GUIDES: &[&str] = &[
     "security.md",
     "api-and-sdk.md",
     "development.md",
+    "configuration-as-code.md",
 ];
 
 /// The guides' commands name the default dev port; the test's dev has its own.

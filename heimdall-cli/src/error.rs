@@ -74,6 +74,10 @@ pub enum CliError {
     /// Writing to stdout failed (a closed pipe is not an error; see main).
     #[error("cannot write output: {0}")]
     Output(#[from] std::io::Error),
+    /// Not an error: the command printed its result and exits with this
+    /// status (`plan --detailed-exitcode`: 2 when something would change).
+    #[error("exit status {0}")]
+    Status(u8),
 }
 
 impl CliError {
@@ -100,7 +104,7 @@ impl CliError {
         match self {
             CliError::Sdk(err) => err.code(),
             CliError::Coded(err) => Some(err.code),
-            CliError::Usage(_) | CliError::Local(_) | CliError::Output(_) => None,
+            CliError::Usage(_) | CliError::Local(_) | CliError::Output(_) | CliError::Status(_) => None,
         }
     }
 
@@ -116,6 +120,7 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) | CliError::Sdk(heimdall_sdk::Error::Invalid(_)) => exit::USAGE,
+            CliError::Status(status) => *status,
             _ => self.code().map_or(exit::GENERAL, exit_code),
         }
     }

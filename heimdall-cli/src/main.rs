@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // `heimdall … | head` closed the pipe: not an error.
         Err(err) if err.is_broken_pipe() => ExitCode::SUCCESS,
+        Err(error::CliError::Status(status)) => ExitCode::from(status),
         Err(err) => {
             output::print_error(&err, format);
             ExitCode::from(err.exit_code())

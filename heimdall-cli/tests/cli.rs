@@ -14,6 +14,8 @@ mod agents;
 mod auth;
 #[path = "cli/catalog.rs"]
 mod catalog;
+#[path = "cli/config_file.rs"]
+mod config_file;
 #[path = "cli/databases.rs"]
 mod databases;
 #[path = "cli/dev.rs"]

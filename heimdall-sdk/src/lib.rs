@@ -42,6 +42,7 @@ mod agent;
 mod agents;
 mod catalog;
 mod client;
+pub mod config;
 mod databases;
 mod error;
 mod events;

@@ -6,6 +6,7 @@ mod agents;
 mod auth;
 mod catalog;
 mod certificates;
+mod config_file;
 mod databases;
 mod dev;
 mod events;
@@ -28,6 +29,7 @@ pub use agents::*;
 pub use auth::*;
 pub use catalog::*;
 pub use certificates::*;
+pub use config_file::*;
 pub use databases::*;
 pub use dev::*;
 pub use events::*;
@@ -194,6 +196,12 @@ pub enum Command {
     Secret(SecretCommand),
     /// Run a program with the secrets heimdall.yaml names as environment variables
     Run(RunArgs),
+    /// Show what applying a configuration file would change: `+` made, `~` changed, `-` deleted
+    Plan(PlanArgs),
+    /// Make the organization what a configuration file says (asks first; stops at the first refusal)
+    Apply(ApplyArgs),
+    /// Print the organization's configuration as a file `plan` and `apply` read
+    ExportConfig,
     /// Print a shell completion script, e.g. `heimdall completion bash > /etc/bash_completion.d/heimdall`
     Completion {
         /// The shell

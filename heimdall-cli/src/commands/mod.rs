@@ -6,6 +6,7 @@ mod agents;
 mod auth;
 mod catalog;
 mod certificates;
+mod config_file;
 mod console;
 mod databases;
 mod events;
@@ -227,6 +228,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Certificate(cmd) => certificates::run(&ctx, cmd).await,
         Command::Secret(cmd) => secrets::run(&ctx, cmd).await,
         Command::Run(args) => run::run(&ctx, args).await,
+        Command::Plan(args) => config_file::plan(&ctx, args).await,
+        Command::Apply(args) => config_file::apply(&ctx, args).await,
+        Command::ExportConfig => config_file::export(&ctx).await,
         Command::Dev(args) => crate::dev::run(&ctx, args).await,
         Command::Completion { shell } => help_files::completion(shell),
         Command::Man { out_dir: None } => help_files::man(),

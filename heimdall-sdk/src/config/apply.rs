@@ -1,0 +1,162 @@
+//! Runs a [`Plan`] against the API, one change after another in the plan's
+//! order, and stops at the first refusal.
+
+use std::collections::BTreeSet;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::plan::{Change, Kind, Op, Plan};
+use crate::wire::{CreateCatalogEntry, CreatePolicy, CreateSecret, Role, UpdatePolicy, UpdateSecret};
+use heimdall_core::Redacted;
+
+use crate::{Client, Error, Result};
+
+/// What an apply did.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// The changes made, in order.
+    pub done: Vec<Change>,
+    /// Each member added, with the first token the API gave them: shown
+    /// once, to hand over a safe channel.
+    pub new_members: Vec<(String, Redacted<String>)>,
+}
+
+/// The change the API refused, and what was done before it (kept: the
+/// plan is not rolled back, and planning again shows what is left).
+#[derive(Debug, thiserror::Error)]
+#[error("{} {}: {error}", failed.kind, failed.key)]
+pub struct ApplyError {
+    pub applied: Applied,
+    pub failed: Change,
+    pub error: Error,
+}
+
+/// Runs `plan`; `on_change` hears of each change before it runs.
+pub async fn apply(
+    client: &Client,
+    plan: &Plan,
+    mut on_change: impl FnMut(&Change),
+) -> std::result::Result<Applied, ApplyError> {
+    let mut applied = Applied::default();
+    for change in &plan.changes {
+        on_change(change);
+        match run(client, change).await {
+            Ok(token) => {
+                applied.new_members.extend(token.map(|token| (change.key.clone(), token)));
+                applied.done.push(change.clone());
+            }
+            Err(error) => return Err(ApplyError { applied, failed: change.clone(), error }),
+        }
+    }
+    Ok(applied)
+}
+
+/// One change; a member added hands back their first token.
+async fn run(client: &Client, change: &Change) -> Result<Option<Redacted<String>>> {
+    // By id where the organization gave one, else by name (policies,
+    // secrets: unique by name).
+    let key = change.id.as_deref().unwrap_or(&change.key);
+    match (change.kind, change.op) {
+        (Kind::Domain | Kind::System | Kind::Component | Kind::Environment, op) => {
+            catalog(client, change, op, key).await?;
+        }
+        (Kind::Policy, Op::Create) => {
+            client.create_policy(&body::<CreatePolicy>(change, true)?).await?;
+        }
+        (Kind::Policy, Op::Update) => {
+            client.update_policy(key, &body::<UpdatePolicy>(change, false)?).await?;
+        }
+        (Kind::Policy, Op::Delete) => client.delete_policy(key).await?,
+        (Kind::Member, Op::Create) => {
+            let added = client.add_member(&change.key, role(change)?).await?;
+            return Ok(Some(Redacted::new(added.token.clone())));
+        }
+        (Kind::Member, Op::Update) => {
+            client.change_role(key, role(change)?).await?;
+        }
+        (Kind::Member, Op::Delete) => {
+            client.remove_member(key).await?;
+        }
+        (Kind::Secret, Op::Create) => {
+            client.create_secret(&body::<CreateSecret>(change, true)?).await?;
+        }
+        (Kind::Secret, Op::Update) => {
+            client.update_secret(key, &body::<UpdateSecret>(change, false)?).await?;
+        }
+        (Kind::Secret, Op::Delete) => {
+            client.delete_secret(key, None).await?;
+        }
+    }
+    Ok(None)
+}
+
+async fn catalog(client: &Client, change: &Change, op: Op, key: &str) -> Result<()> {
+    let Some(kind) = change.kind.catalog() else { return Ok(()) };
+    match op {
+        Op::Create => {
+            // The parent by the API's own rule for a name (refused when two
+            // share it).
+            let parent_id = match change.kind.parent() {
+                Some((field, parent)) => {
+                    let name = text(change.to(field)).unwrap_or_default();
+                    let parent = parent.catalog().unwrap_or(kind);
+                    Some(client.get_catalog_entry(parent, &name).await?.id)
+                }
+                None => None,
+            };
+            let entry = CreateCatalogEntry {
+                name: change.key.clone(),
+                description: text(change.to("description")),
+                parent_id,
+            };
+            let made = client.create_catalog_entry(kind, &entry).await?;
+            for agent in names(change.to("agents")) {
+                client.assign_agent(&made.id.to_string(), &agent).await?;
+            }
+        }
+        Op::Update => {
+            if let Some(name) = text(change.to("name")) {
+                client.rename_catalog_entry(kind, key, &name).await?;
+            }
+            if let Some(agents) = change.fields.iter().find(|f| f.field == "agents") {
+                let (before, after) = (names(agents.from.as_ref()), names(agents.to.as_ref()));
+                for agent in after.difference(&before) {
+                    client.assign_agent(key, agent).await?;
+                }
+                for agent in before.difference(&after) {
+                    client.unassign_agent(key, agent).await?;
+                }
+            }
+        }
+        Op::Delete => client.delete_catalog_entry(kind, key).await?,
+    }
+    Ok(())
+}
+
+/// The request a change's fields make (with its name, for a creation).
+fn body<T: DeserializeOwned>(change: &Change, named: bool) -> Result<T> {
+    let mut fields: Map<String, Value> =
+        change.fields.iter().filter_map(|f| Some((f.field.clone(), f.to.clone()?))).collect();
+    if named {
+        fields.insert(change.kind.key_field().to_owned(), Value::String(change.key.clone()));
+    }
+    serde_json::from_value(Value::Object(fields))
+        .map_err(|e| Error::Invalid(format!("{} {}: {e}", change.kind, change.key)))
+}
+
+fn role(change: &Change) -> Result<Role> {
+    serde_json::from_value(change.to("role").cloned().unwrap_or_default())
+        .map_err(|e| Error::Invalid(format!("member {}: role: {e}", change.key)))
+}
+
+fn text(value: Option<&Value>) -> Option<String> {
+    value.and_then(Value::as_str).map(str::to_owned)
+}
+
+fn names(value: Option<&Value>) -> BTreeSet<String> {
+    match value {
+        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        _ => BTreeSet::new(),
+    }
+}
