@@ -10,7 +10,9 @@ use crate::support::{enrolled_agent, json_of, write_file, Heimdall};
 
 const READERS: &str = r#"permit(principal, action == Heimdall::Action::"secret.read", resource);"#;
 
-fn file(role: &str, with_old_secret: bool) -> String {
+/// The file: bo's role, whether it still names old-token, and the
+/// database schema's drift schedule (a new version when it changes).
+fn file(role: &str, with_old_secret: bool, drift: &str) -> String {
     let old = if with_old_secret { "  - name: old-token\n" } else { "" };
     format!(
         r#"domains:
@@ -25,6 +27,14 @@ components:
 environments:
   - name: prod
     agents: [edge-1]
+schemas:
+  - type: database
+    requires_approval: true
+    drift_check_every: {drift}
+    input_schema:
+      type: object
+      properties:
+        size: {{ type: string }}
 policies:
   - name: readers
     text: '{READERS}'
@@ -52,7 +62,7 @@ async fn a_file_applied_twice_changes_nothing_the_second_time_and_prune_deletes_
     let tmp = tempfile::tempdir().expect("temp dir");
     let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
     enrolled_agent(&api, &h, "edge-1").await;
-    let config = write_file(tmp.path(), "heimdall.config.yaml", &file("member", true));
+    let config = write_file(tmp.path(), "heimdall.config.yaml", &file("member", true, "24h"));
 
     let plan = h.run(&["plan", "-f", &config, "--detailed-exitcode"]).await;
     assert_eq!(plan.code, 2, "a plan with changes exits 2: {plan:?}");
@@ -60,12 +70,13 @@ async fn a_file_applied_twice_changes_nothing_the_second_time_and_prune_deletes_
         "+ domain payments",
         "+ system ledger",
         "+ environment prod",
+        "+ schema database",
         "+ member bo@example.com",
         "+ secret old-token",
     ] {
         assert!(plan.stdout.contains(line), "{line}:\n{}", plan.stdout);
     }
-    assert!(plan.stdout.contains("Plan: 8 to create, 0 to update, 0 to delete."), "{}", plan.stdout);
+    assert!(plan.stdout.contains("Plan: 9 to create, 0 to update, 0 to delete."), "{}", plan.stdout);
     assert!(!plan.stdout.contains("owner@example.com"), "the owner is already there: {}", plan.stdout);
 
     // Off a terminal apply asks for --auto-approve, and changes nothing.
@@ -76,12 +87,12 @@ async fn a_file_applied_twice_changes_nothing_the_second_time_and_prune_deletes_
 
     let applied = h.run(&["apply", "-f", &config, "--auto-approve"]).await;
     assert_eq!(applied.code, 0, "{applied:?}");
-    assert!(applied.stdout.contains("✓ Applied 8 changes."), "{applied:?}");
+    assert!(applied.stdout.contains("✓ Applied 9 changes."), "{applied:?}");
     assert!(
         applied.stdout.contains("Token for bo@example.com: hmd_"),
         "the new member's token, once: {applied:?}"
     );
-    assert!(applied.stderr.contains("[8/8] + secret old-token"), "progress: {applied:?}");
+    assert!(applied.stderr.contains("[9/9] + secret old-token"), "progress: {applied:?}");
     let prod = json_of(&h, &["environment", "agents", "prod"]).await;
     assert_eq!(prod.as_array().map(Vec::len), Some(1), "edge-1 holds prod: {prod}");
     let secret = json_of(&h, &["secret", "show", "db-password"]).await;
@@ -92,15 +103,15 @@ async fn a_file_applied_twice_changes_nothing_the_second_time_and_prune_deletes_
     let again = h.run(&["plan", "-f", &config, "--detailed-exitcode"]).await;
     assert_eq!(
         (again.code, again.stdout.trim()),
-        (0, "No changes: the organization is as the file says (9 objects).")
+        (0, "No changes: the organization is as the file says (10 objects).")
     );
     let again = h.run(&["apply", "-f", &config, "--auto-approve"]).await;
     assert_eq!(again.code, 0, "{again:?}");
     assert!(again.stdout.starts_with("No changes"), "{again:?}");
     assert_eq!(events(&h).await, before, "a second apply sends no write");
 
-    // bo becomes an admin and old-token leaves the file.
-    let changed = write_file(tmp.path(), "changed.yaml", &file("admin", false));
+    // The schema's schedule changes, bo becomes an admin and old-token leaves the file.
+    let changed = write_file(tmp.path(), "changed.yaml", &file("admin", false, "12h"));
     let plan = json_of(&h, &["plan", "-f", &changed]).await;
     let summary: Vec<String> = plan["changes"]
         .as_array()
@@ -115,17 +126,27 @@ async fn a_file_applied_twice_changes_nothing_the_second_time_and_prune_deletes_
             )
         })
         .collect();
-    assert_eq!(summary, ["update member bo@example.com"], "without --prune nothing is deleted");
+    let expected = ["update schema database", "update member bo@example.com"];
+    assert_eq!(summary, expected, "without --prune nothing is deleted");
     assert_eq!(
-        plan["changes"][0]["fields"],
+        plan["changes"][1]["fields"],
         serde_json::json!([{ "field": "role", "from": "member", "to": "admin" }])
     );
     let pruned = h.run(&["apply", "-f", &changed, "--prune", "--auto-approve"]).await;
     assert_eq!(pruned.code, 0, "{pruned:?}");
+    for step in ["[1/3] ~ schema database", "[2/3] ~ member bo@example.com", "[3/3] - secret old-token"] {
+        assert!(pruned.stderr.contains(step), "{step}: {pruned:?}");
+    }
+    let versions = json_of(&h, &["schema", "list", "--type", "database"]).await;
+    let versions: Vec<(i64, i64)> = versions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["version"].as_i64().unwrap(), v["drift_check_every_seconds"].as_i64().unwrap()))
+        .collect();
     assert!(
-        pruned.stderr.contains("[1/2] ~ member bo@example.com")
-            && pruned.stderr.contains("[2/2] - secret old-token"),
-        "{pruned:?}"
+        versions.contains(&(1, 86_400)) && versions.contains(&(2, 43_200)),
+        "a new version: {versions:?}"
     );
     let secrets = json_of(&h, &["secret", "list"]).await;
     let live: Vec<&str> = secrets

@@ -7,7 +7,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::plan::{Change, Kind, Op, Plan};
-use crate::wire::{CreateCatalogEntry, CreatePolicy, CreateSecret, Role, UpdatePolicy, UpdateSecret};
+use crate::wire::{
+    CreateCatalogEntry, CreatePolicy, CreateSchema, CreateSecret, Role, UpdatePolicy, UpdateSecret,
+};
 use heimdall_core::Redacted;
 
 use crate::{Client, Error, Result};
@@ -60,6 +62,19 @@ async fn run(client: &Client, change: &Change) -> Result<Option<Redacted<String>
     match (change.kind, change.op) {
         (Kind::Domain | Kind::System | Kind::Component | Kind::Environment, op) => {
             catalog(client, change, op, key).await?;
+        }
+        (Kind::Schema, Op::Create | Op::Update) => {
+            let schema: CreateSchema = serde_json::from_value(Value::Object(change.object.clone()))
+                .map_err(|e| Error::Invalid(format!("schema {}: {e}", change.key)))?;
+            client.create_schema(&schema).await?;
+        }
+        (Kind::Schema, Op::Delete) => {
+            // Every version, newest first; one a Resource uses is refused.
+            let mut versions = client.list_schemas(Some(&change.key)).await?;
+            versions.sort_by_key(|s| std::cmp::Reverse(s.version));
+            for version in versions {
+                client.delete_schema(&version.id.to_string()).await?;
+            }
         }
         (Kind::Policy, Op::Create) => {
             client.create_policy(&body::<CreatePolicy>(change, true)?).await?;

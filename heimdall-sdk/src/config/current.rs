@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{Component, Config, Domain, Environment, Member, Policy, Secret, System};
+use super::{Component, Config, Domain, Environment, Member, Policy, Schema, Secret, System};
 use crate::wire::{CatalogEntry, CatalogKind};
 use crate::{Client, Result};
 
@@ -59,6 +59,26 @@ pub async fn current(client: &Client) -> Result<Config> {
             agents: Some(names),
         });
     }
+    // Each type's newest version.
+    let mut newest: Vec<crate::wire::ResourceSchema> = Vec::new();
+    for schema in client.list_schemas(None).await? {
+        match newest.iter_mut().find(|s| s.type_name == schema.type_name) {
+            Some(kept) if kept.version >= schema.version => {}
+            Some(kept) => *kept = schema,
+            None => newest.push(schema),
+        }
+    }
+    let schemas = newest
+        .into_iter()
+        .map(|s| Schema {
+            type_name: s.type_name,
+            input_schema: s.input_schema,
+            defaults: Some(s.defaults),
+            module: s.module,
+            requires_approval: Some(s.requires_approval),
+            drift_check_every: s.drift_check_every_seconds.map(super::every_text),
+        })
+        .collect();
     let policies = client
         .list_policies()
         .await?
@@ -103,6 +123,7 @@ pub async fn current(client: &Client) -> Result<Config> {
         systems: Some(systems),
         components: Some(components),
         environments: Some(environments),
+        schemas: Some(schemas),
         policies: Some(policies),
         members: Some(members),
         secrets: Some(secrets),

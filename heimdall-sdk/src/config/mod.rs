@@ -10,7 +10,8 @@
 //!   systems, deletions after every creation and in reverse), stops at
 //!   the first refusal and says what was done.
 //!
-//! Objects are addressed by kind and name (a member by email), or by
+//! Objects are addressed by kind and name (a member by email, a schema by
+//! its type), or by
 //! `id` where one is given (a catalog entry renamed in the file keeps its
 //! id). A section the file leaves out is not managed: it is neither
 //! compared nor pruned. Applying the same description twice changes
@@ -47,7 +48,7 @@ pub use plan::{plan, Change, FieldChange, Kind, Op, Plan, PlanError, PlanOptions
 
 /// What an organization's configuration should be. Every section is
 /// optional: one left out is not managed.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,6 +59,8 @@ pub struct Config {
     pub components: Option<Vec<Component>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environments: Option<Vec<Environment>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schemas: Option<Vec<Schema>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policies: Option<Vec<Policy>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -119,6 +122,28 @@ pub struct Environment {
     pub agents: Option<Vec<String>>,
 }
 
+/// A resource schema, as its newest version should be: a file that says
+/// otherwise makes a new version (Resources on older ones stay there until
+/// upgraded); a field left out is kept from the newest version.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schema {
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// The JSON Schema a Resource's inputs must meet.
+    pub input_schema: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defaults: Option<BTreeMap<String, serde_json::Value>>,
+    /// The pinned module: its source among those allowed, and its version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<crate::wire::ModuleRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires_approval: Option<bool>,
+    /// E.g. `24h`: how often each Resource is checked for drift.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_check_every: Option<String>,
+}
+
 /// A Cedar policy.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -157,6 +182,16 @@ pub struct Secret {
     /// Components that use it, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub components: Option<Vec<String>>,
+}
+
+/// A schedule in seconds as one number and its largest whole unit
+/// (`86400` is `1d`), the spelling `heimdall_core::drift::parse_every` reads.
+pub(crate) fn every_text(seconds: i64) -> String {
+    let (number, unit) = [(86_400, "d"), (3_600, "h"), (60, "m")]
+        .into_iter()
+        .find(|(unit, _)| seconds % unit == 0)
+        .map_or((seconds, "s"), |(size, unit)| (seconds / size, unit));
+    format!("{number}{unit}")
 }
 
 /// A description that could not be read, with where.

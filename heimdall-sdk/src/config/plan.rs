@@ -19,6 +19,7 @@ pub enum Kind {
     System,
     Component,
     Environment,
+    Schema,
     Policy,
     Member,
     Secret,
@@ -26,11 +27,12 @@ pub enum Kind {
 
 impl Kind {
     /// Parents before children, what a secret names before the secret.
-    pub const ORDER: [Kind; 7] = [
+    pub const ORDER: [Kind; 8] = [
         Kind::Domain,
         Kind::System,
         Kind::Component,
         Kind::Environment,
+        Kind::Schema,
         Kind::Policy,
         Kind::Member,
         Kind::Secret,
@@ -42,6 +44,7 @@ impl Kind {
             Kind::System => "system",
             Kind::Component => "component",
             Kind::Environment => "environment",
+            Kind::Schema => "schema",
             Kind::Policy => "policy",
             Kind::Member => "member",
             Kind::Secret => "secret",
@@ -55,7 +58,7 @@ impl Kind {
             Kind::System => Some(CatalogKind::System),
             Kind::Component => Some(CatalogKind::Component),
             Kind::Environment => Some(CatalogKind::Environment),
-            Kind::Policy | Kind::Member | Kind::Secret => None,
+            Kind::Schema | Kind::Policy | Kind::Member | Kind::Secret => None,
         }
     }
 
@@ -63,8 +66,15 @@ impl Kind {
     pub fn key_field(self) -> &'static str {
         match self {
             Kind::Member => "email",
+            Kind::Schema => "type",
             _ => "name",
         }
+    }
+
+    /// A kind changed by writing a whole new version (a schema): its
+    /// change carries the whole object as it will be.
+    pub fn versioned(self) -> bool {
+        self == Kind::Schema
     }
 
     /// The field naming the entry a system or component lives in.
@@ -82,7 +92,7 @@ impl Kind {
             Kind::Domain | Kind::Environment => &["description"],
             Kind::System => &["description", "domain"],
             Kind::Component => &["description", "system"],
-            Kind::Policy | Kind::Member | Kind::Secret => &[],
+            Kind::Schema | Kind::Policy | Kind::Member | Kind::Secret => &[],
         }
     }
 }
@@ -127,6 +137,10 @@ pub struct Change {
     /// differ; none for a deletion.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<FieldChange>,
+    /// For a kind written whole ([`Kind::versioned`]): the new version as
+    /// it will be, the file's fields over the newest version's.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub object: Map<String, Value>,
 }
 
 impl Change {
@@ -233,6 +247,12 @@ fn objects<T: Serialize>(kind: Kind, items: &[T]) -> Vec<Object> {
             };
             let key = text(fields.remove(kind.key_field())).unwrap_or_default();
             let id = text(fields.remove("id"));
+            // One spelling of a schedule: `1440m` is `1d`.
+            if let Some(Value::String(every)) = fields.get_mut("drift_check_every") {
+                if let Ok(seconds) = heimdall_core::drift::parse_every(every) {
+                    *every = super::every_text(seconds);
+                }
+            }
             for value in fields.values_mut() {
                 if let Value::Array(list) = value {
                     list.sort_by_key(Value::to_string);
@@ -251,6 +271,7 @@ fn section(config: &Config, kind: Kind) -> Option<Vec<Object>> {
         Kind::System => config.systems.as_deref().map(|s| objects(kind, s)),
         Kind::Component => config.components.as_deref().map(|s| objects(kind, s)),
         Kind::Environment => config.environments.as_deref().map(|s| objects(kind, s)),
+        Kind::Schema => config.schemas.as_deref().map(|s| objects(kind, s)),
         Kind::Policy => config.policies.as_deref().map(|s| objects(kind, s)),
         Kind::Member => config.members.as_deref().map(|s| objects(kind, s)),
         Kind::Secret => config.secrets.as_deref().map(|s| objects(kind, s)),
@@ -297,6 +318,17 @@ fn find(kind: Kind, wanted: &Object, have: &[Object]) -> Result<Option<usize>, P
         (Some(_), Some(_)) => Err(PlanError::Ambiguous { kind, key: wanted.key.clone() }),
         (found, _) => Ok(found),
     }
+}
+
+/// A versioned object as its next version will be: what the file sets over
+/// what the newest version has (a field the file leaves out stays).
+fn whole(kind: Kind, wanted: &Object, current: Option<&Object>) -> Map<String, Value> {
+    let mut object = current.map(|c| c.fields.clone()).unwrap_or_default();
+    for (field, value) in wanted.fields.iter().filter(|(_, v)| !v.is_null()) {
+        object.insert(field.clone(), value.clone());
+    }
+    object.insert(kind.key_field().to_owned(), Value::String(wanted.key.clone()));
+    object
 }
 
 /// A current field as it reads once the entries it names were renamed:
@@ -359,7 +391,15 @@ pub fn plan(desired: &Config, current: &Config, options: &PlanOptions) -> Result
                     .filter(|(_, v)| !v.is_null())
                     .map(|(f, v)| FieldChange { field: f.clone(), from: None, to: Some(v.clone()) })
                     .collect();
-                plan.changes.push(Change { kind, key: w.key.clone(), id: None, op: Op::Create, fields });
+                let object = if kind.versioned() { whole(kind, w, None) } else { Map::new() };
+                plan.changes.push(Change {
+                    kind,
+                    key: w.key.clone(),
+                    id: None,
+                    op: Op::Create,
+                    fields,
+                    object,
+                });
                 continue;
             };
             matched[at] = true;
@@ -389,13 +429,9 @@ pub fn plan(desired: &Config, current: &Config, options: &PlanOptions) -> Result
             if fields.is_empty() {
                 plan.unchanged += 1;
             } else {
-                plan.changes.push(Change {
-                    kind,
-                    key: w.key.clone(),
-                    id: c.id.clone(),
-                    op: Op::Update,
-                    fields,
-                });
+                let object = if kind.versioned() { whole(kind, w, Some(c)) } else { Map::new() };
+                let id = c.id.clone();
+                plan.changes.push(Change { kind, key: w.key.clone(), id, op: Op::Update, fields, object });
             }
         }
         if options.prune {
@@ -403,12 +439,14 @@ pub fn plan(desired: &Config, current: &Config, options: &PlanOptions) -> Result
                 if kind == Kind::Member && options.keep_member.as_deref() == Some(c.key.as_str()) {
                     continue;
                 }
+                let (key, id) = (c.key.clone(), c.id.clone());
                 deletions.push(Change {
                     kind,
-                    key: c.key.clone(),
-                    id: c.id.clone(),
+                    key,
+                    id,
                     op: Op::Delete,
                     fields: Vec::new(),
+                    object: Map::new(),
                 });
             }
         }

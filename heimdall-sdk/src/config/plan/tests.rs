@@ -2,7 +2,7 @@
 //! when asked, and the descriptions it refuses.
 
 use super::*;
-use crate::config::{Component, Domain, Environment, Member, Policy, Secret, System};
+use crate::config::{Component, Domain, Environment, Member, Policy, Schema, Secret, System};
 use crate::wire::Role;
 
 fn domain(name: &str) -> Domain {
@@ -29,6 +29,7 @@ fn organization() -> Config {
             description: None,
             agents: Some(vec!["edge-1".into(), "edge-2".into()]),
         }]),
+        schemas: Some(vec![bucket()]),
         policies: Some(vec![Policy {
             name: "readers".into(),
             description: None,
@@ -45,6 +46,17 @@ fn organization() -> Config {
             tags: Some([("team".to_owned(), "payments".to_owned())].into()),
             components: Some(vec!["ledger-api".into()]),
         }]),
+    }
+}
+
+fn bucket() -> Schema {
+    Schema {
+        type_name: "bucket".into(),
+        input_schema: serde_json::json!({ "type": "object", "properties": { "name": { "type": "string" } } }),
+        defaults: Some(Default::default()),
+        module: Some(crate::wire::ModuleRef { source: "./modules/bucket".into(), version: "1.0.0".into() }),
+        requires_approval: Some(true),
+        drift_check_every: Some("1d".into()),
     }
 }
 
@@ -77,7 +89,7 @@ fn an_organization_planned_against_itself_has_nothing_to_do_with_or_without_ids(
     let prune = PlanOptions { prune: true, keep_member: None };
     let plan = super::plan(&org, &org, &prune).unwrap();
     assert!(plan.is_empty(), "{plan:?}");
-    assert_eq!(plan.unchanged, 8);
+    assert_eq!(plan.unchanged, 9);
     assert!(super::plan(&without_ids(org.clone()), &org, &prune).unwrap().is_empty());
 }
 
@@ -229,4 +241,32 @@ fn a_description_parses_strictly_and_round_trips() {
     assert!(!unknown.to_string().contains("hunter2"), "the refusal does not quote the value: {unknown}");
     assert!(Config::parse("domains: []\ndomains: []\n").is_err(), "a key twice is refused");
     assert_eq!(Config::parse("").unwrap(), Config::default());
+}
+
+#[test]
+fn a_schema_that_differs_gets_a_whole_new_version_keeping_what_the_file_leaves_out() {
+    let current = organization();
+    let same_schedule = Config {
+        schemas: Some(vec![Schema { drift_check_every: Some("1440m".into()), ..bucket() }]),
+        ..Config::default()
+    };
+    let plan = super::plan(&same_schedule, &current, &PlanOptions::default()).unwrap();
+    assert!(plan.is_empty(), "1440m is 1d: {plan:?}");
+
+    let pinned = crate::wire::ModuleRef { source: "./modules/bucket".into(), version: "1.1.0".into() };
+    let upgraded = Config {
+        schemas: Some(vec![Schema { module: Some(pinned), requires_approval: None, ..bucket() }]),
+        ..Config::default()
+    };
+    let plan = super::plan(&upgraded, &current, &PlanOptions::default()).unwrap();
+    assert_eq!(summary(&plan), ["Update schema bucket"]);
+    let change = &plan.changes[0];
+    let fields: Vec<&str> = change.fields.iter().map(|f| f.field.as_str()).collect();
+    assert_eq!(fields, ["module"], "only the module differs");
+    assert_eq!(change.object["module"]["version"], "1.1.0");
+    assert_eq!(
+        change.object["requires_approval"], true,
+        "left out of the file: kept from the newest version"
+    );
+    assert_eq!(change.object["type"], "bucket");
 }
