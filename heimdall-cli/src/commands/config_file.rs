@@ -66,7 +66,7 @@ pub async fn apply(ctx: &Context, args: ApplyArgs) -> Result<()> {
                     refused.applied.done.len()
                 );
             }
-            report_tokens(&ctx.out, &refused.applied)?;
+            report_shown_once(&ctx.out, &refused.applied)?;
             Err(refused.error.into())
         }
     }
@@ -120,38 +120,36 @@ fn show(out: &Out, plan: &Plan) -> Result<()> {
 #[derive(Serialize)]
 struct Report<'a> {
     applied: &'a [Change],
-    new_members: Vec<NewMember<'a>>,
+    shown_once: Vec<Shown<'a>>,
 }
 
+/// A credential the API showed once: `what` it is for, and its `value`.
 #[derive(Serialize)]
-struct NewMember<'a> {
-    email: &'a str,
-    token: &'a str,
+struct Shown<'a> {
+    what: &'a str,
+    value: &'a str,
 }
 
 fn report(out: &Out, applied: &config::Applied) -> Result<()> {
     if out.is_json() {
-        return json(&Report { applied: &applied.done, new_members: new_members(applied) });
+        let shown_once =
+            applied.shown_once.iter().map(|s| Shown { what: &s.what, value: s.value.expose() }).collect();
+        return json(&Report { applied: &applied.done, shown_once });
     }
-    report_tokens(out, applied)?;
+    report_shown_once(out, applied)?;
     out.text(&format!("✓ Applied {} changes.\n", applied.done.len()))
 }
 
-/// Each new member's first token, once: it is how they log in.
-fn report_tokens(out: &Out, applied: &config::Applied) -> Result<()> {
-    if out.is_json() || applied.new_members.is_empty() {
+/// What the API shows once (a new member's token, a new channel's signing
+/// secret), once: it is not kept anywhere.
+fn report_shown_once(out: &Out, applied: &config::Applied) -> Result<()> {
+    if out.is_json() || applied.shown_once.is_empty() {
         return Ok(());
     }
     let lines: String = applied
-        .new_members
+        .shown_once
         .iter()
-        .map(|(email, token)| {
-            format!("Token for {email}: {} (shown once: hand it over a safe channel)\n", token.expose())
-        })
+        .map(|s| format!("{}: {} (shown once: hand it over a safe channel)\n", s.what, s.value.expose()))
         .collect();
     out.text(&lines)
-}
-
-fn new_members(applied: &config::Applied) -> Vec<NewMember<'_>> {
-    applied.new_members.iter().map(|(email, token)| NewMember { email, token: token.expose() }).collect()
 }

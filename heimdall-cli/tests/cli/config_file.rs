@@ -89,7 +89,7 @@ async fn a_file_applied_twice_changes_nothing_the_second_time_and_prune_deletes_
     assert_eq!(applied.code, 0, "{applied:?}");
     assert!(applied.stdout.contains("✓ Applied 9 changes."), "{applied:?}");
     assert!(
-        applied.stdout.contains("Token for bo@example.com: hmd_"),
+        applied.stdout.contains("member bo@example.com's token: hmd_"),
         "the new member's token, once: {applied:?}"
     );
     assert!(applied.stderr.contains("[9/9] + secret old-token"), "progress: {applied:?}");
@@ -216,4 +216,53 @@ async fn a_file_that_cannot_be_applied_is_refused_before_anything_changes() {
     );
 
     assert_eq!(events(&h).await, before + 1, "only the domain was made");
+}
+
+/// Runs `heimdall` with one more variable in its environment.
+async fn with_env(h: &Heimdall, args: &[&str], (name, value): (&str, &str)) -> crate::support::Run {
+    let output = h.command(args).env(name, value).output().await.expect("run heimdall");
+    crate::support::Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(output.stdout).expect("utf-8"),
+        stderr: String::from_utf8(output.stderr).expect("utf-8"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_s_webhook_comes_from_the_environment_and_is_never_written_down() {
+    let api = TestApi::sqlite().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let h = Heimdall::with_env(&api, &api.owner_token, tmp.path());
+    let config = write_file(
+        tmp.path(),
+        "channels.yaml",
+        "domains:\n  - name: payments\nnotification_channels:\n  - name: ops\n    webhook_env: OPS_WEBHOOK\n",
+    );
+    const URL: &str = "http://127.0.0.1:9/hook/path-token-7f3a9c";
+
+    // Not set: refused before the first change, the domain included.
+    let refused = h.run(&["apply", "-f", &config, "--auto-approve"]).await;
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(refused.stderr.contains("OPS_WEBHOOK is not set"), "{refused:?}");
+    assert_eq!(json_of(&h, &["domain", "list"]).await, serde_json::json!([]), "nothing was made");
+
+    let plan = with_env(&h, &["plan", "-f", &config], ("OPS_WEBHOOK", URL)).await;
+    assert!(plan.stdout.contains("+ notification channel ops\n    webhook_env: \"OPS_WEBHOOK\""), "{plan:?}");
+    let applied = with_env(&h, &["apply", "-f", &config, "--auto-approve"], ("OPS_WEBHOOK", URL)).await;
+    assert_eq!(applied.code, 0, "{applied:?}");
+    assert!(
+        applied.stdout.contains("notification channel ops's signing secret: "),
+        "shown once: {applied:?}"
+    );
+    let listed = json_of(&h, &["notification", "list"]).await;
+    assert_eq!(listed[0]["name"], "ops", "{listed}");
+
+    let again = h.run(&["plan", "-f", &config, "--detailed-exitcode", "--output", "json"]).await;
+    assert_eq!(again.code, 0, "only the name is compared: {again:?}");
+    let exported = h.run(&["export-config"]).await;
+    assert!(exported.stdout.contains("notification_channels:\n- name: ops\n"), "{}", exported.stdout);
+    for run in [&plan, &applied, &again, &exported] {
+        let printed = format!("{}{}", run.stdout, run.stderr);
+        assert!(!printed.contains("path-token-7f3a9c"), "the webhook URL is never printed: {printed}");
+    }
 }

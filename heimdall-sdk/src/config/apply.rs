@@ -19,9 +19,17 @@ use crate::{Client, Error, Result};
 pub struct Applied {
     /// The changes made, in order.
     pub done: Vec<Change>,
-    /// Each member added, with the first token the API gave them: shown
-    /// once, to hand over a safe channel.
-    pub new_members: Vec<(String, Redacted<String>)>,
+    /// What the API shows once, by what it is for: a new member's first
+    /// token (to hand over a safe channel), a new channel's signing secret.
+    pub shown_once: Vec<ShownOnce>,
+}
+
+/// A credential the API gave back once, for the person who applies.
+#[derive(Debug)]
+pub struct ShownOnce {
+    /// E.g. `member bo@example.com's token`.
+    pub what: String,
+    pub value: Redacted<String>,
 }
 
 /// The change the API refused, and what was done before it (kept: the
@@ -41,11 +49,18 @@ pub async fn apply(
     mut on_change: impl FnMut(&Change),
 ) -> std::result::Result<Applied, ApplyError> {
     let mut applied = Applied::default();
+    // Every webhook is read before the first change runs: a variable not
+    // set stops the apply with nothing done.
+    for change in plan.changes.iter().filter(|c| c.kind == Kind::Channel && c.op == Op::Create) {
+        if let Err(error) = webhook(change) {
+            return Err(ApplyError { applied, failed: change.clone(), error });
+        }
+    }
     for change in &plan.changes {
         on_change(change);
         match run(client, change).await {
-            Ok(token) => {
-                applied.new_members.extend(token.map(|token| (change.key.clone(), token)));
+            Ok(shown) => {
+                applied.shown_once.extend(shown);
                 applied.done.push(change.clone());
             }
             Err(error) => return Err(ApplyError { applied, failed: change.clone(), error }),
@@ -54,8 +69,8 @@ pub async fn apply(
     Ok(applied)
 }
 
-/// One change; a member added hands back their first token.
-async fn run(client: &Client, change: &Change) -> Result<Option<Redacted<String>>> {
+/// One change; what the API shows once comes back.
+async fn run(client: &Client, change: &Change) -> Result<Option<ShownOnce>> {
     // By id where the organization gave one, else by name (policies,
     // secrets: unique by name).
     let key = change.id.as_deref().unwrap_or(&change.key);
@@ -85,7 +100,8 @@ async fn run(client: &Client, change: &Change) -> Result<Option<Redacted<String>
         (Kind::Policy, Op::Delete) => client.delete_policy(key).await?,
         (Kind::Member, Op::Create) => {
             let added = client.add_member(&change.key, role(change)?).await?;
-            return Ok(Some(Redacted::new(added.token.clone())));
+            let what = format!("member {}'s token", change.key);
+            return Ok(Some(ShownOnce { what, value: Redacted::new(added.token.clone()) }));
         }
         (Kind::Member, Op::Update) => {
             client.change_role(key, role(change)?).await?;
@@ -101,6 +117,17 @@ async fn run(client: &Client, change: &Change) -> Result<Option<Redacted<String>
         }
         (Kind::Secret, Op::Delete) => {
             client.delete_secret(key, None).await?;
+        }
+        (Kind::Channel, Op::Create) => {
+            let url = webhook(change)?;
+            let made = client.create_channel(&change.key, url.expose()).await?;
+            let what = format!("notification channel {}'s signing secret", change.key);
+            return Ok(Some(ShownOnce { what, value: Redacted::new(made.secret.clone()) }));
+        }
+        // Nothing of a channel is compared but its name.
+        (Kind::Channel, Op::Update) => {}
+        (Kind::Channel, Op::Delete) => {
+            client.delete_channel(key).await?;
         }
     }
     Ok(None)
@@ -158,6 +185,18 @@ fn body<T: DeserializeOwned>(change: &Change, named: bool) -> Result<T> {
     }
     serde_json::from_value(Value::Object(fields))
         .map_err(|e| Error::Invalid(format!("{} {}: {e}", change.kind, change.key)))
+}
+
+/// A new channel's webhook URL, from the variable the file names.
+fn webhook(change: &Change) -> Result<Redacted<String>> {
+    let name = text(change.to("webhook_env")).unwrap_or_default();
+    match std::env::var(&name) {
+        Ok(url) if !url.trim().is_empty() => Ok(Redacted::new(url)),
+        _ => Err(Error::Invalid(format!(
+            "notification channel {}: {name} is not set (it holds the webhook URL)",
+            change.key
+        ))),
+    }
 }
 
 fn role(change: &Change) -> Result<Role> {

@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use super::{Component, Config, Domain, Environment, Member, Policy, Schema, Secret, System};
+use super::{
+    Component, Config, Domain, Environment, Member, NotificationChannel, Policy, Schema, Secret, System,
+};
 use crate::wire::{CatalogEntry, CatalogKind};
 use crate::{Client, Result};
 
@@ -118,6 +120,12 @@ pub async fn current(client: &Client) -> Result<Config> {
             }
         })
         .collect();
+    let notification_channels = client
+        .list_channels()
+        .await?
+        .into_iter()
+        .map(|c| NotificationChannel { name: c.name, webhook_env: None })
+        .collect();
     Ok(Config {
         domains: Some(domains),
         systems: Some(systems),
@@ -127,5 +135,6 @@ pub async fn current(client: &Client) -> Result<Config> {
         policies: Some(policies),
         members: Some(members),
         secrets: Some(secrets),
+        notification_channels: Some(notification_channels),
     })
 }

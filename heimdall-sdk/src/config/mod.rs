@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::wire::Role;
 
-pub use apply::{apply, Applied, ApplyError};
+pub use apply::{apply, Applied, ApplyError, ShownOnce};
 pub use current::current;
 pub use plan::{plan, Change, FieldChange, Kind, Op, Plan, PlanError, PlanOptions};
 
@@ -67,6 +67,8 @@ pub struct Config {
     pub members: Option<Vec<Member>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secrets: Option<Vec<Secret>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notification_channels: Option<Vec<NotificationChannel>>,
 }
 
 /// A domain: the top of the catalog.
@@ -192,6 +194,18 @@ pub(crate) fn every_text(seconds: i64) -> String {
         .find(|(unit, _)| seconds % unit == 0)
         .map_or((seconds, "s"), |(size, unit)| (seconds / size, unit));
     format!("{number}{unit}")
+}
+
+/// Where audit events are posted. Its webhook URL is itself a credential:
+/// it is never in a file, a plan or an export. `webhook_env` names the
+/// environment variable `apply` reads it from when it makes the channel
+/// (change it later with `heimdall notification update --webhook`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotificationChannel {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_env: Option<String>,
 }
 
 /// A description that could not be read, with where.

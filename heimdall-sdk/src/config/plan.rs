@@ -23,11 +23,12 @@ pub enum Kind {
     Policy,
     Member,
     Secret,
+    Channel,
 }
 
 impl Kind {
     /// Parents before children, what a secret names before the secret.
-    pub const ORDER: [Kind; 8] = [
+    pub const ORDER: [Kind; 9] = [
         Kind::Domain,
         Kind::System,
         Kind::Component,
@@ -36,6 +37,7 @@ impl Kind {
         Kind::Policy,
         Kind::Member,
         Kind::Secret,
+        Kind::Channel,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -48,6 +50,7 @@ impl Kind {
             Kind::Policy => "policy",
             Kind::Member => "member",
             Kind::Secret => "secret",
+            Kind::Channel => "notification channel",
         }
     }
 
@@ -58,7 +61,7 @@ impl Kind {
             Kind::System => Some(CatalogKind::System),
             Kind::Component => Some(CatalogKind::Component),
             Kind::Environment => Some(CatalogKind::Environment),
-            Kind::Schema | Kind::Policy | Kind::Member | Kind::Secret => None,
+            Kind::Schema | Kind::Policy | Kind::Member | Kind::Secret | Kind::Channel => None,
         }
     }
 
@@ -92,7 +95,16 @@ impl Kind {
             Kind::Domain | Kind::Environment => &["description"],
             Kind::System => &["description", "domain"],
             Kind::Component => &["description", "system"],
-            Kind::Schema | Kind::Policy | Kind::Member | Kind::Secret => &[],
+            Kind::Schema | Kind::Policy | Kind::Member | Kind::Secret | Kind::Channel => &[],
+        }
+    }
+
+    /// Fields used only to make the object, never compared: a channel's
+    /// `webhook_env` names where its URL is read from when it is made.
+    fn inputs(self) -> &'static [&'static str] {
+        match self {
+            Kind::Channel => &["webhook_env"],
+            _ => &[],
         }
     }
 }
@@ -223,6 +235,8 @@ pub enum PlanError {
          check who it is, then update the file"
     )]
     Replaced { key: String, id: String, now: String },
+    #[error("{kind} {key}: to make it, give `{field}`")]
+    Needed { kind: Kind, key: String, field: &'static str },
 }
 
 /// An object as the diff sees it: its key, its id, and the fields the
@@ -275,6 +289,7 @@ fn section(config: &Config, kind: Kind) -> Option<Vec<Object>> {
         Kind::Policy => config.policies.as_deref().map(|s| objects(kind, s)),
         Kind::Member => config.members.as_deref().map(|s| objects(kind, s)),
         Kind::Secret => config.secrets.as_deref().map(|s| objects(kind, s)),
+        Kind::Channel => config.notification_channels.as_deref().map(|s| objects(kind, s)),
     }
 }
 
@@ -385,6 +400,9 @@ pub fn plan(desired: &Config, current: &Config, options: &PlanOptions) -> Result
         let mut matched = vec![false; have.len()];
         for w in &wanted {
             let Some(at) = find(kind, w, &have)? else {
+                if let Some(field) = kind.inputs().iter().find(|f| !w.fields.contains_key(**f)) {
+                    return Err(PlanError::Needed { kind, key: w.key.clone(), field });
+                }
                 let fields = w
                     .fields
                     .iter()
@@ -410,7 +428,7 @@ pub fn plan(desired: &Config, current: &Config, options: &PlanOptions) -> Result
                 let (from, to) = (Some(Value::String(c.key.clone())), Some(Value::String(w.key.clone())));
                 fields.push(FieldChange { field: kind.key_field().to_owned(), from, to });
             }
-            for (field, value) in &w.fields {
+            for (field, value) in w.fields.iter().filter(|(f, _)| !kind.inputs().contains(&f.as_str())) {
                 let from = c.fields.get(field).cloned().map(|v| after_renames(kind, field, v, &renamed));
                 if value.is_null() || same(value, from.as_ref()) {
                     continue;

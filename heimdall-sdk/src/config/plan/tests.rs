@@ -2,7 +2,9 @@
 //! when asked, and the descriptions it refuses.
 
 use super::*;
-use crate::config::{Component, Domain, Environment, Member, Policy, Schema, Secret, System};
+use crate::config::{
+    Component, Domain, Environment, Member, NotificationChannel, Policy, Schema, Secret, System,
+};
 use crate::wire::Role;
 
 fn domain(name: &str) -> Domain {
@@ -46,6 +48,7 @@ fn organization() -> Config {
             tags: Some([("team".to_owned(), "payments".to_owned())].into()),
             components: Some(vec!["ledger-api".into()]),
         }]),
+        notification_channels: Some(vec![NotificationChannel { name: "ops".into(), webhook_env: None }]),
     }
 }
 
@@ -89,7 +92,7 @@ fn an_organization_planned_against_itself_has_nothing_to_do_with_or_without_ids(
     let prune = PlanOptions { prune: true, keep_member: None };
     let plan = super::plan(&org, &org, &prune).unwrap();
     assert!(plan.is_empty(), "{plan:?}");
-    assert_eq!(plan.unchanged, 9);
+    assert_eq!(plan.unchanged, 10);
     assert!(super::plan(&without_ids(org.clone()), &org, &prune).unwrap().is_empty());
 }
 
@@ -269,4 +272,31 @@ fn a_schema_that_differs_gets_a_whole_new_version_keeping_what_the_file_leaves_o
         "left out of the file: kept from the newest version"
     );
     assert_eq!(change.object["type"], "bucket");
+}
+
+#[test]
+fn a_channel_s_webhook_is_read_where_the_file_says_only_to_make_it() {
+    let current = organization();
+    let channel = |name: &str, webhook_env: Option<&str>| NotificationChannel {
+        name: name.into(),
+        webhook_env: webhook_env.map(str::to_owned),
+    };
+    let same = Config {
+        notification_channels: Some(vec![channel("ops", Some("OPS_WEBHOOK"))]),
+        ..Config::default()
+    };
+    assert!(super::plan(&same, &current, &PlanOptions::default()).unwrap().is_empty(), "never compared");
+
+    let new = Config {
+        notification_channels: Some(vec![channel("audit", Some("AUDIT_WEBHOOK"))]),
+        ..Config::default()
+    };
+    let plan = super::plan(&new, &current, &PlanOptions::default()).unwrap();
+    assert_eq!(summary(&plan), ["Create notification channel audit"]);
+    assert_eq!(plan.changes[0].to("webhook_env"), Some(&Value::String("AUDIT_WEBHOOK".into())));
+
+    let unreachable =
+        Config { notification_channels: Some(vec![channel("audit", None)]), ..Config::default() };
+    let refused = super::plan(&unreachable, &current, &PlanOptions::default()).unwrap_err();
+    assert_eq!(refused.to_string(), "notification channel audit: to make it, give `webhook_env`");
 }
