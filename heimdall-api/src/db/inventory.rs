@@ -213,6 +213,13 @@ pub(super) async fn complete_deletions(
         if done.rows_affected() == 0 {
             continue;
         }
+        // No copy is left anywhere: nothing of it keeps its Components
+        // (they can be deleted now), in the same transaction.
+        sqlx::query("DELETE FROM secret_components WHERE secret_id = $1")
+            .bind(id.clone())
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
         let detail = serde_json::json!({ "name": name });
         insert_event(tx, org, deleted_event(&id, detail, actor, now)).await?;
     }

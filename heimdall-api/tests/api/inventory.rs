@@ -59,8 +59,14 @@ async fn a_delete_completes_when_every_holder_reported_and_waits_for_none_that_w
     for agent in ["edge-1", "edge-2"] {
         c.post("/v1/environments/prod/agents", owner, json!({ "agent": agent })).await.expect(201);
     }
+    let domain = c.post("/v1/domains", owner, json!({ "name": "payments" })).await.expect(201)["id"].clone();
+    let system = json!({ "name": "ledger", "parent_id": domain });
+    let system = c.post("/v1/systems", owner, system).await.expect(201)["id"].clone();
+    let component = json!({ "name": "ledger-api", "parent_id": system });
+    c.post("/v1/components", owner, component).await.expect(201);
     for secret in ["db-password", "api-key"] {
-        c.post("/v1/secrets", owner, json!({ "name": secret })).await.expect(201);
+        let components = if secret == "db-password" { json!(["ledger-api"]) } else { json!([]) };
+        c.post("/v1/secrets", owner, json!({ "name": secret, "components": components })).await.expect(201);
         c.post(&format!("/v1/secrets/{secret}/versions"), owner, json!({ "environment": "prod" }))
             .await
             .expect(201);
@@ -104,12 +110,16 @@ async fn a_delete_completes_when_every_holder_reported_and_waits_for_none_that_w
             .to_owned()
     };
     assert_eq!(status().await, "deleting", "edge-1's inventory was taken before it heard of it");
+    let component = "/v1/components/ledger-api";
+    c.call(Method::DELETE, component, owner, None).await.expect_error(409, "NOT_EMPTY");
     sim2.sync(json!([item("api-key")])).await;
     assert_eq!(status().await, "deleting", "edge-2 has not heard of it yet");
     sim1.sync(json!([])).await;
     assert_eq!(status().await, "deleting", "edge-2's inventory was taken before it heard of it");
     sim2.sync(json!([item("api-key")])).await;
     assert_eq!(status().await, "deleted");
+    // No copy is left: the Component it named can go.
+    c.call(Method::DELETE, component, owner, None).await.expect(204);
     let events = c.get("/v1/events?action=secret.deleted", owner).await.expect(200);
     assert_eq!(events[0]["actor"], "agent:edge-2", "{events}");
     let listed = c.get("/v1/secrets", owner).await.expect(200);
