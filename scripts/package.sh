@@ -11,6 +11,8 @@
 #   OUT/share/fish/vendor_completions.d/heimdall.fish
 #   OUT/share/heimdall/openapi/{people,agent-channel,agent-local}.json
 #   OUT/python/heimdall-VERSION-*.whl       the Python SDK (maturin), for `pip install`
+#   OUT/terraform/heimdall.local/heimdall/heimdall/VERSION/OS_ARCH/terraform-provider-heimdall_vVERSION
+#                                           the Terraform provider, as a filesystem mirror
 #
 # Usage: bash scripts/package.sh [--debug] [OUT]   (default OUT: dist/, release build)
 set -euo pipefail
@@ -24,9 +26,9 @@ fi
 out="${1:-dist}"
 
 if [[ "${profile}" == release ]]; then
-    cargo build --release --locked -p heimdall-cli -p heimdall-api -p heimdall-agent --bins
+    cargo build --release --locked -p heimdall-cli -p heimdall-api -p heimdall-agent -p heimdall-terraform --bins
 else
-    cargo build --locked -p heimdall-cli -p heimdall-api -p heimdall-agent --bins
+    cargo build --locked -p heimdall-cli -p heimdall-api -p heimdall-agent -p heimdall-terraform --bins
 fi
 bin="${CARGO_TARGET_DIR}/${profile}"
 
@@ -36,6 +38,18 @@ mkdir -p "${out}/bin" "${out}/share/man/man1" "${out}/share/bash-completion/comp
 # The guard goes next to the Agent, where the Agent looks for it.
 install -m 0755 "${bin}/heimdall" "${bin}/heimdall-api" "${bin}/heimdall-agent" "${bin}/heimdall-terraform-guard" \
     "${out}/bin/"
+
+# The provider where Terraform's filesystem_mirror looks for it:
+# <host>/<namespace>/<type>/<version>/<os>_<arch>/ (README: "Configuration as code").
+version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)"
+case "$(uname -m)" in
+    x86_64) arch=amd64 ;;
+    aarch64 | arm64) arch=arm64 ;;
+    *) arch="$(uname -m)" ;;
+esac
+mirror="${out}/terraform/heimdall.local/heimdall/heimdall/${version}/linux_${arch}"
+mkdir -p "${mirror}"
+install -m 0755 "${bin}/terraform-provider-heimdall" "${mirror}/terraform-provider-heimdall_v${version}"
 
 "${out}/bin/heimdall" man --out-dir "${out}/share/man/man1" >/dev/null
 "${out}/bin/heimdall" completion bash > "${out}/share/bash-completion/completions/heimdall"
@@ -84,4 +98,4 @@ PIP_DISABLE_PIP_VERSION_CHECK=1 "${check_venv}/bin/python" -m pip install --quie
 "${check_venv}/bin/python" -c 'import heimdall; assert heimdall.Client and heimdall.AgentClient'
 rm -rf "${check_venv}"
 
-echo "package.sh: ${out} (${profile}): 4 binaries, ${#pages[@]} manual pages, 3 completions, 3 OpenAPI documents, $(basename "${wheels[0]}")"
+echo "package.sh: ${out} (${profile}): 4 binaries, the Terraform provider ${version}, ${#pages[@]} manual pages, 3 completions, 3 OpenAPI documents, $(basename "${wheels[0]}")"

@@ -14,6 +14,10 @@ use heimdall_core::Redacted;
 
 use crate::{Client, Error, Result};
 
+/// How long deleting a secret waits for the Agents that hold it to erase
+/// their copies (they do at their next sync); past it the apply goes on.
+const SECRET_DELETION_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// What an apply did.
 #[derive(Debug, Default)]
 pub struct Applied {
@@ -56,9 +60,13 @@ pub async fn apply(
             return Err(ApplyError { applied, failed: change.clone(), error });
         }
     }
+    // A Component deleted after a secret that named it can go only once
+    // no Agent holds a copy of the secret: then each secret's deletion is
+    // waited for.
+    let components_go = plan.changes.iter().any(|c| c.kind == Kind::Component && c.op == Op::Delete);
     for change in &plan.changes {
         on_change(change);
-        match run(client, change).await {
+        match run(client, change, components_go).await {
             Ok(shown) => {
                 applied.shown_once.extend(shown);
                 applied.done.push(change.clone());
@@ -70,7 +78,7 @@ pub async fn apply(
 }
 
 /// One change; what the API shows once comes back.
-async fn run(client: &Client, change: &Change) -> Result<Option<ShownOnce>> {
+async fn run(client: &Client, change: &Change, wait_for_deletions: bool) -> Result<Option<ShownOnce>> {
     // By id where the organization gave one, else by name (policies,
     // secrets: unique by name).
     let key = change.id.as_deref().unwrap_or(&change.key);
@@ -114,6 +122,9 @@ async fn run(client: &Client, change: &Change) -> Result<Option<ShownOnce>> {
         }
         (Kind::Secret, Op::Update) => {
             client.update_secret(key, &body::<UpdateSecret>(change, false)?).await?;
+        }
+        (Kind::Secret, Op::Delete) if wait_for_deletions => {
+            crate::flows::delete_secret_and_wait(client, key, SECRET_DELETION_WAIT).await?;
         }
         (Kind::Secret, Op::Delete) => {
             client.delete_secret(key, None).await?;

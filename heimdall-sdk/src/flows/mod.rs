@@ -14,6 +14,7 @@
 //! - [`login`]: a key made here, certified by the API's CA for the caller.
 //! - [`wait_for_resource`], [`wait_for_job`]: followed until they settle, with progress.
 
+mod deletion;
 mod holders;
 mod login;
 mod read;
@@ -23,6 +24,7 @@ mod write;
 use heimdall_core::{ApiError, ErrorCode};
 use heimdall_wire::AgentLocation;
 
+pub use deletion::delete_secret_and_wait;
 pub use holders::{HolderMemory, HoldersFile};
 pub use login::{login, Certified};
 pub use read::{read_values, Ask, Read};
