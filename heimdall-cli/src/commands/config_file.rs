@@ -60,13 +60,19 @@ pub async fn apply(ctx: &Context, args: ApplyArgs) -> Result<()> {
     match config::apply(&client, &plan, progress).await {
         Ok(applied) => report(&ctx.out, &applied),
         Err(refused) => {
-            if !ctx.out.is_json() {
+            // What ran stays, and what the API showed once is printed now
+            // or never: the report comes before the error, in JSON too.
+            if ctx.out.is_json() {
+                report(&ctx.out, &refused.applied)?;
+            } else {
+                let failed = refused.failed.to_string();
+                let failed = failed.lines().next().unwrap_or_default();
                 eprintln!(
-                    "stopped: {} of {total} changes were applied; `heimdall plan` shows what is left",
+                    "stopped at {failed}: {} of {total} changes were applied before it; `heimdall plan` shows what is left",
                     refused.applied.done.len()
                 );
+                report_shown_once(&ctx.out, &refused.applied)?;
             }
-            report_shown_once(&ctx.out, &refused.applied)?;
             Err(refused.error.into())
         }
     }

@@ -208,7 +208,10 @@ async fn a_file_that_cannot_be_applied_is_refused_before_anything_changes() {
     );
     let stopped = h.run(&["apply", "-f", &midway, "--auto-approve"]).await;
     assert_ne!(stopped.code, 0, "{stopped:?}");
-    assert!(stopped.stderr.contains("stopped: 1 of 2 changes were applied"), "{stopped:?}");
+    assert!(
+        stopped.stderr.contains("stopped at + policy broken: 1 of 2 changes were applied before it"),
+        "{stopped:?}"
+    );
     let plan = h.run(&["plan", "-f", &midway]).await;
     assert!(
         plan.stdout.contains("+ policy broken") && !plan.stdout.contains("domain"),
@@ -216,6 +219,20 @@ async fn a_file_that_cannot_be_applied_is_refused_before_anything_changes() {
     );
 
     assert_eq!(events(&h).await, before + 1, "only the domain was made");
+
+    // A member added before the refusal: their token is printed with what
+    // ran, in JSON too, since it is shown this once.
+    let then = write_file(
+        tmp.path(),
+        "then.yaml",
+        "members:\n  - email: cy@example.com\n    role: member\nsecrets:\n  - name: Not-Valid\n",
+    );
+    let stopped = h.run(&["apply", "-f", &then, "--auto-approve", "--output", "json"]).await;
+    assert_eq!(stopped.code, 7, "INVALID_INPUT: {stopped:?}");
+    let report: serde_json::Value = serde_json::from_str(&stopped.stdout).unwrap();
+    assert_eq!(report["applied"][0]["key"], "cy@example.com", "{report}");
+    assert_eq!(report["shown_once"][0]["what"], "member cy@example.com's token", "{report}");
+    assert!(report["shown_once"][0]["value"].as_str().unwrap().starts_with("hmd_"), "{report}");
 }
 
 /// Runs `heimdall` with one more variable in its environment.
