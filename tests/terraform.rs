@@ -51,6 +51,18 @@ resource "heimdall_secret" "token" {{
   tags       = {{ team = "{team}" }}
   components = [heimdall_component.runner.name]
 }}
+data "heimdall_system" "builds" {{
+  id = heimdall_system.builds.id
+}}
+data "heimdall_secret" "token" {{
+  name = heimdall_secret.token.name
+}}
+output "system_domain" {{
+  value = data.heimdall_system.builds.domain
+}}
+output "secret_team" {{
+  value = data.heimdall_secret.token.tags["team"]
+}}
 "#
     )
 }
@@ -135,6 +147,11 @@ fn terraform_manages_heimdall_through_the_provider() {
     let applied = tf.ok(&["apply", "-auto-approve"]);
     assert!(applied.contains("Apply complete! Resources: 6 added, 0 changed, 0 destroyed."), "{applied}");
     assert!(cli("heimdall secret show runner-token --output json").contains("\"team\": \"builds\""));
+    // Data sources read the same objects back, by id or by name.
+    let outputs = tf.ok(&["output", "-json"]);
+    let outputs: serde_json::Value = serde_json::from_str(&outputs).unwrap();
+    assert_eq!(outputs["system_domain"]["value"], "tools", "{outputs}");
+    assert_eq!(outputs["secret_team"]["value"], "builds", "{outputs}");
 
     // Nothing to do.
     let plan = tf.run(&["plan", "-detailed-exitcode"]);

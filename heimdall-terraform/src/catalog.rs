@@ -129,28 +129,28 @@ impl<E: Entry> CatalogResource<E> {
     pub fn new(api: &Api, kind: CatalogKind) -> Self {
         Self { api: api.clone(), kind, state: PhantomData }
     }
+}
 
-    /// The entry's state as the API has it; the parent keeps the spelling
-    /// the state had (id or name) when it still names the same entry.
-    async fn state_of(
-        &self,
-        client: &Client,
-        entry: CatalogEntry,
-        was: Option<&Value<String>>,
-    ) -> Result<E, heimdall_sdk::Error> {
-        let parent = match (self.kind.parent_kind(), entry.parent_id) {
-            (Some(parent_kind), Some(parent_id)) => {
-                let id = parent_id.to_string();
-                let parent = client.get_catalog_entry(parent_kind, &id).await?;
-                Some(match was.and_then(text) {
-                    Some(spelled) if spelled == id => id,
-                    _ => parent.name,
-                })
-            }
-            _ => None,
-        };
-        Ok(E::new(entry.id.to_string(), entry.name, optional(entry.description), parent))
-    }
+/// An entry's state as the API has it; the parent keeps the spelling the
+/// state had (id or name) when it still names the same entry.
+pub async fn state_of<E: Entry>(
+    client: &Client,
+    kind: CatalogKind,
+    entry: CatalogEntry,
+    was: Option<&Value<String>>,
+) -> Result<E, heimdall_sdk::Error> {
+    let parent = match (kind.parent_kind(), entry.parent_id) {
+        (Some(parent_kind), Some(parent_id)) => {
+            let id = parent_id.to_string();
+            let parent = client.get_catalog_entry(parent_kind, &id).await?;
+            Some(match was.and_then(text) {
+                Some(spelled) if spelled == id => id,
+                _ => parent.name,
+            })
+        }
+        _ => None,
+    };
+    Ok(E::new(entry.id.to_string(), entry.name, optional(entry.description), parent))
 }
 
 #[async_trait]
@@ -189,7 +189,7 @@ impl<E: Entry> Resource for CatalogResource<E> {
         let client = self.api.client(diags)?;
         let id = text(state.id())?.to_owned();
         match client.get_catalog_entry(self.kind, &id).await {
-            Ok(entry) => match self.state_of(client, entry, state.parent()).await {
+            Ok(entry) => match state_of(client, self.kind, entry, state.parent()).await {
                 Ok(now) => Some((now, private_state)),
                 Err(error) => {
                     refused(diags, "id", &error);
@@ -317,7 +317,7 @@ impl<E: Entry> Resource for CatalogResource<E> {
         let client = self.api.client(diags)?;
         let found = client.get_catalog_entry(self.kind, &id).await;
         let state = match found {
-            Ok(entry) => self.state_of(client, entry, None).await,
+            Ok(entry) => state_of(client, self.kind, entry, None).await,
             Err(error) => Err(error),
         };
         Some((or_refused(diags, "id", state)?, ValueEmpty::default()))

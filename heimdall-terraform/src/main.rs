@@ -4,6 +4,7 @@
 
 mod api;
 mod catalog;
+mod data;
 mod policy;
 mod provider;
 mod secret;

@@ -24,9 +24,9 @@ impl PolicyResource {
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct PolicyState {
     #[serde(default)]
-    id: Value<String>,
+    pub(crate) id: Value<String>,
     #[serde(default)]
-    name: Value<String>,
+    pub(crate) name: Value<String>,
     #[serde(default)]
     description: Value<String>,
     #[serde(default)]

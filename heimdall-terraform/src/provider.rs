@@ -15,6 +15,7 @@ use tf_provider::{map, Diagnostics, DynamicDataSource, DynamicResource, Provider
 
 use crate::api::{error_on, text, Api};
 use crate::catalog::{CatalogResource, ComponentState, PlainState, SystemState};
+use crate::data::CatalogData;
 
 #[derive(Default)]
 pub struct Heimdall {
@@ -124,6 +125,14 @@ impl Provider for Heimdall {
         &self,
         _diags: &mut Diagnostics,
     ) -> Option<HashMap<String, Box<dyn DynamicDataSource>>> {
-        Some(HashMap::new())
+        let api = &self.api;
+        Some(map! {
+            "domain" => CatalogData::<PlainState>::new(api, CatalogKind::Domain),
+            "environment" => CatalogData::<PlainState>::new(api, CatalogKind::Environment),
+            "system" => CatalogData::<SystemState>::new(api, CatalogKind::System),
+            "component" => CatalogData::<ComponentState>::new(api, CatalogKind::Component),
+            "policy" => crate::data::PolicyData::new(api),
+            "secret" => crate::data::SecretData::new(api),
+        })
     }
 }

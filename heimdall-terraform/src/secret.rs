@@ -32,9 +32,9 @@ impl SecretResource {
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct SecretState {
     #[serde(default)]
-    id: Value<String>,
+    pub(crate) id: Value<String>,
     #[serde(default)]
-    name: Value<String>,
+    pub(crate) name: Value<String>,
     #[serde(default, rename = "type")]
     secret_type: Value<String>,
     #[serde(default)]
@@ -63,7 +63,7 @@ fn components(state: &SecretState) -> Vec<String> {
 
 /// The secret as state. Components keep the state's spelling (ids or
 /// names) while they name the same entries; else they read as names.
-async fn state_of(
+pub async fn state_of(
     client: &Client,
     secret: Secret,
     was: Option<&SecretState>,
