@@ -88,19 +88,19 @@ pub async fn state_of(
             .map(|c| Value::Value(c.name.clone()))
             .collect()
     };
-    let kept_empty = |was: Option<&SecretState>, field: fn(&SecretState) -> bool| was.is_some_and(field);
+    let was_set = |was: Option<&SecretState>, field: fn(&SecretState) -> bool| was.is_some_and(field);
     Ok(SecretState {
         id: Value::Value(secret.id.to_string()),
         name: Value::Value(secret.name),
         secret_type: Value::Value(secret.secret_type),
         description: optional(secret.description),
         // Null where the configuration leaves them out and the API has none.
-        tags: if secret.tags.is_empty() && !kept_empty(was, |s| matches!(s.tags, Value::Value(_))) {
+        tags: if secret.tags.is_empty() && !was_set(was, |s| matches!(s.tags, Value::Value(_))) {
             Value::Null
         } else {
             Value::Value(secret.tags.into_iter().map(|(k, v)| (k, Value::Value(v))).collect())
         },
-        components: if names.is_empty() && !kept_empty(was, |s| matches!(s.components, Value::Value(_))) {
+        components: if names.is_empty() && !was_set(was, |s| matches!(s.components, Value::Value(_))) {
             Value::Null
         } else {
             Value::Value(names)

@@ -747,6 +747,26 @@ async fn job_log_follow_streams_until_the_job_ends() {
 }
 
 /// `resource import` checks its `--import ADDRESS=ID` flags before asking.
+/// `heimdall apply --prune` of a schema type a Resource is on is refused
+/// before any version is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pruning_a_schema_in_use_deletes_no_version() {
+    let (_api, tmp, h) = infra_cli().await;
+    // The Resource is on version 1; version 2, newer, is on nothing.
+    let create = new_resource_args("create", "kept", r#"{"bucket":"kept-1"}"#);
+    let made = h.run(&as_strs(&create)).await;
+    assert_eq!(made.code, 0, "{made:?}");
+    let schema = write_file(tmp.path(), "v2.schema.json", r#"{"type":"object"}"#);
+    let v2 = ["schema", "create", "--type", "s3-bucket", "--input-schema", &schema];
+    assert_eq!(h.run(&v2).await.code, 0);
+    let file = write_file(tmp.path(), "no-schemas.yaml", "schemas: []\n");
+    let refused = h.run(&["apply", "-f", &file, "--prune", "--auto-approve"]).await;
+    assert_eq!(refused.code, 6, "NOT_EMPTY: {refused:?}");
+    assert!(refused.stderr.contains("1 Resource(s) use it; no version was deleted"), "{refused:?}");
+    let versions = json_of(&h, &["schema", "list", "--type", "s3-bucket"]).await;
+    assert_eq!(versions.as_array().map(Vec::len), Some(2), "both versions stay: {versions}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resource_import_flags_are_checked_before_any_request() {
     let (_api, _tmp, h) = infra_cli().await;

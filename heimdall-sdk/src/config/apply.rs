@@ -8,7 +8,8 @@ use serde_json::{Map, Value};
 
 use super::plan::{Change, Kind, Op, Plan};
 use crate::wire::{
-    CreateCatalogEntry, CreatePolicy, CreateSchema, CreateSecret, Role, UpdatePolicy, UpdateSecret,
+    CreateCatalogEntry, CreatePolicy, CreateSchema, CreateSecret, ResourceStatus, Role, UpdatePolicy,
+    UpdateSecret,
 };
 use heimdall_core::Redacted;
 
@@ -92,7 +93,21 @@ async fn run(client: &Client, change: &Change, wait_for_deletions: bool) -> Resu
             client.create_schema(&schema).await?;
         }
         (Kind::Schema, Op::Delete) => {
-            // Every version, newest first; one a Resource uses is refused.
+            // Refused whole while a Resource is on the type: no version is
+            // deleted before the one it uses would be refused.
+            let query = crate::ResourceQuery { schema_type: Some(change.key.clone()), ..Default::default() };
+            let live = |r: &crate::wire::Resource| {
+                !matches!(r.status, ResourceStatus::Deleted | ResourceStatus::Abandoned)
+            };
+            let using = client.list_resources(&query).await?.iter().filter(|r| live(r)).count();
+            if using > 0 {
+                let message =
+                    format!("schema {}: {using} Resource(s) use it; no version was deleted", change.key);
+                return Err(Error::Api(heimdall_core::ApiError::new(
+                    heimdall_core::ErrorCode::NotEmpty,
+                    message,
+                )));
+            }
             let mut versions = client.list_schemas(Some(&change.key)).await?;
             versions.sort_by_key(|s| std::cmp::Reverse(s.version));
             for version in versions {
