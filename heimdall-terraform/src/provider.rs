@@ -22,7 +22,7 @@ pub struct Heimdall {
     api: Api,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Default, Serialize, Deserialize)]
 pub struct ProviderConfig {
     #[serde(default)]
     api_url: Value<String>,
@@ -30,6 +30,17 @@ pub struct ProviderConfig {
     token: Value<String>,
     #[serde(default)]
     ca_file: Value<String>,
+}
+
+/// Never the token: only whether one was given.
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("api_url", &self.api_url)
+            .field("token", &matches!(self.token, Value::Value(_)))
+            .field("ca_file", &self.ca_file)
+            .finish()
+    }
 }
 
 fn optional(description: &str, sensitive: bool) -> Attribute {
@@ -134,5 +145,18 @@ impl Provider for Heimdall {
             "policy" => crate::data::PolicyData::new(api),
             "secret" => crate::data::SecretData::new(api),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_settings_debug_print_never_shows_the_token() {
+        let config =
+            ProviderConfig { token: Value::Value("hmd_secret-token-text".into()), ..Default::default() };
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("hmd_secret-token-text") && shown.contains("token: true"), "{shown}");
     }
 }
